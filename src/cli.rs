@@ -1,0 +1,242 @@
+//! The commands of the `faregate` binary: what each does, in terms of the library.
+//!
+//! This is the command layer (floor 6 with `main.rs`): it reads files and the environment,
+//! prints for humans, and maps failures to exit codes. It is the only library module that uses
+//! `anyhow`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use tokio::net::TcpListener;
+
+use crate::app;
+use crate::config::{self, Config, DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
+use crate::providers::{self, ProcessEnv};
+use crate::sim;
+use crate::tools;
+
+/// Logs to stderr; `RUST_LOG` overrides the default `info`.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn load(files: &dyn Files, path: &Path) -> anyhow::Result<Config> {
+    match config::load(files, path, &tools::names()) {
+        Ok((config, warnings)) => {
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            Ok(config)
+        }
+        Err(errors) => bail!("{errors}"),
+    }
+}
+
+/// Resolves when Ctrl-C or SIGTERM arrives.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}
+
+fn build(config: Config) -> anyhow::Result<app::App> {
+    match app::build(config, &ProcessEnv) {
+        Ok(app) => {
+            for w in &app.warnings {
+                tracing::warn!("{w}");
+            }
+            Ok(app)
+        }
+        Err(errors) => bail!("cannot start:\n  {}", errors.join("\n  ")),
+    }
+}
+
+/// `faregate serve`.
+pub async fn serve(config_path: &Path, listen: Option<SocketAddr>) -> anyhow::Result<ExitCode> {
+    let mut config = load(&DiskFiles, config_path)?;
+    if let Some(addr) = listen {
+        config.server.listen = addr;
+    }
+    let addr = config.server.listen;
+    let app = build(config)?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    tracing::info!("faregate listening on http://{}", listener.local_addr()?);
+    app::run(listener, app, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `faregate sim`.
+pub async fn sim(listen: SocketAddr, seed: u64) -> anyhow::Result<ExitCode> {
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let addr = listener.local_addr()?;
+    println!("faregate provider simulator on http://{addr}");
+    println!("  faults: curl http://{addr}/_sim/faults   stats: curl http://{addr}/_sim/stats");
+    sim::serve(listener, sim::Simulator::new(seed), shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `faregate demo`: the simulator and the gateway in one process.
+pub async fn demo(
+    listen: SocketAddr,
+    sim_listen: SocketAddr,
+    config_path: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let mut config = match config_path {
+        Some(p) => load(&DiskFiles, p)?,
+        None => load(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG))?,
+    };
+    let sim_listener = TcpListener::bind(sim_listen)
+        .await
+        .with_context(|| format!("cannot listen on {sim_listen} for the simulator (try --sim-listen)"))?;
+    let sim_addr = sim_listener.local_addr()?;
+    let sim_url = reqwest::Url::parse(&format!("http://{sim_addr}"))?;
+    for provider in config.providers.values_mut() {
+        provider.base_url = sim_url.clone();
+    }
+    config.server.listen = listen;
+    let app = build(config)?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} (try --listen)"))?;
+    let addr = listener.local_addr()?;
+
+    let simulator = sim::Simulator::new(7);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut sim_stop = stop_rx.clone();
+    let sim_task = tokio::spawn(sim::serve(sim_listener, simulator, async move {
+        let _ = sim_stop.wait_for(|s| *s).await;
+    }));
+    print!("{}", demo_banner(addr, sim_addr));
+    let mut gw_stop = stop_rx;
+    let gateway = tokio::spawn(app::run(listener, app, async move {
+        let _ = gw_stop.wait_for(|s| *s).await;
+    }));
+    shutdown_signal().await;
+    let _ = stop_tx.send(true);
+    gateway.await.context("gateway task")??;
+    sim_task.await.context("simulator task")??;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo_banner(addr: SocketAddr, sim: SocketAddr) -> String {
+    let day = |n: i64| {
+        (crate::call::Gateway::today() + chrono::Duration::days(n))
+            .format("%Y-%m-%d")
+            .to_string()
+    };
+    let (d1, d2) = (day(21), day(23));
+    format!(
+        r#"
+faregate demo — gateway and provider simulator, no credentials needed
+
+  API        http://{addr}/v1/tools
+  simulator  http://{sim}  (Duffel wire format; faults at /_sim/faults)
+
+Try:
+
+  # search flights
+  curl -s http://{addr}/v1/tools/search_flights/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"origin": "JFK", "destination": "LHR", "departure_date": "{d1}", "adults": 1}}}}'
+
+  # search hotels in Paris
+  curl -s http://{addr}/v1/tools/search_hotels/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"city_code": "PAR", "check_in_date": "{d1}", "check_out_date": "{d2}", "adults": 2}}}}'
+
+  # invalid arguments are named field by field (HTTP 422)
+  curl -s http://{addr}/v1/tools/search_flights/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"origin": "jfk", "destination": "LHR", "departure_date": "2020-01-01"}}}}'
+
+  # make flight search slow (15 s per answer), then call it again: the gateway gives up after
+  # the tool's 8 s timeout and answers with the fallback text instead of hanging
+  curl -s -X PUT http://{sim}/_sim/faults/duffel_air_search -H 'content-type: application/json' \
+    -d '{{"latency_ms": 15000}}'
+  # heal it
+  curl -s -X DELETE http://{sim}/_sim/faults
+
+  # the tool manifest
+  curl -s http://{addr}/v1/tools
+
+Ctrl-C stops both.
+"#
+    )
+}
+
+/// `faregate check`: every problem at once; exit 1 when there is any error.
+pub fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
+    match config::load(&DiskFiles, config_path, &tools::names()) {
+        Ok((config, warnings)) => {
+            let built = providers::build(&config, &ProcessEnv);
+            for w in &warnings {
+                println!("warning: {w}");
+            }
+            for w in built.warnings.iter().chain(&built.errors) {
+                println!("warning: {w}");
+            }
+            println!(
+                "{}: OK — {} tools, {} providers, {} prompts",
+                config_path.display(),
+                config.tools.len(),
+                config.providers.len(),
+                config.prompts.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(errors) => {
+            print!("{errors}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `faregate manifest`.
+pub fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitCode> {
+    if format != "native" {
+        bail!("format \"{format}\" is not available in this build; use --format native");
+    }
+    let config = load(&DiskFiles, config_path)?;
+    let tools: Vec<serde_json::Value> = config
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let spec = tools::spec(&t.name)?;
+            Some(serde_json::json!({
+                "name": spec.name,
+                "description": t.description.trim(),
+                "input_schema": spec.input_schema(),
+                "output_schema": spec.output_schema(),
+            }))
+        })
+        .collect();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({ "tools": tools }))?
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,717 @@
+//! Reads `faregate.toml`, `tools/*.toml` and `prompts/` into a [`Config`], collecting every
+//! problem on the way.
+//!
+//! Order: the main file first (its `[server]` names the tools and prompts directories), then the
+//! prompts (tools refer to them), then the tools. Nothing is read twice and nothing is read after
+//! start-up.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use reqwest::Url;
+
+use super::files::Files;
+use super::model::*;
+use super::problems::{ConfigErrors, Problems};
+use super::reader::Section;
+
+/// The placeholders a fallback prompt may use.
+pub const PROMPT_PLACEHOLDERS: &[&str] = &["tool", "retry_after_s", "provider", "available_tools"];
+
+/// Loads and validates everything; on success also returns the warnings.
+pub fn load(
+    files: &dyn Files,
+    config_path: &Path,
+    known_tools: &[&str],
+) -> Result<(Config, Vec<super::Problem>), ConfigErrors> {
+    let problems = RefCell::new(Problems::default());
+    let config = load_into(files, config_path, known_tools, &problems);
+    let problems = problems.into_inner();
+    match config {
+        Some(config) if problems.is_ok() => Ok((config, problems.warnings().to_vec())),
+        _ => Err(ConfigErrors {
+            errors: problems.errors().to_vec(),
+            warnings: problems.warnings().to_vec(),
+        }),
+    }
+}
+
+fn parse_toml(
+    files: &dyn Files,
+    path: &Path,
+    problems: &RefCell<Problems>,
+) -> Option<toml::Table> {
+    let text = match files.read(path) {
+        Ok(t) => t,
+        Err(e) => {
+            problems
+                .borrow_mut()
+                .error(path, "", format!("cannot read the file: {e}"));
+            return None;
+        }
+    };
+    match text.parse::<toml::Table>() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let msg = e.message().to_string();
+            let at = e
+                .span()
+                .map(|s| {
+                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                    format!(" (line {line})")
+                })
+                .unwrap_or_default();
+            problems
+                .borrow_mut()
+                .error(path, "", format!("not valid TOML{at}: {msg}"));
+            None
+        }
+    }
+}
+
+fn load_into(
+    files: &dyn Files,
+    config_path: &Path,
+    known_tools: &[&str],
+    problems: &RefCell<Problems>,
+) -> Option<Config> {
+    let base = config_path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let table = parse_toml(files, config_path, problems)?;
+    let root = Section::root(config_path, &table, problems);
+
+    // [server]
+    let mut server = ServerConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+        max_body_bytes: 262_144,
+    };
+    let mut tools_dir = base.join("tools");
+    let mut prompts_dir = base.join("prompts");
+    if let Some(s) = root.table("server") {
+        if let Some(listen) = s.string("listen") {
+            match listen.parse::<SocketAddr>() {
+                Ok(a) => server.listen = a,
+                Err(_) => s.error(
+                    "listen",
+                    format!("\"{listen}\" is not an address; write e.g. \"127.0.0.1:8080\""),
+                ),
+            }
+        }
+        if let Some(n) = s.integer("max_body_bytes", 1024, 64 * 1024 * 1024) {
+            server.max_body_bytes = n as usize;
+        }
+        if let Some(d) = s.string("tools_dir") {
+            tools_dir = base.join(d);
+        }
+        if let Some(d) = s.string("prompts_dir") {
+            prompts_dir = base.join(d);
+        }
+        s.finish();
+    }
+
+    // [auth]
+    let mut auth = AuthConfig {
+        client_keys_env: "FAREGATE_CLIENT_KEYS".into(),
+        admin_key_env: "FAREGATE_ADMIN_KEY".into(),
+        callback_allowlist: Vec::new(),
+    };
+    if let Some(s) = root.table("auth") {
+        for (key, slot) in [
+            ("client_keys_env", &mut auth.client_keys_env),
+            ("admin_key_env", &mut auth.admin_key_env),
+        ] {
+            if let Some(v) = s.string(key) {
+                if is_env_name(&v) {
+                    *slot = v;
+                } else {
+                    s.error(key, env_name_message(&v));
+                }
+            }
+        }
+        if let Some(urls) = s.strings("callback_allowlist") {
+            for (i, u) in urls.iter().enumerate() {
+                match parse_http_url(u) {
+                    Ok(url) => auth.callback_allowlist.push(url),
+                    Err(msg) => s.error(&format!("callback_allowlist[{i}]"), msg),
+                }
+            }
+        }
+        s.finish();
+    }
+
+    // [store]
+    let mut store = StoreConfig {
+        url: "sqlite://faregate.db".into(),
+    };
+    if let Some(s) = root.table("store") {
+        if let Some(url) = s.string("url") {
+            if url.starts_with("sqlite:")
+                || url.starts_with("postgres://")
+                || url.starts_with("postgresql://")
+            {
+                store.url = url;
+            } else {
+                s.error(
+                    "url",
+                    format!(
+                        "\"{url}\" is not a store URL; write \"sqlite://faregate.db\" or \"postgres://user@host/db\""
+                    ),
+                );
+            }
+        }
+        s.finish();
+    }
+
+    // [providers.*]
+    let mut providers = BTreeMap::new();
+    let mut declared_providers = BTreeSet::new();
+    for (name, s) in root.named_tables("providers") {
+        declared_providers.insert(name.clone());
+        if let Some(p) = read_provider(&name, &s) {
+            providers.insert(name.clone(), p);
+        }
+        s.finish();
+    }
+
+    // [defaults]
+    let mut breaker_defaults = default_breaker();
+    let mut retry_defaults = default_retry();
+    let mut jobs = default_jobs();
+    if let Some(d) = root.table("defaults") {
+        if let Some(b) = d.table("breaker") {
+            breaker_defaults = read_breaker(&b, &breaker_defaults);
+            b.finish();
+        }
+        if let Some(r) = d.table("retry") {
+            retry_defaults = read_retry(&r, &retry_defaults);
+            r.finish();
+        }
+        if let Some(j) = d.table("jobs") {
+            if let Some(n) = j.integer("max_attempts", 1, 10_000) {
+                jobs.max_attempts = n as u32;
+            }
+            if let Some(v) = j.duration("max_age") {
+                if v.is_zero() {
+                    j.error("max_age", "must be longer than zero, e.g. \"24h\"");
+                } else {
+                    jobs.max_age = v;
+                }
+            }
+            if let Some(n) = j.integer("workers", 1, 1024) {
+                jobs.workers = n as u32;
+            }
+            j.finish();
+        }
+        d.finish();
+    }
+    root.finish();
+
+    let prompts = read_prompts(files, &prompts_dir, problems);
+    let tools = read_tools(
+        files,
+        &tools_dir,
+        known_tools,
+        &declared_providers,
+        &prompts,
+        &breaker_defaults,
+        &retry_defaults,
+        problems,
+    );
+
+    Some(Config {
+        source: config_path.to_path_buf(),
+        server,
+        auth,
+        store,
+        providers,
+        jobs,
+        tools,
+        prompts,
+    })
+}
+
+fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
+    let kind_str = s.required_string("kind", "\"duffel\"")?;
+    let base_url = match s.required_string("base_url", "\"https://api.duffel.com\"") {
+        Some(u) => match parse_http_url(&u) {
+            Ok(url) => Some(url),
+            Err(msg) => {
+                s.error("base_url", msg);
+                None
+            }
+        },
+        None => None,
+    };
+    let env = |key: &'static str, example: &str| -> Option<String> {
+        let v = s.required_string(key, example)?;
+        if is_env_name(&v) {
+            Some(v)
+        } else {
+            s.error(key, env_name_message(&v));
+            None
+        }
+    };
+    let kind = match kind_str.as_str() {
+        "duffel" => ProviderKind::Duffel {
+            token_env: env("token_env", "\"DUFFEL_ACCESS_TOKEN\"")?,
+        },
+        "amadeus" => {
+            let id = env("client_id_env", "\"AMADEUS_CLIENT_ID\"");
+            let secret = env("client_secret_env", "\"AMADEUS_CLIENT_SECRET\"");
+            ProviderKind::Amadeus {
+                client_id_env: id?,
+                client_secret_env: secret?,
+            }
+        }
+        other => {
+            s.error(
+                "kind",
+                format!("unknown provider kind \"{other}\"; valid kinds: duffel, amadeus"),
+            );
+            // The credential keys depend on the kind; with no valid kind none is "unknown".
+            for key in ["token_env", "client_id_env", "client_secret_env"] {
+                s.has(key);
+            }
+            return None;
+        }
+    };
+    Some(ProviderConfig {
+        name: name.to_string(),
+        kind,
+        base_url: base_url?,
+    })
+}
+
+/// Reads the breaker keys of one table over `base` and checks the combination.
+fn read_breaker(s: &Section<'_>, base: &BreakerSettings) -> BreakerSettings {
+    let mut b = base.clone();
+    if let Some(v) = s.duration("window") {
+        b.window = v;
+    }
+    if let Some(v) = s.fraction("failure_rate") {
+        b.failure_rate = v;
+    }
+    if s.has("slow_call") {
+        if s.string("slow_call").as_deref() == Some("auto") {
+            b.slow_call = SlowCallSetting::Auto;
+        } else if let Some(v) = s.duration("slow_call") {
+            b.slow_call = SlowCallSetting::Fixed(v);
+        }
+    }
+    if let Some(v) = s.integer("min_calls", 1, 1_000_000) {
+        b.min_calls = v as u32;
+    }
+    if let Some(v) = s.integer("consecutive_failures", 1, 1_000_000) {
+        b.consecutive_failures = v as u32;
+    }
+    if let Some(v) = s.duration("open_for") {
+        b.open_for = v;
+    }
+    if let Some(v) = s.duration("open_for_max") {
+        b.open_for_max = v;
+    }
+    if let Some(v) = s.integer("half_open_probes", 1, 1000) {
+        b.half_open_probes = v as u32;
+    }
+    if let Some(v) = s.integer("half_open_successes", 1, 1000) {
+        b.half_open_successes = v as u32;
+    }
+    if let Some(v) = s.duration("probe_interval") {
+        b.probe_interval = v;
+    }
+    if let Some(stages) = s.strings("ramp") {
+        let mut ramp = Vec::with_capacity(stages.len());
+        for (i, stage) in stages.iter().enumerate() {
+            match parse_ramp_stage(stage) {
+                Ok(st) => ramp.push(st),
+                Err(msg) => s.error(&format!("ramp[{i}]"), msg),
+            }
+        }
+        b.ramp = ramp;
+    }
+
+    // Combination checks report in the table that set one of the keys involved, so a broken
+    // default is reported once, not again in every tool that overrides something else.
+    let set = |key: &'static str| s.has(key);
+    for (key, d) in [
+        ("window", b.window),
+        ("open_for", b.open_for),
+        ("open_for_max", b.open_for_max),
+        ("probe_interval", b.probe_interval),
+    ] {
+        if d.is_zero() && set(key) {
+            s.error(key, "must be longer than zero");
+        }
+    }
+    if let SlowCallSetting::Fixed(d) = b.slow_call
+        && d.is_zero()
+        && set("slow_call")
+    {
+        s.error("slow_call", "must be longer than zero, or \"auto\"");
+    }
+    if b.half_open_successes > b.half_open_probes
+        && (set("half_open_successes") || set("half_open_probes"))
+    {
+        s.error(
+            "half_open_successes",
+            format!(
+                "{} successes can never happen with {} probes; set half_open_successes at most half_open_probes",
+                b.half_open_successes, b.half_open_probes
+            ),
+        );
+    }
+    if b.open_for > b.open_for_max && (set("open_for") || set("open_for_max")) {
+        s.error(
+            "open_for_max",
+            format!(
+                "must be at least open_for ({}), the first open period",
+                humantime::format_duration(b.open_for)
+            ),
+        );
+    }
+    if set("ramp") {
+        let mut last = 0.0;
+        for (i, (share, _)) in b.ramp.iter().enumerate() {
+            if *share <= last || *share >= 1.0 {
+                s.error(
+                    &format!("ramp[{i}]"),
+                    "ramp shares must grow from stage to stage and stay below 100%",
+                );
+            }
+            last = *share;
+        }
+    }
+    b
+}
+
+fn parse_ramp_stage(stage: &str) -> Result<(f64, Duration), String> {
+    let bad = || {
+        format!("\"{stage}\" is not a ramp stage; write \"SHARE%:DURATION\", e.g. \"10%:30s\"")
+    };
+    let (share, dur) = stage.split_once(':').ok_or_else(bad)?;
+    let share = super::reader::parse_percent(share).ok_or_else(bad)?;
+    if !(share > 0.0 && share < 1.0) {
+        return Err(format!(
+            "\"{stage}\": the share must be between 0% and 100% (exclusive)"
+        ));
+    }
+    let dur = super::reader::parse_duration(dur)?;
+    if dur.is_zero() {
+        return Err(format!("\"{stage}\": the stage must last longer than zero"));
+    }
+    Ok((share, dur))
+}
+
+fn read_retry(s: &Section<'_>, base: &RetrySettings) -> RetrySettings {
+    let mut r = base.clone();
+    if let Some(v) = s.integer("attempts", 1, 10) {
+        r.attempts = v as u32;
+    }
+    if let Some(v) = s.duration("backoff") {
+        r.backoff = v;
+    }
+    if let Some(v) = s.duration("backoff_max") {
+        r.backoff_max = v;
+    }
+    if r.backoff > r.backoff_max {
+        s.error(
+            "backoff_max",
+            format!(
+                "must be at least backoff ({})",
+                humantime::format_duration(r.backoff)
+            ),
+        );
+    }
+    r
+}
+
+fn read_prompts(
+    files: &dyn Files,
+    dir: &Path,
+    problems: &RefCell<Problems>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let paths = match files.list(dir, ".md") {
+        Ok(p) => p,
+        Err(e) => {
+            problems.borrow_mut().error(
+                dir,
+                "",
+                format!("cannot list the prompts directory: {e}; set server.prompts_dir"),
+            );
+            return out;
+        }
+    };
+    for path in paths {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+            continue;
+        };
+        match files.read(&path) {
+            Ok(text) => {
+                for placeholder in placeholders(&text) {
+                    if !PROMPT_PLACEHOLDERS.contains(&placeholder.as_str()) {
+                        problems.borrow_mut().error(
+                            &path,
+                            "",
+                            format!(
+                                "unknown placeholder {{{placeholder}}}; valid placeholders: {}",
+                                PROMPT_PLACEHOLDERS
+                                    .iter()
+                                    .map(|p| format!("{{{p}}}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        );
+                    }
+                }
+                out.insert(name, text);
+            }
+            Err(e) => problems
+                .borrow_mut()
+                .error(&path, "", format!("cannot read the file: {e}")),
+        }
+    }
+    out
+}
+
+/// The `{name}` placeholders in a prompt text.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start + 1..];
+        match after.find('}') {
+            Some(end)
+                if end > 0
+                    && after[..end]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                out.push(after[..end].to_string());
+                rest = &after[end + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_tools(
+    files: &dyn Files,
+    dir: &Path,
+    known_tools: &[&str],
+    providers: &BTreeSet<String>,
+    prompts: &BTreeMap<String, String>,
+    breaker_defaults: &BreakerSettings,
+    retry_defaults: &RetrySettings,
+    problems: &RefCell<Problems>,
+) -> Vec<ToolConfig> {
+    let paths = match files.list(dir, ".toml") {
+        Ok(p) => p,
+        Err(e) => {
+            problems.borrow_mut().error(
+                dir,
+                "",
+                format!("cannot list the tools directory: {e}; set server.tools_dir"),
+            );
+            return Vec::new();
+        }
+    };
+    let mut tools: Vec<ToolConfig> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for path in paths {
+        let Some(table) = parse_toml(files, &path, problems) else {
+            continue;
+        };
+        let s = Section::root(&path, &table, problems);
+        if let Some(tool) = read_tool(
+            &s,
+            known_tools,
+            providers,
+            prompts,
+            breaker_defaults,
+            retry_defaults,
+        ) {
+            if !seen.insert(tool.name.clone()) {
+                s.error(
+                    "name",
+                    format!(
+                        "tool \"{}\" is configured twice; keep one file per tool",
+                        tool.name
+                    ),
+                );
+            } else {
+                tools.push(tool);
+            }
+        }
+        s.finish();
+    }
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    tools
+}
+
+fn read_tool(
+    s: &Section<'_>,
+    known_tools: &[&str],
+    providers: &BTreeSet<String>,
+    prompts: &BTreeMap<String, String>,
+    breaker_defaults: &BreakerSettings,
+    retry_defaults: &RetrySettings,
+) -> Option<ToolConfig> {
+    let name = s.required_string("name", "\"search_flights\"");
+    if let Some(n) = &name
+        && !known_tools.contains(&n.as_str())
+    {
+        s.error(
+            "name",
+            format!(
+                "unknown tool \"{n}\"; known tools: {}",
+                known_tools.join(", ")
+            ),
+        );
+    }
+    let description = s.required_string("description", "\"Search flights …\"");
+    if let Some(d) = &description
+        && d.trim().len() < 20
+    {
+        s.error(
+            "description",
+            "too short for a model to act on; say what the tool does, what it needs and what it returns",
+        );
+    }
+    let tool_providers = match s.strings("providers") {
+        Some(list) if list.is_empty() => {
+            s.error("providers", "name at least one provider, e.g. [\"duffel\"]");
+            None
+        }
+        Some(list) => {
+            let mut ok = true;
+            for (i, p) in list.iter().enumerate() {
+                if !providers.contains(p) {
+                    ok = false;
+                    let names: Vec<&str> = providers.iter().map(String::as_str).collect();
+                    s.error(
+                        &format!("providers[{i}]"),
+                        format!(
+                            "unknown provider \"{p}\"; providers configured in faregate.toml: {}",
+                            if names.is_empty() {
+                                "none".to_string()
+                            } else {
+                                names.join(", ")
+                            }
+                        ),
+                    );
+                }
+            }
+            ok.then_some(list)
+        }
+        None => {
+            s.error(
+                "providers",
+                "missing; for example `providers = [\"duffel\"]`",
+            );
+            None
+        }
+    };
+    let timeout = s.duration("timeout").unwrap_or(Duration::from_secs(8));
+    let deadline = s.duration("deadline").unwrap_or(Duration::from_secs(12));
+    if timeout.is_zero() {
+        s.error("timeout", "must be longer than zero, e.g. \"8s\"");
+    }
+    if deadline < timeout {
+        s.error(
+            "deadline",
+            format!(
+                "the whole-call deadline must be at least the per-attempt timeout ({})",
+                humantime::format_duration(timeout)
+            ),
+        );
+    }
+    let max_concurrent = s
+        .integer("max_concurrent", 1, 100_000)
+        .map(|n| n as u32)
+        .unwrap_or(64);
+    let stale_for = s.duration("stale_for").unwrap_or(Duration::ZERO);
+    let breaker = match s.table("breaker") {
+        Some(b) => {
+            let v = read_breaker(&b, breaker_defaults);
+            b.finish();
+            v
+        }
+        None => breaker_defaults.clone(),
+    };
+    let retry = match s.table("retry") {
+        Some(r) => {
+            let v = read_retry(&r, retry_defaults);
+            r.finish();
+            v
+        }
+        None => retry_defaults.clone(),
+    };
+    let fallback = match s.table("fallback") {
+        Some(f) => {
+            let file = f.required_string("interactive", "\"search_flights.unavailable.md\"");
+            if let Some(file) = &file
+                && !prompts.contains_key(file)
+            {
+                f.error(
+                    "interactive",
+                    format!(
+                        "no prompt file \"{file}\" in the prompts directory; files there: {}",
+                        prompts.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+            f.finish();
+            file
+        }
+        None => {
+            s.error(
+                "fallback",
+                "missing [fallback] table; add `[fallback]` with `interactive = \"<tool>.unavailable.md\"`",
+            );
+            None
+        }
+    };
+    Some(ToolConfig {
+        file: s.file().to_path_buf(),
+        name: name?,
+        description: description?,
+        providers: tool_providers?,
+        timeout,
+        deadline,
+        max_concurrent,
+        stale_for,
+        breaker,
+        retry,
+        fallback_interactive: fallback?,
+    })
+}
+
+fn is_env_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+fn env_name_message(v: &str) -> String {
+    format!(
+        "\"{v}\" is not an environment variable name; this key names the variable (e.g. \"DUFFEL_ACCESS_TOKEN\"), never the secret itself"
+    )
+}
+
+fn parse_http_url(s: &str) -> Result<Url, String> {
+    match Url::parse(s) {
+        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(u),
+        Ok(_) => Err(format!(
+            "\"{s}\" must be an http or https URL with a host, e.g. \"https://api.duffel.com\""
+        )),
+        Err(e) => Err(format!(
+            "\"{s}\" is not a URL ({e}); write e.g. \"https://api.duffel.com\""
+        )),
+    }
+}

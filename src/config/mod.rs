@@ -1,0 +1,22 @@
+//! Configuration: `faregate.toml`, `tools/*.toml` and `prompts/`, typed and validated once.
+//!
+//! The keys are a contract with operators and scripts (SPEC "Configuration"). Loading reports
+//! every problem at once, each naming the file, the key and what would be valid, so that
+//! `faregate check` turns a broken config into one list of fixes.
+//!
+//! Secrets never appear here: the config names environment variables, and only the provider
+//! adapters and the auth layer read them.
+
+mod files;
+mod load;
+mod model;
+mod problems;
+mod reader;
+
+#[cfg(test)]
+mod tests;
+
+pub use files::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
+pub use load::{PROMPT_PLACEHOLDERS, load, placeholders};
+pub use model::*;
+pub use problems::{ConfigErrors, Problem, Problems};

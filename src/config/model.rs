@@ -1,0 +1,227 @@
+//! The typed configuration the rest of the gateway reads: units in the types, validated once.
+//!
+//! Nothing here parses or reports problems (that is `load`); these are plain values whose
+//! invariants were checked by the loader. Components get only the slice they need.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Url;
+
+/// The whole gateway configuration: `faregate.toml` plus `tools/*.toml` plus `prompts/`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where `faregate.toml` was read from (for messages).
+    pub source: PathBuf,
+    /// `[server]`.
+    pub server: ServerConfig,
+    /// `[auth]`.
+    pub auth: AuthConfig,
+    /// `[store]`.
+    pub store: StoreConfig,
+    /// `[providers.*]`, by the operator's name for each provider.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[defaults.jobs]`.
+    pub jobs: JobsConfig,
+    /// One entry per `tools/*.toml`, sorted by name so manifests are stable.
+    pub tools: Vec<ToolConfig>,
+    /// Every file of `prompts/`, by file name.
+    pub prompts: BTreeMap<String, String>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The address the HTTP API listens on.
+    pub listen: SocketAddr,
+    /// The largest request body accepted; larger bodies get 413.
+    pub max_body_bytes: usize,
+}
+
+/// `[auth]`: names of environment variables, never the keys themselves.
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// The variable holding comma-separated client keys.
+    pub client_keys_env: String,
+    /// The variable holding the admin key.
+    pub admin_key_env: String,
+    /// Callback URL prefixes that background jobs may call.
+    pub callback_allowlist: Vec<Url>,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// `sqlite://…` or `postgres://…`.
+    pub url: String,
+}
+
+/// One `[providers.NAME]` table.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The operator's name for this provider (`duffel`).
+    pub name: String,
+    /// The wire format and its credentials.
+    pub kind: ProviderKind,
+    /// Where the provider's API lives; tool arguments never change the host.
+    pub base_url: Url,
+}
+
+/// The provider wire formats faregate speaks, with the env variables holding their credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Duffel Air and Stays.
+    Duffel {
+        /// Variable with the access token.
+        token_env: String,
+    },
+    /// Amadeus Self-Service shapes.
+    Amadeus {
+        /// Variable with the API key.
+        client_id_env: String,
+        /// Variable with the API secret.
+        client_secret_env: String,
+    },
+}
+
+impl ProviderKind {
+    /// The `kind = "…"` string.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ProviderKind::Duffel { .. } => "duffel",
+            ProviderKind::Amadeus { .. } => "amadeus",
+        }
+    }
+}
+
+/// The slow-call threshold: fixed, or learned from the observed median.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SlowCallSetting {
+    /// A call slower than this is slow.
+    Fixed(Duration),
+    /// 3 × the median latency of recent successes, never below the floor.
+    Auto,
+}
+
+/// `[defaults.breaker]` merged with a tool's `[breaker]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerSettings {
+    /// Length of the sliding window.
+    pub window: Duration,
+    /// Share of failed or slow calls that opens the breaker.
+    pub failure_rate: f64,
+    /// Slow-call threshold.
+    pub slow_call: SlowCallSetting,
+    /// Calls needed in the window before the rate counts.
+    pub min_calls: u32,
+    /// Failures in a row that open the breaker regardless of the rate.
+    pub consecutive_failures: u32,
+    /// First open period.
+    pub open_for: Duration,
+    /// Cap of the growing open period.
+    pub open_for_max: Duration,
+    /// Probes admitted while half-open.
+    pub half_open_probes: u32,
+    /// Fast successes among the probes that close the breaker.
+    pub half_open_successes: u32,
+    /// The span over which the probes are spread.
+    pub probe_interval: Duration,
+    /// Ramp stages after half-open: share of traffic and how long.
+    pub ramp: Vec<(f64, Duration)>,
+}
+
+/// `[defaults.retry]` merged with a tool's `[retry]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySettings {
+    /// Total attempts for idempotent calls (1 = no retry).
+    pub attempts: u32,
+    /// Base of the full-jitter exponential backoff.
+    pub backoff: Duration,
+    /// Cap of one backoff sleep.
+    pub backoff_max: Duration,
+}
+
+/// `[defaults.jobs]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobsConfig {
+    /// Attempts before a background job is dead.
+    pub max_attempts: u32,
+    /// Age after which a background job is dead.
+    pub max_age: Duration,
+    /// Worker tasks claiming due jobs.
+    pub workers: u32,
+}
+
+/// One `tools/<tool>.toml`.
+#[derive(Debug, Clone)]
+pub struct ToolConfig {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// The tool's name (one of the catalog's).
+    pub name: String,
+    /// The text the model reads.
+    pub description: String,
+    /// Provider names, tried in order.
+    pub providers: Vec<String>,
+    /// Per-attempt timeout.
+    pub timeout: Duration,
+    /// Whole-call deadline.
+    pub deadline: Duration,
+    /// Bulkhead: concurrent upstream calls for this tool.
+    pub max_concurrent: u32,
+    /// How long a good result may be served as stale; zero disables.
+    pub stale_for: Duration,
+    /// Breaker policy.
+    pub breaker: BreakerSettings,
+    /// Retry policy.
+    pub retry: RetrySettings,
+    /// The fallback prompt file for interactive calls (a key of [`Config::prompts`]).
+    pub fallback_interactive: String,
+}
+
+impl Config {
+    /// The tool's configuration by name.
+    pub fn tool(&self, name: &str) -> Option<&ToolConfig> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// The SPEC's defaults for `[defaults.breaker]`.
+pub fn default_breaker() -> BreakerSettings {
+    BreakerSettings {
+        window: Duration::from_secs(60),
+        failure_rate: 0.5,
+        slow_call: SlowCallSetting::Fixed(Duration::from_secs(6)),
+        min_calls: 20,
+        consecutive_failures: 5,
+        open_for: Duration::from_secs(30),
+        open_for_max: Duration::from_secs(300),
+        half_open_probes: 3,
+        half_open_successes: 2,
+        probe_interval: Duration::from_secs(10),
+        ramp: vec![
+            (0.10, Duration::from_secs(30)),
+            (0.50, Duration::from_secs(30)),
+        ],
+    }
+}
+
+/// The SPEC's defaults for `[defaults.retry]`.
+pub fn default_retry() -> RetrySettings {
+    RetrySettings {
+        attempts: 2,
+        backoff: Duration::from_millis(100),
+        backoff_max: Duration::from_secs(2),
+    }
+}
+
+/// The SPEC's defaults for `[defaults.jobs]`.
+pub fn default_jobs() -> JobsConfig {
+    JobsConfig {
+        max_attempts: 20,
+        max_age: Duration::from_secs(24 * 3600),
+        workers: 16,
+    }
+}

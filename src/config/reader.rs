@@ -1,0 +1,263 @@
+//! A typed reader over a parsed TOML table that records problems instead of failing.
+//!
+//! serde's `deny_unknown_fields` stops at the first unknown key and cannot say which keys would
+//! have been valid. This reader gives the same contract (unknown keys are refused) but reports
+//! every unknown key, wrong type and impossible value in one pass, each with the file, the dotted
+//! key and what would be valid.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use super::problems::Problems;
+
+/// One table of a TOML file, with the keys read so far remembered for the unknown-key check.
+pub(crate) struct Section<'a> {
+    file: &'a Path,
+    prefix: String,
+    table: &'a toml::Table,
+    problems: &'a RefCell<Problems>,
+    known: RefCell<BTreeSet<&'static str>>,
+}
+
+impl<'a> Section<'a> {
+    /// The whole file as the root section.
+    pub(crate) fn root(
+        file: &'a Path,
+        table: &'a toml::Table,
+        problems: &'a RefCell<Problems>,
+    ) -> Self {
+        Section {
+            file,
+            prefix: String::new(),
+            table,
+            problems,
+            known: RefCell::new(BTreeSet::new()),
+        }
+    }
+
+    /// The file this section belongs to.
+    pub(crate) fn file(&self) -> &'a Path {
+        self.file
+    }
+
+    /// The dotted path of `key` inside this section.
+    pub(crate) fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+
+    /// Records an error at `key` of this section.
+    pub(crate) fn error(&self, key: &str, message: impl Into<String>) {
+        self.problems
+            .borrow_mut()
+            .error(self.file, self.path(key), message);
+    }
+
+    fn get(&self, key: &'static str) -> Option<&'a toml::Value> {
+        self.known.borrow_mut().insert(key);
+        self.table.get(key)
+    }
+
+    /// True when the key is present (and marks it known).
+    pub(crate) fn has(&self, key: &'static str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// A sub-table, or `None` (with a problem when present but not a table).
+    pub(crate) fn table(&self, key: &'static str) -> Option<Section<'a>> {
+        match self.get(key)? {
+            toml::Value::Table(t) => Some(Section {
+                file: self.file,
+                prefix: self.path(key),
+                table: t,
+                problems: self.problems,
+                known: RefCell::new(BTreeSet::new()),
+            }),
+            other => {
+                self.error(
+                    key,
+                    format!("expected a table, found {}", other.type_str()),
+                );
+                None
+            }
+        }
+    }
+
+    /// The entries of a table whose keys are names chosen by the operator (e.g. `[providers.*]`).
+    pub(crate) fn named_tables(&self, key: &'static str) -> Vec<(String, Section<'a>)> {
+        let Some(section) = self.table(key) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, value) in section.table {
+            match value {
+                toml::Value::Table(t) => out.push((
+                    name.clone(),
+                    Section {
+                        file: self.file,
+                        prefix: section.path(name),
+                        table: t,
+                        problems: self.problems,
+                        known: RefCell::new(BTreeSet::new()),
+                    },
+                )),
+                other => section.error(
+                    name,
+                    format!("expected a table, found {}", other.type_str()),
+                ),
+            }
+        }
+        out
+    }
+
+    /// A string value.
+    pub(crate) fn string(&self, key: &'static str) -> Option<String> {
+        match self.get(key)? {
+            toml::Value::String(s) => Some(s.clone()),
+            other => {
+                self.error(
+                    key,
+                    format!("expected a string, found {}", other.type_str()),
+                );
+                None
+            }
+        }
+    }
+
+    /// A required string value.
+    pub(crate) fn required_string(&self, key: &'static str, example: &str) -> Option<String> {
+        if !self.has(key) {
+            self.error(key, format!("missing; for example `{key} = {example}`"));
+            return None;
+        }
+        self.string(key)
+    }
+
+    /// An array of strings.
+    pub(crate) fn strings(&self, key: &'static str) -> Option<Vec<String>> {
+        match self.get(key)? {
+            toml::Value::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    match item {
+                        toml::Value::String(s) => out.push(s.clone()),
+                        other => self.error(
+                            &format!("{key}[{i}]"),
+                            format!("expected a string, found {}", other.type_str()),
+                        ),
+                    }
+                }
+                Some(out)
+            }
+            other => {
+                self.error(
+                    key,
+                    format!("expected an array of strings, found {}", other.type_str()),
+                );
+                None
+            }
+        }
+    }
+
+    /// An integer within `min..=max`.
+    pub(crate) fn integer(&self, key: &'static str, min: i64, max: i64) -> Option<i64> {
+        match self.get(key)? {
+            toml::Value::Integer(n) if (min..=max).contains(n) => Some(*n),
+            toml::Value::Integer(n) => {
+                self.error(
+                    key,
+                    format!("{n} is out of range; expected an integer from {min} to {max}"),
+                );
+                None
+            }
+            other => {
+                self.error(
+                    key,
+                    format!(
+                        "expected an integer from {min} to {max}, found {}",
+                        other.type_str()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// A fraction in `(0, 1]`, written as a number (`0.5`) or a percentage string (`"50%"`).
+    pub(crate) fn fraction(&self, key: &'static str) -> Option<f64> {
+        let value = match self.get(key)? {
+            toml::Value::Float(f) => Some(*f),
+            toml::Value::Integer(n) => Some(*n as f64),
+            toml::Value::String(s) => parse_percent(s),
+            _ => None,
+        };
+        match value {
+            Some(f) if f > 0.0 && f <= 1.0 => Some(f),
+            _ => {
+                self.error(
+                    key,
+                    "expected a fraction greater than 0 and at most 1, e.g. 0.5 or \"50%\"",
+                );
+                None
+            }
+        }
+    }
+
+    /// A duration written as a string such as `"250ms"`, `"30s"`, `"5m"` or `"24h"`.
+    pub(crate) fn duration(&self, key: &'static str) -> Option<Duration> {
+        let raw = self.get(key)?;
+        let toml::Value::String(s) = raw else {
+            self.error(
+                key,
+                format!(
+                    "expected a duration string such as \"250ms\", \"30s\" or \"5m\", found {}",
+                    raw.type_str()
+                ),
+            );
+            return None;
+        };
+        match parse_duration(s) {
+            Ok(d) => Some(d),
+            Err(msg) => {
+                self.error(key, msg);
+                None
+            }
+        }
+    }
+
+    /// Reports every key of this table that no reader asked for, naming the valid ones.
+    pub(crate) fn finish(&self) {
+        let known = self.known.borrow();
+        for key in self.table.keys() {
+            if !known.contains(key.as_str()) {
+                let valid: Vec<&str> = known.iter().copied().collect();
+                self.error(
+                    key,
+                    format!("unknown key; valid keys here: {}", valid.join(", ")),
+                );
+            }
+        }
+    }
+}
+
+/// Parses `"250ms"`, `"30s"`, `"5m"`, `"24h"` (and combinations humantime accepts).
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let trimmed = s.trim();
+    if trimmed == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(trimmed).map_err(|e| {
+        format!("\"{s}\" is not a duration ({e}); write e.g. \"250ms\", \"30s\", \"5m\" or \"24h\"")
+    })
+}
+
+/// Parses `"10%"` into `0.1`.
+pub(crate) fn parse_percent(s: &str) -> Option<f64> {
+    let n: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+    Some(n / 100.0)
+}

@@ -1,0 +1,337 @@
+//! Config loading: the shipped defaults load, and each broken config produces its own message.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::*;
+
+/// An in-memory tree of files: the shipped defaults, with edits applied per test.
+struct MapFiles(BTreeMap<PathBuf, String>);
+
+impl MapFiles {
+    /// The embedded defaults under `/cfg`.
+    fn defaults() -> Self {
+        let mut map = BTreeMap::new();
+        let embedded = EmbeddedFiles;
+        for dir in ["", "tools", "prompts"] {
+            let d = PathBuf::from(format!("embedded:/{dir}"));
+            for suffix in [".toml", ".md"] {
+                for p in embedded.list(&d, suffix).unwrap_or_default() {
+                    let text = embedded.read(&p).unwrap_or_default();
+                    let rel = p.to_string_lossy().replace("embedded:/", "");
+                    map.insert(PathBuf::from(format!("/cfg/{rel}")), text);
+                }
+            }
+        }
+        map.insert(
+            PathBuf::from("/cfg/faregate.toml"),
+            embedded
+                .read(Path::new(EMBEDDED_CONFIG))
+                .unwrap_or_default(),
+        );
+        MapFiles(map)
+    }
+
+    fn edit(mut self, file: &str, from: &str, to: &str) -> Self {
+        let path = PathBuf::from(format!("/cfg/{file}"));
+        let text = self.0.get(&path).cloned().unwrap_or_default();
+        assert!(text.contains(from), "{file} does not contain {from:?}");
+        self.0.insert(path, text.replacen(from, to, 1));
+        self
+    }
+
+    fn put(mut self, file: &str, text: &str) -> Self {
+        self.0
+            .insert(PathBuf::from(format!("/cfg/{file}")), text.to_string());
+        self
+    }
+
+    fn remove(mut self, file: &str) -> Self {
+        self.0.remove(&PathBuf::from(format!("/cfg/{file}")));
+        self
+    }
+
+    fn load(&self) -> Result<Config, ConfigErrors> {
+        load(self, Path::new("/cfg/faregate.toml"), &crate::tools::names()).map(|(c, _)| c)
+    }
+}
+
+impl Files for MapFiles {
+    fn read(&self, path: &Path) -> io::Result<String> {
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such file"))
+    }
+
+    fn list(&self, dir: &Path, suffix: &str) -> io::Result<Vec<PathBuf>> {
+        Ok(self
+            .0
+            .keys()
+            .filter(|p| {
+                p.parent() == Some(dir)
+                    && p.to_string_lossy().ends_with(suffix)
+            })
+            .cloned()
+            .collect())
+    }
+}
+
+/// Loads, expecting failure, and returns the rendered problems.
+#[track_caller]
+fn errors_of(files: MapFiles) -> Vec<String> {
+    match files.load() {
+        Ok(_) => panic!("the config loaded but should have been refused"),
+        Err(e) => e.errors.iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+#[track_caller]
+fn assert_one_error(files: MapFiles, expected: &[&str]) {
+    let errors = errors_of(files);
+    assert_eq!(errors.len(), 1, "expected one error, got {errors:#?}");
+    for part in expected {
+        assert!(
+            errors[0].contains(part),
+            "error {:?} does not contain {part:?}",
+            errors[0]
+        );
+    }
+}
+
+#[test]
+fn the_embedded_defaults_load_with_every_tool() {
+    let (config, warnings) = load(
+        &EmbeddedFiles,
+        Path::new(EMBEDDED_CONFIG),
+        &crate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let names: Vec<&str> = config.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "book_flight",
+            "check_hotel_availability",
+            "get_flight_status",
+            "price_flight_offer",
+            "search_flights",
+            "search_hotels"
+        ]
+    );
+    let flights = config.tool("search_flights").expect("configured");
+    assert_eq!(flights.timeout, Duration::from_secs(8));
+    assert_eq!(flights.stale_for, Duration::from_secs(15 * 60));
+    assert_eq!(flights.breaker, default_breaker());
+    assert_eq!(config.tool("book_flight").map(|t| t.retry.attempts), Some(1));
+}
+
+#[test]
+fn the_files_on_disk_match_the_embedded_copies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (config, _) = load(
+        &DiskFiles,
+        &root.join("faregate.toml"),
+        &crate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.tools.len(), 6);
+    assert_eq!(config.prompts.len(), 7);
+}
+
+#[test]
+fn three_separate_mistakes_are_all_reported() {
+    let files = MapFiles::defaults()
+        .edit("faregate.toml", "open_for = \"30s\"", "open_for = \"soon\"")
+        .edit("tools/search_hotels.toml", "timeout = \"8s\"", "timeout = \"8s\"\ncolour = \"blue\"")
+        .edit(
+            "prompts/book_flight.unavailable.md",
+            "{retry_after_s}",
+            "{retry_after}",
+        );
+    let errors = errors_of(files);
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    assert!(errors[0].contains("faregate.toml: defaults.breaker.open_for: \"soon\" is not a duration"));
+    assert!(errors[1].contains("book_flight.unavailable.md: unknown placeholder {retry_after}"));
+    assert!(errors[2].contains("search_hotels.toml: colour: unknown key; valid keys here:"));
+}
+
+#[test]
+fn unknown_keys_name_the_valid_ones() {
+    assert_one_error(
+        MapFiles::defaults().edit("faregate.toml", "[server]", "[server]\nlisten_port = 1"),
+        &["server.listen_port", "unknown key", "listen", "max_body_bytes"],
+    );
+}
+
+#[test]
+fn durations_must_be_strings_with_units() {
+    assert_one_error(
+        MapFiles::defaults().edit("faregate.toml", "window = \"60s\"", "window = 60"),
+        &["defaults.breaker.window", "expected a duration string such as \"250ms\""],
+    );
+}
+
+#[test]
+fn rates_must_be_fractions() {
+    assert_one_error(
+        MapFiles::defaults().edit("faregate.toml", "failure_rate = 0.5", "failure_rate = 50"),
+        &["defaults.breaker.failure_rate", "at most 1", "\"50%\""],
+    );
+}
+
+#[test]
+fn percentages_are_accepted_for_rates() {
+    let config = MapFiles::defaults()
+        .edit("faregate.toml", "failure_rate = 0.5", "failure_rate = \"40%\"")
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!((config.tools[0].breaker.failure_rate - 0.4).abs() < 1e-9);
+}
+
+#[test]
+fn more_successes_than_probes_is_impossible() {
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "half_open_successes = 2",
+            "half_open_successes = 4",
+        ),
+        &["half_open_successes", "4 successes can never happen with 3 probes"],
+    );
+}
+
+#[test]
+fn open_for_max_below_open_for_is_refused() {
+    assert_one_error(
+        MapFiles::defaults().edit("faregate.toml", "open_for_max = \"5m\"", "open_for_max = \"10s\""),
+        &["open_for_max", "must be at least open_for (30s)"],
+    );
+}
+
+#[test]
+fn ramp_stages_must_grow() {
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "ramp = [\"10%:30s\", \"50%:30s\"]",
+            "ramp = [\"50%:30s\", \"10%:30s\"]",
+        ),
+        &["ramp[1]", "must grow"],
+    );
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "ramp = [\"10%:30s\", \"50%:30s\"]",
+            "ramp = [\"10% for 30s\"]",
+        ),
+        &["ramp[0]", "\"SHARE%:DURATION\""],
+    );
+}
+
+#[test]
+fn tool_overrides_merge_over_defaults() {
+    let config = MapFiles::defaults()
+        .edit("tools/search_hotels.toml", "[fallback]", "[breaker]\nopen_for = \"45s\"\nslow_call = \"auto\"\n\n[fallback]")
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let hotels = config.tool("search_hotels").expect("configured");
+    assert_eq!(hotels.breaker.open_for, Duration::from_secs(45));
+    assert_eq!(hotels.breaker.slow_call, SlowCallSetting::Auto);
+    assert_eq!(hotels.breaker.min_calls, 20);
+}
+
+#[test]
+fn unknown_tools_list_the_known_ones() {
+    assert_one_error(
+        MapFiles::defaults().put(
+            "tools/search_trains.toml",
+            "name = \"search_trains\"\ndescription = \"Search trains between two stations on a date.\"\nproviders = [\"duffel\"]\n[fallback]\ninteractive = \"search_flights.unavailable.md\"\n",
+        ),
+        &["search_trains.toml: name: unknown tool \"search_trains\"", "search_flights"],
+    );
+}
+
+#[test]
+fn tools_must_name_configured_providers() {
+    assert_one_error(
+        MapFiles::defaults().edit("tools/search_flights.toml", "providers = [\"duffel\"]", "providers = [\"sabre\"]"),
+        &["providers[0]", "unknown provider \"sabre\"", "duffel"],
+    );
+}
+
+#[test]
+fn missing_prompt_files_are_named() {
+    assert_one_error(
+        MapFiles::defaults().remove("prompts/search_hotels.unavailable.md"),
+        &["fallback.interactive", "no prompt file \"search_hotels.unavailable.md\""],
+    );
+}
+
+#[test]
+fn deadline_shorter_than_timeout_is_refused() {
+    assert_one_error(
+        MapFiles::defaults().edit("tools/search_flights.toml", "deadline = \"12s\"", "deadline = \"2s\""),
+        &["deadline", "at least the per-attempt timeout (8s)"],
+    );
+}
+
+#[test]
+fn secrets_are_never_written_in_the_file() {
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "token_env = \"DUFFEL_ACCESS_TOKEN\"",
+            "token_env = \"duffel_live_abc123\"",
+        ),
+        &["token_env", "not an environment variable name", "never the secret itself"],
+    );
+}
+
+#[test]
+fn unknown_provider_kinds_list_the_valid_ones() {
+    assert_one_error(
+        MapFiles::defaults().edit("faregate.toml", "kind = \"duffel\"", "kind = \"sabre\""),
+        &["providers.duffel.kind", "valid kinds: duffel, amadeus"],
+    );
+}
+
+#[test]
+fn bad_urls_and_addresses_are_explained() {
+    let errors = errors_of(
+        MapFiles::defaults()
+            .edit("faregate.toml", "base_url = \"http://127.0.0.1:8081\"", "base_url = \"ftp://x\"")
+            .edit("faregate.toml", "listen = \"127.0.0.1:8080\"", "listen = \"localhost\""),
+    );
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(errors.iter().any(|e| e.contains("server.listen: \"localhost\" is not an address")));
+    assert!(errors.iter().any(|e| e.contains("providers.duffel.base_url: \"ftp://x\" must be an http or https URL")));
+}
+
+#[test]
+fn toml_syntax_errors_give_the_line() {
+    let errors = errors_of(MapFiles::defaults().edit("faregate.toml", "[store]", "[store"));
+    assert!(errors.iter().any(|e| e.contains("not valid TOML (line")), "{errors:#?}");
+}
+
+#[test]
+fn short_descriptions_are_refused() {
+    assert_one_error(
+        MapFiles::defaults().put(
+            "tools/search_hotels.toml",
+            "name = \"search_hotels\"\ndescription = \"Hotels.\"\nproviders = [\"duffel\"]\n[fallback]\ninteractive = \"search_hotels.unavailable.md\"\n",
+        ),
+        &["description", "too short for a model to act on"],
+    )
+}
+
+#[test]
+fn placeholders_are_found() {
+    assert_eq!(
+        placeholders("a {tool} b {retry_after_s} {not valid} {} {{x}}"),
+        ["tool", "retry_after_s", "x"]
+    );
+}

@@ -1,0 +1,51 @@
+//! The one place where gateway errors become HTTP responses: a status and a JSON body whose
+//! `message` says what to fix. Internal details are logged, never sent.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+/// An error answered to an HTTP client.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+    extra: Map<String, Value>,
+}
+
+impl ApiError {
+    /// An error with a status and a message saying what to fix.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Adds a field to the body (e.g. `known_tools`).
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.extra.insert(key.to_string(), value);
+        self
+    }
+
+    /// 400 with a message.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 404 with a message.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = Map::new();
+        body.insert("message".into(), json!(self.message));
+        body.extend(self.extra);
+        (self.status, Json(Value::Object(body))).into_response()
+    }
+}

@@ -1,0 +1,26 @@
+//! faregate: a tool-call gateway for AI travel agents.
+//!
+//! Each travel tool (flight search, offer pricing, hotel search and availability, flight status,
+//! booking) sits behind its own circuit breaker, timeout, retry policy and bulkhead, and calls a
+//! real provider's API. When a provider is slow or down, an interactive call gets an honest
+//! fallback in milliseconds; nothing is ever invented.
+//!
+//! # Layout
+//! Modules stand on floors and import only from floors below (see `ARCHITECTURE.md`):
+//! - [`tools`] (floor 1): the catalog — typed arguments, results and schemas. Pure.
+//! - [`config`], [`providers`], [`sim`] (floor 2): configuration, provider adapters (wire
+//!   formats stay inside), and the provider simulator.
+//! - [`call`] (floor 3): the one function every tool call goes through.
+//! - [`http`] (floor 5): axum routes; the only place that knows the gateway's own wire JSON.
+//! - [`app`] (floor 6): wiring and `run(listener, shutdown)`.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, rust_2018_idioms, missing_debug_implementations)]
+
+pub mod app;
+pub mod call;
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod providers;
+pub mod tools;

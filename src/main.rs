@@ -1,0 +1,100 @@
+//! The `faregate` binary: parses arguments and hands over to the library. Nothing else.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "faregate", version, about = "A tool-call gateway for AI travel agents")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the gateway.
+    Serve {
+        /// The configuration file.
+        #[arg(long, default_value = "faregate.toml")]
+        config: PathBuf,
+        /// Overrides `server.listen`.
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+    },
+    /// Gateway and built-in provider simulator in one process; no credentials needed.
+    Demo {
+        /// Where the gateway listens.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// Where the simulator listens.
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        sim_listen: SocketAddr,
+        /// A configuration file instead of the embedded defaults.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// The provider simulator alone (Duffel wire format, with fault injection).
+    Sim {
+        /// Where the simulator listens.
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        listen: SocketAddr,
+        /// Seed of the deterministic data.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
+    /// Validate the configuration, tools and prompts; list every problem.
+    Check {
+        /// The configuration file.
+        #[arg(long, default_value = "faregate.toml")]
+        config: PathBuf,
+    },
+    /// Print the tool manifest.
+    Manifest {
+        /// The configuration file.
+        #[arg(long, default_value = "faregate.toml")]
+        config: PathBuf,
+        /// The manifest format.
+        #[arg(long, default_value = "native")]
+        format: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    faregate::cli::init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("faregate: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve { config, listen } => faregate::cli::serve(&config, listen).await,
+            Command::Demo {
+                listen,
+                sim_listen,
+                config,
+            } => faregate::cli::demo(listen, sim_listen, config.as_deref()).await,
+            Command::Sim { listen, seed } => faregate::cli::sim(listen, seed).await,
+            Command::Check { config } => faregate::cli::check(&config),
+            Command::Manifest { config, format } => faregate::cli::manifest(&config, &format),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("faregate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Duffel wire types → the tools' normalized results.
+
+use crate::tools::check_hotel_availability as avail;
+use crate::tools::search_flights::{Airline, FlightOffer, FlightSlice};
+use crate::tools::search_hotels::HotelResult;
+
+use super::wire;
+
+/// Minutes in an ISO-8601 duration such as `PT07H05M` or `P1DT2H`.
+pub(crate) fn iso_minutes(d: &str) -> Option<u32> {
+    let rest = d.strip_prefix('P')?;
+    let (date, time) = rest.split_once('T').unwrap_or((rest, ""));
+    let mut minutes: u32 = 0;
+    let mut num = String::new();
+    for c in date.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+        } else if c == 'D' {
+            minutes += num.parse::<u32>().ok()? * 24 * 60;
+            num.clear();
+        } else {
+            return None;
+        }
+    }
+    for c in time.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+        } else {
+            let n: u32 = num.parse().ok()?;
+            num.clear();
+            minutes += match c {
+                'H' => n * 60,
+                'M' => n,
+                'S' => 0,
+                _ => return None,
+            };
+        }
+    }
+    num.is_empty().then_some(minutes)
+}
+
+pub(crate) fn offer(o: &wire::Offer) -> FlightOffer {
+    FlightOffer {
+        offer_id: o.id.clone(),
+        total_amount: o.total_amount.clone(),
+        total_currency: o.total_currency.clone(),
+        airline: Airline {
+            iata_code: o.owner.iata_code.clone().unwrap_or_default(),
+            name: o.owner.name.clone(),
+        },
+        slices: o.slices.iter().map(slice).collect(),
+        expires_at: o.expires_at.clone(),
+    }
+}
+
+fn slice(s: &wire::Slice) -> FlightSlice {
+    let segment_minutes: u32 = s
+        .segments
+        .iter()
+        .filter_map(|seg| seg.duration.as_deref().and_then(iso_minutes))
+        .sum();
+    FlightSlice {
+        origin: s.origin.iata_code.clone(),
+        destination: s.destination.iata_code.clone(),
+        departing_at: s
+            .segments
+            .first()
+            .map(|seg| seg.departing_at.clone())
+            .unwrap_or_default(),
+        arriving_at: s
+            .segments
+            .last()
+            .map(|seg| seg.arriving_at.clone())
+            .unwrap_or_default(),
+        duration_minutes: s
+            .duration
+            .as_deref()
+            .and_then(iso_minutes)
+            .unwrap_or(segment_minutes),
+        stops: s.segments.len().saturating_sub(1) as u32,
+        flights: s
+            .segments
+            .iter()
+            .map(|seg| {
+                format!(
+                    "{}{}",
+                    seg.marketing_carrier.iata_code.as_deref().unwrap_or(""),
+                    seg.marketing_carrier_flight_number
+                )
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn hotel(r: &wire::StaysResult) -> HotelResult {
+    let loc = r.accommodation.location.as_ref();
+    let address = loc
+        .and_then(|l| l.address.as_ref())
+        .map(|a| {
+            [
+                a.line_one.as_deref(),
+                a.postal_code.as_deref(),
+                a.city_name.as_deref(),
+                a.country_code.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ")
+        })
+        .unwrap_or_default();
+    let coords = loc.and_then(|l| l.geographic_coordinates);
+    HotelResult {
+        hotel_result_id: r.id.clone(),
+        name: r.accommodation.name.clone(),
+        address,
+        rating: r.accommodation.rating,
+        review_score: r.accommodation.review_score,
+        cheapest_total_amount: r.cheapest_rate_total_amount.clone().unwrap_or_default(),
+        currency: r.cheapest_rate_currency.clone().unwrap_or_default(),
+        latitude: coords.map(|c| c.latitude),
+        longitude: coords.map(|c| c.longitude),
+    }
+}
+
+pub(crate) fn availability(r: &wire::StaysResult) -> avail::Output {
+    let rooms: Vec<avail::Room> = r
+        .accommodation
+        .rooms
+        .iter()
+        .map(|room| avail::Room {
+            name: room.name.clone().unwrap_or_else(|| "Room".into()),
+            rates: room
+                .rates
+                .iter()
+                .filter(|rate| rate.quantity_available != Some(0))
+                .map(|rate| avail::Rate {
+                    rate_id: rate.id.clone(),
+                    total_amount: rate.total_amount.clone(),
+                    currency: rate.total_currency.clone(),
+                    board_type: rate.board_type.clone(),
+                    payment_type: rate.payment_type.clone(),
+                    quantity_available: rate.quantity_available,
+                    free_cancellation_until: free_cancellation_until(rate),
+                })
+                .collect(),
+        })
+        .filter(|room| !room.rates.is_empty())
+        .collect();
+    avail::Output {
+        hotel_result_id: r.id.clone(),
+        hotel_name: r.accommodation.name.clone(),
+        check_in_date: r.check_in_date.clone(),
+        check_out_date: r.check_out_date.clone(),
+        available: !rooms.is_empty(),
+        rooms,
+    }
+}
+
+/// The latest time before which the whole amount is refunded.
+fn free_cancellation_until(rate: &wire::Rate) -> Option<String> {
+    let total: f64 = rate.total_amount.parse().ok()?;
+    rate.cancellation_timeline
+        .iter()
+        .filter(|step| {
+            step.refund_amount
+                .parse::<f64>()
+                .is_ok_and(|r| (r - total).abs() < 0.005)
+        })
+        .map(|step| step.before.clone())
+        .max()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso_minutes;
+
+    #[test]
+    fn iso_durations_become_minutes() {
+        assert_eq!(iso_minutes("PT07H05M"), Some(425));
+        assert_eq!(iso_minutes("PT2H25M"), Some(145));
+        assert_eq!(iso_minutes("P1DT2H"), Some(26 * 60));
+        assert_eq!(iso_minutes("PT45M"), Some(45));
+        assert_eq!(iso_minutes("7h"), None);
+        assert_eq!(iso_minutes("PT7"), None);
+    }
+}

@@ -1,0 +1,445 @@
+//! The Duffel adapter: Air (offer requests, offers, orders) and Stays (search, all rates).
+//!
+//! It speaks Duffel's documented wire format (`reference/travel-apis.md` §2, §3.1): bearer
+//! token, `Duffel-Version: v2`, `{"data": …}` bodies, the documented error body and rate-limit
+//! headers. Wire types stay inside this module; callers see [`ToolRequest`] in and
+//! [`ToolOutput`] out, or an [`UpstreamError`] saying what went wrong.
+//!
+//! The host always comes from configuration. Ids that come from tool arguments are appended as
+//! encoded path segments, so no argument can change where a request goes.
+
+mod cities;
+mod convert;
+mod errors;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use reqwest::{Method, StatusCode, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::error::{ErrorKind, UpstreamError};
+use super::http::{read_body, transport_error};
+use super::secret::Secret;
+use crate::tools::search_flights::CabinClass;
+use crate::tools::{
+    ToolOutput, ToolRequest, book_flight, check_hotel_availability, price_flight_offer,
+    search_flights, search_hotels,
+};
+
+/// The API version this adapter speaks.
+pub const DUFFEL_VERSION: &str = "v2";
+
+/// The tools Duffel serves.
+pub const TOOLS: &[&str] = &[
+    "search_flights",
+    "price_flight_offer",
+    "search_hotels",
+    "check_hotel_availability",
+    "book_flight",
+];
+
+/// A Duffel API client for one configured provider.
+#[derive(Debug, Clone)]
+pub struct DuffelClient {
+    http: reqwest::Client,
+    base_url: Url,
+    token: Secret,
+}
+
+impl DuffelClient {
+    /// A client for `base_url` authenticating with `token`.
+    pub fn new(http: reqwest::Client, base_url: Url, token: Secret) -> Self {
+        DuffelClient {
+            http,
+            base_url,
+            token,
+        }
+    }
+
+    /// Runs one tool request. `timeout` is the attempt's budget; Duffel's own
+    /// `supplier_timeout` is set below it so Duffel answers with what it has in time.
+    pub async fn call(
+        &self,
+        request: &ToolRequest,
+        timeout: Duration,
+    ) -> Result<ToolOutput, UpstreamError> {
+        match request {
+            ToolRequest::SearchFlights(a) => self
+                .search_flights(a, timeout)
+                .await
+                .map(ToolOutput::SearchFlights),
+            ToolRequest::PriceFlightOffer(a) => self
+                .price_offer(a)
+                .await
+                .map(ToolOutput::PriceFlightOffer),
+            ToolRequest::SearchHotels(a) => {
+                self.search_hotels(a).await.map(ToolOutput::SearchHotels)
+            }
+            ToolRequest::CheckHotelAvailability(a) => self
+                .hotel_availability(a)
+                .await
+                .map(ToolOutput::CheckHotelAvailability),
+            ToolRequest::BookFlight(a, key) => {
+                self.book(a, key).await.map(ToolOutput::BookFlight)
+            }
+            ToolRequest::GetFlightStatus(_) => Err(UpstreamError::new(
+                ErrorKind::Rejected {
+                    message: "Duffel has no flight status API; configure a provider that does"
+                        .into(),
+                },
+                "get_flight_status routed to Duffel",
+            )),
+        }
+    }
+
+    /// `base_url` + fixed path segments + encoded dynamic segments.
+    fn url(&self, fixed: &[&str], dynamic: &[&str]) -> Url {
+        let mut url = self.base_url.clone();
+        if let Ok(mut segs) = url.path_segments_mut() {
+            segs.pop_if_empty();
+            segs.extend(fixed);
+            segs.extend(dynamic);
+        }
+        url
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&impl Serialize>,
+    ) -> Result<T, UpstreamError> {
+        let mut req = self
+            .http
+            .request(method, url)
+            .bearer_auth(self.token.expose())
+            .header("Duffel-Version", DUFFEL_VERSION)
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(body) = body {
+            req = req.json(&wire::Data { data: body });
+        }
+        let response = req.send().await.map_err(transport_error)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = read_body(response).await?;
+        if !status.is_success() {
+            return Err(errors::classify(
+                status,
+                &headers,
+                &bytes,
+                SystemTime::now(),
+            ));
+        }
+        if status == StatusCode::ACCEPTED {
+            // Duffel: "processing hasn't been completed, do not retry". There is no result yet.
+            return Err(UpstreamError::new(
+                ErrorKind::Server {
+                    status: 202,
+                    retry_after: None,
+                },
+                "Duffel accepted the request but has not finished processing it",
+            ));
+        }
+        serde_json::from_slice::<wire::Data<T>>(&bytes)
+            .map(|d| d.data)
+            .map_err(|e| {
+                let mut err = UpstreamError::new(
+                    ErrorKind::Malformed,
+                    format!(
+                        "HTTP {} body does not match Duffel's documented shape: {e}",
+                        status.as_u16()
+                    ),
+                );
+                err.request_id = headers
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                err
+            })
+    }
+
+    async fn search_flights(
+        &self,
+        a: &search_flights::Args,
+        timeout: Duration,
+    ) -> Result<search_flights::Output, UpstreamError> {
+        let mut slices = vec![wire::SliceRequest {
+            origin: a.origin.clone(),
+            destination: a.destination.clone(),
+            departure_date: a.departure_date.clone(),
+        }];
+        if let Some(ret) = &a.return_date {
+            slices.push(wire::SliceRequest {
+                origin: a.destination.clone(),
+                destination: a.origin.clone(),
+                departure_date: ret.clone(),
+            });
+        }
+        let mut passengers: Vec<wire::PassengerRequest> = (0..a.adults)
+            .map(|_| wire::PassengerRequest::Adult { kind: "adult" })
+            .collect();
+        passengers.extend(
+            a.child_ages
+                .iter()
+                .map(|age| wire::PassengerRequest::Child { age: age.0 }),
+        );
+        let body = wire::CreateOfferRequest {
+            slices,
+            passengers,
+            cabin_class: a.cabin_class.map(cabin),
+            max_connections: a.max_connections,
+        };
+        // Duffel accepts 2 000–60 000 ms; leave a second of the attempt for the response.
+        let supplier_ms = (timeout.as_millis() as u64)
+            .saturating_sub(1000)
+            .clamp(2000, 60_000);
+        let mut url = self.url(&["air", "offer_requests"], &[]);
+        url.query_pairs_mut()
+            .append_pair("return_offers", "true")
+            .append_pair("supplier_timeout", &supplier_ms.to_string());
+        let res: wire::OfferRequest = self.send(Method::POST, url, Some(&body)).await?;
+        let mut offers: Vec<search_flights::FlightOffer> =
+            res.offers.iter().map(convert::offer).collect();
+        offers.sort_by(|x, y| {
+            crate::tools::amount_key(&x.total_amount)
+                .total_cmp(&crate::tools::amount_key(&y.total_amount))
+        });
+        let total = offers.len() as u32;
+        offers.truncate(usize::from(a.max_results.unwrap_or(10)));
+        Ok(search_flights::Output {
+            origin: a.origin.clone(),
+            destination: a.destination.clone(),
+            departure_date: a.departure_date.clone(),
+            offers,
+            total_offers: total,
+        })
+    }
+
+    async fn get_offer(&self, offer_id: &str) -> Result<wire::Offer, UpstreamError> {
+        let mut url = self.url(&["air", "offers"], &[offer_id]);
+        url.query_pairs_mut()
+            .append_pair("return_available_services", "false");
+        self.send(Method::GET, url, None::<&()>).await
+    }
+
+    async fn price_offer(
+        &self,
+        a: &price_flight_offer::Args,
+    ) -> Result<price_flight_offer::Output, UpstreamError> {
+        let o = self.get_offer(&a.offer_id).await?;
+        Ok(price_flight_offer::Output {
+            offer: convert::offer(&o),
+            base_amount: o.base_amount.clone(),
+            tax_amount: o.tax_amount.clone(),
+            passengers: o
+                .passengers
+                .iter()
+                .map(|p| price_flight_offer::OfferPassenger {
+                    passenger_id: p.id.clone(),
+                    passenger_type: p.kind.clone().unwrap_or_else(|| {
+                        if p.age.is_some_and(|a| a < 18) {
+                            "child".into()
+                        } else {
+                            "adult".into()
+                        }
+                    }),
+                    age: p.age,
+                })
+                .collect(),
+            price_guarantee_expires_at: o
+                .payment_requirements
+                .as_ref()
+                .and_then(|p| p.price_guarantee_expires_at.clone()),
+            requires_instant_payment: o
+                .payment_requirements
+                .as_ref()
+                .is_some_and(|p| p.requires_instant_payment),
+        })
+    }
+
+    async fn book(
+        &self,
+        a: &book_flight::Args,
+        idempotency_key: &str,
+    ) -> Result<book_flight::Output, UpstreamError> {
+        // The order needs the offer's passenger ids and its current total: read them first.
+        let offer = self.get_offer(&a.offer_id).await?;
+        if offer.passengers.len() != a.travellers.len() {
+            return Err(UpstreamError::new(
+                ErrorKind::Rejected {
+                    message: format!(
+                        "the offer is for {} passenger(s) but {} traveller(s) were given; list one traveller per passenger, in the order price_flight_offer shows",
+                        offer.passengers.len(),
+                        a.travellers.len()
+                    ),
+                },
+                "traveller count does not match the offer",
+            ));
+        }
+        if let Some(confirmed) = &a.confirmed_total_amount
+            && !same_amount(confirmed, &offer.total_amount)
+        {
+            return Err(UpstreamError::new(
+                ErrorKind::Rejected {
+                    message: format!(
+                        "the price changed: the offer now costs {} {} but {} was confirmed; nothing was booked. Tell the traveller the new price and ask before booking",
+                        offer.total_amount, offer.total_currency, confirmed
+                    ),
+                },
+                "confirmed amount differs from the offer total",
+            ));
+        }
+        let body = wire::CreateOrder {
+            kind: "instant",
+            selected_offers: vec![offer.id.clone()],
+            passengers: offer
+                .passengers
+                .iter()
+                .zip(&a.travellers)
+                .map(|(p, t)| wire::OrderPassengerRequest {
+                    id: p.id.clone(),
+                    title: title(t.title),
+                    gender: match t.gender {
+                        book_flight::Gender::M => "m",
+                        book_flight::Gender::F => "f",
+                    },
+                    given_name: t.given_name.clone(),
+                    family_name: t.family_name.clone(),
+                    born_on: t.born_on.clone(),
+                    email: t.email.clone(),
+                    phone_number: t.phone_number.clone(),
+                })
+                .collect(),
+            payments: vec![wire::Payment {
+                kind: "balance",
+                amount: offer.total_amount.clone(),
+                currency: offer.total_currency.clone(),
+            }],
+            metadata: BTreeMap::from([(
+                "faregate_idempotency_key".to_string(),
+                idempotency_key.to_string(),
+            )]),
+        };
+        let url = self.url(&["air", "orders"], &[]);
+        let order: wire::Order = self.send(Method::POST, url, Some(&body)).await?;
+        Ok(book_flight::Output {
+            booking_reference: order.booking_reference,
+            order_id: order.id,
+            total_amount: order.total_amount,
+            total_currency: order.total_currency,
+            travellers: order
+                .passengers
+                .iter()
+                .map(|p| format!("{} {}", p.given_name, p.family_name))
+                .collect(),
+            idempotency_key: idempotency_key.to_string(),
+        })
+    }
+
+    async fn search_hotels(
+        &self,
+        a: &search_hotels::Args,
+    ) -> Result<search_hotels::Output, UpstreamError> {
+        let (near, lat, lon) = match (a.latitude, a.longitude, a.city_code.as_deref()) {
+            (Some(lat), Some(lon), city) => (
+                city.map(str::to_string)
+                    .unwrap_or_else(|| format!("{lat:.4},{lon:.4}")),
+                lat,
+                lon,
+            ),
+            (_, _, Some(code)) => match cities::centre(code) {
+                Some((name, lat, lon)) => (format!("{name} ({code})"), lat, lon),
+                None => {
+                    return Err(UpstreamError::new(
+                        ErrorKind::Rejected {
+                            message: format!(
+                                "the hotel provider searches around coordinates and does not know the city code {code}; call again with latitude and longitude of the place"
+                            ),
+                        },
+                        "city code without coordinates",
+                    ));
+                }
+            },
+            _ => {
+                return Err(UpstreamError::new(
+                    ErrorKind::Rejected {
+                        message: "say where to search: a city_code or latitude and longitude"
+                            .into(),
+                    },
+                    "no location",
+                ));
+            }
+        };
+        let body = wire::StaysSearchRequest {
+            check_in_date: a.check_in_date.clone(),
+            check_out_date: a.check_out_date.clone(),
+            rooms: a.rooms,
+            guests: (0..a.adults).map(|_| wire::Guest { kind: "adult" }).collect(),
+            location: wire::StaysLocation {
+                radius: a.radius_km.unwrap_or(5.0),
+                geographic_coordinates: wire::Coordinates {
+                    latitude: lat,
+                    longitude: lon,
+                },
+            },
+        };
+        let url = self.url(&["stays", "search"], &[]);
+        let res: wire::StaysSearch = self.send(Method::POST, url, Some(&body)).await?;
+        let mut hotels: Vec<search_hotels::HotelResult> =
+            res.results.iter().map(convert::hotel).collect();
+        hotels.sort_by(|x, y| {
+            crate::tools::amount_key(&x.cheapest_total_amount)
+                .total_cmp(&crate::tools::amount_key(&y.cheapest_total_amount))
+        });
+        let total = hotels.len() as u32;
+        hotels.truncate(usize::from(a.max_results.unwrap_or(10)));
+        Ok(search_hotels::Output {
+            check_in_date: a.check_in_date.clone(),
+            check_out_date: a.check_out_date.clone(),
+            searched_near: near,
+            hotels,
+            total_hotels: total,
+        })
+    }
+
+    async fn hotel_availability(
+        &self,
+        a: &check_hotel_availability::Args,
+    ) -> Result<check_hotel_availability::Output, UpstreamError> {
+        let url = self.url(
+            &["stays", "search_results"],
+            &[&a.hotel_result_id, "actions", "fetch_all_rates"],
+        );
+        let res: wire::StaysResult = self.send(Method::POST, url, None::<&()>).await?;
+        Ok(convert::availability(&res))
+    }
+}
+
+fn cabin(c: CabinClass) -> &'static str {
+    match c {
+        CabinClass::Economy => "economy",
+        CabinClass::PremiumEconomy => "premium_economy",
+        CabinClass::Business => "business",
+        CabinClass::First => "first",
+    }
+}
+
+fn title(t: book_flight::Title) -> &'static str {
+    match t {
+        book_flight::Title::Mr => "mr",
+        book_flight::Title::Ms => "ms",
+        book_flight::Title::Mrs => "mrs",
+        book_flight::Title::Miss => "miss",
+        book_flight::Title::Dr => "dr",
+    }
+}
+
+fn same_amount(a: &str, b: &str) -> bool {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => (x - y).abs() < 0.005,
+        _ => a == b,
+    }
+}

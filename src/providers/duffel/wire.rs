@@ -1,0 +1,327 @@
+//! Duffel's wire types: exactly the documented fields faregate reads or writes, nothing more.
+//!
+//! Response types ignore unknown fields (Duffel adds fields without a version bump) but require
+//! the documented ones, so a body that lacks them is reported as malformed. Request types
+//! serialize only what faregate sends. These types never leave the Duffel adapter.
+
+use serde::{Deserialize, Serialize};
+
+/// Duffel wraps every request and response body in `{"data": …}`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Data<T> {
+    /// The payload.
+    pub data: T,
+}
+
+// === Requests ===
+
+/// `POST /air/offer_requests` body.
+#[derive(Debug, Serialize)]
+pub struct CreateOfferRequest {
+    pub slices: Vec<SliceRequest>,
+    pub passengers: Vec<PassengerRequest>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cabin_class: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u8>,
+}
+
+/// One requested slice.
+#[derive(Debug, Serialize)]
+pub struct SliceRequest {
+    pub origin: String,
+    pub destination: String,
+    pub departure_date: String,
+}
+
+/// An adult (`type`) or a child (`age`); never both (Duffel rejects that).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PassengerRequest {
+    /// `{"type":"adult"}`.
+    Adult {
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    /// `{"age":9}`.
+    Child { age: u8 },
+}
+
+/// `POST /air/orders` body.
+#[derive(Debug, Serialize)]
+pub struct CreateOrder {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub selected_offers: Vec<String>,
+    pub passengers: Vec<OrderPassengerRequest>,
+    pub payments: Vec<Payment>,
+    pub metadata: std::collections::BTreeMap<String, String>,
+}
+
+/// A passenger being booked.
+#[derive(Debug, Serialize)]
+pub struct OrderPassengerRequest {
+    pub id: String,
+    pub title: &'static str,
+    pub gender: &'static str,
+    pub given_name: String,
+    pub family_name: String,
+    pub born_on: String,
+    pub email: String,
+    pub phone_number: String,
+}
+
+/// A payment from the agency balance.
+#[derive(Debug, Serialize)]
+pub struct Payment {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub amount: String,
+    pub currency: String,
+}
+
+/// `POST /stays/search` body.
+#[derive(Debug, Serialize)]
+pub struct StaysSearchRequest {
+    pub check_in_date: String,
+    pub check_out_date: String,
+    pub rooms: u8,
+    pub guests: Vec<Guest>,
+    pub location: StaysLocation,
+}
+
+/// A guest.
+#[derive(Debug, Serialize)]
+pub struct Guest {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+/// Search around a point.
+#[derive(Debug, Serialize)]
+pub struct StaysLocation {
+    pub radius: f64,
+    pub geographic_coordinates: Coordinates,
+}
+
+// === Responses ===
+
+/// The offer request with its offers.
+#[derive(Debug, Deserialize)]
+pub struct OfferRequest {
+    pub offers: Vec<Offer>,
+}
+
+/// One offer.
+#[derive(Debug, Deserialize)]
+pub struct Offer {
+    pub id: String,
+    pub total_amount: String,
+    pub total_currency: String,
+    #[serde(default)]
+    pub base_amount: Option<String>,
+    #[serde(default)]
+    pub tax_amount: Option<String>,
+    pub expires_at: String,
+    pub owner: Carrier,
+    pub slices: Vec<Slice>,
+    pub passengers: Vec<OfferPassenger>,
+    #[serde(default)]
+    pub payment_requirements: Option<PaymentRequirements>,
+}
+
+/// An airline.
+#[derive(Debug, Deserialize)]
+pub struct Carrier {
+    #[serde(default)]
+    pub iata_code: Option<String>,
+    pub name: String,
+}
+
+/// A passenger slot of an offer.
+#[derive(Debug, Deserialize)]
+pub struct OfferPassenger {
+    pub id: String,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub age: Option<u8>,
+}
+
+/// Payment terms of an offer.
+#[derive(Debug, Deserialize)]
+pub struct PaymentRequirements {
+    #[serde(default)]
+    pub requires_instant_payment: bool,
+    #[serde(default)]
+    pub price_guarantee_expires_at: Option<String>,
+}
+
+/// One direction.
+#[derive(Debug, Deserialize)]
+pub struct Slice {
+    pub origin: Place,
+    pub destination: Place,
+    #[serde(default)]
+    pub duration: Option<String>,
+    pub segments: Vec<Segment>,
+}
+
+/// An airport or city.
+#[derive(Debug, Deserialize)]
+pub struct Place {
+    pub iata_code: String,
+}
+
+/// One flight.
+#[derive(Debug, Deserialize)]
+pub struct Segment {
+    pub departing_at: String,
+    pub arriving_at: String,
+    #[serde(default)]
+    pub duration: Option<String>,
+    pub marketing_carrier: Carrier,
+    pub marketing_carrier_flight_number: String,
+}
+
+/// A created order.
+#[derive(Debug, Deserialize)]
+pub struct Order {
+    pub id: String,
+    pub booking_reference: String,
+    pub total_amount: String,
+    pub total_currency: String,
+    pub passengers: Vec<OrderPassenger>,
+}
+
+/// A booked passenger.
+#[derive(Debug, Deserialize)]
+pub struct OrderPassenger {
+    pub given_name: String,
+    pub family_name: String,
+}
+
+/// `POST /stays/search` answer.
+#[derive(Debug, Deserialize)]
+pub struct StaysSearch {
+    pub results: Vec<StaysResult>,
+}
+
+/// One search result (a hotel with its cheapest rate), also the body of `fetch_all_rates`.
+#[derive(Debug, Deserialize)]
+pub struct StaysResult {
+    pub id: String,
+    pub check_in_date: String,
+    pub check_out_date: String,
+    #[serde(default)]
+    pub cheapest_rate_total_amount: Option<String>,
+    #[serde(default)]
+    pub cheapest_rate_currency: Option<String>,
+    pub accommodation: Accommodation,
+}
+
+/// A hotel.
+#[derive(Debug, Deserialize)]
+pub struct Accommodation {
+    pub name: String,
+    #[serde(default)]
+    pub rating: Option<u8>,
+    #[serde(default)]
+    pub review_score: Option<f64>,
+    #[serde(default)]
+    pub location: Option<AccommodationLocation>,
+    #[serde(default)]
+    pub rooms: Vec<Room>,
+}
+
+/// Where a hotel is.
+#[derive(Debug, Deserialize)]
+pub struct AccommodationLocation {
+    #[serde(default)]
+    pub address: Option<Address>,
+    #[serde(default)]
+    pub geographic_coordinates: Option<Coordinates>,
+}
+
+/// A postal address.
+#[derive(Debug, Deserialize)]
+pub struct Address {
+    #[serde(default)]
+    pub line_one: Option<String>,
+    #[serde(default)]
+    pub city_name: Option<String>,
+    #[serde(default)]
+    pub postal_code: Option<String>,
+    #[serde(default)]
+    pub country_code: Option<String>,
+}
+
+/// A point.
+#[derive(Debug, Serialize, Deserialize, Clone, Copy)]
+pub struct Coordinates {
+    pub latitude: f64,
+    pub longitude: f64,
+}
+
+/// A room type with rates.
+#[derive(Debug, Deserialize)]
+pub struct Room {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub rates: Vec<Rate>,
+}
+
+/// A bookable rate.
+#[derive(Debug, Deserialize)]
+pub struct Rate {
+    pub id: String,
+    pub total_amount: String,
+    pub total_currency: String,
+    #[serde(default)]
+    pub board_type: Option<String>,
+    #[serde(default)]
+    pub payment_type: Option<String>,
+    #[serde(default)]
+    pub quantity_available: Option<u32>,
+    #[serde(default)]
+    pub cancellation_timeline: Vec<CancellationStep>,
+}
+
+/// Refund available before a time.
+#[derive(Debug, Deserialize)]
+pub struct CancellationStep {
+    pub before: String,
+    pub refund_amount: String,
+}
+
+/// The documented error body.
+#[derive(Debug, Deserialize)]
+pub struct ErrorBody {
+    #[serde(default)]
+    pub meta: Option<ErrorMeta>,
+    pub errors: Vec<ErrorItem>,
+}
+
+/// `meta` of an error body.
+#[derive(Debug, Deserialize)]
+pub struct ErrorMeta {
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+/// One error.
+#[derive(Debug, Deserialize)]
+pub struct ErrorItem {
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Untyped: an object in validation errors, a string in some airline errors.
+    #[serde(default)]
+    pub source: Option<serde_json::Value>,
+}

@@ -1,0 +1,104 @@
+//! What can go wrong upstream, as the provider adapters classify it.
+//!
+//! Adapters know their provider's documented error semantics (Duffel's `type`/`code`, Amadeus's
+//! numeric codes); the call pipeline knows what each kind means for the breaker and the answer.
+//! This type is the hand-over: the adapter says *what happened*, never *what to do*.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A failed provider call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamError {
+    /// What happened.
+    pub kind: ErrorKind,
+    /// Detail for logs and operators (never secrets); not shown to models.
+    pub detail: String,
+    /// The provider's request id, when it sent one.
+    pub request_id: Option<String>,
+}
+
+/// The classes of upstream failure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ErrorKind {
+    /// The attempt did not finish within its timeout.
+    Timeout,
+    /// No connection could be made (refused, DNS, TLS).
+    Connect,
+    /// The connection broke or the request could not be sent after connecting.
+    Transport,
+    /// The provider refused the request for a reason the model can fix (unknown airport,
+    /// expired offer, validation error). Not a provider failure.
+    Rejected {
+        /// The provider's explanation, fit for a model.
+        message: String,
+    },
+    /// The provider says we are over its rate limit.
+    RateLimited {
+        /// How long the provider asks us to wait.
+        retry_after: Option<Duration>,
+    },
+    /// The provider failed (5xx).
+    Server {
+        /// The HTTP status.
+        status: u16,
+        /// How long the provider asks us to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+    /// The provider refused our credentials or our request format: an operator must act.
+    Misconfigured {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A success status whose body does not parse into the documented shape.
+    Malformed,
+}
+
+impl ErrorKind {
+    /// A stable short name for logs and metrics (`timeout`, `upstream_5xx`, …).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Transport => "transport",
+            ErrorKind::Rejected { .. } => "rejected",
+            ErrorKind::RateLimited { .. } => "rate_limited",
+            ErrorKind::Server { .. } => "upstream_5xx",
+            ErrorKind::Misconfigured { .. } => "misconfigured",
+            ErrorKind::Malformed => "malformed",
+        }
+    }
+
+    /// The wait the provider asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ErrorKind::RateLimited { retry_after } | ErrorKind::Server { retry_after, .. } => {
+                *retry_after
+            }
+            _ => None,
+        }
+    }
+}
+
+impl UpstreamError {
+    /// An error of `kind` with a log detail.
+    pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
+        UpstreamError {
+            kind,
+            detail: detail.into(),
+            request_id: None,
+        }
+    }
+}
+
+impl fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.detail)?;
+        if let Some(id) = &self.request_id {
+            write!(f, " (request id {id})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UpstreamError {}

@@ -1,0 +1,125 @@
+//! `check_hotel_availability`: rooms and rates bookable now at one hotel (seed 003: never
+//! promise a room that was not confirmed).
+
+use chrono::NaiveDate;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::checks::Errors;
+use super::{Access, CallMode, FieldError, ToolRequest, ToolSpec, amount_key};
+
+/// The catalog entry. Fetching rates is a POST at Duffel but changes nothing: idempotent.
+pub const SPEC: ToolSpec = ToolSpec {
+    name: "check_hotel_availability",
+    title: "Check hotel availability",
+    access: Access::Read,
+    idempotent: true,
+    built_for: CallMode::Interactive,
+    needs_idempotency_key: false,
+    input_schema: super::schema_of::<Args>,
+    output_schema: super::schema_of::<Output>,
+    parse: |v, today, _key| super::parse_args(v, today, check).map(ToolRequest::CheckHotelAvailability),
+};
+
+/// Arguments of `check_hotel_availability`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The hotel_result_id from search_hotels, e.g. "srr_0000ASVBuJVLdmqtZDJ4ca".
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{4,128}$"))]
+    pub hotel_result_id: String,
+}
+
+fn check(args: &Args, _today: NaiveDate) -> Result<(), Vec<FieldError>> {
+    let mut e = Errors::default();
+    if args.hotel_result_id.trim().is_empty() {
+        e.push(
+            "hotel_result_id",
+            "expected the hotel_result_id returned by search_hotels",
+        );
+    }
+    e.finish()
+}
+
+/// The result of `check_hotel_availability`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    /// The hotel checked.
+    pub hotel_result_id: String,
+    /// Hotel name.
+    pub hotel_name: String,
+    /// The stay checked.
+    pub check_in_date: String,
+    /// The stay checked.
+    pub check_out_date: String,
+    /// True when at least one rate has rooms left.
+    pub available: bool,
+    /// Rooms with their rates; empty when nothing is available.
+    pub rooms: Vec<Room>,
+}
+
+/// One room type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Room {
+    /// Room name, e.g. "Deluxe Double Room".
+    pub name: String,
+    /// Bookable rates for this room.
+    pub rates: Vec<Rate>,
+}
+
+/// One bookable rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Rate {
+    /// The provider's rate id.
+    pub rate_id: String,
+    /// Total for the stay, a decimal string.
+    pub total_amount: String,
+    /// ISO 4217 currency.
+    pub currency: String,
+    /// "room_only", "breakfast", … as the provider names it.
+    pub board_type: Option<String>,
+    /// "pay_now", "deposit" or "guarantee".
+    pub payment_type: Option<String>,
+    /// Rooms left at this rate, when the provider says.
+    pub quantity_available: Option<u32>,
+    /// Until when it can be cancelled for a full refund (RFC 3339), if at all.
+    pub free_cancellation_until: Option<String>,
+}
+
+/// The text a model can quote.
+pub fn content(out: &Output) -> String {
+    let stay = format!("{}→{}", out.check_in_date, out.check_out_date);
+    let rates: Vec<(&Room, &Rate)> = out
+        .rooms
+        .iter()
+        .flat_map(|room| room.rates.iter().map(move |rate| (room, rate)))
+        .filter(|(_, r)| r.quantity_available != Some(0))
+        .collect();
+    let Some((room, cheapest)) = rates
+        .iter()
+        .min_by(|a, b| amount_key(&a.1.total_amount).total_cmp(&amount_key(&b.1.total_amount)))
+    else {
+        return format!(
+            "No rooms are available at {} for {stay}. Do not promise a room; suggest other dates or another hotel.",
+            out.hotel_name
+        );
+    };
+    let mut details = Vec::new();
+    if let Some(b) = &cheapest.board_type {
+        details.push(b.replace('_', " "));
+    }
+    match &cheapest.free_cancellation_until {
+        Some(until) => details.push(format!("free cancellation until {until}")),
+        None => details.push("not refundable".to_string()),
+    }
+    format!(
+        "{} has {} available rate{} for {stay}, from {} {} ({}, {}). Rates can sell out; book soon or check again before promising.",
+        out.hotel_name,
+        rates.len(),
+        if rates.len() == 1 { "" } else { "s" },
+        cheapest.total_amount,
+        cheapest.currency,
+        room.name,
+        details.join(", ")
+    )
+}

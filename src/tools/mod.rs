@@ -1,0 +1,259 @@
+//! The tool catalog: every tool's typed arguments, typed result, JSON Schemas and policy facts.
+//!
+//! One file per tool, all with the same shape (mini-redis's `cmd/`): `Args` (what the model
+//! sends), `Output` (what it gets back as `data`), `check` (semantic checks beyond the schema),
+//! `content` (a short text a model can quote) and a `SPEC` entry in [`CATALOG`].
+//!
+//! **Architecture invariant:** this module is pure. It knows no provider, no HTTP and no
+//! breaker; providers translate [`ToolRequest`] into their wire format and back into
+//! [`ToolOutput`]. The JSON Schemas are derived from the Rust types (schemars), so the schema a
+//! model sees and the type the gateway parses can never drift apart.
+
+pub mod book_flight;
+pub mod check_hotel_availability;
+pub mod checks;
+pub mod get_flight_status;
+pub mod price_flight_offer;
+pub mod search_flights;
+pub mod search_hotels;
+mod validate;
+
+use std::fmt::Write as _;
+
+use chrono::NaiveDate;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use validate::ArgumentValidator;
+
+/// Whether a tool reads or changes the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Searches, prices and statuses: safe to repeat.
+    Read,
+    /// Bookings: never repeated blindly.
+    Write,
+}
+
+/// How a call wants its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallMode {
+    /// A model is waiting: answer now, with a fallback if the provider is down.
+    #[default]
+    Interactive,
+    /// Nobody is waiting: accept, run later, requeue silently while the provider is down.
+    Background,
+}
+
+impl CallMode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallMode::Interactive => "interactive",
+            CallMode::Background => "background",
+        }
+    }
+}
+
+/// One argument that is wrong, and what is expected instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's path, dotted (`passengers[0].email`), or empty for the whole object.
+    pub field: String,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+/// Renders field errors as the model-readable `content` of an `invalid_arguments` result.
+pub fn describe_field_errors(tool: &str, errors: &[FieldError]) -> String {
+    let mut out = format!("Invalid arguments for {tool}; fix these and call again:");
+    for e in errors {
+        if e.field.is_empty() {
+            let _ = write!(out, "\n- {}", e.message);
+        } else {
+            let _ = write!(out, "\n- {}: {}", e.field, e.message);
+        }
+    }
+    out
+}
+
+/// Static facts about one tool.
+#[derive(Debug)]
+pub struct ToolSpec {
+    /// The name models call it by (`^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`).
+    pub name: &'static str,
+    /// A short human title.
+    pub title: &'static str,
+    /// Read or write.
+    pub access: Access,
+    /// Whether repeating a call is harmless (and so whether it may be retried).
+    pub idempotent: bool,
+    /// The mode the tool is built for.
+    pub built_for: CallMode,
+    /// Whether a call must carry an `idempotency_key`.
+    pub needs_idempotency_key: bool,
+    input_schema: fn() -> Value,
+    output_schema: fn() -> Value,
+    parse: fn(Value, NaiveDate, Option<&str>) -> Result<ToolRequest, Vec<FieldError>>,
+}
+
+impl ToolSpec {
+    /// The JSON Schema of the arguments (draft 2020-12, subschemas inlined).
+    pub fn input_schema(&self) -> Value {
+        (self.input_schema)()
+    }
+
+    /// The JSON Schema of `data` in an `ok` result.
+    pub fn output_schema(&self) -> Value {
+        (self.output_schema)()
+    }
+
+    /// Deserializes schema-valid arguments and runs the semantic checks, `today` being the
+    /// earliest acceptable travel date; `idempotency_key` is the call's, for tools that need one.
+    pub fn parse(
+        &self,
+        arguments: Value,
+        today: NaiveDate,
+        idempotency_key: Option<&str>,
+    ) -> Result<ToolRequest, Vec<FieldError>> {
+        (self.parse)(arguments, today, idempotency_key)
+    }
+}
+
+/// Every tool faregate knows, in manifest order.
+pub static CATALOG: &[ToolSpec] = &[
+    search_flights::SPEC,
+    price_flight_offer::SPEC,
+    search_hotels::SPEC,
+    check_hotel_availability::SPEC,
+    get_flight_status::SPEC,
+    book_flight::SPEC,
+];
+
+/// The catalog entry by name.
+pub fn spec(name: &str) -> Option<&'static ToolSpec> {
+    CATALOG.iter().find(|s| s.name == name)
+}
+
+/// The names of every tool in the catalog.
+pub fn names() -> Vec<&'static str> {
+    CATALOG.iter().map(|s| s.name).collect()
+}
+
+/// A parsed, checked call of one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolRequest {
+    /// `search_flights`.
+    SearchFlights(search_flights::Args),
+    /// `price_flight_offer`.
+    PriceFlightOffer(price_flight_offer::Args),
+    /// `search_hotels`.
+    SearchHotels(search_hotels::Args),
+    /// `check_hotel_availability`.
+    CheckHotelAvailability(check_hotel_availability::Args),
+    /// `get_flight_status`.
+    GetFlightStatus(get_flight_status::Args),
+    /// `book_flight`, with the call's idempotency key.
+    BookFlight(book_flight::Args, String),
+}
+
+impl ToolRequest {
+    /// The tool's name.
+    pub fn tool(&self) -> &'static str {
+        match self {
+            ToolRequest::SearchFlights(_) => search_flights::SPEC.name,
+            ToolRequest::PriceFlightOffer(_) => price_flight_offer::SPEC.name,
+            ToolRequest::SearchHotels(_) => search_hotels::SPEC.name,
+            ToolRequest::CheckHotelAvailability(_) => check_hotel_availability::SPEC.name,
+            ToolRequest::GetFlightStatus(_) => get_flight_status::SPEC.name,
+            ToolRequest::BookFlight(..) => book_flight::SPEC.name,
+        }
+    }
+}
+
+/// A provider's normalized answer to one [`ToolRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// `search_flights`.
+    SearchFlights(search_flights::Output),
+    /// `price_flight_offer`.
+    PriceFlightOffer(price_flight_offer::Output),
+    /// `search_hotels`.
+    SearchHotels(search_hotels::Output),
+    /// `check_hotel_availability`.
+    CheckHotelAvailability(check_hotel_availability::Output),
+    /// `get_flight_status`.
+    GetFlightStatus(get_flight_status::Output),
+    /// `book_flight`.
+    BookFlight(book_flight::Output),
+}
+
+impl ToolOutput {
+    /// A short text a model can quote: count, cheapest, fastest, currency.
+    pub fn content(&self) -> String {
+        match self {
+            ToolOutput::SearchFlights(o) => search_flights::content(o),
+            ToolOutput::PriceFlightOffer(o) => price_flight_offer::content(o),
+            ToolOutput::SearchHotels(o) => search_hotels::content(o),
+            ToolOutput::CheckHotelAvailability(o) => check_hotel_availability::content(o),
+            ToolOutput::GetFlightStatus(o) => get_flight_status::content(o),
+            ToolOutput::BookFlight(o) => book_flight::content(o),
+        }
+    }
+
+    /// The result as JSON, matching the tool's output schema.
+    pub fn to_json(&self) -> Value {
+        let res = match self {
+            ToolOutput::SearchFlights(o) => serde_json::to_value(o),
+            ToolOutput::PriceFlightOffer(o) => serde_json::to_value(o),
+            ToolOutput::SearchHotels(o) => serde_json::to_value(o),
+            ToolOutput::CheckHotelAvailability(o) => serde_json::to_value(o),
+            ToolOutput::GetFlightStatus(o) => serde_json::to_value(o),
+            ToolOutput::BookFlight(o) => serde_json::to_value(o),
+        };
+        // These types contain only strings, numbers, bools and maps with string keys, which
+        // serde_json always serializes; the fallback keeps a bug from becoming a panic.
+        res.unwrap_or(Value::Null)
+    }
+}
+
+/// The schema of `T` as faregate publishes it: draft 2020-12 with every subschema inlined
+/// (model providers handle `$ref` poorly).
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+    SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+/// Deserializes schema-valid arguments into `A` and runs its semantic check.
+pub(crate) fn parse_args<A: DeserializeOwned>(
+    arguments: Value,
+    today: NaiveDate,
+    check: fn(&A, NaiveDate) -> Result<(), Vec<FieldError>>,
+) -> Result<A, Vec<FieldError>> {
+    let args: A = serde_json::from_value(arguments).map_err(|e| {
+        vec![FieldError {
+            field: String::new(),
+            message: e.to_string(),
+        }]
+    })?;
+    check(&args, today)?;
+    Ok(args)
+}
+
+/// Formats minutes as `7h05m`.
+pub(crate) fn format_minutes(minutes: u32) -> String {
+    format!("{}h{:02}m", minutes / 60, minutes % 60)
+}
+
+/// Orders decimal money strings numerically; unparsable amounts sort last.
+pub(crate) fn amount_key(amount: &str) -> f64 {
+    amount.parse::<f64>().unwrap_or(f64::MAX)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,146 @@
+//! Validates a call's arguments against its tool's JSON Schema and names every bad field.
+//!
+//! The validator is compiled once per tool at start-up (never per call) with remote and file
+//! `$ref` resolution compiled out of the `jsonschema` crate, so a schema can never make the
+//! gateway fetch anything. Formats (`date`, `email`) are checked too.
+
+use jsonschema::error::ValidationErrorKind;
+use serde_json::Value;
+
+use super::{FieldError, ToolSpec};
+
+/// A compiled argument validator for one tool.
+#[derive(Debug)]
+pub struct ArgumentValidator {
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl ArgumentValidator {
+    /// Compiles the tool's input schema.
+    pub fn new(spec: &ToolSpec) -> Result<Self, String> {
+        let schema = spec.input_schema();
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .map_err(|e| format!("the input schema of {} does not compile: {e}", spec.name))?;
+        Ok(ArgumentValidator { schema, validator })
+    }
+
+    /// Every schema violation of `arguments`, as field errors a model can act on.
+    pub fn errors(&self, arguments: &Value) -> Vec<FieldError> {
+        if !arguments.is_object() {
+            return vec![FieldError {
+                field: String::new(),
+                message: format!(
+                    "arguments must be a JSON object with the tool's fields, found {}",
+                    json_type(arguments)
+                ),
+            }];
+        }
+        let mut out: Vec<FieldError> = Vec::new();
+        for err in self.validator.iter_errors(arguments) {
+            let pointer = err.instance_path().as_str().to_string();
+            let (field_pointer, message) = match err.kind() {
+                ValidationErrorKind::Required { property } => {
+                    let name = property.as_str().unwrap_or_default().to_string();
+                    let ptr = format!("{pointer}/{name}");
+                    let hint = self.hint(&ptr);
+                    (ptr, format!("is required{hint}"))
+                }
+                ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    let valid = self.property_names(&pointer);
+                    (
+                        pointer.clone(),
+                        format!(
+                            "unknown field{} {}; valid fields: {}",
+                            if unexpected.len() == 1 { "" } else { "s" },
+                            unexpected
+                                .iter()
+                                .map(|u| format!("\"{u}\""))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            valid.join(", ")
+                        ),
+                    )
+                }
+                _ => {
+                    let hint = self.hint(&pointer);
+                    // Echo the offending value when it is short; a huge value is masked so that
+                    // the message stays readable and nothing large is reflected back.
+                    let full = err.to_string();
+                    let text = if full.len() <= 160 {
+                        full
+                    } else {
+                        err.masked().to_string()
+                    };
+                    (pointer.clone(), format!("{text}{hint}"))
+                }
+            };
+            let field = dotted(&field_pointer);
+            if !out.iter().any(|e| e.field == field && e.message == message) {
+                out.push(FieldError { field, message });
+            }
+        }
+        out
+    }
+
+    /// The schema node describing the instance at `pointer` (walking properties and items).
+    fn node(&self, pointer: &str) -> Option<&Value> {
+        let mut node = &self.schema;
+        for seg in pointer.split('/').filter(|s| !s.is_empty()) {
+            node = if seg.bytes().all(|b| b.is_ascii_digit()) {
+                node.get("items")?
+            } else {
+                node.get("properties")?.get(seg)?
+            };
+        }
+        Some(node)
+    }
+
+    /// "; expected: <description>" for the field at `pointer`, when the schema describes it.
+    fn hint(&self, pointer: &str) -> String {
+        self.node(pointer)
+            .and_then(|n| n.get("description"))
+            .and_then(Value::as_str)
+            .map(|d| format!(" (expected: {})", d.trim_end_matches('.')))
+            .unwrap_or_default()
+    }
+
+    fn property_names(&self, pointer: &str) -> Vec<String> {
+        self.node(pointer)
+            .and_then(|n| n.get("properties"))
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// `/passengers/0/email` → `passengers[0].email`.
+fn dotted(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').filter(|s| !s.is_empty()) {
+        if seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push('[');
+            out.push_str(seg);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg.replace("~1", "/").replace("~0", "~"));
+        }
+    }
+    out
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
