@@ -1,0 +1,252 @@
+//! The catalog as a model sees it: schemas, validation messages, semantic checks, content text.
+
+use chrono::NaiveDate;
+use serde_json::{Value, json};
+
+use super::*;
+
+fn today() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 11, 30).unwrap_or_default()
+}
+
+/// Validates like the gateway does: schema first, then the typed parse.
+fn check(tool: &str, args: Value, key: Option<&str>) -> Result<ToolRequest, Vec<FieldError>> {
+    let spec = spec(tool).unwrap_or_else(|| panic!("no tool {tool}"));
+    let validator = ArgumentValidator::new(spec).unwrap_or_else(|e| panic!("{e}"));
+    let errors = validator.errors(&args);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    spec.parse(args, today(), key)
+}
+
+fn fields(res: Result<ToolRequest, Vec<FieldError>>) -> Vec<String> {
+    match res {
+        Ok(r) => panic!("accepted: {r:?}"),
+        Err(errors) => errors.into_iter().map(|e| e.field).collect(),
+    }
+}
+
+#[test]
+fn every_tool_has_a_valid_name_and_object_schemas() {
+    let name_ok = |n: &str| {
+        let mut chars = n.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && n.len() <= 64
+    };
+    assert_eq!(CATALOG.len(), 6);
+    for spec in CATALOG {
+        assert!(name_ok(spec.name), "{}", spec.name);
+        let input = spec.input_schema();
+        assert_eq!(input["type"], "object", "{}", spec.name);
+        assert_eq!(input["additionalProperties"], false, "{}", spec.name);
+        assert!(input.get("$ref").is_none() && !input.to_string().contains("\"$ref\""));
+        for (prop, schema) in input["properties"].as_object().into_iter().flatten() {
+            assert!(
+                schema.get("description").is_some(),
+                "{}.{prop} has no description for the model",
+                spec.name
+            );
+        }
+        assert_eq!(spec.output_schema()["type"], "object", "{}", spec.name);
+        ArgumentValidator::new(spec).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn only_booking_is_a_write_needing_a_key() {
+    for spec in CATALOG {
+        let write = spec.name == "book_flight";
+        assert_eq!(spec.access == Access::Write, write);
+        assert_eq!(spec.needs_idempotency_key, write);
+        assert_eq!(spec.idempotent, !write);
+    }
+    assert_eq!(
+        spec("get_flight_status").map(|s| s.built_for),
+        Some(CallMode::Background)
+    );
+}
+
+#[test]
+fn a_good_flight_search_parses_with_defaults() {
+    let req = check(
+        "search_flights",
+        json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-12-20"}),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let ToolRequest::SearchFlights(a) = req else {
+        panic!("wrong request {req:?}")
+    };
+    assert_eq!(a.adults, 1);
+    assert_eq!(a.max_results, None);
+}
+
+#[test]
+fn every_bad_flight_field_is_named_at_once() {
+    let errors = check(
+        "search_flights",
+        json!({"origin": "jfk", "destination": 7, "adults": 12, "colour": "red"}),
+        None,
+    )
+    .err()
+    .unwrap_or_default();
+    let text = describe_field_errors("search_flights", &errors);
+    for expected in [
+        "origin: \"jfk\" does not match",
+        "3-letter IATA code of the departure airport",
+        "destination: 7 is not of type \"string\"",
+        "departure_date: is required",
+        "adults: 12 is greater than the maximum of 9",
+        "unknown field \"colour\"; valid fields:",
+    ] {
+        assert!(text.contains(expected), "{expected:?} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn past_dates_and_reversed_trips_are_refused() {
+    assert_eq!(
+        fields(check(
+            "search_flights",
+            json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-11-01",
+                   "return_date": "2026-10-01"}),
+            None
+        )),
+        ["departure_date", "return_date"]
+    );
+    assert_eq!(
+        fields(check(
+            "search_flights",
+            json!({"origin": "JFK", "destination": "JFK", "departure_date": "2026-12-20"}),
+            None
+        )),
+        ["destination"]
+    );
+    assert_eq!(
+        fields(check(
+            "search_flights",
+            json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-12-40"}),
+            None
+        )),
+        ["departure_date"]
+    );
+}
+
+#[test]
+fn hotel_stays_must_end_after_they_start() {
+    assert_eq!(
+        fields(check(
+            "search_hotels",
+            json!({"city_code": "PAR", "check_in_date": "2026-12-20", "check_out_date": "2026-12-20"}),
+            None
+        )),
+        ["check_out_date"]
+    );
+    assert_eq!(
+        fields(check(
+            "search_hotels",
+            json!({"latitude": 48.8, "check_in_date": "2026-12-20", "check_out_date": "2026-12-22",
+                   "rooms": 3, "adults": 2}),
+            None
+        )),
+        ["longitude", "adults"]
+    );
+    assert_eq!(
+        fields(check(
+            "search_hotels",
+            json!({"check_in_date": "2026-12-20", "check_out_date": "2026-12-22"}),
+            None
+        )),
+        ["city_code"]
+    );
+}
+
+#[test]
+fn booking_needs_an_idempotency_key_and_valid_travellers() {
+    let traveller = json!({"given_name": "Ana", "family_name": "Garcia", "born_on": "1990-02-15",
+        "gender": "f", "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"});
+    let args = json!({"offer_id": "off_123", "travellers": [traveller]});
+    assert!(matches!(
+        check("book_flight", args.clone(), Some("k-1")),
+        Ok(ToolRequest::BookFlight(_, k)) if k == "k-1"
+    ));
+    assert_eq!(
+        fields(check("book_flight", args, None)),
+        ["idempotency_key"]
+    );
+    let bad = json!({"offer_id": "off_123", "travellers": [{"given_name": "Ana", "family_name": "Garcia",
+        "born_on": "2030-01-01", "gender": "x", "title": "ms", "email": "not-an-email",
+        "phone_number": "0600"}]});
+    let f = fields(check("book_flight", bad, Some("k")));
+    assert!(f.contains(&"travellers[0].gender".to_string()), "{f:?}");
+    assert!(f.contains(&"travellers[0].email".to_string()), "{f:?}");
+    assert!(f.contains(&"travellers[0].phone_number".to_string()), "{f:?}");
+}
+
+#[test]
+fn ids_cannot_carry_paths() {
+    for id in ["../admin", "off_1/../../x", "off%2F1", "a\r\nb"] {
+        assert_eq!(
+            fields(check("price_flight_offer", json!({"offer_id": id}), None)),
+            ["offer_id"],
+            "{id:?}"
+        );
+    }
+}
+
+#[test]
+fn non_object_arguments_are_explained() {
+    let errors = check("search_flights", json!([1, 2]), None).err().unwrap_or_default();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].message.contains("must be a JSON object"), "{errors:?}");
+}
+
+fn offer(id: &str, amount: &str, minutes: u32, flights: &[&str]) -> search_flights::FlightOffer {
+    search_flights::FlightOffer {
+        offer_id: id.into(),
+        total_amount: amount.into(),
+        total_currency: "EUR".into(),
+        airline: search_flights::Airline {
+            iata_code: "BA".into(),
+            name: "British Airways".into(),
+        },
+        slices: vec![search_flights::FlightSlice {
+            origin: "JFK".into(),
+            destination: "LHR".into(),
+            departing_at: "2026-12-20T18:30:00".into(),
+            arriving_at: "2026-12-21T06:35:00".into(),
+            duration_minutes: minutes,
+            stops: flights.len() as u32 - 1,
+            flights: flights.iter().map(|f| f.to_string()).collect(),
+        }],
+        expires_at: "2026-12-01T10:00:00Z".into(),
+    }
+}
+
+#[test]
+fn flight_content_quotes_count_cheapest_and_fastest() {
+    let out = search_flights::Output {
+        origin: "JFK".into(),
+        destination: "LHR".into(),
+        departure_date: "2026-12-20".into(),
+        offers: vec![
+            offer("off_a", "412.30", 600, &["BA117", "BA9"]),
+            offer("off_b", "455.00", 425, &["BA175"]),
+        ],
+        total_offers: 12,
+    };
+    let text = search_flights::content(&out);
+    assert!(text.starts_with("12 offers JFK→LHR on 2026-12-20 (showing the 2 cheapest)"), "{text}");
+    assert!(text.contains("cheapest 412.30 EUR (British Airways; BA117+BA9, 1 stop, 10h00m"), "{text}");
+    assert!(text.contains("fastest 455.00 EUR (British Airways; BA175, nonstop, 7h05m"), "{text}");
+    let empty = search_flights::Output {
+        offers: vec![],
+        total_offers: 0,
+        ..out
+    };
+    assert!(search_flights::content(&empty).contains("do not invent flights"));
+}

@@ -1,0 +1,100 @@
+//! Shared helpers for the integration tests: configuration pointing at a test upstream, and a
+//! gateway server on `127.0.0.1:0`.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use faregate::config::{self, Config, EMBEDDED_CONFIG, EmbeddedFiles};
+use faregate::providers::Env;
+
+/// An environment with no variables set: tests never touch the process environment.
+pub struct NoEnv;
+
+impl Env for NoEnv {
+    fn var(&self, _name: &str) -> Option<String> {
+        None
+    }
+}
+
+/// An environment with the given variables.
+pub struct MapEnv(pub Vec<(&'static str, &'static str)>);
+
+impl Env for MapEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// The embedded default configuration with every provider pointed at `base_url`.
+pub fn config_for(base_url: &str) -> Config {
+    let (mut config, _) = config::load(
+        &EmbeddedFiles,
+        Path::new(EMBEDDED_CONFIG),
+        &faregate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("embedded config: {e}"));
+    let url = reqwest::Url::parse(base_url).unwrap_or_else(|e| panic!("{base_url}: {e}"));
+    for p in config.providers.values_mut() {
+        p.base_url = url.clone();
+    }
+    config
+}
+
+/// Shortens every tool's timeout and deadline (tests use real sockets and real time).
+pub fn with_timeouts(mut config: Config, timeout: Duration, deadline: Duration) -> Config {
+    for t in &mut config.tools {
+        t.timeout = timeout;
+        t.deadline = deadline;
+    }
+    config
+}
+
+/// A date `days` from today, as `YYYY-MM-DD`.
+pub fn in_days(days: i64) -> String {
+    (faregate::call::Gateway::today() + chrono::Duration::days(days))
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+/// A running gateway on an ephemeral port; stops when dropped.
+pub struct TestGateway {
+    pub addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TestGateway {
+    /// Starts the gateway built from `config` and `env`.
+    pub async fn start(config: Config, env: &dyn Env) -> Self {
+        let app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(faregate::app::run(listener, app, async move {
+            let _ = rx.await;
+        }));
+        TestGateway {
+            addr,
+            stop: Some(tx),
+        }
+    }
+
+    /// `http://addr` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
