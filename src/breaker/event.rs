@@ -1,0 +1,182 @@
+//! The vocabulary of breaker states and transitions, the events the breaker emits, and the table of
+//! legal transitions that the property tests hold it to.
+
+use std::fmt;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::BreakerKey;
+
+/// Where a breaker stands. "Open" means *rejecting* (the electrical sense, not linkerd's gate sense).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BreakerState {
+    /// Admitting every call and watching the window.
+    Closed,
+    /// Rejecting every call until the open time has passed.
+    Open,
+    /// Admitting a few spaced probes to decide between ramp and open.
+    HalfOpen,
+    /// Recovering: admitting a stage's share of calls. SPEC has no separate name for this, so
+    /// [`BreakerState::as_str`] calls it `"closed"`; the stage is in
+    /// [`BreakerSnapshot::ramp`](super::BreakerSnapshot::ramp).
+    Ramp,
+    /// Rejecting every call because an operator said so.
+    ForcedOpen,
+    /// Admitting every call because an operator said so; metrics are still recorded.
+    ForcedClosed,
+}
+
+impl BreakerState {
+    /// The SPEC name used in metrics, logs and `/status.json`. `Ramp` shows as `"closed"`
+    /// (traffic flows, partially); use [`BreakerState::detail_str`] to tell them apart.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BreakerState::Closed | BreakerState::Ramp => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+            BreakerState::ForcedOpen => "forced_open",
+            BreakerState::ForcedClosed => "forced_closed",
+        }
+    }
+
+    /// Like [`BreakerState::as_str`], but `Ramp` is `"ramp"`.
+    pub fn detail_str(&self) -> &'static str {
+        match self {
+            BreakerState::Ramp => "ramp",
+            other => other.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for BreakerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.detail_str())
+    }
+}
+
+/// An operator override, set through [`Breaker::force`](super::Breaker::force).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForceMode {
+    /// Reject every call.
+    Open,
+    /// Admit every call (metrics still recorded).
+    Closed,
+    /// Leave a forced state for `Closed` with a fresh window; a no-op when not forced.
+    Auto,
+}
+
+/// Why a transition happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransitionReason {
+    /// Failures (at least as many as slow calls) brought the window's bad-call rate to the threshold.
+    FailureRate,
+    /// Slow calls (more than failures) brought the window's bad-call rate to the threshold.
+    SlowCallRate,
+    /// `consecutive_failures` failures in a row.
+    ConsecutiveFailures,
+    /// A 429/503 asked for a pause longer than `open_for`; in `Open` it extends the open time.
+    RetryAfter {
+        /// The provider's `Retry-After`.
+        retry_after: Duration,
+    },
+    /// The open time passed.
+    OpenElapsed,
+    /// Enough fast probe successes.
+    ProbesSucceeded,
+    /// A probe failed.
+    ProbeFailed,
+    /// A probe was not recorded within `probe_timeout`.
+    ProbeTimedOut,
+    /// Too few fast probe successes remained possible (slow successes count for neither side).
+    ProbesInconclusive,
+    /// The ramp moved to the next stage (0-based index).
+    RampAdvanced {
+        /// The stage now in force.
+        stage: usize,
+    },
+    /// The bad-call rate during the ramp reached the threshold.
+    RampFailureRate,
+    /// The last ramp stage ended; the breaker is fully closed and its re-open count reset.
+    RampCompleted,
+    /// An operator forced the state.
+    Forced(ForceMode),
+}
+
+impl TransitionReason {
+    /// A stable snake_case name for logs and metrics labels.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TransitionReason::FailureRate => "failure_rate",
+            TransitionReason::SlowCallRate => "slow_call_rate",
+            TransitionReason::ConsecutiveFailures => "consecutive_failures",
+            TransitionReason::RetryAfter { .. } => "retry_after",
+            TransitionReason::OpenElapsed => "open_elapsed",
+            TransitionReason::ProbesSucceeded => "probes_succeeded",
+            TransitionReason::ProbeFailed => "probe_failed",
+            TransitionReason::ProbeTimedOut => "probe_timed_out",
+            TransitionReason::ProbesInconclusive => "probes_inconclusive",
+            TransitionReason::RampAdvanced { .. } => "ramp_advanced",
+            TransitionReason::RampFailureRate => "ramp_failure_rate",
+            TransitionReason::RampCompleted => "ramp_completed",
+            TransitionReason::Forced(ForceMode::Open) => "forced_open",
+            TransitionReason::Forced(ForceMode::Closed) => "forced_closed",
+            TransitionReason::Forced(ForceMode::Auto) => "forced_auto",
+        }
+    }
+}
+
+/// One state change of one breaker, broadcast to every subscriber of the registry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransitionEvent {
+    /// Which breaker.
+    pub key: BreakerKey,
+    /// The state before.
+    pub from: BreakerState,
+    /// The state after.
+    pub to: BreakerState,
+    /// Why.
+    pub reason: TransitionReason,
+    /// When the transition became due. Timer-driven transitions carry the instant the timer
+    /// expired, not the (later) instant someone noticed, so events are exact without `tick`.
+    pub at: Instant,
+    /// Failures / calls of the population that decided: the probes when leaving half-open,
+    /// the window otherwise.
+    pub failure_rate: f64,
+    /// Slow successes / calls of the same population.
+    pub slow_rate: f64,
+    /// Calls in that population.
+    pub calls: u32,
+}
+
+/// Whether `from → to` for `reason` is a transition the breaker may make. This is the
+/// specification the property tests check every emitted event against.
+pub fn is_legal_transition(from: BreakerState, to: BreakerState, reason: TransitionReason) -> bool {
+    use BreakerState as S;
+    use TransitionReason as R;
+    match (from, to) {
+        (S::Closed, S::Open) => matches!(
+            reason,
+            R::FailureRate | R::SlowCallRate | R::ConsecutiveFailures | R::RetryAfter { .. }
+        ),
+        (S::Open, S::HalfOpen) => reason == R::OpenElapsed,
+        (S::Open, S::Open) => matches!(reason, R::RetryAfter { .. }),
+        (S::HalfOpen, S::Open) => matches!(
+            reason,
+            R::ProbeFailed | R::ProbeTimedOut | R::ProbesInconclusive | R::RetryAfter { .. }
+        ),
+        (S::HalfOpen, S::Ramp) | (S::HalfOpen, S::Closed) => reason == R::ProbesSucceeded,
+        (S::Ramp, S::Ramp) => matches!(reason, R::RampAdvanced { .. }),
+        (S::Ramp, S::Closed) => reason == R::RampCompleted,
+        (S::Ramp, S::Open) => matches!(
+            reason,
+            R::RampFailureRate | R::ConsecutiveFailures | R::RetryAfter { .. }
+        ),
+        (from, S::ForcedOpen) => from != S::ForcedOpen && reason == R::Forced(ForceMode::Open),
+        (from, S::ForcedClosed) => {
+            from != S::ForcedClosed && reason == R::Forced(ForceMode::Closed)
+        }
+        (S::ForcedOpen | S::ForcedClosed, S::Closed) => reason == R::Forced(ForceMode::Auto),
+        _ => false,
+    }
+}

@@ -1,0 +1,76 @@
+//! Per-key circuit breakers: the part of faregate that turns a sick provider's slow failures into
+//! fast, honest `unavailable` answers (seed 000: "failing fast is better than failing slow").
+//!
+//! # Vocabulary
+//!
+//! We use the electrical sense: **open means rejecting**, closed means admitting. (linkerd's gate
+//! uses the opposite; we do not.) The states are `closed`, `open`, `half_open` (a few spaced probes
+//! decide), `forced_open` and `forced_closed`. Recovery after half-open goes through a **ramp**
+//! ([`BreakerState::Ramp`]): the breaker admits a stage's share of calls (10 % for 30 s, then 50 %
+//! for 30 s) before it is fully closed. SPEC has no name for the ramp, so `as_str` reports it as
+//! `"closed"`; the stage is in [`BreakerSnapshot::ramp`] and [`BreakerState::detail_str`] says
+//! `"ramp"`.
+//!
+//! # Gate and policy
+//!
+//! Following linkerd's split of mechanism and policy (STYLE §2, practice 3):
+//!
+//! - the **policy** (`state.rs`, counting with `window.rs`, `probes.rs`, `slow.rs` and timing
+//!   with `backoff.rs`) is a pure state machine: inputs are `(now, outcome)`, outputs are
+//!   admissions, rejections and [`TransitionEvent`]s. It does no I/O, spawns nothing and never
+//!   reads the clock, so every rule is tested on a paused clock with jitter 0;
+//! - the **gate** (`gate.rs`) is the thread-safe face: [`Breaker`] puts the machine behind a short
+//!   `std::sync::Mutex`, and [`Permit`] ties each admitted call to its outcome, counting a dropped
+//!   permit as a failure so that a cancelled call never leaks a half-open slot;
+//! - the **registry** (`registry.rs`) finds breakers by [`BreakerKey`] (tool × provider).
+//!
+//! Unlike linkerd, the policy does not run as a task fed through channels: the breaker's timers are
+//! evaluated lazily whenever anyone looks (`state`, `try_acquire`, `record`, `snapshot`), with the
+//! exact instant each timer expired. The gateway still calls [`BreakerRegistry::tick_all`] every
+//! ~250 ms so that timer-driven events (open → half-open, ramp stages, hung probes) reach
+//! subscribers without traffic; correctness never depends on it.
+//!
+//! # Rules (SPEC "Breaker behaviour"; numbers are the defaults)
+//!
+//! - **Closed**: a 60 s sliding window in 60 buckets counts fast successes, slow successes and
+//!   failures ([`Outcome::Ignored`] counts nothing). It opens when
+//!   `(failures + slow) / calls >= 0.5` with at least 20 calls, or on 5 failures in a row (any
+//!   success, even a slow one, resets the run). A 429 or 503 whose `Retry-After` is longer than
+//!   `open_for` opens it (in any state) for the longer of that and its usual open time.
+//! - **Open**: rejects at once with `retry_after`. After `open_for` (30 s) it is half-open. Each
+//!   re-open without a full recovery in between doubles the time (with jitter) up to 5 min.
+//! - **Half-open**: up to 3 probes, one every `probe_interval / half_open_probes` (3.3 s). Two fast
+//!   successes close it into the ramp; a failed probe, a probe unanswered after `probe_timeout`,
+//!   or too few fast successes left possible (a slow success is neither) reopen it. A probe whose
+//!   outcome is `Ignored` gives its slot back.
+//! - **Ramp**: admits `ceil(n × share)` of the first `n` calls of each stage; the rest are rejected
+//!   with [`RejectReason::RampShare`]. The ramp judges the bad-call rate on
+//!   `min(min_calls, 5)` calls and reopens on it. After the last stage the breaker is closed and
+//!   the re-open count resets.
+//! - **Forced**: [`ForceMode::Open`] rejects everything; [`ForceMode::Closed`] admits everything
+//!   and still records the window; [`ForceMode::Auto`] returns to closed with a fresh window.
+//!
+//! Every transition is broadcast as a [`TransitionEvent`]; [`is_legal_transition`] is the table of
+//! allowed transitions.
+
+mod backoff;
+mod config;
+mod event;
+mod gate;
+mod outcome;
+mod probes;
+mod registry;
+mod slow;
+mod snapshot;
+mod state;
+mod window;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{AUTO_MIN_SAMPLES, BreakerConfig, ConfigProblem, RampStage, SlowCall};
+pub use event::{BreakerState, ForceMode, TransitionEvent, TransitionReason, is_legal_transition};
+pub use gate::{Breaker, Permit, PermitKind, RejectReason, Rejected};
+pub use outcome::{FailureReason, Outcome};
+pub use registry::{BreakerKey, BreakerRegistry};
+pub use snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};

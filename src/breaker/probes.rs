@@ -1,0 +1,91 @@
+//! Half-open bookkeeping: which probe slots are free, in flight or done, their spacing, and the
+//! results so far. The decisions (close, reopen) are the machine's; this only counts.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::window::Counts;
+use super::{BreakerState, RejectReason, Rejected};
+
+/// The probes of one half-open period.
+#[derive(Debug)]
+pub(super) struct Probes {
+    /// One entry per allowed probe, so no more than `half_open_probes` can ever be in flight.
+    pub(super) slots: Vec<Slot>,
+    /// When the latest probe was admitted, for spacing.
+    last_admitted: Option<Instant>,
+    /// Results of the finished probes.
+    pub(super) counts: Counts,
+}
+
+/// One probe slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// Not used yet, or given back by an ignored probe.
+    Free,
+    /// Admitted at `started`, not recorded yet.
+    InFlight { started: Instant },
+    /// Recorded as a success (fast or slow) or a failure.
+    Done,
+}
+
+impl Probes {
+    /// `n` free slots (at least one).
+    pub(super) fn new(n: u32) -> Self {
+        Self {
+            slots: vec![Slot::Free; n.max(1) as usize],
+            last_admitted: None,
+            counts: Counts::default(),
+        }
+    }
+
+    /// Admits a probe into a free slot if one is free and the previous probe was admitted at least
+    /// `gap` ago; returns the slot.
+    pub(super) fn admit(
+        &mut self,
+        now: Instant,
+        gap: Duration,
+        timeout: Duration,
+    ) -> Result<u32, Rejected> {
+        let full = |retry_after| Rejected {
+            retry_after,
+            state: BreakerState::HalfOpen,
+            reason: RejectReason::HalfOpenFull,
+        };
+        let Some(slot) = self.slots.iter().position(|s| *s == Slot::Free) else {
+            // Nothing can be decided before the oldest probe answers or times out.
+            let deadline = self.earliest_deadline(timeout);
+            return Err(full(deadline.map_or(gap, |d| d - now)));
+        };
+        if let Some(next) = self.last_admitted.map(|last| last + gap)
+            && next > now
+        {
+            return Err(full(next - now));
+        }
+        self.slots[slot] = Slot::InFlight { started: now };
+        self.last_admitted = Some(now);
+        Ok(slot as u32)
+    }
+
+    /// The instant the oldest in-flight probe times out.
+    pub(super) fn earliest_deadline(&self, timeout: Duration) -> Option<Instant> {
+        self.slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::InFlight { started } => Some(*started + timeout),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Finished probes that succeeded under the slow-call threshold.
+    pub(super) fn fast(&self) -> u32 {
+        self.counts.calls - self.counts.failures - self.counts.slow
+    }
+
+    /// Probes not finished yet (free or in flight).
+    pub(super) fn unfinished(&self) -> u32 {
+        self.slots.iter().filter(|s| **s != Slot::Done).count() as u32
+    }
+}

@@ -1,0 +1,543 @@
+//! The breaker's policy: a pure state machine over `(now, outcome)` inputs.
+//!
+//! [`Machine`] knows nothing about locks or `Arc`s; [`Breaker`](super::Breaker) wraps it in a
+//! mutex. Every entry point first moves the clock forward and fires the timers that are due
+//! ([`Machine::advance`]), so the state is right whenever anyone looks, with or without `tick`.
+//!
+//! Permits carry the *epoch* they were issued in. The epoch changes whenever the breaker opens or is
+//! forced, so a result that arrives after such a change (a call admitted while closed that answers
+//! after the breaker opened, a probe from an earlier half-open) never counts towards the new period.
+//! Half-open → ramp → closed keep the epoch: those results are real traffic of the same recovery.
+
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use super::backoff::Backoff;
+use super::config::BreakerConfig;
+use super::event::{BreakerState, ForceMode, TransitionEvent, TransitionReason};
+use super::outcome::Outcome;
+use super::probes::{Probes, Slot};
+use super::slow::SlowThreshold;
+use super::snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};
+use super::window::{CallKind, Window};
+use super::{BreakerKey, PermitKind, RejectReason, Rejected};
+
+/// The most a ramp-rejected call is told to wait: the next call may well be admitted.
+const RAMP_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The fewest calls the ramp judges a failure rate on (or `min_calls`, if smaller).
+const RAMP_MIN_CALLS: u32 = 5;
+
+/// What the machine hands out for an admitted call; [`Permit`](super::Permit) wraps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Ticket {
+    /// Normal, ramp or probe call.
+    pub(super) kind: PermitKind,
+    /// The epoch the call was admitted in.
+    pub(super) epoch: u64,
+    /// The probe slot, for probes.
+    pub(super) slot: u32,
+}
+
+/// The state of one breaker, behind its mutex.
+#[derive(Debug)]
+pub(super) struct Machine {
+    /// Copied into every event.
+    key: BreakerKey,
+    /// Where transition events go. Sending never blocks (a full channel drops the oldest event for
+    /// lagging receivers), so it is done under the lock, which keeps each breaker's events in order.
+    events: broadcast::Sender<TransitionEvent>,
+    /// The tuning.
+    config: BreakerConfig,
+    /// The current state and its per-state data.
+    phase: Phase,
+    /// When the current state began.
+    since: Instant,
+    /// Changes whenever the breaker opens or is forced; see the module docs.
+    epoch: u64,
+    /// The latest instant seen; earlier `now`s (racing callers) are treated as this one, so the
+    /// machine's time never runs backwards.
+    clock: Instant,
+    /// Closed-state (and ramp) call counts.
+    window: Window,
+    /// Failures in a row since the last success.
+    consecutive: u32,
+    /// The slow-call threshold.
+    slow: SlowThreshold,
+    /// Open-time policy.
+    backoff: Backoff,
+    /// Opens since the last full recovery; drives the backoff.
+    reopens: u32,
+    /// Counters for the dashboard.
+    history: BreakerHistory,
+    /// When the current open period began (meaningful while open).
+    opened_at: Instant,
+}
+
+/// The state plus the data that only exists in it.
+#[derive(Debug)]
+enum Phase {
+    Closed,
+    Open { until: Instant },
+    HalfOpen(Probes),
+    Ramp(Ramp),
+    ForcedOpen,
+    ForcedClosed,
+}
+
+/// Ramp bookkeeping for the current stage.
+#[derive(Debug)]
+struct Ramp {
+    /// Index into `config.ramp`.
+    stage: usize,
+    /// When the stage ends.
+    until: Instant,
+    /// Calls that asked during this stage.
+    offered: u64,
+    /// Calls admitted during this stage.
+    admitted: u64,
+}
+
+impl Phase {
+    fn state(&self) -> BreakerState {
+        match self {
+            Phase::Closed => BreakerState::Closed,
+            Phase::Open { .. } => BreakerState::Open,
+            Phase::HalfOpen(_) => BreakerState::HalfOpen,
+            Phase::Ramp(_) => BreakerState::Ramp,
+            Phase::ForcedOpen => BreakerState::ForcedOpen,
+            Phase::ForcedClosed => BreakerState::ForcedClosed,
+        }
+    }
+}
+
+/// Share in parts per million, so that ramp admission is exact integer arithmetic.
+fn ppm(share: f64) -> u64 {
+    (share.clamp(0.0, 1.0) * 1e6).round() as u64
+}
+
+// === impl Machine ===
+
+impl Machine {
+    pub(super) fn new(
+        key: BreakerKey,
+        config: BreakerConfig,
+        events: broadcast::Sender<TransitionEvent>,
+        now: Instant,
+    ) -> Self {
+        Self {
+            key,
+            events,
+            phase: Phase::Closed,
+            since: now,
+            epoch: 0,
+            clock: now,
+            window: Window::new(config.window, now),
+            consecutive: 0,
+            slow: SlowThreshold::new(config.slow_call),
+            backoff: Backoff::new(
+                config.open_for,
+                config.open_for_max,
+                config.jitter,
+                config.seed,
+            ),
+            reopens: 0,
+            history: BreakerHistory::default(),
+            opened_at: now,
+            config,
+        }
+    }
+
+    /// Moves the clock to `now` (never backwards) and fires every timer due by then.
+    pub(super) fn advance(&mut self, now: Instant) -> Instant {
+        if now > self.clock {
+            self.clock = now;
+        }
+        let now = self.clock;
+        loop {
+            match &self.phase {
+                Phase::Open { until } if *until <= now => {
+                    let at = *until;
+                    let probes = Probes::new(self.config.half_open_probes);
+                    self.transition(at, Phase::HalfOpen(probes), TransitionReason::OpenElapsed);
+                }
+                Phase::HalfOpen(probes) => {
+                    match probes.earliest_deadline(self.config.probe_timeout) {
+                        Some(at) if at <= now => {
+                            self.open(at, TransitionReason::ProbeTimedOut, None);
+                        }
+                        _ => break,
+                    }
+                }
+                Phase::Ramp(ramp) if ramp.until <= now => {
+                    let at = ramp.until;
+                    let next = ramp.stage + 1;
+                    match self.config.ramp.get(next) {
+                        Some(stage) => {
+                            let ramp = Ramp {
+                                stage: next,
+                                until: at + stage.duration,
+                                offered: 0,
+                                admitted: 0,
+                            };
+                            let reason = TransitionReason::RampAdvanced { stage: next };
+                            self.transition(at, Phase::Ramp(ramp), reason);
+                        }
+                        None => {
+                            self.reopens = 0;
+                            self.transition(at, Phase::Closed, TransitionReason::RampCompleted);
+                        }
+                    }
+                }
+                _ => break,
+            }
+        }
+        now
+    }
+
+    /// The current state at `now`.
+    pub(super) fn state(&mut self, now: Instant) -> BreakerState {
+        self.advance(now);
+        self.phase.state()
+    }
+
+    /// How long the breaker stays open, if it is (automatically) open.
+    pub(super) fn remaining_open(&mut self, now: Instant) -> Option<Duration> {
+        let now = self.advance(now);
+        match self.phase {
+            Phase::Open { until } => Some(until - now),
+            _ => None,
+        }
+    }
+
+    /// Admits or rejects one call.
+    pub(super) fn acquire(&mut self, now: Instant) -> Result<Ticket, Rejected> {
+        let now = self.advance(now);
+        let epoch = self.epoch;
+        let ticket = |kind, slot| Ticket { kind, epoch, slot };
+        let result = match &mut self.phase {
+            Phase::Closed | Phase::ForcedClosed => return Ok(ticket(PermitKind::Normal, 0)),
+            Phase::Open { until } => Err(Rejected {
+                retry_after: *until - now,
+                state: BreakerState::Open,
+                reason: RejectReason::Open,
+            }),
+            Phase::ForcedOpen => Err(Rejected {
+                retry_after: self.config.open_for,
+                state: BreakerState::ForcedOpen,
+                reason: RejectReason::ForcedOpen,
+            }),
+            Phase::HalfOpen(probes) => {
+                let gap = self.config.probe_interval / self.config.half_open_probes.max(1);
+                probes
+                    .admit(now, gap, self.config.probe_timeout)
+                    .map(|slot| ticket(PermitKind::Probe, slot))
+            }
+            Phase::Ramp(ramp) => {
+                ramp.offered += 1;
+                let share = ppm(self.config.ramp[ramp.stage].share);
+                // Admit when ceil(offered × share) grows: the first call of a stage is admitted
+                // and admissions never differ from offered × share by a whole call.
+                if (ramp.offered * share).div_ceil(1_000_000) > ramp.admitted {
+                    ramp.admitted += 1;
+                    Ok(ticket(PermitKind::Ramp, 0))
+                } else {
+                    Err(Rejected {
+                        retry_after: RAMP_RETRY_AFTER
+                            .min(ramp.until - now)
+                            .max(Duration::from_millis(1)),
+                        state: BreakerState::Ramp,
+                        reason: RejectReason::RampShare,
+                    })
+                }
+            }
+        };
+        if result.is_err() {
+            self.history.calls_rejected += 1;
+        }
+        result
+    }
+
+    /// Records the outcome of an admitted call.
+    pub(super) fn record(&mut self, ticket: Ticket, outcome: Outcome, now: Instant) {
+        let now = self.advance(now);
+        let retry_after = match outcome {
+            Outcome::Failure(reason) => {
+                reason.retry_after().filter(|ra| *ra > self.config.open_for)
+            }
+            _ => None,
+        };
+        if ticket.epoch != self.epoch {
+            // A late answer from an earlier period only matters if it asks for a longer pause.
+            if let (Phase::Open { until }, Some(ra)) = (&self.phase, retry_after)
+                && now + ra > *until
+            {
+                let reason = TransitionReason::RetryAfter { retry_after: ra };
+                self.transition(now, Phase::Open { until: now + ra }, reason);
+            }
+            return;
+        }
+        match &self.phase {
+            Phase::Closed => self.record_closed(now, outcome, retry_after, false),
+            Phase::Ramp(_) => self.record_closed(now, outcome, retry_after, true),
+            Phase::ForcedClosed => {
+                if let Some(kind) = self.classify(outcome) {
+                    self.window.record(now, kind);
+                }
+                if let Outcome::Success { latency } = outcome {
+                    self.slow.learn(latency);
+                }
+            }
+            Phase::HalfOpen(_) if ticket.kind == PermitKind::Probe => {
+                self.record_probe(ticket.slot as usize, now, outcome, retry_after)
+            }
+            // The epoch changes on every entry into these, so no current permit can exist.
+            Phase::HalfOpen(_) | Phase::Open { .. } | Phase::ForcedOpen => {}
+        }
+    }
+
+    /// Applies an operator override.
+    pub(super) fn force(&mut self, mode: ForceMode, now: Instant) {
+        let now = self.advance(now);
+        let reason = TransitionReason::Forced(mode);
+        match (mode, &self.phase) {
+            (ForceMode::Open, Phase::ForcedOpen) | (ForceMode::Closed, Phase::ForcedClosed) => {}
+            (ForceMode::Open, _) => {
+                self.epoch += 1;
+                self.transition(now, Phase::ForcedOpen, reason);
+            }
+            (ForceMode::Closed, _) => {
+                self.epoch += 1;
+                self.transition(now, Phase::ForcedClosed, reason);
+            }
+            (ForceMode::Auto, Phase::ForcedOpen | Phase::ForcedClosed) => {
+                self.epoch += 1;
+                self.transition(now, Phase::Closed, reason);
+                self.window.clear();
+                self.consecutive = 0;
+                self.reopens = 0;
+            }
+            (ForceMode::Auto, _) => {}
+        }
+    }
+
+    /// Everything the dashboard shows.
+    pub(super) fn snapshot(&mut self, now: Instant) -> BreakerSnapshot {
+        let now = self.advance(now);
+        let counts = self.window.counts(now);
+        let mut history = self.history;
+        if let Phase::Open { .. } = self.phase {
+            history.total_open_time += now - self.opened_at;
+        }
+        BreakerSnapshot {
+            key: self.key.clone(),
+            state: self.phase.state(),
+            since: self.since,
+            failure_rate: counts.failure_rate(),
+            slow_rate: counts.slow_rate(),
+            calls_in_window: counts.calls,
+            open_until: match self.phase {
+                Phase::Open { until } => Some(until),
+                _ => None,
+            },
+            ramp: match &self.phase {
+                Phase::Ramp(ramp) => Some(RampStatus {
+                    index: ramp.stage,
+                    share: self.config.ramp[ramp.stage].share,
+                    until: ramp.until,
+                }),
+                _ => None,
+            },
+            probes: match &self.phase {
+                Phase::HalfOpen(p) => Some(ProbeStatus {
+                    allowed: p.slots.len() as u32,
+                    admitted: p.slots.iter().filter(|s| **s != Slot::Free).count() as u32,
+                    in_flight: p
+                        .slots
+                        .iter()
+                        .filter(|s| matches!(s, Slot::InFlight { .. }))
+                        .count() as u32,
+                    fast_successes: p.fast(),
+                }),
+                _ => None,
+            },
+            slow_call_threshold: self.slow.get(),
+            history,
+        }
+    }
+
+    // --- private ---
+
+    /// What a result counts as, or `None` when it does not count.
+    fn classify(&self, outcome: Outcome) -> Option<CallKind> {
+        match outcome {
+            Outcome::Success { latency } if self.slow.is_slow(latency) => Some(CallKind::Slow),
+            Outcome::Success { .. } => Some(CallKind::Fast),
+            Outcome::Failure(_) => Some(CallKind::Failed),
+            Outcome::Ignored => None,
+        }
+    }
+
+    /// Closed and ramp share the window rules; the ramp judges on fewer calls and does not learn
+    /// the slow-call threshold (a recovering provider's latency is not its normal latency).
+    fn record_closed(
+        &mut self,
+        now: Instant,
+        outcome: Outcome,
+        retry_after: Option<Duration>,
+        ramp: bool,
+    ) {
+        let Some(kind) = self.classify(outcome) else {
+            return;
+        };
+        self.window.record(now, kind);
+        match outcome {
+            Outcome::Success { latency } => {
+                self.consecutive = 0;
+                if !ramp {
+                    self.slow.learn(latency);
+                }
+            }
+            _ => self.consecutive += 1,
+        }
+        if let Some(ra) = retry_after {
+            self.open(
+                now,
+                TransitionReason::RetryAfter { retry_after: ra },
+                Some(ra),
+            );
+            return;
+        }
+        let limit = self.config.consecutive_failures;
+        if limit > 0 && self.consecutive >= limit {
+            self.open(now, TransitionReason::ConsecutiveFailures, None);
+            return;
+        }
+        let min_calls = if ramp {
+            self.config.min_calls.min(RAMP_MIN_CALLS)
+        } else {
+            self.config.min_calls
+        };
+        let counts = self.window.counts(now);
+        if counts.calls >= min_calls.max(1) && counts.bad_rate() >= self.config.failure_rate {
+            let reason = if ramp {
+                TransitionReason::RampFailureRate
+            } else if counts.slow > counts.failures {
+                TransitionReason::SlowCallRate
+            } else {
+                TransitionReason::FailureRate
+            };
+            self.open(now, reason, None);
+        }
+    }
+
+    fn record_probe(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        outcome: Outcome,
+        retry_after: Option<Duration>,
+    ) {
+        let kind = self.classify(outcome);
+        let needed = self.config.half_open_successes.max(1);
+        let Phase::HalfOpen(probes) = &mut self.phase else {
+            return;
+        };
+        if !matches!(probes.slots.get(slot), Some(Slot::InFlight { .. })) {
+            return;
+        }
+        let Some(kind) = kind else {
+            // An ignored result says nothing about the provider: give the slot back.
+            probes.slots[slot] = Slot::Free;
+            return;
+        };
+        probes.slots[slot] = Slot::Done;
+        probes.counts.add(kind);
+        if kind == CallKind::Failed {
+            let reason = match retry_after {
+                Some(ra) => TransitionReason::RetryAfter { retry_after: ra },
+                None => TransitionReason::ProbeFailed,
+            };
+            self.open(now, reason, retry_after);
+        } else if probes.fast() >= needed {
+            self.close_after_probes(now);
+        } else if probes.fast() + probes.unfinished() < needed {
+            self.open(now, TransitionReason::ProbesInconclusive, None);
+        }
+    }
+
+    /// Half-open succeeded: into the first ramp stage, or closed if there is no ramp.
+    fn close_after_probes(&mut self, at: Instant) {
+        let reason = TransitionReason::ProbesSucceeded;
+        let phase = match self.config.ramp.first() {
+            Some(stage) => Phase::Ramp(Ramp {
+                stage: 0,
+                until: at + stage.duration,
+                offered: 0,
+                admitted: 0,
+            }),
+            None => {
+                self.reopens = 0;
+                Phase::Closed
+            }
+        };
+        self.transition(at, phase, reason);
+        // The recovery is judged on its own calls, not on the window that tripped the breaker.
+        self.window.clear();
+        self.consecutive = 0;
+    }
+
+    /// Opens the breaker at `at` for the backoff's open time, or for the provider's Retry-After
+    /// if that is longer.
+    fn open(&mut self, at: Instant, reason: TransitionReason, retry_after: Option<Duration>) {
+        let mut open_for = self.backoff.open_time(self.reopens);
+        if let Some(ra) = retry_after {
+            open_for = open_for.max(ra);
+        }
+        self.reopens = self.reopens.saturating_add(1);
+        self.consecutive = 0;
+        self.epoch += 1;
+        self.transition(
+            at,
+            Phase::Open {
+                until: at + open_for,
+            },
+            reason,
+        );
+    }
+
+    /// Replaces the phase, keeps the history, and emits the event.
+    fn transition(&mut self, at: Instant, to: Phase, reason: TransitionReason) {
+        let counts = match &self.phase {
+            Phase::HalfOpen(probes) => probes.counts,
+            _ => self.window.counts(at),
+        };
+        let from = self.phase.state();
+        let to_state = to.state();
+        if from == BreakerState::Open && to_state != BreakerState::Open {
+            self.history.total_open_time += at.saturating_duration_since(self.opened_at);
+        }
+        if to_state == BreakerState::Open && from != BreakerState::Open {
+            self.history.times_opened += 1;
+            self.history.failure_rate_at_last_open = Some(counts.failure_rate());
+            self.opened_at = at;
+        }
+        if from != to_state {
+            self.since = at;
+        }
+        self.phase = to;
+        // An error only means nobody is subscribed, which is fine.
+        let _ = self.events.send(TransitionEvent {
+            key: self.key.clone(),
+            from,
+            to: to_state,
+            reason,
+            at,
+            failure_rate: counts.failure_rate(),
+            slow_rate: counts.slow_rate(),
+            calls: counts.calls,
+        });
+    }
+}

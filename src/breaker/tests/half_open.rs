@@ -1,0 +1,170 @@
+//! Half-open: probes, their spacing and limit, and every way out.
+
+use super::*;
+
+/// A harness whose breaker tripped at 0 s and is half-open from 30 s.
+fn half_open(config: BreakerConfig) -> (Harness, Instant) {
+    let mut h = Harness::new(config);
+    h.trip(h.at(0.0));
+    let start = h.at(30.0);
+    assert_eq!(h.state(start), BreakerState::HalfOpen);
+    h.events();
+    (h, start)
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_fast_successes_of_three_probes_close_into_the_ramp() {
+    let (mut h, start) = half_open(config());
+    assert_eq!(h.call(start, FAST), Ok(PermitKind::Probe));
+    assert_eq!(h.state(start), BreakerState::HalfOpen);
+    let second = start + secs(10.0 / 3.0);
+    assert_eq!(h.call(second, FAST), Ok(PermitKind::Probe));
+    assert_eq!(h.state(second), BreakerState::Ramp);
+    let events = h.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].from, events[0].to, events[0].reason),
+        (
+            BreakerState::HalfOpen,
+            BreakerState::Ramp,
+            TransitionReason::ProbesSucceeded
+        )
+    );
+    assert_eq!(events[0].calls, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn probes_are_spread_over_the_probe_interval() {
+    let (h, start) = half_open(config());
+    let gap = secs(10.0) / 3;
+    let first = h.breaker.try_acquire(start).unwrap();
+    let early = h.breaker.try_acquire(start + gap / 2).unwrap_err();
+    assert_eq!(early.reason, RejectReason::HalfOpenFull);
+    assert_eq!(early.retry_after, gap - gap / 2);
+    let second = h.breaker.try_acquire(start + gap).unwrap();
+    assert!(
+        h.breaker
+            .try_acquire(start + gap * 2 - secs(0.001))
+            .is_err()
+    );
+    let third = h.breaker.try_acquire(start + gap * 2).unwrap();
+    assert_eq!(
+        [first.kind(), second.kind(), third.kind()],
+        [PermitKind::Probe; 3]
+    );
+    let probes = h.breaker.snapshot(start + gap * 2).probes.unwrap();
+    assert_eq!((probes.admitted, probes.in_flight), (3, 3));
+    // All three in flight: nothing more is admitted, however long one waits for them.
+    let full = h.breaker.try_acquire(start + secs(7.0)).unwrap_err();
+    assert_eq!(full.reason, RejectReason::HalfOpenFull);
+    for permit in [first, second, third] {
+        permit.record(FAST, start + secs(7.0));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn never_more_than_half_open_probes_even_without_spacing() {
+    let (h, start) = half_open(BreakerConfig {
+        probe_interval: Duration::ZERO,
+        ..config()
+    });
+    let permits: Vec<_> = (0..3)
+        .map(|_| h.breaker.try_acquire(start).unwrap())
+        .collect();
+    let rejected = h.breaker.try_acquire(start).unwrap_err();
+    assert_eq!(rejected.reason, RejectReason::HalfOpenFull);
+    // The earliest decision is when the first probe would time out.
+    assert_eq!(rejected.retry_after, secs(8.0));
+    for permit in permits {
+        permit.record(FAST, start);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_probe_reopens_at_once() {
+    let (mut h, start) = half_open(config());
+    h.call(start, FAST).unwrap();
+    h.call(start + secs(4.0), RATE_LIMITED).unwrap();
+    assert_eq!(h.state(start + secs(4.0)), BreakerState::Open);
+    assert_eq!(
+        h.transitions(),
+        vec![(
+            BreakerState::HalfOpen,
+            BreakerState::Open,
+            TransitionReason::ProbeFailed
+        )]
+    );
+    assert_eq!(
+        h.breaker.remaining_open(start + secs(4.0)),
+        Some(secs(60.0))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn probes_without_two_fast_successes_reopen() {
+    // Two slow successes leave one probe: two fast ones are no longer possible.
+    let (mut h, start) = half_open(config());
+    h.call(start, SLOW).unwrap();
+    assert_eq!(h.state(start), BreakerState::HalfOpen);
+    h.call(start + secs(4.0), SLOW).unwrap();
+    assert_eq!(h.state(start + secs(4.0)), BreakerState::Open);
+    assert_eq!(h.events()[0].reason, TransitionReason::ProbesInconclusive);
+
+    // One fast and two slow: decided only by the third.
+    let (mut h, start) = half_open(config());
+    h.call(start, FAST).unwrap();
+    h.call(start + secs(4.0), SLOW).unwrap();
+    assert_eq!(h.state(start + secs(4.0)), BreakerState::HalfOpen);
+    h.call(start + secs(8.0), SLOW).unwrap();
+    assert_eq!(h.state(start + secs(8.0)), BreakerState::Open);
+    let event = &h.events()[0];
+    assert_eq!(event.reason, TransitionReason::ProbesInconclusive);
+    assert_eq!((event.calls, event.slow_rate), (3, 2.0 / 3.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_probe_counts_as_failed_after_probe_timeout() {
+    let (mut h, start) = half_open(config());
+    let hung = h.breaker.try_acquire(start).unwrap();
+    assert_eq!(h.state(start + secs(7.999)), BreakerState::HalfOpen);
+    assert_eq!(h.state(start + secs(8.0)), BreakerState::Open);
+    let events = h.events();
+    assert_eq!(events[0].reason, TransitionReason::ProbeTimedOut);
+    assert_eq!(events[0].at, start + secs(8.0));
+    // Its answer, when it finally comes, belongs to a period that is over.
+    hung.record(FAST, start + secs(20.0));
+    assert_eq!(h.state(start + secs(20.0)), BreakerState::Open);
+    assert_eq!(
+        h.breaker.remaining_open(start + secs(20.0)),
+        Some(secs(48.0))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_probe_counts_as_failed_and_frees_its_slot() {
+    let (mut h, start) = half_open(config());
+    tokio::time::advance(start - Instant::now()).await;
+    let probe = h.breaker.try_acquire(Instant::now()).unwrap();
+    drop(probe);
+    assert_eq!(h.state(Instant::now()), BreakerState::Open);
+    assert_eq!(h.events()[0].reason, TransitionReason::ProbeFailed);
+    // The next half-open period has every slot.
+    let next = Instant::now() + secs(60.0);
+    assert_eq!(h.state(next), BreakerState::HalfOpen);
+    assert_eq!(h.breaker.snapshot(next).probes.unwrap().admitted, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ignored_probe_gives_its_slot_back() {
+    let (h, start) = half_open(BreakerConfig {
+        probe_interval: Duration::ZERO,
+        ..config()
+    });
+    h.call(start, Outcome::Ignored).unwrap();
+    h.call(start, Outcome::Ignored).unwrap();
+    let probes = h.breaker.snapshot(start).probes.unwrap();
+    assert_eq!((probes.admitted, probes.in_flight), (0, 0));
+    h.call(start, FAST).unwrap();
+    h.call(start, FAST).unwrap();
+    assert_eq!(h.state(start), BreakerState::Ramp);
+}
