@@ -5,9 +5,13 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
 
+use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::Gateway;
 use crate::config::Config;
 use crate::http::{self, AppState, ClientKeys};
@@ -61,14 +65,65 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     })
 }
 
+/// How often breaker timers are evaluated for events (state itself is always exact).
+const BREAKER_TICK: Duration = Duration::from_millis(250);
+
 /// Serves the HTTP API on `listener` until `shutdown` completes, then drains in-flight requests.
+///
+/// Alongside the server runs one small task owned by this function: it ticks the breakers so
+/// timer-driven transitions (open → half-open, ramp stages) are announced without traffic, and
+/// logs every transition. It ends when the server does.
 pub async fn run(
     listener: TcpListener,
     app: App,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let gateway = app.state.gateway.clone();
+    let breaker_task = tokio::spawn(async move {
+        let mut events = gateway.breakers().subscribe();
+        let mut tick = tokio::time::interval(BREAKER_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => gateway.breakers().tick_all(Instant::now()),
+                event = events.recv() => match event {
+                    Ok(e) => log_transition(&e),
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "breaker event log fell behind");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+            }
+        }
+    });
     let router = http::router(app.state, app.keys);
-    axum::serve(listener, router)
+    let result = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    breaker_task.abort();
+    result
+}
+
+fn log_transition(e: &TransitionEvent) {
+    let opened = matches!(e.to, BreakerState::Open | BreakerState::ForcedOpen);
+    let fields = (
+        e.key.tool.as_str(),
+        e.key.provider.as_str(),
+        e.from.detail_str(),
+        e.to.detail_str(),
+        e.reason.as_str(),
+    );
+    if opened {
+        tracing::warn!(
+            breaker = %e.key, tool = fields.0, provider = fields.1, from = fields.2, to = fields.3,
+            reason = fields.4, failure_rate = e.failure_rate, slow_rate = e.slow_rate, calls = e.calls,
+            "breaker opened"
+        );
+    } else {
+        tracing::info!(
+            breaker = %e.key, tool = fields.0, provider = fields.1, from = fields.2, to = fields.3,
+            reason = fields.4, failure_rate = e.failure_rate, slow_rate = e.slow_rate, calls = e.calls,
+            "breaker transition"
+        );
+    }
 }

@@ -112,9 +112,9 @@ pub async fn demo(
         Some(p) => load(&DiskFiles, p)?,
         None => load(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG))?,
     };
-    let sim_listener = TcpListener::bind(sim_listen)
-        .await
-        .with_context(|| format!("cannot listen on {sim_listen} for the simulator (try --sim-listen)"))?;
+    let sim_listener = TcpListener::bind(sim_listen).await.with_context(|| {
+        format!("cannot listen on {sim_listen} for the simulator (try --sim-listen)")
+    })?;
     let sim_addr = sim_listener.local_addr()?;
     let sim_url = reqwest::Url::parse(&format!("http://{sim_addr}"))?;
     for provider in config.providers.values_mut() {

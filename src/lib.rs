@@ -18,9 +18,11 @@
 #![warn(missing_docs, rust_2018_idioms, missing_debug_implementations)]
 
 pub mod app;
+pub mod breaker;
 pub mod call;
 pub mod cli;
 pub mod config;
 pub mod http;
 pub mod providers;
+pub mod sim;
 pub mod tools;

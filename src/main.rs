@@ -8,7 +8,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "faregate", version, about = "A tool-call gateway for AI travel agents")]
+#[command(
+    name = "faregate",
+    version,
+    about = "A tool-call gateway for AI travel agents"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -2,16 +2,18 @@
 //!
 //! ```text
 //! CallRequest ─▶ lookup tool ─▶ validate (schema + semantic) ─▶ for each provider in the chain:
-//!                                                                 attempt (timeout ⊂ deadline)
-//!                                                               ─▶ Envelope (ok | rejected |
-//!                                                                  unavailable + fallback text)
+//!                 breaker permit ─▶ attempt (timeout ⊂ deadline) ─▶ classify ─▶ record
+//!               ─▶ Envelope (ok | rejected | unavailable + fallback text)
 //! ```
 //!
 //! [`Gateway::call`] is the seam: every upstream request of a tool call happens inside
-//! [`Gateway::attempt`], which is where the breaker permit, retries and classification wrap the
-//! provider adapter. Protocol adapters (native HTTP, OpenAI, Anthropic, MCP) all call
+//! [`Gateway::attempt`], after its breaker (one per tool × provider) admitted it, and its
+//! outcome is classified ([`classify`]) and recorded before anything else happens. An open
+//! breaker answers at once: no socket, no wait, the fallback text with the breaker's own retry
+//! estimate. Protocol adapters (native HTTP, OpenAI, Anthropic, MCP) all call
 //! [`Gateway::call`] and render the same [`Envelope`].
 
+pub mod classify;
 pub mod envelope;
 pub mod fallback;
 
@@ -26,7 +28,11 @@ use tokio::time::Instant;
 
 pub use envelope::{Envelope, Status};
 
-use crate::config::{Config, ToolConfig};
+use crate::breaker::{
+    Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, RampStage, Rejected,
+    SlowCall,
+};
+use crate::config::{BreakerSettings, Config, SlowCallSetting, ToolConfig};
 use crate::providers::{ErrorKind, Provider, UpstreamError};
 use crate::tools::{
     self, Access, ArgumentValidator, CallMode, ToolOutput, ToolRequest, ToolSpec,
@@ -71,31 +77,109 @@ pub struct ServedTool {
     pub config: ToolConfig,
     /// The compiled argument validator.
     validator: ArgumentValidator,
-    /// Providers in the order they are tried.
-    providers: Vec<(String, Provider)>,
+    /// Providers in the order they are tried, each behind its own breaker.
+    routes: Vec<Route>,
     /// The interactive fallback template.
     fallback: String,
+}
+
+/// One provider of a tool, behind the breaker of that tool × provider.
+#[derive(Debug)]
+struct Route {
+    name: String,
+    provider: Provider,
+    breaker: Arc<Breaker>,
 }
 
 impl ServedTool {
     /// The provider names in chain order.
     pub fn provider_names(&self) -> Vec<&str> {
-        self.providers.iter().map(|(n, _)| n.as_str()).collect()
+        self.routes.iter().map(|r| r.name.as_str()).collect()
     }
+
+    /// The breakers of this tool, in chain order.
+    pub fn breakers(&self) -> Vec<Arc<Breaker>> {
+        self.routes.iter().map(|r| r.breaker.clone()).collect()
+    }
+
+    /// Whether any of the tool's breakers admits calls now (closed, ramping or forced closed).
+    pub fn is_available(&self, now: Instant) -> bool {
+        self.routes.iter().any(|r| {
+            matches!(
+                r.breaker.state(now),
+                BreakerState::Closed | BreakerState::Ramp | BreakerState::ForcedClosed
+            )
+        })
+    }
+}
+
+/// Why the last provider of a chain could not answer.
+enum Failure {
+    /// Its breaker refused the call without contacting it.
+    Breaker(String, Rejected),
+    /// The attempt failed.
+    Upstream(String, UpstreamError),
+}
+
+/// The breaker policy of one tool × provider, from the tool's merged configuration.
+pub fn breaker_config(tool: &ToolConfig, key: &BreakerKey) -> BreakerConfig {
+    let b: &BreakerSettings = &tool.breaker;
+    BreakerConfig {
+        window: b.window,
+        failure_rate: b.failure_rate,
+        min_calls: b.min_calls,
+        slow_call: match b.slow_call {
+            SlowCallSetting::Fixed(d) => SlowCall::Fixed(d),
+            // Below half a second a "slow" call is noise, not pressure on the pool.
+            SlowCallSetting::Auto => SlowCall::Auto {
+                floor: Duration::from_millis(500),
+            },
+        },
+        consecutive_failures: b.consecutive_failures,
+        open_for: b.open_for,
+        open_for_max: b.open_for_max,
+        half_open_probes: b.half_open_probes,
+        half_open_successes: b.half_open_successes,
+        probe_interval: b.probe_interval,
+        // A probe that never answers has failed once the tool's attempt timeout has passed.
+        probe_timeout: tool.timeout,
+        ramp: b
+            .ramp
+            .iter()
+            .map(|(share, duration)| RampStage {
+                share: *share,
+                duration: *duration,
+            })
+            .collect(),
+        // Re-open times are jittered so breakers of different tools do not re-probe in step.
+        jitter: 0.2,
+        seed: fnv1a(key.to_string().as_bytes()),
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The gateway core: served tools and the call pipeline.
 #[derive(Debug)]
 pub struct Gateway {
     tools: BTreeMap<String, Arc<ServedTool>>,
+    breakers: BreakerRegistry,
     call_ids: AtomicU64,
 }
 
 impl Gateway {
     /// Builds the served tools from configuration and providers; problems are returned as text.
-    pub fn new(config: &Config, providers: &BTreeMap<String, Provider>) -> Result<Self, Vec<String>> {
+    pub fn new(
+        config: &Config,
+        providers: &BTreeMap<String, Provider>,
+    ) -> Result<Self, Vec<String>> {
         let mut errors = Vec::new();
         let mut tools = BTreeMap::new();
+        let breakers = BreakerRegistry::default();
         for tc in &config.tools {
             let Some(spec) = tools::spec(&tc.name) else {
                 errors.push(format!("{}: unknown tool {}", tc.file.display(), tc.name));
@@ -108,12 +192,27 @@ impl Gateway {
                     continue;
                 }
             };
-            let chain: Vec<(String, Provider)> = tc
-                .providers
-                .iter()
-                .filter_map(|name| providers.get(name).map(|p| (name.clone(), p.clone())))
-                .collect();
-            if chain.is_empty() {
+            let mut routes = Vec::new();
+            for name in &tc.providers {
+                let Some(provider) = providers.get(name) else {
+                    continue;
+                };
+                let key = BreakerKey::new(tc.name.clone(), name.clone());
+                let bc = breaker_config(tc, &key);
+                let problems = bc.validate();
+                if !problems.is_empty() {
+                    for p in problems {
+                        errors.push(format!("{}: {p}", tc.file.display()));
+                    }
+                    continue;
+                }
+                routes.push(Route {
+                    name: name.clone(),
+                    provider: provider.clone(),
+                    breaker: breakers.get_or_insert(key, bc),
+                });
+            }
+            if routes.is_empty() {
                 // The tool's providers are configured but none serves it in this build
                 // (warned about when providers were built): it is not offered.
                 continue;
@@ -129,7 +228,7 @@ impl Gateway {
                     spec,
                     config: tc.clone(),
                     validator,
-                    providers: chain,
+                    routes,
                     fallback,
                 }),
             );
@@ -137,6 +236,7 @@ impl Gateway {
         if errors.is_empty() {
             Ok(Gateway {
                 tools,
+                breakers,
                 call_ids: AtomicU64::new(1),
             })
         } else {
@@ -157,6 +257,11 @@ impl Gateway {
         self.tools.get(name).cloned()
     }
 
+    /// Every breaker, for operations and the timer task.
+    pub fn breakers(&self) -> &BreakerRegistry {
+        &self.breakers
+    }
+
     /// The earliest date a traveller anywhere may still call "today": a date is in the past
     /// only once it has ended everywhere on Earth (UTC−12).
     pub fn today() -> NaiveDate {
@@ -168,12 +273,21 @@ impl Gateway {
         let Some(tool) = self.tools.get(&req.tool).cloned() else {
             return Err(CallError::UnknownTool {
                 name: req.tool,
-                known: self.tools().iter().map(|t| t.spec.name.to_string()).collect(),
+                known: self
+                    .tools()
+                    .iter()
+                    .map(|t| t.spec.name.to_string())
+                    .collect(),
             });
         };
-        let call_id = req.call_id.clone().unwrap_or_else(|| {
-            format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed))
-        });
+        let call_id = req
+            .call_id
+            .clone()
+            .unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)));
+        let first_state = tool
+            .routes
+            .first()
+            .map_or("closed", |r| r.breaker.state(Instant::now()).as_str());
         let envelope = |status: Status, content: String| Envelope {
             call_id: call_id.clone(),
             tool: tool.spec.name.to_string(),
@@ -182,7 +296,7 @@ impl Gateway {
             data: None,
             stale_age_s: None,
             retry_after_s: None,
-            breaker: "closed".to_string(),
+            breaker: first_state.to_string(),
             job_id: None,
             provider: None,
         };
@@ -229,47 +343,90 @@ impl Gateway {
             .deadline
             .map_or(tool.config.deadline, |d| d.min(tool.config.deadline));
         let deadline = Instant::now() + deadline_len;
-        let mut last: Option<(String, UpstreamError)> = None;
-        for (provider_name, provider) in &tool.providers {
+        let mut last: Option<Failure> = None;
+        for route in &tool.routes {
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
                 break;
             }
-            match self
-                .attempt(&tool, provider, &request, tool.config.timeout.min(remaining))
-                .await
-            {
+            let permit = match route.breaker.try_acquire(Instant::now()) {
+                Ok(permit) => permit,
+                Err(rejected) => {
+                    last = Some(Failure::Breaker(route.name.clone(), rejected));
+                    continue;
+                }
+            };
+            let started = Instant::now();
+            let result = self
+                .attempt(
+                    &route.provider,
+                    &request,
+                    tool.config.timeout.min(remaining),
+                )
+                .await;
+            permit.record(
+                classify::classify(&result, started.elapsed()),
+                Instant::now(),
+            );
+            match result {
                 Ok(output) => {
                     let mut env = envelope(Status::Ok, output.content());
                     env.data = Some(output.to_json());
-                    env.provider = Some(provider_name.clone());
+                    env.provider = Some(route.name.clone());
+                    env.breaker = route.breaker.state(Instant::now()).as_str().to_string();
                     return Ok(env);
                 }
                 Err(e) => {
                     tracing::warn!(
                         tool = tool.spec.name,
-                        provider = %provider_name,
+                        provider = %route.name,
                         error = %e,
                         "upstream attempt failed"
                     );
-                    let rejected = matches!(e.kind, ErrorKind::Rejected { .. });
-                    last = Some((provider_name.clone(), e));
+                    let stop = matches!(e.kind, ErrorKind::Rejected { .. })
+                        || tool.spec.access == Access::Write;
+                    last = Some(Failure::Upstream(route.name.clone(), e));
                     // A refusal the model can fix would be refused by the next provider too;
                     // a write may have reached the first provider and must not be repeated.
-                    if rejected || tool.spec.access == Access::Write {
+                    if stop {
                         break;
                     }
                 }
             }
         }
 
-        let (provider_name, error) = match last {
-            Some(l) => l,
-            None => (
-                tool.provider_names().first().map(|s| s.to_string()).unwrap_or_default(),
-                UpstreamError::new(ErrorKind::Timeout, "the call's deadline passed before any attempt"),
-            ),
+        let now = Instant::now();
+        let failure = last.unwrap_or_else(|| {
+            Failure::Upstream(
+                tool.provider_names()
+                    .first()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
+                UpstreamError::new(
+                    ErrorKind::Timeout,
+                    "the call's deadline passed before any attempt",
+                ),
+            )
+        });
+        let (provider_name, error) = match failure {
+            Failure::Breaker(provider, rejected) => {
+                let retry_after_s = ceil_secs(rejected.retry_after);
+                let mut env = envelope(
+                    Status::Unavailable,
+                    self.fallback_text(&tool, &provider, retry_after_s, now),
+                );
+                env.retry_after_s = Some(retry_after_s);
+                env.breaker = rejected.state.as_str().to_string();
+                env.provider = Some(provider);
+                return Ok(env);
+            }
+            Failure::Upstream(provider, error) => (provider, error),
         };
+        let breaker_state = tool
+            .routes
+            .iter()
+            .find(|r| r.name == provider_name)
+            .map(|r| (r.breaker.state(now), r.breaker.remaining_open(now)));
         let mut env = match &error.kind {
             ErrorKind::Rejected { message } => envelope(
                 Status::Rejected,
@@ -279,18 +436,26 @@ impl Gateway {
                 ),
             ),
             kind => {
-                let retry_after = kind.retry_after().unwrap_or(Duration::from_secs(30));
-                let retry_after_s = retry_after.as_secs().max(1);
+                // The provider's own wait wins; else the breaker's remaining open time; else a
+                // short estimate for a transient failure.
+                let retry_after = kind
+                    .retry_after()
+                    .or(breaker_state.and_then(|(_, open)| open))
+                    .unwrap_or(Duration::from_secs(10));
+                let retry_after_s = ceil_secs(retry_after);
                 let content = if tool.spec.access == Access::Write && may_have_executed(kind) {
                     uncertain_write_text(tool.spec.name, &provider_name)
                 } else {
-                    self.fallback_text(&tool, &provider_name, retry_after_s)
+                    self.fallback_text(&tool, &provider_name, retry_after_s, now)
                 };
                 let mut env = envelope(Status::Unavailable, content);
                 env.retry_after_s = Some(retry_after_s);
                 env
             }
         };
+        if let Some((state, _)) = breaker_state {
+            env.breaker = state.as_str().to_string();
+        }
         env.provider = Some(provider_name);
         Ok(env)
     }
@@ -300,7 +465,6 @@ impl Gateway {
     /// This is the seam the breaker and the retry policy wrap.
     async fn attempt(
         &self,
-        _tool: &ServedTool,
         provider: &Provider,
         request: &ToolRequest,
         timeout: Duration,
@@ -314,12 +478,18 @@ impl Gateway {
         }
     }
 
-    /// The tool's interactive fallback text.
-    fn fallback_text(&self, tool: &ServedTool, provider: &str, retry_after_s: u64) -> String {
+    /// The tool's interactive fallback text, naming the tools whose breakers admit calls now.
+    fn fallback_text(
+        &self,
+        tool: &ServedTool,
+        provider: &str,
+        retry_after_s: u64,
+        now: Instant,
+    ) -> String {
         let available: Vec<String> = self
             .tools()
             .iter()
-            .filter(|t| t.spec.name != tool.spec.name)
+            .filter(|t| t.spec.name != tool.spec.name && t.is_available(now))
             .map(|t| t.spec.name.to_string())
             .collect();
         fallback::render(
@@ -332,6 +502,11 @@ impl Gateway {
             },
         )
     }
+}
+
+/// Whole seconds, rounded up, at least 1: "retry in 0 s" would invite a hot loop.
+fn ceil_secs(d: Duration) -> u64 {
+    (d.as_millis().div_ceil(1000) as u64).max(1)
 }
 
 /// Whether a failed write may still have been carried out by the provider.

@@ -39,11 +39,7 @@ pub fn load(
     }
 }
 
-fn parse_toml(
-    files: &dyn Files,
-    path: &Path,
-    problems: &RefCell<Problems>,
-) -> Option<toml::Table> {
+fn parse_toml(files: &dyn Files, path: &Path, problems: &RefCell<Problems>) -> Option<toml::Table> {
     let text = match files.read(path) {
         Ok(t) => t,
         Err(e) => {
@@ -387,9 +383,8 @@ fn read_breaker(s: &Section<'_>, base: &BreakerSettings) -> BreakerSettings {
 }
 
 fn parse_ramp_stage(stage: &str) -> Result<(f64, Duration), String> {
-    let bad = || {
-        format!("\"{stage}\" is not a ramp stage; write \"SHARE%:DURATION\", e.g. \"10%:30s\"")
-    };
+    let bad =
+        || format!("\"{stage}\" is not a ramp stage; write \"SHARE%:DURATION\", e.g. \"10%:30s\"");
     let (share, dur) = stage.split_once(':').ok_or_else(bad)?;
     let share = super::reader::parse_percent(share).ok_or_else(bad)?;
     if !(share > 0.0 && share < 1.0) {
@@ -445,7 +440,11 @@ fn read_prompts(
         }
     };
     for path in paths {
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+        else {
             continue;
         };
         match files.read(&path) {

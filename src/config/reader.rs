@@ -79,10 +79,7 @@ impl<'a> Section<'a> {
                 known: RefCell::new(BTreeSet::new()),
             }),
             other => {
-                self.error(
-                    key,
-                    format!("expected a table, found {}", other.type_str()),
-                );
+                self.error(key, format!("expected a table, found {}", other.type_str()));
                 None
             }
         }

@@ -54,7 +54,12 @@ impl MapFiles {
     }
 
     fn load(&self) -> Result<Config, ConfigErrors> {
-        load(self, Path::new("/cfg/faregate.toml"), &crate::tools::names()).map(|(c, _)| c)
+        load(
+            self,
+            Path::new("/cfg/faregate.toml"),
+            &crate::tools::names(),
+        )
+        .map(|(c, _)| c)
     }
 }
 
@@ -70,10 +75,7 @@ impl Files for MapFiles {
         Ok(self
             .0
             .keys()
-            .filter(|p| {
-                p.parent() == Some(dir)
-                    && p.to_string_lossy().ends_with(suffix)
-            })
+            .filter(|p| p.parent() == Some(dir) && p.to_string_lossy().ends_with(suffix))
             .cloned()
             .collect())
     }
@@ -126,7 +128,10 @@ fn the_embedded_defaults_load_with_every_tool() {
     assert_eq!(flights.timeout, Duration::from_secs(8));
     assert_eq!(flights.stale_for, Duration::from_secs(15 * 60));
     assert_eq!(flights.breaker, default_breaker());
-    assert_eq!(config.tool("book_flight").map(|t| t.retry.attempts), Some(1));
+    assert_eq!(
+        config.tool("book_flight").map(|t| t.retry.attempts),
+        Some(1)
+    );
 }
 
 #[test]
@@ -146,7 +151,11 @@ fn the_files_on_disk_match_the_embedded_copies() {
 fn three_separate_mistakes_are_all_reported() {
     let files = MapFiles::defaults()
         .edit("faregate.toml", "open_for = \"30s\"", "open_for = \"soon\"")
-        .edit("tools/search_hotels.toml", "timeout = \"8s\"", "timeout = \"8s\"\ncolour = \"blue\"")
+        .edit(
+            "tools/search_hotels.toml",
+            "timeout = \"8s\"",
+            "timeout = \"8s\"\ncolour = \"blue\"",
+        )
         .edit(
             "prompts/book_flight.unavailable.md",
             "{retry_after_s}",
@@ -154,7 +163,9 @@ fn three_separate_mistakes_are_all_reported() {
         );
     let errors = errors_of(files);
     assert_eq!(errors.len(), 3, "{errors:#?}");
-    assert!(errors[0].contains("faregate.toml: defaults.breaker.open_for: \"soon\" is not a duration"));
+    assert!(
+        errors[0].contains("faregate.toml: defaults.breaker.open_for: \"soon\" is not a duration")
+    );
     assert!(errors[1].contains("book_flight.unavailable.md: unknown placeholder {retry_after}"));
     assert!(errors[2].contains("search_hotels.toml: colour: unknown key; valid keys here:"));
 }
@@ -163,7 +174,12 @@ fn three_separate_mistakes_are_all_reported() {
 fn unknown_keys_name_the_valid_ones() {
     assert_one_error(
         MapFiles::defaults().edit("faregate.toml", "[server]", "[server]\nlisten_port = 1"),
-        &["server.listen_port", "unknown key", "listen", "max_body_bytes"],
+        &[
+            "server.listen_port",
+            "unknown key",
+            "listen",
+            "max_body_bytes",
+        ],
     );
 }
 
@@ -171,7 +187,10 @@ fn unknown_keys_name_the_valid_ones() {
 fn durations_must_be_strings_with_units() {
     assert_one_error(
         MapFiles::defaults().edit("faregate.toml", "window = \"60s\"", "window = 60"),
-        &["defaults.breaker.window", "expected a duration string such as \"250ms\""],
+        &[
+            "defaults.breaker.window",
+            "expected a duration string such as \"250ms\"",
+        ],
     );
 }
 
@@ -186,7 +205,11 @@ fn rates_must_be_fractions() {
 #[test]
 fn percentages_are_accepted_for_rates() {
     let config = MapFiles::defaults()
-        .edit("faregate.toml", "failure_rate = 0.5", "failure_rate = \"40%\"")
+        .edit(
+            "faregate.toml",
+            "failure_rate = 0.5",
+            "failure_rate = \"40%\"",
+        )
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!((config.tools[0].breaker.failure_rate - 0.4).abs() < 1e-9);
@@ -200,14 +223,21 @@ fn more_successes_than_probes_is_impossible() {
             "half_open_successes = 2",
             "half_open_successes = 4",
         ),
-        &["half_open_successes", "4 successes can never happen with 3 probes"],
+        &[
+            "half_open_successes",
+            "4 successes can never happen with 3 probes",
+        ],
     );
 }
 
 #[test]
 fn open_for_max_below_open_for_is_refused() {
     assert_one_error(
-        MapFiles::defaults().edit("faregate.toml", "open_for_max = \"5m\"", "open_for_max = \"10s\""),
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "open_for_max = \"5m\"",
+            "open_for_max = \"10s\"",
+        ),
         &["open_for_max", "must be at least open_for (30s)"],
     );
 }
@@ -235,7 +265,11 @@ fn ramp_stages_must_grow() {
 #[test]
 fn tool_overrides_merge_over_defaults() {
     let config = MapFiles::defaults()
-        .edit("tools/search_hotels.toml", "[fallback]", "[breaker]\nopen_for = \"45s\"\nslow_call = \"auto\"\n\n[fallback]")
+        .edit(
+            "tools/search_hotels.toml",
+            "[fallback]",
+            "[breaker]\nopen_for = \"45s\"\nslow_call = \"auto\"\n\n[fallback]",
+        )
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
     let hotels = config.tool("search_hotels").expect("configured");
@@ -258,7 +292,11 @@ fn unknown_tools_list_the_known_ones() {
 #[test]
 fn tools_must_name_configured_providers() {
     assert_one_error(
-        MapFiles::defaults().edit("tools/search_flights.toml", "providers = [\"duffel\"]", "providers = [\"sabre\"]"),
+        MapFiles::defaults().edit(
+            "tools/search_flights.toml",
+            "providers = [\"duffel\"]",
+            "providers = [\"sabre\"]",
+        ),
         &["providers[0]", "unknown provider \"sabre\"", "duffel"],
     );
 }
@@ -267,14 +305,21 @@ fn tools_must_name_configured_providers() {
 fn missing_prompt_files_are_named() {
     assert_one_error(
         MapFiles::defaults().remove("prompts/search_hotels.unavailable.md"),
-        &["fallback.interactive", "no prompt file \"search_hotels.unavailable.md\""],
+        &[
+            "fallback.interactive",
+            "no prompt file \"search_hotels.unavailable.md\"",
+        ],
     );
 }
 
 #[test]
 fn deadline_shorter_than_timeout_is_refused() {
     assert_one_error(
-        MapFiles::defaults().edit("tools/search_flights.toml", "deadline = \"12s\"", "deadline = \"2s\""),
+        MapFiles::defaults().edit(
+            "tools/search_flights.toml",
+            "deadline = \"12s\"",
+            "deadline = \"2s\"",
+        ),
         &["deadline", "at least the per-attempt timeout (8s)"],
     );
 }
@@ -287,7 +332,11 @@ fn secrets_are_never_written_in_the_file() {
             "token_env = \"DUFFEL_ACCESS_TOKEN\"",
             "token_env = \"duffel_live_abc123\"",
         ),
-        &["token_env", "not an environment variable name", "never the secret itself"],
+        &[
+            "token_env",
+            "not an environment variable name",
+            "never the secret itself",
+        ],
     );
 }
 
@@ -303,18 +352,35 @@ fn unknown_provider_kinds_list_the_valid_ones() {
 fn bad_urls_and_addresses_are_explained() {
     let errors = errors_of(
         MapFiles::defaults()
-            .edit("faregate.toml", "base_url = \"http://127.0.0.1:8081\"", "base_url = \"ftp://x\"")
-            .edit("faregate.toml", "listen = \"127.0.0.1:8080\"", "listen = \"localhost\""),
+            .edit(
+                "faregate.toml",
+                "base_url = \"http://127.0.0.1:8081\"",
+                "base_url = \"ftp://x\"",
+            )
+            .edit(
+                "faregate.toml",
+                "listen = \"127.0.0.1:8080\"",
+                "listen = \"localhost\"",
+            ),
     );
     assert_eq!(errors.len(), 2, "{errors:#?}");
-    assert!(errors.iter().any(|e| e.contains("server.listen: \"localhost\" is not an address")));
-    assert!(errors.iter().any(|e| e.contains("providers.duffel.base_url: \"ftp://x\" must be an http or https URL")));
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("server.listen: \"localhost\" is not an address"))
+    );
+    assert!(errors.iter().any(|e| {
+        e.contains("providers.duffel.base_url: \"ftp://x\" must be an http or https URL")
+    }));
 }
 
 #[test]
 fn toml_syntax_errors_give_the_line() {
     let errors = errors_of(MapFiles::defaults().edit("faregate.toml", "[store]", "[store"));
-    assert!(errors.iter().any(|e| e.contains("not valid TOML (line")), "{errors:#?}");
+    assert!(
+        errors.iter().any(|e| e.contains("not valid TOML (line")),
+        "{errors:#?}"
+    );
 }
 
 #[test]

@@ -57,12 +57,7 @@ pub(crate) async fn list(
             )));
         }
     }
-    let tools: Vec<Value> = state
-        .gateway
-        .tools()
-        .iter()
-        .map(|t| describe(t))
-        .collect();
+    let tools: Vec<Value> = state.gateway.tools().iter().map(|t| describe(t)).collect();
     Ok(Json(json!({ "tools": tools })).into_response())
 }
 

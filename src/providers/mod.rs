@@ -118,8 +118,9 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
         let http = match http::client(max_idle) {
             Ok(c) => c,
             Err(e) => {
-                out.errors
-                    .push(format!("provider \"{name}\": cannot build an HTTP client: {e}"));
+                out.errors.push(format!(
+                    "provider \"{name}\": cannot build an HTTP client: {e}"
+                ));
                 continue;
             }
         };

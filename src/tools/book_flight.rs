@@ -119,7 +119,10 @@ fn check(args: &Args, today: NaiveDate) -> Result<(), Vec<FieldError>> {
         if let Some(born) = checks::date(&mut e, &field, &t.born_on)
             && born > today
         {
-            e.push(&field, format!("{born} is in the future; expected a date of birth"));
+            e.push(
+                &field,
+                format!("{born} is in the future; expected a date of birth"),
+            );
         }
         if t.given_name.trim().is_empty() {
             e.push(&format!("travellers[{i}].given_name"), "must not be blank");

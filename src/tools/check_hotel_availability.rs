@@ -18,7 +18,9 @@ pub const SPEC: ToolSpec = ToolSpec {
     needs_idempotency_key: false,
     input_schema: super::schema_of::<Args>,
     output_schema: super::schema_of::<Output>,
-    parse: |v, today, _key| super::parse_args(v, today, check).map(ToolRequest::CheckHotelAvailability),
+    parse: |v, today, _key| {
+        super::parse_args(v, today, check).map(ToolRequest::CheckHotelAvailability)
+    },
 };
 
 /// Arguments of `check_hotel_availability`.

@@ -107,7 +107,11 @@ mod tests {
         assert!(date_not_past(&mut e, "departure_date", "2026-11-29", today()).is_none());
         let errs = e.finish().unwrap_err();
         assert_eq!(errs[0].field, "departure_date");
-        assert!(errs[0].message.contains("2026-11-30"), "{}", errs[0].message);
+        assert!(
+            errs[0].message.contains("2026-11-30"),
+            "{}",
+            errs[0].message
+        );
     }
 
     #[test]

@@ -96,8 +96,11 @@ pub struct ToolSpec {
     pub needs_idempotency_key: bool,
     input_schema: fn() -> Value,
     output_schema: fn() -> Value,
-    parse: fn(Value, NaiveDate, Option<&str>) -> Result<ToolRequest, Vec<FieldError>>,
+    parse: ParseFn,
 }
+
+/// Parses one tool's arguments: `(arguments, today, idempotency_key)`.
+type ParseFn = fn(Value, NaiveDate, Option<&str>) -> Result<ToolRequest, Vec<FieldError>>;
 
 impl ToolSpec {
     /// The JSON Schema of the arguments (draft 2020-12, subschemas inlined).

@@ -33,7 +33,10 @@ pub struct Args {
 fn check(args: &Args, _today: NaiveDate) -> Result<(), Vec<FieldError>> {
     let mut e = Errors::default();
     if args.offer_id.trim().is_empty() {
-        e.push("offer_id", "expected the offer_id returned by search_flights");
+        e.push(
+            "offer_id",
+            "expected the offer_id returned by search_flights",
+        );
     }
     e.finish()
 }

@@ -103,7 +103,10 @@ fn every_bad_flight_field_is_named_at_once() {
         "adults: 12 is greater than the maximum of 9",
         "unknown field \"colour\"; valid fields:",
     ] {
-        assert!(text.contains(expected), "{expected:?} missing from:\n{text}");
+        assert!(
+            text.contains(expected),
+            "{expected:?} missing from:\n{text}"
+        );
     }
 }
 
@@ -184,7 +187,10 @@ fn booking_needs_an_idempotency_key_and_valid_travellers() {
     let f = fields(check("book_flight", bad, Some("k")));
     assert!(f.contains(&"travellers[0].gender".to_string()), "{f:?}");
     assert!(f.contains(&"travellers[0].email".to_string()), "{f:?}");
-    assert!(f.contains(&"travellers[0].phone_number".to_string()), "{f:?}");
+    assert!(
+        f.contains(&"travellers[0].phone_number".to_string()),
+        "{f:?}"
+    );
 }
 
 #[test]
@@ -200,9 +206,14 @@ fn ids_cannot_carry_paths() {
 
 #[test]
 fn non_object_arguments_are_explained() {
-    let errors = check("search_flights", json!([1, 2]), None).err().unwrap_or_default();
+    let errors = check("search_flights", json!([1, 2]), None)
+        .err()
+        .unwrap_or_default();
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].message.contains("must be a JSON object"), "{errors:?}");
+    assert!(
+        errors[0].message.contains("must be a JSON object"),
+        "{errors:?}"
+    );
 }
 
 fn offer(id: &str, amount: &str, minutes: u32, flights: &[&str]) -> search_flights::FlightOffer {
@@ -240,9 +251,18 @@ fn flight_content_quotes_count_cheapest_and_fastest() {
         total_offers: 12,
     };
     let text = search_flights::content(&out);
-    assert!(text.starts_with("12 offers JFK→LHR on 2026-12-20 (showing the 2 cheapest)"), "{text}");
-    assert!(text.contains("cheapest 412.30 EUR (British Airways; BA117+BA9, 1 stop, 10h00m"), "{text}");
-    assert!(text.contains("fastest 455.00 EUR (British Airways; BA175, nonstop, 7h05m"), "{text}");
+    assert!(
+        text.starts_with("12 offers JFK→LHR on 2026-12-20 (showing the 2 cheapest)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cheapest 412.30 EUR (British Airways; BA117+BA9, 1 stop, 10h00m"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fastest 455.00 EUR (British Airways; BA175, nonstop, 7h05m"),
+        "{text}"
+    );
     let empty = search_flights::Output {
         offers: vec![],
         total_offers: 0,

@@ -71,10 +71,9 @@ impl DuffelClient {
                 .search_flights(a, timeout)
                 .await
                 .map(ToolOutput::SearchFlights),
-            ToolRequest::PriceFlightOffer(a) => self
-                .price_offer(a)
-                .await
-                .map(ToolOutput::PriceFlightOffer),
+            ToolRequest::PriceFlightOffer(a) => {
+                self.price_offer(a).await.map(ToolOutput::PriceFlightOffer)
+            }
             ToolRequest::SearchHotels(a) => {
                 self.search_hotels(a).await.map(ToolOutput::SearchHotels)
             }
@@ -82,9 +81,7 @@ impl DuffelClient {
                 .hotel_availability(a)
                 .await
                 .map(ToolOutput::CheckHotelAvailability),
-            ToolRequest::BookFlight(a, key) => {
-                self.book(a, key).await.map(ToolOutput::BookFlight)
-            }
+            ToolRequest::BookFlight(a, key) => self.book(a, key).await.map(ToolOutput::BookFlight),
             ToolRequest::GetFlightStatus(_) => Err(UpstreamError::new(
                 ErrorKind::Rejected {
                     message: "Duffel has no flight status API; configure a provider that does"
@@ -377,7 +374,9 @@ impl DuffelClient {
             check_in_date: a.check_in_date.clone(),
             check_out_date: a.check_out_date.clone(),
             rooms: a.rooms,
-            guests: (0..a.adults).map(|_| wire::Guest { kind: "adult" }).collect(),
+            guests: (0..a.adults)
+                .map(|_| wire::Guest { kind: "adult" })
+                .collect(),
             location: wire::StaysLocation {
                 radius: a.radius_km.unwrap_or(5.0),
                 geographic_coordinates: wire::Coordinates {

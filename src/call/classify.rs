@@ -1,0 +1,115 @@
+//! Outcome classification: what one upstream attempt means for the breaker.
+//!
+//! The provider adapter says what happened ([`ErrorKind`]); this table says how the breaker
+//! counts it. A refusal the model can fix (unknown airport, expired offer) is not the provider's
+//! failure and is ignored; everything that shows the provider cannot serve us counts.
+
+use std::time::Duration;
+
+use crate::breaker::{FailureReason, Outcome};
+use crate::providers::{ErrorKind, UpstreamError};
+
+/// The breaker outcome of one attempt that took `latency`.
+pub fn classify<T>(result: &Result<T, UpstreamError>, latency: Duration) -> Outcome {
+    let error = match result {
+        Ok(_) => return Outcome::Success { latency },
+        Err(e) => e,
+    };
+    match &error.kind {
+        ErrorKind::Rejected { .. } => Outcome::Ignored,
+        ErrorKind::Timeout => Outcome::Failure(FailureReason::Timeout),
+        ErrorKind::Connect | ErrorKind::Transport => Outcome::Failure(FailureReason::Connect),
+        ErrorKind::RateLimited { retry_after } => Outcome::Failure(FailureReason::RateLimited {
+            retry_after: *retry_after,
+        }),
+        ErrorKind::Server {
+            status,
+            retry_after,
+        } => Outcome::Failure(FailureReason::ServerError {
+            status: *status,
+            retry_after: *retry_after,
+        }),
+        // Bad credentials or a request format the provider no longer accepts: every call will
+        // fail the same way until an operator acts, so it counts (and opens the breaker fast).
+        ErrorKind::Misconfigured { status } => Outcome::Failure(FailureReason::ServerError {
+            status: *status,
+            retry_after: None,
+        }),
+        ErrorKind::Malformed => Outcome::Failure(FailureReason::Malformed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_classification_table() {
+        let ms = Duration::from_millis(120);
+        let secs = |s| Some(Duration::from_secs(s));
+        let err = |kind| Err::<(), _>(UpstreamError::new(kind, "test"));
+        let table: Vec<(Result<(), UpstreamError>, Outcome)> = vec![
+            (Ok(()), Outcome::Success { latency: ms }),
+            (
+                err(ErrorKind::Rejected {
+                    message: "unknown airport".into(),
+                }),
+                Outcome::Ignored,
+            ),
+            (
+                err(ErrorKind::Timeout),
+                Outcome::Failure(FailureReason::Timeout),
+            ),
+            (
+                err(ErrorKind::Connect),
+                Outcome::Failure(FailureReason::Connect),
+            ),
+            (
+                err(ErrorKind::Transport),
+                Outcome::Failure(FailureReason::Connect),
+            ),
+            (
+                err(ErrorKind::RateLimited {
+                    retry_after: secs(120),
+                }),
+                Outcome::Failure(FailureReason::RateLimited {
+                    retry_after: secs(120),
+                }),
+            ),
+            (
+                err(ErrorKind::Server {
+                    status: 503,
+                    retry_after: secs(5),
+                }),
+                Outcome::Failure(FailureReason::ServerError {
+                    status: 503,
+                    retry_after: secs(5),
+                }),
+            ),
+            (
+                err(ErrorKind::Server {
+                    status: 500,
+                    retry_after: None,
+                }),
+                Outcome::Failure(FailureReason::ServerError {
+                    status: 500,
+                    retry_after: None,
+                }),
+            ),
+            (
+                err(ErrorKind::Misconfigured { status: 401 }),
+                Outcome::Failure(FailureReason::ServerError {
+                    status: 401,
+                    retry_after: None,
+                }),
+            ),
+            (
+                err(ErrorKind::Malformed),
+                Outcome::Failure(FailureReason::Malformed),
+            ),
+        ];
+        for (result, expected) in table {
+            assert_eq!(classify(&result, ms), expected, "{result:?}");
+        }
+    }
+}
