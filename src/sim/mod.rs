@@ -1,0 +1,385 @@
+//! The built-in provider simulator: a fake Duffel API (Air and Stays) with fault injection.
+//!
+//! # Why
+//! faregate's value is how it behaves when providers are slow, failing or rate limiting. The
+//! simulator lets the demo, the end-to-end tests and a developer's laptop exercise exactly that
+//! without credentials or network: it speaks Duffel's documented wire format (see
+//! `reference/travel-apis.md` §2 and §3.1), so faregate's *real* Duffel adapter runs against it,
+//! and every route group can be made slow, flaky, rate limited, down, hung or malformed at run
+//! time. Data is deterministic: the same seed and request give the same offers and hotels.
+//!
+//! # Provider routes (Duffel v2 formats)
+//! | route | group |
+//! |---|---|
+//! | `POST /air/offer_requests?return_offers=&supplier_timeout=` | `duffel_air_search` |
+//! | `GET /air/offers/{id}?return_available_services=` | `duffel_air_offers` |
+//! | `POST /air/orders` | `duffel_air_orders` |
+//! | `POST /stays/search` | `duffel_stays` |
+//! | `POST /stays/search_results/{id}/actions/fetch_all_rates` | `duffel_stays` |
+//!
+//! Every provider request needs `Authorization: Bearer <any non-empty token>` (else 401
+//! `authentication_error`) and `Duffel-Version: v2` (missing: 400 `missing_version_header`;
+//! other: 400 `unsupported_version`). Every provider response carries `x-request-id`,
+//! `ratelimit-limit`, `ratelimit-remaining` and `ratelimit-reset` (an HTTP-date), and echoes
+//! `x-client-correlation-id`. An `Accept` header that allows neither JSON nor `*/*` is 406.
+//! Unknown paths get a Duffel-shaped 404 `not_found` (not counted in any group). Errors use
+//! Duffel's envelope
+//! `{"meta":{"status","request_id"},"errors":[{type,code,title,message,documentation_url,source?}]}`.
+//!
+//! Choices where Duffel's docs are silent (see `travel-apis.md` §5):
+//! - An expired offer is 422 `invalid_state_error`/`offer_no_longer_available`, on
+//!   `GET /air/offers/{id}` as on `POST /air/orders`; an unknown id is 404 `not_found`.
+//! - A second order carrying the same `metadata.faregate_idempotency_key`, or for an offer that
+//!   was already booked, is 422 `invalid_state_error`/`duplicate_booking`.
+//! - Headers are checked after fault injection: an outage answers 503 even without a token.
+//! - Without a `requests_per_minute` fault the rate-limit headers advertise 600 per fixed
+//!   minute window per group, counting down, but nothing is enforced.
+//!
+//! # Determinism
+//! Offer content (carriers, flight numbers, times, durations, prices, fare brands, baggage,
+//! emissions) is a pure function of the seed and the search (slices, passengers, cabin,
+//! `max_connections`); hotels are a pure function of the seed, the coordinates, the radius,
+//! the dates, rooms and guests. What varies between two identical searches: ids (`orq_`,
+//! `off_`, `sli_`, `seg_`, `pas_`, `srr_`, `rat_`, `ase_`, `ord_`; drawn from a per-simulator
+//! sequence, so a fresh simulator with the same seed repeats them too) and timestamps
+//! (`created_at`, `updated_at`, `expires_at` = now + 30 min, payment deadlines).
+//! Accommodation ids (`acc_…`) are stable. Issued offers and stays search results are kept in
+//! memory, the most recent 10,000 of each; a restarted simulator answers 404 for older ids.
+//!
+//! # Faults
+//! A [`Fault`] per [`RouteGroup`] is applied before the handler, in this order:
+//! `outage` (503 at once) → `hang` (no answer until the fault is cleared, then normal
+//! processing, or until [`serve`] shuts down, then 503) → `latency_ms` → `requests_per_minute`
+//! (a fixed one-minute window per group; over the limit: 429) → `rate_limited` (always 429 with
+//! `retry_after_s`) → `error_rate` (deterministic: the n-th request under the fault fails when
+//! `floor(n*rate)` grows, so rate 0.5 fails requests 2, 4, 6…; the count restarts when the fault
+//! is set) → header checks → handler → `malformed` (a 2xx body is replaced by
+//! `{"data":{"unexpected":true}}`: valid JSON of the wrong shape, status kept).
+//! A 429 carries `ratelimit-remaining: 0`, `ratelimit-reset` (HTTP-date) and `Retry-After`
+//! (seconds). Hanging or slow requests of one group never block another group.
+//!
+//! # Admin HTTP API (under `/_sim`, JSON, no auth)
+//! - `GET /_sim/faults`: every group's current fault, `{"duffel_air_search": {...}, ...}`.
+//! - `PUT /_sim/faults/{group}` with a [`Fault`] body (missing fields take their defaults;
+//!   unknown fields or out-of-range values are 400 `{"message": ...}`; unknown group is 404
+//!   `{"message": ..., "valid_groups": [...]}`): stores it and answers 200 with the stored fault.
+//! - `DELETE /_sim/faults`: clears every group; answers like `GET /_sim/faults`.
+//! - `DELETE /_sim/faults/{group}`: clears one group; answers 200 with its (default) fault.
+//! - `GET /_sim/stats`: [`SimStats`]: per group `requests` and `statuses`, orders created,
+//!   duplicate bookings, and orders per `faregate_idempotency_key`.
+//!
+//! ```text
+//! curl -X PUT localhost:8081/_sim/faults/duffel_air_search \
+//!      -H 'content-type: application/json' -d '{"latency_ms":15000}'
+//! curl -X PUT localhost:8081/_sim/faults/duffel_stays -H 'content-type: application/json' \
+//!      -d '{"rate_limited":{"retry_after_s":30}}'
+//! curl -X PUT localhost:8081/_sim/faults/duffel_air_orders -H 'content-type: application/json' \
+//!      -d '{"error_rate":0.5,"error_status":502}'
+//! curl -X DELETE localhost:8081/_sim/faults
+//! curl localhost:8081/_sim/stats
+//! ```
+
+mod admin;
+mod air_data;
+mod data;
+mod duffel_air;
+mod duffel_air_orders;
+mod duffel_stays;
+mod faults;
+mod stays_data;
+mod store;
+mod tables;
+mod validate;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+
+pub use faults::{Fault, RateLimitFault};
+
+/// A group of provider routes that share one fault setting and one set of counters.
+///
+/// Serialized (and parsed with [`FromStr`]) as the snake_case names used by the admin API.
+/// More groups (Amadeus) will be added, so match on it with a wildcard arm outside this module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RouteGroup {
+    /// `POST /air/offer_requests`.
+    DuffelAirSearch,
+    /// `GET /air/offers/{id}`.
+    DuffelAirOffers,
+    /// `POST /air/orders`.
+    DuffelAirOrders,
+    /// `POST /stays/search` and `POST /stays/search_results/{id}/actions/fetch_all_rates`.
+    DuffelStays,
+}
+
+impl RouteGroup {
+    /// Every group, in admin-API order.
+    pub const ALL: [RouteGroup; 4] = [
+        RouteGroup::DuffelAirSearch,
+        RouteGroup::DuffelAirOffers,
+        RouteGroup::DuffelAirOrders,
+        RouteGroup::DuffelStays,
+    ];
+
+    /// The admin-API name, e.g. `duffel_air_search`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteGroup::DuffelAirSearch => "duffel_air_search",
+            RouteGroup::DuffelAirOffers => "duffel_air_offers",
+            RouteGroup::DuffelAirOrders => "duffel_air_orders",
+            RouteGroup::DuffelStays => "duffel_stays",
+        }
+    }
+
+    /// The position in [`RouteGroup::ALL`] (and in the per-group state array).
+    fn index(self) -> usize {
+        match self {
+            RouteGroup::DuffelAirSearch => 0,
+            RouteGroup::DuffelAirOffers => 1,
+            RouteGroup::DuffelAirOrders => 2,
+            RouteGroup::DuffelStays => 3,
+        }
+    }
+}
+
+impl fmt::Display for RouteGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of parsing an unknown route group name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRouteGroup(pub String);
+
+impl fmt::Display for UnknownRouteGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let valid: Vec<&str> = RouteGroup::ALL.iter().map(|g| g.as_str()).collect();
+        write!(
+            f,
+            "unknown route group '{}'; valid groups: {}",
+            self.0,
+            valid.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownRouteGroup {}
+
+impl FromStr for RouteGroup {
+    type Err = UnknownRouteGroup;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RouteGroup::ALL
+            .into_iter()
+            .find(|g| g.as_str() == s)
+            .ok_or_else(|| UnknownRouteGroup(s.to_owned()))
+    }
+}
+
+/// Counters since the simulator was created (faults do not reset them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SimStats {
+    /// Requests and answered statuses per route group (every group is present).
+    pub groups: BTreeMap<RouteGroup, GroupStats>,
+    /// Orders created (201).
+    pub orders_created: u64,
+    /// Orders refused with 422 `duplicate_booking`.
+    pub duplicate_bookings: u64,
+    /// Per `metadata.faregate_idempotency_key` seen on `POST /air/orders`.
+    pub orders_by_idempotency_key: BTreeMap<String, IdempotencyStats>,
+}
+
+/// Counters of one route group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupStats {
+    /// Requests received, including ones still in flight (hung or slow).
+    pub requests: u64,
+    /// Responses sent, by HTTP status.
+    pub statuses: BTreeMap<u16, u64>,
+}
+
+/// What happened to order attempts carrying one idempotency key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdempotencyStats {
+    /// Orders created with this key (at most 1).
+    pub orders: u64,
+    /// Later attempts refused as `duplicate_booking`.
+    pub duplicates_rejected: u64,
+}
+
+/// The simulator: cheap to clone (an `Arc` inside), shared by its router and its tests.
+#[derive(Debug, Clone)]
+pub struct Simulator {
+    inner: Arc<Inner>,
+}
+
+/// Shared state. The mutexes are `std::sync::Mutex`: every critical section is a few map
+/// operations that never `.await`, so a blocking lock is cheaper than an async one.
+#[derive(Debug)]
+struct Inner {
+    /// Seed of every generated offer and hotel.
+    seed: u64,
+    /// Per-group fault, limiter window and counters, indexed by [`RouteGroup::index`].
+    groups: Mutex<[faults::GroupState; RouteGroup::ALL.len()]>,
+    /// Orders and idempotency bookkeeping (feeds [`SimStats`]).
+    orders: Mutex<store::OrderBook>,
+    /// Issued offers (bounded).
+    offers: Mutex<store::Bounded<store::StoredOffer>>,
+    /// Issued stays search results (bounded).
+    stays: Mutex<store::Bounded<store::StoredStay>>,
+    /// Sequence for ids and request ids.
+    seq: AtomicU64,
+    /// Bumped on every fault change and at shutdown; hung requests wait on it.
+    epoch: tokio::sync::watch::Sender<u64>,
+    /// Set when [`serve`]'s shutdown future completes; hung and slow requests then end.
+    closing: AtomicBool,
+}
+
+/// Locks a mutex, recovering from poisoning: a panicked request must not wedge the simulator.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Simulator {
+    /// A simulator whose generated data derives from `seed`.
+    pub fn new(seed: u64) -> Self {
+        let (epoch, _) = tokio::sync::watch::channel(0);
+        Simulator {
+            inner: Arc::new(Inner {
+                seed,
+                groups: Mutex::new(Default::default()),
+                orders: Mutex::new(store::OrderBook::default()),
+                offers: Mutex::new(store::Bounded::new(store::CAPACITY)),
+                stays: Mutex::new(store::Bounded::new(store::CAPACITY)),
+                seq: AtomicU64::new(1),
+                epoch,
+                closing: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Every provider route (each behind its group's fault layer) plus the admin routes under
+    /// `/_sim`. Unknown paths get a Duffel-shaped 404.
+    pub fn router(&self) -> Router {
+        let group = |g: RouteGroup, r: Router<Simulator>| {
+            r.route_layer(axum::middleware::from_fn_with_state(
+                (self.clone(), g),
+                faults::fault_layer,
+            ))
+        };
+        let search = group(
+            RouteGroup::DuffelAirSearch,
+            Router::new().route(
+                "/air/offer_requests",
+                post(duffel_air::create_offer_request),
+            ),
+        );
+        let offers = group(
+            RouteGroup::DuffelAirOffers,
+            Router::new().route("/air/offers/{id}", get(duffel_air::get_offer)),
+        );
+        let orders = group(
+            RouteGroup::DuffelAirOrders,
+            Router::new().route("/air/orders", post(duffel_air_orders::create_order)),
+        );
+        let stays = group(
+            RouteGroup::DuffelStays,
+            Router::new()
+                .route("/stays/search", post(duffel_stays::search))
+                .route(
+                    "/stays/search_results/{id}/actions/fetch_all_rates",
+                    post(duffel_stays::fetch_all_rates),
+                ),
+        );
+        Router::new()
+            .merge(search)
+            .merge(offers)
+            .merge(orders)
+            .merge(stays)
+            .merge(admin::routes())
+            .fallback(faults::unknown_route)
+            .with_state(self.clone())
+    }
+
+    /// Sets one group's fault (as `PUT /_sim/faults/{group}` does, values clamped to range).
+    pub fn set_fault(&self, group: RouteGroup, fault: Fault) {
+        let fault = fault.normalized();
+        {
+            let mut groups = lock(&self.inner.groups);
+            groups[group.index()].set_fault(fault);
+        }
+        self.inner.epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Clears every group's fault.
+    pub fn clear_faults(&self) {
+        for g in RouteGroup::ALL {
+            self.set_fault(g, Fault::default());
+        }
+    }
+
+    /// One group's current fault.
+    pub fn fault(&self, group: RouteGroup) -> Fault {
+        lock(&self.inner.groups)[group.index()].fault.clone()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> SimStats {
+        let groups = lock(&self.inner.groups);
+        let orders = lock(&self.inner.orders);
+        SimStats {
+            groups: RouteGroup::ALL
+                .into_iter()
+                .map(|g| (g, groups[g.index()].stats.clone()))
+                .collect(),
+            orders_created: orders.created,
+            duplicate_bookings: orders.duplicates,
+            orders_by_idempotency_key: orders.by_key.clone(),
+        }
+    }
+
+    /// The next value of the id sequence.
+    fn next_seq(&self) -> u64 {
+        self.inner.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh Duffel-style id with the given prefix (`off`, `orq`, ...).
+    fn new_id(&self, prefix: &str) -> String {
+        wire::duffel_id(
+            prefix,
+            self.inner.seed ^ self.next_seq().wrapping_mul(0x9E37_79B9),
+        )
+    }
+}
+
+/// Serves `sim` on `listener` until `shutdown` completes, then ends hung and slow requests
+/// (503) and drains connections.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    sim: Simulator,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let inner = sim.inner.clone();
+    let signal = async move {
+        shutdown.await;
+        inner.closing.store(true, Ordering::SeqCst);
+        inner.epoch.send_modify(|e| *e += 1);
+    };
+    axum::serve(listener, sim.router())
+        .with_graceful_shutdown(signal)
+        .await
+}

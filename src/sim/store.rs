@@ -1,0 +1,85 @@
+//! In-memory state the provider routes share: issued offers, stays search results and orders.
+//!
+//! Offers and search results are bounded (oldest evicted first) so a long-running demo or a
+//! load test cannot grow the simulator without limit.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::IdempotencyStats;
+
+/// How many offers (and, separately, stays search results) are kept.
+pub(crate) const CAPACITY: usize = 10_000;
+
+/// A map that forgets its oldest entries beyond a capacity.
+#[derive(Debug)]
+pub(crate) struct Bounded<T> {
+    capacity: usize,
+    map: HashMap<String, T>,
+    order: VecDeque<String>,
+}
+
+impl<T> Bounded<T> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Bounded {
+            capacity,
+            map: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, id: String, value: T) {
+        if self.map.insert(id.clone(), value).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<&T> {
+        self.map.get(id)
+    }
+}
+
+/// An offer as issued: its full JSON plus what orders need to check.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredOffer {
+    /// The offer object as returned (without `available_services`).
+    pub(crate) json: Value,
+    /// The services `GET /air/offers/{id}?return_available_services=true` shows.
+    pub(crate) services: Vec<Value>,
+    pub(crate) expires_at: DateTime<Utc>,
+    /// Total in minor units and its currency.
+    pub(crate) total_minor: i64,
+    pub(crate) currency: String,
+    pub(crate) passenger_ids: Vec<String>,
+    pub(crate) requires_instant_payment: bool,
+}
+
+/// A stays search result as issued, with the rooms `fetch_all_rates` reveals.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredStay {
+    /// The search result object as returned by search (accommodation rooms empty).
+    pub(crate) json: Value,
+    /// The rooms and rates generated at search time.
+    pub(crate) rooms: Vec<super::stays_data::RoomSpec>,
+    /// How availability looks when rates are fetched.
+    pub(crate) availability: super::stays_data::Availability,
+    pub(crate) currency: &'static str,
+    pub(crate) check_in: chrono::NaiveDate,
+}
+
+/// Orders created and the idempotency bookkeeping that feeds the stats.
+#[derive(Debug, Default)]
+pub(crate) struct OrderBook {
+    pub(crate) created: u64,
+    pub(crate) duplicates: u64,
+    pub(crate) by_key: std::collections::BTreeMap<String, IdempotencyStats>,
+    /// Offers already booked (booking one again is a duplicate).
+    pub(crate) booked_offers: HashSet<String>,
+}

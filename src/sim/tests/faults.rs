@@ -1,0 +1,352 @@
+//! Fault injection and the admin API, over real HTTP with millisecond-scale delays.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{first_error, search_body, start, stays_body};
+use crate::sim::{Fault, RateLimitFault, RouteGroup};
+
+const SEARCH: &str = "/air/offer_requests";
+
+#[tokio::test]
+async fn latency_delays_only_its_group() {
+    let h = start(1).await;
+    h.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            latency_ms: 250,
+            ..Fault::default()
+        },
+    );
+    let t = Instant::now();
+    let r = h.post(SEARCH, search_body("LHR", "CDG", 5)).await;
+    assert_eq!(r.status, 201);
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+    let t = Instant::now();
+    assert_eq!(
+        h.post("/stays/search", stays_body(51.5, -0.12))
+            .await
+            .status,
+        200
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(250),
+        "other groups stay fast"
+    );
+}
+
+#[tokio::test]
+async fn error_rate_is_a_deterministic_fraction() {
+    let h = start(1).await;
+    h.sim.set_fault(
+        RouteGroup::DuffelStays,
+        Fault {
+            error_rate: 0.5,
+            ..Fault::default()
+        },
+    );
+    let mut failed = Vec::new();
+    for i in 1..=10 {
+        let r = h.post("/stays/search", stays_body(51.5, -0.12)).await;
+        if r.status != 200 {
+            assert_eq!(r.status, 503);
+            assert_eq!(first_error(&r)["type"], "api_error");
+            assert_eq!(first_error(&r)["code"], "internal_server_error");
+            failed.push(i);
+        }
+    }
+    assert_eq!(failed, [2, 4, 6, 8, 10]);
+    h.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            error_rate: 1.0,
+            error_status: 502,
+            ..Fault::default()
+        },
+    );
+    let r = h.post("/air/orders", json!({})).await;
+    assert_eq!(r.status, 502);
+    assert_eq!(first_error(&r)["code"], "order_not_created");
+    assert_eq!(
+        h.sim.stats().groups[&RouteGroup::DuffelStays].statuses[&503],
+        5
+    );
+}
+
+fn reset_in(r: &super::Reply) -> Duration {
+    let reset = httpdate::parse_http_date(r.headers["ratelimit-reset"].to_str().expect("ascii"))
+        .expect("HTTP-date");
+    reset.duration_since(SystemTime::now()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn rate_limited_fault_sends_429_with_headers() {
+    let h = start(1).await;
+    h.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            rate_limited: Some(RateLimitFault { retry_after_s: 7 }),
+            ..Fault::default()
+        },
+    );
+    let r = h.post(SEARCH, search_body("LHR", "CDG", 5)).await;
+    assert_eq!(r.status, 429);
+    assert_eq!(first_error(&r)["type"], "rate_limit_error");
+    assert_eq!(first_error(&r)["code"], "rate_limit_exceeded");
+    assert_eq!(r.headers["retry-after"], "7");
+    assert_eq!(r.headers["ratelimit-remaining"], "0");
+    let wait = reset_in(&r);
+    assert!(
+        wait > Duration::from_secs(5) && wait <= Duration::from_secs(7),
+        "{wait:?}"
+    );
+}
+
+#[tokio::test]
+async fn requests_per_minute_limits_with_a_window() {
+    let h = start(1).await;
+    h.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            requests_per_minute: Some(3),
+            ..Fault::default()
+        },
+    );
+    for remaining in ["2", "1", "0"] {
+        let r = h.post(SEARCH, search_body("LHR", "CDG", 5)).await;
+        assert_eq!(r.status, 201);
+        assert_eq!(r.headers["ratelimit-limit"], "3");
+        assert_eq!(r.headers["ratelimit-remaining"], remaining);
+    }
+    let r = h.post(SEARCH, search_body("LHR", "CDG", 5)).await;
+    assert_eq!(r.status, 429);
+    let retry: u64 = r.headers["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert!((55..=60).contains(&retry), "retry after {retry}");
+    assert!(reset_in(&r) > Duration::from_secs(54));
+    // Another group has its own window.
+    assert_eq!(
+        h.post("/stays/search", stays_body(51.5, -0.12))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn outage_answers_503_before_anything_else() {
+    let h = start(1).await;
+    h.sim.set_fault(
+        RouteGroup::DuffelAirOffers,
+        Fault {
+            outage: true,
+            latency_ms: 5_000,
+            ..Fault::default()
+        },
+    );
+    let t = Instant::now();
+    let r = h.send(h.client.get(h.url("/air/offers/off_x"))).await;
+    assert_eq!(r.status, 503, "even without credentials");
+    assert_eq!(first_error(&r)["type"], "api_error");
+    assert!(t.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn hang_never_answers_while_other_groups_do() {
+    let mut h = start(1).await;
+    h.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let hung = h
+        .duffel(reqwest::Method::POST, SEARCH)
+        .json(&search_body("LHR", "CDG", 5))
+        .timeout(Duration::from_millis(300))
+        .send();
+    let other = h.post("/stays/search", stays_body(51.5, -0.12));
+    let (hung, other) = tokio::join!(hung, other);
+    assert!(hung.expect_err("no answer").is_timeout());
+    assert_eq!(other.status, 200);
+
+    // A hung request is released when the fault is cleared...
+    let pending = tokio::spawn(
+        h.duffel(reqwest::Method::POST, SEARCH)
+            .json(&search_body("LHR", "CDG", 5))
+            .send(),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!pending.is_finished());
+    h.sim.clear_faults();
+    let res = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("released")
+        .expect("join");
+    assert_eq!(res.expect("answer").status(), 201);
+
+    // ...and shutdown does not wait for hung requests.
+    h.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let pending = tokio::spawn(
+        h.duffel(reqwest::Method::POST, SEARCH)
+            .json(&search_body("LHR", "CDG", 5))
+            .send(),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let server = h.server.take().expect("server");
+    drop(h);
+    let served = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("shut down")
+        .expect("join");
+    assert!(served.is_ok());
+    let res = pending.await.expect("join").expect("answered at shutdown");
+    assert_eq!(res.status(), 503);
+}
+
+#[tokio::test]
+async fn malformed_replaces_success_bodies_only() {
+    let h = start(1).await;
+    let offers = h.search("LHR", "CDG").await;
+    h.sim.set_fault(
+        RouteGroup::DuffelAirOffers,
+        Fault {
+            malformed: true,
+            ..Fault::default()
+        },
+    );
+    let r = h
+        .get(&format!(
+            "/air/offers/{}",
+            offers[0]["id"].as_str().expect("id")
+        ))
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, json!({ "data": { "unexpected": true } }));
+    assert!(r.headers.contains_key("x-request-id"));
+    let r = h.get("/air/offers/off_0000unknown").await;
+    assert_eq!(r.status, 404);
+    assert_eq!(first_error(&r)["code"], "not_found");
+}
+
+#[tokio::test]
+async fn admin_api_reads_sets_and_clears_faults() {
+    let h = start(1).await;
+    let r = h.send(h.client.get(h.url("/_sim/faults"))).await;
+    assert_eq!(r.status, 200);
+    let groups: Vec<&String> = r.body.as_object().expect("map").keys().collect();
+    assert_eq!(
+        groups,
+        [
+            "duffel_air_offers",
+            "duffel_air_orders",
+            "duffel_air_search",
+            "duffel_stays"
+        ]
+    );
+
+    let put = |group: &str, body: &str| {
+        h.client
+            .put(h.url(&format!("/_sim/faults/{group}")))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+    };
+    let r = h
+        .send(put(
+            "duffel_air_search",
+            r#"{"latency_ms":15000,"error_rate":0.25}"#,
+        ))
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["latency_ms"], 15000);
+    assert_eq!(r.body["error_status"], 503, "defaulted");
+    assert_eq!(h.sim.fault(RouteGroup::DuffelAirSearch).latency_ms, 15000);
+    let r = h.send(h.client.get(h.url("/_sim/faults"))).await;
+    assert_eq!(r.body["duffel_air_search"]["error_rate"], 0.25);
+
+    let r = h.send(put("duffel_air_search", r#"{"latency":5}"#)).await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .expect("message")
+            .contains("unknown field `latency`"),
+        "{}",
+        r.body
+    );
+    let r = h
+        .send(put("duffel_air_search", r#"{"error_rate":2}"#))
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .expect("message")
+            .contains("error_rate")
+    );
+    let r = h.send(put("amadeus_everything", "{}")).await;
+    assert_eq!(r.status, 404);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .expect("message")
+            .contains("duffel_stays")
+    );
+    assert_eq!(r.body["valid_groups"].as_array().map(Vec::len), Some(4));
+
+    h.send(put("duffel_stays", r#"{"outage":true}"#)).await;
+    let r = h
+        .send(h.client.delete(h.url("/_sim/faults/duffel_air_search")))
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        serde_json::from_value::<Fault>(r.body).expect("fault"),
+        Fault::default()
+    );
+    assert!(h.sim.fault(RouteGroup::DuffelStays).outage);
+    let r = h.send(h.client.delete(h.url("/_sim/faults"))).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["duffel_stays"]["outage"], false);
+    assert!(!h.sim.fault(RouteGroup::DuffelStays).outage);
+}
+
+#[tokio::test]
+async fn stats_count_requests_and_statuses_per_group() {
+    let h = start(1).await;
+    h.post(SEARCH, search_body("LHR", "CDG", 5)).await;
+    h.send(
+        h.client
+            .post(h.url(SEARCH))
+            .json(&search_body("LHR", "CDG", 5)),
+    )
+    .await;
+    h.post("/stays/search", stays_body(51.5, -0.12)).await;
+    let r = h.send(h.client.get(h.url("/_sim/stats"))).await;
+    assert_eq!(r.status, 200);
+    let search = &r.body["groups"]["duffel_air_search"];
+    assert_eq!(search["requests"], 2);
+    assert_eq!(search["statuses"], json!({ "201": 1, "401": 1 }));
+    assert_eq!(r.body["groups"]["duffel_stays"]["statuses"]["200"], 1);
+    assert_eq!(r.body["groups"]["duffel_air_orders"]["requests"], 0);
+    assert_eq!(r.body["orders_created"], 0);
+    let parsed: crate::sim::SimStats =
+        serde_json::from_value(r.body).expect("SimStats round-trips");
+    assert_eq!(parsed, h.sim.stats());
+    assert_eq!(Value::from(parsed.groups.len()), 4);
+}

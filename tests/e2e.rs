@@ -1,0 +1,508 @@
+//! End to end: the gateway on `127.0.0.1:0` against the built-in simulator on another port,
+//! both real HTTP servers, driven by a real HTTP client as an agent's backend would.
+
+mod support;
+
+use std::time::Duration;
+
+use faregate::sim::{Fault, RouteGroup, Simulator};
+use serde_json::{Value, json};
+use support::{NoEnv, TestGateway, in_days};
+
+struct Stack {
+    gateway: TestGateway,
+    sim: Simulator,
+    http: reqwest::Client,
+    _sim_stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn stack_with(
+    tweak: impl FnOnce(faregate::config::Config) -> faregate::config::Config,
+) -> Stack {
+    let sim = Simulator::new(7);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
+        let _ = rx.await;
+    }));
+    let config = tweak(support::config_for(&format!("http://{sim_addr}")));
+    let gateway = TestGateway::start(config, &NoEnv).await;
+    Stack {
+        gateway,
+        sim,
+        http: reqwest::Client::new(),
+        _sim_stop: tx,
+    }
+}
+
+async fn stack() -> Stack {
+    stack_with(|c| c).await
+}
+
+impl Stack {
+    async fn call(&self, tool: &str, body: Value) -> (u16, Value) {
+        let res = self
+            .http
+            .post(self.gateway.url(&format!("/v1/tools/{tool}/call")))
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = res.status().as_u16();
+        let body = res.json::<Value>().await.unwrap_or_else(|e| panic!("{e}"));
+        (status, body)
+    }
+
+    async fn ok(&self, tool: &str, body: Value) -> Value {
+        let (status, env) = self.call(tool, body).await;
+        assert_eq!(status, 200, "{tool}: {env:#}");
+        assert_eq!(env["status"], "ok", "{tool}: {env:#}");
+        env
+    }
+}
+
+fn traveller() -> Value {
+    json!({"given_name": "Ana", "family_name": "Garcia", "born_on": "1990-02-15", "gender": "f",
+           "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"})
+}
+
+#[tokio::test]
+async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
+    let s = stack().await;
+    let search = s
+        .ok(
+            "search_flights",
+            json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)},
+                   "call_id": "call_abc"}),
+        )
+        .await;
+    assert_eq!(search["call_id"], "call_abc");
+    assert_eq!(search["tool"], "search_flights");
+    assert_eq!(search["provider"], "duffel");
+    assert_eq!(search["breaker"], "closed");
+    let offers = search["data"]["offers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!offers.is_empty(), "{search:#}");
+    let content = search["content"].as_str().unwrap_or_default();
+    assert!(content.contains("offers JFK→LHR"), "{content}");
+    assert!(content.contains("cheapest"), "{content}");
+
+    let offer_id = offers[0]["offer_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let priced = s
+        .ok(
+            "price_flight_offer",
+            json!({"arguments": {"offer_id": offer_id}}),
+        )
+        .await;
+    assert_eq!(priced["data"]["offer"]["offer_id"], offer_id.as_str());
+    let total = priced["data"]["offer"]["total_amount"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    let booked = s
+        .ok(
+            "book_flight",
+            json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
+                                 "confirmed_total_amount": total},
+                   "idempotency_key": "e2e-booking-1"}),
+        )
+        .await;
+    assert_eq!(booked["data"]["total_amount"], total.as_str());
+    assert!(
+        booked["data"]["booking_reference"]
+            .as_str()
+            .is_some_and(|r| r.len() == 6)
+    );
+    let stats = s.sim.stats();
+    assert_eq!(
+        stats
+            .orders_by_idempotency_key
+            .get("e2e-booking-1")
+            .map(|s| s.orders),
+        Some(1),
+        "the key reached the provider"
+    );
+
+    let hotels = s
+        .ok(
+            "search_hotels",
+            json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(21),
+                                 "check_out_date": in_days(23), "adults": 2}}),
+        )
+        .await;
+    let list = hotels["data"]["hotels"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!list.is_empty(), "{hotels:#}");
+    let id = list[0]["hotel_result_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let avail = s
+        .ok(
+            "check_hotel_availability",
+            json!({"arguments": {"hotel_result_id": id}}),
+        )
+        .await;
+    assert_eq!(avail["data"]["hotel_result_id"], id.as_str());
+    assert!(avail["data"]["available"].is_boolean());
+}
+
+#[tokio::test]
+async fn invalid_arguments_get_422_naming_each_field() {
+    let s = stack().await;
+    let (status, env) = s
+        .call(
+            "search_flights",
+            json!({"arguments": {"origin": "jfk", "departure_date": "2020-01-01", "adults": 0}}),
+        )
+        .await;
+    assert_eq!(status, 422, "{env:#}");
+    assert_eq!(env["status"], "invalid_arguments");
+    let content = env["content"].as_str().unwrap_or_default();
+    for field in ["origin:", "destination: is required", "adults:"] {
+        assert!(content.contains(field), "{field} missing: {content}");
+    }
+    assert_eq!(
+        s.sim
+            .stats()
+            .groups
+            .values()
+            .map(|g| g.requests)
+            .sum::<u64>(),
+        0,
+        "nothing reached the provider"
+    );
+
+    let (status, env) = s
+        .call(
+            "search_flights",
+            json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": "2020-01-01"}}),
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert!(
+        env["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("departure_date: 2020-01-01 is in the past")
+    );
+}
+
+#[tokio::test]
+async fn provider_refusals_the_model_can_fix_are_rejected() {
+    let s = stack().await;
+    let (status, env) = s
+        .call(
+            "price_flight_offer",
+            json!({"arguments": {"offer_id": "off_doesnotexist"}}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(env["status"], "rejected", "{env:#}");
+    assert!(
+        env["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("refused")
+    );
+}
+
+#[tokio::test]
+async fn unknown_tools_get_404_listing_the_known_ones() {
+    let s = stack().await;
+    let (status, body) = s.call("search_trains", json!({"arguments": {}})).await;
+    assert_eq!(status, 404);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown tool \"search_trains\"")
+    );
+    let known = body["known_tools"].as_array().cloned().unwrap_or_default();
+    assert!(known.contains(&json!("search_flights")), "{body:#}");
+    assert!(
+        !known.contains(&json!("get_flight_status")),
+        "not served without its provider"
+    );
+}
+
+#[tokio::test]
+async fn transport_errors_are_json_with_a_message() {
+    let s = stack().await;
+    let url = s.gateway.url("/v1/tools/search_flights/call");
+    let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
+        (
+            s.http.post(&url).body("{\"arguments\": {"),
+            400,
+            "malformed JSON",
+        ),
+        (s.http.post(&url).body(""), 400, "empty"),
+        (
+            s.http.post(&url).json(&json!({"args": {}})),
+            400,
+            "unknown field `args`",
+        ),
+        (
+            s.http
+                .post(&url)
+                .json(&json!({"arguments": {}, "mode": "later"})),
+            400,
+            "mode \"later\" is not valid",
+        ),
+        (
+            s.http.post(&url).body(vec![b' '; 300_000]),
+            413,
+            "larger than the 262144-byte limit",
+        ),
+        (
+            s.http.get(s.gateway.url("/v1/nothing")),
+            404,
+            "no route /v1/nothing",
+        ),
+    ];
+    for (req, status, text) in cases {
+        let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(res.status().as_u16(), status, "{text}");
+        let body: Value = res.json().await.unwrap_or_else(|e| panic!("{text}: {e}"));
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(message.contains(text), "{message:?} lacks {text:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_outage_turns_into_the_fallback_text_not_an_error() {
+    let s = stack().await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    let (status, env) = s
+        .call(
+            "search_flights",
+            json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}}),
+        )
+        .await;
+    assert_eq!(status, 200, "a tool result, not a transport error");
+    assert_eq!(env["status"], "unavailable", "{env:#}");
+    let content = env["content"].as_str().unwrap_or_default();
+    assert!(
+        content.starts_with("Flight search is temporarily unavailable"),
+        "{content}"
+    );
+    assert!(
+        content.contains("search_hotels"),
+        "offers the tools that work: {content}"
+    );
+    assert!(env["retry_after_s"].as_u64().is_some());
+    assert!(env["data"].is_null(), "nothing invented");
+    // Hotels are unaffected.
+    s.ok(
+        "search_hotels",
+        json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)}}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_hanging_provider_answers_at_the_tool_timeout() {
+    let s = stack_with(|c| {
+        support::with_timeouts(c, Duration::from_millis(300), Duration::from_millis(600))
+    })
+    .await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s
+        .call(
+            "search_flights",
+            json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}}),
+        )
+        .await;
+    assert_eq!(env["status"], "unavailable", "{env:#}");
+    s.sim.clear_faults();
+}
+
+#[tokio::test]
+async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
+    let s = stack().await;
+    let body: Value = s
+        .http
+        .get(s.gateway.url("/v1/tools"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "search_flights",
+            "price_flight_offer",
+            "search_hotels",
+            "check_hotel_availability",
+            "book_flight"
+        ]
+    );
+    let flights = &body["tools"][0];
+    assert_eq!(
+        flights["input_schema"]["properties"]["origin"]["pattern"],
+        "^[A-Z]{3}$"
+    );
+    assert_eq!(flights["policy"]["timeout_ms"], 8000);
+    let book = &body["tools"][4];
+    assert_eq!(book["kind"], "write");
+    assert_eq!(book["policy"]["retry_attempts"], 1);
+
+    for path in ["/healthz", "/readyz"] {
+        let res = s
+            .http
+            .get(s.gateway.url(path))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+    }
+    let guidance: Value = s
+        .http
+        .get(s.gateway.url("/v1/prompts/agent-guidance"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        guidance["guidance"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unavailable")
+    );
+}
+
+#[tokio::test]
+async fn client_keys_are_required_when_configured() {
+    let sim = Simulator::new(1);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(faregate::sim::serve(listener, sim, std::future::pending()));
+    let gw = TestGateway::start(
+        support::config_for(&format!("http://{addr}")),
+        &support::MapEnv(vec![("FAREGATE_CLIENT_KEYS", "key-a,key-b")]),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let tools = gw.url("/v1/tools");
+    let none = http
+        .get(&tools)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(none.status().as_u16(), 401);
+    assert!(none.headers().contains_key("www-authenticate"));
+    let wrong = http
+        .get(&tools)
+        .bearer_auth("key-c")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(wrong.status().as_u16(), 401);
+    let right = http
+        .get(&tools)
+        .bearer_auth("key-b")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(right.status().as_u16(), 200);
+    let health = http
+        .get(gw.url("/healthz"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(health.status().as_u16(), 200, "probes stay open");
+}
+
+#[tokio::test]
+async fn an_open_breaker_answers_at_once_without_calling_the_provider() {
+    let s = stack().await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    let body = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}});
+    // Five consecutive failures open the breaker (SPEC default).
+    for i in 0..5 {
+        let (_, env) = s.call("search_flights", body.clone()).await;
+        assert_eq!(env["status"], "unavailable", "call {i}: {env:#}");
+    }
+    let reached = |s: &Stack| {
+        s.sim
+            .stats()
+            .groups
+            .get(&RouteGroup::DuffelAirSearch)
+            .map_or(0, |g| g.requests)
+    };
+    assert_eq!(reached(&s), 5);
+    let (status, env) = s.call("search_flights", body.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!(env["status"], "unavailable", "{env:#}");
+    assert_eq!(env["breaker"], "open");
+    let retry = env["retry_after_s"].as_u64().unwrap_or_default();
+    assert!(
+        (29..=30).contains(&retry),
+        "the breaker's remaining open time, got {retry}"
+    );
+    assert_eq!(
+        reached(&s),
+        5,
+        "the open breaker kept the call off the provider"
+    );
+    let content = env["content"].as_str().unwrap_or_default();
+    assert!(
+        content.contains(&format!("about {retry} seconds")),
+        "{content}"
+    );
+    assert!(
+        !content.contains("search_flights,"),
+        "an open tool is not offered: {content}"
+    );
+    assert!(content.contains("search_hotels"), "{content}");
+    // Other tools keep their own, closed breakers.
+    s.sim.clear_faults();
+    let hotels = s
+        .ok(
+            "search_hotels",
+            json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)}}),
+        )
+        .await;
+    assert_eq!(hotels["breaker"], "closed");
+}
