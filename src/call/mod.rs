@@ -301,36 +301,31 @@ impl Gateway {
             provider: None,
         };
 
-        // Schema first (names every bad field), then the typed parse and semantic checks.
-        let mut field_errors = tool.validator.errors(&req.arguments);
-        let request = if field_errors.is_empty() {
-            match tool.spec.parse(
-                req.arguments.clone(),
-                Self::today(),
-                req.idempotency_key.as_deref(),
-            ) {
-                Ok(r) => Some(r),
-                Err(errs) => {
-                    field_errors = errs;
-                    None
-                }
+        // The schema names every shape error; the typed parse adds the semantic ones (a date
+        // in the past, a check-out before the check-in) for fields the schema found no fault
+        // with, so one answer lists everything to fix.
+        let schema_errors = tool.validator.errors(&req.arguments);
+        let parsed = tool.spec.parse(
+            req.arguments.clone(),
+            Self::today(),
+            req.idempotency_key.as_deref(),
+        );
+        let (request, field_errors) = match parsed {
+            Ok(r) if schema_errors.is_empty() => (Some(r), Vec::new()),
+            Ok(_) => (None, schema_errors),
+            Err(semantic) => {
+                let mut all = schema_errors;
+                let extra: Vec<_> = semantic
+                    .into_iter()
+                    .filter(|e| {
+                        // An empty field is serde's view of a shape error the schema reported.
+                        !(e.field.is_empty() && !all.is_empty())
+                            && !all.iter().any(|s| s.field == e.field)
+                    })
+                    .collect();
+                all.extend(extra);
+                (None, all)
             }
-        } else {
-            if tool.spec.needs_idempotency_key
-                && req
-                    .idempotency_key
-                    .as_deref()
-                    .is_none_or(|k| k.trim().is_empty())
-            {
-                field_errors.push(tools::FieldError {
-                    field: "idempotency_key".into(),
-                    message: format!(
-                        "{} needs an idempotency_key on the call (e.g. a UUID)",
-                        tool.spec.name
-                    ),
-                });
-            }
-            None
         };
         let Some(request) = request else {
             return Ok(envelope(

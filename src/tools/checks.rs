@@ -42,7 +42,7 @@ pub fn date_not_past(
         Ok(d) if d < today => {
             errors.push(
                 field,
-                format!("{value} is in the past; expected today ({today}) or a later date"),
+                format!("{value} is in the past; expected {today} or a later date"),
             );
             None
         }
