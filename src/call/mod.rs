@@ -1,21 +1,30 @@
 //! The tool call pipeline: the one function every tool call goes through.
 //!
 //! ```text
-//! CallRequest ─▶ lookup tool ─▶ validate (schema + semantic) ─▶ for each provider in the chain:
-//!                 breaker permit ─▶ attempt (timeout ⊂ deadline) ─▶ classify ─▶ record
-//!               ─▶ Envelope (ok | rejected | unavailable + fallback text)
+//! CallRequest ─▶ lookup tool ─▶ validate (schema + semantic)
+//!   ─▶ bulkhead ─▶ for each provider: breaker permit ─▶ attempt (timeout ⊂ deadline)
+//!                                    ─▶ classify ─▶ record ─▶ retry | next provider
+//!   ─▶ Envelope: ok | rejected | stale (last good result, with its age)
+//!                | unavailable (the tool's fallback text) | invalid_arguments
 //! ```
 //!
-//! [`Gateway::call`] is the seam: every upstream request of a tool call happens inside
-//! [`Gateway::attempt`], after its breaker (one per tool × provider) admitted it, and its
-//! outcome is classified ([`classify`]) and recorded before anything else happens. An open
-//! breaker answers at once: no socket, no wait, the fallback text with the breaker's own retry
-//! estimate. Protocol adapters (native HTTP, OpenAI, Anthropic, MCP) all call
-//! [`Gateway::call`] and render the same [`Envelope`].
+//! [`Gateway::call`] is the entry point every protocol adapter (native HTTP, OpenAI, Anthropic,
+//! MCP) uses, and all of them render the same [`Envelope`]. The upstream half lives in
+//! `pipeline.rs`, whose module docs say why the steps come in that order. Every upstream request
+//! happens inside one attempt, after its breaker (one per tool × provider) admitted it, and the
+//! outcome is classified ([`classify`]) and recorded before anything else is decided.
+//!
+//! When nothing upstream answers, an interactive call falls back in this order: the last good
+//! result for the same arguments (`stale`, with its age, for read tools with `stale_for`), then
+//! the tool's text from `prompts/` rendered with `{retry_after_s}`, `{provider}` and
+//! `{available_tools}`. Nothing is ever invented.
 
 pub mod classify;
 pub mod envelope;
 pub mod fallback;
+mod pipeline;
+pub mod retry;
+pub mod stale;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,15 +38,14 @@ use tokio::time::Instant;
 pub use envelope::{Envelope, Status};
 
 use crate::breaker::{
-    Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, RampStage, Rejected,
-    SlowCall,
+    Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, RampStage, SlowCall,
 };
 use crate::config::{BreakerSettings, Config, SlowCallSetting, ToolConfig};
 use crate::providers::{ErrorKind, Provider, UpstreamError};
-use crate::tools::{
-    self, Access, ArgumentValidator, CallMode, ToolOutput, ToolRequest, ToolSpec,
-    describe_field_errors,
-};
+use crate::tools::{self, Access, ArgumentValidator, CallMode, ToolSpec, describe_field_errors};
+
+use pipeline::{Failure, Success};
+use stale::{StaleCache, StaleEntry};
 
 /// One call as every protocol adapter hands it over.
 #[derive(Debug, Clone)]
@@ -79,6 +87,10 @@ pub struct ServedTool {
     validator: ArgumentValidator,
     /// Providers in the order they are tried, each behind its own breaker.
     routes: Vec<Route>,
+    /// Bounds the calls of this tool that are upstream at once (`max_concurrent`).
+    bulkhead: Arc<tokio::sync::Semaphore>,
+    /// Last good results, for tools with `stale_for`.
+    stale: Option<StaleCache>,
     /// The interactive fallback template.
     fallback: String,
 }
@@ -102,6 +114,11 @@ impl ServedTool {
         self.routes.iter().map(|r| r.breaker.clone()).collect()
     }
 
+    /// Calls of this tool upstream right now (bulkhead slots in use).
+    pub fn in_flight(&self) -> usize {
+        (self.config.max_concurrent as usize).saturating_sub(self.bulkhead.available_permits())
+    }
+
     /// Whether any of the tool's breakers admits calls now (closed, ramping or forced closed).
     pub fn is_available(&self, now: Instant) -> bool {
         self.routes.iter().any(|r| {
@@ -111,14 +128,6 @@ impl ServedTool {
             )
         })
     }
-}
-
-/// Why the last provider of a chain could not answer.
-enum Failure {
-    /// Its breaker refused the call without contacting it.
-    Breaker(String, Rejected),
-    /// The attempt failed.
-    Upstream(String, UpstreamError),
 }
 
 /// The breaker policy of one tool × provider, from the tool's merged configuration.
@@ -169,6 +178,7 @@ pub struct Gateway {
     tools: BTreeMap<String, Arc<ServedTool>>,
     breakers: BreakerRegistry,
     call_ids: AtomicU64,
+    jitter: retry::Jitter,
 }
 
 impl Gateway {
@@ -229,6 +239,12 @@ impl Gateway {
                     config: tc.clone(),
                     validator,
                     routes,
+                    bulkhead: Arc::new(tokio::sync::Semaphore::new(tc.max_concurrent as usize)),
+                    stale: if tc.stale_for.is_zero() || tool_is_write(spec) {
+                        None
+                    } else {
+                        StaleCache::new(tc.stale_for)
+                    },
                     fallback,
                 }),
             );
@@ -238,6 +254,9 @@ impl Gateway {
                 tools,
                 breakers,
                 call_ids: AtomicU64::new(1),
+                jitter: retry::Jitter::new(
+                    fnv1a(b"faregate-retry-jitter") ^ std::process::id() as u64,
+                ),
             })
         } else {
             Err(errors)
@@ -319,7 +338,7 @@ impl Gateway {
                     .into_iter()
                     .filter(|e| {
                         // An empty field is serde's view of a shape error the schema reported.
-                        !(e.field.is_empty() && !all.is_empty())
+                        (!e.field.is_empty() || all.is_empty())
                             && !all.iter().any(|s| s.field == e.field)
                     })
                     .collect();
@@ -338,138 +357,138 @@ impl Gateway {
             .deadline
             .map_or(tool.config.deadline, |d| d.min(tool.config.deadline));
         let deadline = Instant::now() + deadline_len;
-        let mut last: Option<Failure> = None;
-        for route in &tool.routes {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
-                break;
-            }
-            let permit = match route.breaker.try_acquire(Instant::now()) {
-                Ok(permit) => permit,
-                Err(rejected) => {
-                    last = Some(Failure::Breaker(route.name.clone(), rejected));
-                    continue;
-                }
-            };
-            let started = Instant::now();
-            let result = self
-                .attempt(
-                    &route.provider,
-                    &request,
-                    tool.config.timeout.min(remaining),
-                )
-                .await;
-            permit.record(
-                classify::classify(&result, started.elapsed()),
-                Instant::now(),
-            );
-            match result {
-                Ok(output) => {
-                    let mut env = envelope(Status::Ok, output.content());
-                    env.data = Some(output.to_json());
-                    env.provider = Some(route.name.clone());
-                    env.breaker = route.breaker.state(Instant::now()).as_str().to_string();
-                    return Ok(env);
-                }
-                Err(e) => {
-                    tracing::warn!(
-                        tool = tool.spec.name,
-                        provider = %route.name,
-                        error = %e,
-                        "upstream attempt failed"
+        let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
+
+        let failure = match self.execute(&tool, &request, deadline).await {
+            Ok(Success {
+                output,
+                provider,
+                breaker,
+            }) => {
+                let data = output.to_json();
+                let content = output.content();
+                if let (Some(cache), Some(key)) = (&tool.stale, stale_key) {
+                    cache.put(
+                        key,
+                        StaleEntry {
+                            data: data.clone(),
+                            content: content.clone(),
+                            provider: provider.clone(),
+                            fetched_at: Instant::now(),
+                        },
                     );
-                    let stop = matches!(e.kind, ErrorKind::Rejected { .. })
-                        || tool.spec.access == Access::Write;
-                    last = Some(Failure::Upstream(route.name.clone(), e));
-                    // A refusal the model can fix would be refused by the next provider too;
-                    // a write may have reached the first provider and must not be repeated.
-                    if stop {
-                        break;
-                    }
                 }
+                let mut env = envelope(Status::Ok, content);
+                env.data = Some(data);
+                env.provider = Some(provider);
+                env.breaker = breaker.as_str().to_string();
+                return Ok(env);
             }
-        }
+            Err(failure) => failure,
+        };
 
         let now = Instant::now();
-        let failure = last.unwrap_or_else(|| {
-            Failure::Upstream(
+        let (provider, breaker_state) = match &failure {
+            Failure::Breaker { provider, rejected } => (provider.clone(), Some(rejected.state)),
+            Failure::Upstream { provider, .. } => {
+                let state = tool
+                    .routes
+                    .iter()
+                    .find(|r| &r.name == provider)
+                    .map(|r| r.breaker.state(now));
+                (provider.clone(), state)
+            }
+            Failure::BulkheadFull | Failure::DeadlinePassed => (
                 tool.provider_names()
                     .first()
                     .map(|s| s.to_string())
                     .unwrap_or_default(),
-                UpstreamError::new(
-                    ErrorKind::Timeout,
-                    "the call's deadline passed before any attempt",
-                ),
-            )
-        });
-        let (provider_name, error) = match failure {
-            Failure::Breaker(provider, rejected) => {
-                let retry_after_s = ceil_secs(rejected.retry_after);
-                let mut env = envelope(
-                    Status::Unavailable,
-                    self.fallback_text(&tool, &provider, retry_after_s, now),
-                );
-                env.retry_after_s = Some(retry_after_s);
-                env.breaker = rejected.state.as_str().to_string();
-                env.provider = Some(provider);
-                return Ok(env);
-            }
-            Failure::Upstream(provider, error) => (provider, error),
+                tool.routes.first().map(|r| r.breaker.state(now)),
+            ),
         };
-        let breaker_state = tool
-            .routes
-            .iter()
-            .find(|r| r.name == provider_name)
-            .map(|r| (r.breaker.state(now), r.breaker.remaining_open(now)));
-        let mut env = match &error.kind {
-            ErrorKind::Rejected { message } => envelope(
+        let breaker_name = breaker_state
+            .map_or(first_state, |s| s.as_str())
+            .to_string();
+
+        // A refusal the model can fix is an answer, not an outage.
+        if let Failure::Upstream {
+            error:
+                UpstreamError {
+                    kind: ErrorKind::Rejected { message },
+                    ..
+                },
+            ..
+        } = &failure
+        {
+            let mut env = envelope(
                 Status::Rejected,
                 format!(
                     "The provider refused this {} request: {message}. Correct the arguments (or ask the traveller) and call again.",
                     tool.spec.name
                 ),
-            ),
-            kind => {
-                // The provider's own wait wins; else the breaker's remaining open time; else a
-                // short estimate for a transient failure.
-                let retry_after = kind
-                    .retry_after()
-                    .or(breaker_state.and_then(|(_, open)| open))
-                    .unwrap_or(Duration::from_secs(10));
-                let retry_after_s = ceil_secs(retry_after);
-                let content = if tool.spec.access == Access::Write && may_have_executed(kind) {
-                    uncertain_write_text(tool.spec.name, &provider_name)
-                } else {
-                    self.fallback_text(&tool, &provider_name, retry_after_s, now)
-                };
-                let mut env = envelope(Status::Unavailable, content);
-                env.retry_after_s = Some(retry_after_s);
-                env
-            }
-        };
-        if let Some((state, _)) = breaker_state {
-            env.breaker = state.as_str().to_string();
+            );
+            env.provider = Some(provider);
+            env.breaker = breaker_name;
+            return Ok(env);
         }
-        env.provider = Some(provider_name);
+
+        let retry_after_s = ceil_secs(self.retry_estimate(&tool, &failure, now));
+        if let (Some(cache), Some(key)) = (&tool.stale, &stale_key)
+            && let Some((entry, age)) = cache.get(key, now)
+        {
+            let mut env = envelope(
+                Status::Stale,
+                format!(
+                    "STALE RESULT, {} old: {} is not answering right now, so this is the last good result for the same request. Prices and availability may have changed since; say how old it is and confirm before booking. {}",
+                    stale::describe_age(age),
+                    tool.spec.name,
+                    entry.content
+                ),
+            );
+            env.data = Some(entry.data.clone());
+            env.stale_age_s = Some(age.as_secs());
+            env.retry_after_s = Some(retry_after_s);
+            env.provider = Some(entry.provider.clone());
+            env.breaker = breaker_name;
+            return Ok(env);
+        }
+
+        let uncertain_write = match &failure {
+            Failure::Upstream { error, .. } => {
+                tool_is_write(tool.spec) && may_have_executed(&error.kind)
+            }
+            _ => false,
+        };
+        let content = if uncertain_write {
+            uncertain_write_text(tool.spec.name, &provider)
+        } else {
+            self.fallback_text(&tool, &provider, retry_after_s, now)
+        };
+        let mut env = envelope(Status::Unavailable, content);
+        env.retry_after_s = Some(retry_after_s);
+        env.provider = Some(provider);
+        env.breaker = breaker_name;
         Ok(env)
     }
 
-    /// One upstream attempt: the provider call bounded by `timeout`.
-    ///
-    /// This is the seam the breaker and the retry policy wrap.
-    async fn attempt(
-        &self,
-        provider: &Provider,
-        request: &ToolRequest,
-        timeout: Duration,
-    ) -> Result<ToolOutput, UpstreamError> {
-        match tokio::time::timeout(timeout, provider.call(request, timeout)).await {
-            Ok(res) => res,
-            Err(_) => Err(UpstreamError::new(
-                ErrorKind::Timeout,
-                format!("no answer within {}", humantime::format_duration(timeout)),
-            )),
+    /// When calling again is worth it: the provider's own wait, else the breaker's remaining
+    /// open time, else the time a bulkhead slot needs to free, else a short estimate.
+    fn retry_estimate(&self, tool: &ServedTool, failure: &Failure, now: Instant) -> Duration {
+        match failure {
+            Failure::Breaker { rejected, .. } => rejected.retry_after,
+            Failure::Upstream { provider, error } => error
+                .kind
+                .retry_after()
+                .or_else(|| {
+                    tool.routes
+                        .iter()
+                        .find(|r| &r.name == provider)
+                        .and_then(|r| r.breaker.remaining_open(now))
+                })
+                .unwrap_or(TRANSIENT_RETRY),
+            // A slot frees at the latest when the calls holding them time out.
+            Failure::BulkheadFull => tool.config.timeout.min(TRANSIENT_RETRY),
+            Failure::DeadlinePassed => TRANSIENT_RETRY,
         }
     }
 
@@ -497,6 +516,13 @@ impl Gateway {
             },
         )
     }
+}
+
+/// The retry estimate after a transient failure that left the breaker closed.
+const TRANSIENT_RETRY: Duration = Duration::from_secs(10);
+
+fn tool_is_write(spec: &ToolSpec) -> bool {
+    spec.access == Access::Write
 }
 
 /// Whole seconds, rounded up, at least 1: "retry in 0 s" would invite a hot loop.

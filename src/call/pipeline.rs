@@ -1,0 +1,209 @@
+//! The upstream part of a call: bulkhead → for each provider: breaker permit → attempt
+//! (timeout within the deadline) → classify → record → retry or move on.
+//!
+//! # Why this order
+//! - **Bulkhead first**: it bounds how many calls of one tool may be waiting on providers at
+//!   all, so a slow provider can hold at most that many connections and tasks (seed 000: the
+//!   pool exhausted by one slow API). It is taken once per call and held across retries and
+//!   providers; a full bulkhead answers at once instead of queueing without bound.
+//! - **Breaker per attempt**: every attempt, first or retry, asks its tool × provider breaker.
+//!   An open breaker stops retries dead (no retry ever fires into it) and moves the call to the
+//!   next provider of the chain.
+//! - **Timeout inside the deadline**: each attempt gets `min(timeout, deadline left)`, so
+//!   retries share the call's deadline instead of stacking timeouts.
+//! - **Classify, then record, before deciding anything else**: the breaker learns about an
+//!   attempt before the pipeline retries or falls back, so the next decision sees it.
+//! - **Retry only idempotent tools**, with full-jitter backoff or the provider's own
+//!   `Retry-After` when that fits in the deadline; a write is attempted once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Gateway, Route, ServedTool, classify, retry};
+use crate::breaker::{BreakerState, Rejected};
+use crate::providers::{ErrorKind, Provider, UpstreamError};
+use crate::tools::{ToolOutput, ToolRequest};
+
+/// A provider's good answer.
+#[derive(Debug)]
+pub(crate) struct Success {
+    /// The normalized result.
+    pub output: ToolOutput,
+    /// The provider that answered.
+    pub provider: String,
+    /// Its breaker's state after recording the answer.
+    pub breaker: BreakerState,
+}
+
+/// Why a call got no answer from any provider.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The tool's bulkhead was full: too many calls of this tool are already upstream.
+    BulkheadFull,
+    /// The provider's breaker refused the attempt without contacting it.
+    Breaker {
+        /// The provider.
+        provider: String,
+        /// The breaker's answer.
+        rejected: Rejected,
+    },
+    /// The provider was asked and failed (after the retries allowed).
+    Upstream {
+        /// The provider.
+        provider: String,
+        /// What went wrong.
+        error: UpstreamError,
+    },
+    /// The deadline passed before a provider could be asked.
+    DeadlinePassed,
+}
+
+impl Failure {
+    /// Whether the next provider of the chain should not be tried: a refusal the model can fix
+    /// would be refused there too, and a write that reached a provider must not be repeated.
+    fn stops_chain(&self, write: bool) -> bool {
+        match self {
+            Failure::Upstream { error, .. } => {
+                write || matches!(error.kind, ErrorKind::Rejected { .. })
+            }
+            Failure::BulkheadFull | Failure::DeadlinePassed => true,
+            Failure::Breaker { .. } => false,
+        }
+    }
+}
+
+impl Gateway {
+    /// Runs a validated request upstream: the bulkhead, then the provider chain.
+    pub(crate) async fn execute(
+        &self,
+        tool: &ServedTool,
+        request: &ToolRequest,
+        deadline: Instant,
+    ) -> Result<Success, Failure> {
+        let Ok(_slot) = Arc::clone(&tool.bulkhead).try_acquire_owned() else {
+            return Err(Failure::BulkheadFull);
+        };
+        let write = !tool.spec.idempotent;
+        let mut last = Failure::DeadlinePassed;
+        for route in &tool.routes {
+            match self.run_route(tool, route, request, deadline).await {
+                Ok(success) => return Ok(success),
+                Err(failure) => {
+                    if let Failure::Upstream { provider, error } = &failure {
+                        tracing::warn!(
+                            tool = tool.spec.name,
+                            provider = %provider,
+                            error = %error,
+                            "upstream failed"
+                        );
+                    }
+                    let stop = failure.stops_chain(write);
+                    last = failure;
+                    if stop {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// Attempts one provider, retrying while the policy, the breaker and the deadline allow.
+    async fn run_route(
+        &self,
+        tool: &ServedTool,
+        route: &Route,
+        request: &ToolRequest,
+        deadline: Instant,
+    ) -> Result<Success, Failure> {
+        let attempts = if tool.spec.idempotent {
+            tool.config.retry.attempts.max(1)
+        } else {
+            1
+        };
+        let backoff = retry::Backoff {
+            base: tool.config.retry.backoff,
+            max: tool.config.retry.backoff_max,
+        };
+        for attempt in 0..attempts {
+            let now = Instant::now();
+            let remaining = deadline.saturating_duration_since(now);
+            if remaining.is_zero() {
+                return Err(Failure::DeadlinePassed);
+            }
+            let permit = match route.breaker.try_acquire(now) {
+                Ok(permit) => permit,
+                Err(rejected) => {
+                    return Err(Failure::Breaker {
+                        provider: route.name.clone(),
+                        rejected,
+                    });
+                }
+            };
+            let started = Instant::now();
+            let result =
+                attempt_once(&route.provider, request, tool.config.timeout.min(remaining)).await;
+            permit.record(
+                classify::classify(&result, started.elapsed()),
+                Instant::now(),
+            );
+            let error = match result {
+                Ok(output) => {
+                    return Ok(Success {
+                        output,
+                        provider: route.name.clone(),
+                        breaker: route.breaker.state(Instant::now()),
+                    });
+                }
+                Err(error) => error,
+            };
+            let last_attempt = attempt + 1 >= attempts;
+            if last_attempt || !retry::is_retryable(&error.kind) {
+                return Err(Failure::Upstream {
+                    provider: route.name.clone(),
+                    error,
+                });
+            }
+            // The provider's own wait wins over our backoff; a wait that does not fit in the
+            // deadline means answering now, with that wait as the retry estimate.
+            let wait = error
+                .kind
+                .retry_after()
+                .unwrap_or_else(|| backoff.delay(attempt, self.jitter.next_unit()));
+            if Instant::now() + wait >= deadline {
+                return Err(Failure::Upstream {
+                    provider: route.name.clone(),
+                    error,
+                });
+            }
+            tracing::debug!(
+                tool = tool.spec.name,
+                provider = %route.name,
+                attempt = attempt + 1,
+                wait_ms = wait.as_millis() as u64,
+                error = %error,
+                "retrying"
+            );
+            tokio::time::sleep(wait).await;
+        }
+        Err(Failure::DeadlinePassed)
+    }
+}
+
+/// One upstream attempt: the provider call bounded by `timeout`. Dropping the provider's future
+/// at the timeout cancels its request.
+async fn attempt_once(
+    provider: &Provider,
+    request: &ToolRequest,
+    timeout: Duration,
+) -> Result<ToolOutput, UpstreamError> {
+    match tokio::time::timeout(timeout, provider.call(request, timeout)).await {
+        Ok(res) => res,
+        Err(_) => Err(UpstreamError::new(
+            ErrorKind::Timeout,
+            format!("no answer within {}", humantime::format_duration(timeout)),
+        )),
+    }
+}
