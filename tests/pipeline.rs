@@ -50,7 +50,7 @@ fn booking() -> Value {
         "born_on": "1990-02-15", "gender": "f", "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"}]})
 }
 
-async fn call(g: &Gateway, tool: &str, arguments: Value) -> faregate::call::Envelope {
+async fn call(g: &Arc<Gateway>, tool: &str, arguments: Value) -> faregate::call::Envelope {
     g.call(CallRequest {
         tool: tool.into(),
         arguments,
@@ -575,4 +575,26 @@ async fn a_hanging_flight_provider_does_not_slow_hotel_search() {
         unavailable, 40,
         "every flight call got the fallback, none hung past its deadline"
     );
+}
+
+#[tokio::test]
+async fn callers_that_go_away_do_not_trip_the_breaker() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(SEARCH))
+        .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(2)))
+        .mount(&server)
+        .await;
+    let g = gateway(
+        support::with_timeouts(support::config_for(&server.uri()), Duration::from_secs(3), Duration::from_secs(4)),
+        |_| {},
+    );
+    for _ in 0..8 {
+        let cancelled = tokio::time::timeout(Duration::from_millis(50), call(&g, "search_flights", flights())).await;
+        assert!(cancelled.is_err(), "the caller gave up first");
+    }
+    let breaker = g.tool("search_flights").map(|t| t.breakers()[0].clone()).unwrap_or_else(|| panic!("served"));
+    let snapshot = breaker.snapshot(tokio::time::Instant::now());
+    assert_eq!(snapshot.state.as_str(), "closed");
+    assert_eq!(snapshot.calls_in_window, 0, "cancelled attempts count nothing");
 }

@@ -288,7 +288,7 @@ impl Gateway {
     }
 
     /// Runs one call to its envelope.
-    pub async fn call(&self, req: CallRequest) -> Result<Envelope, CallError> {
+    pub async fn call(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
         let Some(tool) = self.tools.get(&req.tool).cloned() else {
             return Err(CallError::UnknownTool {
                 name: req.tool,
@@ -359,7 +359,25 @@ impl Gateway {
         let deadline = Instant::now() + deadline_len;
         let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
 
-        let failure = match self.execute(&tool, &request, deadline).await {
+        // A write runs to completion on its own task even if the caller goes away: dropping it
+        // halfway could leave a booking made at the provider with nobody told. A read is
+        // simply cancelled with its caller (the pipeline records the cancelled attempt as
+        // telling nothing about the provider).
+        let executed = if tool_is_write(tool.spec) {
+            let gateway = Arc::clone(self);
+            let task_tool = Arc::clone(&tool);
+            let task_request = request.clone();
+            tokio::spawn(async move {
+                gateway
+                    .execute(&task_tool, &task_request, deadline)
+                    .await
+            })
+            .await
+            .unwrap_or(Err(Failure::DeadlinePassed))
+        } else {
+            self.execute(&tool, &request, deadline).await
+        };
+        let failure = match executed {
             Ok(Success {
                 output,
                 provider,

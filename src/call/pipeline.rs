@@ -142,13 +142,11 @@ impl Gateway {
                     });
                 }
             };
+            let permit = CancelSafePermit(Some(permit));
             let started = Instant::now();
             let result =
                 attempt_once(&route.provider, request, tool.config.timeout.min(remaining)).await;
-            permit.record(
-                classify::classify(&result, started.elapsed()),
-                Instant::now(),
-            );
+            permit.record(classify::classify(&result, started.elapsed()));
             let error = match result {
                 Ok(output) => {
                     return Ok(Success {
@@ -189,6 +187,31 @@ impl Gateway {
             tokio::time::sleep(wait).await;
         }
         Err(Failure::DeadlinePassed)
+    }
+}
+
+/// A breaker permit held across an attempt that the caller may cancel.
+///
+/// When the caller goes away (an HTTP client disconnects, a batch is dropped), axum drops the
+/// call's future mid-attempt. The breaker counts a permit dropped unrecorded as a failure, which
+/// is right for a lost permit but wrong here: a cancelled attempt says nothing about the
+/// provider, and a load generator closing its connections would otherwise trip healthy breakers.
+/// This guard records such an attempt as `Ignored` (a half-open slot is given back too).
+struct CancelSafePermit(Option<crate::breaker::Permit>);
+
+impl CancelSafePermit {
+    fn record(mut self, outcome: crate::breaker::Outcome) {
+        if let Some(permit) = self.0.take() {
+            permit.record(outcome, Instant::now());
+        }
+    }
+}
+
+impl Drop for CancelSafePermit {
+    fn drop(&mut self) {
+        if let Some(permit) = self.0.take() {
+            permit.record(crate::breaker::Outcome::Ignored, Instant::now());
+        }
     }
 }
 
