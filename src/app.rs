@@ -15,7 +15,9 @@ use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::Gateway;
 use crate::config::Config;
 use crate::http::{self, AppState, ClientKeys};
-use crate::providers::{self, Env};
+use crate::jobs::{JobSystem, Store};
+use crate::providers::{self, Env, Secret};
+use tokio_util::sync::CancellationToken;
 
 /// A gateway ready to serve.
 #[derive(Debug, Clone)]
@@ -59,10 +61,30 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             gateway: Arc::new(gateway),
             config: Arc::new(config),
             max_body_bytes,
+            jobs: None,
         },
         keys,
         warnings,
     })
+}
+
+/// Turns on background mode over `store` (already migrated).
+pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
+    let config = &app.state.config;
+    let secret = env.var(&config.auth.callback_secret_env).map(Secret::new);
+    if secret.is_none() {
+        app.warnings.push(format!(
+            "{} is not set: background calls with a callback_url are refused (jobs still run; poll GET /v1/jobs/{{id}})",
+            config.auth.callback_secret_env
+        ));
+    }
+    app.state.jobs = Some(Arc::new(JobSystem::new(
+        store,
+        app.state.gateway.clone(),
+        config.jobs.clone(),
+        config.auth.callback_allowlist.clone(),
+        secret,
+    )));
 }
 
 /// How often breaker timers are evaluated for events (state itself is always exact).
@@ -96,10 +118,21 @@ pub async fn run(
             }
         }
     });
+    let jobs_stop = CancellationToken::new();
+    let jobs_task = app
+        .state
+        .jobs
+        .clone()
+        .map(|jobs| tokio::spawn(jobs.run(jobs_stop.clone())));
     let router = http::router(app.state, app.keys);
     let result = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await;
+    // In-flight HTTP calls are done; let running jobs finish and hand their leases back.
+    jobs_stop.cancel();
+    if let Some(task) = jobs_task {
+        let _ = task.await;
+    }
     breaker_task.abort();
     result
 }

@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 
 use crate::app;
 use crate::config::{self, Config, DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
+use crate::jobs;
 use crate::providers::{self, ProcessEnv};
 use crate::sim;
 use crate::tools;
@@ -62,15 +63,32 @@ pub async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-fn build(config: Config) -> anyhow::Result<app::App> {
-    match app::build(config, &ProcessEnv) {
-        Ok(app) => {
-            for w in &app.warnings {
-                tracing::warn!("{w}");
-            }
-            Ok(app)
-        }
+/// Builds the gateway and its job store (`store.url`, or `store_override`).
+async fn build(config: Config, store_override: Option<&str>) -> anyhow::Result<app::App> {
+    let url = store_override.unwrap_or(&config.store.url).to_string();
+    let mut app = match app::build(config, &ProcessEnv) {
+        Ok(app) => app,
         Err(errors) => bail!("cannot start:\n  {}", errors.join("\n  ")),
+    };
+    let store = jobs::Store::open(&url)
+        .await
+        .with_context(|| format!("cannot open the job store {}", redact_url(&url)))?;
+    app::attach_jobs(&mut app, store, &ProcessEnv);
+    for w in &app.warnings {
+        tracing::warn!("{w}");
+    }
+    tracing::info!("job store: {}", redact_url(&url));
+    Ok(app)
+}
+
+/// A store URL without its password, for messages.
+fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
     }
 }
 
@@ -81,7 +99,7 @@ pub async fn serve(config_path: &Path, listen: Option<SocketAddr>) -> anyhow::Re
         config.server.listen = addr;
     }
     let addr = config.server.listen;
-    let app = build(config)?;
+    let app = build(config, None).await?;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -107,6 +125,7 @@ pub async fn demo(
     listen: SocketAddr,
     sim_listen: SocketAddr,
     config_path: Option<&Path>,
+    store: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let mut config = match config_path {
         Some(p) => load(&DiskFiles, p)?,
@@ -121,7 +140,7 @@ pub async fn demo(
         provider.base_url = sim_url.clone();
     }
     config.server.listen = listen;
-    let app = build(config)?;
+    let app = build(config, store).await?;
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen} (try --listen)"))?;

@@ -23,6 +23,7 @@ pub mod call;
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod jobs;
 pub mod providers;
 pub mod sim;
 pub mod tools;

@@ -40,6 +40,9 @@ enum Command {
         /// A configuration file instead of the embedded defaults.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// The job store URL (`sqlite://FILE` or `postgres://…`); default: `store.url`.
+        #[arg(long)]
+        store: Option<String>,
     },
     /// The provider simulator alone (Duffel wire format, with fault injection).
     Sim {
@@ -88,7 +91,8 @@ fn main() -> ExitCode {
                 listen,
                 sim_listen,
                 config,
-            } => faregate::cli::demo(listen, sim_listen, config.as_deref()).await,
+                store,
+            } => faregate::cli::demo(listen, sim_listen, config.as_deref(), store.as_deref()).await,
             Command::Sim { listen, seed } => faregate::cli::sim(listen, seed).await,
             Command::Check { config } => faregate::cli::check(&config),
             Command::Manifest { config, format } => faregate::cli::manifest(&config, &format),

@@ -22,8 +22,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Gateway, Route, ServedTool, classify, retry};
-use crate::breaker::{BreakerState, Rejected};
+use crate::breaker::{BreakerState, RejectReason, Rejected};
 use crate::providers::{ErrorKind, Provider, UpstreamError};
+use crate::tools::CallMode;
 use crate::tools::{ToolOutput, ToolRequest};
 
 /// A provider's good answer.
@@ -81,6 +82,7 @@ impl Gateway {
         tool: &ServedTool,
         request: &ToolRequest,
         deadline: Instant,
+        mode: CallMode,
     ) -> Result<Success, Failure> {
         let Ok(_slot) = Arc::clone(&tool.bulkhead).try_acquire_owned() else {
             return Err(Failure::BulkheadFull);
@@ -88,7 +90,7 @@ impl Gateway {
         let write = !tool.spec.idempotent;
         let mut last = Failure::DeadlinePassed;
         for route in &tool.routes {
-            match self.run_route(tool, route, request, deadline).await {
+            match self.run_route(tool, route, request, deadline, mode).await {
                 Ok(success) => return Ok(success),
                 Err(failure) => {
                     if let Failure::Upstream { provider, error } = &failure {
@@ -117,6 +119,7 @@ impl Gateway {
         route: &Route,
         request: &ToolRequest,
         deadline: Instant,
+        mode: CallMode,
     ) -> Result<Success, Failure> {
         let attempts = if tool.spec.idempotent {
             tool.config.retry.attempts.max(1)
@@ -132,6 +135,23 @@ impl Gateway {
             let remaining = deadline.saturating_duration_since(now);
             if remaining.is_zero() {
                 return Err(Failure::DeadlinePassed);
+            }
+            // Probes go to background jobs first: an interactive call does not spend a
+            // half-open probe while jobs of this tool are waiting to spend it.
+            if mode == CallMode::Interactive
+                && tool
+                    .background_due
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                && route.breaker.state(now) == BreakerState::HalfOpen
+            {
+                return Err(Failure::Breaker {
+                    provider: route.name.clone(),
+                    rejected: Rejected {
+                        retry_after: Duration::from_secs(5),
+                        state: BreakerState::HalfOpen,
+                        reason: RejectReason::HalfOpenFull,
+                    },
+                });
             }
             let permit = match route.breaker.try_acquire(now) {
                 Ok(permit) => permit,

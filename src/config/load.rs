@@ -112,11 +112,13 @@ fn load_into(
         client_keys_env: "FAREGATE_CLIENT_KEYS".into(),
         admin_key_env: "FAREGATE_ADMIN_KEY".into(),
         callback_allowlist: Vec::new(),
+        callback_secret_env: "FAREGATE_CALLBACK_SECRET".into(),
     };
     if let Some(s) = root.table("auth") {
         for (key, slot) in [
             ("client_keys_env", &mut auth.client_keys_env),
             ("admin_key_env", &mut auth.admin_key_env),
+            ("callback_secret_env", &mut auth.callback_secret_env),
         ] {
             if let Some(v) = s.string(key) {
                 if is_env_name(&v) {

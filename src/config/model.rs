@@ -49,6 +49,8 @@ pub struct AuthConfig {
     pub admin_key_env: String,
     /// Callback URL prefixes that background jobs may call.
     pub callback_allowlist: Vec<Url>,
+    /// The variable holding the secret that signs callbacks (`Faregate-Signature`).
+    pub callback_secret_env: String,
 }
 
 /// `[store]`.

@@ -8,6 +8,7 @@
 mod auth;
 mod catalog;
 mod error;
+mod jobs;
 mod native;
 
 use std::sync::Arc;
@@ -35,6 +36,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// The body limit, for error messages.
     pub max_body_bytes: usize,
+    /// Background mode, when a job store is configured.
+    pub jobs: Option<crate::jobs::Jobs>,
 }
 
 /// The whole HTTP API.
@@ -48,6 +51,8 @@ pub fn router(state: AppState, keys: ClientKeys) -> Router {
         .route("/v1/tools/{tool}", get(catalog::one))
         .route("/v1/tools/{tool}/call", post(native::call_tool))
         .route("/v1/prompts/agent-guidance", get(catalog::agent_guidance))
+        .route("/v1/jobs", get(jobs::list))
+        .route("/v1/jobs/{job_id}", get(jobs::one))
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(keys, auth::require_client));
     Router::new()

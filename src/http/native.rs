@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::error::ApiError;
 use crate::call::{CallError, CallRequest, Status};
+use crate::jobs::SubmitError;
 use crate::tools::CallMode;
 
 /// The request body. Only `arguments` is required.
@@ -75,18 +76,16 @@ pub(crate) async fn call_tool(
     let body: CallBody = json_body(body, state.max_body_bytes)?;
     let mode = match body.mode.as_deref() {
         None | Some("interactive") => CallMode::Interactive,
-        Some("background") => {
-            return Err(ApiError::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "mode \"background\" (durable requeue) is not available in this build yet; omit mode or use \"interactive\"",
-            ));
-        }
+        Some("background") => CallMode::Background,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "mode \"{other}\" is not valid; use \"interactive\" or \"background\""
             )));
         }
     };
+    if mode == CallMode::Background {
+        return submit_background(&state, tool, body).await;
+    }
     if body.callback_url.is_some() {
         return Err(ApiError::bad_request(
             "callback_url is only used with mode \"background\"",
@@ -119,6 +118,84 @@ pub(crate) async fn call_tool(
             Ok((status, Json(envelope)).into_response())
         }
         Err(CallError::UnknownTool { name, .. }) => Err(unknown_tool(&state, &name)),
+    }
+}
+
+/// Accepts a background call: 202 with the job, or the existing job for a repeated
+/// idempotency key; 422 for invalid arguments, as interactive calls get.
+async fn submit_background(
+    state: &AppState,
+    tool: String,
+    body: CallBody,
+) -> Result<Response, ApiError> {
+    let Some(jobs) = &state.jobs else {
+        return Err(ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "mode \"background\" needs a job store; this gateway runs without one",
+        ));
+    };
+    let call_id = body.call_id.clone();
+    match jobs
+        .submit(
+            &tool,
+            body.arguments,
+            body.call_id,
+            body.idempotency_key,
+            body.callback_url,
+        )
+        .await
+    {
+        Ok((job, created)) => {
+            let content = if created {
+                format!(
+                    "Accepted for background processing as job {}. The result arrives through GET /v1/jobs/{} (or the callback), not in this turn.",
+                    job.id, job.id
+                )
+            } else {
+                format!(
+                    "This idempotency key was already used for {tool}: job {} ({}) is that request.",
+                    job.id,
+                    job.status.as_str()
+                )
+            };
+            let envelope = crate::call::Envelope {
+                call_id: call_id.unwrap_or_else(|| job.id.clone()),
+                tool,
+                status: Status::Queued,
+                content,
+                data: None,
+                stale_age_s: None,
+                retry_after_s: None,
+                breaker: String::new(),
+                job_id: Some(job.id),
+                provider: None,
+            };
+            Ok((StatusCode::ACCEPTED, Json(envelope)).into_response())
+        }
+        Err(SubmitError::UnknownTool) => Err(unknown_tool(state, &tool)),
+        Err(SubmitError::Invalid(text)) => {
+            let envelope = crate::call::Envelope {
+                call_id: call_id.unwrap_or_default(),
+                tool,
+                status: Status::InvalidArguments,
+                content: text,
+                data: None,
+                stale_age_s: None,
+                retry_after_s: None,
+                breaker: String::new(),
+                job_id: None,
+                provider: None,
+            };
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(envelope)).into_response())
+        }
+        Err(SubmitError::Callback(text)) => Err(ApiError::bad_request(text)),
+        Err(SubmitError::Store(e)) => {
+            tracing::error!(error = %e, "could not store a background job");
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the job store is not answering, so the call was not accepted; try again shortly",
+            ))
+        }
     }
 }
 

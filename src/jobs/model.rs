@@ -1,0 +1,267 @@
+//! The job record and the store interface both databases implement.
+
+use std::fmt;
+use std::future::Future;
+
+use serde_json::Value;
+
+/// Where a job stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Accepted, never attempted yet.
+    Queued,
+    /// Claimed by a worker, which holds a lease on it.
+    Running,
+    /// Waiting for its next attempt (the provider was down, or its breaker open).
+    RetryScheduled,
+    /// Done: the result is stored.
+    Succeeded,
+    /// Given up: a refusal the model must fix, or too many attempts, or too old.
+    Dead,
+}
+
+impl JobStatus {
+    /// The wire and database name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Running => "running",
+            JobStatus::RetryScheduled => "retry_scheduled",
+            JobStatus::Succeeded => "succeeded",
+            JobStatus::Dead => "dead",
+        }
+    }
+
+    /// Parses the database name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "queued" => JobStatus::Queued,
+            "running" => JobStatus::Running,
+            "retry_scheduled" => JobStatus::RetryScheduled,
+            "succeeded" => JobStatus::Succeeded,
+            "dead" => JobStatus::Dead,
+            _ => return None,
+        })
+    }
+
+    /// Every status, in lifecycle order.
+    pub const ALL: [JobStatus; 5] = [
+        JobStatus::Queued,
+        JobStatus::Running,
+        JobStatus::RetryScheduled,
+        JobStatus::Succeeded,
+        JobStatus::Dead,
+    ];
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// UUID v7 (sorts by creation time).
+    pub id: String,
+    /// The tool to call.
+    pub tool: String,
+    /// The validated arguments.
+    pub arguments: Value,
+    /// The caller's call id.
+    pub call_id: Option<String>,
+    /// The caller's idempotency key; unique per tool.
+    pub idempotency_key: Option<String>,
+    /// Where to POST the result.
+    pub callback_url: Option<String>,
+    /// Where the job stands.
+    pub status: JobStatus,
+    /// Attempts that reached a provider.
+    pub attempts: u32,
+    /// When the job is next due (epoch ms).
+    pub next_attempt_at_ms: i64,
+    /// The worker holding the lease while running.
+    pub lease_owner: Option<String>,
+    /// When the lease ends (epoch ms); an expired lease returns the job to the queue.
+    pub lease_until_ms: Option<i64>,
+    /// When the job was accepted (epoch ms).
+    pub created_at_ms: i64,
+    /// Last change (epoch ms).
+    pub updated_at_ms: i64,
+    /// The result envelope, once succeeded (or the last one, when dead).
+    pub result: Option<Value>,
+    /// The last error, in words.
+    pub last_error: Option<String>,
+    /// The callback's progress.
+    pub callback: CallbackState,
+    /// Callback deliveries tried.
+    pub callback_attempts: u32,
+    /// When the callback is next due (epoch ms).
+    pub next_callback_at_ms: Option<i64>,
+}
+
+/// A callback's progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallbackState {
+    /// No callback URL was given.
+    None,
+    /// To be sent once the job ends.
+    Pending,
+    /// Delivered (2xx).
+    Sent,
+    /// Given up after retries; the result stays in the job.
+    Failed,
+}
+
+impl CallbackState {
+    /// The database name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallbackState::None => "none",
+            CallbackState::Pending => "pending",
+            CallbackState::Sent => "sent",
+            CallbackState::Failed => "failed",
+        }
+    }
+
+    /// Parses the database name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "none" => CallbackState::None,
+            "pending" => CallbackState::Pending,
+            "sent" => CallbackState::Sent,
+            "failed" => CallbackState::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// A job to accept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    /// The tool.
+    pub tool: String,
+    /// The validated arguments.
+    pub arguments: Value,
+    /// The caller's call id.
+    pub call_id: Option<String>,
+    /// The caller's idempotency key.
+    pub idempotency_key: Option<String>,
+    /// An allowlisted callback URL.
+    pub callback_url: Option<String>,
+}
+
+/// Counts of jobs by tool and status, for metrics and the dashboard.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueStats {
+    /// `(tool, status, count)`.
+    pub depth: Vec<(String, JobStatus, u64)>,
+    /// Age in ms of the oldest job that is due now and not running, if any.
+    pub oldest_due_age_ms: Option<i64>,
+}
+
+/// A store failure (the database is unreachable or refused a statement).
+#[derive(Debug)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "job store: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+/// What every job store does. Both implementations share one schema and one conformance test
+/// suite (`jobs/tests.rs`). Times are epoch milliseconds passed in, so tests control them.
+///
+/// Every state change after a claim names the lease `owner`: a worker whose lease expired (and
+/// whose job another worker took over) cannot overwrite the new owner's work.
+pub trait JobStore: Send + Sync {
+    /// Creates the table and indexes when missing.
+    fn migrate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Accepts a job; with an idempotency key already used for the tool, returns that job and
+    /// `false` instead.
+    fn enqueue(
+        &self,
+        job: NewJob,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<(Job, bool), StoreError>> + Send;
+    /// One job.
+    fn get(&self, id: &str) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
+    /// Jobs, newest first, optionally filtered.
+    fn list(
+        &self,
+        status: Option<JobStatus>,
+        tool: Option<&str>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+    /// Leases up to `limit` due jobs (queued or retry-scheduled and due, or running with an
+    /// expired lease) of tools not in `skip_tools`, oldest due first. No job is leased twice.
+    fn claim(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+        skip_tools: &[String],
+    ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+    /// Marks a leased job succeeded with its result; `false` if the lease was lost.
+    fn succeed(
+        &self,
+        id: &str,
+        owner: &str,
+        result: &Value,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Schedules a leased job's next attempt; `attempted` says whether a provider was reached
+    /// (only those count against `max_attempts`). `false` if the lease was lost.
+    fn retry(
+        &self,
+        id: &str,
+        owner: &str,
+        next_attempt_at_ms: i64,
+        error: &str,
+        attempted: bool,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Gives a leased job up; `false` if the lease was lost.
+    fn kill(
+        &self,
+        id: &str,
+        owner: &str,
+        error: &str,
+        result: Option<&Value>,
+        attempted: bool,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Leases up to `limit` due callbacks for `lease_ms` (so replicas do not send one twice).
+    fn claim_callbacks(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+    /// Records a callback delivery: sent, or failed with a next try (`None` = give up).
+    fn callback_result(
+        &self,
+        id: &str,
+        sent: bool,
+        next_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Returns every lease of `owner` to the queue (graceful shutdown); the number released.
+    fn release(
+        &self,
+        owner: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    /// The tools that have jobs due now (for probe priority).
+    fn due_tools(
+        &self,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    /// Queue depth by tool and status, and the age of the oldest due job.
+    fn stats(&self, now_ms: i64) -> impl Future<Output = Result<QueueStats, StoreError>> + Send;
+}

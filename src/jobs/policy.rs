@@ -1,0 +1,113 @@
+//! The requeue policy: when a background job that could not run now should try again.
+//!
+//! Seed 001 is what happens without one: sixteen workers backing off independently, each
+//! dumping its backlog on a rate-limited API the moment its own timer fires. Here the wait is
+//! anchored on what the provider side already knows — the breaker's remaining open time, or the
+//! provider's `Retry-After` — so jobs come back when the provider can take them, not before.
+//! On top of that anchor the wait grows per attempt (a provider that keeps failing is asked
+//! less often) and gets jitter (jobs requeued together do not return together).
+
+use std::time::Duration;
+
+/// The wait after an attempt that did not finish a job.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequeuePolicy {
+    /// The growth step: attempt `n` adds `base × 2^(n-1)`.
+    pub base: Duration,
+    /// The cap of the growth part.
+    pub max_growth: Duration,
+    /// Jitter as a fraction of the whole wait, added (0.0 = none).
+    pub jitter: f64,
+}
+
+impl Default for RequeuePolicy {
+    fn default() -> Self {
+        RequeuePolicy {
+            base: Duration::from_secs(1),
+            max_growth: Duration::from_secs(300),
+            jitter: 0.2,
+        }
+    }
+}
+
+impl RequeuePolicy {
+    /// The wait before the next try.
+    ///
+    /// - `attempts`: attempts that reached a provider so far (0 when the breaker refused the
+    ///   very first one);
+    /// - `anchor`: the breaker's remaining open time or the provider's `Retry-After`, if known;
+    /// - `unit`: a uniform random number in `[0, 1)` for the jitter.
+    pub fn delay(&self, attempts: u32, anchor: Option<Duration>, unit: f64) -> Duration {
+        let growth = if attempts == 0 {
+            Duration::ZERO
+        } else {
+            self.base
+                .saturating_mul(2u32.saturating_pow((attempts - 1).min(30)))
+                .min(self.max_growth)
+        };
+        let wait = anchor.unwrap_or(Duration::ZERO) + growth;
+        // Never come back sooner than the growth step, even with no anchor and no attempt.
+        let wait = wait.max(self.base);
+        wait + wait.mul_f64(self.jitter * unit.clamp(0.0, 1.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(jitter: f64) -> RequeuePolicy {
+        RequeuePolicy {
+            base: Duration::from_secs(1),
+            max_growth: Duration::from_secs(60),
+            jitter,
+        }
+    }
+
+    #[test]
+    fn an_open_breaker_anchors_the_wait_on_its_remaining_time() {
+        let p = policy(0.0);
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(25)), 0.5),
+            Duration::from_secs(25),
+            "refused by an open breaker before any attempt: come back when it half-opens"
+        );
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(25)), 0.5),
+            Duration::from_secs(26)
+        );
+    }
+
+    #[test]
+    fn a_retry_after_anchors_the_wait_too() {
+        assert_eq!(
+            policy(0.0).delay(2, Some(Duration::from_secs(120)), 0.0),
+            Duration::from_secs(122)
+        );
+    }
+
+    #[test]
+    fn the_wait_grows_per_attempt_up_to_the_cap() {
+        let p = policy(0.0);
+        let waits: Vec<u64> = (1..=8).map(|n| p.delay(n, None, 0.0).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(p.delay(u32::MAX, None, 0.0), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn jitter_adds_at_most_its_fraction() {
+        let p = policy(0.2);
+        let anchor = Some(Duration::from_secs(30));
+        assert_eq!(p.delay(1, anchor, 0.0), Duration::from_secs(31));
+        assert_eq!(p.delay(1, anchor, 1.0), Duration::from_millis(37_200));
+        for i in 0..100 {
+            let d = p.delay(1, anchor, f64::from(i) / 100.0);
+            assert!(d >= Duration::from_secs(31) && d <= Duration::from_millis(37_200));
+        }
+    }
+
+    #[test]
+    fn a_refusal_without_anchor_still_waits_one_step() {
+        assert_eq!(policy(0.0).delay(0, None, 0.0), Duration::from_secs(1));
+    }
+}

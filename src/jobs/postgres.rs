@@ -1,0 +1,432 @@
+//! The PostgreSQL job store: one queue shared by a fleet of gateway replicas.
+//!
+//! A claim is `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED) RETURNING *`: replicas
+//! claiming at the same moment skip each other's rows instead of waiting on them or taking them
+//! twice. Leases make a crashed replica's jobs claimable again once they expire.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
+use sqlx::{PgPool, Row};
+
+use super::model::*;
+
+/// A job store on PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    schema: Option<String>,
+}
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS faregate_jobs (
+        id TEXT PRIMARY KEY,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        call_id TEXT,
+        idempotency_key TEXT,
+        callback_url TEXT,
+        status TEXT NOT NULL,
+        attempts BIGINT NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT NOT NULL,
+        lease_owner TEXT,
+        lease_until BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        result TEXT,
+        last_error TEXT,
+        callback_state TEXT NOT NULL,
+        callback_attempts BIGINT NOT NULL DEFAULT 0,
+        next_callback_at BIGINT
+    )",
+    "CREATE UNIQUE INDEX IF NOT EXISTS faregate_jobs_idempotency
+        ON faregate_jobs (tool, idempotency_key) WHERE idempotency_key IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS faregate_jobs_due ON faregate_jobs (status, next_attempt_at)",
+    "CREATE INDEX IF NOT EXISTS faregate_jobs_callbacks
+        ON faregate_jobs (callback_state, next_callback_at)",
+];
+
+/// The condition of a claimable job (`$1` = now).
+const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
+                   OR (status = 'running' AND lease_until < $1))";
+
+impl PgStore {
+    /// Connects to a `postgres://` URL. With `schema`, every statement runs in that schema
+    /// (created when missing): tests use one schema each so they never see each other's rows.
+    pub async fn open(url: &str, schema: Option<&str>) -> Result<Self, StoreError> {
+        let mut options = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError(format!("bad PostgreSQL URL: {e}")))?;
+        if let Some(schema) = schema {
+            if !schema
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                return Err(StoreError(format!(
+                    "schema name {schema:?} must be [A-Za-z0-9_]"
+                )));
+            }
+            options = options.options([("search_path", schema)]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Ok(PgStore {
+            pool,
+            schema: schema.map(str::to_string),
+        })
+    }
+}
+
+fn row_to_job(r: &PgRow) -> Result<Job, StoreError> {
+    let text = |c: &str| -> Result<Option<String>, StoreError> { Ok(r.try_get(c)?) };
+    let parse_json = |s: Option<String>| -> Result<Option<Value>, StoreError> {
+        s.map(|s| serde_json::from_str(&s).map_err(|e| StoreError(format!("stored JSON: {e}"))))
+            .transpose()
+    };
+    let status: String = r.try_get("status")?;
+    let callback: String = r.try_get("callback_state")?;
+    Ok(Job {
+        id: r.try_get("id")?,
+        tool: r.try_get("tool")?,
+        arguments: parse_json(Some(r.try_get("arguments")?))?.unwrap_or(Value::Null),
+        call_id: text("call_id")?,
+        idempotency_key: text("idempotency_key")?,
+        callback_url: text("callback_url")?,
+        status: JobStatus::parse(&status)
+            .ok_or_else(|| StoreError(format!("unknown status {status}")))?,
+        attempts: r.try_get::<i64, _>("attempts")?.max(0) as u32,
+        next_attempt_at_ms: r.try_get("next_attempt_at")?,
+        lease_owner: text("lease_owner")?,
+        lease_until_ms: r.try_get("lease_until")?,
+        created_at_ms: r.try_get("created_at")?,
+        updated_at_ms: r.try_get("updated_at")?,
+        result: parse_json(text("result")?)?,
+        last_error: text("last_error")?,
+        callback: CallbackState::parse(&callback)
+            .ok_or_else(|| StoreError(format!("unknown callback state {callback}")))?,
+        callback_attempts: r.try_get::<i64, _>("callback_attempts")?.max(0) as u32,
+        next_callback_at_ms: r.try_get("next_callback_at")?,
+    })
+}
+
+fn rows(rows: Vec<PgRow>) -> Result<Vec<Job>, StoreError> {
+    rows.iter().map(row_to_job).collect()
+}
+
+impl JobStore for PgStore {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        // Replicas starting together must not race on CREATE TABLE: one at a time.
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(7305727871)")
+            .execute(&mut *tx)
+            .await?;
+        if let Some(schema) = &self.schema {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "CREATE SCHEMA IF NOT EXISTS {schema}"
+            )))
+            .execute(&mut *tx)
+            .await?;
+        }
+        for statement in SCHEMA {
+            sqlx::query(*statement).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn enqueue(&self, job: NewJob, now_ms: i64) -> Result<(Job, bool), StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let callback = if job.callback_url.is_some() {
+            CallbackState::Pending
+        } else {
+            CallbackState::None
+        };
+        let inserted = sqlx::query(
+            "INSERT INTO faregate_jobs (id, tool, arguments, call_id, idempotency_key,
+                callback_url, status, attempts, next_attempt_at, created_at, updated_at,
+                callback_state)
+             VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&id)
+        .bind(&job.tool)
+        .bind(job.arguments.to_string())
+        .bind(&job.call_id)
+        .bind(&job.idempotency_key)
+        .bind(&job.callback_url)
+        .bind(now_ms)
+        .bind(callback.as_str())
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        let row = if inserted {
+            sqlx::query("SELECT * FROM faregate_jobs WHERE id = $1")
+                .bind(&id)
+                .fetch_one(&self.pool)
+                .await?
+        } else {
+            sqlx::query("SELECT * FROM faregate_jobs WHERE tool = $1 AND idempotency_key = $2")
+                .bind(&job.tool)
+                .bind(&job.idempotency_key)
+                .fetch_one(&self.pool)
+                .await?
+        };
+        Ok((row_to_job(&row)?, inserted))
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query("SELECT * FROM faregate_jobs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(row_to_job)
+            .transpose()
+    }
+
+    async fn list(
+        &self,
+        status: Option<JobStatus>,
+        tool: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        rows(
+            sqlx::query(
+                "SELECT * FROM faregate_jobs
+                 WHERE ($1::text IS NULL OR status = $1::text)
+                   AND ($2::text IS NULL OR tool = $2::text)
+                 ORDER BY id DESC LIMIT $3",
+            )
+            .bind(status.map(JobStatus::as_str))
+            .bind(tool)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?,
+        )
+    }
+
+    async fn claim(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+        skip_tools: &[String],
+    ) -> Result<Vec<Job>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let claimed = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE faregate_jobs
+             SET status = 'running', lease_owner = $2, lease_until = $1 + $3, updated_at = $1
+             WHERE id IN (
+                 SELECT id FROM faregate_jobs
+                 WHERE {DUE} AND tool <> ALL($4)
+                 ORDER BY next_attempt_at, id LIMIT $5
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING *"
+        )))
+        .bind(now_ms)
+        .bind(owner)
+        .bind(lease_ms)
+        .bind(skip_tools)
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        // RETURNING does not keep the subquery's order: oldest due first, as documented.
+        let mut jobs = rows(claimed)?;
+        jobs.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
+        Ok(jobs)
+    }
+
+    async fn succeed(
+        &self,
+        id: &str,
+        owner: &str,
+        result: &Value,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE faregate_jobs
+             SET status = 'succeeded', result = $3, attempts = attempts + 1, last_error = NULL,
+                 lease_owner = NULL, lease_until = NULL, updated_at = $4,
+                 next_callback_at = CASE WHEN callback_state = 'pending' THEN $4 END
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(result.to_string())
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    async fn retry(
+        &self,
+        id: &str,
+        owner: &str,
+        next_attempt_at_ms: i64,
+        error: &str,
+        attempted: bool,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE faregate_jobs
+             SET status = 'retry_scheduled', next_attempt_at = $3, last_error = $4,
+                 attempts = attempts + $5, lease_owner = NULL, lease_until = NULL, updated_at = $6
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(next_attempt_at_ms)
+        .bind(error)
+        .bind(i64::from(attempted))
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    async fn kill(
+        &self,
+        id: &str,
+        owner: &str,
+        error: &str,
+        result: Option<&Value>,
+        attempted: bool,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE faregate_jobs
+             SET status = 'dead', last_error = $3, result = $4, attempts = attempts + $5,
+                 lease_owner = NULL, lease_until = NULL, updated_at = $6,
+                 next_callback_at = CASE WHEN callback_state = 'pending' THEN $6 END
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(error)
+        .bind(result.map(Value::to_string))
+        .bind(i64::from(attempted))
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    async fn claim_callbacks(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let claimed = sqlx::query(
+            "UPDATE faregate_jobs SET next_callback_at = $1 + $2
+             WHERE id IN (
+                 SELECT id FROM faregate_jobs
+                 WHERE callback_state = 'pending' AND status IN ('succeeded', 'dead')
+                   AND next_callback_at <= $1
+                 ORDER BY next_callback_at LIMIT $3
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING *",
+        )
+        .bind(now_ms)
+        .bind(lease_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        rows(claimed)
+    }
+
+    async fn callback_result(
+        &self,
+        id: &str,
+        sent: bool,
+        next_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let state = match (sent, next_at_ms) {
+            (true, _) => CallbackState::Sent,
+            (false, Some(_)) => CallbackState::Pending,
+            (false, None) => CallbackState::Failed,
+        };
+        sqlx::query(
+            "UPDATE faregate_jobs
+             SET callback_state = $2, callback_attempts = callback_attempts + 1,
+                 next_callback_at = $3, updated_at = $4
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(state.as_str())
+        .bind(next_at_ms)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE faregate_jobs
+             SET status = CASE WHEN attempts = 0 THEN 'queued' ELSE 'retry_scheduled' END,
+                 lease_owner = NULL, lease_until = NULL, next_attempt_at = $2, updated_at = $2
+             WHERE lease_owner = $1 AND status = 'running'",
+        )
+        .bind(owner)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+
+    async fn due_tools(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT DISTINCT tool FROM faregate_jobs
+             WHERE status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1",
+        )
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn stats(&self, now_ms: i64) -> Result<QueueStats, StoreError> {
+        let depth = sqlx::query(
+            "SELECT tool, status, COUNT(*) AS n FROM faregate_jobs GROUP BY tool, status
+             ORDER BY tool, status",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| -> Result<(String, JobStatus, u64), StoreError> {
+            let status: String = r.try_get("status")?;
+            Ok((
+                r.try_get("tool")?,
+                JobStatus::parse(&status)
+                    .ok_or_else(|| StoreError(format!("unknown status {status}")))?,
+                r.try_get::<i64, _>("n")?.max(0) as u64,
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+        let oldest: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(created_at) FROM faregate_jobs
+             WHERE status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1",
+        )
+        .bind(now_ms)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(QueueStats {
+            depth,
+            oldest_due_age_ms: oldest.map(|t| now_ms - t),
+        })
+    }
+}

@@ -1,0 +1,440 @@
+//! The job store conformance suite: every rule runs against SQLite and PostgreSQL.
+//!
+//! PostgreSQL runs when `FAREGATE_TEST_POSTGRES_URL` is set (`.ci/run` sets it); each test gets
+//! its own schema. Without it the PostgreSQL half says so on stderr and checks nothing.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+
+const T0: i64 = 1_800_000_000_000;
+
+fn new_job(tool: &str, key: Option<&str>) -> NewJob {
+    NewJob {
+        tool: tool.into(),
+        arguments: json!({"origin": "JFK", "destination": "LHR", "departure_date": "2030-01-01"}),
+        call_id: Some("call_1".into()),
+        idempotency_key: key.map(str::to_string),
+        callback_url: None,
+    }
+}
+
+async fn sqlite() -> (SqliteStore, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
+    let store = SqliteStore::open(&url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+    (store, dir)
+}
+
+/// A store in a fresh schema, or `None` (with a note) when no PostgreSQL URL is configured.
+pub(crate) async fn postgres(test: &str) -> Option<PgStore> {
+    let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+        eprintln!(
+            "note: {test}: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+        );
+        return None;
+    };
+    let schema = format!("fg_{}", uuid::Uuid::now_v7().simple());
+    let store = PgStore::open(&url, Some(&schema))
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+    Some(store)
+}
+
+/// Runs `check` against SQLite, then PostgreSQL when available.
+macro_rules! conformance {
+    ($name:ident, $check:ident) => {
+        #[tokio::test]
+        async fn $name() {
+            let (store, _dir) = sqlite().await;
+            $check(Arc::new(store)).await;
+            if let Some(store) = postgres(stringify!($name)).await {
+                $check(Arc::new(store)).await;
+            }
+        }
+    };
+}
+
+conformance!(enqueue_then_get, check_enqueue_then_get);
+async fn check_enqueue_then_get<S: JobStore>(s: Arc<S>) {
+    let (job, created) = s
+        .enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(created);
+    assert_eq!(job.status, JobStatus::Queued);
+    assert_eq!(job.attempts, 0);
+    assert_eq!(job.next_attempt_at_ms, T0);
+    assert_eq!(job.callback, CallbackState::None);
+    let got = s.get(&job.id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got, Some(job));
+    assert_eq!(s.get("nope").await.unwrap_or_else(|e| panic!("{e}")), None);
+}
+
+conformance!(
+    an_idempotency_key_returns_the_existing_job,
+    check_idempotency
+);
+async fn check_idempotency<S: JobStore>(s: Arc<S>) {
+    let (a, created_a) = s
+        .enqueue(new_job("book_flight", Some("k1")), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (b, created_b) = s
+        .enqueue(new_job("book_flight", Some("k1")), T0 + 5)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(created_a && !created_b);
+    assert_eq!(a.id, b.id);
+    let (c, created_c) = s
+        .enqueue(new_job("search_flights", Some("k1")), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(created_c, "keys are per tool");
+    assert_ne!(c.id, a.id);
+    let (d, _) = s
+        .enqueue(new_job("book_flight", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (e, _) = s
+        .enqueue(new_job("book_flight", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(d.id, e.id, "no key, no dedup");
+}
+
+conformance!(
+    claims_take_due_jobs_once_until_the_lease_expires,
+    check_claims
+);
+async fn check_claims<S: JobStore>(s: Arc<S>) {
+    let (a, _) = s
+        .enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (b, _) = s
+        .enqueue(new_job("search_hotels", None), T0 + 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (c, _) = s
+        .enqueue(new_job("search_flights", None), T0 + 10_000)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let claimed = s
+        .claim("w1", T0 + 5, 1000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<&str> = claimed.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [a.id.as_str(), b.id.as_str()],
+        "due ones, oldest first; c is not due"
+    );
+    assert!(
+        claimed
+            .iter()
+            .all(|j| j.status == JobStatus::Running && j.lease_owner.as_deref() == Some("w1"))
+    );
+    assert!(
+        s.claim("w2", T0 + 6, 1000, 10, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty(),
+        "leased"
+    );
+    // w1 crashed: after the lease, w2 takes the job.
+    let again = s
+        .claim("w2", T0 + 1006, 1000, 1, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].id, a.id);
+    // The old owner can no longer write it.
+    assert!(
+        !s.succeed(&a.id, "w1", &json!({"x": 1}), T0 + 1007)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    assert!(
+        s.succeed(&a.id, "w2", &json!({"x": 2}), T0 + 1007)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let done = s
+        .get(&a.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("stored"));
+    assert_eq!(done.status, JobStatus::Succeeded);
+    assert_eq!(done.result, Some(json!({"x": 2})));
+    assert_eq!(done.attempts, 1);
+    assert_eq!(done.lease_owner, None);
+    let _ = c;
+}
+
+conformance!(claims_skip_tools_whose_breakers_are_open, check_skip);
+async fn check_skip<S: JobStore>(s: Arc<S>) {
+    s.enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (h, _) = s
+        .enqueue(new_job("search_hotels", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let claimed = s
+        .claim("w", T0, 1000, 10, &["search_flights".into()])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        claimed.iter().map(|j| j.id.clone()).collect::<Vec<_>>(),
+        [h.id]
+    );
+    let mut due = s.due_tools(T0).await.unwrap_or_else(|e| panic!("{e}"));
+    due.sort();
+    assert_eq!(due, ["search_flights"], "running jobs are not due");
+}
+
+conformance!(
+    retries_count_only_attempts_that_reached_a_provider,
+    check_retry
+);
+async fn check_retry<S: JobStore>(s: Arc<S>) {
+    let (j, _) = s
+        .enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.claim("w", T0, 1000, 1, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        s.retry(&j.id, "w", T0 + 30_000, "breaker open", false, T0 + 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let r = s
+        .get(&j.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("stored"));
+    assert_eq!(
+        (r.status, r.attempts, r.next_attempt_at_ms),
+        (JobStatus::RetryScheduled, 0, T0 + 30_000)
+    );
+    assert_eq!(r.last_error.as_deref(), Some("breaker open"));
+    assert!(
+        s.claim("w", T0 + 29_999, 1000, 1, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty(),
+        "not due yet"
+    );
+    s.claim("w", T0 + 30_000, 1000, 1, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        s.retry(&j.id, "w", T0 + 60_000, "503", true, T0 + 30_001)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    assert_eq!(
+        s.get(&j.id)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .map(|j| j.attempts),
+        Some(1)
+    );
+    assert!(
+        !s.retry(&j.id, "w", T0, "not leased", true, T0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+        "only a leased job"
+    );
+}
+
+conformance!(dead_jobs_keep_their_error_and_result, check_kill);
+async fn check_kill<S: JobStore>(s: Arc<S>) {
+    let (j, _) = s
+        .enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.claim("w", T0, 1000, 1, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let env = json!({"status": "rejected"});
+    assert!(
+        s.kill(&j.id, "w", "unknown airport", Some(&env), true, T0 + 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let d = s
+        .get(&j.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("stored"));
+    assert_eq!((d.status, d.attempts), (JobStatus::Dead, 1));
+    assert_eq!(d.last_error.as_deref(), Some("unknown airport"));
+    assert_eq!(d.result, Some(env));
+    assert!(
+        s.claim("w", T0 + 10_000_000, 1000, 5, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty(),
+        "dead is final"
+    );
+}
+
+conformance!(callbacks_are_leased_retried_and_recorded, check_callbacks);
+async fn check_callbacks<S: JobStore>(s: Arc<S>) {
+    let mut nj = new_job("search_flights", None);
+    nj.callback_url = Some("https://chat.example.com/hook".into());
+    let (j, _) = s.enqueue(nj, T0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(j.callback, CallbackState::Pending);
+    assert!(
+        s.claim_callbacks(T0, 30_000, 10)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty(),
+        "not before the job ends"
+    );
+    s.claim("w", T0, 1000, 1, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.succeed(&j.id, "w", &json!({"status": "ok"}), T0 + 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let due = s
+        .claim_callbacks(T0 + 10, 30_000, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(due.len(), 1);
+    assert!(
+        s.claim_callbacks(T0 + 11, 30_000, 10)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty(),
+        "leased to one sender"
+    );
+    s.callback_result(&j.id, false, Some(T0 + 2_000), T0 + 12)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let again = s
+        .claim_callbacks(T0 + 2_000, 30_000, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.len(), 1, "retried when due");
+    s.callback_result(&j.id, true, None, T0 + 2_001)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let j = s
+        .get(&j.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("stored"));
+    assert_eq!((j.callback, j.callback_attempts), (CallbackState::Sent, 2));
+    assert_eq!(
+        j.result,
+        Some(json!({"status": "ok"})),
+        "the result never depends on the callback"
+    );
+}
+
+conformance!(shutdown_returns_leases_to_the_queue, check_release);
+async fn check_release<S: JobStore>(s: Arc<S>) {
+    for _ in 0..3 {
+        s.enqueue(new_job("search_flights", None), T0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(
+        s.claim("w", T0, 60_000, 3, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .len(),
+        3
+    );
+    assert_eq!(
+        s.release("w", T0 + 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+        3
+    );
+    assert_eq!(
+        s.claim("w2", T0 + 1, 60_000, 3, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .len(),
+        3,
+        "due at once, not after the lease"
+    );
+}
+
+conformance!(stats_count_by_tool_and_status, check_stats);
+async fn check_stats<S: JobStore>(s: Arc<S>) {
+    s.enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.enqueue(new_job("search_flights", None), T0 + 100)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.enqueue(new_job("search_hotels", None), T0 + 200)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.claim("w", T0 + 200, 1000, 1, &["search_flights".into()])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stats = s.stats(T0 + 1000).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        stats.depth,
+        [
+            ("search_flights".to_string(), JobStatus::Queued, 2),
+            ("search_hotels".to_string(), JobStatus::Running, 1)
+        ]
+    );
+    assert_eq!(stats.oldest_due_age_ms, Some(1000));
+}
+
+conformance!(
+    concurrent_claims_never_take_a_job_twice,
+    check_concurrent_claims
+);
+async fn check_concurrent_claims<S: JobStore + 'static>(s: Arc<S>) {
+    for _ in 0..200 {
+        s.enqueue(new_job("search_flights", None), T0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let claimers: Vec<_> = (0..4)
+        .map(|w| {
+            let s = Arc::clone(&s);
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let got = s
+                        .claim(&format!("w{w}"), T0, 60_000, 7, &[])
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    if got.is_empty() {
+                        break mine;
+                    }
+                    mine.extend(got.into_iter().map(|j| j.id));
+                }
+            })
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for c in claimers {
+        for id in c.await.unwrap_or_else(|e| panic!("{e}")) {
+            total += 1;
+            assert!(seen.insert(id), "a job was claimed twice");
+        }
+    }
+    assert_eq!(total, 200);
+}

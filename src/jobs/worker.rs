@@ -1,0 +1,369 @@
+//! The job system: accepting background calls, the dispatcher and its workers, callbacks.
+//!
+//! One dispatcher per process claims due jobs (never more than there are free workers, never
+//! for a tool whose breakers are all open) and runs each on its own task; a second loop sends
+//! callbacks. Both stop on the shutdown token; leases still held are handed back so another
+//! replica (or the next start) picks the jobs up at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Url;
+use serde_json::Value;
+use tokio::sync::{Notify, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::callback;
+use super::policy::RequeuePolicy;
+use super::{Job, JobStore, LEASE_MARGIN, NewJob, Store, StoreError, now_ms};
+use crate::call::retry::Jitter;
+use crate::call::{BackgroundOutcome, CheckError, Gateway};
+use crate::config::JobsConfig;
+use crate::providers::Secret;
+
+/// How often the dispatcher looks for due jobs when nothing wakes it.
+const POLL: Duration = Duration::from_millis(250);
+/// Callback deliveries before giving up (the result stays in the job).
+const CALLBACK_ATTEMPTS: u32 = 8;
+
+/// Why a background call was not accepted.
+#[derive(Debug)]
+pub enum SubmitError {
+    /// The arguments are wrong (the text names every field).
+    Invalid(String),
+    /// No such tool.
+    UnknownTool,
+    /// The callback URL is not allowed, or callbacks are not configured.
+    Callback(String),
+    /// The store failed.
+    Store(StoreError),
+}
+
+/// Everything background mode needs, shared by the HTTP edge and the workers.
+#[derive(Debug)]
+pub struct JobSystem {
+    store: Store,
+    gateway: Arc<Gateway>,
+    config: JobsConfig,
+    allowlist: Vec<Url>,
+    callback_secret: Option<Secret>,
+    http: reqwest::Client,
+    /// This process's lease owner name.
+    owner: String,
+    wake: Notify,
+    policy: RequeuePolicy,
+    jitter: Jitter,
+}
+
+impl JobSystem {
+    /// A job system over `store`. Callbacks are refused unless a secret is configured.
+    pub fn new(
+        store: Store,
+        gateway: Arc<Gateway>,
+        config: JobsConfig,
+        allowlist: Vec<Url>,
+        callback_secret: Option<Secret>,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .connect_timeout(Duration::from_secs(3))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        let owner = format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple());
+        JobSystem {
+            store,
+            gateway,
+            config,
+            allowlist,
+            callback_secret,
+            http,
+            owner,
+            wake: Notify::new(),
+            policy: RequeuePolicy::default(),
+            jitter: Jitter::new(now_ms() as u64),
+        }
+    }
+
+    /// The store (for the job API and metrics).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Validates and stores a background call. With an idempotency key already used for the
+    /// tool, answers the existing job (`false`) instead of a new one.
+    pub async fn submit(
+        &self,
+        tool: &str,
+        arguments: Value,
+        call_id: Option<String>,
+        idempotency_key: Option<String>,
+        callback_url: Option<String>,
+    ) -> Result<(Job, bool), SubmitError> {
+        match self
+            .gateway
+            .check_arguments(tool, &arguments, idempotency_key.as_deref())
+        {
+            Ok(()) => {}
+            Err(CheckError::UnknownTool) => return Err(SubmitError::UnknownTool),
+            Err(CheckError::Invalid(text)) => return Err(SubmitError::Invalid(text)),
+        }
+        if let Some(url) = &callback_url {
+            let parsed = Url::parse(url)
+                .map_err(|e| SubmitError::Callback(format!("callback_url is not a URL: {e}")))?;
+            if !callback::allowed(&parsed, &self.allowlist) {
+                return Err(SubmitError::Callback(format!(
+                    "callback_url {url} is not on the gateway's callback allowlist (auth.callback_allowlist)"
+                )));
+            }
+            if self.callback_secret.is_none() {
+                return Err(SubmitError::Callback(
+                    "callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway".into(),
+                ));
+            }
+        }
+        let res = self
+            .store
+            .enqueue(
+                NewJob {
+                    tool: tool.to_string(),
+                    arguments,
+                    call_id,
+                    idempotency_key,
+                    callback_url,
+                },
+                now_ms(),
+            )
+            .await
+            .map_err(SubmitError::Store)?;
+        self.wake.notify_one();
+        Ok(res)
+    }
+
+    /// Runs the dispatcher, workers and callback sender until `shutdown`, then hands back
+    /// every lease this process holds.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let workers = Arc::new(Semaphore::new(self.config.workers as usize));
+        let mut tasks = tokio::task::JoinSet::new();
+        let callbacks = tokio::spawn(Arc::clone(&self).send_callbacks(shutdown.clone()));
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.wake.notified() => {},
+                _ = tokio::time::sleep(POLL) => {},
+            }
+            while tasks.try_join_next().is_some() {}
+            if let Err(e) = self.dispatch(&workers, &mut tasks).await {
+                tracing::warn!(error = %e, "job dispatch failed; retrying");
+            }
+        }
+        // Let running jobs finish within their deadlines, then return what is still leased.
+        while tasks.join_next().await.is_some() {}
+        callbacks.abort();
+        match self.store.release(&self.owner, now_ms()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(released = n, "returned job leases to the queue"),
+            Err(e) => tracing::warn!(error = %e, "could not return job leases; they expire"),
+        }
+    }
+
+    async fn dispatch(
+        self: &Arc<Self>,
+        workers: &Arc<Semaphore>,
+        tasks: &mut tokio::task::JoinSet<()>,
+    ) -> Result<(), StoreError> {
+        let now = Instant::now();
+        let due: Vec<String> = self.store.due_tools(now_ms()).await?;
+        let mut skip = Vec::new();
+        for tool in self.gateway.tools() {
+            tool.set_background_due(due.iter().any(|t| t == tool.spec.name));
+            if tool.all_open(now) {
+                skip.push(tool.spec.name.to_string());
+            }
+        }
+        let free = workers.available_permits() as u32;
+        if free == 0 {
+            return Ok(());
+        }
+        let lease_ms = self.lease().as_millis() as i64;
+        let jobs = self
+            .store
+            .claim(&self.owner, now_ms(), lease_ms, free, &skip)
+            .await?;
+        for job in jobs {
+            let Ok(permit) = Arc::clone(workers).try_acquire_owned() else {
+                break;
+            };
+            let this = Arc::clone(self);
+            tasks.spawn(async move {
+                this.run_job(job).await;
+                drop(permit);
+            });
+        }
+        Ok(())
+    }
+
+    /// The lease: the longest tool deadline plus a margin.
+    fn lease(&self) -> Duration {
+        self.gateway
+            .tools()
+            .iter()
+            .map(|t| t.config.deadline)
+            .max()
+            .unwrap_or(Duration::from_secs(30))
+            + LEASE_MARGIN
+    }
+
+    async fn run_job(&self, job: Job) {
+        let outcome = self
+            .gateway
+            .run_background(
+                &job.tool,
+                job.arguments.clone(),
+                job.call_id.clone(),
+                job.idempotency_key.clone(),
+            )
+            .await;
+        let now = now_ms();
+        let res = match outcome {
+            BackgroundOutcome::Succeeded(mut envelope) => {
+                envelope.job_id = Some(job.id.clone());
+                let value = serde_json::to_value(&envelope).unwrap_or(Value::Null);
+                self.store.succeed(&job.id, &self.owner, &value, now).await
+            }
+            BackgroundOutcome::Failed {
+                envelope,
+                error,
+                attempted,
+            } => {
+                let value = envelope.map(|mut e| {
+                    e.job_id = Some(job.id.clone());
+                    serde_json::to_value(&e).unwrap_or(Value::Null)
+                });
+                self.store
+                    .kill(&job.id, &self.owner, &error, value.as_ref(), attempted, now)
+                    .await
+            }
+            BackgroundOutcome::Retry {
+                anchor,
+                error,
+                attempted,
+            } => {
+                let attempts = job.attempts + u32::from(attempted);
+                let age = Duration::from_millis((now - job.created_at_ms).max(0) as u64);
+                if attempts >= self.config.max_attempts || age >= self.config.max_age {
+                    let why = if attempts >= self.config.max_attempts {
+                        format!("gave up after {attempts} attempts; last error: {error}")
+                    } else {
+                        format!(
+                            "gave up after {} in the queue; last error: {error}",
+                            humantime::format_duration(Duration::from_secs(age.as_secs()))
+                        )
+                    };
+                    self.store
+                        .kill(&job.id, &self.owner, &why, None, attempted, now)
+                        .await
+                } else {
+                    let delay = self.policy.delay(attempts, anchor, self.jitter.next_unit());
+                    tracing::debug!(job = %job.id, tool = %job.tool, delay_ms = delay.as_millis() as u64, %error, "job requeued");
+                    self.store
+                        .retry(
+                            &job.id,
+                            &self.owner,
+                            now + delay.as_millis() as i64,
+                            &error,
+                            attempted,
+                            now,
+                        )
+                        .await
+                }
+            }
+        };
+        match res {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(job = %job.id, "job lease was lost before its result was stored; another worker owns it now")
+            }
+            Err(e) => {
+                tracing::warn!(job = %job.id, error = %e, "could not store a job's outcome; its lease will expire and it runs again")
+            }
+        }
+    }
+
+    async fn send_callbacks(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {},
+            }
+            let due = match self.store.claim_callbacks(now_ms(), 30_000, 16).await {
+                Ok(due) => due,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read due callbacks");
+                    continue;
+                }
+            };
+            for job in due {
+                let sent = self.deliver(&job).await;
+                let next = (!sent && job.callback_attempts + 1 < CALLBACK_ATTEMPTS)
+                    .then(|| now_ms() + 1000 * (1i64 << job.callback_attempts.min(10)));
+                if let Err(e) = self
+                    .store
+                    .callback_result(&job.id, sent, next, now_ms())
+                    .await
+                {
+                    tracing::warn!(job = %job.id, error = %e, "could not record a callback");
+                }
+            }
+        }
+    }
+
+    /// POSTs the job's final envelope, signed; true on a 2xx.
+    async fn deliver(&self, job: &Job) -> bool {
+        let (Some(url), Some(secret)) = (&job.callback_url, &self.callback_secret) else {
+            return false;
+        };
+        let body = serde_json::to_vec(&callback_body(job)).unwrap_or_default();
+        let t = now_ms() / 1000;
+        let signature = callback::sign(secret.expose().as_bytes(), t, &body);
+        match self
+            .http
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(callback::SIGNATURE_HEADER, signature)
+            .body(body)
+            .send()
+            .await
+        {
+            Ok(res) if res.status().is_success() => true,
+            Ok(res) => {
+                tracing::warn!(job = %job.id, status = res.status().as_u16(), "callback refused");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(job = %job.id, error = %e, "callback failed");
+                false
+            }
+        }
+    }
+}
+
+/// The callback body: the job's final envelope, or for a job that died without one, an
+/// envelope-shaped error so receivers parse one shape.
+pub(crate) fn callback_body(job: &Job) -> Value {
+    job.result.clone().unwrap_or_else(|| {
+        serde_json::json!({
+            "call_id": job.call_id,
+            "tool": job.tool,
+            "status": "unavailable",
+            "content": job.last_error.clone().unwrap_or_default(),
+            "data": null,
+            "stale_age_s": null,
+            "retry_after_s": null,
+            "breaker": null,
+            "job_id": job.id,
+            "provider": null,
+        })
+    })
+}
