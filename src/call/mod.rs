@@ -344,6 +344,11 @@ impl Gateway {
             if remaining.is_zero() {
                 break;
             }
+            // An id issued by another provider: skip this one (no permit, no socket).
+            if let Some(refusal) = route.provider.refuse(&request) {
+                last.get_or_insert(Failure::Upstream(route.name.clone(), refusal));
+                continue;
+            }
             let permit = match route.breaker.try_acquire(Instant::now()) {
                 Ok(permit) => permit,
                 Err(rejected) => {
