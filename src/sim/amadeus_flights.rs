@@ -335,7 +335,7 @@ fn offers(sim: &Simulator, search: &Search, max: usize) -> Value {
             "nonHomogeneous": false,
             "oneWay": false,
             "lastTicketingDate": last_ticketing.to_string(),
-            "numberOfBookableSeats": 1 + hash_str(sim.inner.seed, &o["id"].to_string()) % 9,
+            "numberOfBookableSeats": 1 + hash_str(sim.inner.seed, &format!("{carrier}{}", g.total_minor)) % 9,
             "itineraries": itineraries,
             "price": {
                 "currency": currency,
