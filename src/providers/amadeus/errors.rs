@@ -86,7 +86,7 @@ fn describe(issue: &Issue) -> String {
         (true, true) => "request refused".to_string(),
     };
     if let Some(src) = &issue.source {
-        if let Some(p) = src.parameter.as_deref().filter(|p| !text.contains(*p)) {
+        if let Some(p) = src.parameter.as_deref() {
             text.push_str(&format!(" (parameter {p}"));
             if let Some(ex) = &src.example {
                 text.push_str(&format!(", e.g. {ex}"));
