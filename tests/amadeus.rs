@@ -182,11 +182,14 @@ async fn run(ep: Endpoint, response: ResponseTemplate) -> Result<ToolOutput, Ups
     call(&c, &req).await
 }
 
+/// What an error kind must look like.
+type KindCheck = fn(&ErrorKind) -> bool;
+
 #[tokio::test]
 async fn every_documented_error_shape_is_classified_on_every_endpoint() {
     let hour = Duration::from_secs(3600);
     for ep in ENDPOINTS {
-        let cases: Vec<(u16, &str, fn(&ErrorKind) -> bool)> = vec![
+        let cases: Vec<(u16, &str, KindCheck)> = vec![
             (
                 400,
                 "error_400_int.json",

@@ -319,7 +319,7 @@ impl Gateway {
                     .into_iter()
                     .filter(|e| {
                         // An empty field is serde's view of a shape error the schema reported.
-                        !(e.field.is_empty() && !all.is_empty())
+                        (!e.field.is_empty() || all.is_empty())
                             && !all.iter().any(|s| s.field == e.field)
                     })
                     .collect();

@@ -28,8 +28,9 @@ use crate::tools::{ToolOutput, ToolRequest};
 pub enum Provider {
     /// Duffel Air and Stays.
     Duffel(duffel::DuffelClient),
-    /// Amadeus flight offers, pricing, hotels and flight status.
-    Amadeus(amadeus::AmadeusClient),
+    /// Amadeus flight offers, pricing, hotels and flight status (boxed: the client carries
+    /// its token source and offer maps, several times Duffel's size).
+    Amadeus(Box<amadeus::AmadeusClient>),
 }
 
 impl Provider {
@@ -213,12 +214,12 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                 };
                 out.providers.insert(
                     name.clone(),
-                    Provider::Amadeus(amadeus::AmadeusClient::new(
+                    Provider::Amadeus(Box::new(amadeus::AmadeusClient::new(
                         http,
                         p.base_url.clone(),
                         id,
                         secret,
-                    )),
+                    ))),
                 );
             }
         }

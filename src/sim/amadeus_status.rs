@@ -114,7 +114,7 @@ fn dated_flight(seed: u64, carrier: &str, number: u64, date: NaiveDate) -> Optio
     let arr_utc = std_local - TimeDelta::minutes(i64::from(from_off)) + TimeDelta::minutes(block);
     let to_off = tables::utc_offset_min(to, arr_utc.date());
     let sta_local = arr_utc + TimeDelta::minutes(i64::from(to_off));
-    let delay = (h >> 24) % 4 == 0;
+    let delay = (h >> 24).is_multiple_of(4);
     let delays = |m: u64| {
         if delay {
             json!([{ "duration": iso(m as i64) }])

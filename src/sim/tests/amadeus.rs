@@ -205,10 +205,8 @@ async fn flight_offers_by_get_and_post_are_documented_shapes_and_price_only_as_s
         "/data/flightOffers[0]"
     );
 
-    let bad = format!(
-        "/v2/shopping/flight-offers?originLocationCode=MAD&destinationLocationCode=LON&departureDate=02-11-2026&adults=1"
-    );
-    let r = h.amadeus(Method::GET, &bad, &token, None).await;
+    let bad = "/v2/shopping/flight-offers?originLocationCode=MAD&destinationLocationCode=LON&departureDate=02-11-2026&adults=1";
+    let r = h.amadeus(Method::GET, bad, &token, None).await;
     assert_eq!(r.status, 400);
     assert_eq!(code(&r), 477);
     assert_eq!(r.body["errors"][0]["source"]["parameter"], "departureDate");
