@@ -660,6 +660,15 @@ async fn token_endpoint_failures_are_the_calls_upstream_errors() {
             ErrorKind::Misconfigured { status: 401 },
         ),
         (
+            ResponseTemplate::new(404).set_body_string("no such path"),
+            ErrorKind::Misconfigured { status: 404 },
+        ),
+        (
+            ResponseTemplate::new(400)
+                .set_body_json(json!({"error": "unsupported_grant_type", "code": 38187})),
+            ErrorKind::Misconfigured { status: 400 },
+        ),
+        (
             ResponseTemplate::new(500).set_body_string("oops"),
             ErrorKind::Server {
                 status: 500,

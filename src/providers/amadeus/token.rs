@@ -159,8 +159,15 @@ impl TokenSource {
             let headers = response.headers().clone();
             let body = read_body(response).await.map_err(fail)?;
             if !status.is_success() {
-                let e =
+                let mut e =
                     errors::classify("token endpoint", status, &headers, &body, SystemTime::now());
+                // No tool argument reaches the token request: a 400 or 404 here is a wrong
+                // base URL or credentials format, for an operator, never for the model.
+                if matches!(e.kind, ErrorKind::Rejected { .. }) {
+                    e.kind = ErrorKind::Misconfigured {
+                        status: status.as_u16(),
+                    };
+                }
                 tracing::warn!(error = %e, "Amadeus token request failed");
                 return Err(e);
             }
