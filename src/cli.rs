@@ -176,7 +176,7 @@ fn demo_banner(addr: SocketAddr, sim: SocketAddr) -> String {
 faregate demo — gateway and provider simulator, no credentials needed
 
   API        http://{addr}/v1/tools
-  simulator  http://{sim}  (Duffel wire format; faults at /_sim/faults)
+  simulator  http://{sim}  (Duffel and Amadeus wire formats; faults at /_sim/faults)
 
 Try:
 
@@ -192,9 +192,16 @@ Try:
   curl -s http://{addr}/v1/tools/search_flights/call -H 'content-type: application/json' \
     -d '{{"arguments": {{"origin": "jfk", "destination": "LHR", "departure_date": "2020-01-01"}}}}'
 
-  # make flight search slow (15 s per answer), then call it again: the gateway gives up after
-  # the tool's 8 s timeout and answers with the fallback text instead of hanging
+  # flight status of a scheduled flight (served by Amadeus)
+  curl -s http://{addr}/v1/tools/get_flight_status/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"carrier_code": "IB", "flight_number": "3167", "departure_date": "{d1}"}}}}'
+
+  # take Duffel's flight search down, then search again: Amadeus answers ("provider": "amadeus")
   curl -s -X PUT http://{sim}/_sim/faults/duffel_air_search -H 'content-type: application/json' \
+    -d '{{"outage": true}}'
+  # make Amadeus slow too (15 s per answer): the gateway gives up at the tool's timeout and
+  # answers with the fallback text instead of hanging
+  curl -s -X PUT http://{sim}/_sim/faults/amadeus_flights -H 'content-type: application/json' \
     -d '{{"latency_ms": 15000}}'
   # heal it
   curl -s -X DELETE http://{sim}/_sim/faults

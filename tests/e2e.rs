@@ -232,8 +232,8 @@ async fn unknown_tools_get_404_listing_the_known_ones() {
     let known = body["known_tools"].as_array().cloned().unwrap_or_default();
     assert!(known.contains(&json!("search_flights")), "{body:#}");
     assert!(
-        !known.contains(&json!("get_flight_status")),
-        "not served without its provider"
+        known.contains(&json!("get_flight_status")),
+        "served by Amadeus: {body:#}"
     );
 }
 
@@ -283,13 +283,16 @@ async fn transport_errors_are_json_with_a_message() {
 #[tokio::test]
 async fn an_outage_turns_into_the_fallback_text_not_an_error() {
     let s = stack().await;
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            outage: true,
-            ..Fault::default()
-        },
-    );
+    // Both flight providers of the chain are down.
+    for group in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
+        s.sim.set_fault(
+            group,
+            Fault {
+                outage: true,
+                ..Fault::default()
+            },
+        );
+    }
     let (status, env) = s
         .call(
             "search_flights",
@@ -323,13 +326,15 @@ async fn a_hanging_provider_answers_at_the_tool_timeout() {
         support::with_timeouts(c, Duration::from_millis(300), Duration::from_millis(600))
     })
     .await;
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            hang: true,
-            ..Fault::default()
-        },
-    );
+    for group in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
+        s.sim.set_fault(
+            group,
+            Fault {
+                hang: true,
+                ..Fault::default()
+            },
+        );
+    }
     let (_, env) = s
         .call(
             "search_flights",
@@ -365,6 +370,7 @@ async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
             "price_flight_offer",
             "search_hotels",
             "check_hotel_availability",
+            "get_flight_status",
             "book_flight"
         ]
     );
@@ -374,7 +380,7 @@ async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
         "^[A-Z]{3}$"
     );
     assert_eq!(flights["policy"]["timeout_ms"], 8000);
-    let book = &body["tools"][4];
+    let book = &body["tools"][5];
     assert_eq!(book["kind"], "write");
     assert_eq!(book["policy"]["retry_attempts"], 1);
 
@@ -451,13 +457,15 @@ async fn client_keys_are_required_when_configured() {
 #[tokio::test]
 async fn an_open_breaker_answers_at_once_without_calling_the_provider() {
     let s = stack().await;
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            outage: true,
-            ..Fault::default()
-        },
-    );
+    for group in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
+        s.sim.set_fault(
+            group,
+            Fault {
+                outage: true,
+                ..Fault::default()
+            },
+        );
+    }
     let body = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}});
     // Five consecutive failures open the breaker (SPEC default).
     for i in 0..5 {

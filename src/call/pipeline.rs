@@ -14,7 +14,10 @@
 //! - **Classify, then record, before deciding anything else**: the breaker learns about an
 //!   attempt before the pipeline retries or falls back, so the next decision sees it.
 //! - **Retry only idempotent tools**, with full-jitter backoff or the provider's own
-//!   `Retry-After` when that fits in the deadline; a write is attempted once.
+//!   `Retry-After` when that fits in the deadline; a write is attempted once. A provider that
+//!   fails is not retried when another one follows in the chain: failing over is a better use
+//!   of the deadline than a backoff or a second timeout on a provider that just failed. The
+//!   last provider of the chain gets the retries.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,8 +92,23 @@ impl Gateway {
         };
         let write = !tool.spec.idempotent;
         let mut last = Failure::DeadlinePassed;
-        for route in &tool.routes {
-            match self.run_route(tool, route, request, deadline, mode).await {
+        for (index, route) in tool.routes.iter().enumerate() {
+            let has_next = index + 1 < tool.routes.len();
+            // An id issued by another provider (an Amadeus offer at Duffel): skip this one
+            // without a permit or a socket; if no provider owns it, the refusal is the answer.
+            if let Some(refusal) = route.provider.refuse(request) {
+                if matches!(last, Failure::DeadlinePassed) {
+                    last = Failure::Upstream {
+                        provider: route.name.clone(),
+                        error: refusal,
+                    };
+                }
+                continue;
+            }
+            match self
+                .run_route(tool, route, request, deadline, mode, has_next)
+                .await
+            {
                 Ok(success) => return Ok(success),
                 Err(failure) => {
                     if let Failure::Upstream { provider, error } = &failure {
@@ -120,6 +138,7 @@ impl Gateway {
         request: &ToolRequest,
         deadline: Instant,
         mode: CallMode,
+        has_next: bool,
     ) -> Result<Success, Failure> {
         let attempts = if tool.spec.idempotent {
             tool.config.retry.attempts.max(1)
@@ -178,7 +197,9 @@ impl Gateway {
                 Err(error) => error,
             };
             let last_attempt = attempt + 1 >= attempts;
-            if last_attempt || !retry::is_retryable(&error.kind) {
+            // With another provider in the chain, failing over beats retrying: a retry waits
+            // out a backoff (or a whole second timeout) on a provider that just failed.
+            if last_attempt || has_next || !retry::is_retryable(&error.kind) {
                 return Err(Failure::Upstream {
                     provider: route.name.clone(),
                     error,

@@ -294,7 +294,7 @@ fn tools_must_name_configured_providers() {
     assert_one_error(
         MapFiles::defaults().edit(
             "tools/search_flights.toml",
-            "providers = [\"duffel\"]",
+            "providers = [\"duffel\", \"amadeus\"]",
             "providers = [\"sabre\"]",
         ),
         &["providers[0]", "unknown provider \"sabre\"", "duffel"],

@@ -7,7 +7,9 @@
 //! **Architecture invariant:** wire types never leave their adapter module, and provider hosts
 //! come only from configuration.
 
+pub mod amadeus;
 pub mod duffel;
+mod duration;
 pub mod error;
 pub mod http;
 mod secret;
@@ -26,6 +28,9 @@ use crate::tools::{ToolOutput, ToolRequest};
 pub enum Provider {
     /// Duffel Air and Stays.
     Duffel(duffel::DuffelClient),
+    /// Amadeus flight offers, pricing, hotels and flight status (boxed: the client carries
+    /// its token source and offer maps, several times Duffel's size).
+    Amadeus(Box<amadeus::AmadeusClient>),
 }
 
 impl Provider {
@@ -35,8 +40,38 @@ impl Provider {
         request: &ToolRequest,
         timeout: Duration,
     ) -> Result<ToolOutput, UpstreamError> {
+        if let Some(refusal) = self.refuse(request) {
+            return Err(refusal);
+        }
         match self {
             Provider::Duffel(c) => c.call(request, timeout).await,
+            Provider::Amadeus(c) => c.call(request, timeout).await,
+        }
+    }
+
+    /// `Some(Rejected)` when this provider cannot serve `request` whatever it would answer:
+    /// offer and hotel ids belong to the provider that issued them (Amadeus ids start with
+    /// `amx_`/`amh_`, Duffel's with `off_`/`srr_`). The call pipeline skips such a provider
+    /// and tries the next one in the chain, without a breaker permit or a socket.
+    pub fn refuse(&self, request: &ToolRequest) -> Option<UpstreamError> {
+        match self {
+            Provider::Amadeus(_) => amadeus::AmadeusClient::refuse(request),
+            Provider::Duffel(_) => {
+                let id = match request {
+                    ToolRequest::PriceFlightOffer(a) => &a.offer_id,
+                    ToolRequest::BookFlight(a, _) => &a.offer_id,
+                    ToolRequest::CheckHotelAvailability(a) => &a.hotel_result_id,
+                    _ => return None,
+                };
+                amadeus::owns_id(id).then(|| {
+                    UpstreamError::new(
+                        ErrorKind::Rejected {
+                            message: format!("{id} was issued by Amadeus, not Duffel"),
+                        },
+                        "Amadeus id routed to Duffel",
+                    )
+                })
+            }
         }
     }
 }
@@ -45,8 +80,7 @@ impl Provider {
 pub fn kind_serves(kind: &ProviderKind, tool: &str) -> bool {
     match kind {
         ProviderKind::Duffel { .. } => duffel::TOOLS.contains(&tool),
-        // The Amadeus adapter lands with its own issue; until then no tool is served by it.
-        ProviderKind::Amadeus { .. } => false,
+        ProviderKind::Amadeus { .. } => amadeus::TOOLS.contains(&tool),
     }
 }
 
@@ -152,7 +186,42 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                     Provider::Duffel(duffel::DuffelClient::new(http, p.base_url.clone(), token)),
                 );
             }
-            ProviderKind::Amadeus { .. } => {}
+            ProviderKind::Amadeus {
+                client_id_env,
+                client_secret_env,
+            } => {
+                let (id, secret) = match (env.var(client_id_env), env.var(client_secret_env)) {
+                    (Some(id), Some(secret)) => (Secret::new(id), Secret::new(secret)),
+                    (id, secret) if loopback => {
+                        out.warnings.push(format!(
+                            "provider \"{name}\": {client_id_env}/{client_secret_env} not both set; using placeholder credentials for the local simulator at {}",
+                            p.base_url
+                        ));
+                        (
+                            Secret::new(id.unwrap_or_else(|| "amadeus_simulator_key".into())),
+                            Secret::new(
+                                secret.unwrap_or_else(|| "amadeus_simulator_secret".into()),
+                            ),
+                        )
+                    }
+                    _ => {
+                        out.errors.push(format!(
+                            "provider \"{name}\": set {client_id_env} and {client_secret_env} to the Amadeus API key and secret (it serves {})",
+                            served.join(", ")
+                        ));
+                        continue;
+                    }
+                };
+                out.providers.insert(
+                    name.clone(),
+                    Provider::Amadeus(Box::new(amadeus::AmadeusClient::new(
+                        http,
+                        p.base_url.clone(),
+                        id,
+                        secret,
+                    ))),
+                );
+            }
         }
     }
     out

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::amadeus_wire::{self, AmadeusError};
 use super::wire::{self, DuffelError};
 use super::{GroupStats, RouteGroup, Simulator, lock};
 
@@ -48,6 +49,9 @@ pub struct Fault {
     pub hang: bool,
     /// Replace successful bodies with `{"data":{"unexpected":true}}` (status kept).
     pub malformed: bool,
+    /// Amadeus groups: answer every request with 429 code 38195 (monthly quota exhausted, no
+    /// `Retry-After`). Ignored by Duffel groups, whose API has no such error.
+    pub quota_exhausted: bool,
 }
 
 /// A forced 429: `Retry-After: retry_after_s` and `ratelimit-reset` = now + `retry_after_s`.
@@ -207,17 +211,20 @@ pub(crate) async fn fault_layer(
     });
     let headers = res.headers_mut();
     wire::set_header(headers, "x-request-id", &request_id);
-    wire::set_header(headers, "ratelimit-limit", &limits.limit.to_string());
-    wire::set_header(
-        headers,
-        "ratelimit-remaining",
-        &limits.remaining.to_string(),
-    );
-    wire::set_header(
-        headers,
-        "ratelimit-reset",
-        &httpdate::fmt_http_date(limits.reset),
-    );
+    // Amadeus documents no rate-limit headers (travel-apis §1.3), so its groups send none.
+    if !group.is_amadeus() {
+        wire::set_header(headers, "ratelimit-limit", &limits.limit.to_string());
+        wire::set_header(
+            headers,
+            "ratelimit-remaining",
+            &limits.remaining.to_string(),
+        );
+        wire::set_header(
+            headers,
+            "ratelimit-reset",
+            &httpdate::fmt_http_date(limits.reset),
+        );
+    }
     if let Some(c) = correlation {
         headers.insert("x-client-correlation-id", c);
     }
@@ -239,20 +246,16 @@ async fn run_faults(
     req: Request,
     next: Next,
 ) -> (Response, Option<Limits>) {
-    let orders = group == RouteGroup::DuffelAirOrders;
     if fault.outage {
-        return (
-            DuffelError::for_status(StatusCode::SERVICE_UNAVAILABLE, orders).into_response(),
-            None,
-        );
+        return (injected(group, StatusCode::SERVICE_UNAVAILABLE), None);
     }
     if fault.hang && !wait_while_hung(sim, group).await {
-        return (shutting_down(), None);
+        return (shutting_down(group), None);
     }
     if fault.latency_ms > 0
         && !sleep_unless_closing(sim, Duration::from_millis(fault.latency_ms)).await
     {
-        return (shutting_down(), None);
+        return (shutting_down(group), None);
     }
     let (limit, remaining, reset, admitted, error) = {
         let mut groups = lock(&sim.inner.groups);
@@ -269,12 +272,12 @@ async fn run_faults(
             remaining: 0,
             reset,
         };
-        return (too_many_requests(retry_after.max(1)), Some(limits));
+        return (too_many_requests(group, retry_after.max(1)), Some(limits));
     }
     if let Some(rl) = &fault.rate_limited {
         let reset = SystemTime::now() + Duration::from_secs(rl.retry_after_s);
         return (
-            too_many_requests(rl.retry_after_s),
+            too_many_requests(group, rl.retry_after_s),
             Some(Limits {
                 limit,
                 remaining: 0,
@@ -287,16 +290,29 @@ async fn run_faults(
         remaining,
         reset,
     });
+    if fault.quota_exhausted && group.is_amadeus() {
+        let quota = AmadeusError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            38195,
+            "Quota limit exceeded",
+            "The quota limit of the API is exceeded (fault injection).",
+        );
+        return (quota.into_response(), limits);
+    }
     if error {
         let status =
             StatusCode::from_u16(fault.error_status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-        return (
-            DuffelError::for_status(status, orders).into_response(),
-            limits,
-        );
+        return (injected(group, status), limits);
     }
-    if let Err(e) = wire::check_headers(req.headers()) {
-        return (e.into_response(), limits);
+    let checked = match group {
+        RouteGroup::AmadeusAuth => Ok(()),
+        g if g.is_amadeus() => {
+            amadeus_wire::check_bearer(sim, req.headers()).map_err(IntoResponse::into_response)
+        }
+        _ => wire::check_headers(req.headers()).map_err(IntoResponse::into_response),
+    };
+    if let Err(res) = checked {
+        return (res, limits);
     }
     let res = next.run(req).await;
     if fault.malformed && res.status().is_success() {
@@ -315,22 +331,55 @@ async fn run_faults(
     (res, limits)
 }
 
-/// 429 `rate_limit_error` with `Retry-After` (the `ratelimit-*` headers are added by the caller).
-fn too_many_requests(retry_after_s: u64) -> Response {
-    let mut res = DuffelError::new(
+/// The error body for an injected status, in the group's wire format.
+fn injected(group: RouteGroup, status: StatusCode) -> Response {
+    if group.is_amadeus() {
+        AmadeusError::for_status(status).into_response()
+    } else {
+        DuffelError::for_status(status, group == RouteGroup::DuffelAirOrders).into_response()
+    }
+}
+
+/// 429 with `Retry-After`: Duffel's `rate_limit_error` (the `ratelimit-*` headers are added by
+/// the caller) or Amadeus's 38194.
+fn too_many_requests(group: RouteGroup, retry_after_s: u64) -> Response {
+    let mut res = if group.is_amadeus() {
+        AmadeusError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            38194,
+            "Too many requests",
+            "The network rate limit is exceeded, please try again later",
+        )
+        .into_response()
+    } else {
+        too_many_requests_duffel()
+    };
+    wire::set_header(res.headers_mut(), "retry-after", &retry_after_s.to_string());
+    res
+}
+
+fn too_many_requests_duffel() -> Response {
+    DuffelError::new(
         StatusCode::TOO_MANY_REQUESTS,
         "rate_limit_error",
         "rate_limit_exceeded",
         "Rate limit exceeded",
         "Too many requests hit the API too quickly. Please retry your request after the time specified in the `ratelimit-reset` header.",
     )
-    .into_response();
-    wire::set_header(res.headers_mut(), "retry-after", &retry_after_s.to_string());
-    res
+    .into_response()
 }
 
 /// The answer for requests cut short because the simulator is shutting down.
-fn shutting_down() -> Response {
+fn shutting_down(group: RouteGroup) -> Response {
+    if group.is_amadeus() {
+        return AmadeusError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            38189,
+            "Internal error",
+            "The simulator is shutting down.",
+        )
+        .into_response();
+    }
     DuffelError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "api_error",

@@ -1,10 +1,11 @@
-//! The built-in provider simulator: a fake Duffel API (Air and Stays) with fault injection.
+//! The built-in provider simulator: fake Duffel (Air and Stays) and Amadeus APIs with fault
+//! injection.
 //!
 //! # Why
 //! faregate's value is how it behaves when providers are slow, failing or rate limiting. The
 //! simulator lets the demo, the end-to-end tests and a developer's laptop exercise exactly that
-//! without credentials or network: it speaks Duffel's documented wire format (see
-//! `reference/travel-apis.md` §2 and §3.1), so faregate's *real* Duffel adapter runs against it,
+//! without credentials or network: it speaks Duffel's and Amadeus's documented wire formats
+//! (see `reference/travel-apis.md` §1, §2 and §3.1), so faregate's *real* adapters run against it,
 //! and every route group can be made slow, flaky, rate limited, down, hung or malformed at run
 //! time. Data is deterministic: the same seed and request give the same offers and hotels.
 //!
@@ -16,6 +17,29 @@
 //! | `POST /air/orders` | `duffel_air_orders` |
 //! | `POST /stays/search` | `duffel_stays` |
 //! | `POST /stays/search_results/{id}/actions/fetch_all_rates` | `duffel_stays` |
+//!
+//! # Provider routes (Amadeus Self-Service formats)
+//! | route | group |
+//! |---|---|
+//! | `POST /v1/security/oauth2/token` (form body) | `amadeus_auth` |
+//! | `GET /v2/shopping/flight-offers?originLocationCode=&…` | `amadeus_flights` |
+//! | `POST /v2/shopping/flight-offers` (`X-HTTP-Method-Override: GET`) | `amadeus_flights` |
+//! | `POST /v1/shopping/flight-offers/pricing` (`X-HTTP-Method-Override: GET`) | `amadeus_flights` |
+//! | `GET /v1/reference-data/locations/hotels/by-city?cityCode=` and `/by-geocode?latitude=&longitude=` | `amadeus_hotels` |
+//! | `GET /v3/shopping/hotel-offers?hotelIds=` (≤ 20) and `/v3/shopping/hotel-offers/{offerId}` | `amadeus_hotels` |
+//! | `GET /v2/schedule/flights?carrierCode=&flightNumber=&scheduledDepartureDate=` | `amadeus_status` |
+//!
+//! The token endpoint accepts any non-empty `client_id`/`client_secret` and issues tokens with
+//! `expires_in` (1799 s; [`Simulator::set_amadeus_token_lifetime`] shortens it for tests). Every
+//! other Amadeus route needs `Authorization: Bearer <issued token>`: missing or malformed is
+//! 401 38191 (with `code`/`status` as strings, like A-DG's example), unknown 38190, expired
+//! 38192 ([`Simulator::revoke_amadeus_tokens`] forgets all tokens). POST searches and pricing
+//! without `X-HTTP-Method-Override: GET` are 400. Answers are `application/vnd.amadeus+json`
+//! (the token endpoint's `application/json`); errors are `{"errors":[{status, code, title,
+//! detail, source}]}`; no rate-limit headers are sent (none are documented). Pricing accepts
+//! only offers exactly as search served them (else 400 4926). Data comes from the same
+//! generators as the Duffel routes; see `amadeus_flights`, `amadeus_hotels`, `amadeus_status`
+//! for the simulator's choices where Amadeus's docs are silent.
 //!
 //! Every provider request needs `Authorization: Bearer <any non-empty token>` (else 401
 //! `authentication_error`) and `Duffel-Version: v2` (missing: 400 `missing_version_header`;
@@ -57,6 +81,9 @@
 //! `{"data":{"unexpected":true}}`: valid JSON of the wrong shape, status kept).
 //! A 429 carries `ratelimit-remaining: 0`, `ratelimit-reset` (HTTP-date) and `Retry-After`
 //! (seconds). Hanging or slow requests of one group never block another group.
+//! Amadeus groups render injected errors in Amadeus's shape (5xx code 38189, 429 code 38194
+//! with `Retry-After`), and have one more fault, `quota_exhausted` (after `rate_limited`,
+//! before `error_rate`): 429 code 38195, "Quota limit exceeded", with no `Retry-After`.
 //!
 //! # Admin HTTP API (under `/_sim`, JSON, no auth)
 //! - `GET /_sim/faults`: every group's current fault, `{"duffel_air_search": {...}, ...}`.
@@ -66,7 +93,7 @@
 //! - `DELETE /_sim/faults`: clears every group; answers like `GET /_sim/faults`.
 //! - `DELETE /_sim/faults/{group}`: clears one group; answers 200 with its (default) fault.
 //! - `GET /_sim/stats`: [`SimStats`]: per group `requests` and `statuses`, orders created,
-//!   duplicate bookings, and orders per `faregate_idempotency_key`.
+//!   duplicate bookings, orders per `faregate_idempotency_key`, and Amadeus tokens issued.
 //!
 //! ```text
 //! curl -X PUT localhost:8081/_sim/faults/duffel_air_search \
@@ -75,12 +102,19 @@
 //!      -d '{"rate_limited":{"retry_after_s":30}}'
 //! curl -X PUT localhost:8081/_sim/faults/duffel_air_orders -H 'content-type: application/json' \
 //!      -d '{"error_rate":0.5,"error_status":502}'
+//! curl -X PUT localhost:8081/_sim/faults/amadeus_flights -H 'content-type: application/json' \
+//!      -d '{"quota_exhausted":true}'
 //! curl -X DELETE localhost:8081/_sim/faults
 //! curl localhost:8081/_sim/stats
 //! ```
 
 mod admin;
 mod air_data;
+mod amadeus_auth;
+mod amadeus_flights;
+mod amadeus_hotels;
+mod amadeus_status;
+mod amadeus_wire;
 mod data;
 mod duffel_air;
 mod duffel_air_orders;
@@ -110,7 +144,7 @@ pub use faults::{Fault, RateLimitFault};
 /// A group of provider routes that share one fault setting and one set of counters.
 ///
 /// Serialized (and parsed with [`FromStr`]) as the snake_case names used by the admin API.
-/// More groups (Amadeus) will be added, so match on it with a wildcard arm outside this module.
+/// More groups may be added, so match on it with a wildcard arm outside this module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -123,15 +157,27 @@ pub enum RouteGroup {
     DuffelAirOrders,
     /// `POST /stays/search` and `POST /stays/search_results/{id}/actions/fetch_all_rates`.
     DuffelStays,
+    /// Amadeus `POST /v1/security/oauth2/token`.
+    AmadeusAuth,
+    /// Amadeus Flight Offers Search (GET, POST) and Flight Offers Price.
+    AmadeusFlights,
+    /// Amadeus Hotel List and Hotel Search v3.
+    AmadeusHotels,
+    /// Amadeus On-Demand Flight Status.
+    AmadeusStatus,
 }
 
 impl RouteGroup {
     /// Every group, in admin-API order.
-    pub const ALL: [RouteGroup; 4] = [
+    pub const ALL: [RouteGroup; 8] = [
         RouteGroup::DuffelAirSearch,
         RouteGroup::DuffelAirOffers,
         RouteGroup::DuffelAirOrders,
         RouteGroup::DuffelStays,
+        RouteGroup::AmadeusAuth,
+        RouteGroup::AmadeusFlights,
+        RouteGroup::AmadeusHotels,
+        RouteGroup::AmadeusStatus,
     ];
 
     /// The admin-API name, e.g. `duffel_air_search`.
@@ -141,7 +187,22 @@ impl RouteGroup {
             RouteGroup::DuffelAirOffers => "duffel_air_offers",
             RouteGroup::DuffelAirOrders => "duffel_air_orders",
             RouteGroup::DuffelStays => "duffel_stays",
+            RouteGroup::AmadeusAuth => "amadeus_auth",
+            RouteGroup::AmadeusFlights => "amadeus_flights",
+            RouteGroup::AmadeusHotels => "amadeus_hotels",
+            RouteGroup::AmadeusStatus => "amadeus_status",
         }
+    }
+
+    /// Whether the group speaks Amadeus's wire format (errors, headers) rather than Duffel's.
+    pub fn is_amadeus(self) -> bool {
+        matches!(
+            self,
+            RouteGroup::AmadeusAuth
+                | RouteGroup::AmadeusFlights
+                | RouteGroup::AmadeusHotels
+                | RouteGroup::AmadeusStatus
+        )
     }
 
     /// The position in [`RouteGroup::ALL`] (and in the per-group state array).
@@ -151,6 +212,10 @@ impl RouteGroup {
             RouteGroup::DuffelAirOffers => 1,
             RouteGroup::DuffelAirOrders => 2,
             RouteGroup::DuffelStays => 3,
+            RouteGroup::AmadeusAuth => 4,
+            RouteGroup::AmadeusFlights => 5,
+            RouteGroup::AmadeusHotels => 6,
+            RouteGroup::AmadeusStatus => 7,
         }
     }
 }
@@ -201,6 +266,9 @@ pub struct SimStats {
     pub duplicate_bookings: u64,
     /// Per `metadata.faregate_idempotency_key` seen on `POST /air/orders`.
     pub orders_by_idempotency_key: BTreeMap<String, IdempotencyStats>,
+    /// Amadeus access tokens issued by `POST /v1/security/oauth2/token`.
+    #[serde(default)]
+    pub amadeus_tokens_issued: u64,
 }
 
 /// Counters of one route group.
@@ -241,6 +309,8 @@ struct Inner {
     offers: Mutex<store::Bounded<store::StoredOffer>>,
     /// Issued stays search results (bounded).
     stays: Mutex<store::Bounded<store::StoredStay>>,
+    /// Amadeus tokens, served flight offers, listed hotels and hotel offers (bounded).
+    amadeus: Mutex<store::AmadeusState>,
     /// Sequence for ids and request ids.
     seq: AtomicU64,
     /// Bumped on every fault change and at shutdown; hung requests wait on it.
@@ -265,6 +335,7 @@ impl Simulator {
                 orders: Mutex::new(store::OrderBook::default()),
                 offers: Mutex::new(store::Bounded::new(store::CAPACITY)),
                 stays: Mutex::new(store::Bounded::new(store::CAPACITY)),
+                amadeus: Mutex::new(store::AmadeusState::default()),
                 seq: AtomicU64::new(1),
                 epoch,
                 closing: AtomicBool::new(false),
@@ -305,11 +376,52 @@ impl Simulator {
                     post(duffel_stays::fetch_all_rates),
                 ),
         );
+        let amadeus_auth = group(
+            RouteGroup::AmadeusAuth,
+            Router::new().route("/v1/security/oauth2/token", post(amadeus_auth::token)),
+        );
+        let amadeus_flights = group(
+            RouteGroup::AmadeusFlights,
+            Router::new()
+                .route(
+                    "/v2/shopping/flight-offers",
+                    get(amadeus_flights::search_get).post(amadeus_flights::search_post),
+                )
+                .route(
+                    "/v1/shopping/flight-offers/pricing",
+                    post(amadeus_flights::price),
+                ),
+        );
+        let amadeus_hotels = group(
+            RouteGroup::AmadeusHotels,
+            Router::new()
+                .route(
+                    "/v1/reference-data/locations/hotels/by-city",
+                    get(amadeus_hotels::by_city),
+                )
+                .route(
+                    "/v1/reference-data/locations/hotels/by-geocode",
+                    get(amadeus_hotels::by_geocode),
+                )
+                .route("/v3/shopping/hotel-offers", get(amadeus_hotels::offers))
+                .route(
+                    "/v3/shopping/hotel-offers/{offer_id}",
+                    get(amadeus_hotels::offer),
+                ),
+        );
+        let amadeus_status = group(
+            RouteGroup::AmadeusStatus,
+            Router::new().route("/v2/schedule/flights", get(amadeus_status::flights)),
+        );
         Router::new()
             .merge(search)
             .merge(offers)
             .merge(orders)
             .merge(stays)
+            .merge(amadeus_auth)
+            .merge(amadeus_flights)
+            .merge(amadeus_hotels)
+            .merge(amadeus_status)
             .merge(admin::routes())
             .fallback(faults::unknown_route)
             .with_state(self.clone())
@@ -337,8 +449,19 @@ impl Simulator {
         lock(&self.inner.groups)[group.index()].fault.clone()
     }
 
+    /// Sets the lifetime (`expires_in`) of Amadeus tokens issued from now on (default 1799 s).
+    pub fn set_amadeus_token_lifetime(&self, lifetime: std::time::Duration) {
+        lock(&self.inner.amadeus).tokens.lifetime = lifetime;
+    }
+
+    /// Forgets every Amadeus token issued so far: the next API call with one gets 401 38190.
+    pub fn revoke_amadeus_tokens(&self) {
+        lock(&self.inner.amadeus).tokens.revoke_all();
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> SimStats {
+        let amadeus_tokens_issued = lock(&self.inner.amadeus).tokens.issued;
         let groups = lock(&self.inner.groups);
         let orders = lock(&self.inner.orders);
         SimStats {
@@ -349,6 +472,7 @@ impl Simulator {
             orders_created: orders.created,
             duplicate_bookings: orders.duplicates,
             orders_by_idempotency_key: orders.by_key.clone(),
+            amadeus_tokens_issued,
         }
     }
 

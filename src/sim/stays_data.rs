@@ -54,9 +54,9 @@ pub(crate) struct StayQuery {
 /// One rate of a room, amounts in the hotel's currency (minor units).
 #[derive(Debug, Clone)]
 pub(crate) struct RateSpec {
-    board: &'static str,
-    payment_type: &'static str,
-    refundable: bool,
+    pub(crate) board: &'static str,
+    pub(crate) payment_type: &'static str,
+    pub(crate) refundable: bool,
     pub(crate) base: i64,
     pub(crate) tax: i64,
     pub(crate) fee: i64,
@@ -67,8 +67,8 @@ pub(crate) struct RateSpec {
 /// One room type with its rates.
 #[derive(Debug, Clone)]
 pub(crate) struct RoomSpec {
-    name: &'static str,
-    bed: (&'static str, u64),
+    pub(crate) name: &'static str,
+    pub(crate) bed: (&'static str, u64),
     pub(crate) rates: Vec<RateSpec>,
 }
 

@@ -83,3 +83,35 @@ pub(crate) struct OrderBook {
     /// Offers already booked (booking one again is a duplicate).
     pub(crate) booked_offers: HashSet<String>,
 }
+
+/// A hotel offer as served by the simulated Amadeus Hotel Search.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredHotelOffer {
+    /// The `HotelOffers` object with only this offer, as `GET …/{offerId}` returns it.
+    pub(crate) json: Value,
+    /// Whether it sold out since the search (the check answers 400 3664).
+    pub(crate) sold_out: bool,
+}
+
+/// The simulated Amadeus state: issued tokens, served flight offers, listed hotels, offers.
+#[derive(Debug)]
+pub(crate) struct AmadeusState {
+    pub(crate) tokens: super::amadeus_wire::Tokens,
+    /// Flight offers as served, by a hash of their JSON (pricing accepts only these).
+    pub(crate) flight_offers: Bounded<Value>,
+    /// Listed hotels by Amadeus hotel id, with their city code.
+    pub(crate) hotels: Bounded<(super::stays_data::Hotel, String)>,
+    /// Hotel offers by offer id.
+    pub(crate) hotel_offers: Bounded<StoredHotelOffer>,
+}
+
+impl Default for AmadeusState {
+    fn default() -> Self {
+        AmadeusState {
+            tokens: Default::default(),
+            flight_offers: Bounded::new(CAPACITY),
+            hotels: Bounded::new(CAPACITY),
+            hotel_offers: Bounded::new(CAPACITY),
+        }
+    }
+}

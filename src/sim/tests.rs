@@ -1,10 +1,12 @@
 //! Simulator tests over real HTTP: `serve` on 127.0.0.1:0 and a reqwest client, real time.
 //!
 //! This file holds the harness; `tests/air.rs` covers Duffel Air (shapes, header and
-//! validation errors, bookings, determinism), `tests/stays.rs` Duffel Stays, and
-//! `tests/faults.rs` fault injection and the admin API.
+//! validation errors, bookings, determinism), `tests/stays.rs` Duffel Stays,
+//! `tests/amadeus.rs` the Amadeus routes, and `tests/faults.rs` fault injection and the admin
+//! API.
 
 mod air;
+mod amadeus;
 mod faults;
 mod stays;
 

@@ -254,6 +254,10 @@ async fn admin_api_reads_sets_and_clears_faults() {
     assert_eq!(
         groups,
         [
+            "amadeus_auth",
+            "amadeus_flights",
+            "amadeus_hotels",
+            "amadeus_status",
             "duffel_air_offers",
             "duffel_air_orders",
             "duffel_air_search",
@@ -300,7 +304,7 @@ async fn admin_api_reads_sets_and_clears_faults() {
             .expect("message")
             .contains("error_rate")
     );
-    let r = h.send(put("amadeus_everything", "{}")).await;
+    let r = h.send(put("sabre_everything", "{}")).await;
     assert_eq!(r.status, 404);
     assert!(
         r.body["message"]
@@ -308,7 +312,7 @@ async fn admin_api_reads_sets_and_clears_faults() {
             .expect("message")
             .contains("duffel_stays")
     );
-    assert_eq!(r.body["valid_groups"].as_array().map(Vec::len), Some(4));
+    assert_eq!(r.body["valid_groups"].as_array().map(Vec::len), Some(8));
 
     h.send(put("duffel_stays", r#"{"outage":true}"#)).await;
     let r = h
@@ -348,5 +352,5 @@ async fn stats_count_requests_and_statuses_per_group() {
     let parsed: crate::sim::SimStats =
         serde_json::from_value(r.body).expect("SimStats round-trips");
     assert_eq!(parsed, h.sim.stats());
-    assert_eq!(Value::from(parsed.groups.len()), 4);
+    assert_eq!(Value::from(parsed.groups.len()), 8);
 }
