@@ -200,6 +200,13 @@ fn load_into(
             if let Some(n) = j.integer("workers", 1, 1024) {
                 jobs.workers = n as u32;
             }
+            if let Some(v) = j.duration("lease_margin") {
+                if v < Duration::from_secs(1) {
+                    j.error("lease_margin", "must be at least \"1s\"; e.g. \"30s\"");
+                } else {
+                    jobs.lease_margin = v;
+                }
+            }
             j.finish();
         }
         d.finish();

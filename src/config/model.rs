@@ -154,6 +154,9 @@ pub struct JobsConfig {
     pub max_age: Duration,
     /// Worker tasks claiming due jobs.
     pub workers: u32,
+    /// How long a claimed job's lease outlasts its tool's deadline; after that a crashed
+    /// worker's job runs again elsewhere.
+    pub lease_margin: Duration,
 }
 
 /// One `tools/<tool>.toml`.
@@ -225,5 +228,6 @@ pub fn default_jobs() -> JobsConfig {
         max_attempts: 20,
         max_age: Duration::from_secs(24 * 3600),
         workers: 16,
+        lease_margin: Duration::from_secs(30),
     }
 }

@@ -32,7 +32,7 @@ mod worker;
 mod tests;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use model::{CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError};
 pub use postgres::PgStore;
@@ -175,10 +175,6 @@ impl JobStore for Store {
         delegate!(self, s => s.stats(now_ms).await)
     }
 }
-
-/// How long a claimed job's lease lasts beyond its tool's deadline: long enough that a healthy
-/// worker always finishes first, short enough that a crashed worker's job comes back soon.
-pub const LEASE_MARGIN: Duration = Duration::from_secs(30);
 
 /// Shared handle to the background job system.
 pub type Jobs = Arc<JobSystem>;

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::callback;
 use super::policy::RequeuePolicy;
-use super::{Job, JobStore, LEASE_MARGIN, NewJob, Store, StoreError, now_ms};
+use super::{Job, JobStore, NewJob, Store, StoreError, now_ms};
 use crate::call::retry::Jitter;
 use crate::call::{BackgroundOutcome, CheckError, Gateway};
 use crate::config::JobsConfig;
@@ -212,7 +212,7 @@ impl JobSystem {
             .map(|t| t.config.deadline)
             .max()
             .unwrap_or(Duration::from_secs(30))
-            + LEASE_MARGIN
+            + self.config.lease_margin
     }
 
     async fn run_job(&self, job: Job) {

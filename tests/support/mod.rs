@@ -85,6 +85,28 @@ impl TestGateway {
         }
     }
 
+    /// Starts the gateway with background jobs over `store`.
+    pub async fn start_with_jobs(
+        config: Config,
+        env: &dyn Env,
+        store: faregate::jobs::Store,
+    ) -> Self {
+        let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
+        faregate::app::attach_jobs(&mut app, store, env);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(faregate::app::run(listener, app, async move {
+            let _ = rx.await;
+        }));
+        TestGateway {
+            addr,
+            stop: Some(tx),
+        }
+    }
+
     /// `http://addr` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)

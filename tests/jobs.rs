@@ -1,0 +1,359 @@
+//! Background mode end to end: the gateway with a SQLite job store against the simulator, a
+//! real HTTP client submitting jobs and polling them, and a wiremock receiver for callbacks.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use faregate::sim::{Fault, RouteGroup, Simulator};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use support::{MapEnv, TestGateway, in_days};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const SECRET: &str = "test-callback-secret";
+
+struct Stack {
+    gateway: TestGateway,
+    sim: Simulator,
+    http: reqwest::Client,
+    receiver: MockServer,
+    _dir: tempfile::TempDir,
+}
+
+async fn stack() -> Stack {
+    let sim = Simulator::new(11);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(faregate::sim::serve(
+        listener,
+        sim.clone(),
+        std::future::pending(),
+    ));
+    let receiver = MockServer::start().await;
+    let mut config = support::config_for(&format!("http://{sim_addr}"));
+    config.auth.callback_allowlist = vec![
+        reqwest::Url::parse(&format!("{}/hooks/", receiver.uri()))
+            .unwrap_or_else(|e| panic!("{e}")),
+    ];
+    // Short breaker and requeue timings: real sockets, so real time.
+    for t in &mut config.tools {
+        t.breaker.open_for = Duration::from_millis(500);
+        t.breaker.open_for_max = Duration::from_secs(1);
+        t.breaker.probe_interval = Duration::from_millis(100);
+        t.breaker.ramp = vec![(0.5, Duration::from_millis(200))];
+        t.timeout = Duration::from_secs(2);
+        t.deadline = Duration::from_secs(3);
+    }
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = faregate::jobs::Store::open(&format!(
+        "sqlite://{}",
+        dir.path().join("jobs.db").display()
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let env = MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]);
+    let gateway = TestGateway::start_with_jobs(config, &env, store).await;
+    Stack {
+        gateway,
+        sim,
+        http: reqwest::Client::new(),
+        receiver,
+        _dir: dir,
+    }
+}
+
+impl Stack {
+    async fn submit(&self, tool: &str, body: Value) -> (u16, Value) {
+        let res = self
+            .http
+            .post(self.gateway.url(&format!("/v1/tools/{tool}/call")))
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    async fn job(&self, id: &str) -> Value {
+        self.http
+            .get(self.gateway.url(&format!("/v1/jobs/{id}")))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Polls until the job matches `done`, or panics after `within`.
+    async fn wait_for(&self, id: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let job = self.job(id).await;
+            if done(&job) {
+                return job;
+            }
+            assert!(
+                started.elapsed() < within,
+                "job never reached the state: {job:#}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn callback_url(&self) -> String {
+        format!("{}/hooks/faregate", self.receiver.uri())
+    }
+}
+
+fn flights(days: i64) -> Value {
+    json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(days)})
+}
+
+fn verify_signature(header: &str, body: &[u8]) {
+    let (t, v1) = header
+        .split_once(",v1=")
+        .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1)))
+        .unwrap_or_else(|| panic!("signature header shape: {header}"));
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(SECRET.as_bytes())
+        .unwrap_or_else(|_| panic!("key"));
+    mac.update(format!("{t}.").as_bytes());
+    mac.update(body);
+    let expected: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(v1, expected, "HMAC-SHA256 of \"t.body\"");
+}
+
+#[tokio::test]
+async fn a_background_call_is_accepted_at_once_and_succeeds_with_a_signed_callback() {
+    let s = stack().await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(204))
+        .expect(1)
+        .mount(&s.receiver)
+        .await;
+    let (status, env) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": flights(21), "mode": "background", "call_id": "c-1",
+                   "callback_url": s.callback_url()}),
+        )
+        .await;
+    assert_eq!(status, 202, "{env:#}");
+    assert_eq!(env["status"], "queued");
+    let id = env["job_id"].as_str().unwrap_or_default().to_string();
+    assert!(!id.is_empty());
+    let job = s
+        .wait_for(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
+        .await;
+    assert_eq!(job["attempts"], 1);
+    assert_eq!(job["result"]["status"], "ok");
+    assert_eq!(job["result"]["job_id"], id.as_str());
+    assert_eq!(job["result"]["call_id"], "c-1");
+    let job = s
+        .wait_for(&id, Duration::from_secs(10), |j| {
+            j["callback"]["state"] == "sent"
+        })
+        .await;
+    assert_eq!(job["callback"]["attempts"], 1);
+    let received = s.receiver.received_requests().await.unwrap_or_default();
+    let cb = &received[0];
+    let header = cb
+        .headers
+        .get("faregate-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_else(|| panic!("signed"));
+    verify_signature(header, &cb.body);
+    let body: Value = serde_json::from_slice(&cb.body).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(body["job_id"], id.as_str());
+    assert_eq!(body["status"], "ok");
+}
+
+#[tokio::test]
+async fn an_outage_requeues_silently_and_the_job_succeeds_once_the_provider_heals() {
+    let s = stack().await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&s.receiver)
+        .await;
+    for g in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
+        s.sim.set_fault(
+            g,
+            Fault {
+                outage: true,
+                ..Fault::default()
+            },
+        );
+    }
+    let (status, env) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": flights(22), "mode": "background", "callback_url": s.callback_url()}),
+        )
+        .await;
+    assert_eq!(status, 202);
+    let id = env["job_id"].as_str().unwrap_or_default().to_string();
+    let job = s
+        .wait_for(&id, Duration::from_secs(10), |j| {
+            j["status"] == "retry_scheduled" && j["attempts"].as_u64() >= Some(1)
+        })
+        .await;
+    assert!(
+        job["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("503"),
+        "{job:#}"
+    );
+    assert!(job["next_attempt_at"].as_str().is_some());
+    assert!(job["result"].is_null());
+    assert!(
+        s.receiver
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty(),
+        "silent: no callback while requeued"
+    );
+    s.sim.clear_faults();
+    let job = s
+        .wait_for(&id, Duration::from_secs(20), |j| j["status"] == "succeeded")
+        .await;
+    assert_eq!(job["result"]["status"], "ok");
+    s.wait_for(&id, Duration::from_secs(10), |j| {
+        j["callback"]["state"] == "sent"
+    })
+    .await;
+    assert_eq!(
+        s.receiver
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .len(),
+        1,
+        "one callback, at the end"
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_the_model_must_fix_ends_the_job_dead_with_its_error() {
+    let s = stack().await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(1)
+        .mount(&s.receiver)
+        .await;
+    let (_, env) = s
+        .submit(
+            "price_flight_offer",
+            json!({"arguments": {"offer_id": "off_doesnotexist"}, "mode": "background",
+                   "callback_url": s.callback_url()}),
+        )
+        .await;
+    let id = env["job_id"].as_str().unwrap_or_default().to_string();
+    let job = s
+        .wait_for(&id, Duration::from_secs(10), |j| j["status"] == "dead")
+        .await;
+    assert!(
+        job["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("refused"),
+        "{job:#}"
+    );
+    assert_eq!(job["result"]["status"], "rejected");
+    let job = s
+        .wait_for(&id, Duration::from_secs(10), |j| {
+            j["callback"]["state"] == "sent"
+        })
+        .await;
+    assert_eq!(job["status"], "dead");
+}
+
+#[tokio::test]
+async fn an_idempotency_key_returns_the_existing_job() {
+    let s = stack().await;
+    let body =
+        json!({"arguments": flights(23), "mode": "background", "idempotency_key": "price-watch-7"});
+    let (a, first) = s.submit("search_flights", body.clone()).await;
+    let (b, second) = s.submit("search_flights", body).await;
+    assert_eq!((a, b), (202, 202));
+    assert_eq!(first["job_id"], second["job_id"]);
+    assert!(
+        second["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("already used")
+    );
+    let list: Value = s
+        .http
+        .get(s.gateway.url("/v1/jobs?tool=search_flights"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(list["jobs"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn bad_background_calls_are_refused_before_they_are_stored() {
+    let s = stack().await;
+    let (status, env) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": {"origin": "jfk"}, "mode": "background"}),
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(env["status"], "invalid_arguments");
+    assert!(
+        env["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("destination: is required")
+    );
+    let (status, body) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": flights(24), "mode": "background",
+                   "callback_url": "https://attacker.example.net/hooks/faregate"}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not on the gateway's callback allowlist")
+    );
+    let (status, _) = s
+        .http
+        .get(s.gateway.url("/v1/jobs?status=sleeping"))
+        .send()
+        .await
+        .map(|r| (r.status().as_u16(), ()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 400);
+    let res = s
+        .http
+        .get(s.gateway.url("/v1/jobs/no-such-job"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(res.status().as_u16(), 404);
+}
