@@ -106,6 +106,41 @@ mod tests {
         }
     }
 
+    /// The anchor the worker passes is the breaker's remaining open time: on a paused clock,
+    /// a job refused 10 s into a 30 s open period comes back 20 s later (plus its growth).
+    #[tokio::test(start_paused = true)]
+    async fn the_anchor_follows_the_breakers_remaining_open_time() {
+        use crate::breaker::{Breaker, BreakerConfig, BreakerKey, FailureReason, Outcome};
+        use tokio::time::{Instant, advance};
+
+        let (tx, _rx) = tokio::sync::broadcast::channel(16);
+        let config = BreakerConfig {
+            jitter: 0.0,
+            ..BreakerConfig::default()
+        };
+        let breaker = Breaker::new(BreakerKey::new("get_flight_status", "amadeus"), config, tx);
+        for _ in 0..5 {
+            let permit = breaker.try_acquire(Instant::now()).expect("closed");
+            permit.record(Outcome::Failure(FailureReason::Timeout), Instant::now());
+        }
+        advance(Duration::from_secs(10)).await;
+        let anchor = breaker.remaining_open(Instant::now());
+        assert_eq!(anchor, Some(Duration::from_secs(20)));
+        let refused = breaker
+            .try_acquire(Instant::now())
+            .err()
+            .map(|r| r.retry_after);
+        assert_eq!(refused, anchor, "the rejection carries the same wait");
+        assert_eq!(policy(0.0).delay(0, anchor, 0.9), Duration::from_secs(20));
+        assert_eq!(policy(0.0).delay(3, anchor, 0.9), Duration::from_secs(24));
+        advance(Duration::from_secs(20)).await;
+        assert_eq!(
+            breaker.remaining_open(Instant::now()),
+            None,
+            "half-open: due now"
+        );
+    }
+
     #[test]
     fn a_refusal_without_anchor_still_waits_one_step() {
         assert_eq!(policy(0.0).delay(0, None, 0.0), Duration::from_secs(1));

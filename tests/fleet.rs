@@ -1,0 +1,125 @@
+//! A fleet: three gateway instances sharing one PostgreSQL queue, 1,000 background jobs; each
+//! job runs exactly once (the simulator counts one provider request per job, and every job ends
+//! `succeeded` after one attempt).
+//!
+//! Needs `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it the test says so on
+//! stderr and checks nothing.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use faregate::jobs::{JobStatus, JobStore, PgStore, Store};
+use faregate::sim::{RouteGroup, Simulator};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use support::{NoEnv, TestGateway, in_days};
+
+const JOBS: usize = 1000;
+
+#[tokio::test]
+async fn three_instances_run_each_of_1000_jobs_exactly_once() {
+    let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+        eprintln!(
+            "note: fleet test skipped: FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+        );
+        return;
+    };
+    let schema = format!("fg_fleet_{}", uuid::Uuid::now_v7().simple());
+    let sim = Simulator::new(5);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(faregate::sim::serve(
+        listener,
+        sim.clone(),
+        std::future::pending(),
+    ));
+
+    let mut gateways = Vec::new();
+    for _ in 0..3 {
+        let store = PgStore::open(&url, Some(&schema))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+        let mut config = support::config_for(&format!("http://{sim_addr}"));
+        for t in &mut config.tools {
+            t.providers.retain(|p| p == "duffel");
+        }
+        gateways.push(TestGateway::start_with_jobs(config, &NoEnv, Store::Postgres(store)).await);
+    }
+    let http = reqwest::Client::new();
+    let body = json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)},
+                      "mode": "background"});
+    // Spread the submissions over the three instances, 32 at a time.
+    let ids: Vec<String> = futures::stream::iter(0..JOBS)
+        .map(|i| {
+            let url = gateways[i % 3].url("/v1/tools/search_hotels/call");
+            let http = http.clone();
+            let body = body.clone();
+            async move {
+                let res: Value = http
+                    .post(url)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .json()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                res["job_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{res:#}"))
+                    .to_string()
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    assert_eq!(ids.len(), JOBS);
+
+    let check = PgStore::open(&url, Some(&schema))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let started = Instant::now();
+    loop {
+        let stats = check
+            .stats(faregate::jobs::now_ms())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let succeeded: u64 = stats
+            .depth
+            .iter()
+            .filter(|(_, s, _)| *s == JobStatus::Succeeded)
+            .map(|(_, _, n)| n)
+            .sum();
+        if succeeded as usize == JOBS {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "not drained: {stats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let all = check
+        .list(Some(JobStatus::Succeeded), None, 2000)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.len(), JOBS);
+    assert!(all.iter().all(|j| j.attempts == 1), "every job ran once");
+    let requests = sim
+        .stats()
+        .groups
+        .get(&RouteGroup::DuffelStays)
+        .map_or(0, |g| g.requests);
+    assert_eq!(
+        requests as usize, JOBS,
+        "one provider request per job: none ran twice"
+    );
+    eprintln!(
+        "fleet: {JOBS} jobs on 3 instances drained in {:?}",
+        started.elapsed()
+    );
+}
