@@ -215,28 +215,26 @@ pub fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `faregate manifest`.
+/// `faregate manifest`: the configured tools in one of the manifest formats.
+///
+/// This reads configuration only (no provider is contacted and no breaker exists), so it lists
+/// every configured tool, including ones a running gateway might not serve.
 pub fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitCode> {
-    if format != "native" {
-        bail!("format \"{format}\" is not available in this build; use --format native");
-    }
+    let format = crate::http::manifest::Format::parse(format).map_err(anyhow::Error::msg)?;
     let config = load(&DiskFiles, config_path)?;
-    let tools: Vec<serde_json::Value> = config
-        .tools
+    let tools: Vec<crate::http::manifest::ManifestTool<'_>> = tools::CATALOG
         .iter()
-        .filter_map(|t| {
-            let spec = tools::spec(&t.name)?;
-            Some(serde_json::json!({
-                "name": spec.name,
-                "description": t.description.trim(),
-                "input_schema": spec.input_schema(),
-                "output_schema": spec.output_schema(),
-            }))
+        .filter_map(|spec| {
+            let c = config.tool(spec.name)?;
+            Some(crate::http::manifest::ManifestTool {
+                spec,
+                description: &c.description,
+            })
         })
         .collect();
     println!(
         "{}",
-        serde_json::to_string_pretty(&serde_json::json!({ "tools": tools }))?
+        serde_json::to_string_pretty(&crate::http::manifest::render(format, &tools))?
     );
     Ok(ExitCode::SUCCESS)
 }

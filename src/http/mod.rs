@@ -8,6 +8,7 @@
 mod auth;
 mod catalog;
 mod error;
+pub mod manifest;
 mod native;
 
 use std::sync::Arc;
