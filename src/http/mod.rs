@@ -5,11 +5,14 @@
 //! [`CallRequest`](crate::call::CallRequest)s and renders [`Envelope`](crate::call::Envelope)s;
 //! it never talks to a provider.
 
+mod agent;
+mod anthropic;
 mod auth;
 mod catalog;
 mod error;
 pub mod manifest;
 mod native;
+mod openai;
 
 use std::sync::Arc;
 
@@ -49,6 +52,8 @@ pub fn router(state: AppState, keys: ClientKeys) -> Router {
         .route("/v1/tools/{tool}", get(catalog::one))
         .route("/v1/tools/{tool}/call", post(native::call_tool))
         .route("/v1/prompts/agent-guidance", get(catalog::agent_guidance))
+        .route("/v1/openai/tool_calls", post(openai::tool_calls))
+        .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(keys, auth::require_client));
     Router::new()

@@ -78,7 +78,7 @@ pub(crate) async fn call_tool(
         Some("background") => {
             return Err(ApiError::new(
                 StatusCode::NOT_IMPLEMENTED,
-                "mode \"background\" (durable requeue) is not available in this build yet; omit mode or use \"interactive\"",
+                super::agent::BACKGROUND_NOT_YET,
             ));
         }
         Some(other) => {
