@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::Gateway;
@@ -96,9 +97,15 @@ pub async fn run(
             }
         }
     });
-    let router = http::router(app.state, app.keys);
+    // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
+    // graceful shutdown that waits for every connection.
+    let streams = CancellationToken::new();
+    let router = http::router(app.state, app.keys, streams.clone());
     let result = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            streams.cancel();
+        })
         .await;
     breaker_task.abort();
     result

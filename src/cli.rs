@@ -17,10 +17,11 @@ use crate::providers::{self, ProcessEnv};
 use crate::sim;
 use crate::tools;
 
-/// Logs to stderr; `RUST_LOG` overrides the default `info`.
+/// Logs to stderr; `RUST_LOG` overrides the default `info,rmcp=warn`.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // rmcp logs MCP session ids at info level; they are bearer-like, so keep them out.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

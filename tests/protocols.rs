@@ -389,3 +389,65 @@ async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers()
     assert!(!names(&available).contains(&"search_flights".to_string()));
     assert!(names(&available).contains(&"search_hotels".to_string()));
 }
+
+/// The HTTP edge of `/mcp` (the protocol itself is driven by the official MCP client and the
+/// conformance suite in `.ci/run`): client keys, then rmcp's Host and Origin checks from
+/// `[mcp]`.
+#[tokio::test]
+async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
+    let sim = Simulator::new(1);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(faregate::sim::serve(listener, sim, std::future::pending()));
+    let mut config = support::config_for(&format!("http://{addr}"));
+    config.mcp.allowed_origins = vec!["https://chat.example.com:443".into()];
+    let gw = TestGateway::start(
+        config,
+        &support::MapEnv(vec![("FAREGATE_CLIENT_KEYS", "k1")]),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "edge-test", "version": "1"}}});
+    let post = |host: Option<&str>, origin: Option<&str>, key: Option<&str>| {
+        let mut req = http
+            .post(gw.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(h) = host {
+            req = req.header("host", h);
+        }
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        req.send()
+    };
+    let status =
+        |r: reqwest::Result<reqwest::Response>| r.map(|r| r.status().as_u16()).unwrap_or(0);
+    assert_eq!(
+        status(post(None, None, None).await),
+        401,
+        "client key first"
+    );
+    assert_eq!(status(post(None, None, Some("k1")).await), 200);
+    assert_eq!(
+        status(post(None, Some("https://chat.example.com"), Some("k1")).await),
+        200,
+        "an allowed browser origin"
+    );
+    assert_eq!(
+        status(post(None, Some("https://evil.example.com"), Some("k1")).await),
+        403
+    );
+    assert_eq!(
+        status(post(Some("evil.example.com"), None, Some("k1")).await),
+        403,
+        "DNS rebinding: a Host outside [mcp] allowed_hosts"
+    );
+}

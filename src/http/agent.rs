@@ -92,6 +92,8 @@ pub(crate) struct AgentResult {
     pub text: String,
     /// Whether the protocol's error flag (`is_error`, `isError`) is raised.
     pub is_error: bool,
+    /// The envelope, when the call ran.
+    pub envelope: Option<Envelope>,
 }
 
 impl AgentResult {
@@ -99,6 +101,16 @@ impl AgentResult {
         AgentResult {
             text,
             is_error: true,
+            envelope: None,
+        }
+    }
+
+    /// The structured result (`data`) of an `ok` or `stale` call.
+    pub(crate) fn data(&self) -> Option<&Value> {
+        let env = self.envelope.as_ref()?;
+        match env.status {
+            Status::Ok | Status::Stale => env.data.as_ref(),
+            _ => None,
         }
     }
 }
@@ -159,6 +171,7 @@ pub(crate) async fn run_one(
         Ok(envelope) => AgentResult {
             text: model_text(&envelope),
             is_error: envelope.status.is_error(),
+            envelope: Some(envelope),
         },
         Err(CallError::UnknownTool { name, .. }) => {
             AgentResult::error(unknown_tool_text(state, &name))

@@ -1,9 +1,10 @@
 //! The HTTP edge: axum routes, authentication, body limits and JSON errors.
 //!
 //! **Architecture invariant:** this is the only module that knows the gateway's own wire JSON
-//! (request bodies, error bodies, the catalog shape). It turns requests into
-//! [`CallRequest`](crate::call::CallRequest)s and renders [`Envelope`](crate::call::Envelope)s;
-//! it never talks to a provider.
+//! (request bodies, error bodies, the catalog shape) and the agent protocols' shapes. It turns
+//! requests into [`CallRequest`](crate::call::CallRequest)s and renders
+//! [`Envelope`](crate::call::Envelope)s; it never talks to a provider. Inside it, only `mcp`
+//! imports rmcp, and only `manifest` knows the OpenAI, Anthropic, Gemini and MCP tool shapes.
 
 mod agent;
 mod anthropic;
@@ -11,6 +12,7 @@ mod auth;
 mod catalog;
 mod error;
 pub mod manifest;
+mod mcp;
 mod native;
 mod openai;
 
@@ -23,9 +25,11 @@ use axum::middleware;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 pub use auth::ClientKeys;
 pub use error::ApiError;
+pub use mcp::{META_IDEMPOTENCY_KEY, META_MODE};
 
 use crate::call::Gateway;
 use crate::config::Config;
@@ -41,12 +45,29 @@ pub struct AppState {
     pub max_body_bytes: usize,
 }
 
+/// Every path [`router`] serves.
+pub const ROUTED_PATHS: &[&str] = &[
+    "/healthz",
+    "/readyz",
+    "/v1/tools",
+    "/v1/tools/{tool}",
+    "/v1/tools/{tool}/call",
+    "/v1/prompts/agent-guidance",
+    "/v1/openai/tool_calls",
+    "/v1/anthropic/tool_use",
+    "/mcp",
+];
+
 /// The whole HTTP API.
 ///
 /// Layer order (axum's `Router::layer` wraps outward, so the last added runs first): the body
 /// limit applies inside authentication, so an unauthenticated client cannot make the gateway
-/// read a large body; `/healthz` and `/readyz` sit outside authentication for probes.
-pub fn router(state: AppState, keys: ClientKeys) -> Router {
+/// read a large body; `/healthz` and `/readyz` sit outside authentication for probes. `/mcp`
+/// sits behind the same client-key check as every other route; rmcp then checks `Host` and
+/// `Origin` (`[mcp]` in `faregate.toml`) and enforces the same body limit itself.
+/// `shutdown` ends MCP sessions and streams when cancelled.
+pub fn router(state: AppState, keys: ClientKeys, shutdown: CancellationToken) -> Router {
+    let mcp = mcp::service(state.clone(), shutdown);
     let api = Router::new()
         .route("/v1/tools", get(catalog::list))
         .route("/v1/tools/{tool}", get(catalog::one))
@@ -54,6 +75,7 @@ pub fn router(state: AppState, keys: ClientKeys) -> Router {
         .route("/v1/prompts/agent-guidance", get(catalog::agent_guidance))
         .route("/v1/openai/tool_calls", post(openai::tool_calls))
         .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
+        .route_service("/mcp", mcp)
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(keys, auth::require_client));
     Router::new()
