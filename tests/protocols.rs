@@ -451,3 +451,46 @@ async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
         "DNS rebinding: a Host outside [mcp] allowed_hosts"
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
+    let s = stack().await;
+    let (status, doc) = s.get("/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let documented: Vec<&str> = doc["paths"]
+        .as_object()
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut routed = faregate::http::ROUTED_PATHS.to_vec();
+    routed.sort_unstable();
+    let mut sorted = documented.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, routed);
+    // Every documented operation reaches its handler: no fallback 404, no 405.
+    for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
+        let concrete = path.replace("{tool}", "search_hotels");
+        for method in ops.as_object().into_iter().flatten().map(|(m, _)| m) {
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes())
+                .unwrap_or(reqwest::Method::GET);
+            let res = s
+                .http
+                .request(m, s.gateway.url(&concrete))
+                .header("accept", "application/json, text/event-stream")
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let code = res.status().as_u16();
+            let body = res.text().await.unwrap_or_default();
+            assert!(
+                code != 405 && !body.contains("no route"),
+                "{method} {path}: {code} {body}"
+            );
+        }
+    }
+    assert!(
+        doc.pointer("/components/schemas/search_flights.arguments/properties/origin")
+            .is_some()
+    );
+}

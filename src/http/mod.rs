@@ -15,6 +15,7 @@ pub mod manifest;
 mod mcp;
 mod native;
 mod openai;
+mod openapi;
 
 use std::sync::Arc;
 
@@ -45,10 +46,12 @@ pub struct AppState {
     pub max_body_bytes: usize,
 }
 
-/// Every path [`router`] serves.
+/// Every path [`router`] serves (a test reads the router's source to keep this list exact, and
+/// the OpenAPI document is checked against it).
 pub const ROUTED_PATHS: &[&str] = &[
     "/healthz",
     "/readyz",
+    "/openapi.json",
     "/v1/tools",
     "/v1/tools/{tool}",
     "/v1/tools/{tool}/call",
@@ -69,6 +72,7 @@ pub const ROUTED_PATHS: &[&str] = &[
 pub fn router(state: AppState, keys: ClientKeys, shutdown: CancellationToken) -> Router {
     let mcp = mcp::service(state.clone(), shutdown);
     let api = Router::new()
+        .route("/openapi.json", get(openapi_json))
         .route("/v1/tools", get(catalog::list))
         .route("/v1/tools/{tool}", get(catalog::one))
         .route("/v1/tools/{tool}/call", post(native::call_tool))
@@ -84,6 +88,12 @@ pub fn router(state: AppState, keys: ClientKeys, shutdown: CancellationToken) ->
         .merge(api)
         .fallback(not_found)
         .with_state(state)
+}
+
+async fn openapi_json(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> impl IntoResponse {
+    axum::Json(openapi::document(&state))
 }
 
 async fn healthz() -> impl IntoResponse {
