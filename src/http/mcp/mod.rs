@@ -139,7 +139,7 @@ impl ServerHandler for Handler {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if self.state.gateway.tool(&request.name).is_none() {
             return Err(ErrorData::invalid_params(
@@ -152,10 +152,19 @@ impl ServerHandler for Handler {
                 None,
             ));
         }
-        let meta = request.meta.as_ref().map(|m| &m.0.0);
+        // rmcp hands the request's `_meta` over in the context (and may leave it in the params).
+        let meta_of = |key: &str| {
+            context
+                .meta
+                .0
+                .0
+                .get(key)
+                .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(key)))
+                .cloned()
+        };
         let mut options = AgentOptions::default();
-        if let Some(mode) = meta.and_then(|m| m.get(META_MODE)) {
-            match agent::parse_mode(mode) {
+        if let Some(mode) = meta_of(META_MODE) {
+            match agent::parse_mode(&mode) {
                 Ok(m) => options.mode = m,
                 Err(e) => {
                     return Ok(
@@ -164,8 +173,8 @@ impl ServerHandler for Handler {
                 }
             }
         }
-        let idempotency_key = meta
-            .and_then(|m| m.get(META_IDEMPOTENCY_KEY))
+        let idempotency_key = meta_of(META_IDEMPOTENCY_KEY)
+            .as_ref()
             .and_then(Value::as_str)
             .map(str::to_string);
         let call = AgentCall {
