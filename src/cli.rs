@@ -157,7 +157,8 @@ fn demo_banner(addr: SocketAddr, sim: SocketAddr) -> String {
         r#"
 faregate demo — gateway and provider simulator, no credentials needed
 
-  API        http://{addr}/v1/tools
+  API        http://{addr}/v1/tools   (OpenAPI: http://{addr}/openapi.json)
+  MCP        http://{addr}/mcp        (Streamable HTTP)
   simulator  http://{sim}  (Duffel wire format; faults at /_sim/faults)
 
 Try:
@@ -181,8 +182,13 @@ Try:
   # heal it
   curl -s -X DELETE http://{sim}/_sim/faults
 
-  # the tool manifest
+  # the tool manifest, natively or ready for a model request (openai, anthropic, gemini, mcp)
   curl -s http://{addr}/v1/tools
+  curl -s 'http://{addr}/v1/tools?format=openai'
+
+  # run an OpenAI assistant message's tool calls (Anthropic: POST /v1/anthropic/tool_use)
+  curl -s http://{addr}/v1/openai/tool_calls -H 'content-type: application/json' \
+    -d '{{"tool_calls": [{{"id": "call_1", "type": "function", "function": {{"name": "search_hotels", "arguments": "{{\"city_code\": \"PAR\", \"check_in_date\": \"{d1}\", \"check_out_date\": \"{d2}\"}}"}}}}]}}'
 
 Ctrl-C stops both.
 "#
