@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::Gateway;
@@ -17,7 +18,6 @@ use crate::config::Config;
 use crate::http::{self, AppState, ClientKeys};
 use crate::jobs::{JobSystem, Store};
 use crate::providers::{self, Env, Secret};
-use tokio_util::sync::CancellationToken;
 
 /// A gateway ready to serve.
 #[derive(Debug, Clone)]
@@ -124,9 +124,15 @@ pub async fn run(
         .jobs
         .clone()
         .map(|jobs| tokio::spawn(jobs.run(jobs_stop.clone())));
-    let router = http::router(app.state, app.keys);
+    // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
+    // graceful shutdown that waits for every connection.
+    let streams = CancellationToken::new();
+    let router = http::router(app.state, app.keys, streams.clone());
     let result = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            streams.cancel();
+        })
         .await;
     // In-flight HTTP calls are done; let running jobs finish and hand their leases back.
     jobs_stop.cancel();

@@ -18,10 +18,11 @@ use crate::providers::{self, ProcessEnv};
 use crate::sim;
 use crate::tools;
 
-/// Logs to stderr; `RUST_LOG` overrides the default `info`.
+/// Logs to stderr; `RUST_LOG` overrides the default `info,rmcp=warn`.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // rmcp logs MCP session ids at info level; they are bearer-like, so keep them out.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -175,7 +176,8 @@ fn demo_banner(addr: SocketAddr, sim: SocketAddr) -> String {
         r#"
 faregate demo — gateway and provider simulator, no credentials needed
 
-  API        http://{addr}/v1/tools
+  API        http://{addr}/v1/tools   (OpenAPI: http://{addr}/openapi.json)
+  MCP        http://{addr}/mcp        (Streamable HTTP)
   simulator  http://{sim}  (Duffel and Amadeus wire formats; faults at /_sim/faults)
 
 Try:
@@ -206,8 +208,13 @@ Try:
   # heal it
   curl -s -X DELETE http://{sim}/_sim/faults
 
-  # the tool manifest
+  # the tool manifest, natively or ready for a model request (openai, anthropic, gemini, mcp)
   curl -s http://{addr}/v1/tools
+  curl -s 'http://{addr}/v1/tools?format=openai'
+
+  # run an OpenAI assistant message's tool calls (Anthropic: POST /v1/anthropic/tool_use)
+  curl -s http://{addr}/v1/openai/tool_calls -H 'content-type: application/json' \
+    -d '{{"tool_calls": [{{"id": "call_1", "type": "function", "function": {{"name": "search_hotels", "arguments": "{{\"city_code\": \"PAR\", \"check_in_date\": \"{d1}\", \"check_out_date\": \"{d2}\"}}"}}}}]}}'
 
 Ctrl-C stops both.
 "#
@@ -241,28 +248,26 @@ pub fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `faregate manifest`.
+/// `faregate manifest`: the configured tools in one of the manifest formats.
+///
+/// This reads configuration only (no provider is contacted and no breaker exists), so it lists
+/// every configured tool, including ones a running gateway might not serve.
 pub fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitCode> {
-    if format != "native" {
-        bail!("format \"{format}\" is not available in this build; use --format native");
-    }
+    let format = crate::http::manifest::Format::parse(format).map_err(anyhow::Error::msg)?;
     let config = load(&DiskFiles, config_path)?;
-    let tools: Vec<serde_json::Value> = config
-        .tools
+    let tools: Vec<crate::http::manifest::ManifestTool<'_>> = tools::CATALOG
         .iter()
-        .filter_map(|t| {
-            let spec = tools::spec(&t.name)?;
-            Some(serde_json::json!({
-                "name": spec.name,
-                "description": t.description.trim(),
-                "input_schema": spec.input_schema(),
-                "output_schema": spec.output_schema(),
-            }))
+        .filter_map(|spec| {
+            let c = config.tool(spec.name)?;
+            Some(crate::http::manifest::ManifestTool {
+                spec,
+                description: &c.description,
+            })
         })
         .collect();
     println!(
         "{}",
-        serde_json::to_string_pretty(&serde_json::json!({ "tools": tools }))?
+        serde_json::to_string_pretty(&crate::http::manifest::render(format, &tools))?
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -64,7 +64,7 @@ enum Command {
         /// The configuration file.
         #[arg(long, default_value = "faregate.toml")]
         config: PathBuf,
-        /// The manifest format.
+        /// The manifest format: native, openai, anthropic, mcp or gemini.
         #[arg(long, default_value = "native")]
         format: String,
     },

@@ -162,6 +162,37 @@ fn load_into(
         s.finish();
     }
 
+    // [mcp]
+    let mut mcp = McpConfig::default();
+    if let Some(s) = root.table("mcp") {
+        if let Some(hosts) = s.strings("allowed_hosts") {
+            for (i, h) in hosts.iter().enumerate() {
+                if let Err(msg) = check_allowed_host(h) {
+                    s.error(&format!("allowed_hosts[{i}]"), msg);
+                }
+            }
+            if hosts.is_empty() {
+                s.error(
+                    "allowed_hosts",
+                    "name at least one host (an empty list would accept any Host header and open the endpoint to DNS rebinding), e.g. [\"localhost\", \"127.0.0.1\", \"gateway.example.com\"]",
+                );
+            }
+            mcp.allowed_hosts = hosts;
+        }
+        if let Some(origins) = s.strings("allowed_origins") {
+            for (i, o) in origins.iter().enumerate() {
+                if let Err(msg) = check_allowed_origin(o) {
+                    s.error(&format!("allowed_origins[{i}]"), msg);
+                }
+            }
+            mcp.allowed_origins = origins;
+        }
+        if let Some(b) = s.boolean("legacy_sessions") {
+            mcp.legacy_sessions = b;
+        }
+        s.finish();
+    }
+
     // [providers.*]
     let mut providers = BTreeMap::new();
     let mut declared_providers = BTreeSet::new();
@@ -230,6 +261,7 @@ fn load_into(
         server,
         auth,
         store,
+        mcp,
         providers,
         jobs,
         tools,
@@ -571,6 +603,15 @@ fn read_tool(
 ) -> Option<ToolConfig> {
     let name = s.required_string("name", "\"search_flights\"");
     if let Some(n) = &name
+        && !is_tool_name(n)
+    {
+        s.error(
+            "name",
+            format!(
+                "\"{n}\" cannot be a tool name: OpenAI, Anthropic, Gemini and MCP all accept only names matching ^[a-zA-Z_][a-zA-Z0-9_-]{{0,63}}$ (a letter or _ first, then letters, digits, _ or -, at most 64 characters)"
+            ),
+        );
+    } else if let Some(n) = &name
         && !known_tools.contains(&n.as_str())
     {
         s.error(
@@ -697,6 +738,57 @@ fn read_tool(
         retry,
         fallback_interactive: fallback?,
     })
+}
+
+/// Whether `name` matches `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`: the tool names that every agent
+/// protocol faregate speaks accepts (OpenAI and Anthropic refuse dots, Gemini and MCP allow
+/// them; Vertex wants a letter or `_` first; all cap at 64).
+pub fn is_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A `Host` allowlist entry: a host name or IP address, optionally with `:port`.
+fn check_allowed_host(h: &str) -> Result<(), String> {
+    let bad = || {
+        format!(
+            "\"{h}\" is not a host; write a host name or address, optionally with a port, e.g. \"gateway.example.com\", \"127.0.0.1\", \"::1\" or \"gateway.example.com:8443\" (no scheme, no path)"
+        )
+    };
+    if h.is_empty() || h.contains("://") || h.contains('/') || h.contains(char::is_whitespace) {
+        return Err(bad());
+    }
+    let ok = h
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']' | '_'));
+    if ok { Ok(()) } else { Err(bad()) }
+}
+
+/// An `Origin` allowlist entry: `null`, or `scheme://host` with `:port` or `:*` (any port).
+fn check_allowed_origin(o: &str) -> Result<(), String> {
+    if o == "null" {
+        return Ok(());
+    }
+    let bad = |why: &str| {
+        format!(
+            "\"{o}\" is not a browser origin ({why}); write scheme://host with a port or :* for any port, e.g. \"https://chat.example.com:443\" or \"http://localhost:*\""
+        )
+    };
+    let base = o.strip_suffix(":*").unwrap_or(o);
+    match Url::parse(base) {
+        Ok(u) if u.scheme() != "http" && u.scheme() != "https" => {
+            Err(bad("the scheme must be http or https"))
+        }
+        Ok(u) if u.host().is_none() => Err(bad("no host")),
+        Ok(u) if u.path() != "/" || u.query().is_some() || base.ends_with('/') => {
+            Err(bad("an origin has no path"))
+        }
+        Ok(u) if base != o && u.port().is_some() => Err(bad("a port and :* together")),
+        Ok(_) => Ok(()),
+        Err(e) => Err(bad(&e.to_string())),
+    }
 }
 
 fn is_env_name(s: &str) -> bool {

@@ -17,6 +17,6 @@ mod reader;
 mod tests;
 
 pub use files::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
-pub use load::{PROMPT_PLACEHOLDERS, load, placeholders};
+pub use load::{PROMPT_PLACEHOLDERS, is_tool_name, load, placeholders};
 pub use model::*;
 pub use problems::{ConfigErrors, Problem, Problems};

@@ -21,6 +21,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// `[store]`.
     pub store: StoreConfig,
+    /// `[mcp]`.
+    pub mcp: McpConfig,
     /// `[providers.*]`, by the operator's name for each provider.
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[defaults.jobs]`.
@@ -51,6 +53,35 @@ pub struct AuthConfig {
     pub callback_allowlist: Vec<Url>,
     /// The variable holding the secret that signs callbacks (`Faregate-Signature`).
     pub callback_secret_env: String,
+}
+
+/// `[mcp]`: the `/mcp` endpoint's DNS-rebinding guard and session mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpConfig {
+    /// `Host` header values accepted at `/mcp` (`host` or `host:port`); others get 403.
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted at `/mcp` (`scheme://host[:port|:*]` or `null`); a request
+    /// carrying any other `Origin` gets 403, a request without one passes.
+    pub allowed_origins: Vec<String>,
+    /// Whether clients of the 2025 revisions get `Mcp-Session-Id` sessions (kept in this
+    /// process). `false` serves every revision statelessly, for several replicas without
+    /// sticky sessions; 2026-07-28 requests are stateless either way.
+    pub legacy_sessions: bool,
+}
+
+impl Default for McpConfig {
+    /// Loopback only: a gateway on a laptop cannot be reached through DNS rebinding.
+    fn default() -> Self {
+        McpConfig {
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_origins: vec![
+                "http://localhost:*".into(),
+                "http://127.0.0.1:*".into(),
+                "http://[::1]:*".into(),
+            ],
+            legacy_sessions: true,
+        }
+    }
 }
 
 /// `[store]`.

@@ -161,6 +161,20 @@ impl<'a> Section<'a> {
         }
     }
 
+    /// A boolean.
+    pub(crate) fn boolean(&self, key: &'static str) -> Option<bool> {
+        match self.get(key)? {
+            toml::Value::Boolean(b) => Some(*b),
+            other => {
+                self.error(
+                    key,
+                    format!("expected true or false, found {}", other.type_str()),
+                );
+                None
+            }
+        }
+    }
+
     /// An integer within `min..=max`.
     pub(crate) fn integer(&self, key: &'static str, min: i64, max: i64) -> Option<i64> {
         match self.get(key)? {

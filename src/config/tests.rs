@@ -401,3 +401,121 @@ fn placeholders_are_found() {
         ["tool", "retry_after_s", "x"]
     );
 }
+
+#[test]
+fn mcp_defaults_are_loopback_and_the_table_is_read() {
+    let config = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.mcp, McpConfig::default());
+    let config = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "allowed_hosts = [\"localhost\", \"127.0.0.1\", \"::1\"]",
+            "allowed_hosts = [\"gateway.example.com\", \"gateway.example.com:8443\", \"10.0.0.7\"]",
+        )
+        .edit(
+            "faregate.toml",
+            "legacy_sessions = true",
+            "legacy_sessions = false",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        config.mcp.allowed_hosts,
+        [
+            "gateway.example.com",
+            "gateway.example.com:8443",
+            "10.0.0.7"
+        ]
+    );
+    assert!(!config.mcp.legacy_sessions);
+}
+
+#[test]
+fn mcp_hosts_and_origins_are_checked() {
+    let errors = errors_of(
+        MapFiles::defaults()
+            .edit(
+                "faregate.toml",
+                "allowed_hosts = [\"localhost\", \"127.0.0.1\", \"::1\"]",
+                "allowed_hosts = [\"https://gateway.example.com\"]",
+            )
+            .edit(
+                "faregate.toml",
+                "allowed_origins = [\"http://localhost:*\", \"http://127.0.0.1:*\", \"http://[::1]:*\"]",
+                "allowed_origins = [\"chat.example.com\", \"https://chat.example.com/app\", \"null\", \"https://ok.example.com:*\"]",
+            )
+            .edit("faregate.toml", "legacy_sessions = true", "legacy_sessions = \"yes\""),
+    );
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].contains("mcp.allowed_hosts[0]"), "{}", errors[0]);
+    assert!(errors[0].contains("no scheme"), "{}", errors[0]);
+    assert!(
+        errors[1].contains("mcp.allowed_origins[0]"),
+        "{}",
+        errors[1]
+    );
+    assert!(
+        errors[2].contains("mcp.allowed_origins[1]"),
+        "{}",
+        errors[2]
+    );
+    assert!(errors[2].contains("no path"), "{}", errors[2]);
+    assert!(errors[3].contains("mcp.legacy_sessions"), "{}", errors[3]);
+    assert!(errors[3].contains("true or false"), "{}", errors[3]);
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "allowed_hosts = [\"localhost\", \"127.0.0.1\", \"::1\"]",
+            "allowed_hosts = []",
+        ),
+        &["mcp.allowed_hosts", "DNS rebinding"],
+    );
+}
+
+#[test]
+fn tool_names_must_suit_every_agent_protocol() {
+    for good in [
+        "search_flights",
+        "_private",
+        "a",
+        "Book-Flight_2",
+        &"x".repeat(64),
+    ] {
+        assert!(is_tool_name(good), "{good}");
+    }
+    for bad in [
+        "",
+        "2fast",
+        "search.flights",
+        "search flights",
+        "-x",
+        "ñandu",
+        &"x".repeat(65),
+    ] {
+        assert!(!is_tool_name(bad), "{bad}");
+    }
+    // A catalog tool with a name the protocols refuse is reported at load, once.
+    let files = MapFiles::defaults().put(
+        "tools/search.trains.toml",
+        "name = \"search.trains\"\ndescription = \"Search trains between two stations on a date.\"\nproviders = [\"duffel\"]\n[fallback]\ninteractive = \"search_flights.unavailable.md\"\n",
+    );
+    let mut known = crate::tools::names();
+    known.push("search.trains");
+    let errors = match load(&files, Path::new("/cfg/faregate.toml"), &known) {
+        Ok(_) => panic!("the config loaded but should have been refused"),
+        Err(e) => e.errors.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+    };
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].contains("search.trains.toml: name"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[0].contains("^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"),
+        "{}",
+        errors[0]
+    );
+}

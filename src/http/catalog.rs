@@ -1,14 +1,19 @@
 //! `GET /v1/tools`, `GET /v1/tools/{tool}` and `GET /v1/prompts/agent-guidance`: what a
 //! developer registers with a model.
 
+use std::sync::Arc;
+
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use super::AppState;
 use super::error::ApiError;
+use super::manifest::{self, Format, ManifestTool};
 use super::native::unknown_tool;
 use crate::call::ServedTool;
 use crate::tools::{Access, CallMode};
@@ -18,6 +23,8 @@ use crate::tools::{Access, CallMode};
 pub(crate) struct CatalogQuery {
     #[serde(default)]
     format: Option<String>,
+    #[serde(default)]
+    available: Option<bool>,
 }
 
 /// The native description of one served tool.
@@ -44,21 +51,42 @@ fn describe(tool: &ServedTool) -> Value {
     })
 }
 
-/// `GET /v1/tools`.
+/// `GET /v1/tools?format=native|openai|anthropic|mcp|gemini&available=true`.
+///
+/// The list is in catalog order and stable; `available=true` leaves out tools none of whose
+/// breakers admits calls now, for agents that pick their tools per turn.
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Query(q): Query<CatalogQuery>,
+    query: Result<Query<CatalogQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    match q.format.as_deref() {
-        None | Some("native") => {}
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "format \"{other}\" is not available in this build; use format=native (OpenAI, Anthropic, MCP and Gemini manifests are coming)"
-            )));
-        }
+    let Query(q) = query.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{}; the parameters are format ({}) and available (true or false)",
+            e.body_text(),
+            Format::NAMES
+        ))
+    })?;
+    let format =
+        Format::parse(q.format.as_deref().unwrap_or("native")).map_err(ApiError::bad_request)?;
+    let now = Instant::now();
+    let served: Vec<Arc<ServedTool>> = state
+        .gateway
+        .tools()
+        .into_iter()
+        .filter(|t| !q.available.unwrap_or(false) || t.is_available(now))
+        .collect();
+    if format == Format::Native {
+        let tools: Vec<Value> = served.iter().map(|t| describe(t)).collect();
+        return Ok(Json(json!({ "tools": tools })).into_response());
     }
-    let tools: Vec<Value> = state.gateway.tools().iter().map(|t| describe(t)).collect();
-    Ok(Json(json!({ "tools": tools })).into_response())
+    let tools: Vec<ManifestTool<'_>> = served
+        .iter()
+        .map(|t| ManifestTool {
+            spec: t.spec,
+            description: &t.config.description,
+        })
+        .collect();
+    Ok(Json(manifest::render(format, &tools)).into_response())
 }
 
 /// `GET /v1/tools/{tool}`.

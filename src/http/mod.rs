@@ -1,15 +1,22 @@
 //! The HTTP edge: axum routes, authentication, body limits and JSON errors.
 //!
 //! **Architecture invariant:** this is the only module that knows the gateway's own wire JSON
-//! (request bodies, error bodies, the catalog shape). It turns requests into
-//! [`CallRequest`](crate::call::CallRequest)s and renders [`Envelope`](crate::call::Envelope)s;
-//! it never talks to a provider.
+//! (request bodies, error bodies, the catalog shape) and the agent protocols' shapes. It turns
+//! requests into [`CallRequest`](crate::call::CallRequest)s and renders
+//! [`Envelope`](crate::call::Envelope)s; it never talks to a provider. Inside it, only `mcp`
+//! imports rmcp, and only `manifest` knows the OpenAI, Anthropic, Gemini and MCP tool shapes.
 
+mod agent;
+mod anthropic;
 mod auth;
 mod catalog;
 mod error;
 mod jobs;
+pub mod manifest;
+mod mcp;
 mod native;
+mod openai;
+mod openapi;
 
 use std::sync::Arc;
 
@@ -20,9 +27,11 @@ use axum::middleware;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 pub use auth::ClientKeys;
 pub use error::ApiError;
+pub use mcp::{META_IDEMPOTENCY_KEY, META_MODE};
 
 use crate::call::Gateway;
 use crate::config::Config;
@@ -40,19 +49,44 @@ pub struct AppState {
     pub jobs: Option<crate::jobs::Jobs>,
 }
 
+/// Every path [`router`] serves (a test reads the router's source to keep this list exact, and
+/// the OpenAPI document is checked against it).
+pub const ROUTED_PATHS: &[&str] = &[
+    "/healthz",
+    "/readyz",
+    "/openapi.json",
+    "/v1/tools",
+    "/v1/tools/{tool}",
+    "/v1/tools/{tool}/call",
+    "/v1/prompts/agent-guidance",
+    "/v1/jobs",
+    "/v1/jobs/{job_id}",
+    "/v1/openai/tool_calls",
+    "/v1/anthropic/tool_use",
+    "/mcp",
+];
+
 /// The whole HTTP API.
 ///
 /// Layer order (axum's `Router::layer` wraps outward, so the last added runs first): the body
 /// limit applies inside authentication, so an unauthenticated client cannot make the gateway
-/// read a large body; `/healthz` and `/readyz` sit outside authentication for probes.
-pub fn router(state: AppState, keys: ClientKeys) -> Router {
+/// read a large body; `/healthz` and `/readyz` sit outside authentication for probes. `/mcp`
+/// sits behind the same client-key check as every other route; rmcp then checks `Host` and
+/// `Origin` (`[mcp]` in `faregate.toml`) and enforces the same body limit itself.
+/// `shutdown` ends MCP sessions and streams when cancelled.
+pub fn router(state: AppState, keys: ClientKeys, shutdown: CancellationToken) -> Router {
+    let mcp = mcp::service(state.clone(), shutdown);
     let api = Router::new()
+        .route("/openapi.json", get(openapi_json))
         .route("/v1/tools", get(catalog::list))
         .route("/v1/tools/{tool}", get(catalog::one))
         .route("/v1/tools/{tool}/call", post(native::call_tool))
         .route("/v1/prompts/agent-guidance", get(catalog::agent_guidance))
         .route("/v1/jobs", get(jobs::list))
         .route("/v1/jobs/{job_id}", get(jobs::one))
+        .route("/v1/openai/tool_calls", post(openai::tool_calls))
+        .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
+        .route_service("/mcp", mcp)
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(keys, auth::require_client));
     Router::new()
@@ -61,6 +95,12 @@ pub fn router(state: AppState, keys: ClientKeys) -> Router {
         .merge(api)
         .fallback(not_found)
         .with_state(state)
+}
+
+async fn openapi_json(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> impl IntoResponse {
+    axum::Json(openapi::document(&state))
 }
 
 async fn healthz() -> impl IntoResponse {

@@ -1,0 +1,198 @@
+//! `/mcp`: the Model Context Protocol over Streamable HTTP, served by rmcp.
+//!
+//! **Architecture invariant:** this is the only module that imports rmcp. rmcp breaks its API
+//! about every quarter (it is pinned exactly in `Cargo.toml`), so its types stop here: the
+//! tool objects come from [`super::manifest`] as JSON, calls go through [`super::agent`] like
+//! every other protocol, and the rest of the gateway never sees an rmcp type.
+//!
+//! One endpoint serves both protocol eras (rmcp routes each request):
+//! - 2025-06-18 / 2025-11-25 (and older): `initialize`, then `Mcp-Session-Id` sessions kept in
+//!   this process (`[mcp] legacy_sessions = true`, the default), or stateless when it is false;
+//! - 2026-07-28: no handshake, per-request `_meta`, `server/discover`; always stateless, so any
+//!   replica can answer any request.
+//!
+//! `tools/list` is the MCP manifest ([`super::manifest::mcp_tool`]) in catalog order; it never
+//! changes while the gateway runs (breakers do not add or remove tools, so there are no
+//! `list_changed` storms). `tools/call` answers a [`CallToolResult`]: the model-readable text,
+//! `structuredContent` (only for `ok` and `stale`, so it always matches `outputSchema`) and
+//! `isError` for `unavailable`, `rejected` and `invalid_arguments`. A tripped breaker is such a
+//! result, never a JSON-RPC error. An unknown tool name is a JSON-RPC error (`-32602`), as the
+//! MCP specification asks.
+//!
+//! MCP `tools/call` has no field for the call mode, so it is read from the request's `_meta`:
+//! `"faregate/mode": "background"` (answered like the native endpoint today: not available yet;
+//! once durable jobs land, background calls will map to the MCP Tasks extension for clients
+//! that declare it). `"faregate/idempotency_key"` sets a booking's key; without it the key is
+//! derived from the arguments (see [`super::agent`]).
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::AppState;
+use super::agent::{self, AgentCall, AgentOptions};
+use super::manifest;
+
+/// The `_meta` key selecting the call mode (`"interactive"` or `"background"`).
+pub const META_MODE: &str = "faregate/mode";
+/// The `_meta` key carrying a booking's idempotency key.
+pub const META_IDEMPOTENCY_KEY: &str = "faregate/idempotency_key";
+
+/// The tower service mounted at `/mcp`.
+///
+/// `cancel` ends every session and open stream; `run` cancels it when shutdown starts, so
+/// graceful shutdown is not held up by a client's open event stream.
+pub(crate) fn service(
+    state: AppState,
+    cancel: CancellationToken,
+) -> StreamableHttpService<Handler, LocalSessionManager> {
+    let mcp = state.config.mcp.clone();
+    let tools: Arc<Vec<Tool>> = Arc::new(
+        state
+            .gateway
+            .tools()
+            .iter()
+            .filter_map(|t| {
+                let json = manifest::mcp_tool(t.spec, &t.config.description);
+                match serde_json::from_value::<Tool>(json) {
+                    Ok(tool) => Some(tool),
+                    Err(e) => {
+                        // The manifest tests pin this shape; a failure here is a bug.
+                        tracing::error!(tool = t.spec.name, error = %e, "MCP tool object rejected by rmcp");
+                        None
+                    }
+                }
+            })
+            .collect(),
+    );
+    let handler = Handler {
+        tools,
+        instructions: state
+            .config
+            .prompts
+            .get("agent-guidance.md")
+            .map(|t| t.trim().to_string()),
+        max_body_bytes: state.max_body_bytes,
+        state,
+    };
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(mcp.allowed_hosts)
+        .with_allowed_origins(mcp.allowed_origins)
+        // An empty origin list then rejects every Origin instead of checking none.
+        .enforce_origin_validation()
+        .with_legacy_session_mode(mcp.legacy_sessions)
+        .with_json_response(true)
+        .with_max_request_body_bytes(handler.max_body_bytes)
+        .with_cancellation_token(cancel);
+    StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    )
+}
+
+/// The MCP server: the gateway's served tools.
+#[derive(Debug, Clone)]
+pub(crate) struct Handler {
+    state: AppState,
+    /// The `tools/list` answer, built once (the list never changes while the gateway runs).
+    tools: Arc<Vec<Tool>>,
+    /// `prompts/agent-guidance.md`, sent as the server's instructions.
+    instructions: Option<String>,
+    max_body_bytes: usize,
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("faregate", env!("CARGO_PKG_VERSION"))
+                    .with_title("faregate travel tools"),
+            );
+        if let Some(text) = &self.instructions {
+            info = info.with_instructions(text.clone());
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if self.state.gateway.tool(&request.name).is_none() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "Unknown tool: {}. {}",
+                    request.name,
+                    agent::unknown_tool_text(&self.state, &request.name)
+                        .trim_start_matches("[invalid_arguments] ")
+                ),
+                None,
+            ));
+        }
+        // rmcp hands the request's `_meta` over in the context (and may leave it in the params).
+        let meta_of = |key: &str| {
+            context
+                .meta
+                .0
+                .0
+                .get(key)
+                .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(key)))
+                .cloned()
+        };
+        let mut options = AgentOptions::default();
+        if let Some(mode) = meta_of(META_MODE) {
+            match agent::parse_mode(&mode) {
+                Ok(m) => options.mode = m,
+                Err(e) => {
+                    return Ok(
+                        error_result(format!("[invalid_arguments] _meta {META_MODE}: {e}")).into(),
+                    );
+                }
+            }
+        }
+        let idempotency_key = meta_of(META_IDEMPOTENCY_KEY)
+            .as_ref()
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let call = AgentCall {
+            tool: request.name.to_string(),
+            arguments: Ok(Value::Object(request.arguments.unwrap_or_default())),
+            call_id: None,
+            idempotency_key,
+        };
+        let result = agent::run_one(&self.state, call, options).await;
+        let mut out = CallToolResult::success(vec![ContentBlock::text(result.text.clone())]);
+        out.structured_content = result.data().cloned();
+        out.is_error = Some(result.is_error);
+        Ok(out.into())
+    }
+}
+
+fn error_result(text: String) -> CallToolResult {
+    let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
+    out.is_error = Some(true);
+    out
+}

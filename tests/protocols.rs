@@ -1,0 +1,505 @@
+//! The agent protocol endpoints end to end: the gateway on `127.0.0.1:0` against the built-in
+//! simulator, driven over HTTP as a chat backend would. (The real vendor SDKs and the MCP
+//! client drive the same endpoints from `tests/python/`, run by `.ci/run`.)
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use faregate::sim::{Fault, RouteGroup, Simulator};
+use serde_json::{Value, json};
+use support::{NoEnv, TestGateway, in_days};
+
+struct Stack {
+    gateway: TestGateway,
+    sim: Simulator,
+    http: reqwest::Client,
+    _sim_stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn stack() -> Stack {
+    let sim = Simulator::new(7);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
+        let _ = rx.await;
+    }));
+    let gateway =
+        TestGateway::start(support::config_for(&format!("http://{sim_addr}")), &NoEnv).await;
+    Stack {
+        gateway,
+        sim,
+        http: reqwest::Client::new(),
+        _sim_stop: tx,
+    }
+}
+
+impl Stack {
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let res = self
+            .http
+            .post(self.gateway.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = res.status().as_u16();
+        let body = res.json::<Value>().await.unwrap_or_else(|e| panic!("{e}"));
+        (status, body)
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let res = self
+            .http
+            .get(self.gateway.url(path))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = res.status().as_u16();
+        let body = res.json::<Value>().await.unwrap_or_default();
+        (status, body)
+    }
+
+    /// Takes `group` down; for Duffel flight search also its chain partner, Amadeus flights,
+    /// so that the tool itself is down rather than failing over.
+    fn outage(&self, group: RouteGroup) {
+        let groups: &[RouteGroup] = if group == RouteGroup::DuffelAirSearch {
+            &[RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights]
+        } else {
+            &[group]
+        };
+        for g in groups {
+            self.sim.set_fault(
+                *g,
+                Fault {
+                    outage: true,
+                    ..Fault::default()
+                },
+            );
+        }
+    }
+}
+
+fn flights_args() -> Value {
+    json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)})
+}
+
+fn hotels_args() -> Value {
+    json!({"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)})
+}
+
+fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+}
+
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_openai_batch_answers_in_order_with_each_failure_in_its_own_message() {
+    let s = stack().await;
+    let message = json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [
+            chat_call("call_1", "search_hotels", &hotels_args().to_string()),
+            chat_call("call_2", "search_flights", "{\"origin\": \"JFK\", "),
+            chat_call("call_3", "search_trains", "{}"),
+            chat_call("call_4", "price_flight_offer", "{\"offer_id\": \"../x\"}"),
+            chat_call("call_5", "search_flights", &flights_args().to_string()),
+        ]
+    });
+    let (status, body) = s.post("/v1/openai/tool_calls", message).await;
+    assert_eq!(status, 200, "{body:#}");
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<&str> = messages.iter().map(|m| text(&m["tool_call_id"])).collect();
+    assert_eq!(ids, ["call_1", "call_2", "call_3", "call_4", "call_5"]);
+    assert!(messages.iter().all(|m| m["role"] == "tool"));
+
+    let hotels = text(&messages[0]["content"]);
+    assert!(hotels.contains("Data (JSON): {"), "{hotels}");
+    assert!(
+        hotels.contains("hotel_result_id"),
+        "ids the model needs next: {hotels}"
+    );
+    let malformed = text(&messages[1]["content"]);
+    assert!(
+        malformed.starts_with("[invalid_arguments] Invalid arguments for search_flights"),
+        "{malformed}"
+    );
+    assert!(malformed.contains("not valid JSON"), "{malformed}");
+    let unknown = text(&messages[2]["content"]);
+    assert!(unknown.contains("no tool \"search_trains\""), "{unknown}");
+    assert!(
+        unknown.contains("search_flights, price_flight_offer"),
+        "{unknown}"
+    );
+    let invalid = text(&messages[3]["content"]);
+    assert!(invalid.starts_with("[invalid_arguments] "), "{invalid}");
+    assert!(invalid.contains("offer_id"), "{invalid}");
+    assert!(text(&messages[4]["content"]).contains("offers JFK→LHR"));
+}
+
+#[tokio::test]
+async fn openai_calls_run_concurrently() {
+    let s = stack().await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            latency_ms: 1000,
+            ..Fault::default()
+        },
+    );
+    let calls: Vec<Value> = (0..3)
+        .map(|i| {
+            chat_call(
+                &format!("c{i}"),
+                "search_flights",
+                &flights_args().to_string(),
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let (status, body) = s.post("/v1/openai/tool_calls", json!(calls)).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
+    assert!(
+        took < Duration::from_millis(2500),
+        "three 1 s calls took {took:?}: not concurrent"
+    );
+}
+
+#[tokio::test]
+async fn responses_api_items_get_function_call_outputs_and_nulls_mean_not_given() {
+    let s = stack().await;
+    // Strict-mode models send null for every optional property.
+    let strict_args = json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(21),
+        "return_date": null, "adults": null, "child_ages": null, "cabin_class": null,
+        "max_connections": null, "max_results": null});
+    let response = json!({
+        "id": "resp_1",
+        "object": "response",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "search_flights",
+             "arguments": strict_args.to_string(), "status": "completed"},
+            {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "search_hotels",
+             "arguments": hotels_args().to_string()}
+        ]
+    });
+    let (status, body) = s.post("/v1/openai/tool_calls", response).await;
+    assert_eq!(status, 200, "{body:#}");
+    let output = body["output"].as_array().cloned().unwrap_or_default();
+    assert_eq!(output.len(), 2, "{body:#}");
+    assert_eq!(output[0]["type"], "function_call_output");
+    assert_eq!(output[0]["call_id"], "call_a");
+    assert!(
+        text(&output[0]["output"]).contains("offers JFK→LHR"),
+        "{}",
+        output[0]["output"]
+    );
+    assert_eq!(output[1]["call_id"], "call_b");
+}
+
+#[tokio::test]
+async fn anthropic_tool_results_raise_is_error_for_an_outage_only() {
+    let s = stack().await;
+    s.outage(RouteGroup::DuffelAirSearch);
+    let message = json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Let me check both."},
+        {"type": "tool_use", "id": "toolu_1", "name": "search_flights", "input": flights_args()},
+        {"type": "tool_use", "id": "toolu_2", "name": "search_hotels", "input": hotels_args()},
+        {"type": "tool_use", "id": "toolu_3", "name": "search_hotels", "input": {"city_code": "paris"}}
+    ]});
+    let (status, body) = s.post("/v1/anthropic/tool_use", message).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(body["role"], "user");
+    let blocks = body["content"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<&str> = blocks.iter().map(|b| text(&b["tool_use_id"])).collect();
+    assert_eq!(ids, ["toolu_1", "toolu_2", "toolu_3"]);
+    assert!(blocks.iter().all(|b| b["type"] == "tool_result"));
+
+    assert_eq!(blocks[0]["is_error"], true);
+    let down = text(&blocks[0]["content"]);
+    assert!(down.starts_with("[unavailable; retry after "), "{down}");
+    assert!(
+        down.contains("Flight search is temporarily unavailable"),
+        "the tool's fallback text: {down}"
+    );
+    assert!(!down.contains("Data (JSON)"), "nothing invented: {down}");
+    assert_eq!(blocks[1]["is_error"], false);
+    assert_eq!(blocks[2]["is_error"], true);
+    assert!(text(&blocks[2]["content"]).starts_with("[invalid_arguments] "));
+}
+
+#[tokio::test]
+async fn the_same_text_reaches_every_protocol() {
+    let s = stack().await;
+    s.outage(RouteGroup::DuffelAirSearch);
+    let (_, native) = s
+        .post(
+            "/v1/tools/search_flights/call",
+            json!({"arguments": flights_args()}),
+        )
+        .await;
+    let (_, anthropic) = s
+        .post(
+            "/v1/anthropic/tool_use",
+            json!([{"type": "tool_use", "id": "t", "name": "search_flights", "input": flights_args()}]),
+        )
+        .await;
+    let fallback = text(&native["content"]);
+    assert!(!fallback.is_empty());
+    assert!(
+        text(&anthropic["content"][0]["content"]).ends_with(fallback),
+        "{anthropic:#}"
+    );
+}
+
+#[tokio::test]
+async fn a_booking_without_a_key_gets_one_from_its_arguments_and_never_books_twice() {
+    let s = stack().await;
+    let (_, search) = s
+        .post(
+            "/v1/tools/search_flights/call",
+            json!({"arguments": flights_args()}),
+        )
+        .await;
+    let offer_id = text(&search["data"]["offers"][0]["offer_id"]).to_string();
+    let traveller = json!({"given_name": "Ana", "family_name": "Garcia", "born_on": "1990-02-15",
+        "gender": "f", "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"});
+    let book = json!([{"type": "tool_use", "id": "toolu_b", "name": "book_flight",
+        "input": {"offer_id": offer_id, "travellers": [traveller]}}]);
+    let (_, first) = s.post("/v1/anthropic/tool_use", book.clone()).await;
+    assert_eq!(first["content"][0]["is_error"], false, "{first:#}");
+    // The repeat carries the same key: the provider finds the booking instead of making another
+    // (Duffel's simulator answers that a booking with the same details exists).
+    let (_, again) = s.post("/v1/anthropic/tool_use", book).await;
+    let repeat = text(&again["content"][0]["content"]);
+    assert!(
+        again["content"][0]["is_error"] == false || repeat.contains("already"),
+        "{again:#}"
+    );
+    let stats = s.sim.stats();
+    let keys: Vec<&String> = stats.orders_by_idempotency_key.keys().collect();
+    assert_eq!(keys.len(), 1, "one key for the same booking: {keys:?}");
+    assert!(keys[0].starts_with("fg-args-"), "{keys:?}");
+    assert_eq!(
+        stats
+            .orders_by_idempotency_key
+            .get(keys[0])
+            .map(|o| o.orders),
+        Some(1),
+        "the repeat did not book again"
+    );
+}
+
+#[tokio::test]
+async fn background_mode_is_an_error_result_until_jobs_land() {
+    let s = stack().await;
+    let (status, body) = s
+        .post(
+            "/v1/openai/tool_calls",
+            json!({"mode": "background", "tool_calls": [chat_call("c", "search_hotels", &hotels_args().to_string())]}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let content = text(&body["messages"][0]["content"]);
+    assert!(
+        content.contains("not available on this protocol endpoint"),
+        "{content}"
+    );
+    let (status, body) = s
+        .post(
+            "/v1/anthropic/tool_use",
+            json!({"mode": "whenever", "content": []}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(text(&body["message"]).contains("interactive"), "{body:#}");
+}
+
+#[tokio::test]
+async fn bodies_without_calls_are_400_saying_what_to_send() {
+    let s = stack().await;
+    for (path, body) in [
+        (
+            "/v1/openai/tool_calls",
+            json!({"role": "assistant", "content": "hi"}),
+        ),
+        ("/v1/openai/tool_calls", json!([{"type": "message"}])),
+        (
+            "/v1/anthropic/tool_use",
+            json!({"role": "assistant", "content": [{"type": "text", "text": "hi"}]}),
+        ),
+    ] {
+        let (status, answer) = s.post(path, body).await;
+        assert_eq!(status, 400, "{path}: {answer:#}");
+        assert!(text(&answer["message"]).contains("send"), "{answer:#}");
+    }
+}
+
+#[tokio::test]
+async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers() {
+    let s = stack().await;
+    for (format, pointer) in [
+        (
+            "openai",
+            "/tools/0/function/parameters/additionalProperties",
+        ),
+        ("anthropic", "/tools/0/input_schema/type"),
+        (
+            "gemini",
+            "/tools/0/functionDeclarations/0/parametersJsonSchema/type",
+        ),
+        ("mcp", "/tools/0/annotations/readOnlyHint"),
+        ("native", "/tools/0/policy/timeout_ms"),
+    ] {
+        let (status, body) = s.get(&format!("/v1/tools?format={format}")).await;
+        assert_eq!(status, 200, "{format}: {body:#}");
+        assert!(body.pointer(pointer).is_some(), "{format}: {body:#}");
+    }
+    let (status, body) = s.get("/v1/tools?format=yaml").await;
+    assert_eq!(status, 400);
+    assert!(
+        text(&body["message"]).contains("openai, anthropic"),
+        "{body:#}"
+    );
+
+    // Five failures in a row open search_flights' breaker (SPEC default).
+    s.outage(RouteGroup::DuffelAirSearch);
+    for _ in 0..5 {
+        s.post(
+            "/v1/tools/search_flights/call",
+            json!({"arguments": flights_args()}),
+        )
+        .await;
+    }
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect()
+    };
+    let (_, all) = s.get("/v1/tools?format=openai").await;
+    assert!(
+        names(&all).contains(&"search_flights".to_string()),
+        "the list stays stable"
+    );
+    let (_, available) = s.get("/v1/tools?format=openai&available=true").await;
+    assert!(!names(&available).contains(&"search_flights".to_string()));
+    assert!(names(&available).contains(&"search_hotels".to_string()));
+}
+
+/// The HTTP edge of `/mcp` (the protocol itself is driven by the official MCP client and the
+/// conformance suite in `.ci/run`): client keys, then rmcp's Host and Origin checks from
+/// `[mcp]`.
+#[tokio::test]
+async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
+    let sim = Simulator::new(1);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(faregate::sim::serve(listener, sim, std::future::pending()));
+    let mut config = support::config_for(&format!("http://{addr}"));
+    config.mcp.allowed_origins = vec!["https://chat.example.com:443".into()];
+    let gw = TestGateway::start(
+        config,
+        &support::MapEnv(vec![("FAREGATE_CLIENT_KEYS", "k1")]),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "edge-test", "version": "1"}}});
+    let post = |host: Option<&str>, origin: Option<&str>, key: Option<&str>| {
+        let mut req = http
+            .post(gw.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(h) = host {
+            req = req.header("host", h);
+        }
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        req.send()
+    };
+    let status =
+        |r: reqwest::Result<reqwest::Response>| r.map(|r| r.status().as_u16()).unwrap_or(0);
+    assert_eq!(
+        status(post(None, None, None).await),
+        401,
+        "client key first"
+    );
+    assert_eq!(status(post(None, None, Some("k1")).await), 200);
+    assert_eq!(
+        status(post(None, Some("https://chat.example.com"), Some("k1")).await),
+        200,
+        "an allowed browser origin"
+    );
+    assert_eq!(
+        status(post(None, Some("https://evil.example.com"), Some("k1")).await),
+        403
+    );
+    assert_eq!(
+        status(post(Some("evil.example.com"), None, Some("k1")).await),
+        403,
+        "DNS rebinding: a Host outside [mcp] allowed_hosts"
+    );
+}
+
+#[tokio::test]
+async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
+    let s = stack().await;
+    let (status, doc) = s.get("/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let documented: Vec<&str> = doc["paths"]
+        .as_object()
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut routed = faregate::http::ROUTED_PATHS.to_vec();
+    routed.sort_unstable();
+    let mut sorted = documented.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, routed);
+    // Every documented operation reaches its handler: no fallback 404, no 405.
+    for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
+        let concrete = path.replace("{tool}", "search_hotels");
+        for method in ops.as_object().into_iter().flatten().map(|(m, _)| m) {
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes())
+                .unwrap_or(reqwest::Method::GET);
+            let res = s
+                .http
+                .request(m, s.gateway.url(&concrete))
+                .header("accept", "application/json, text/event-stream")
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let code = res.status().as_u16();
+            let body = res.text().await.unwrap_or_default();
+            assert!(
+                code != 405 && !body.contains("no route"),
+                "{method} {path}: {code} {body}"
+            );
+        }
+    }
+    assert!(
+        doc.pointer("/components/schemas/search_flights.arguments/properties/origin")
+            .is_some()
+    );
+}

@@ -1,0 +1,92 @@
+"""Starts `target/debug/faregate demo` (gateway + provider simulator) on free loopback ports for
+the whole session, and heals the simulator's faults after every test."""
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(os.environ.get("FAREGATE_BIN", ROOT / "target" / "debug" / "faregate"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Demo:
+    def __init__(self, api: str, sim: str):
+        self.api = api
+        self.sim = sim
+        self.mcp = f"{api}/mcp"
+
+    def get(self, path: str, **kw) -> httpx.Response:
+        return httpx.get(f"{self.api}{path}", timeout=30, **kw)
+
+    def post(self, path: str, body) -> httpx.Response:
+        return httpx.post(f"{self.api}{path}", json=body, timeout=30)
+
+    def fault(self, group: str, **fault) -> None:
+        httpx.put(f"{self.sim}/_sim/faults/{group}", json=fault, timeout=10).raise_for_status()
+
+    def heal(self) -> None:
+        httpx.delete(f"{self.sim}/_sim/faults", timeout=10).raise_for_status()
+
+
+@pytest.fixture(scope="session")
+def demo():
+    if not BINARY.exists():
+        pytest.fail(f"{BINARY} is missing; run `cargo build` first")
+    api_port, sim_port = free_port(), free_port()
+    log = open(ROOT / "target" / "python-demo.log", "w")
+    proc = subprocess.Popen(
+        [str(BINARY), "demo", "--listen", f"127.0.0.1:{api_port}", "--sim-listen", f"127.0.0.1:{sim_port}"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "FAREGATE_CLIENT_KEYS": ""},
+    )
+    d = Demo(f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{sim_port}")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"faregate demo exited with {proc.returncode}; see target/python-demo.log")
+            try:
+                if httpx.get(f"{d.api}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("faregate demo did not become ready in 30 s")
+            time.sleep(0.1)
+        yield d
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(autouse=True)
+def healed(request):
+    yield
+    if "demo" in request.fixturenames:
+        request.getfixturevalue("demo").heal()
+
+
+_days = iter(range(30, 300))
+
+
+def fresh_date() -> str:
+    """A future departure date no earlier test has searched, so no stale result can answer."""
+    import datetime
+
+    return (datetime.date.today() + datetime.timedelta(days=next(_days))).isoformat()
