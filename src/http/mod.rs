@@ -9,6 +9,8 @@ mod auth;
 mod catalog;
 mod error;
 mod native;
+mod ops;
+mod trace;
 
 use std::sync::Arc;
 
@@ -35,6 +37,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// The body limit, for error messages.
     pub max_body_bytes: usize,
+    /// The admin key (empty = none configured), for the operations routes.
+    pub admin_key: ClientKeys,
 }
 
 /// The whole HTTP API.
@@ -49,12 +53,17 @@ pub fn router(state: AppState, keys: ClientKeys) -> Router {
         .route("/v1/tools/{tool}/call", post(native::call_tool))
         .route("/v1/prompts/agent-guidance", get(catalog::agent_guidance))
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
-        .layer(middleware::from_fn_with_state(keys, auth::require_client));
+        .layer(middleware::from_fn_with_state(
+            keys.clone(),
+            auth::require_client,
+        ));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .merge(api)
+        .merge(ops::routes(keys))
         .fallback(not_found)
+        .layer(trace::layer())
         .with_state(state)
 }
 
