@@ -586,15 +586,29 @@ async fn callers_that_go_away_do_not_trip_the_breaker() {
         .mount(&server)
         .await;
     let g = gateway(
-        support::with_timeouts(support::config_for(&server.uri()), Duration::from_secs(3), Duration::from_secs(4)),
+        support::with_timeouts(
+            support::config_for(&server.uri()),
+            Duration::from_secs(3),
+            Duration::from_secs(4),
+        ),
         |_| {},
     );
     for _ in 0..8 {
-        let cancelled = tokio::time::timeout(Duration::from_millis(50), call(&g, "search_flights", flights())).await;
+        let cancelled = tokio::time::timeout(
+            Duration::from_millis(50),
+            call(&g, "search_flights", flights()),
+        )
+        .await;
         assert!(cancelled.is_err(), "the caller gave up first");
     }
-    let breaker = g.tool("search_flights").map(|t| t.breakers()[0].clone()).unwrap_or_else(|| panic!("served"));
+    let breaker = g
+        .tool("search_flights")
+        .map(|t| t.breakers()[0].clone())
+        .unwrap_or_else(|| panic!("served"));
     let snapshot = breaker.snapshot(tokio::time::Instant::now());
     assert_eq!(snapshot.state.as_str(), "closed");
-    assert_eq!(snapshot.calls_in_window, 0, "cancelled attempts count nothing");
+    assert_eq!(
+        snapshot.calls_in_window, 0,
+        "cancelled attempts count nothing"
+    );
 }
