@@ -55,6 +55,13 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             config.auth.client_keys_env
         ));
     }
+    let admin_key = ClientKeys::from_list(&env.var(&config.auth.admin_key_env).unwrap_or_default());
+    if admin_key.is_empty() && !keys.is_empty() {
+        warnings.push(format!(
+            "{} is not set: forcing breakers (POST /v1/breakers/{{key}}/force) is refused until it is.",
+            config.auth.admin_key_env
+        ));
+    }
     let max_body_bytes = config.server.max_body_bytes;
     Ok(App {
         state: AppState {
@@ -62,6 +69,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             config: Arc::new(config),
             max_body_bytes,
             jobs: None,
+            admin_key,
         },
         keys,
         warnings,
@@ -93,8 +101,9 @@ const BREAKER_TICK: Duration = Duration::from_millis(250);
 /// Serves the HTTP API on `listener` until `shutdown` completes, then drains in-flight requests.
 ///
 /// Alongside the server runs one small task owned by this function: it ticks the breakers so
-/// timer-driven transitions (open → half-open, ramp stages) are announced without traffic, and
-/// logs every transition. It ends when the server does.
+/// timer-driven transitions (open → half-open, ramp stages) are announced without traffic, logs
+/// every transition, and hands it to telemetry (metrics, alert rules, evaluated on each tick
+/// too). It ends when the server does; event streams end when shutdown starts.
 pub async fn run(
     listener: TcpListener,
     app: App,
@@ -107,9 +116,15 @@ pub async fn run(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tokio::select! {
-                _ = tick.tick() => gateway.breakers().tick_all(Instant::now()),
+                _ = tick.tick() => {
+                    gateway.breakers().tick_all(Instant::now());
+                    gateway.telemetry().tick(Instant::now());
+                }
                 event = events.recv() => match event {
-                    Ok(e) => log_transition(&e),
+                    Ok(e) => {
+                        log_transition(&e);
+                        gateway.telemetry().on_transition(&e);
+                    }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::warn!(missed = n, "breaker event log fell behind");
                     }
@@ -124,6 +139,7 @@ pub async fn run(
         .jobs
         .clone()
         .map(|jobs| tokio::spawn(jobs.run(jobs_stop.clone())));
+    let telemetry = app.state.gateway.telemetry().clone();
     // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
     // graceful shutdown that waits for every connection.
     let streams = CancellationToken::new();
@@ -132,6 +148,8 @@ pub async fn run(
         .with_graceful_shutdown(async move {
             shutdown.await;
             streams.cancel();
+            // Open event streams would otherwise hold the graceful shutdown forever.
+            telemetry.close_streams();
         })
         .await;
     // In-flight HTTP calls are done; let running jobs finish and hand their leases back.

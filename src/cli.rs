@@ -18,15 +18,27 @@ use crate::providers::{self, ProcessEnv};
 use crate::sim;
 use crate::tools;
 
-/// Logs to stderr; `RUST_LOG` overrides the default `info,rmcp=warn`.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        // rmcp logs MCP session ids at info level; they are bearer-like, so keep them out.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// Kept for `main.rs`: each command sets up tracing itself, because `serve` and `demo` need
+/// their configuration first (`[telemetry]`: JSON logs, OTLP export). Does nothing.
+pub fn init_tracing() {}
+
+/// Sets up tracing as `[telemetry]` says, then logs the configuration warnings.
+fn init_telemetry(
+    config: &Config,
+    warnings: &[config::Problem],
+) -> anyhow::Result<crate::telemetry::TracingGuard> {
+    let guard = crate::telemetry::init(&config.telemetry, &ProcessEnv)?;
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    if guard.exports() {
+        tracing::info!("exporting traces over OTLP/HTTP");
+    }
+    Ok(guard)
+}
+
+fn load_quiet(files: &dyn Files, path: &Path) -> anyhow::Result<(Config, Vec<config::Problem>)> {
+    config::load(files, path, &tools::names()).map_err(|errors| anyhow::anyhow!("{errors}"))
 }
 
 fn load(files: &dyn Files, path: &Path) -> anyhow::Result<Config> {
@@ -95,7 +107,8 @@ fn redact_url(url: &str) -> String {
 
 /// `faregate serve`.
 pub async fn serve(config_path: &Path, listen: Option<SocketAddr>) -> anyhow::Result<ExitCode> {
-    let mut config = load(&DiskFiles, config_path)?;
+    let (mut config, warnings) = load_quiet(&DiskFiles, config_path)?;
+    let _tracing = init_telemetry(&config, &warnings)?;
     if let Some(addr) = listen {
         config.server.listen = addr;
     }
@@ -111,6 +124,7 @@ pub async fn serve(config_path: &Path, listen: Option<SocketAddr>) -> anyhow::Re
 
 /// `faregate sim`.
 pub async fn sim(listen: SocketAddr, seed: u64) -> anyhow::Result<ExitCode> {
+    crate::telemetry::init_default();
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -128,10 +142,11 @@ pub async fn demo(
     config_path: Option<&Path>,
     store: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    let mut config = match config_path {
-        Some(p) => load(&DiskFiles, p)?,
-        None => load(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG))?,
+    let (mut config, warnings) = match config_path {
+        Some(p) => load_quiet(&DiskFiles, p)?,
+        None => load_quiet(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG))?,
     };
+    let _tracing = init_telemetry(&config, &warnings)?;
     let sim_listener = TcpListener::bind(sim_listen).await.with_context(|| {
         format!("cannot listen on {sim_listen} for the simulator (try --sim-listen)")
     })?;
@@ -178,6 +193,7 @@ faregate demo — gateway and provider simulator, no credentials needed
 
   API        http://{addr}/v1/tools   (OpenAPI: http://{addr}/openapi.json)
   MCP        http://{addr}/mcp        (Streamable HTTP)
+  dashboard  http://{addr}/dashboard   (breakers, alerts; metrics at /metrics, events at /v1/events)
   simulator  http://{sim}  (Duffel and Amadeus wire formats; faults at /_sim/faults)
 
 Try:
@@ -216,6 +232,10 @@ Try:
   curl -s http://{addr}/v1/openai/tool_calls -H 'content-type: application/json' \
     -d '{{"tool_calls": [{{"id": "call_1", "type": "function", "function": {{"name": "search_hotels", "arguments": "{{\"city_code\": \"PAR\", \"check_in_date\": \"{d1}\", \"check_out_date\": \"{d2}\"}}"}}}}]}}'
 
+  # breakers, and forcing one open by hand (admin key when FAREGATE_ADMIN_KEY is set)
+  curl -s http://{addr}/v1/breakers
+  curl -s -X POST http://{addr}/v1/breakers/search_flights.duffel/force -d '{{"state": "open"}}'
+
 Ctrl-C stops both.
 "#
     )
@@ -223,6 +243,7 @@ Ctrl-C stops both.
 
 /// `faregate check`: every problem at once; exit 1 when there is any error.
 pub fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
+    crate::telemetry::init_default();
     match config::load(&DiskFiles, config_path, &tools::names()) {
         Ok((config, warnings)) => {
             let built = providers::build(&config, &ProcessEnv);
@@ -253,6 +274,7 @@ pub fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
 /// This reads configuration only (no provider is contacted and no breaker exists), so it lists
 /// every configured tool, including ones a running gateway might not serve.
 pub fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitCode> {
+    crate::telemetry::init_default();
     let format = crate::http::manifest::Format::parse(format).map_err(anyhow::Error::msg)?;
     let config = load(&DiskFiles, config_path)?;
     let tools: Vec<crate::http::manifest::ManifestTool<'_>> = tools::CATALOG

@@ -8,8 +8,9 @@
 //! # Layout
 //! Modules stand on floors and import only from floors below (see `ARCHITECTURE.md`):
 //! - [`tools`] (floor 1): the catalog — typed arguments, results and schemas. Pure.
-//! - [`config`], [`providers`], [`sim`] (floor 2): configuration, provider adapters (wire
-//!   formats stay inside), and the provider simulator.
+//! - [`config`], [`providers`], [`sim`], [`telemetry`] (floor 2): configuration, provider
+//!   adapters (wire formats stay inside), the provider simulator, and metrics, alerts and
+//!   tracing set-up.
 //! - [`call`] (floor 3): the one function every tool call goes through.
 //! - [`http`] (floor 5): axum routes; the only place that knows the gateway's own wire JSON.
 //! - [`app`] (floor 6): wiring and `run(listener, shutdown)`.
@@ -26,4 +27,5 @@ pub mod http;
 pub mod jobs;
 pub mod providers;
 pub mod sim;
+pub mod telemetry;
 pub mod tools;

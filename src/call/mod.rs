@@ -22,6 +22,7 @@
 pub mod classify;
 pub mod envelope;
 pub mod fallback;
+mod observe;
 mod pipeline;
 pub mod retry;
 pub mod stale;
@@ -34,6 +35,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde_json::Value;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 pub use envelope::{Envelope, Status};
 
@@ -234,6 +236,7 @@ pub struct Gateway {
     breakers: BreakerRegistry,
     call_ids: AtomicU64,
     jitter: retry::Jitter,
+    telemetry: Arc<crate::telemetry::Telemetry>,
 }
 
 impl Gateway {
@@ -307,6 +310,7 @@ impl Gateway {
         }
         if errors.is_empty() {
             Ok(Gateway {
+                telemetry: observe::telemetry_for(&tools),
                 tools,
                 breakers,
                 call_ids: AtomicU64::new(1),
@@ -343,8 +347,8 @@ impl Gateway {
         (chrono::Utc::now() - chrono::Duration::hours(12)).date_naive()
     }
 
-    /// Runs one call to its envelope.
-    pub async fn call(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
+    /// Runs one call to its envelope (`observe.rs` wraps it in its span and metrics).
+    async fn call_untraced(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
         let Some(tool) = self.tools.get(&req.tool).cloned() else {
             return Err(CallError::UnknownTool {
                 name: req.tool,
@@ -423,11 +427,14 @@ impl Gateway {
             let gateway = Arc::clone(self);
             let task_tool = Arc::clone(&tool);
             let task_request = request.clone();
-            tokio::spawn(async move {
-                gateway
-                    .execute(&task_tool, &task_request, deadline, CallMode::Interactive)
-                    .await
-            })
+            tokio::spawn(
+                async move {
+                    gateway
+                        .execute(&task_tool, &task_request, deadline, CallMode::Interactive)
+                        .await
+                }
+                .in_current_span(),
+            )
             .await
             .unwrap_or(Err(Failure::DeadlinePassed))
         } else {

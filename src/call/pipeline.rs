@@ -23,8 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
-use super::{Gateway, Route, ServedTool, classify, retry};
+use super::{Gateway, Route, ServedTool, classify, observe, retry};
 use crate::breaker::{BreakerState, RejectReason, Rejected};
 use crate::providers::{ErrorKind, Provider, UpstreamError};
 use crate::tools::CallMode;
@@ -88,6 +89,7 @@ impl Gateway {
         mode: CallMode,
     ) -> Result<Success, Failure> {
         let Ok(_slot) = Arc::clone(&tool.bulkhead).try_acquire_owned() else {
+            self.note_failure(tool, &Failure::BulkheadFull);
             return Err(Failure::BulkheadFull);
         };
         let write = !tool.spec.idempotent;
@@ -127,6 +129,7 @@ impl Gateway {
                 }
             }
         }
+        self.note_failure(tool, &last);
         Err(last)
     }
 
@@ -172,20 +175,33 @@ impl Gateway {
                     },
                 });
             }
+            let span = observe::attempt_span(tool.spec.name, &route.name, attempt + 1);
             let permit = match route.breaker.try_acquire(now) {
                 Ok(permit) => permit,
                 Err(rejected) => {
+                    self.note_rejected(&span, tool.spec.name, &route.name, &rejected);
                     return Err(Failure::Breaker {
                         provider: route.name.clone(),
                         rejected,
                     });
                 }
             };
+            observe::note_admitted(&span, permit.kind());
             let permit = CancelSafePermit(Some(permit));
             let started = Instant::now();
-            let result =
-                attempt_once(&route.provider, request, tool.config.timeout.min(remaining)).await;
-            permit.record(classify::classify(&result, started.elapsed()));
+            let result = attempt_once(&route.provider, request, tool.config.timeout.min(remaining))
+                .instrument(span.clone())
+                .await;
+            let outcome = classify::classify(&result, started.elapsed());
+            self.note_attempt(
+                &span,
+                tool.spec.name,
+                &route.name,
+                &result,
+                outcome,
+                started.elapsed(),
+            );
+            permit.record(outcome);
             let error = match result {
                 Ok(output) => {
                     return Ok(Success {

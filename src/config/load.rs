@@ -242,6 +242,7 @@ fn load_into(
         }
         d.finish();
     }
+    let telemetry = read_telemetry(&root);
     root.finish();
 
     let prompts = read_prompts(files, &prompts_dir, problems);
@@ -264,9 +265,44 @@ fn load_into(
         mcp,
         providers,
         jobs,
+        telemetry,
         tools,
         prompts,
     })
+}
+
+/// `[telemetry]`.
+fn read_telemetry(root: &Section<'_>) -> TelemetryConfig {
+    let mut t = default_telemetry();
+    let Some(s) = root.table("telemetry") else {
+        return t;
+    };
+    if let Some(v) = s.boolean("metrics_public") {
+        t.metrics_public = v;
+    }
+    if let Some(u) = s.string("otlp_endpoint") {
+        match parse_http_url(&u) {
+            Ok(url) => t.otlp_endpoint = Some(url),
+            Err(_) => s.error(
+                "otlp_endpoint",
+                format!(
+                    "\"{u}\" is not an http(s) URL; write the collector's OTLP/HTTP base URL, e.g. \"http://127.0.0.1:4318\""
+                ),
+            ),
+        }
+    }
+    if let Some(f) = s.string("log_format") {
+        match f.as_str() {
+            "text" => t.json_logs = false,
+            "json" => t.json_logs = true,
+            other => s.error(
+                "log_format",
+                format!("\"{other}\" is not a log format; write \"text\" or \"json\""),
+            ),
+        }
+    }
+    s.finish();
+    t
 }
 
 fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {

@@ -27,6 +27,8 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[defaults.jobs]`.
     pub jobs: JobsConfig,
+    /// `[telemetry]`.
+    pub telemetry: TelemetryConfig,
     /// One entry per `tools/*.toml`, sorted by name so manifests are stable.
     pub tools: Vec<ToolConfig>,
     /// Every file of `prompts/`, by file name.
@@ -82,6 +84,19 @@ impl Default for McpConfig {
             legacy_sessions: true,
         }
     }
+}
+
+/// `[telemetry]`: metrics access, logs and trace export.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelemetryConfig {
+    /// Whether `GET /metrics` is served without a key (metrics carry tool and provider names
+    /// and counts, never arguments or keys).
+    pub metrics_public: bool,
+    /// Where to send traces over OTLP/HTTP (a base URL; `/v1/traces` is appended). When unset,
+    /// the standard `OTEL_EXPORTER_OTLP_ENDPOINT` variable is honoured.
+    pub otlp_endpoint: Option<Url>,
+    /// Logs as JSON lines instead of text.
+    pub json_logs: bool,
 }
 
 /// `[store]`.
@@ -260,5 +275,15 @@ pub fn default_jobs() -> JobsConfig {
         max_age: Duration::from_secs(24 * 3600),
         workers: 16,
         lease_margin: Duration::from_secs(30),
+    }
+}
+
+/// The defaults for `[telemetry]`: metrics open (Prometheus scrapes without credentials), text
+/// logs, no trace export.
+pub fn default_telemetry() -> TelemetryConfig {
+    TelemetryConfig {
+        metrics_public: true,
+        otlp_endpoint: None,
+        json_logs: false,
     }
 }

@@ -126,6 +126,20 @@ impl<'a> Section<'a> {
         }
     }
 
+    /// A boolean value.
+    pub(crate) fn boolean(&self, key: &'static str) -> Option<bool> {
+        match self.get(key)? {
+            toml::Value::Boolean(b) => Some(*b),
+            other => {
+                self.error(
+                    key,
+                    format!("expected true or false, found {}", other.type_str()),
+                );
+                None
+            }
+        }
+    }
+
     /// A required string value.
     pub(crate) fn required_string(&self, key: &'static str, example: &str) -> Option<String> {
         if !self.has(key) {
@@ -155,20 +169,6 @@ impl<'a> Section<'a> {
                 self.error(
                     key,
                     format!("expected an array of strings, found {}", other.type_str()),
-                );
-                None
-            }
-        }
-    }
-
-    /// A boolean.
-    pub(crate) fn boolean(&self, key: &'static str) -> Option<bool> {
-        match self.get(key)? {
-            toml::Value::Boolean(b) => Some(*b),
-            other => {
-                self.error(
-                    key,
-                    format!("expected true or false, found {}", other.type_str()),
                 );
                 None
             }

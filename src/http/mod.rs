@@ -17,6 +17,8 @@ mod mcp;
 mod native;
 mod openai;
 mod openapi;
+mod ops;
+mod trace;
 
 use std::sync::Arc;
 
@@ -47,6 +49,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Background mode, when a job store is configured.
     pub jobs: Option<crate::jobs::Jobs>,
+    /// The admin key (empty = none configured), for the operations routes.
+    pub admin_key: ClientKeys,
 }
 
 /// Every path [`router`] serves (a test reads the router's source to keep this list exact, and
@@ -61,6 +65,13 @@ pub const ROUTED_PATHS: &[&str] = &[
     "/v1/prompts/agent-guidance",
     "/v1/jobs",
     "/v1/jobs/{job_id}",
+    "/v1/breakers",
+    "/v1/breakers/{key}",
+    "/v1/breakers/{key}/force",
+    "/v1/alerts",
+    "/v1/events",
+    "/metrics",
+    "/dashboard",
     "/v1/openai/tool_calls",
     "/v1/anthropic/tool_use",
     "/mcp",
@@ -88,12 +99,17 @@ pub fn router(state: AppState, keys: ClientKeys, shutdown: CancellationToken) ->
         .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
         .route_service("/mcp", mcp)
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
-        .layer(middleware::from_fn_with_state(keys, auth::require_client));
+        .layer(middleware::from_fn_with_state(
+            keys.clone(),
+            auth::require_client,
+        ));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .merge(api)
+        .merge(ops::routes(keys))
         .fallback(not_found)
+        .layer(trace::layer())
         .with_state(state)
 }
 

@@ -95,6 +95,40 @@ pub(crate) fn document(state: &AppState) -> Value {
                     "422": ok_json("invalid_arguments: each bad field named.", json!({"$ref": "#/components/schemas/Envelope"})),
                     "501": error("mode background on a gateway without a job store."),
                     "503": error("The job store did not answer; the background call was not accepted.")}}},
+            "/v1/breakers": {"get": {
+                "operationId": "listBreakers", "summary": "Every breaker: state, since, failure and slow-call rates, calls in the window, open until, ramp stage, history.",
+                "responses": {"200": ok_json("The breakers.", json!({"type": "object"})),
+                              "401": error("Missing or wrong key.")}}},
+            "/v1/breakers/{key}": {"get": {
+                "operationId": "getBreaker", "summary": "One breaker; the key is tool.provider, e.g. search_flights.duffel.",
+                "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": ok_json("The breaker.", json!({"type": "object"})),
+                              "401": error("Missing or wrong key."),
+                              "404": error("No such breaker.")}}},
+            "/v1/breakers/{key}/force": {"post": {
+                "operationId": "forceBreaker", "summary": "Force a breaker open or closed, or back to automatic (admin key).",
+                "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "requestBody": json_body(json!({"type": "object", "required": ["state"], "properties": {"state": {"type": "string", "enum": ["open", "closed", "auto"]}}})),
+                "responses": {"200": ok_json("The breaker after the change.", json!({"type": "object"})),
+                              "400": error("Unknown state or malformed body."),
+                              "401": error("Missing or wrong key."),
+                              "403": error("A client key cannot force breakers; use the admin key."),
+                              "404": error("No such breaker.")}}},
+            "/v1/alerts": {"get": {
+                "operationId": "listAlerts", "summary": "Active alerts: breaker open too long, flapping, trip storm, shared dependency.",
+                "responses": {"200": ok_json("The active alerts.", json!({"type": "object"})),
+                              "401": error("Missing or wrong key.")}}},
+            "/v1/events": {"get": {
+                "operationId": "events", "summary": "Server-sent events: breaker transitions and alerts.",
+                "responses": {"200": {"description": "An event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                              "401": error("Missing or wrong key.")}}},
+            "/metrics": {"get": {
+                "operationId": "metrics", "summary": "Prometheus text format (open unless telemetry.metrics_public = false).",
+                "responses": {"200": {"description": "Metrics.", "content": {"text/plain": {"schema": {"type": "string"}}}},
+                              "401": error("Missing or wrong key, when metrics are not public.")}}},
+            "/dashboard": {"get": {
+                "operationId": "dashboard", "summary": "The operator's dashboard page (holds no data; reads the APIs with a key kept in session storage).",
+                "responses": {"200": {"description": "An HTML page.", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
             "/v1/jobs": {"get": {
                 "operationId": "listJobs", "summary": "Background jobs, newest first.",
                 "parameters": [
@@ -258,7 +292,7 @@ mod tests {
 
     /// Every path the router serves, read from the router's source.
     fn routed_paths() -> BTreeSet<String> {
-        let source = include_str!("mod.rs");
+        let source = concat!(include_str!("mod.rs"), include_str!("ops.rs"));
         let mut out = BTreeSet::new();
         for marker in [".route(\"", ".route_service(\""] {
             for (i, _) in source.match_indices(marker) {

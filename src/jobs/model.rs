@@ -151,8 +151,8 @@ pub struct NewJob {
 pub struct QueueStats {
     /// `(tool, status, count)`.
     pub depth: Vec<(String, JobStatus, u64)>,
-    /// Age in ms of the oldest job that is due now and not running, if any.
-    pub oldest_due_age_ms: Option<i64>,
+    /// Per tool with due jobs: the age in ms of its oldest job that is due now and not running.
+    pub oldest_due_age_ms: Vec<(String, i64)>,
 }
 
 /// A store failure (the database is unreachable or refused a statement).

@@ -417,16 +417,22 @@ impl JobStore for PgStore {
             ))
         })
         .collect::<Result<Vec<_>, _>>()?;
-        let oldest: Option<i64> = sqlx::query_scalar(
-            "SELECT MIN(created_at) FROM faregate_jobs
-             WHERE status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1",
+        let oldest = sqlx::query(
+            "SELECT tool, MIN(created_at) AS oldest FROM faregate_jobs
+             WHERE status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1
+             GROUP BY tool ORDER BY tool",
         )
         .bind(now_ms)
-        .fetch_one(&self.pool)
-        .await?;
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| -> Result<(String, i64), StoreError> {
+            Ok((r.try_get("tool")?, now_ms - r.try_get::<i64, _>("oldest")?))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
         Ok(QueueStats {
             depth,
-            oldest_due_age_ms: oldest.map(|t| now_ms - t),
+            oldest_due_age_ms: oldest,
         })
     }
 }

@@ -397,7 +397,10 @@ async fn check_stats<S: JobStore>(s: Arc<S>) {
             ("search_hotels".to_string(), JobStatus::Running, 1)
         ]
     );
-    assert_eq!(stats.oldest_due_age_ms, Some(1000));
+    assert_eq!(
+        stats.oldest_due_age_ms,
+        [("search_flights".to_string(), 1000)]
+    );
 }
 
 conformance!(

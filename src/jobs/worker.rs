@@ -16,16 +16,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::callback;
 use super::policy::RequeuePolicy;
-use super::{Job, JobStore, NewJob, Store, StoreError, now_ms};
+use super::{Job, JobStatus, JobStore, NewJob, Store, StoreError, now_ms};
 use crate::call::retry::Jitter;
 use crate::call::{BackgroundOutcome, CheckError, Gateway};
 use crate::config::JobsConfig;
 use crate::providers::Secret;
+use crate::telemetry::CallbackOutcome;
 
 /// How often the dispatcher looks for due jobs when nothing wakes it.
 const POLL: Duration = Duration::from_millis(250);
 /// Callback deliveries before giving up (the result stays in the job).
 const CALLBACK_ATTEMPTS: u32 = 8;
+/// Queue figures are published every this many polls (about every 5 s).
+const QUEUE_METRICS_EVERY: u32 = 20;
 
 /// Why a background call was not accepted.
 #[derive(Debug)]
@@ -147,6 +150,7 @@ impl JobSystem {
         let workers = Arc::new(Semaphore::new(self.config.workers as usize));
         let mut tasks = tokio::task::JoinSet::new();
         let callbacks = tokio::spawn(Arc::clone(&self).send_callbacks(shutdown.clone()));
+        let mut polls: u32 = 0;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -157,6 +161,10 @@ impl JobSystem {
             if let Err(e) = self.dispatch(&workers, &mut tasks).await {
                 tracing::warn!(error = %e, "job dispatch failed; retrying");
             }
+            polls = polls.wrapping_add(1);
+            if polls % QUEUE_METRICS_EVERY == 1 {
+                self.publish_queue_metrics().await;
+            }
         }
         // Let running jobs finish within their deadlines, then return what is still leased.
         while tasks.join_next().await.is_some() {}
@@ -165,6 +173,35 @@ impl JobSystem {
             Ok(0) => {}
             Ok(n) => tracing::info!(released = n, "returned job leases to the queue"),
             Err(e) => tracing::warn!(error = %e, "could not return job leases; they expire"),
+        }
+    }
+
+    /// Queue depth by tool and state and the oldest due job's age, for `/metrics`.
+    async fn publish_queue_metrics(&self) {
+        let stats = match self.store.stats(now_ms()).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read queue figures");
+                return;
+            }
+        };
+        let metrics = self.gateway.telemetry().metrics();
+        for tool in self.gateway.tools() {
+            let name = tool.spec.name;
+            for status in JobStatus::ALL {
+                let n = stats
+                    .depth
+                    .iter()
+                    .find(|(t, s, _)| t == name && *s == status)
+                    .map_or(0, |(_, _, n)| *n);
+                metrics.set_queue_depth(name, status.as_str(), n);
+            }
+            let age = stats
+                .oldest_due_age_ms
+                .iter()
+                .find(|(t, _)| t == name)
+                .map_or(0, |(_, ms)| (*ms).max(0) as u64);
+            metrics.set_oldest_due_job_age(name, Duration::from_millis(age));
         }
     }
 
@@ -308,6 +345,12 @@ impl JobSystem {
                 let sent = self.deliver(&job).await;
                 let next = (!sent && job.callback_attempts + 1 < CALLBACK_ATTEMPTS)
                     .then(|| now_ms() + 1000 * (1i64 << job.callback_attempts.min(10)));
+                let metrics = self.gateway.telemetry().metrics();
+                if sent {
+                    metrics.record_callback(CallbackOutcome::Sent);
+                } else if next.is_none() {
+                    metrics.record_callback(CallbackOutcome::Failed);
+                }
                 if let Err(e) = self
                     .store
                     .callback_result(&job.id, sent, next, now_ms())

@@ -1,0 +1,79 @@
+// Headless Chromium test of GET /dashboard, run by .ci/run against `faregate demo`.
+// Usage: node .ci/dashboard-test.cjs <gateway url> <simulator url> <client key> <admin key> <screenshot path>
+// Needs playwright-core (pinned in .ci/run) on NODE_PATH and Debian's /usr/bin/chromium.
+"use strict";
+const { chromium } = require("playwright-core");
+
+const [gw, sim, clientKey, adminKey, shot] = process.argv.slice(2);
+const TILE = '.tile[data-key="search_flights.duffel"]';
+const day = (n) => new Date(Date.now() + n * 86400e3).toISOString().slice(0, 10);
+
+function fail(msg) { console.error("dashboard test FAILED: " + msg); process.exit(1); }
+async function post(url, body, key, method = "POST") {
+  const res = await fetch(url, { method, headers: Object.assign({ "content-type": "application/json" }, key ? { authorization: "Bearer " + key } : {}), body: body && JSON.stringify(body) });
+  return { status: res.status, body: await res.text() };
+}
+async function colourWithin(page, colour, ms, what) {
+  const t0 = Date.now();
+  try { await page.waitForSelector(`${TILE}[data-colour="${colour}"]`, { timeout: ms }); }
+  catch (e) { fail(`${what}: the search_flights tile did not turn ${colour} within ${ms} ms`); }
+  console.log(`  ${what}: tile ${colour} after ${Date.now() - t0} ms`);
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    page.on("pageerror", (e) => fail("page error: " + e.message));
+    await page.goto(gw + "/dashboard");
+    // Client keys are on: the page asks for one once, then reads the API with it.
+    await page.waitForSelector("#keybox", { state: "visible", timeout: 5000 }).catch(() => fail("no key prompt"));
+    await page.fill("#keyinput", clientKey);
+    await page.click("#keyform button");
+    await page.waitForSelector(TILE, { timeout: 5000 }).catch(() => fail("no tile for search_flights.duffel"));
+    await colourWithin(page, "green", 2000, "at start");
+    await page.waitForSelector("#conn.live", { timeout: 5000 }).catch(() => fail("the event stream is not live"));
+
+    // Forcing needs the admin key: the client key is refused.
+    const refused = await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "open" }, clientKey);
+    if (refused.status !== 403) fail("a client key could force: " + refused.status);
+    const forced = await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "open" }, adminKey);
+    if (forced.status !== 200) fail("force open: " + forced.status + " " + forced.body);
+    await colourWithin(page, "red", 1000, "forced open");
+    if (!(await page.$(`${TILE}.forced`))) fail("the forced state is not marked");
+
+    await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "auto" }, adminKey);
+    await colourWithin(page, "green", 1000, "auto");
+
+    // A simulated flight outage: the breaker opens on its own after five failed attempts.
+    const outage = await post(`${sim}/_sim/faults/duffel_air_search`, { outage: true }, null, "PUT");
+    if (outage.status >= 300) fail("sim fault: " + outage.status + " " + outage.body);
+    for (let i = 0; i < 4; i++) {
+      await post(`${gw}/v1/tools/search_flights/call`, { arguments: { origin: "JFK", destination: "LHR", departure_date: day(20 + i) } }, clientKey);
+    }
+    await colourWithin(page, "red", 1000, "outage");
+    const stateNow = await page.getAttribute(TILE, "data-state");
+    if (stateNow !== "open") fail("expected state open, got " + stateNow);
+    await page.waitForTimeout(300);
+    // Close the event stream before the screenshot (an open stream can stall screenshots).
+    await page.evaluate(() => window.faregateDashboard.stop());
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log("  screenshot: " + shot);
+
+    // Recovery: heal the provider, hand the breaker back through closed and auto.
+    await post(`${sim}/_sim/faults`, null, null, "DELETE");
+    await page.evaluate(() => window.faregateDashboard.start());
+    await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "closed" }, adminKey);
+    await colourWithin(page, "green", 1000, "forced closed after recovery");
+    await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "auto" }, adminKey);
+    await page.waitForSelector(`${TILE}[data-state="closed"]:not(.forced)`, { timeout: 1000 }).catch(() => fail("not back to automatic closed"));
+    const ok = await post(`${gw}/v1/tools/search_flights/call`, { arguments: { origin: "JFK", destination: "LHR", departure_date: day(40) } }, clientKey);
+    if (!ok.body.includes('"status":"ok"')) fail("calls do not succeed after recovery: " + ok.body);
+    console.log("dashboard test passed");
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => fail(e.stack || String(e)));

@@ -1,0 +1,458 @@
+//! Operations routes: the breaker API, the event stream, alerts, `/metrics` and the dashboard.
+//!
+//! | route | access |
+//! |---|---|
+//! | `GET /v1/breakers`, `GET /v1/breakers/{key}`, `GET /v1/alerts`, `GET /v1/events` | a client key or the admin key (open when client keys are off) |
+//! | `POST /v1/breakers/{key}/force` | the admin key: 401 without a valid key, 403 with a client key |
+//! | `GET /metrics` | open when `[telemetry] metrics_public = true` (the default), else as the reads |
+//! | `GET /dashboard` | open: the page holds no data and asks for a key when the API says 401 |
+//!
+//! **Breaker keys in URLs** are `tool.provider` (`search_flights.duffel`): tool names never
+//! contain a dot, so the first dot splits them, and the form needs no escaping. The display form
+//! `search_flights/duffel` is accepted percent-encoded (`search_flights%2Fduffel`) too.
+//!
+//! With neither client keys nor an admin key configured (the demo), every route is open, and
+//! start-up says so. With client keys but no admin key, forcing is refused (403) rather than
+//! left to any client.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+use super::auth::bearer;
+use super::{ApiError, AppState, ClientKeys};
+use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
+use crate::telemetry::{Alert, AlertChange};
+
+/// The dashboard page, served as is (no build step, no external assets).
+const DASHBOARD: &str = include_str!("dashboard.html");
+
+/// How many transitions each breaker's JSON lists.
+const TRANSITIONS_PER_BREAKER: usize = 10;
+
+/// The operations routes; `keys` are the client keys (the admin key is in the state).
+pub(super) fn routes(keys: ClientKeys) -> Router<AppState> {
+    Router::new()
+        .route("/v1/breakers", get(list_breakers))
+        .route("/v1/breakers/{key}", get(one_breaker))
+        .route("/v1/breakers/{key}/force", post(force_breaker))
+        .route("/v1/alerts", get(list_alerts))
+        .route("/v1/events", get(events))
+        .route("/metrics", get(metrics))
+        .route("/dashboard", get(dashboard))
+        .layer(Extension(keys))
+}
+
+/// Who may do what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Admin,
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut res = ApiError::new(StatusCode::UNAUTHORIZED, message).into_response();
+    res.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    res
+}
+
+fn authorize(
+    state: &AppState,
+    keys: &ClientKeys,
+    headers: &HeaderMap,
+    access: Access,
+) -> Result<(), Box<Response>> {
+    let admin = &state.admin_key;
+    let presented = bearer(headers);
+    let is_admin = presented.is_some_and(|k| admin.accepts(k));
+    let is_client = presented.is_some_and(|k| keys.accepts(k));
+    match access {
+        Access::Read if keys.is_empty() || is_client || is_admin => Ok(()),
+        Access::Read if presented.is_none() => Err(Box::new(unauthorized(
+            "missing credentials; send `Authorization: Bearer <client key>`",
+        ))),
+        Access::Read => Err(Box::new(unauthorized(
+            "the bearer key is not valid; use a client key or the admin key",
+        ))),
+        Access::Admin if is_admin => Ok(()),
+        Access::Admin if admin.is_empty() && keys.is_empty() => Ok(()),
+        Access::Admin if admin.is_empty() => Err(Box::new(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "forcing breakers needs the admin key, and none is configured; set {} on the gateway",
+                state.config.auth.admin_key_env
+            ),
+        )
+        .into_response())),
+        Access::Admin if is_client => Err(Box::new(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "a client key cannot force breakers; use the admin key",
+        )
+        .into_response())),
+        Access::Admin if presented.is_none() => Err(Box::new(unauthorized(
+            "missing credentials; send `Authorization: Bearer <admin key>`",
+        ))),
+        Access::Admin => Err(Box::new(unauthorized("the bearer key is not the admin key"))),
+    }
+}
+
+/// `search_flights.duffel` (or `search_flights/duffel`) → the key.
+fn parse_key(s: &str) -> Option<BreakerKey> {
+    let (tool, provider) = s.split_once('/').or_else(|| s.split_once('.'))?;
+    (!tool.is_empty() && !provider.is_empty()).then(|| BreakerKey::new(tool, provider))
+}
+
+/// The URL form of a key.
+fn url_key(key: &BreakerKey) -> String {
+    format!("{}.{}", key.tool, key.provider)
+}
+
+/// An instant as wall-clock RFC 3339 (tokio instants have no calendar).
+fn wall(at: Instant, now: Instant) -> String {
+    let wall_now = chrono::Utc::now();
+    let t = if at <= now {
+        wall_now - chrono::Duration::from_std(now - at).unwrap_or_default()
+    } else {
+        wall_now + chrono::Duration::from_std(at - now).unwrap_or_default()
+    };
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn transition_json(e: &TransitionEvent, now: Instant) -> Value {
+    json!({
+        "key": url_key(&e.key),
+        "breaker": e.key.to_string(),
+        "tool": e.key.tool,
+        "provider": e.key.provider,
+        "from": e.from.detail_str(),
+        "to": e.to.detail_str(),
+        "reason": e.reason.as_str(),
+        "at": wall(e.at, now),
+        "failure_rate": e.failure_rate,
+        "slow_rate": e.slow_rate,
+        "calls": e.calls,
+    })
+}
+
+fn alert_json(a: &Alert, now: Instant) -> Value {
+    json!({
+        "id": a.id,
+        "alert": a.kind.as_str(),
+        "severity": a.kind.severity(),
+        "breakers": a.breakers.iter().map(url_key).collect::<Vec<_>>(),
+        "summary": a.summary,
+        "fired_at": wall(a.fired_at, now),
+    })
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
+    let transitions: Vec<Value> = state
+        .gateway
+        .telemetry()
+        .recent_transitions(Some(&s.key), TRANSITIONS_PER_BREAKER)
+        .iter()
+        .map(|e| transition_json(e, now))
+        .collect();
+    json!({
+        "key": url_key(&s.key),
+        "breaker": s.key.to_string(),
+        "tool": s.key.tool,
+        "provider": s.key.provider,
+        "state": s.state.as_str(),
+        "detail": s.state.detail_str(),
+        "forced": matches!(s.state, crate::breaker::BreakerState::ForcedOpen | crate::breaker::BreakerState::ForcedClosed),
+        "since": wall(s.since, now),
+        "for_s": secs(now.saturating_duration_since(s.since)),
+        "failure_rate": s.failure_rate,
+        "slow_rate": s.slow_rate,
+        "calls_in_window": s.calls_in_window,
+        "open_until": s.open_until.map(|t| wall(t, now)),
+        "open_remaining_s": s.open_until.map(|t| secs(t.saturating_duration_since(now))),
+        "ramp": s.ramp.map(|r| json!({
+            "stage": r.index + 1,
+            "share": r.share,
+            "until": wall(r.until, now),
+            "remaining_s": secs(r.until.saturating_duration_since(now)),
+        })),
+        "probes": s.probes.map(|p| json!({
+            "allowed": p.allowed,
+            "admitted": p.admitted,
+            "in_flight": p.in_flight,
+            "fast_successes": p.fast_successes,
+        })),
+        "slow_call_threshold_ms": s.slow_call_threshold.as_millis() as u64,
+        "history": {
+            "times_opened": s.history.times_opened,
+            "time_open_s": secs(s.history.total_open_time),
+            "calls_rejected": s.history.calls_rejected,
+            "failure_rate_at_last_open": s.history.failure_rate_at_last_open,
+        },
+        "transitions": transitions,
+    })
+}
+
+async fn list_breakers(
+    State(state): State<AppState>,
+    Extension(keys): Extension<ClientKeys>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+        return *res;
+    }
+    let now = Instant::now();
+    let breakers: Vec<Value> = state
+        .gateway
+        .breakers()
+        .all()
+        .iter()
+        .map(|b| breaker_json(&state, &b.snapshot(now), now))
+        .collect();
+    let tools: Vec<Value> = state
+        .gateway
+        .tools()
+        .iter()
+        .map(|t| {
+            json!({
+                "tool": t.spec.name,
+                "in_flight": t.in_flight(),
+                "max_concurrent": t.config.max_concurrent,
+                "available": t.is_available(now),
+            })
+        })
+        .collect();
+    Json(json!({ "breakers": breakers, "tools": tools })).into_response()
+}
+
+fn find(
+    state: &AppState,
+    raw: &str,
+) -> Result<std::sync::Arc<crate::breaker::Breaker>, Box<Response>> {
+    let known = || {
+        state
+            .gateway
+            .breakers()
+            .all()
+            .iter()
+            .map(|b| json!(url_key(b.key())))
+            .collect::<Vec<_>>()
+    };
+    parse_key(raw)
+        .and_then(|k| state.gateway.breakers().get(&k))
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "no breaker \"{raw}\"; keys are tool.provider, e.g. search_flights.duffel"
+            ))
+            .with("known_breakers", Value::Array(known()))
+            .into_response()
+            .into()
+        })
+}
+
+async fn one_breaker(
+    State(state): State<AppState>,
+    Extension(keys): Extension<ClientKeys>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Response {
+    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+        return *res;
+    }
+    match find(&state, &key) {
+        Ok(b) => {
+            let now = Instant::now();
+            Json(breaker_json(&state, &b.snapshot(now), now)).into_response()
+        }
+        Err(res) => *res,
+    }
+}
+
+async fn force_breaker(
+    State(state): State<AppState>,
+    Extension(keys): Extension<ClientKeys>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    body: Bytes,
+) -> Response {
+    if let Err(res) = authorize(&state, &keys, &headers, Access::Admin) {
+        return *res;
+    }
+    let breaker = match find(&state, &key) {
+        Ok(b) => b,
+        Err(res) => return *res,
+    };
+    let asked = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("state").and_then(Value::as_str).map(str::to_string));
+    let mode = match asked.as_deref() {
+        Some("open") => ForceMode::Open,
+        Some("closed") => ForceMode::Closed,
+        Some("auto") => ForceMode::Auto,
+        _ => {
+            return ApiError::bad_request(
+                "send {\"state\": \"open\"} (reject every call), {\"state\": \"closed\"} (admit every call) or {\"state\": \"auto\"} (back to the automatic policy)",
+            )
+            .into_response();
+        }
+    };
+    let now = Instant::now();
+    breaker.force(mode, now);
+    tracing::warn!(breaker = %breaker.key(), mode = ?mode, "breaker forced by an operator");
+    Json(breaker_json(&state, &breaker.snapshot(now), now)).into_response()
+}
+
+async fn list_alerts(
+    State(state): State<AppState>,
+    Extension(keys): Extension<ClientKeys>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+        return *res;
+    }
+    let now = Instant::now();
+    let alerts: Vec<Value> = state
+        .gateway
+        .telemetry()
+        .active_alerts()
+        .iter()
+        .map(|a| alert_json(a, now))
+        .collect();
+    Json(json!({ "alerts": alerts })).into_response()
+}
+
+/// `GET /v1/events`: `event: ready` once, then `transition` and `alert` events (JSON `data`),
+/// a comment every 15 s to keep proxies from closing the stream, and `lagged` (with the number
+/// of events missed) if this client fell more than the channel's capacity behind.
+async fn events(
+    State(state): State<AppState>,
+    Extension(keys): Extension<ClientKeys>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+        return *res;
+    }
+    let telemetry = state.gateway.telemetry();
+    let transitions = state.gateway.breakers().subscribe();
+    let alerts = telemetry.subscribe_alerts();
+    let token = telemetry.streams_token();
+    let ready = futures::stream::once(async {
+        Ok::<Event, Infallible>(Event::default().event("ready").data("{}"))
+    });
+    let rest = futures::stream::unfold(
+        (transitions, alerts, token),
+        |(mut transitions, mut alerts, token)| async move {
+            let event = tokio::select! {
+                _ = token.cancelled() => return None,
+                t = transitions.recv() => match t {
+                    Ok(e) => Event::default()
+                        .event("transition")
+                        .data(transition_json(&e, Instant::now()).to_string()),
+                    Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
+                    Err(RecvError::Closed) => return None,
+                },
+                a = alerts.recv() => match a {
+                    Ok(change) => alert_event(&change),
+                    Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
+                    Err(RecvError::Closed) => return None,
+                },
+            };
+            Some((Ok::<Event, Infallible>(event), (transitions, alerts, token)))
+        },
+    );
+    use futures::StreamExt as _;
+    Sse::new(ready.chain(rest))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+fn alert_event(change: &AlertChange) -> Event {
+    let now = Instant::now();
+    let data = match change {
+        AlertChange::Fired(a) => {
+            let mut v = alert_json(a, now);
+            v["status"] = json!("firing");
+            v
+        }
+        AlertChange::Resolved(a, at) => {
+            let mut v = alert_json(a, now);
+            v["status"] = json!("resolved");
+            v["resolved_at"] = json!(wall(*at, now));
+            v
+        }
+    };
+    Event::default().event("alert").data(data.to_string())
+}
+
+async fn metrics(
+    State(state): State<AppState>,
+    Extension(keys): Extension<ClientKeys>,
+    headers: HeaderMap,
+) -> Response {
+    if !state.config.telemetry.metrics_public
+        && let Err(res) = authorize(&state, &keys, &headers, Access::Read)
+    {
+        return *res;
+    }
+    let metrics = state.gateway.telemetry().metrics();
+    let now = Instant::now();
+    for breaker in state.gateway.breakers().all() {
+        metrics.observe_breaker(&breaker.snapshot(now));
+    }
+    for tool in state.gateway.tools() {
+        metrics.set_bulkhead_in_use(tool.spec.name, tool.in_flight());
+    }
+    (
+        [(header::CONTENT_TYPE, metrics.content_type())],
+        metrics.render(),
+    )
+        .into_response()
+}
+
+async fn dashboard() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",
+            ),
+            (header::X_FRAME_OPTIONS, "DENY"),
+        ],
+        DASHBOARD,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_in_both_forms() {
+        let k = BreakerKey::new("search_flights", "duffel");
+        assert_eq!(parse_key("search_flights.duffel"), Some(k.clone()));
+        assert_eq!(parse_key("search_flights/duffel"), Some(k.clone()));
+        assert_eq!(url_key(&k), "search_flights.duffel");
+        assert_eq!(
+            parse_key("search_flights.duffel:key2"),
+            Some(BreakerKey::new("search_flights", "duffel:key2"))
+        );
+        assert_eq!(parse_key("search_flights"), None);
+        assert_eq!(parse_key(".duffel"), None);
+    }
+}

@@ -1,0 +1,63 @@
+//! One `tracing` span per HTTP request, named and attributed after the OpenTelemetry HTTP server
+//! conventions (`{method} {route}`, `http.request.method`, `http.route`,
+//! `http.response.status_code`). The route is the matched pattern (`/v1/tools/{tool}/call`),
+//! never the query string or headers, so no key or argument reaches a span.
+
+use std::time::Duration;
+
+use axum::extract::MatchedPath;
+use axum::http::{Request, Response};
+use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
+use tower_http::trace::{DefaultOnRequest, MakeSpan, OnResponse, TraceLayer};
+use tracing::Span;
+use tracing::field::Empty;
+
+/// Makes the request span.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RequestSpan;
+
+impl<B> MakeSpan<B> for RequestSpan {
+    fn make_span(&mut self, request: &Request<B>) -> Span {
+        let route = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or("unmatched", MatchedPath::as_str);
+        tracing::info_span!(
+            "http_request",
+            otel.name = %format!("{} {route}", request.method()),
+            otel.kind = "server",
+            otel.status_code = Empty,
+            http.request.method = %request.method(),
+            http.route = route,
+            http.response.status_code = Empty,
+        )
+    }
+}
+
+/// Records the status on the span.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RecordStatus;
+
+impl<B> OnResponse<B> for RecordStatus {
+    fn on_response(self, response: &Response<B>, latency: Duration, span: &Span) {
+        let status = response.status();
+        span.record("http.response.status_code", status.as_u16());
+        if status.is_server_error() {
+            span.record("otel.status_code", "ERROR");
+        }
+        tracing::debug!(
+            status = status.as_u16(),
+            latency_ms = latency.as_millis() as u64,
+            "response"
+        );
+    }
+}
+
+/// The layer, for `Router::layer` (which wraps each route, so the matched path is known).
+pub(super) fn layer()
+-> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, DefaultOnRequest, RecordStatus>
+{
+    TraceLayer::new_for_http()
+        .make_span_with(RequestSpan)
+        .on_response(RecordStatus)
+}

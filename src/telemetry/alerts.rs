@@ -1,0 +1,352 @@
+//! The alerts the gateway raises itself (SPEC "Alerts"; seeds 000 and 001), as a pure state
+//! machine: inputs are breaker transitions and ticks, each with its instant; outputs are
+//! [`AlertChange`]s. No clock reads, no I/O, so every rule is tested on a paused clock.
+//!
+//! | alert | fires when | resolves when |
+//! |---|---|---|
+//! | `breaker_open_too_long` (P2) | a breaker has been rejecting (open or half-open, i.e. not recovered) for 5 min | it reaches the ramp, closes or is forced |
+//! | `breaker_flapping` (P2) | a breaker opened from closed or ramp 3 times within 10 min | fewer than 3 such openings remain in the last 10 min |
+//! | `breaker_trip_storm` (P2) | 3 trips (any transition into open) across all breakers within 1 min | fewer than 3 trips remain in the last minute |
+//! | `shared_dependency` (P1) | 3 different breakers opened within 30 s: a shared cause (DNS, network, one provider) is likelier than 3 separate ones | fewer than 3 of the breakers it names are still rejecting |
+//!
+//! Forced states are an operator's decision: forcing open does not count as a trip and resets
+//! the "open too long" clock. `ops/prometheus/faregate.rules.yml` has the same rules over the
+//! metrics (at scrape resolution: its shared-dependency window is 1 min).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::breaker::{BreakerKey, BreakerState, TransitionEvent};
+
+/// Which rule an alert comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AlertKind {
+    /// One breaker rejecting for too long.
+    BreakerOpenTooLong,
+    /// One breaker opening and recovering repeatedly.
+    BreakerFlapping,
+    /// Many trips across breakers in a short time.
+    BreakerTripStorm,
+    /// Several breakers opening together.
+    SharedDependency,
+}
+
+impl AlertKind {
+    /// Every kind, in report order.
+    pub const ALL: [AlertKind; 4] = [
+        AlertKind::BreakerOpenTooLong,
+        AlertKind::BreakerFlapping,
+        AlertKind::BreakerTripStorm,
+        AlertKind::SharedDependency,
+    ];
+
+    /// The stable snake_case name (also the metric label and the SSE `alert` field).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertKind::BreakerOpenTooLong => "breaker_open_too_long",
+            AlertKind::BreakerFlapping => "breaker_flapping",
+            AlertKind::BreakerTripStorm => "breaker_trip_storm",
+            AlertKind::SharedDependency => "shared_dependency",
+        }
+    }
+
+    /// The incident priority (P1 is the most urgent).
+    pub fn severity(self) -> &'static str {
+        match self {
+            AlertKind::SharedDependency => "P1",
+            _ => "P2",
+        }
+    }
+}
+
+/// One alert, firing or just resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alert {
+    /// Stable identity: the kind, plus the breaker for per-breaker alerts.
+    pub id: String,
+    /// The rule.
+    pub kind: AlertKind,
+    /// The breakers it is about, sorted.
+    pub breakers: Vec<BreakerKey>,
+    /// One sentence for a human.
+    pub summary: String,
+    /// When it started firing.
+    pub fired_at: Instant,
+}
+
+/// A change in the set of firing alerts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlertChange {
+    /// The alert started firing.
+    Fired(Alert),
+    /// The alert stopped firing, at the instant given.
+    Resolved(Alert, Instant),
+}
+
+/// The thresholds. [`AlertRules::spec`] gives SPEC's; tests may tighten them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertRules {
+    /// How long a breaker may reject before `breaker_open_too_long`.
+    pub open_too_long: Duration,
+    /// Openings from closed or ramp that make a breaker flap…
+    pub flapping_opens: usize,
+    /// … within this span.
+    pub flapping_window: Duration,
+    /// Trips across breakers that make a storm…
+    pub storm_trips: usize,
+    /// … within this span.
+    pub storm_window: Duration,
+    /// Distinct breakers opening together that point at a shared dependency…
+    pub shared_breakers: usize,
+    /// … within this span.
+    pub shared_window: Duration,
+}
+
+impl AlertRules {
+    /// SPEC "Alerts": open > 5 min; ≥ 3 opens in 10 min; ≥ 3 trips per minute; 3 breakers in 30 s.
+    pub fn spec() -> Self {
+        AlertRules {
+            open_too_long: Duration::from_secs(5 * 60),
+            flapping_opens: 3,
+            flapping_window: Duration::from_secs(10 * 60),
+            storm_trips: 3,
+            storm_window: Duration::from_secs(60),
+            shared_breakers: 3,
+            shared_window: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The alert state machine.
+#[derive(Debug)]
+pub struct AlertEngine {
+    rules: AlertRules,
+    /// Breakers rejecting now (open or half-open), with the instant they started to.
+    rejecting_since: HashMap<BreakerKey, Instant>,
+    /// Per breaker, openings from closed or ramp within the flapping window.
+    recoveries_lost: HashMap<BreakerKey, VecDeque<Instant>>,
+    /// Every trip (transition into open from another state) within the longest window.
+    trips: VecDeque<(Instant, BreakerKey)>,
+    /// The firing alerts by id.
+    active: BTreeMap<String, Alert>,
+}
+
+impl AlertEngine {
+    /// No breaker tracked, nothing firing.
+    pub fn new(rules: AlertRules) -> Self {
+        AlertEngine {
+            rules,
+            rejecting_since: HashMap::new(),
+            recoveries_lost: HashMap::new(),
+            trips: VecDeque::new(),
+            active: BTreeMap::new(),
+        }
+    }
+
+    /// Feeds one transition (in the order they happened) and evaluates the rules at its instant.
+    pub fn on_transition(&mut self, event: &TransitionEvent) -> Vec<AlertChange> {
+        let rejecting = |s: BreakerState| matches!(s, BreakerState::Open | BreakerState::HalfOpen);
+        if rejecting(event.to) {
+            self.rejecting_since
+                .entry(event.key.clone())
+                .or_insert(event.at);
+        } else {
+            self.rejecting_since.remove(&event.key);
+        }
+        if event.to == BreakerState::Open && event.from != BreakerState::Open {
+            self.trips.push_back((event.at, event.key.clone()));
+            if matches!(event.from, BreakerState::Closed | BreakerState::Ramp) {
+                self.recoveries_lost
+                    .entry(event.key.clone())
+                    .or_default()
+                    .push_back(event.at);
+            }
+        }
+        self.evaluate(event.at)
+    }
+
+    /// Evaluates the time-based rules at `now` (call it every few hundred milliseconds).
+    pub fn tick(&mut self, now: Instant) -> Vec<AlertChange> {
+        self.evaluate(now)
+    }
+
+    /// The firing alerts, sorted by id.
+    pub fn active(&self) -> Vec<Alert> {
+        self.active.values().cloned().collect()
+    }
+
+    fn evaluate(&mut self, now: Instant) -> Vec<AlertChange> {
+        let r = &self.rules;
+        let within = |at: Instant, span: Duration| now.saturating_duration_since(at) < span;
+        let longest = r.storm_window.max(r.shared_window);
+        while self
+            .trips
+            .front()
+            .is_some_and(|(at, _)| !within(*at, longest))
+        {
+            self.trips.pop_front();
+        }
+        for opens in self.recoveries_lost.values_mut() {
+            while opens
+                .front()
+                .is_some_and(|at| !within(*at, r.flapping_window))
+            {
+                opens.pop_front();
+            }
+        }
+        self.recoveries_lost.retain(|_, opens| !opens.is_empty());
+
+        let mut wanted: BTreeMap<String, Alert> = BTreeMap::new();
+        let mut want = |kind: AlertKind, mut breakers: Vec<BreakerKey>, summary: String| {
+            breakers.sort();
+            breakers.dedup();
+            let id = match kind {
+                AlertKind::BreakerOpenTooLong | AlertKind::BreakerFlapping => {
+                    format!("{}:{}", kind.as_str(), breakers[0])
+                }
+                _ => kind.as_str().to_string(),
+            };
+            wanted.insert(
+                id.clone(),
+                Alert {
+                    id,
+                    kind,
+                    breakers,
+                    summary,
+                    fired_at: now,
+                },
+            );
+        };
+
+        for (key, since) in &self.rejecting_since {
+            let for_how_long = now.saturating_duration_since(*since);
+            if for_how_long >= r.open_too_long {
+                want(
+                    AlertKind::BreakerOpenTooLong,
+                    vec![key.clone()],
+                    format!(
+                        "breaker {key} has been rejecting calls for {} (more than {})",
+                        minutes(for_how_long),
+                        minutes(r.open_too_long)
+                    ),
+                );
+            }
+        }
+        for (key, opens) in &self.recoveries_lost {
+            if opens.len() >= r.flapping_opens {
+                want(
+                    AlertKind::BreakerFlapping,
+                    vec![key.clone()],
+                    format!(
+                        "breaker {key} opened {} times in {} after closing: the provider is degraded, not down",
+                        opens.len(),
+                        minutes(r.flapping_window)
+                    ),
+                );
+            }
+        }
+        let storm: Vec<&(Instant, BreakerKey)> = self
+            .trips
+            .iter()
+            .filter(|(at, _)| within(*at, r.storm_window))
+            .collect();
+        if storm.len() >= r.storm_trips {
+            want(
+                AlertKind::BreakerTripStorm,
+                storm.iter().map(|(_, k)| k.clone()).collect(),
+                format!(
+                    "{} breaker trips in the last {}",
+                    storm.len(),
+                    seconds(r.storm_window)
+                ),
+            );
+        }
+        let together: BTreeSet<&BreakerKey> = self
+            .trips
+            .iter()
+            .filter(|(at, _)| within(*at, r.shared_window))
+            .map(|(_, k)| k)
+            .collect();
+        let shared_id = AlertKind::SharedDependency.as_str();
+        if together.len() >= r.shared_breakers {
+            let names: Vec<BreakerKey> = together.into_iter().cloned().collect();
+            let mut all = names.clone();
+            // While firing, the alert keeps naming the breakers it named before.
+            if let Some(prev) = self.active.get(shared_id) {
+                all.extend(prev.breakers.iter().cloned());
+            }
+            want(
+                AlertKind::SharedDependency,
+                all,
+                format!(
+                    "{} breakers opened within {}: {}; look for a shared cause (DNS, network, the provider itself)",
+                    names.len(),
+                    seconds(r.shared_window),
+                    names
+                        .iter()
+                        .map(|k| k.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        } else if let Some(prev) = self.active.get(shared_id) {
+            let still = prev
+                .breakers
+                .iter()
+                .filter(|k| self.rejecting_since.contains_key(*k))
+                .count();
+            if still >= r.shared_breakers {
+                wanted.insert(shared_id.to_string(), prev.clone());
+            }
+        }
+
+        let mut changes = Vec::new();
+        let gone: Vec<String> = self
+            .active
+            .keys()
+            .filter(|id| !wanted.contains_key(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            if let Some(alert) = self.active.remove(&id) {
+                changes.push(AlertChange::Resolved(alert, now));
+            }
+        }
+        for (id, alert) in wanted {
+            match self.active.get_mut(&id) {
+                // Still firing: keep the first firing instant, refresh what it says.
+                Some(existing) => {
+                    existing.breakers = alert.breakers;
+                    existing.summary = alert.summary;
+                }
+                None => {
+                    changes.push(AlertChange::Fired(alert.clone()));
+                    self.active.insert(id, alert);
+                }
+            }
+        }
+        changes
+    }
+}
+
+fn minutes(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{} min", s / 60)
+    } else {
+        format!("{s} s")
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    if d.as_secs() >= 60 && d.as_secs().is_multiple_of(60) {
+        format!("{} min", d.as_secs() / 60)
+    } else {
+        format!("{} s", d.as_secs())
+    }
+}
+
+#[cfg(test)]
+mod tests;

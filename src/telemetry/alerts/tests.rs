@@ -1,0 +1,257 @@
+//! One paused-clock test (or more) per alert rule: fire at the threshold, not before, and resolve.
+
+use std::time::Duration;
+
+use tokio::time::{Instant, advance};
+
+use super::*;
+use crate::breaker::{ForceMode, TransitionReason};
+
+fn key(tool: &str) -> BreakerKey {
+    BreakerKey::new(tool, "duffel")
+}
+
+fn event(k: &BreakerKey, from: BreakerState, to: BreakerState) -> TransitionEvent {
+    let reason = match (from, to) {
+        (_, BreakerState::ForcedOpen) => TransitionReason::Forced(ForceMode::Open),
+        (BreakerState::Closed, BreakerState::Open) => TransitionReason::ConsecutiveFailures,
+        (BreakerState::Ramp, BreakerState::Open) => TransitionReason::RampFailureRate,
+        (BreakerState::HalfOpen, BreakerState::Open) => TransitionReason::ProbeFailed,
+        (BreakerState::Open, BreakerState::HalfOpen) => TransitionReason::OpenElapsed,
+        (BreakerState::HalfOpen, BreakerState::Ramp) => TransitionReason::ProbesSucceeded,
+        (BreakerState::Ramp, BreakerState::Closed) => TransitionReason::RampCompleted,
+        _ => TransitionReason::Forced(ForceMode::Auto),
+    };
+    TransitionEvent {
+        key: k.clone(),
+        from,
+        to,
+        reason,
+        at: Instant::now(),
+        failure_rate: 1.0,
+        slow_rate: 0.0,
+        calls: 5,
+    }
+}
+
+fn fired(changes: &[AlertChange]) -> Vec<String> {
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            AlertChange::Fired(a) => Some(a.id.clone()),
+            AlertChange::Resolved(..) => None,
+        })
+        .collect()
+}
+
+fn resolved(changes: &[AlertChange]) -> Vec<String> {
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            AlertChange::Resolved(a, _) => Some(a.id.clone()),
+            AlertChange::Fired(_) => None,
+        })
+        .collect()
+}
+
+use BreakerState::{Closed, ForcedOpen, HalfOpen, Open, Ramp};
+
+#[tokio::test(start_paused = true)]
+async fn open_too_long_fires_at_five_minutes_across_failed_probes_and_resolves_on_recovery() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let k = key("search_flights");
+    assert!(e.on_transition(&event(&k, Closed, Open)).is_empty());
+    advance(Duration::from_secs(30)).await;
+    e.on_transition(&event(&k, Open, HalfOpen));
+    advance(Duration::from_secs(5)).await;
+    e.on_transition(&event(&k, HalfOpen, Open));
+    advance(Duration::from_secs(264)).await;
+    assert!(
+        e.tick(Instant::now()).is_empty(),
+        "4 min 59 s is not yet too long"
+    );
+    advance(Duration::from_secs(1)).await;
+    let changes = e.tick(Instant::now());
+    assert_eq!(
+        fired(&changes),
+        ["breaker_open_too_long:search_flights/duffel"]
+    );
+    let alert = &e.active()[0];
+    assert_eq!(alert.kind.severity(), "P2");
+    assert!(alert.summary.contains("5 min"), "{}", alert.summary);
+    assert!(e.tick(Instant::now()).is_empty(), "fires once");
+
+    e.on_transition(&event(&k, Open, HalfOpen));
+    assert!(
+        e.tick(Instant::now()).is_empty(),
+        "half-open is still not recovered"
+    );
+    let changes = e.on_transition(&event(&k, HalfOpen, Ramp));
+    assert_eq!(
+        resolved(&changes),
+        ["breaker_open_too_long:search_flights/duffel"]
+    );
+    assert!(e.active().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn forcing_open_is_not_an_outage() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let k = key("search_hotels");
+    e.on_transition(&event(&k, Closed, ForcedOpen));
+    advance(Duration::from_secs(3600)).await;
+    assert!(e.tick(Instant::now()).is_empty());
+    assert!(e.active().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn flapping_needs_three_openings_after_recovery_within_ten_minutes() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let k = key("search_hotels");
+    // Two open → recover cycles, 4 min apart; the probe failure in between is no recovery.
+    for _ in 0..2 {
+        e.on_transition(&event(&k, Closed, Open));
+        advance(Duration::from_secs(30)).await;
+        e.on_transition(&event(&k, Open, HalfOpen));
+        e.on_transition(&event(&k, HalfOpen, Open));
+        advance(Duration::from_secs(30)).await;
+        e.on_transition(&event(&k, Open, HalfOpen));
+        e.on_transition(&event(&k, HalfOpen, Ramp));
+        advance(Duration::from_secs(60)).await;
+        e.on_transition(&event(&k, Ramp, Closed));
+        advance(Duration::from_secs(120)).await;
+    }
+    assert!(
+        !e.active()
+            .iter()
+            .any(|a| a.kind == AlertKind::BreakerFlapping),
+        "two openings from closed are not flapping"
+    );
+    // The third, 8 minutes after the first, fires it.
+    let changes = e.on_transition(&event(&k, Closed, Open));
+    assert_eq!(fired(&changes), ["breaker_flapping:search_hotels/duffel"]);
+    advance(Duration::from_secs(30)).await;
+    e.on_transition(&event(&k, Open, HalfOpen));
+    e.on_transition(&event(&k, HalfOpen, Ramp));
+    e.on_transition(&event(&k, Ramp, Closed));
+    // It resolves when the first opening is 10 min old and only two remain in the window.
+    advance(Duration::from_secs(600 - 480 - 30 - 1)).await;
+    assert!(resolved(&e.tick(Instant::now())).is_empty());
+    advance(Duration::from_secs(1)).await;
+    assert_eq!(
+        resolved(&e.tick(Instant::now())),
+        ["breaker_flapping:search_hotels/duffel"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_opening_from_the_ramp_counts_as_flapping_too() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let k = key("check_hotel_availability");
+    e.on_transition(&event(&k, Closed, Open));
+    for _ in 0..2 {
+        advance(Duration::from_secs(30)).await;
+        e.on_transition(&event(&k, Open, HalfOpen));
+        e.on_transition(&event(&k, HalfOpen, Ramp));
+        advance(Duration::from_secs(20)).await;
+        let changes = e.on_transition(&event(&k, Ramp, Open));
+        let flapping = fired(&changes).contains(&format!("breaker_flapping:{k}"));
+        assert_eq!(
+            flapping,
+            e.active()
+                .iter()
+                .filter(|a| a.kind == AlertKind::BreakerFlapping)
+                .count()
+                == 1
+        );
+    }
+    assert!(
+        e.active()
+            .iter()
+            .any(|a| a.id == format!("breaker_flapping:{k}"))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_trips_in_a_minute_across_breakers_is_a_storm() {
+    let rules = AlertRules {
+        // Keep the shared-dependency rule out of this test.
+        shared_breakers: 10,
+        ..AlertRules::spec()
+    };
+    let mut e = AlertEngine::new(rules);
+    let (a, b) = (key("search_flights"), key("price_flight_offer"));
+    e.on_transition(&event(&a, Closed, Open));
+    advance(Duration::from_secs(25)).await;
+    e.on_transition(&event(&b, Closed, Open));
+    advance(Duration::from_secs(5)).await;
+    e.on_transition(&event(&a, Open, HalfOpen));
+    advance(Duration::from_secs(20)).await;
+    let changes = e.on_transition(&event(&a, HalfOpen, Open));
+    assert_eq!(fired(&changes), ["breaker_trip_storm"]);
+    let storm = &e.active()[0];
+    assert_eq!(storm.breakers, vec![b.clone(), a.clone()]);
+    assert!(
+        storm
+            .summary
+            .starts_with("3 breaker trips in the last 1 min")
+    );
+    // The first trip leaves the minute 10 s later.
+    advance(Duration::from_secs(9)).await;
+    assert!(e.tick(Instant::now()).is_empty());
+    advance(Duration::from_secs(1)).await;
+    assert_eq!(resolved(&e.tick(Instant::now())), ["breaker_trip_storm"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_trips_in_a_minute_are_not_a_storm() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    e.on_transition(&event(&key("a"), Closed, Open));
+    advance(Duration::from_secs(61)).await;
+    e.on_transition(&event(&key("b"), Closed, Open));
+    e.on_transition(&event(&key("c"), Closed, Open));
+    assert!(e.active().is_empty(), "{:?}", e.active());
+}
+
+#[tokio::test(start_paused = true)]
+async fn several_breakers_opening_together_name_a_shared_dependency() {
+    let rules = AlertRules {
+        storm_trips: 100,
+        ..AlertRules::spec()
+    };
+    let mut e = AlertEngine::new(rules);
+    let keys = [
+        key("search_flights"),
+        key("search_hotels"),
+        key("book_flight"),
+    ];
+    e.on_transition(&event(&keys[0], Closed, Open));
+    advance(Duration::from_secs(10)).await;
+    e.on_transition(&event(&keys[1], Closed, Open));
+    advance(Duration::from_secs(19)).await;
+    let changes = e.on_transition(&event(&keys[2], Closed, Open));
+    assert_eq!(fired(&changes), ["shared_dependency"]);
+    let alert = &e.active()[0];
+    assert_eq!(alert.kind.severity(), "P1");
+    for k in &keys {
+        assert!(alert.summary.contains(&k.to_string()), "{}", alert.summary);
+        assert!(alert.breakers.contains(k));
+    }
+    // Still firing while the three are rejecting, long after the 30 s span.
+    advance(Duration::from_secs(120)).await;
+    assert!(e.tick(Instant::now()).is_empty());
+    // One recovers: fewer than three remain, it resolves.
+    let changes = e.on_transition(&event(&keys[0], HalfOpen, Ramp));
+    assert_eq!(resolved(&changes), ["shared_dependency"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn breakers_opening_apart_are_not_a_shared_dependency() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    e.on_transition(&event(&key("a"), Closed, Open));
+    advance(Duration::from_secs(20)).await;
+    e.on_transition(&event(&key("b"), Closed, Open));
+    advance(Duration::from_secs(11)).await;
+    let changes = e.on_transition(&event(&key("c"), Closed, Open));
+    assert!(!fired(&changes).contains(&"shared_dependency".to_string()));
+}

@@ -1,0 +1,166 @@
+//! The process-wide `tracing` subscriber: an `EnvFilter` (`RUST_LOG`, default `info`), logs on
+//! stderr as text or JSON lines, and, when an OTLP endpoint is configured, an OpenTelemetry layer
+//! exporting spans over OTLP/HTTP.
+//!
+//! The endpoint comes from `[telemetry] otlp_endpoint` (a base URL such as
+//! `http://collector:4318`; `/v1/traces` is appended), else from the standard
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, which the exporter then
+//! reads itself along with the other `OTEL_EXPORTER_OTLP_*` variables. `OTEL_SERVICE_NAME` and
+//! `OTEL_RESOURCE_ATTRIBUTES` are honoured; the service name defaults to `faregate`.
+//!
+//! The exporter uses reqwest's blocking client on the SDK's own batch thread (the async client
+//! panics there with "no reactor running"), and is built on a plain thread because building a
+//! blocking client inside the tokio runtime panics in some versions.
+//!
+//! No secrets reach spans or logs: spans carry tool, provider, call id, outcome and error type,
+//! never arguments, headers or keys.
+
+use std::fmt;
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::config::TelemetryConfig;
+use crate::providers::Env;
+
+/// Keeps the trace exporter alive; dropping it flushes the spans still buffered.
+#[must_use = "dropping the guard stops trace export"]
+pub struct TracingGuard {
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl fmt::Debug for TracingGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TracingGuard(otlp: {})", self.provider.is_some())
+    }
+}
+
+impl TracingGuard {
+    /// Whether spans are exported over OTLP.
+    pub fn exports(&self) -> bool {
+        self.provider.is_some()
+    }
+}
+
+impl Drop for TracingGuard {
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take() {
+            let _ = provider.shutdown();
+        }
+    }
+}
+
+/// Why tracing could not be set up as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitError(pub String);
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InitError {}
+
+/// Text logs to stderr, no export: for the commands that do not serve (`check`, `manifest`,
+/// `sim`). A subscriber already installed is left alone.
+pub fn init_default() {
+    let _ = tracing_subscriber::registry()
+        .with(filter())
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .try_init();
+}
+
+fn filter() -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+}
+
+/// Installs the subscriber `config` asks for. Call it once, before serving.
+pub fn init(config: &TelemetryConfig, env: &dyn Env) -> Result<TracingGuard, InitError> {
+    let provider = match otlp_endpoint(config, env) {
+        Some(endpoint) => Some(otlp_provider(endpoint, env)?),
+        None => None,
+    };
+    let otel = provider.as_ref().map(|p| {
+        use opentelemetry::trace::TracerProvider as _;
+        tracing_opentelemetry::layer().with_tracer(p.tracer("faregate"))
+    });
+    let (json, text) = if config.json_logs {
+        (
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_current_span(true)
+                    .with_writer(std::io::stderr),
+            ),
+            None,
+        )
+    } else {
+        (
+            None,
+            Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr)),
+        )
+    };
+    tracing_subscriber::registry()
+        .with(filter())
+        .with(json)
+        .with(text)
+        .with(otel)
+        .try_init()
+        .map_err(|e| InitError(format!("cannot install the tracing subscriber: {e}")))?;
+    Ok(TracingGuard { provider })
+}
+
+/// Where to export, if anywhere: `Some(None)` means "the standard variables say where".
+fn otlp_endpoint(config: &TelemetryConfig, env: &dyn Env) -> Option<Option<String>> {
+    if let Some(url) = &config.otlp_endpoint {
+        let base = url.as_str().trim_end_matches('/');
+        return Some(Some(if base.ends_with("/v1/traces") {
+            base.to_string()
+        } else {
+            format!("{base}/v1/traces")
+        }));
+    }
+    let set = |name: &str| env.var(name).is_some_and(|v| !v.trim().is_empty());
+    (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        .then_some(None)
+}
+
+#[cfg(feature = "otlp")]
+fn otlp_provider(
+    endpoint: Option<String>,
+    env: &dyn Env,
+) -> Result<opentelemetry_sdk::trace::SdkTracerProvider, InitError> {
+    use opentelemetry_otlp::WithExportConfig;
+
+    let named = env.var("OTEL_SERVICE_NAME").is_some();
+    let built = std::thread::spawn(move || {
+        let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
+        if let Some(endpoint) = endpoint {
+            builder = builder.with_endpoint(endpoint);
+        }
+        builder.build().map_err(|e| e.to_string())
+    })
+    .join()
+    .map_err(|_| InitError("the OTLP exporter panicked while starting".into()))?;
+    let exporter = built.map_err(|e| InitError(format!("cannot start the OTLP exporter: {e}")))?;
+    let mut resource = opentelemetry_sdk::Resource::builder();
+    if !named {
+        resource = resource.with_service_name("faregate");
+    }
+    Ok(opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource.build())
+        .build())
+}
+
+#[cfg(not(feature = "otlp"))]
+fn otlp_provider(
+    _endpoint: Option<String>,
+    _env: &dyn Env,
+) -> Result<opentelemetry_sdk::trace::SdkTracerProvider, InitError> {
+    Err(InitError(
+        "an OTLP endpoint is configured, but this faregate was built without the `otlp` feature; rebuild with default features or remove the endpoint".into(),
+    ))
+}

@@ -1,0 +1,532 @@
+//! Prometheus metrics: one [`Metrics`] value with a typed method per thing the gateway counts.
+//!
+//! **Why the `prometheus` crate (tikv, 0.14, no default features).** It renders the classic
+//! Prometheus text format, which every Prometheus version scrapes and which `promtool check
+//! metrics` (CI uses Debian's 2.42) checks. `prometheus-client` 0.26 renders OpenMetrics only:
+//! its counters are declared as `# TYPE x counter` with samples named `x_total`, which promtool
+//! 2.42 reports as "no help text" (exit 3; tried). `opentelemetry-prometheus` renders through
+//! this same crate, behind the OpenTelemetry metrics SDK's aggregation layer, which we do not need
+//! for a pull endpoint. Nothing outside this file names the library, so swapping it is a
+//! one-file change.
+//!
+//! Naming follows Prometheus conventions: a `faregate_` prefix, `_total` counters, base units
+//! (`_seconds`), and low-cardinality labels only (tool, provider, state, reason, status): no call
+//! ids, no arguments, no keys.
+
+use std::time::Duration;
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::breaker::{BreakerSnapshot, BreakerState, RejectReason, TransitionEvent};
+
+/// Every state a breaker gauge has a series for (`detail_str` names, so the ramp is visible).
+pub const BREAKER_STATES: [&str; 6] = [
+    "closed",
+    "open",
+    "half_open",
+    "ramp",
+    "forced_open",
+    "forced_closed",
+];
+
+/// Latency buckets in seconds, from the OTel HTTP server duration buckets up to a slow
+/// provider's 15 s (seed 000) and beyond.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 15.0, 30.0, 60.0,
+];
+
+/// The gateway's metrics. Cheap to call from the hot path: each method is a label lookup and an
+/// atomic add.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    calls: IntCounterVec,
+    call_duration: HistogramVec,
+    attempts: IntCounterVec,
+    attempt_duration: HistogramVec,
+    rejected: IntCounterVec,
+    bulkhead_rejected: IntCounterVec,
+    fallbacks: IntCounterVec,
+    bulkhead_in_use: IntGaugeVec,
+    bulkhead_capacity: IntGaugeVec,
+    breaker_state: IntGaugeVec,
+    breaker_failure_rate: prometheus::GaugeVec,
+    breaker_slow_rate: prometheus::GaugeVec,
+    breaker_calls: IntGaugeVec,
+    breaker_failure_rate_at_open: prometheus::GaugeVec,
+    breaker_open_seconds: prometheus::GaugeVec,
+    transitions: IntCounterVec,
+    alerts_firing: IntGaugeVec,
+    alerts_fired: IntCounterVec,
+    queue_depth: IntGaugeVec,
+    oldest_due_job_age: prometheus::GaugeVec,
+    callbacks: IntCounterVec,
+}
+
+/// What one upstream attempt came to, as a metric label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// The provider answered.
+    Success,
+    /// The attempt failed in a way the breaker counts.
+    Failure,
+    /// The result says nothing about the provider (a refusal the model can fix, a cancelled call).
+    Ignored,
+}
+
+impl AttemptOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Success => "success",
+            AttemptOutcome::Failure => "failure",
+            AttemptOutcome::Ignored => "ignored",
+        }
+    }
+}
+
+/// Which fallback answered an interactive call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackKind {
+    /// The last good result for the same arguments.
+    Stale,
+    /// The tool's fallback text from `prompts/`.
+    Text,
+}
+
+/// How a job callback POST ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallbackOutcome {
+    /// The receiver answered 2xx.
+    Sent,
+    /// Every delivery attempt failed.
+    Failed,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric definition");
+    registry
+        .register(Box::new(c.clone()))
+        .expect("metric names are unique");
+    c
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric definition");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("metric names are unique");
+    g
+}
+
+fn float_gauge(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::GaugeVec {
+    let g =
+        prometheus::GaugeVec::new(Opts::new(name, help), labels).expect("valid metric definition");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("metric names are unique");
+    g
+}
+
+fn histogram(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> HistogramVec {
+    let h = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
+        labels,
+    )
+    .expect("valid metric definition");
+    registry
+        .register(Box::new(h.clone()))
+        .expect("metric names are unique");
+    h
+}
+
+impl Metrics {
+    /// A fresh registry with every metric family defined (and no series yet).
+    pub fn new() -> Self {
+        let r = Registry::new();
+        Metrics {
+            calls: counter(
+                &r,
+                "faregate_tool_calls_total",
+                "Tool calls answered, by tool, answering provider (none when no provider answered) and envelope status.",
+                &["tool", "provider", "status"],
+            ),
+            call_duration: histogram(
+                &r,
+                "faregate_tool_call_duration_seconds",
+                "Time from receiving a tool call to its envelope, by tool and envelope status.",
+                &["tool", "status"],
+            ),
+            attempts: counter(
+                &r,
+                "faregate_upstream_attempts_total",
+                "Upstream attempts (first tries and retries), by tool, provider and outcome (success, failure, ignored) and error type.",
+                &["tool", "provider", "outcome", "error_type"],
+            ),
+            attempt_duration: histogram(
+                &r,
+                "faregate_upstream_attempt_duration_seconds",
+                "Duration of one upstream attempt, by tool and provider.",
+                &["tool", "provider"],
+            ),
+            rejected: counter(
+                &r,
+                "faregate_breaker_rejected_calls_total",
+                "Attempts a breaker fast-failed without contacting the provider, by reason (open, half_open_full, ramp_share, forced_open).",
+                &["tool", "provider", "reason"],
+            ),
+            bulkhead_rejected: counter(
+                &r,
+                "faregate_bulkhead_rejected_calls_total",
+                "Calls answered unavailable at once because the tool's bulkhead was full.",
+                &["tool"],
+            ),
+            fallbacks: counter(
+                &r,
+                "faregate_fallbacks_total",
+                "Interactive calls answered by a fallback, by kind (stale: last good result; text: the tool's fallback prompt).",
+                &["tool", "kind"],
+            ),
+            bulkhead_in_use: gauge(
+                &r,
+                "faregate_bulkhead_in_use",
+                "Calls of the tool upstream right now (bulkhead slots taken).",
+                &["tool"],
+            ),
+            bulkhead_capacity: gauge(
+                &r,
+                "faregate_bulkhead_capacity",
+                "Bulkhead size of the tool (max_concurrent).",
+                &["tool"],
+            ),
+            breaker_state: gauge(
+                &r,
+                "faregate_breaker_state",
+                "1 for the breaker's current state, 0 for the others (closed, open, half_open, ramp, forced_open, forced_closed).",
+                &["tool", "provider", "state"],
+            ),
+            breaker_failure_rate: float_gauge(
+                &r,
+                "faregate_breaker_failure_ratio",
+                "Failed calls / calls in the breaker's window.",
+                &["tool", "provider"],
+            ),
+            breaker_slow_rate: float_gauge(
+                &r,
+                "faregate_breaker_slow_call_ratio",
+                "Slow successes / calls in the breaker's window.",
+                &["tool", "provider"],
+            ),
+            breaker_calls: gauge(
+                &r,
+                "faregate_breaker_window_calls",
+                "Calls in the breaker's window.",
+                &["tool", "provider"],
+            ),
+            breaker_failure_rate_at_open: float_gauge(
+                &r,
+                "faregate_breaker_failure_ratio_at_last_open",
+                "Failure ratio of the population that last opened the breaker.",
+                &["tool", "provider"],
+            ),
+            breaker_open_seconds: float_gauge(
+                &r,
+                "faregate_breaker_open_seconds",
+                "Total time the breaker has spent automatically open since start.",
+                &["tool", "provider"],
+            ),
+            transitions: counter(
+                &r,
+                "faregate_breaker_transitions_total",
+                "Breaker state transitions, by from and to state (ramp shown as ramp) and reason.",
+                &["tool", "provider", "from", "to", "reason"],
+            ),
+            alerts_firing: gauge(
+                &r,
+                "faregate_alerts_firing",
+                "Alerts the gateway itself currently raises, by alert name and severity.",
+                &["alert", "severity"],
+            ),
+            alerts_fired: counter(
+                &r,
+                "faregate_alerts_fired_total",
+                "Alerts the gateway raised since start, by alert name and severity.",
+                &["alert", "severity"],
+            ),
+            queue_depth: gauge(
+                &r,
+                "faregate_jobs",
+                "Background jobs by tool and state (queued, running, retry_scheduled, succeeded, dead).",
+                &["tool", "state"],
+            ),
+            oldest_due_job_age: float_gauge(
+                &r,
+                "faregate_jobs_oldest_due_age_seconds",
+                "Age of the oldest job of the tool that is due to run (0 when none is due).",
+                &["tool"],
+            ),
+            callbacks: counter(
+                &r,
+                "faregate_job_callbacks_total",
+                "Job result callbacks, by outcome (sent, failed).",
+                &["outcome"],
+            ),
+            registry: r,
+        }
+    }
+
+    /// Creates the series of a served tool and its breakers at zero, so dashboards and `rate()`
+    /// see them before the first call.
+    pub fn register_tool(&self, tool: &str, providers: &[&str], max_concurrent: u32) {
+        self.bulkhead_capacity
+            .with_label_values(&[tool])
+            .set(i64::from(max_concurrent));
+        self.bulkhead_in_use.with_label_values(&[tool]).set(0);
+        self.bulkhead_rejected.with_label_values(&[tool]);
+        for kind in ["stale", "text"] {
+            self.fallbacks.with_label_values(&[tool, kind]);
+        }
+        for provider in providers {
+            for (i, state) in BREAKER_STATES.iter().enumerate() {
+                self.breaker_state
+                    .with_label_values(&[tool, provider, state])
+                    .set(i64::from(i == 0));
+            }
+            for reason in ["open", "half_open_full", "ramp_share", "forced_open"] {
+                self.rejected.with_label_values(&[tool, provider, reason]);
+            }
+        }
+    }
+
+    /// One answered tool call. `provider` is the provider that answered (or whose failure the
+    /// envelope reports); `status` the envelope status.
+    pub fn record_call(&self, tool: &str, provider: Option<&str>, status: &str, elapsed: Duration) {
+        self.calls
+            .with_label_values(&[tool, provider.unwrap_or("none"), status])
+            .inc();
+        self.call_duration
+            .with_label_values(&[tool, status])
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// One upstream attempt. `error_type` is empty on success.
+    pub fn record_attempt(
+        &self,
+        tool: &str,
+        provider: &str,
+        outcome: AttemptOutcome,
+        error_type: &str,
+        elapsed: Duration,
+    ) {
+        self.attempts
+            .with_label_values(&[tool, provider, outcome.as_str(), error_type])
+            .inc();
+        self.attempt_duration
+            .with_label_values(&[tool, provider])
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// An attempt the breaker fast-failed.
+    pub fn record_rejected(&self, tool: &str, provider: &str, reason: RejectReason) {
+        self.rejected
+            .with_label_values(&[tool, provider, reject_reason(reason)])
+            .inc();
+    }
+
+    /// A call the full bulkhead turned away.
+    pub fn record_bulkhead_rejected(&self, tool: &str) {
+        self.bulkhead_rejected.with_label_values(&[tool]).inc();
+    }
+
+    /// An interactive call answered by a fallback.
+    pub fn record_fallback(&self, tool: &str, kind: FallbackKind) {
+        let kind = match kind {
+            FallbackKind::Stale => "stale",
+            FallbackKind::Text => "text",
+        };
+        self.fallbacks.with_label_values(&[tool, kind]).inc();
+    }
+
+    /// Bulkhead slots of `tool` in use now.
+    pub fn set_bulkhead_in_use(&self, tool: &str, in_use: usize) {
+        self.bulkhead_in_use
+            .with_label_values(&[tool])
+            .set(i64::try_from(in_use).unwrap_or(i64::MAX));
+    }
+
+    /// A breaker transition (counted; the state gauge follows).
+    pub fn record_transition(&self, event: &TransitionEvent) {
+        let (tool, provider) = (event.key.tool.as_str(), event.key.provider.as_str());
+        self.transitions
+            .with_label_values(&[
+                tool,
+                provider,
+                event.from.detail_str(),
+                event.to.detail_str(),
+                event.reason.as_str(),
+            ])
+            .inc();
+        self.set_breaker_state(tool, provider, event.to);
+    }
+
+    /// Everything a snapshot tells: state, window rates and calls, history figures.
+    pub fn observe_breaker(&self, snapshot: &BreakerSnapshot) {
+        let (tool, provider) = (snapshot.key.tool.as_str(), snapshot.key.provider.as_str());
+        self.set_breaker_state(tool, provider, snapshot.state);
+        let labels = [tool, provider];
+        self.breaker_failure_rate
+            .with_label_values(&labels)
+            .set(snapshot.failure_rate);
+        self.breaker_slow_rate
+            .with_label_values(&labels)
+            .set(snapshot.slow_rate);
+        self.breaker_calls
+            .with_label_values(&labels)
+            .set(i64::from(snapshot.calls_in_window));
+        self.breaker_open_seconds
+            .with_label_values(&labels)
+            .set(snapshot.history.total_open_time.as_secs_f64());
+        if let Some(rate) = snapshot.history.failure_rate_at_last_open {
+            self.breaker_failure_rate_at_open
+                .with_label_values(&labels)
+                .set(rate);
+        }
+    }
+
+    fn set_breaker_state(&self, tool: &str, provider: &str, state: BreakerState) {
+        let current = state.detail_str();
+        for s in BREAKER_STATES {
+            self.breaker_state
+                .with_label_values(&[tool, provider, s])
+                .set(i64::from(s == current));
+        }
+    }
+
+    /// The alerts firing now, by name and severity (every known alert is reported, 0 or more).
+    pub fn set_alerts_firing(&self, counts: &[(&str, &str, usize)]) {
+        for (alert, severity, n) in counts {
+            self.alerts_firing
+                .with_label_values(&[alert, severity])
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// An alert started firing.
+    pub fn record_alert_fired(&self, alert: &str, severity: &str) {
+        self.alerts_fired
+            .with_label_values(&[alert, severity])
+            .inc();
+    }
+
+    /// For the jobs engine: how many jobs of `tool` are in `state` (`queued`, `running`,
+    /// `retry_scheduled`, `succeeded`, `dead`). Call it with the store's counts whenever they
+    /// change or on a timer; a state not reported keeps its last value, so report zeros too.
+    pub fn set_queue_depth(&self, tool: &str, state: &str, jobs: u64) {
+        self.queue_depth
+            .with_label_values(&[tool, state])
+            .set(i64::try_from(jobs).unwrap_or(i64::MAX));
+    }
+
+    /// For the jobs engine: the age of the oldest job of `tool` whose next attempt is due (zero
+    /// when none is due). Seed 002's runbook reads it with the queue depth.
+    pub fn set_oldest_due_job_age(&self, tool: &str, age: Duration) {
+        self.oldest_due_job_age
+            .with_label_values(&[tool])
+            .set(age.as_secs_f64());
+    }
+
+    /// For the jobs engine: one job callback delivered, or given up on.
+    pub fn record_callback(&self, outcome: CallbackOutcome) {
+        let outcome = match outcome {
+            CallbackOutcome::Sent => "sent",
+            CallbackOutcome::Failed => "failed",
+        };
+        self.callbacks.with_label_values(&[outcome]).inc();
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        // Encoding into a Vec cannot fail for valid families, and ours are defined above.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+
+    /// The `Content-Type` of [`Metrics::render`].
+    pub fn content_type(&self) -> &'static str {
+        "text/plain; version=0.0.4; charset=utf-8"
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The label value of a breaker rejection.
+pub fn reject_reason(reason: RejectReason) -> &'static str {
+    match reason {
+        RejectReason::Open => "open",
+        RejectReason::HalfOpenFull => "half_open_full",
+        RejectReason::RampShare => "ramp_share",
+        RejectReason::ForcedOpen => "forced_open",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_tool_has_zeroed_series_and_a_closed_breaker() {
+        let m = Metrics::new();
+        m.register_tool("search_flights", &["duffel"], 64);
+        let text = m.render();
+        assert!(text.contains(
+            "faregate_breaker_state{provider=\"duffel\",state=\"closed\",tool=\"search_flights\"} 1"
+        ));
+        assert!(text.contains(
+            "faregate_breaker_state{provider=\"duffel\",state=\"open\",tool=\"search_flights\"} 0"
+        ));
+        assert!(text.contains("faregate_bulkhead_capacity{tool=\"search_flights\"} 64"));
+        assert!(
+            text.contains("# TYPE faregate_tool_calls_total counter")
+                || !text.contains("faregate_tool_calls_total{")
+        );
+    }
+
+    #[test]
+    fn calls_count_by_status_and_time_in_seconds() {
+        let m = Metrics::new();
+        m.record_call(
+            "search_hotels",
+            Some("duffel"),
+            "ok",
+            Duration::from_millis(250),
+        );
+        m.record_call(
+            "search_hotels",
+            None,
+            "unavailable",
+            Duration::from_millis(1),
+        );
+        let text = m.render();
+        assert!(text.contains(
+            "faregate_tool_calls_total{provider=\"duffel\",status=\"ok\",tool=\"search_hotels\"} 1"
+        ));
+        assert!(text.contains(
+            "faregate_tool_calls_total{provider=\"none\",status=\"unavailable\",tool=\"search_hotels\"} 1"
+        ));
+        assert!(text.contains(
+            "faregate_tool_call_duration_seconds_sum{status=\"ok\",tool=\"search_hotels\"} 0.25"
+        ));
+    }
+}

@@ -1,0 +1,386 @@
+//! Operations end to end: metrics after a scripted outage, the breaker API and its keys, the
+//! event stream, and the dashboard page. The gateway and the simulator run on `127.0.0.1:0`.
+
+mod support;
+
+use std::time::Duration;
+
+use faregate::sim::{Fault, RouteGroup, Simulator};
+use serde_json::{Value, json};
+use support::{MapEnv, NoEnv, TestGateway, in_days};
+
+struct Stack {
+    gateway: TestGateway,
+    sim: Simulator,
+    http: reqwest::Client,
+    _sim_stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn stack_with(
+    env: &dyn faregate::providers::Env,
+    tweak: impl FnOnce(faregate::config::Config) -> faregate::config::Config,
+) -> Stack {
+    let sim = Simulator::new(7);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
+        let _ = rx.await;
+    }));
+    let mut config = support::config_for(&format!("http://{sim_addr}"));
+    // One provider per tool: these scenarios count one breaker's attempts, not a chain's.
+    for t in &mut config.tools {
+        t.providers
+            .retain(|p| p == "duffel" || t.name == "get_flight_status");
+    }
+    let config = tweak(config);
+    let gateway = TestGateway::start(config, env).await;
+    Stack {
+        gateway,
+        sim,
+        http: reqwest::Client::new(),
+        _sim_stop: tx,
+    }
+}
+
+fn flights(days: i64) -> Value {
+    json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(days)}})
+}
+
+impl Stack {
+    async fn call(&self, body: Value) -> Value {
+        self.http
+            .post(self.gateway.url("/v1/tools/search_flights/call"))
+            .bearer_auth("client-key")
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    async fn get(&self, path: &str, key: Option<&str>) -> (u16, String) {
+        let mut req = self.http.get(self.gateway.url(path));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+        let status = res.status().as_u16();
+        (status, res.text().await.unwrap_or_default())
+    }
+
+    async fn force(&self, key: &str, body: Value, bearer: Option<&str>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .post(self.gateway.url(&format!("/v1/breakers/{key}/force")))
+            .json(&body);
+        if let Some(k) = bearer {
+            req = req.bearer_auth(k);
+        }
+        let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Scrapes until `line` appears (the transition task runs beside the request path).
+    async fn scrape_until(&self, line: &str) -> String {
+        let mut text = String::new();
+        for _ in 0..40 {
+            text = self.get("/metrics", None).await.1;
+            if text.lines().any(|l| l == line) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{line:?} never appeared in:\n{text}");
+    }
+}
+
+#[track_caller]
+fn assert_sample(text: &str, line: &str) {
+    assert!(
+        text.lines().any(|l| l == line),
+        "{line:?} not in the scrape:\n{}",
+        text.lines()
+            .filter(|l| l.starts_with(line.split('{').next().unwrap_or(line)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+fn keys() -> MapEnv {
+    MapEnv(vec![
+        ("FAREGATE_CLIENT_KEYS", "client-key"),
+        ("FAREGATE_ADMIN_KEY", "admin-key"),
+    ])
+}
+
+#[tokio::test]
+async fn metrics_after_a_flight_outage_count_calls_attempts_fast_fails_and_fallbacks() {
+    let s = stack_with(&keys(), |c| c).await;
+    // One good search, cached for the stale fallback.
+    assert_eq!(s.call(flights(30)).await["status"], "ok");
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    // Two calls of two failed attempts each, a fifth failure that opens the breaker (its retry
+    // is refused by the open breaker, and the cached search answers stale), then a fast fail.
+    assert_eq!(s.call(flights(31)).await["status"], "unavailable");
+    assert_eq!(s.call(flights(31)).await["status"], "unavailable");
+    let stale = s.call(flights(30)).await;
+    assert_eq!(stale["status"], "stale", "{stale:#}");
+    let fast = s.call(flights(31)).await;
+    assert_eq!(fast["status"], "unavailable");
+    assert_eq!(fast["breaker"], "open");
+
+    let text = s
+        .scrape_until(r#"faregate_breaker_transitions_total{from="closed",provider="duffel",reason="consecutive_failures",to="open",tool="search_flights"} 1"#)
+        .await;
+    for line in [
+        r#"faregate_tool_calls_total{provider="duffel",status="ok",tool="search_flights"} 1"#,
+        r#"faregate_tool_calls_total{provider="duffel",status="unavailable",tool="search_flights"} 3"#,
+        r#"faregate_tool_calls_total{provider="duffel",status="stale",tool="search_flights"} 1"#,
+        r#"faregate_tool_call_duration_seconds_count{status="unavailable",tool="search_flights"} 3"#,
+        r#"faregate_upstream_attempts_total{error_type="",outcome="success",provider="duffel",tool="search_flights"} 1"#,
+        r#"faregate_upstream_attempts_total{error_type="upstream_5xx",outcome="failure",provider="duffel",tool="search_flights"} 5"#,
+        r#"faregate_upstream_attempt_duration_seconds_count{provider="duffel",tool="search_flights"} 6"#,
+        r#"faregate_breaker_rejected_calls_total{provider="duffel",reason="open",tool="search_flights"} 2"#,
+        r#"faregate_fallbacks_total{kind="stale",tool="search_flights"} 1"#,
+        r#"faregate_fallbacks_total{kind="text",tool="search_flights"} 3"#,
+        r#"faregate_breaker_state{provider="duffel",state="open",tool="search_flights"} 1"#,
+        r#"faregate_breaker_state{provider="duffel",state="closed",tool="search_flights"} 0"#,
+        r#"faregate_breaker_state{provider="duffel",state="closed",tool="search_hotels"} 1"#,
+        r#"faregate_breaker_failure_ratio_at_last_open{provider="duffel",tool="search_flights"} 0.8333333333333334"#,
+        r#"faregate_bulkhead_in_use{tool="search_flights"} 0"#,
+        r#"faregate_bulkhead_capacity{tool="search_flights"} 64"#,
+        r#"faregate_alerts_firing{alert="breaker_open_too_long",severity="P2"} 0"#,
+    ] {
+        assert_sample(&text, line);
+    }
+    assert!(!text.contains("client-key") && !text.contains("admin-key"));
+}
+
+#[tokio::test]
+async fn the_breaker_api_reads_with_any_key_and_forces_only_with_the_admin_key() {
+    let s = stack_with(&keys(), |c| c).await;
+    let (status, _) = s.get("/v1/breakers", None).await;
+    assert_eq!(status, 401);
+    let (status, body) = s.get("/v1/breakers", Some("client-key")).await;
+    assert_eq!(status, 200);
+    let list: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}"));
+    let entry = list["breakers"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["key"] == "search_flights.duffel"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{list:#}"));
+    assert_eq!(entry["state"], "closed");
+    assert_eq!(entry["breaker"], "search_flights/duffel");
+    assert_eq!(entry["history"]["times_opened"], 0);
+    assert!(entry["failure_rate"].is_number() && entry["calls_in_window"].is_number());
+    assert_eq!(s.get("/v1/breakers", Some("admin-key")).await.0, 200);
+
+    for path in [
+        "/v1/breakers/search_flights.duffel",
+        "/v1/breakers/search_flights%2Fduffel",
+    ] {
+        let (status, body) = s.get(path, Some("client-key")).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        assert!(body.contains("\"key\":\"search_flights.duffel\""), "{body}");
+    }
+    let (status, body) = s.get("/v1/breakers/nope.x", Some("client-key")).await;
+    assert_eq!(status, 404);
+    assert!(body.contains("search_flights.duffel"), "{body}");
+
+    let open = json!({"state": "open"});
+    assert_eq!(
+        s.force("search_flights.duffel", open.clone(), None).await.0,
+        401
+    );
+    assert_eq!(
+        s.force("search_flights.duffel", open.clone(), Some("wrong"))
+            .await
+            .0,
+        401
+    );
+    let (status, body) = s
+        .force("search_flights.duffel", open.clone(), Some("client-key"))
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = s
+        .force(
+            "search_flights.duffel",
+            json!({"state": "half"}),
+            Some("admin-key"),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"auto\"")
+    );
+
+    let (status, body) = s
+        .force("search_flights.duffel", open, Some("admin-key"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "forced_open");
+    assert_eq!(body["forced"], true);
+    let env = s.call(flights(30)).await;
+    assert_eq!(env["status"], "unavailable");
+    assert_eq!(env["breaker"], "forced_open");
+
+    let (_, body) = s
+        .force(
+            "search_flights.duffel",
+            json!({"state": "auto"}),
+            Some("admin-key"),
+        )
+        .await;
+    assert_eq!(body["state"], "closed");
+    assert_eq!(s.call(flights(30)).await["status"], "ok");
+    // The breaker's recent transitions follow (they arrive through the event channel).
+    let mut last = Value::Null;
+    for _ in 0..40 {
+        let (_, body) = s
+            .get("/v1/breakers/search_flights.duffel", Some("client-key"))
+            .await;
+        last = serde_json::from_str(&body).unwrap_or(Value::Null);
+        if last["transitions"][0]["reason"] == "forced_auto" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(last["transitions"][0]["to"], "closed", "{last:#}");
+    assert_eq!(last["transitions"][0]["reason"], "forced_auto");
+    assert_eq!(last["transitions"][1]["to"], "forced_open");
+}
+
+#[tokio::test]
+async fn forcing_needs_an_admin_key_once_clients_need_keys() {
+    let s = stack_with(&MapEnv(vec![("FAREGATE_CLIENT_KEYS", "client-key")]), |c| c).await;
+    let (status, body) = s
+        .force(
+            "search_flights.duffel",
+            json!({"state": "open"}),
+            Some("client-key"),
+        )
+        .await;
+    assert_eq!(status, 403);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("FAREGATE_ADMIN_KEY")
+    );
+}
+
+#[tokio::test]
+async fn metrics_and_dashboard_access_follow_the_config() {
+    let open = stack_with(&keys(), |c| c).await;
+    assert_eq!(open.get("/metrics", None).await.0, 200);
+    let (status, page) = open.get("/dashboard", None).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>faregate"), "{page}");
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "no external assets"
+    );
+
+    let closed = stack_with(&keys(), |mut c| {
+        c.telemetry.metrics_public = false;
+        c
+    })
+    .await;
+    assert_eq!(closed.get("/metrics", None).await.0, 401);
+    assert_eq!(closed.get("/metrics", Some("client-key")).await.0, 200);
+    assert_eq!(closed.get("/dashboard", None).await.0, 200);
+}
+
+/// Reads server-sent events until one of type `kind` arrives.
+async fn next_event(res: &mut reqwest::Response, buf: &mut String, kind: &str) -> Value {
+    loop {
+        while let Some(cut) = buf.find("\n\n") {
+            let block: String = buf.drain(..cut + 2).collect();
+            let mut event = "";
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(e) = line.strip_prefix("event:") {
+                    event = e.trim();
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push_str(d.trim());
+                }
+            }
+            if event == kind {
+                return serde_json::from_str(&data).unwrap_or_else(|e| panic!("{data}: {e}"));
+            }
+        }
+        let chunk = res
+            .chunk()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("the stream ended"));
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn events_stream_transitions_to_authenticated_clients() {
+    let s = stack_with(&keys(), |c| c).await;
+    assert_eq!(s.get("/v1/events", None).await.0, 401);
+    let mut res = s
+        .http
+        .get(s.gateway.url("/v1/events"))
+        .bearer_auth("client-key")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("text/event-stream")
+    );
+    let mut buf = String::new();
+    next_event(&mut res, &mut buf, "ready").await;
+    s.force(
+        "search_hotels.duffel",
+        json!({"state": "open"}),
+        Some("admin-key"),
+    )
+    .await;
+    let event = tokio::time::timeout(
+        Duration::from_secs(1),
+        next_event(&mut res, &mut buf, "transition"),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("no transition event within a second"));
+    assert_eq!(event["key"], "search_hotels.duffel");
+    assert_eq!(event["from"], "closed");
+    assert_eq!(event["to"], "forced_open");
+    assert_eq!(event["reason"], "forced_open");
+    assert!(event["at"].as_str().is_some_and(|t| t.ends_with('Z')));
+}
+
+#[tokio::test]
+async fn without_any_key_configured_the_demo_is_open() {
+    let s = stack_with(&NoEnv, |c| c).await;
+    assert_eq!(s.get("/v1/breakers", None).await.0, 200);
+    assert_eq!(s.get("/v1/alerts", None).await.1, r#"{"alerts":[]}"#);
+    assert_eq!(
+        s.force("book_flight.duffel", json!({"state": "closed"}), None)
+            .await
+            .1["state"],
+        "forced_closed"
+    );
+}
