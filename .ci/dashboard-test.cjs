@@ -48,10 +48,13 @@ async function colourWithin(page, colour, ms, what) {
     await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "auto" }, adminKey);
     await colourWithin(page, "green", 1000, "auto");
 
-    // A simulated flight outage: the breaker opens on its own after five failed attempts.
-    const outage = await post(`${sim}/_sim/faults/duffel_air_search`, { outage: true }, null, "PUT");
-    if (outage.status >= 300) fail("sim fault: " + outage.status + " " + outage.body);
-    for (let i = 0; i < 4; i++) {
+    // A simulated flight outage at both providers of the chain (Duffel, then Amadeus): each
+    // breaker opens on its own after five failed attempts in a row.
+    for (const group of ["duffel_air_search", "amadeus_flights"]) {
+      const outage = await post(`${sim}/_sim/faults/${group}`, { outage: true }, null, "PUT");
+      if (outage.status >= 300) fail("sim fault: " + outage.status + " " + outage.body);
+    }
+    for (let i = 0; i < 6; i++) {
       await post(`${gw}/v1/tools/search_flights/call`, { arguments: { origin: "JFK", destination: "LHR", departure_date: day(20 + i) } }, clientKey);
     }
     await colourWithin(page, "red", 1000, "outage");

@@ -10,7 +10,7 @@ from mcp import Client
 from conftest import fresh_date
 
 MODES = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
-CATALOG = ["search_flights", "price_flight_offer", "search_hotels", "check_hotel_availability", "book_flight"]
+CATALOG = ["search_flights", "price_flight_offer", "search_hotels", "check_hotel_availability", "get_flight_status", "book_flight"]
 
 
 def run(coro):

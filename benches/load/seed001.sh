@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Seed 001 scaled down (issue 5): the provider allows N requests per minute and answers 429 with
+# Retry-After beyond that; a backlog of background jobs must drain at close to the allowed rate,
+# with few 429s and no job lost.
+#
+# Usage: benches/load/seed001.sh [RPM] [JOBS]     (defaults: 60 per minute, 150 jobs)
+# Starts `faregate sim` and `faregate serve` (SQLite store in a temp dir) on loopback, submits
+# the backlog of get_flight_status jobs (Amadeus flight status, background mode), waits until
+# every job has ended, prints a table, and stops everything it started.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RPM=${1:-60}
+JOBS=${2:-150}
+SIM=127.0.0.1:18181
+GW=127.0.0.1:18180
+DIR=$(mktemp -d)
+cargo build --release --quiet
+BIN=target/release/faregate
+
+sed -e "s|^listen = .*|listen = \"$GW\"|" \
+    -e "s|^tools_dir = .*|tools_dir = \"$PWD/tools\"|" \
+    -e "s|^prompts_dir = .*|prompts_dir = \"$PWD/prompts\"|" \
+    -e "s|^url = \"sqlite://faregate.db\"|url = \"sqlite://$DIR/jobs.db\"|" \
+    -e "s|http://127.0.0.1:8081|http://$SIM|" faregate.toml > "$DIR/faregate.toml"
+
+$BIN sim --listen "$SIM" >/dev/null 2>&1 & SIM_PID=$!
+trap 'kill $SIM_PID $GW_PID 2>/dev/null; rm -rf "$DIR"' EXIT
+GW_PID=
+for _ in $(seq 50); do curl -sf "http://$SIM/_sim/stats" >/dev/null && break; sleep 0.1; done
+curl -sf -X PUT "http://$SIM/_sim/faults/amadeus_status" -H 'content-type: application/json' \
+  -d "{\"requests_per_minute\": $RPM}" >/dev/null
+RUST_LOG=warn $BIN serve --config "$DIR/faregate.toml" 2>"$DIR/gateway.log" & GW_PID=$!
+for _ in $(seq 100); do curl -sf "http://$GW/healthz" >/dev/null && break; sleep 0.1; done
+
+day=$(date -u -d '+3 days' +%F)
+start=$(date +%s.%N)
+for i in $(seq "$JOBS"); do
+  n=$((100 + i))
+  curl -sf "http://$GW/v1/tools/get_flight_status/call" -H 'content-type: application/json' \
+    -d "{\"arguments\":{\"carrier_code\":\"BA\",\"flight_number\":\"$n\",\"departure_date\":\"$day\"},\"mode\":\"background\"}" >/dev/null
+done
+echo "submitted $JOBS jobs; draining against a limit of $RPM requests per minute …"
+while :; do
+  left=$(curl -sf "http://$GW/v1/jobs?tool=get_flight_status&limit=1000" \
+    | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"]; print(sum(1 for x in j if x["status"] not in ("succeeded","dead")))')
+  [ "$left" = 0 ] && break
+  sleep 1
+done
+end=$(date +%s.%N)
+python3 - "$start" "$end" "$RPM" "$JOBS" "http://$GW" "http://$SIM" <<'PY'
+import json, sys, urllib.request
+start, end, rpm, jobs, gw, sim = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+get = lambda u: json.load(urllib.request.urlopen(u))
+listed = get(f"{gw}/v1/jobs?tool=get_flight_status&limit=1000")["jobs"]
+ok = sum(1 for j in listed if j["status"] == "succeeded")
+dead = sum(1 for j in listed if j["status"] == "dead")
+attempts = sum(j["attempts"] for j in listed)
+stats = get(f"{sim}/_sim/stats")["groups"]["amadeus_status"]
+statuses = {int(k): v for k, v in stats["statuses"].items()}
+calls = stats["requests"]
+secs = end - start
+allowed = rpm / 60.0
+# The first window's N requests are free; the rate that matters is after it.
+print(f"| jobs | {jobs} submitted, {ok} succeeded, {dead} dead, {jobs - ok - dead} lost |")
+print(f"| time to drain | {secs:.1f} s |")
+print(f"| drain rate | {ok / secs:.3f} jobs/s vs allowed {allowed:.3f}/s = {100 * ok / secs / allowed:.0f} % of the allowed rate |")
+print(f"| provider calls | {calls} ({statuses.get(200, 0)} answered 200, {statuses.get(429, 0)} answered 429 = {100 * statuses.get(429, 0) / max(calls, 1):.1f} %) |")
+print(f"| attempts recorded on jobs | {attempts} |")
+PY
