@@ -14,8 +14,11 @@ JOBS=${2:-150}
 SIM=127.0.0.1:18181
 GW=127.0.0.1:18180
 DIR=$(mktemp -d)
-cargo build --release --quiet
-BIN=target/release/faregate
+# The drain is paced by the provider's limit, not by CPU: a debug build measures the same.
+if [[ -z "${BIN:-}" ]]; then
+  cargo build --release --quiet
+  BIN=target/release/faregate
+fi
 
 sed -e "s|^listen = .*|listen = \"$GW\"|" \
     -e "s|^tools_dir = .*|tools_dir = \"$PWD/tools\"|" \

@@ -19,6 +19,7 @@
 //! the tool's text from `prompts/` rendered with `{retry_after_s}`, `{provider}` and
 //! `{available_tools}`. Nothing is ever invented.
 
+mod background;
 pub mod classify;
 pub mod envelope;
 pub mod fallback;
@@ -37,6 +38,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub use background::{BackgroundOutcome, CheckError};
 pub use envelope::{Envelope, Status};
 
 use crate::breaker::{
@@ -64,41 +66,6 @@ pub struct CallRequest {
     pub idempotency_key: Option<String>,
     /// The caller's deadline, capped by the tool's.
     pub deadline: Option<Duration>,
-}
-
-/// What one background attempt came to.
-#[derive(Debug, Clone)]
-pub enum BackgroundOutcome {
-    /// Done; the envelope is the result.
-    Succeeded(Envelope),
-    /// Not now: try again after at least `anchor` (the breaker's remaining open time or the
-    /// provider's `Retry-After`), silently.
-    Retry {
-        /// The wait the provider side asked for, if known.
-        anchor: Option<Duration>,
-        /// The failure, for `last_error`.
-        error: String,
-        /// Whether a provider was reached (only those attempts count).
-        attempted: bool,
-    },
-    /// Never: a refusal the model must fix, or a write whose outcome is unknown.
-    Failed {
-        /// The envelope to store and send, when there is one.
-        envelope: Option<Envelope>,
-        /// The reason, for `last_error`.
-        error: String,
-        /// Whether a provider was reached.
-        attempted: bool,
-    },
-}
-
-/// Why background arguments were refused at acceptance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckError {
-    /// No such tool is served.
-    UnknownTool,
-    /// The arguments are wrong; the text names every field (as `invalid_arguments` does).
-    Invalid(String),
 }
 
 /// Why a call could not even start.
@@ -551,169 +518,6 @@ impl Gateway {
         env.provider = Some(provider);
         env.breaker = breaker_name;
         Ok(env)
-    }
-
-    /// Runs one background attempt of a stored job: no fallback text and no stale answer, only
-    /// what the job system needs to decide between done, later and never.
-    pub async fn run_background(
-        self: &Arc<Self>,
-        tool_name: &str,
-        arguments: Value,
-        call_id: Option<String>,
-        idempotency_key: Option<String>,
-    ) -> BackgroundOutcome {
-        let Some(tool) = self.tools.get(tool_name).cloned() else {
-            return BackgroundOutcome::Failed {
-                envelope: None,
-                error: format!("tool {tool_name} is not served by this gateway"),
-                attempted: false,
-            };
-        };
-        let request =
-            match tool
-                .spec
-                .parse(arguments.clone(), Self::today(), idempotency_key.as_deref())
-            {
-                Ok(r) if tool.validator.errors(&arguments).is_empty() => r,
-                Ok(_) | Err(_) => {
-                    // Valid at acceptance, invalid now: a travel date that has passed meanwhile.
-                    let envelope = self
-                        .call(CallRequest {
-                            tool: tool_name.to_string(),
-                            arguments,
-                            mode: CallMode::Background,
-                            call_id,
-                            idempotency_key,
-                            deadline: None,
-                        })
-                        .await
-                        .ok();
-                    let error = envelope
-                        .as_ref()
-                        .map(|e| e.content.clone())
-                        .unwrap_or_else(|| "the arguments are no longer valid".into());
-                    return BackgroundOutcome::Failed {
-                        envelope,
-                        error,
-                        attempted: false,
-                    };
-                }
-            };
-        let deadline = Instant::now() + tool.config.deadline;
-        let call_id = call_id
-            .unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)));
-        let envelope = |status: Status, content: String| Envelope {
-            call_id: call_id.clone(),
-            tool: tool.spec.name.to_string(),
-            status,
-            content,
-            data: None,
-            stale_age_s: None,
-            retry_after_s: None,
-            breaker: String::new(),
-            job_id: None,
-            provider: None,
-        };
-        let now = || Instant::now();
-        match self
-            .execute(&tool, &request, deadline, CallMode::Background)
-            .await
-        {
-            Ok(Success {
-                output,
-                provider,
-                breaker,
-            }) => {
-                let mut env = envelope(Status::Ok, output.content());
-                env.data = Some(output.to_json());
-                env.provider = Some(provider);
-                env.breaker = breaker.as_str().to_string();
-                BackgroundOutcome::Succeeded(env)
-            }
-            Err(Failure::Upstream { provider, error }) => match &error.kind {
-                ErrorKind::Rejected { message } => {
-                    let mut env = envelope(
-                        Status::Rejected,
-                        format!(
-                            "The provider refused this {} request: {message}.",
-                            tool.spec.name
-                        ),
-                    );
-                    env.provider = Some(provider);
-                    BackgroundOutcome::Failed {
-                        error: env.content.clone(),
-                        envelope: Some(env),
-                        attempted: true,
-                    }
-                }
-                kind if tool_is_write(tool.spec) && may_have_executed(kind) => {
-                    // Never repeat a write that may have been carried out.
-                    BackgroundOutcome::Failed {
-                        envelope: None,
-                        error: uncertain_write_text(tool.spec.name, &provider),
-                        attempted: true,
-                    }
-                }
-                kind => BackgroundOutcome::Retry {
-                    anchor: kind.retry_after().or_else(|| {
-                        tool.routes
-                            .iter()
-                            .find(|r| r.name == provider)
-                            .and_then(|r| r.breaker.remaining_open(now()))
-                    }),
-                    error: format!("{provider}: {error}"),
-                    attempted: true,
-                },
-            },
-            Err(Failure::Breaker { provider, rejected }) => BackgroundOutcome::Retry {
-                anchor: Some(rejected.retry_after),
-                error: format!("{provider}: {rejected}"),
-                attempted: false,
-            },
-            Err(Failure::BulkheadFull) => BackgroundOutcome::Retry {
-                anchor: None,
-                error: "the tool's bulkhead was full".into(),
-                attempted: false,
-            },
-            Err(Failure::DeadlinePassed) => BackgroundOutcome::Retry {
-                anchor: None,
-                error: "the deadline passed before a provider answered".into(),
-                attempted: false,
-            },
-        }
-    }
-
-    /// Validates a call for background acceptance: the same checks an interactive call gets,
-    /// answered now, so a job is only stored when it can run.
-    pub fn check_arguments(
-        &self,
-        tool_name: &str,
-        arguments: &Value,
-        idempotency_key: Option<&str>,
-    ) -> Result<(), CheckError> {
-        let Some(tool) = self.tools.get(tool_name) else {
-            return Err(CheckError::UnknownTool);
-        };
-        let mut errors = tool.validator.errors(arguments);
-        if let Err(semantic) = tool
-            .spec
-            .parse(arguments.clone(), Self::today(), idempotency_key)
-        {
-            for e in semantic {
-                if (!e.field.is_empty() || errors.is_empty())
-                    && !errors.iter().any(|s| s.field == e.field)
-                {
-                    errors.push(e);
-                }
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(CheckError::Invalid(describe_field_errors(
-                tool_name, &errors,
-            )))
-        }
     }
 
     /// When calling again is worth it: the provider's own wait, else the breaker's remaining

@@ -10,13 +10,16 @@
 mod files;
 mod load;
 mod model;
+mod policies;
 mod problems;
 mod reader;
+mod tools_files;
 
 #[cfg(test)]
 mod tests;
 
 pub use files::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
-pub use load::{PROMPT_PLACEHOLDERS, is_tool_name, load, placeholders};
+pub use load::{PROMPT_PLACEHOLDERS, load, placeholders};
 pub use model::*;
 pub use problems::{ConfigErrors, Problem, Problems};
+pub use tools_files::is_tool_name;

@@ -1,0 +1,225 @@
+//! Reads `tools/*.toml`: one file per tool, its policy merged over `[defaults]`.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use super::files::Files;
+use super::load::parse_toml;
+use super::model::*;
+use super::policies::{read_breaker, read_retry};
+use super::problems::Problems;
+use super::reader::Section;
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn read_tools(
+    files: &dyn Files,
+    dir: &Path,
+    known_tools: &[&str],
+    providers: &BTreeSet<String>,
+    prompts: &BTreeMap<String, String>,
+    breaker_defaults: &BreakerSettings,
+    retry_defaults: &RetrySettings,
+    problems: &RefCell<Problems>,
+) -> Vec<ToolConfig> {
+    let paths = match files.list(dir, ".toml") {
+        Ok(p) => p,
+        Err(e) => {
+            problems.borrow_mut().error(
+                dir,
+                "",
+                format!("cannot list the tools directory: {e}; set server.tools_dir"),
+            );
+            return Vec::new();
+        }
+    };
+    let mut tools: Vec<ToolConfig> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for path in paths {
+        let Some(table) = parse_toml(files, &path, problems) else {
+            continue;
+        };
+        let s = Section::root(&path, &table, problems);
+        if let Some(tool) = read_tool(
+            &s,
+            known_tools,
+            providers,
+            prompts,
+            breaker_defaults,
+            retry_defaults,
+        ) {
+            if !seen.insert(tool.name.clone()) {
+                s.error(
+                    "name",
+                    format!(
+                        "tool \"{}\" is configured twice; keep one file per tool",
+                        tool.name
+                    ),
+                );
+            } else {
+                tools.push(tool);
+            }
+        }
+        s.finish();
+    }
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    tools
+}
+
+fn read_tool(
+    s: &Section<'_>,
+    known_tools: &[&str],
+    providers: &BTreeSet<String>,
+    prompts: &BTreeMap<String, String>,
+    breaker_defaults: &BreakerSettings,
+    retry_defaults: &RetrySettings,
+) -> Option<ToolConfig> {
+    let name = s.required_string("name", "\"search_flights\"");
+    if let Some(n) = &name
+        && !is_tool_name(n)
+    {
+        s.error(
+            "name",
+            format!(
+                "\"{n}\" cannot be a tool name: OpenAI, Anthropic, Gemini and MCP all accept only names matching ^[a-zA-Z_][a-zA-Z0-9_-]{{0,63}}$ (a letter or _ first, then letters, digits, _ or -, at most 64 characters)"
+            ),
+        );
+    } else if let Some(n) = &name
+        && !known_tools.contains(&n.as_str())
+    {
+        s.error(
+            "name",
+            format!(
+                "unknown tool \"{n}\"; known tools: {}",
+                known_tools.join(", ")
+            ),
+        );
+    }
+    let description = s.required_string("description", "\"Search flights …\"");
+    if let Some(d) = &description
+        && d.trim().len() < 20
+    {
+        s.error(
+            "description",
+            "too short for a model to act on; say what the tool does, what it needs and what it returns",
+        );
+    }
+    let tool_providers = match s.strings("providers") {
+        Some(list) if list.is_empty() => {
+            s.error("providers", "name at least one provider, e.g. [\"duffel\"]");
+            None
+        }
+        Some(list) => {
+            let mut ok = true;
+            for (i, p) in list.iter().enumerate() {
+                if !providers.contains(p) {
+                    ok = false;
+                    let names: Vec<&str> = providers.iter().map(String::as_str).collect();
+                    s.error(
+                        &format!("providers[{i}]"),
+                        format!(
+                            "unknown provider \"{p}\"; providers configured in faregate.toml: {}",
+                            if names.is_empty() {
+                                "none".to_string()
+                            } else {
+                                names.join(", ")
+                            }
+                        ),
+                    );
+                }
+            }
+            ok.then_some(list)
+        }
+        None => {
+            s.error(
+                "providers",
+                "missing; for example `providers = [\"duffel\"]`",
+            );
+            None
+        }
+    };
+    let timeout = s.duration("timeout").unwrap_or(Duration::from_secs(8));
+    let deadline = s.duration("deadline").unwrap_or(Duration::from_secs(12));
+    if timeout.is_zero() {
+        s.error("timeout", "must be longer than zero, e.g. \"8s\"");
+    }
+    if deadline < timeout {
+        s.error(
+            "deadline",
+            format!(
+                "the whole-call deadline must be at least the per-attempt timeout ({})",
+                humantime::format_duration(timeout)
+            ),
+        );
+    }
+    let max_concurrent = s
+        .integer("max_concurrent", 1, 100_000)
+        .map(|n| n as u32)
+        .unwrap_or(64);
+    let stale_for = s.duration("stale_for").unwrap_or(Duration::ZERO);
+    let breaker = match s.table("breaker") {
+        Some(b) => {
+            let v = read_breaker(&b, breaker_defaults);
+            b.finish();
+            v
+        }
+        None => breaker_defaults.clone(),
+    };
+    let retry = match s.table("retry") {
+        Some(r) => {
+            let v = read_retry(&r, retry_defaults);
+            r.finish();
+            v
+        }
+        None => retry_defaults.clone(),
+    };
+    let fallback = match s.table("fallback") {
+        Some(f) => {
+            let file = f.required_string("interactive", "\"search_flights.unavailable.md\"");
+            if let Some(file) = &file
+                && !prompts.contains_key(file)
+            {
+                f.error(
+                    "interactive",
+                    format!(
+                        "no prompt file \"{file}\" in the prompts directory; files there: {}",
+                        prompts.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+            f.finish();
+            file
+        }
+        None => {
+            s.error(
+                "fallback",
+                "missing [fallback] table; add `[fallback]` with `interactive = \"<tool>.unavailable.md\"`",
+            );
+            None
+        }
+    };
+    Some(ToolConfig {
+        file: s.file().to_path_buf(),
+        name: name?,
+        description: description?,
+        providers: tool_providers?,
+        timeout,
+        deadline,
+        max_concurrent,
+        stale_for,
+        breaker,
+        retry,
+        fallback_interactive: fallback?,
+    })
+}
+
+/// Whether `name` matches `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`: the tool names that every agent
+/// protocol faregate speaks accepts (OpenAI and Anthropic refuse dots, Gemini and MCP allow
+/// them; Vertex wants a letter or `_` first; all cap at 64).
+pub fn is_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
