@@ -57,8 +57,11 @@ summary "search_flights (healthy)" "$OUT/f1.csv"
 echo "hotel envelopes: $(statuses search_hotels "$HOTELS")"
 
 echo "== phase 2: flights at 15 s latency"
-curl -sf -X PUT "http://$SIM/_sim/faults/duffel_air_search" -H 'content-type: application/json' \
-  -d '{"latency_ms": 15000}' >/dev/null
+# Both providers of the flight chain (Duffel, then Amadeus) slow down.
+for group in duffel_air_search amadeus_flights; do
+  curl -sf -X PUT "http://$SIM/_sim/faults/$group" -H 'content-type: application/json' \
+    -d '{"latency_ms": 15000}' >/dev/null
+done
 # Open the breaker: concurrent flight calls time out at the tool's 8 s timeout. Other
 # arguments than the load's, so that these calls cannot be answered from the stale cache.
 pids=()
@@ -75,4 +78,4 @@ summary "search_hotels (flights at 15 s)" "$OUT/h2.csv"
 summary "search_flights (breaker open)" "$OUT/f2.csv"
 echo "hotel envelopes: $(statuses search_hotels "$HOTELS")"
 curl -sf -X DELETE "http://$SIM/_sim/faults" >/dev/null
-echo "flight upstream requests during the run: $(curl -s "http://$SIM/_sim/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["groups"]["duffel_air_search"]["requests"])')"
+echo "flight upstream requests during the run: $(curl -s "http://$SIM/_sim/stats" | python3 -c 'import json,sys; g=json.load(sys.stdin)["groups"]; print(g["duffel_air_search"]["requests"], "Duffel,", g["amadeus_flights"]["requests"], "Amadeus")')"
