@@ -188,9 +188,21 @@ async fn an_exhausted_amadeus_quota_keeps_the_breaker_open_for_a_long_time() {
         "until the quota resets: {env:#}"
     );
     assert_eq!(env["breaker"], "open", "one 38195 opens it: {env:#}");
+    let content = env["content"].as_str().unwrap_or_default();
+    assert!(
+        content.contains("request quota is used up"),
+        "the fallback says why: {content}"
+    );
     let before = s.requests(RouteGroup::AmadeusStatus);
     let again = s.call("get_flight_status", args).await;
     assert_eq!(again["status"], "unavailable");
+    assert!(
+        again["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("request quota is used up"),
+        "still said while the breaker holds the calls off: {again:#}"
+    );
     assert_eq!(
         s.requests(RouteGroup::AmadeusStatus),
         before,

@@ -109,6 +109,9 @@ struct Route {
     name: String,
     provider: Provider,
     breaker: Arc<Breaker>,
+    /// Until when the provider said its quota is exhausted (the fallback says so). A short
+    /// `std::sync::Mutex`: written on that rare failure, read only when rendering a fallback.
+    quota_exhausted_until: std::sync::Mutex<Option<Instant>>,
 }
 
 impl ServedTool {
@@ -245,6 +248,7 @@ impl Gateway {
                     name: name.clone(),
                     provider: provider.clone(),
                     breaker: breakers.get_or_insert(key, bc),
+                    quota_exhausted_until: std::sync::Mutex::new(None),
                 });
             }
             if routes.is_empty() {
@@ -555,7 +559,7 @@ impl Gateway {
             .filter(|t| t.spec.name != tool.spec.name && t.is_available(now))
             .map(|t| t.spec.name.to_string())
             .collect();
-        fallback::render(
+        let mut text = fallback::render(
             &tool.fallback,
             &fallback::FallbackValues {
                 tool: tool.spec.name,
@@ -563,7 +567,27 @@ impl Gateway {
                 provider,
                 available_tools: &available,
             },
-        )
+        );
+        for route in &tool.routes {
+            let until = *route
+                .quota_exhausted_until
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(until) = until.filter(|u| *u > now) {
+                let days = until.saturating_duration_since(now).as_secs() / 86_400;
+                text.push_str(&format!(
+                    "\nThe {} account's request quota is used up and resets in about {}; until then this provider cannot answer, so do not promise {} sooner.",
+                    route.name,
+                    if days >= 1 {
+                        format!("{days} day{}", if days == 1 { "" } else { "s" })
+                    } else {
+                        "a few hours".to_string()
+                    },
+                    tool.spec.name
+                ));
+            }
+        }
+        text
     }
 }
 

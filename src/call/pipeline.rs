@@ -202,6 +202,15 @@ impl Gateway {
                 started.elapsed(),
             );
             permit.record(outcome);
+            if let Err(e) = &result
+                && e.is_quota_exhausted()
+                && let Some(wait) = e.kind.retry_after()
+            {
+                *route
+                    .quota_exhausted_until
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + wait);
+            }
             let error = match result {
                 Ok(output) => {
                     return Ok(Success {

@@ -80,7 +80,17 @@ impl ErrorKind {
     }
 }
 
+/// The detail prefix an adapter uses for a rate limit that is an exhausted quota (Amadeus 429
+/// code 38195): no retry helps until the quota resets, and the fallback says so.
+pub const QUOTA_EXHAUSTED: &str = "quota exhausted";
+
 impl UpstreamError {
+    /// Whether this is an exhausted quota rather than a passing rate limit.
+    pub fn is_quota_exhausted(&self) -> bool {
+        matches!(self.kind, ErrorKind::RateLimited { .. })
+            && self.detail.starts_with(QUOTA_EXHAUSTED)
+    }
+
     /// An error of `kind` with a log detail.
     pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
         UpstreamError {

@@ -140,7 +140,8 @@ pub(crate) fn classify(
         429 if codes.contains(&QUOTA_EXHAUSTED) => {
             let wait = quota_wait(now);
             detail = format!(
-                "quota exhausted: Amadeus monthly quota used up (429 code 38195); no retry helps before it resets, so the breaker stays open for {} ({detail})",
+                "{}: Amadeus monthly quota used up (429 code 38195); no retry helps before it resets, so the breaker stays open for {} ({detail})",
+                crate::providers::error::QUOTA_EXHAUSTED,
                 humantime::format_duration(Duration::from_secs(wait.as_secs()))
             );
             ErrorKind::RateLimited {
