@@ -12,10 +12,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::fallback::{may_have_executed, uncertain_write_text};
 use super::pipeline::{Failure, Success};
-use super::{
-    CallRequest, Envelope, Gateway, Status, may_have_executed, tool_is_write, uncertain_write_text,
-};
+use super::{CallRequest, Envelope, Gateway, Status, tool_is_write};
 use crate::providers::ErrorKind;
 use crate::tools::{CallMode, describe_field_errors};
 

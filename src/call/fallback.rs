@@ -1,4 +1,7 @@
-//! Renders a tool's fallback text from `prompts/`: honest words, never invented data.
+//! Renders a tool's fallback text from `prompts/`, and the few fixed sentences the pipeline adds:
+//! honest words, never invented data.
+
+use crate::providers::ErrorKind;
 
 /// The values a fallback prompt may use.
 #[derive(Debug, Clone)]
@@ -27,6 +30,37 @@ pub fn render(template: &str, v: &FallbackValues<'_>) -> String {
         .replace("{available_tools}", &available)
         .trim()
         .to_string()
+}
+
+/// Whether a failed write may still have been carried out by the provider.
+pub(crate) fn may_have_executed(kind: &ErrorKind) -> bool {
+    !matches!(
+        kind,
+        ErrorKind::Connect
+            | ErrorKind::RateLimited { .. }
+            | ErrorKind::Misconfigured { .. }
+            | ErrorKind::Rejected { .. }
+    )
+}
+
+/// The answer for a write whose request reached the provider without a confirmation back.
+pub(crate) fn uncertain_write_text(tool: &str, provider: &str) -> String {
+    format!(
+        "The {tool} request reached the provider ({provider}) but no confirmation came back, so it is not known whether it went through. Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again later with the same idempotency key, which can never book twice, to learn the outcome."
+    )
+}
+
+/// The sentence added while a provider's quota is exhausted (it resets in `left`).
+pub(crate) fn quota_note(provider: &str, tool: &str, left: std::time::Duration) -> String {
+    let days = left.as_secs() / 86_400;
+    let when = if days >= 1 {
+        format!("{days} day{}", if days == 1 { "" } else { "s" })
+    } else {
+        "a few hours".to_string()
+    };
+    format!(
+        "\nThe {provider} account's request quota is used up and resets in about {when}; until then this provider cannot answer, so do not promise {tool} sooner."
+    )
 }
 
 #[cfg(test)]

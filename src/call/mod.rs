@@ -48,6 +48,7 @@ use crate::config::{BreakerSettings, Config, SlowCallSetting, ToolConfig};
 use crate::providers::{ErrorKind, Provider, UpstreamError};
 use crate::tools::{self, Access, ArgumentValidator, CallMode, ToolSpec, describe_field_errors};
 
+use fallback::{may_have_executed, uncertain_write_text};
 use pipeline::{Failure, Success};
 use stale::{StaleCache, StaleEntry};
 
@@ -574,16 +575,10 @@ impl Gateway {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             if let Some(until) = until.filter(|u| *u > now) {
-                let days = until.saturating_duration_since(now).as_secs() / 86_400;
-                text.push_str(&format!(
-                    "\nThe {} account's request quota is used up and resets in about {}; until then this provider cannot answer, so do not promise {} sooner.",
-                    route.name,
-                    if days >= 1 {
-                        format!("{days} day{}", if days == 1 { "" } else { "s" })
-                    } else {
-                        "a few hours".to_string()
-                    },
-                    tool.spec.name
+                text.push_str(&fallback::quota_note(
+                    &route.name,
+                    tool.spec.name,
+                    until.saturating_duration_since(now),
                 ));
             }
         }
@@ -601,21 +596,4 @@ fn tool_is_write(spec: &ToolSpec) -> bool {
 /// Whole seconds, rounded up, at least 1: "retry in 0 s" would invite a hot loop.
 fn ceil_secs(d: Duration) -> u64 {
     (d.as_millis().div_ceil(1000) as u64).max(1)
-}
-
-/// Whether a failed write may still have been carried out by the provider.
-fn may_have_executed(kind: &ErrorKind) -> bool {
-    !matches!(
-        kind,
-        ErrorKind::Connect
-            | ErrorKind::RateLimited { .. }
-            | ErrorKind::Misconfigured { .. }
-            | ErrorKind::Rejected { .. }
-    )
-}
-
-fn uncertain_write_text(tool: &str, provider: &str) -> String {
-    format!(
-        "The {tool} request reached the provider ({provider}) but no confirmation came back, so it is not known whether it went through. Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again later with the same idempotency key, which can never book twice, to learn the outcome."
-    )
 }
