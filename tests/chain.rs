@@ -13,26 +13,19 @@ struct Stack {
     gateway: TestGateway,
     sim: Simulator,
     http: reqwest::Client,
-    _sim_stop: tokio::sync::oneshot::Sender<()>,
+    _sim_stop: support::TestSim,
 }
 
 async fn stack() -> Stack {
-    let sim = Simulator::new(21);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
-        let _ = rx.await;
-    }));
+    let test_sim = support::start_sim(21).await;
+    let (sim, addr) = (test_sim.sim.clone(), test_sim.addr);
     let config = support::config_for(&format!("http://{addr}"));
     let gateway = TestGateway::start(config, &NoEnv).await;
     Stack {
         gateway,
         sim,
         http: reqwest::Client::new(),
-        _sim_stop: tx,
+        _sim_stop: test_sim,
     }
 }
 

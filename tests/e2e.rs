@@ -13,28 +13,21 @@ struct Stack {
     gateway: TestGateway,
     sim: Simulator,
     http: reqwest::Client,
-    _sim_stop: tokio::sync::oneshot::Sender<()>,
+    _sim_stop: support::TestSim,
 }
 
 async fn stack_with(
     tweak: impl FnOnce(faregate::config::Config) -> faregate::config::Config,
 ) -> Stack {
-    let sim = Simulator::new(7);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
-        let _ = rx.await;
-    }));
+    let test_sim = support::start_sim(7).await;
+    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
     let config = tweak(support::config_for(&format!("http://{sim_addr}")));
     let gateway = TestGateway::start(config, &NoEnv).await;
     Stack {
         gateway,
         sim,
         http: reqwest::Client::new(),
-        _sim_stop: tx,
+        _sim_stop: test_sim,
     }
 }
 
@@ -412,12 +405,8 @@ async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
 
 #[tokio::test]
 async fn client_keys_are_required_when_configured() {
-    let sim = Simulator::new(1);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(faregate::sim::serve(listener, sim, std::future::pending()));
+    let test_sim = support::start_sim(1).await;
+    let addr = test_sim.addr;
     let gw = TestGateway::start(
         support::config_for(&format!("http://{addr}")),
         &support::MapEnv(vec![("FAREGATE_CLIENT_KEYS", "key-a,key-b")]),

@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use faregate::jobs::{JobStatus, JobStore, PgStore, Store};
-use faregate::sim::{RouteGroup, Simulator};
+use faregate::sim::RouteGroup;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use support::{NoEnv, TestGateway, in_days};
@@ -26,16 +26,8 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
         return;
     };
     let schema = format!("fg_fleet_{}", uuid::Uuid::now_v7().simple());
-    let sim = Simulator::new(5);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(faregate::sim::serve(
-        listener,
-        sim.clone(),
-        std::future::pending(),
-    ));
+    let test_sim = support::start_sim(5).await;
+    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
 
     let mut gateways = Vec::new();
     for _ in 0..3 {

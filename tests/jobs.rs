@@ -21,19 +21,12 @@ struct Stack {
     http: reqwest::Client,
     receiver: MockServer,
     _dir: tempfile::TempDir,
+    _sim: support::TestSim,
 }
 
 async fn stack() -> Stack {
-    let sim = Simulator::new(11);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(faregate::sim::serve(
-        listener,
-        sim.clone(),
-        std::future::pending(),
-    ));
+    let test_sim = support::start_sim(11).await;
+    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
     let receiver = MockServer::start().await;
     let mut config = support::config_for(&format!("http://{sim_addr}"));
     config.auth.callback_allowlist = vec![
@@ -64,6 +57,7 @@ async fn stack() -> Stack {
         http: reqwest::Client::new(),
         receiver,
         _dir: dir,
+        _sim: test_sim,
     }
 }
 

@@ -13,22 +13,15 @@ struct Stack {
     gateway: TestGateway,
     sim: Simulator,
     http: reqwest::Client,
-    _sim_stop: tokio::sync::oneshot::Sender<()>,
+    _sim_stop: support::TestSim,
 }
 
 async fn stack_with(
     env: &dyn faregate::providers::Env,
     tweak: impl FnOnce(faregate::config::Config) -> faregate::config::Config,
 ) -> Stack {
-    let sim = Simulator::new(7);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
-        let _ = rx.await;
-    }));
+    let test_sim = support::start_sim(7).await;
+    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
     let mut config = support::config_for(&format!("http://{sim_addr}"));
     // One provider per tool: these scenarios count one breaker's attempts, not a chain's.
     for t in &mut config.tools {
@@ -41,7 +34,7 @@ async fn stack_with(
         gateway,
         sim,
         http: reqwest::Client::new(),
-        _sim_stop: tx,
+        _sim_stop: test_sim,
     }
 }
 

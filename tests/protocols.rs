@@ -14,26 +14,19 @@ struct Stack {
     gateway: TestGateway,
     sim: Simulator,
     http: reqwest::Client,
-    _sim_stop: tokio::sync::oneshot::Sender<()>,
+    _sim_stop: support::TestSim,
 }
 
 async fn stack() -> Stack {
-    let sim = Simulator::new(7);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
-        let _ = rx.await;
-    }));
+    let test_sim = support::start_sim(7).await;
+    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
     let gateway =
         TestGateway::start(support::config_for(&format!("http://{sim_addr}")), &NoEnv).await;
     Stack {
         gateway,
         sim,
         http: reqwest::Client::new(),
-        _sim_stop: tx,
+        _sim_stop: test_sim,
     }
 }
 
@@ -404,12 +397,8 @@ async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers()
 /// `[mcp]`.
 #[tokio::test]
 async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
-    let sim = Simulator::new(1);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(faregate::sim::serve(listener, sim, std::future::pending()));
+    let test_sim = support::start_sim(1).await;
+    let addr = test_sim.addr;
     let mut config = support::config_for(&format!("http://{addr}"));
     config.mcp.allowed_origins = vec!["https://chat.example.com:443".into()];
     let gw = TestGateway::start(

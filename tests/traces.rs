@@ -8,7 +8,7 @@ mod support;
 
 use std::collections::HashMap;
 
-use faregate::sim::{Fault, RouteGroup, Simulator};
+use faregate::sim::{Fault, RouteGroup};
 use opentelemetry::trace::{SpanId, SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{Value, json};
@@ -74,15 +74,9 @@ async fn calls_are_traced_with_genai_spans_and_attempt_children() {
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("faregate-test")));
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let sim = Simulator::new(7);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sim_addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
-        let _ = rx.await;
-    }));
+    let test_sim = support::start_sim(7).await;
+    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
+    let _stop = test_sim;
     let mut config = support::config_for(&format!("http://{sim_addr}"));
     // One flight provider: the spans below are one breaker's attempts, not a chain's.
     for t in &mut config.tools {

@@ -61,6 +61,46 @@ pub fn in_days(days: i64) -> String {
         .to_string()
 }
 
+/// The built-in simulator on an ephemeral port; stops when dropped.
+pub struct TestSim {
+    pub sim: faregate::sim::Simulator,
+    pub addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TestSim {
+    /// `http://addr`, for `config_for`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for TestSim {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Starts the simulator with `seed` on `127.0.0.1:0`.
+pub async fn start_sim(seed: u64) -> TestSim {
+    let sim = faregate::sim::Simulator::new(seed);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
+        let _ = rx.await;
+    }));
+    TestSim {
+        sim,
+        addr,
+        stop: Some(tx),
+    }
+}
+
 /// A running gateway on an ephemeral port; stops when dropped.
 pub struct TestGateway {
     pub addr: std::net::SocketAddr,
