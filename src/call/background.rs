@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::fallback::{may_have_executed, uncertain_write_text};
 use super::pipeline::{Failure, Success};
-use super::{CallRequest, Envelope, Gateway, Status, tool_is_write};
+use super::{Envelope, Gateway, Status, tool_is_write};
 use crate::providers::ErrorKind;
 use crate::tools::{CallMode, describe_field_errors};
 
@@ -70,51 +70,35 @@ impl Gateway {
                 attempted: false,
             };
         };
-        let request =
-            match tool
-                .spec
-                .parse(arguments.clone(), Self::today(), idempotency_key.as_deref())
-            {
-                Ok(r) if tool.validator.errors(&arguments).is_empty() => r,
-                Ok(_) | Err(_) => {
-                    // Valid at acceptance, invalid now: a travel date that has passed meanwhile.
-                    let envelope = self
-                        .call(CallRequest {
-                            tool: tool_name.to_string(),
-                            arguments,
-                            mode: CallMode::Background,
-                            call_id,
-                            idempotency_key,
-                            deadline: None,
-                        })
-                        .await
-                        .ok();
-                    let error = envelope
-                        .as_ref()
-                        .map(|e| e.content.clone())
-                        .unwrap_or_else(|| "the arguments are no longer valid".into());
-                    return BackgroundOutcome::Failed {
-                        envelope,
-                        error,
-                        attempted: false,
-                    };
-                }
-            };
-        let deadline = Instant::now() + tool.config.deadline;
         let call_id = call_id
             .unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)));
-        let envelope = |status: Status, content: String| Envelope {
-            call_id: call_id.clone(),
-            tool: tool.spec.name.to_string(),
-            status,
-            content,
-            data: None,
-            stale_age_s: None,
-            retry_after_s: None,
-            breaker: String::new(),
-            job_id: None,
-            provider: None,
+        let envelope = |status: Status, content: String| {
+            Envelope::text(call_id.clone(), tool_name, status, content)
         };
+        // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.
+        let request = match self.check_arguments(tool_name, &arguments, idempotency_key.as_deref())
+        {
+            Ok(()) => tool
+                .spec
+                .parse(arguments, Self::today(), idempotency_key.as_deref())
+                .ok(),
+            Err(CheckError::Invalid(text)) => {
+                return BackgroundOutcome::Failed {
+                    error: text.clone(),
+                    envelope: Some(envelope(Status::InvalidArguments, text)),
+                    attempted: false,
+                };
+            }
+            Err(CheckError::UnknownTool) => None,
+        };
+        let Some(request) = request else {
+            return BackgroundOutcome::Failed {
+                envelope: None,
+                error: "the arguments are no longer valid".into(),
+                attempted: false,
+            };
+        };
+        let deadline = Instant::now() + tool.config.deadline;
         let now = || Instant::now();
         match self
             .execute(&tool, &request, deadline, CallMode::Background)

@@ -71,3 +71,26 @@ pub struct Envelope {
     /// The provider that answered, or was tried last.
     pub provider: Option<String>,
 }
+
+impl Envelope {
+    /// A text-only envelope (no data, no ages, no job); callers set the fields that apply.
+    pub fn text(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        status: Status,
+        content: impl Into<String>,
+    ) -> Self {
+        Envelope {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            status,
+            content: content.into(),
+            data: None,
+            stale_age_s: None,
+            retry_after_s: None,
+            breaker: String::new(),
+            job_id: None,
+            provider: None,
+        }
+    }
+}

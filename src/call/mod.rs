@@ -340,16 +340,8 @@ impl Gateway {
             .first()
             .map_or("closed", |r| r.breaker.state(Instant::now()).as_str());
         let envelope = |status: Status, content: String| Envelope {
-            call_id: call_id.clone(),
-            tool: tool.spec.name.to_string(),
-            status,
-            content,
-            data: None,
-            stale_age_s: None,
-            retry_after_s: None,
             breaker: first_state.to_string(),
-            job_id: None,
-            provider: None,
+            ..Envelope::text(call_id.clone(), tool.spec.name, status, content)
         };
 
         // The schema names every shape error; the typed parse adds the semantic ones (a date

@@ -159,33 +159,24 @@ async fn submit_background(
                 )
             };
             let envelope = crate::call::Envelope {
-                call_id: call_id.unwrap_or_else(|| job.id.clone()),
-                tool,
-                status: Status::Queued,
-                content,
-                data: None,
-                stale_age_s: None,
-                retry_after_s: None,
-                breaker: String::new(),
-                job_id: Some(job.id),
-                provider: None,
+                job_id: Some(job.id.clone()),
+                ..crate::call::Envelope::text(
+                    call_id.unwrap_or_else(|| job.id.clone()),
+                    tool,
+                    Status::Queued,
+                    content,
+                )
             };
             Ok((StatusCode::ACCEPTED, Json(envelope)).into_response())
         }
         Err(SubmitError::UnknownTool) => Err(unknown_tool(state, &tool)),
         Err(SubmitError::Invalid(text)) => {
-            let envelope = crate::call::Envelope {
-                call_id: call_id.unwrap_or_default(),
+            let envelope = crate::call::Envelope::text(
+                call_id.unwrap_or_default(),
                 tool,
-                status: Status::InvalidArguments,
-                content: text,
-                data: None,
-                stale_age_s: None,
-                retry_after_s: None,
-                breaker: String::new(),
-                job_id: None,
-                provider: None,
-            };
+                Status::InvalidArguments,
+                text,
+            );
             Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(envelope)).into_response())
         }
         Err(SubmitError::Callback(text)) => Err(ApiError::bad_request(text)),

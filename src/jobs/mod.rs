@@ -25,6 +25,7 @@ pub mod callback;
 mod model;
 pub mod policy;
 mod postgres;
+mod row;
 mod sqlite;
 mod worker;
 
