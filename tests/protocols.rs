@@ -293,7 +293,8 @@ async fn a_booking_without_a_key_gets_one_from_its_arguments_and_never_books_twi
 }
 
 #[tokio::test]
-async fn background_mode_is_an_error_result_until_jobs_land() {
+async fn background_mode_needs_a_job_store_and_bad_modes_are_400() {
+    // This stack has no job store: the call cannot be stored, and the model is told why.
     let s = stack().await;
     let (status, body) = s
         .post(
@@ -303,10 +304,8 @@ async fn background_mode_is_an_error_result_until_jobs_land() {
         .await;
     assert_eq!(status, 200);
     let content = text(&body["messages"][0]["content"]);
-    assert!(
-        content.contains("not available on this protocol endpoint"),
-        "{content}"
-    );
+    assert!(content.starts_with("[unavailable]"), "{content}");
+    assert!(content.contains("needs a job store"), "{content}");
     let (status, body) = s
         .post(
             "/v1/anthropic/tool_use",
@@ -315,6 +314,84 @@ async fn background_mode_is_an_error_result_until_jobs_land() {
         .await;
     assert_eq!(status, 400);
     assert!(text(&body["message"]).contains("interactive"), "{body:#}");
+}
+
+#[tokio::test]
+async fn background_mode_on_agent_protocols_stores_jobs() {
+    let test_sim = support::start_sim(8).await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = faregate::jobs::Store::open(&format!(
+        "sqlite://{}",
+        dir.path().join("jobs.db").display()
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gateway =
+        TestGateway::start_with_jobs(support::config_for(&test_sim.url()), &NoEnv, store).await;
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: Value| {
+        let req = http.post(gateway.url(path)).json(&body);
+        async move {
+            let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(res.status().as_u16(), 200);
+            res.json::<Value>().await.unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+    let openai = post(
+        "/v1/openai/tool_calls",
+        json!({"mode": "background", "tool_calls": [chat_call("c1", "search_hotels", &hotels_args().to_string())]}),
+    )
+    .await;
+    let anthropic = post(
+        "/v1/anthropic/tool_use",
+        json!({"mode": "background", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "search_hotels", "input": hotels_args()}
+        ]}),
+    )
+    .await;
+    let openai_text = text(&openai["messages"][0]["content"]);
+    let anthropic_block = &anthropic["content"][0];
+    let anthropic_text = text(&anthropic_block["content"]);
+    for t in [openai_text, anthropic_text] {
+        assert!(t.starts_with("[queued: job "), "{t}");
+        assert!(t.contains("GET /v1/jobs/"), "{t}");
+    }
+    assert_ne!(anthropic_block["is_error"], json!(true), "{anthropic:#}");
+    // The jobs exist and run to completion against the simulator.
+    let job_id = |t: &str| {
+        t.trim_start_matches("[queued: job ")
+            .split(']')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    for id in [job_id(openai_text), job_id(anthropic_text)] {
+        let mut status = Value::Null;
+        for _ in 0..100 {
+            let job: Value = http
+                .get(gateway.url(&format!("/v1/jobs/{id}")))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .json()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            status = job["status"].clone();
+            if status == "succeeded" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(status, "succeeded", "job {id}");
+    }
+    // An invalid background call is refused as an interactive one would be.
+    let bad = post(
+        "/v1/openai/tool_calls",
+        json!({"mode": "background", "tool_calls": [chat_call("c2", "search_hotels", "{}")]}),
+    )
+    .await;
+    let bad_text = text(&bad["messages"][0]["content"]);
+    assert!(bad_text.starts_with("[invalid_arguments]"), "{bad_text}");
 }
 
 #[tokio::test]

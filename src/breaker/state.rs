@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::backoff::Backoff;
 use super::config::BreakerConfig;
 use super::event::{BreakerState, ForceMode, TransitionEvent, TransitionReason};
-use super::outcome::Outcome;
+use super::outcome::{FailureReason, Outcome};
 use super::probes::{Probes, Slot};
 use super::slow::SlowThreshold;
 use super::snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};
@@ -74,6 +74,16 @@ pub(super) struct Machine {
     history: BreakerHistory,
     /// When the current open period began (meaningful while open).
     opened_at: Instant,
+    /// The current open period is a provider's rate-limit pause (a 429 with `Retry-After`),
+    /// not a sickness: when its probes succeed the breaker closes without the ramp. A quota that
+    /// has reset serves at full rate at once, and ramping it would only waste the new window
+    /// (the job system paces a backlog to the learned limit instead).
+    quota_pause: bool,
+}
+
+/// Whether an outcome is a provider's "too many requests".
+fn is_rate_limited(outcome: Outcome) -> bool {
+    matches!(outcome, Outcome::Failure(FailureReason::RateLimited { .. }))
 }
 
 /// The state plus the data that only exists in it.
@@ -146,6 +156,7 @@ impl Machine {
             reopens: 0,
             history: BreakerHistory::default(),
             opened_at: now,
+            quota_pause: false,
             config,
         }
     }
@@ -276,6 +287,7 @@ impl Machine {
             {
                 let reason = TransitionReason::RetryAfter { retry_after: ra };
                 self.transition(now, Phase::Open { until: now + ra }, reason);
+                self.quota_pause = is_rate_limited(outcome);
             }
             return;
         }
@@ -408,6 +420,7 @@ impl Machine {
                 TransitionReason::RetryAfter { retry_after: ra },
                 Some(ra),
             );
+            self.quota_pause = is_rate_limited(outcome);
             return;
         }
         let limit = self.config.consecutive_failures;
@@ -461,6 +474,7 @@ impl Machine {
                 None => TransitionReason::ProbeFailed,
             };
             self.open(now, reason, retry_after);
+            self.quota_pause = retry_after.is_some() && is_rate_limited(outcome);
         } else if probes.fast() >= needed {
             self.close_after_probes(now);
         } else if probes.fast() + probes.unfinished() < needed {
@@ -468,10 +482,12 @@ impl Machine {
         }
     }
 
-    /// Half-open succeeded: into the first ramp stage, or closed if there is no ramp.
+    /// Half-open succeeded: into the first ramp stage, or closed if there is no ramp or the
+    /// pause was the provider's rate limit.
     fn close_after_probes(&mut self, at: Instant) {
         let reason = TransitionReason::ProbesSucceeded;
-        let phase = match self.config.ramp.first() {
+        let ramp = self.config.ramp.first().filter(|_| !self.quota_pause);
+        let phase = match ramp {
             Some(stage) => Phase::Ramp(Ramp {
                 stage: 0,
                 until: at + stage.duration,
@@ -499,6 +515,8 @@ impl Machine {
         self.reopens = self.reopens.saturating_add(1);
         self.consecutive = 0;
         self.epoch += 1;
+        // The callers that open for a rate limit say so right after.
+        self.quota_pause = false;
         self.transition(
             at,
             Phase::Open {

@@ -32,6 +32,8 @@ pub enum BackgroundOutcome {
         error: String,
         /// Whether a provider was reached (only those attempts count).
         attempted: bool,
+        /// The provider answered 429 (the job system paces that tool's backlog from it).
+        rate_limited: Option<RateLimitHit>,
     },
     /// Never: a refusal the model must fix, or a write whose outcome is unknown.
     Failed {
@@ -42,6 +44,13 @@ pub enum BackgroundOutcome {
         /// Whether a provider was reached.
         attempted: bool,
     },
+}
+
+/// A provider's "too many requests" answer to a background attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitHit {
+    /// The provider's `Retry-After`, if it sent one (the time to its window's reset).
+    pub retry_after: Option<Duration>,
 }
 
 /// Why background arguments were refused at acceptance.
@@ -148,22 +157,30 @@ impl Gateway {
                     }),
                     error: format!("{provider}: {error}"),
                     attempted: true,
+                    rate_limited: matches!(kind, ErrorKind::RateLimited { .. }).then(|| {
+                        RateLimitHit {
+                            retry_after: kind.retry_after(),
+                        }
+                    }),
                 },
             },
             Err(Failure::Breaker { provider, rejected }) => BackgroundOutcome::Retry {
                 anchor: Some(rejected.retry_after),
                 error: format!("{provider}: {rejected}"),
                 attempted: false,
+                rate_limited: None,
             },
             Err(Failure::BulkheadFull) => BackgroundOutcome::Retry {
                 anchor: None,
                 error: "the tool's bulkhead was full".into(),
                 attempted: false,
+                rate_limited: None,
             },
             Err(Failure::DeadlinePassed) => BackgroundOutcome::Retry {
                 anchor: None,
                 error: "the deadline passed before a provider answered".into(),
                 attempted: false,
+                rate_limited: None,
             },
         }
     }

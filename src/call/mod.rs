@@ -38,7 +38,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-pub use background::{BackgroundOutcome, CheckError};
+pub use background::{BackgroundOutcome, CheckError, RateLimitHit};
 pub use envelope::{Envelope, Status};
 
 use crate::breaker::{

@@ -17,7 +17,8 @@
 //!   `Retry-After` when that fits in the deadline; a write is attempted once. A provider that
 //!   fails is not retried when another one follows in the chain: failing over is a better use
 //!   of the deadline than a backoff or a second timeout on a provider that just failed. The
-//!   last provider of the chain gets the retries.
+//!   last provider of the chain gets the retries. A background job is not retried on a 429:
+//!   it is requeued until the reset instead of holding a worker (seed 001).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -224,7 +225,12 @@ impl Gateway {
             let last_attempt = attempt + 1 >= attempts;
             // With another provider in the chain, failing over beats retrying: a retry waits
             // out a backoff (or a whole second timeout) on a provider that just failed.
-            if last_attempt || has_next || !retry::is_retryable(&error.kind) {
+            // A background job never waits out a rate limit on a worker (seed 001: sixteen
+            // workers stuck in backoff): the job goes back to the queue until the reset, the
+            // worker takes other work, and the job system learns the limit from the 429.
+            let rate_limited_job = mode == CallMode::Background
+                && matches!(error.kind, crate::providers::ErrorKind::RateLimited { .. });
+            if last_attempt || has_next || rate_limited_job || !retry::is_retryable(&error.kind) {
                 return Err(Failure::Upstream {
                     provider: route.name.clone(),
                     error,

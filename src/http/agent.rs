@@ -11,8 +11,11 @@
 //! - `unavailable`, `rejected`, `invalid_arguments`: the envelope's `content` (the fallback text,
 //!   the provider's refusal, the field list) prefixed with the status in brackets
 //!   (`[unavailable; retry after 30 s]`), with the error flag raised.
-//! - a call that cannot start (unknown tool, arguments that are not JSON, background mode): an
-//!   error text saying what to do, with the error flag raised, never a failed batch.
+//! - `queued` (background mode: the call was stored as a job): `[queued: job …]` and how the
+//!   result arrives; no error flag.
+//! - a call that cannot start (unknown tool, arguments that are not JSON, no job store for
+//!   background mode): an error text saying what to do, with the error flag raised, never a
+//!   failed batch.
 
 use std::time::Duration;
 
@@ -23,10 +26,6 @@ use super::manifest;
 use crate::call::stale::describe_age;
 use crate::call::{CallError, CallRequest, Envelope, Status};
 use crate::tools::{CallMode, FieldError, describe_field_errors};
-
-/// The answer to `mode: "background"` until durable jobs land (the native endpoint answers it
-/// with 501 and this message).
-pub(crate) const BACKGROUND_NOT_YET: &str = "mode \"background\" (durable requeue) is not available on this protocol endpoint; submit background calls to POST /v1/tools/{tool}/call with \"mode\": \"background\", or omit mode here";
 
 /// One tool call as a model sent it.
 #[derive(Debug, Clone)]
@@ -133,9 +132,6 @@ pub(crate) async fn run_one(
     let Some(tool) = state.gateway.tool(&call.tool) else {
         return AgentResult::error(unknown_tool_text(state, &call.tool));
     };
-    if options.mode == CallMode::Background {
-        return AgentResult::error(format!("[unavailable] {BACKGROUND_NOT_YET}"));
-    }
     let arguments = match call.arguments {
         Ok(v) => manifest::drop_optional_nulls(&tool.spec.input_schema(), v),
         Err(why) => {
@@ -159,6 +155,27 @@ pub(crate) async fn run_one(
     } else {
         call.idempotency_key
     };
+    if options.mode == CallMode::Background {
+        // Stored as a job, exactly as the native endpoint does; the model is told where the
+        // result will be, and never waits for it.
+        return match super::native::submit_job(
+            state,
+            call.tool,
+            arguments,
+            call.call_id,
+            idempotency_key,
+            None,
+        )
+        .await
+        {
+            Ok(envelope) => AgentResult {
+                text: model_text(&envelope),
+                is_error: envelope.status.is_error(),
+                envelope: Some(envelope),
+            },
+            Err(e) => AgentResult::error(format!("[unavailable] {}", e.message())),
+        };
+    }
     let request = CallRequest {
         tool: call.tool,
         arguments,

@@ -30,7 +30,12 @@ impl ApiError {
         self
     }
 
-    /// 400 with a message.
+    /// The message (for protocols that carry it as a tool result instead of an HTTP error).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// 400 with `message`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }

@@ -128,20 +128,46 @@ async fn submit_background(
     tool: String,
     body: CallBody,
 ) -> Result<Response, ApiError> {
+    let envelope = submit_job(
+        state,
+        tool,
+        body.arguments,
+        body.call_id,
+        body.idempotency_key,
+        body.callback_url,
+    )
+    .await?;
+    let status = match envelope.status {
+        Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::ACCEPTED,
+    };
+    Ok((status, Json(envelope)).into_response())
+}
+
+/// Stores a background call: a `queued` envelope with the job (or the existing job for a
+/// repeated idempotency key), or an `invalid_arguments` envelope naming every bad field. Shared
+/// by the native endpoint and the agent protocols.
+pub(crate) async fn submit_job(
+    state: &AppState,
+    tool: String,
+    arguments: Value,
+    call_id: Option<String>,
+    idempotency_key: Option<String>,
+    callback_url: Option<String>,
+) -> Result<crate::call::Envelope, ApiError> {
     let Some(jobs) = &state.jobs else {
         return Err(ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
             "mode \"background\" needs a job store; this gateway runs without one",
         ));
     };
-    let call_id = body.call_id.clone();
     match jobs
         .submit(
             &tool,
-            body.arguments,
-            body.call_id,
-            body.idempotency_key,
-            body.callback_url,
+            arguments,
+            call_id.clone(),
+            idempotency_key,
+            callback_url,
         )
         .await
     {
@@ -158,7 +184,7 @@ async fn submit_background(
                     job.status.as_str()
                 )
             };
-            let envelope = crate::call::Envelope {
+            Ok(crate::call::Envelope {
                 job_id: Some(job.id.clone()),
                 ..crate::call::Envelope::text(
                     call_id.unwrap_or_else(|| job.id.clone()),
@@ -166,19 +192,15 @@ async fn submit_background(
                     Status::Queued,
                     content,
                 )
-            };
-            Ok((StatusCode::ACCEPTED, Json(envelope)).into_response())
+            })
         }
         Err(SubmitError::UnknownTool) => Err(unknown_tool(state, &tool)),
-        Err(SubmitError::Invalid(text)) => {
-            let envelope = crate::call::Envelope::text(
-                call_id.unwrap_or_default(),
-                tool,
-                Status::InvalidArguments,
-                text,
-            );
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(envelope)).into_response())
-        }
+        Err(SubmitError::Invalid(text)) => Ok(crate::call::Envelope::text(
+            call_id.unwrap_or_default(),
+            tool,
+            Status::InvalidArguments,
+            text,
+        )),
         Err(SubmitError::Callback(text)) => Err(ApiError::bad_request(text)),
         Err(SubmitError::Store(e)) => {
             tracing::error!(error = %e, "could not store a background job");

@@ -23,6 +23,7 @@
 
 pub mod callback;
 mod model;
+pub mod pace;
 pub mod policy;
 mod postgres;
 mod row;

@@ -5,7 +5,8 @@
 //! callbacks. Both stop on the shutdown token; leases still held are handed back so another
 //! replica (or the next start) picks the jobs up at once.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::Url;
@@ -15,6 +16,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::callback;
+use super::pace::Pacer;
 use super::policy::RequeuePolicy;
 use super::{Job, JobStatus, JobStore, NewJob, Store, StoreError, now_ms};
 use crate::call::retry::Jitter;
@@ -57,6 +59,8 @@ pub struct JobSystem {
     wake: Notify,
     policy: RequeuePolicy,
     jitter: Jitter,
+    /// Per tool: the rate limit learned from its providers' 429s.
+    pacers: Mutex<HashMap<String, Pacer>>,
 }
 
 impl JobSystem {
@@ -86,6 +90,7 @@ impl JobSystem {
             wake: Notify::new(),
             policy: RequeuePolicy::default(),
             jitter: Jitter::new(now_ms() as u64),
+            pacers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -212,6 +217,12 @@ impl JobSystem {
     ) -> Result<(), StoreError> {
         let now = Instant::now();
         let due: Vec<String> = self.store.due_tools(now_ms()).await?;
+        let names: Vec<String> = self
+            .gateway
+            .tools()
+            .iter()
+            .map(|t| t.spec.name.to_string())
+            .collect();
         let mut skip = Vec::new();
         for tool in self.gateway.tools() {
             tool.set_background_due(due.iter().any(|t| t == tool.spec.name));
@@ -219,26 +230,74 @@ impl JobSystem {
                 skip.push(tool.spec.name.to_string());
             }
         }
-        let free = workers.available_permits() as u32;
+        // Tools whose provider limit is known are claimed on their own, at most what their
+        // pacer allows now; the rest together, as many as there are free workers.
+        let mut paced = Vec::new();
+        {
+            let mut pacers = self.pacers();
+            for name in &names {
+                if skip.contains(name) {
+                    continue;
+                }
+                if let Some(allowed) = pacers.get_mut(name).and_then(|p| p.allowance(now)) {
+                    skip.push(name.clone());
+                    if allowed > 0 && due.contains(name) {
+                        paced.push((name.clone(), allowed));
+                    }
+                }
+            }
+        }
+        for (name, allowed) in paced {
+            let others: Vec<String> = names.iter().filter(|n| **n != name).cloned().collect();
+            self.claim_and_run(workers, tasks, allowed, &others).await?;
+        }
+        self.claim_and_run(workers, tasks, u32::MAX, &skip).await
+    }
+
+    /// Claims up to `max` due jobs (never more than there are free workers) of the tools not in
+    /// `skip`, and runs each on its own task.
+    async fn claim_and_run(
+        self: &Arc<Self>,
+        workers: &Arc<Semaphore>,
+        tasks: &mut tokio::task::JoinSet<()>,
+        max: u32,
+        skip: &[String],
+    ) -> Result<(), StoreError> {
+        let free = (workers.available_permits() as u32).min(max);
         if free == 0 {
             return Ok(());
         }
         let lease_ms = self.lease().as_millis() as i64;
         let jobs = self
             .store
-            .claim(&self.owner, now_ms(), lease_ms, free, &skip)
+            .claim(&self.owner, now_ms(), lease_ms, free, skip)
             .await?;
+        let claimed_at = Instant::now();
+        {
+            let mut pacers = self.pacers();
+            for job in &jobs {
+                pacers
+                    .entry(job.tool.clone())
+                    .or_default()
+                    .claimed(1, claimed_at);
+            }
+        }
         for job in jobs {
             let Ok(permit) = Arc::clone(workers).try_acquire_owned() else {
                 break;
             };
             let this = Arc::clone(self);
             tasks.spawn(async move {
-                this.run_job(job).await;
+                this.run_job(job, claimed_at).await;
                 drop(permit);
             });
         }
         Ok(())
+    }
+
+    /// The pacers (a poisoned lock only means a panic elsewhere; the map is still usable).
+    fn pacers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pacer>> {
+        self.pacers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The lease: the longest tool deadline plus a margin.
@@ -252,7 +311,7 @@ impl JobSystem {
             + self.config.lease_margin
     }
 
-    async fn run_job(&self, job: Job) {
+    async fn run_job(&self, job: Job, claimed_at: Instant) {
         let outcome = self
             .gateway
             .run_background(
@@ -262,6 +321,21 @@ impl JobSystem {
                 job.idempotency_key.clone(),
             )
             .await;
+        if let Some(pacer) = self.pacers().get_mut(&job.tool) {
+            match &outcome {
+                BackgroundOutcome::Succeeded(_) => pacer.succeeded(claimed_at),
+                BackgroundOutcome::Retry {
+                    rate_limited: Some(hit),
+                    ..
+                } => {
+                    pacer.rate_limited(Instant::now(), hit.retry_after);
+                    if let Some(rate) = pacer.rate() {
+                        tracing::info!(tool = %job.tool, jobs_per_s = rate, "pacing background jobs to the provider's rate limit");
+                    }
+                }
+                _ => {}
+            }
+        }
         let now = now_ms();
         let res = match outcome {
             BackgroundOutcome::Succeeded(mut envelope) => {
@@ -286,6 +360,7 @@ impl JobSystem {
                 anchor,
                 error,
                 attempted,
+                ..
             } => {
                 let attempts = job.attempts + u32::from(attempted);
                 let age = Duration::from_millis((now - job.created_at_ms).max(0) as u64);

@@ -20,7 +20,7 @@ use super::{GroupStats, RouteGroup, Simulator, lock};
 
 /// The limit advertised in `ratelimit-limit` when no `requests_per_minute` fault is set.
 const ADVERTISED_LIMIT: u32 = 600;
-/// The rate-limit window.
+/// The rate-limit window, unless a fault's `window_ms` shrinks it.
 const WINDOW: Duration = Duration::from_secs(60);
 /// The longest `Retry-After` a fault may ask for (a day), so reset times stay representable.
 const MAX_RETRY_AFTER_S: u64 = 86_400;
@@ -43,6 +43,9 @@ pub struct Fault {
     pub rate_limited: Option<RateLimitFault>,
     /// Enforce this many requests per fixed one-minute window (429 beyond it).
     pub requests_per_minute: Option<u32>,
+    /// The length of that "minute" in milliseconds (default 60 000): tests shrink it so that a
+    /// scenario spanning several windows runs in seconds.
+    pub window_ms: Option<u64>,
     /// Answer every request with 503 at once.
     pub outage: bool,
     /// Never answer (until the fault is cleared or the server shuts down).
@@ -80,6 +83,13 @@ impl Fault {
         if self.requests_per_minute == Some(0) {
             return Err("requests_per_minute must be at least 1 (omit it for no limit)".into());
         }
+        if let Some(ms) = self.window_ms
+            && !(100..=3_600_000).contains(&ms)
+        {
+            return Err(format!(
+                "window_ms must be between 100 and 3600000 (omit it for one minute), got {ms}"
+            ));
+        }
         if let Some(rl) = &self.rate_limited
             && rl.retry_after_s > MAX_RETRY_AFTER_S
         {
@@ -107,7 +117,13 @@ impl Fault {
         if let Some(rl) = &mut self.rate_limited {
             rl.retry_after_s = rl.retry_after_s.min(MAX_RETRY_AFTER_S);
         }
+        self.window_ms = self.window_ms.map(|ms| ms.clamp(100, 3_600_000));
         self
+    }
+
+    /// The rate-limit window.
+    fn window(&self) -> Duration {
+        self.window_ms.map_or(WINDOW, Duration::from_millis)
     }
 }
 
@@ -133,7 +149,7 @@ impl GroupState {
     fn admit(&mut self, now: Instant) -> (u32, u32, SystemTime, bool) {
         let limit = self.fault.requests_per_minute.unwrap_or(ADVERTISED_LIMIT);
         let (start, wall, count) = match self.window {
-            Some((start, wall, count)) if now.duration_since(start) < WINDOW => {
+            Some((start, wall, count)) if now.duration_since(start) < self.fault.window() => {
                 (start, wall, count)
             }
             _ => (now, SystemTime::now(), 0),
@@ -142,7 +158,8 @@ impl GroupState {
         let admitted = !enforced || count < limit;
         let count = if admitted { count + 1 } else { count };
         self.window = Some((start, wall, count));
-        (limit, limit.saturating_sub(count), wall + WINDOW, admitted)
+        let window = self.fault.window();
+        (limit, limit.saturating_sub(count), wall + window, admitted)
     }
 
     /// Whether the next request under `error_rate` fails (Bresenham-style spreading).
@@ -200,12 +217,12 @@ pub(crate) async fn fault_layer(
             Some((_, wall, count)) => Limits {
                 limit,
                 remaining: limit.saturating_sub(count),
-                reset: wall + WINDOW,
+                reset: wall + state.fault.window(),
             },
             None => Limits {
                 limit,
                 remaining: limit,
-                reset: SystemTime::now() + WINDOW,
+                reset: SystemTime::now() + state.fault.window(),
             },
         }
     });

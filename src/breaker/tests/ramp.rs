@@ -123,3 +123,45 @@ async fn the_ramp_does_not_judge_on_fewer_than_five_calls() {
     // Three failures of four calls: 75 %, but under the ramp's minimum.
     assert_eq!(h.state(now), BreakerState::Ramp);
 }
+
+/// Opens the breaker with one `outcome` carrying a long Retry-After (90 s), waits it out and
+/// passes the probes; returns the state after the probes.
+fn after_retry_after_pause(outcome: Outcome) -> (Harness, Instant, BreakerState) {
+    let mut h = Harness::new(config());
+    h.call(h.at(0.0), outcome).expect("closed breaker admits");
+    assert_eq!(h.breaker.remaining_open(h.at(0.0)), Some(secs(90.0)));
+    let done = h.pass_probes(h.at(90.0));
+    let state = h.state(done);
+    h.events();
+    (h, done, state)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_limit_pause_closes_without_the_ramp() {
+    let (h, done, state) = after_retry_after_pause(Outcome::Failure(FailureReason::RateLimited {
+        retry_after: Some(secs(90.0)),
+    }));
+    // The quota has reset: full traffic at once.
+    assert_eq!(state, BreakerState::Closed);
+    assert_eq!(offer(&h, done, 100, PermitKind::Normal), 100);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_maintenance_pause_still_ramps() {
+    // A 503 with Retry-After is a provider coming back from maintenance: it ramps.
+    let (_, _, state) = after_retry_after_pause(Outcome::Failure(FailureReason::ServerError {
+        status: 503,
+        retry_after: Some(secs(90.0)),
+    }));
+    assert_eq!(state, BreakerState::Ramp);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_after_a_rate_limit_pause_ramp_again() {
+    let (h, done, _) = after_retry_after_pause(Outcome::Failure(FailureReason::RateLimited {
+        retry_after: Some(secs(90.0)),
+    }));
+    h.trip(done);
+    let start = h.pass_probes(done + secs(30.0));
+    assert_eq!(h.state(start), BreakerState::Ramp);
+}

@@ -20,9 +20,9 @@
 //! MCP specification asks.
 //!
 //! MCP `tools/call` has no field for the call mode, so it is read from the request's `_meta`:
-//! `"faregate/mode": "background"` (answered like the native endpoint today: not available yet;
-//! once durable jobs land, background calls will map to the MCP Tasks extension for clients
-//! that declare it). `"faregate/idempotency_key"` sets a booking's key; without it the key is
+//! `"faregate/mode": "background"` stores the call as a job, as the native endpoint does, and
+//! answers `[queued: job …]` with where the result will be (mapping background calls to the MCP
+//! Tasks extension, for clients that declare it, is left for later). `"faregate/idempotency_key"` sets a booking's key; without it the key is
 //! derived from the arguments (see [`super::agent`]).
 
 use std::sync::Arc;

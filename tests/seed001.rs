@@ -1,0 +1,122 @@
+//! Seed 001 scaled down, in CI: a backlog of background jobs against a provider that allows N
+//! requests per (shortened) window and answers 429 with `Retry-After` beyond it. Every job must
+//! succeed exactly once, and the 429s must be the one-time cost of learning the limit: the
+//! dispatcher paces the rest of the backlog under it instead of hitting it once per window.
+//!
+//! Real sockets (the simulator and the gateway on `127.0.0.1:0`), so real time with a 4 s window;
+//! the drain rate itself is a benchmark (`benches/load/seed001.sh`, figures in BENCHMARKS.md),
+//! not asserted here.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use faregate::sim::{Fault, RouteGroup};
+use serde_json::{Value, json};
+use support::{MapEnv, TestGateway, in_days};
+
+/// Requests the provider allows per window.
+const LIMIT: u32 = 8;
+/// The window (the simulator's "minute", shortened).
+const WINDOW_MS: u64 = 4_000;
+/// Jobs in the backlog: five windows' worth.
+const JOBS: usize = 40;
+/// Workers: every one of them may have a request in flight when the limit is first hit.
+const WORKERS: u32 = 4;
+
+fn status_args(n: usize) -> Value {
+    json!({"carrier_code": "BA", "flight_number": format!("{}", 100 + n), "departure_date": in_days(3)})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_drains_under_the_providers_rate_limit_with_429s_only_while_learning_it() {
+    let test_sim = support::start_sim(1).await;
+    test_sim.sim.set_fault(
+        RouteGroup::AmadeusStatus,
+        Fault {
+            requests_per_minute: Some(LIMIT),
+            window_ms: Some(WINDOW_MS),
+            ..Fault::default()
+        },
+    );
+    let mut config = support::config_for(&test_sim.url());
+    config.jobs.workers = WORKERS;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store = faregate::jobs::Store::open(&format!(
+        "sqlite://{}",
+        dir.path().join("jobs.db").display()
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gateway = TestGateway::start_with_jobs(config, &MapEnv(vec![]), store).await;
+    let http = reqwest::Client::new();
+
+    let mut ids = Vec::new();
+    for n in 0..JOBS {
+        let res = http
+            .post(gateway.url("/v1/tools/get_flight_status/call"))
+            .json(&json!({"arguments": status_args(n), "mode": "background"}))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(res.status().as_u16(), 202);
+        let body: Value = res.json().await.unwrap_or_else(|e| panic!("{e}"));
+        ids.push(body["job_id"].as_str().unwrap_or_default().to_string());
+    }
+
+    // Wait for the backlog to end (a generous bound, only so that a regression fails instead of
+    // hanging: the ideal drain is JOBS / LIMIT windows = 20 s).
+    let started = Instant::now();
+    let jobs = loop {
+        let list: Value = http
+            .get(gateway.url("/v1/jobs?tool=get_flight_status&limit=1000"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
+        let open = jobs
+            .iter()
+            .filter(|j| !matches!(j["status"].as_str(), Some("succeeded" | "dead")))
+            .count();
+        if open == 0 {
+            break jobs;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{open} of {JOBS} jobs still open after 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+
+    assert_eq!(jobs.len(), JOBS);
+    let succeeded = jobs.iter().filter(|j| j["status"] == "succeeded").count();
+    assert_eq!(succeeded, JOBS, "every job succeeds, none dies: {jobs:#?}");
+    for id in &ids {
+        assert!(
+            jobs.iter().any(|j| j["job_id"] == id.as_str()),
+            "job {id} lost"
+        );
+    }
+
+    let stats = test_sim.sim.stats();
+    let group = &stats.groups[&RouteGroup::AmadeusStatus];
+    let ok = group.statuses.get(&200).copied().unwrap_or(0);
+    let too_many = group.statuses.get(&429).copied().unwrap_or(0);
+    // Exactly one successful provider call per job: nothing ran twice.
+    assert_eq!(ok, JOBS as u64, "statuses: {:?}", group.statuses);
+    eprintln!(
+        "{JOBS} jobs, {ok} provider calls answered 200 and {too_many} answered 429, drained in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    // Five windows' worth of backlog, but 429s only from the requests in flight when the limit
+    // was first hit (at most one per worker), not a burst of them at the end of every window.
+    // (+1: `Retry-After` is whole seconds, so one paced request may straddle a window's edge.)
+    assert!(
+        too_many >= 1 && too_many <= u64::from(WORKERS) + 1,
+        "429s: {too_many} (statuses {:?})",
+        group.statuses
+    );
+}
