@@ -124,6 +124,21 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
         Some(1),
         "the key reached the provider"
     );
+    // The same booking again (a new key, so it reaches the provider): Duffel refuses it as a
+    // duplicate, and the model is told the earlier booking stands, not to fix its arguments.
+    let (_, again) = s
+        .call(
+            "book_flight",
+            json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
+                                 "confirmed_total_amount": total},
+                   "idempotency_key": "e2e-booking-2"}),
+        )
+        .await;
+    assert_eq!(again["status"], "rejected", "{again:#}");
+    let text = again["content"].as_str().unwrap_or_default();
+    assert!(text.contains("earlier booking stands"), "{text}");
+    assert!(!text.contains("Correct the arguments"), "{text}");
+    assert_eq!(s.sim.stats().orders_created, 1);
 
     let hotels = s
         .ok(

@@ -459,17 +459,22 @@ impl Gateway {
         // A refusal the model can fix is an answer, not an outage.
         if let Failure::Upstream {
             error:
-                UpstreamError {
+                error @ UpstreamError {
                     kind: ErrorKind::Rejected { message },
                     ..
                 },
             ..
         } = &failure
         {
+            let next = if error.is_already_done() {
+                "Do not call again: tell the traveller the earlier booking stands."
+            } else {
+                "Correct the arguments (or ask the traveller) and call again."
+            };
             let mut env = envelope(
                 Status::Rejected,
                 format!(
-                    "The provider refused this {} request: {message}. Correct the arguments (or ask the traveller) and call again.",
+                    "The provider refused this {} request: {message}. {next}",
                     tool.spec.name
                 ),
             );

@@ -84,7 +84,16 @@ impl ErrorKind {
 /// code 38195): no retry helps until the quota resets, and the fallback says so.
 pub const QUOTA_EXHAUSTED: &str = "quota exhausted";
 
+/// The start of a refusal's message when the provider says the same write was already carried
+/// out (Duffel 422 `duplicate_booking`): nothing new happened, and calling again cannot help.
+pub const ALREADY_DONE: &str = "already booked";
+
 impl UpstreamError {
+    /// Whether the provider refused a write because the same one was already carried out.
+    pub fn is_already_done(&self) -> bool {
+        matches!(&self.kind, ErrorKind::Rejected { message } if message.starts_with(ALREADY_DONE))
+    }
+
     /// Whether this is an exhausted quota rather than a passing rate limit.
     pub fn is_quota_exhausted(&self) -> bool {
         matches!(self.kind, ErrorKind::RateLimited { .. })

@@ -14,7 +14,7 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
 use super::wire::ErrorBody;
-use crate::providers::error::{ErrorKind, UpstreamError};
+use crate::providers::error::{ALREADY_DONE, ErrorKind, UpstreamError};
 use crate::providers::http::{parse_delay, retry_after};
 
 /// Classifies a non-success Duffel response.
@@ -80,6 +80,11 @@ pub(crate) fn classify(
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| parse_delay(v, now))
             }),
+        },
+        422 if code == "duplicate_booking" => ErrorKind::Rejected {
+            message: format!(
+                "{ALREADY_DONE}: Duffel found a booking with the same details (the same idempotency key), so nothing new was booked and the earlier booking stands"
+            ),
         },
         404 | 422 => ErrorKind::Rejected {
             message: if messages.is_empty() {
