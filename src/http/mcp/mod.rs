@@ -20,9 +20,10 @@
 //! MCP specification asks.
 //!
 //! MCP `tools/call` has no field for the call mode, so it is read from the request's `_meta`:
-//! `"faregate/mode": "background"` stores the call as a job, as the native endpoint does, and
-//! answers `[queued: job …]` with where the result will be (mapping background calls to the MCP
-//! Tasks extension, for clients that declare it, is left for later). `"faregate/idempotency_key"` sets a booking's key; without it the key is
+//! `"faregate/mode": "background"` is answered with an error result pointing to the native and
+//! OpenAI/Anthropic endpoints, which queue jobs: a queued job has no result matching the tool's
+//! `outputSchema`, which MCP requires of a successful result (mapping background calls to the
+//! MCP Tasks extension, for clients that declare it, is left for later). `"faregate/idempotency_key"` sets a booking's key; without it the key is
 //! derived from the arguments (see [`super::agent`]).
 
 use std::sync::Arc;
@@ -41,9 +42,16 @@ use tokio_util::sync::CancellationToken;
 use super::AppState;
 use super::agent::{self, AgentCall, AgentOptions};
 use super::manifest;
+use crate::tools::CallMode;
 
 /// The `_meta` key selecting the call mode (`"interactive"` or `"background"`).
 pub const META_MODE: &str = "faregate/mode";
+/// The answer to `"faregate/mode": "background"`. An MCP result of a tool with an
+/// `outputSchema` must carry structured content matching it (the official SDK refuses one that
+/// does not), and a queued job has no such result yet; the MCP Tasks extension is the vehicle for
+/// deferred results, and is not implemented here yet.
+const MCP_BACKGROUND: &str = "[unavailable] Background mode is not available over MCP: a queued job has no result matching the tool's outputSchema yet. Call without \"faregate/mode\" for an answer now, or submit the job to POST /v1/tools/{tool}/call with \"mode\": \"background\" (or the OpenAI/Anthropic endpoints with \"mode\": \"background\").";
+
 /// The `_meta` key carrying a booking's idempotency key.
 pub const META_IDEMPOTENCY_KEY: &str = "faregate/idempotency_key";
 
@@ -165,6 +173,9 @@ impl ServerHandler for Handler {
         let mut options = AgentOptions::default();
         if let Some(mode) = meta_of(META_MODE) {
             match agent::parse_mode(&mode) {
+                Ok(CallMode::Background) => {
+                    return Ok(error_result(MCP_BACKGROUND.to_string()).into());
+                }
                 Ok(m) => options.mode = m,
                 Err(e) => {
                     return Ok(
