@@ -12,6 +12,7 @@ mod auth;
 mod catalog;
 mod error;
 mod jobs;
+mod json;
 pub mod manifest;
 mod mcp;
 mod native;
