@@ -85,7 +85,13 @@ async fn a_slow_loris_is_dropped_at_the_header_timeout_while_others_are_served()
         "closed after {took:?}, expected about 300 ms"
     );
     drip.abort();
-    let res = http
+    // A fresh connection: the pooled one idled past the same timer (an idle keep-alive
+    // connection closes after header_read_timeout too).
+    let fresh = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let res = fresh
         .get(gw.url("/readyz"))
         .send()
         .await

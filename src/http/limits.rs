@@ -150,8 +150,27 @@ impl ClientLimits {
         }
     }
 
-    /// Admits one tool call of `client`, or says why not.
+    /// Admits one tool call of `client`, or says why not. The in-flight slot is taken first,
+    /// so a call refused for having too many in flight does not also spend the client's rate.
     pub fn admit(&self, client: ClientId) -> Result<Admission, Refusal> {
+        let slot = match self.max_in_flight {
+            None => None,
+            Some(max) => {
+                let semaphore = {
+                    let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                    if map.len() > SWEEP_ABOVE {
+                        map.retain(|_, s| s.available_permits() < max as usize);
+                    }
+                    map.entry(client)
+                        .or_insert_with(|| Arc::new(Semaphore::new(max as usize)))
+                        .clone()
+                };
+                match semaphore.try_acquire_owned() {
+                    Ok(permit) => Some(permit),
+                    Err(_) => return Err(Refusal::InFlight(max)),
+                }
+            }
+        };
         if let Some(rate) = &self.rate {
             if rate.len() > SWEEP_ABOVE {
                 rate.retain_recent();
@@ -161,24 +180,7 @@ impl ClientLimits {
                 return Err(Refusal::Rate(wait));
             }
         }
-        let Some(max) = self.max_in_flight else {
-            return Ok(Admission { _slot: None });
-        };
-        let semaphore = {
-            let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            if map.len() > SWEEP_ABOVE {
-                map.retain(|_, s| s.available_permits() < max as usize);
-            }
-            map.entry(client)
-                .or_insert_with(|| Arc::new(Semaphore::new(max as usize)))
-                .clone()
-        };
-        match semaphore.try_acquire_owned() {
-            Ok(permit) => Ok(Admission {
-                _slot: Some(permit),
-            }),
-            Err(_) => Err(Refusal::InFlight(max)),
-        }
+        Ok(Admission { _slot: slot })
     }
 }
 
@@ -354,6 +356,20 @@ mod tests {
         assert!(l.admit(B).is_ok());
         drop(first);
         assert!(l.admit(A).is_ok(), "a finished call frees its slot");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_refused_for_its_slots_spends_no_rate() {
+        let l = limits(1, 2, Some(1));
+        let held = l.admit(A);
+        assert!(held.is_ok());
+        assert_eq!(l.admit(A).err(), Some(Refusal::InFlight(1)));
+        drop(held);
+        assert!(
+            l.admit(A).is_ok(),
+            "the second token was not spent by the refusal"
+        );
+        assert!(matches!(l.admit(A), Err(Refusal::Rate(_))));
     }
 
     #[test]
