@@ -230,7 +230,22 @@ async fn shutdown_finishes_calls_refuses_connections_and_returns_leased_jobs() {
             .json(&flights(30))
             .send(),
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait until the first call is at the provider (in flight), not for a fixed time.
+    let started = std::time::Instant::now();
+    while sim
+        .sim
+        .stats()
+        .groups
+        .get(&RouteGroup::DuffelAirSearch)
+        .map_or(0, |g| g.requests)
+        == 0
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the call never reached the provider"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let stopping = Instant::now();
     let done = gw.begin_shutdown();

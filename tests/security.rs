@@ -291,7 +291,22 @@ async fn calls_in_flight_are_capped_per_client() {
             .json(&flights(30))
             .send(),
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait until the first call is at the provider (in flight), not for a fixed time.
+    let started = std::time::Instant::now();
+    while sim
+        .sim
+        .stats()
+        .groups
+        .get(&RouteGroup::DuffelAirSearch)
+        .map_or(0, |g| g.requests)
+        == 0
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the call never reached the provider"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let (status, headers, body) =
         send(http.post(&url).bearer_auth(CLIENT).json(&flights(31))).await;
     assert_eq!(status, 429, "{body}");
