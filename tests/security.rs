@@ -249,6 +249,23 @@ async fn over_its_rate_a_client_gets_429_with_retry_after_and_others_do_not() {
         "listing tools does not"
     );
     assert_eq!(send(call(CLIENT2)).await.0, 422);
+    let metrics = http
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .text()
+        .await
+        .unwrap_or_default();
+    assert!(
+        metrics.contains("faregate_client_limited_total{limit=\"client_rate\"} 3"),
+        "three refusals counted: {}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("limited"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     for path in ["/healthz", "/readyz", "/metrics"] {
         assert_eq!(send(http.get(gw.url(path))).await.0, 200, "{path}");
     }

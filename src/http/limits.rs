@@ -39,6 +39,7 @@ use governor::{Quota, RateLimiter};
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::AppState;
 use super::auth::{Caller, KeyDigest};
 use super::error::ApiError;
 use crate::config::LimitsConfig;
@@ -222,11 +223,8 @@ pub fn too_many(refusal: Refusal) -> Response {
 }
 
 /// Middleware for the tool-call routes: behind authentication, before the handler.
-pub async fn limit_calls(
-    State(limits): State<Arc<ClientLimits>>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub async fn limit_calls(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let limits = &state.limits;
     if request.method() != Method::POST {
         return next.run(request).await;
     }
@@ -262,6 +260,15 @@ pub async fn limit_calls(
         }
         Err(refusal) => {
             tracing::info!(%client, ?refusal, "client over its limit");
+            let limit = match refusal {
+                Refusal::Rate(_) => "client_rate",
+                Refusal::InFlight(_) => "client_max_concurrent_calls",
+            };
+            state
+                .gateway
+                .telemetry()
+                .metrics()
+                .record_client_limited(limit);
             too_many(refusal)
         }
     }

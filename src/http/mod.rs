@@ -122,7 +122,7 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(
-            state.limits.clone(),
+            state.clone(),
             limits::limit_calls,
         ));
     let api = Router::new()
