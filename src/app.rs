@@ -15,17 +15,16 @@ use tokio_util::sync::CancellationToken;
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::Gateway;
 use crate::config::Config;
-use crate::http::{self, AppState, ClientKeys};
+use crate::http::server::{self, ServeOptions};
+use crate::http::{self, AppState, ClientKeys, ClientLimits, Keys};
 use crate::jobs::{JobSystem, Store};
 use crate::providers::{self, Env, Secret};
 
 /// A gateway ready to serve.
 #[derive(Debug, Clone)]
 pub struct App {
-    /// Handler state.
+    /// Handler state (with the client keys and the admin key, as digests).
     pub state: AppState,
-    /// Accepted client keys (empty = auth off).
-    pub keys: ClientKeys,
     /// Start-up warnings worth logging.
     pub warnings: Vec<String>,
 }
@@ -51,9 +50,15 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     let keys = ClientKeys::from_list(&env.var(&config.auth.client_keys_env).unwrap_or_default());
     if keys.is_empty() {
         warnings.push(format!(
-            "AUTH IS OFF: {} is not set, so every client is accepted. Set it to comma-separated client keys before exposing this gateway.",
+            "AUTH IS OFF: {} is not set, so every client is accepted and may spend provider quota. Set it to comma-separated client keys before exposing this gateway beyond this machine.",
             config.auth.client_keys_env
         ));
+        if !config.server.listen.ip().is_loopback() {
+            warnings.push(format!(
+                "AUTH IS OFF on a non-loopback address ({}): anyone who can reach it can call every tool.",
+                config.server.listen
+            ));
+        }
     }
     let admin_key = ClientKeys::from_list(&env.var(&config.auth.admin_key_env).unwrap_or_default());
     if admin_key.is_empty() && !keys.is_empty() {
@@ -63,15 +68,24 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
         ));
     }
     let max_body_bytes = config.server.max_body_bytes;
+    let limits = Arc::new(ClientLimits::new(
+        &config.limits,
+        config.server.max_body_bytes,
+    ));
+    let request_timeout = config.request_timeout();
     Ok(App {
         state: AppState {
             gateway: Arc::new(gateway),
             config: Arc::new(config),
             max_body_bytes,
             jobs: None,
-            admin_key,
+            keys: Keys {
+                clients: keys,
+                admin: admin_key,
+            },
+            limits,
+            request_timeout,
         },
-        keys,
         warnings,
     })
 }
@@ -98,12 +112,22 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
 /// How often breaker timers are evaluated for events (state itself is always exact).
 const BREAKER_TICK: Duration = Duration::from_millis(250);
 
-/// Serves the HTTP API on `listener` until `shutdown` completes, then drains in-flight requests.
+/// Serves the HTTP API on `listener` until `shutdown` completes, then shuts down gracefully.
 ///
 /// Alongside the server runs one small task owned by this function: it ticks the breakers so
 /// timer-driven transitions (open → half-open, ramp stages) are announced without traffic, logs
 /// every transition, and hands it to telemetry (metrics, alert rules, evaluated on each tick
-/// too). It ends when the server does; event streams end when shutdown starts.
+/// too). It ends when the server does.
+///
+/// Shutdown, in order (`[server] shutdown_grace` bounds the whole drain):
+/// 1. the listener closes: new connections are refused;
+/// 2. event streams end, and background workers stop claiming jobs;
+/// 3. in-flight HTTP calls finish (each connection closes after its current response), and
+///    running background jobs finish; whatever still runs when the grace period ends is
+///    abandoned: its connection is closed, its job's lease is handed back to the queue (the
+///    job is not lost and not counted as an attempt, so it runs again on the next start or
+///    another replica);
+/// 4. the caller drops its telemetry guard, which flushes buffered spans.
 pub async fn run(
     listener: TcpListener,
     app: App,
@@ -133,26 +157,33 @@ pub async fn run(
             }
         }
     });
+    let server_config = &app.state.config.server;
+    let options = ServeOptions {
+        header_read_timeout: server_config.header_read_timeout,
+        max_connections: server_config.max_connections,
+        shutdown_grace: server_config.shutdown_grace,
+    };
     let jobs_stop = CancellationToken::new();
     let jobs_task = app
         .state
         .jobs
         .clone()
-        .map(|jobs| tokio::spawn(jobs.run(jobs_stop.clone())));
+        .map(|jobs| tokio::spawn(jobs.run(jobs_stop.clone(), options.shutdown_grace)));
     let telemetry = app.state.gateway.telemetry().clone();
     // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
     // graceful shutdown that waits for every connection.
     let streams = CancellationToken::new();
-    let router = http::router(app.state, app.keys, streams.clone());
-    let result = axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            streams.cancel();
-            // Open event streams would otherwise hold the graceful shutdown forever.
-            telemetry.close_streams();
-        })
-        .await;
-    // In-flight HTTP calls are done; let running jobs finish and hand their leases back.
+    let router = http::router(app.state, streams.clone());
+    let stop_jobs = jobs_stop.clone();
+    let result = server::serve(listener, router, options, shutdown, move || {
+        tracing::info!("shutting down: no new connections; finishing in-flight calls");
+        streams.cancel();
+        // Open event streams would otherwise hold the graceful shutdown forever.
+        telemetry.close_streams();
+        // Workers stop claiming now; running jobs get the same grace period as HTTP calls.
+        stop_jobs.cancel();
+    })
+    .await;
     jobs_stop.cancel();
     if let Some(task) = jobs_task {
         let _ = task.await;

@@ -253,6 +253,28 @@ pub fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
             for w in built.warnings.iter().chain(&built.errors) {
                 println!("warning: {w}");
             }
+            // Counts and variable names only: never a key.
+            let count = |name: &str| {
+                providers::Env::var(&ProcessEnv, name)
+                    .map_or(0, |v| v.split(',').filter(|k| !k.trim().is_empty()).count())
+            };
+            let (clients, admin) = (
+                count(&config.auth.client_keys_env),
+                count(&config.auth.admin_key_env),
+            );
+            if clients == 0 {
+                println!(
+                    "warning: AUTH IS OFF: {} is not set, so `serve` would accept every client",
+                    config.auth.client_keys_env
+                );
+            } else {
+                println!(
+                    "auth: {clients} client key(s) in {}; admin key {} in {}",
+                    config.auth.client_keys_env,
+                    if admin > 0 { "set" } else { "NOT set" },
+                    config.auth.admin_key_env
+                );
+            }
             println!(
                 "{}: OK — {} tools, {} providers, {} prompts",
                 config_path.display(),

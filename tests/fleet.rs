@@ -39,6 +39,10 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
         for t in &mut config.tools {
             t.providers.retain(|p| p == "duffel");
         }
+        // 1000 submissions from one address in seconds: this test is about the queue, not
+        // the per-client limits (tests/security.rs), so they are off.
+        config.limits.client_rate = None;
+        config.limits.client_max_concurrent_calls = None;
         gateways.push(TestGateway::start_with_jobs(config, &NoEnv, Store::Postgres(store)).await);
     }
     let http = reqwest::Client::new();

@@ -328,7 +328,11 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
                    "callback_url": "https://attacker.example.net/hooks/faregate"}),
         )
         .await;
-    assert_eq!(status, 400);
+    assert_eq!(
+        status, 422,
+        "a callback URL is validated like the arguments"
+    );
+    assert_eq!(body["field"], "callback_url");
     assert!(
         body["message"]
             .as_str()

@@ -7,7 +7,6 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::{ConfigErrors, Problems};
 use super::reader::Section;
+use super::server::{check_request_timeout, read_limits, read_server};
 use super::tools_files::read_tools;
 
 /// The placeholders a fallback prompt may use.
@@ -84,34 +84,9 @@ fn load_into(
     let table = parse_toml(files, config_path, problems)?;
     let root = Section::root(config_path, &table, problems);
 
-    // [server]
-    let mut server = ServerConfig {
-        listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-        max_body_bytes: 262_144,
-    };
-    let mut tools_dir = base.join("tools");
-    let mut prompts_dir = base.join("prompts");
-    if let Some(s) = root.table("server") {
-        if let Some(listen) = s.string("listen") {
-            match listen.parse::<SocketAddr>() {
-                Ok(a) => server.listen = a,
-                Err(_) => s.error(
-                    "listen",
-                    format!("\"{listen}\" is not an address; write e.g. \"127.0.0.1:8080\""),
-                ),
-            }
-        }
-        if let Some(n) = s.integer("max_body_bytes", 1024, 64 * 1024 * 1024) {
-            server.max_body_bytes = n as usize;
-        }
-        if let Some(d) = s.string("tools_dir") {
-            tools_dir = base.join(d);
-        }
-        if let Some(d) = s.string("prompts_dir") {
-            prompts_dir = base.join(d);
-        }
-        s.finish();
-    }
+    // [server] and [limits]
+    let (server, tools_dir, prompts_dir) = read_server(&root, &base);
+    let limits = read_limits(&root);
 
     // [auth]
     let mut auth = AuthConfig {
@@ -262,6 +237,7 @@ fn load_into(
         &retry_defaults,
         problems,
     );
+    check_request_timeout(&root, &server, &tools);
 
     Some(Config {
         source: config_path.to_path_buf(),
@@ -269,6 +245,7 @@ fn load_into(
         auth,
         store,
         mcp,
+        limits,
         providers,
         jobs,
         telemetry,

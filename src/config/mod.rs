@@ -13,6 +13,7 @@ mod model;
 mod policies;
 mod problems;
 mod reader;
+mod server;
 mod tools_files;
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// `[mcp]`.
     pub mcp: McpConfig,
+    /// `[limits]`.
+    pub limits: LimitsConfig,
     /// `[providers.*]`, by the operator's name for each provider.
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[defaults.jobs]`.
@@ -42,6 +44,66 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// The largest request body accepted; larger bodies get 413.
     pub max_body_bytes: usize,
+    /// How long a client may take to send a request's headers (and how long an idle
+    /// keep-alive connection stays open); slower connections are closed (slow-loris).
+    pub header_read_timeout: Duration,
+    /// How long one request may take from its headers to the response head; `None` means the
+    /// longest tool deadline plus [`REQUEST_TIMEOUT_MARGIN`], so a call is never cut short by
+    /// the server before its own deadline answers.
+    pub request_timeout: Option<Duration>,
+    /// Open client connections at most; further clients wait in the listen backlog.
+    pub max_connections: u32,
+    /// On SIGTERM/Ctrl-C: how long in-flight calls and running background jobs may take to
+    /// finish before their connections are closed and their job leases handed back.
+    pub shutdown_grace: Duration,
+}
+
+/// How far the default request timeout lies beyond the longest tool deadline.
+pub const REQUEST_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
+
+/// The defaults for `[server]`.
+pub fn default_server() -> ServerConfig {
+    ServerConfig {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 8080)),
+        max_body_bytes: 262_144,
+        header_read_timeout: Duration::from_secs(10),
+        request_timeout: None,
+        max_connections: 1024,
+        shutdown_grace: Duration::from_secs(30),
+    }
+}
+
+/// A number of events per period, such as `"20/s"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Events per period (at least 1).
+    pub count: u32,
+    /// The period: one second, minute or hour.
+    pub per: Duration,
+}
+
+/// `[limits]`: what one client (one key, or one peer address when auth is off) may ask of the
+/// tool-call routes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitsConfig {
+    /// Sustained request rate per client; `None` = no rate limit.
+    pub client_rate: Option<Rate>,
+    /// Requests a client may make at once above the sustained rate.
+    pub client_burst: u32,
+    /// Tool-call requests one client may have in flight; `None` = no cap.
+    pub client_max_concurrent_calls: Option<u32>,
+}
+
+/// The defaults for `[limits]`: 20 requests a second with bursts of 40, 32 in flight.
+pub fn default_limits() -> LimitsConfig {
+    LimitsConfig {
+        client_rate: Some(Rate {
+            count: 20,
+            per: Duration::from_secs(1),
+        }),
+        client_burst: 40,
+        client_max_concurrent_calls: Some(32),
+    }
 }
 
 /// `[auth]`: names of environment variables, never the keys themselves.
@@ -236,6 +298,22 @@ impl Config {
     /// The tool's configuration by name.
     pub fn tool(&self, name: &str) -> Option<&ToolConfig> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The longest tool deadline (zero without tools).
+    pub fn longest_deadline(&self) -> Duration {
+        self.tools
+            .iter()
+            .map(|t| t.deadline)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// `[server] request_timeout`, or the longest tool deadline plus a margin.
+    pub fn request_timeout(&self) -> Duration {
+        self.server
+            .request_timeout
+            .unwrap_or_else(|| self.longest_deadline() + REQUEST_TIMEOUT_MARGIN)
     }
 }
 

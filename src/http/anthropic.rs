@@ -16,16 +16,17 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::agent::{self, AgentCall, AgentOptions};
 use super::error::ApiError;
-use super::native::json_body;
+use super::json::json_body;
 
 const SHAPES: &str = "send an assistant message (or a Messages API response) whose content has tool_use blocks, or the content array itself";
 
 /// The handler.
 pub(crate) async fn tool_use(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let body: Value = json_body(body, state.max_body_bytes)?;
+    let body: Value = json_body(&headers, body, state.max_body_bytes)?;
     let (calls, options) = parse(body)?;
     let ids: Vec<String> = calls
         .iter()

@@ -1,8 +1,20 @@
-//! Bearer-key authentication of clients.
+//! Bearer-key authentication of clients and operators.
 //!
-//! Keys come from the environment (the config names the variable) and are compared in constant
-//! time, so a caller cannot learn a key byte by byte from response timings. With no keys
-//! configured, auth is off (demo only), and start-up says so loudly.
+//! Keys come from the environment (the config names the variables) and are kept in memory only
+//! as SHA-256 digests: a heap dump or a stray `Debug` shows no usable key. A presented key is
+//! hashed and compared with every digest in constant time, so response timings tell a caller
+//! nothing about how close a guess was. With no client keys configured, auth is off (demo
+//! only), and start-up says so loudly.
+//!
+//! Who may do what:
+//! - client routes (tool calls, catalog, jobs by id, reads of breakers and alerts): a client
+//!   key or the admin key; 401 without a valid one;
+//! - admin routes (forcing breakers, listing every job): the admin key; 401 without a valid
+//!   key, 403 with a valid client key;
+//! - `/healthz`, `/readyz`, `/dashboard` and (by default) `/metrics`: open.
+//!
+//! The middleware records the caller as a [`Caller`] request extension, so the rate limiter
+//! and admin checks downstream need not look at headers again.
 
 use std::sync::Arc;
 
@@ -10,55 +22,106 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 
-/// The accepted client keys.
+/// A key's SHA-256 digest: how keys are held and how clients are told apart.
+pub type KeyDigest = [u8; 32];
+
+/// The accepted keys of one kind (client keys, or the admin key), as digests.
 #[derive(Clone, Default)]
 pub struct ClientKeys {
-    keys: Arc<Vec<Vec<u8>>>,
+    digests: Arc<Vec<KeyDigest>>,
 }
 
 impl std::fmt::Debug for ClientKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ClientKeys({} keys, redacted)", self.keys.len())
+        write!(f, "ClientKeys({} keys, redacted)", self.digests.len())
     }
 }
 
+fn digest(key: &[u8]) -> KeyDigest {
+    Sha256::digest(key).into()
+}
+
 impl ClientKeys {
-    /// Keys from a comma-separated list; empty entries are ignored.
+    /// Keys from a comma-separated list; empty entries are ignored. Only digests are kept.
     pub fn from_list(list: &str) -> Self {
         ClientKeys {
-            keys: Arc::new(
+            digests: Arc::new(
                 list.split(',')
                     .map(str::trim)
                     .filter(|k| !k.is_empty())
-                    .map(|k| k.as_bytes().to_vec())
+                    .map(|k| digest(k.as_bytes()))
                     .collect(),
             ),
         }
     }
 
-    /// True when auth is off.
+    /// True when no key of this kind is configured.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.digests.is_empty()
     }
 
-    /// Whether `presented` is one of the keys, compared in constant time per key.
-    pub fn accepts(&self, presented: &[u8]) -> bool {
-        let mut ok = false;
-        for key in self.keys.iter() {
-            ok |= constant_time_eq(key, presented);
+    /// The digest of `presented` when it is one of the keys. Every stored digest is compared
+    /// (no early exit), each in constant time.
+    pub fn identify(&self, presented: &[u8]) -> Option<KeyDigest> {
+        let candidate = digest(presented);
+        let mut found = false;
+        for key in self.digests.iter() {
+            found |= constant_time_eq(key, &candidate);
         }
-        ok
+        found.then_some(candidate)
+    }
+
+    /// Whether `presented` is one of the keys.
+    pub fn accepts(&self, presented: &[u8]) -> bool {
+        self.identify(presented).is_some()
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
+fn constant_time_eq(a: &KeyDigest, b: &KeyDigest) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Who is calling, as authentication established it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// A valid client key (its digest).
+    Client(KeyDigest),
+    /// The admin key (its digest).
+    Admin(KeyDigest),
+    /// Nobody in particular: auth is off (no client keys configured).
+    Anonymous,
+}
+
+impl Caller {
+    /// The digest of the key, for per-client limits; `None` when anonymous.
+    pub fn digest(&self) -> Option<KeyDigest> {
+        match self {
+            Caller::Client(d) | Caller::Admin(d) => Some(*d),
+            Caller::Anonymous => None,
+        }
+    }
+}
+
+/// The client keys and the admin key together: everything authorization decides on.
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    /// Client keys (empty = auth off).
+    pub clients: ClientKeys,
+    /// The admin key (empty = none configured).
+    pub admin: ClientKeys,
+}
+
+/// What a route needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A client key or the admin key (anyone when auth is off).
+    Client,
+    /// The admin key (anyone when neither client keys nor an admin key are configured).
+    Admin,
 }
 
 pub(super) fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
@@ -69,43 +132,113 @@ pub(super) fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     Some(rest.trim_ascii())
 }
 
-/// Middleware: 401 unless auth is off or the request carries a valid client key.
+fn unauthorized(message: impl Into<String>) -> Response {
+    let mut res = ApiError::new(StatusCode::UNAUTHORIZED, message).into_response();
+    res.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    res
+}
+
+fn forbidden(message: impl Into<String>) -> Response {
+    ApiError::new(StatusCode::FORBIDDEN, message).into_response()
+}
+
+impl Keys {
+    /// Decides a request: the caller, or the 401/403 to answer. `what` names the admin action
+    /// in messages ("forcing breakers"); `admin_env` names the admin key's variable.
+    pub fn authorize(
+        &self,
+        headers: &HeaderMap,
+        access: Access,
+        what: &str,
+        admin_env: &str,
+    ) -> Result<Caller, Box<Response>> {
+        let presented = bearer(headers);
+        let admin = presented.and_then(|k| self.admin.identify(k));
+        let client = presented.and_then(|k| self.clients.identify(k));
+        if let Some(d) = admin {
+            return Ok(Caller::Admin(d));
+        }
+        match access {
+            Access::Client => match (client, presented) {
+                (Some(d), _) => Ok(Caller::Client(d)),
+                _ if self.clients.is_empty() => Ok(Caller::Anonymous),
+                (None, None) => Err(Box::new(unauthorized(
+                    "missing credentials; send `Authorization: Bearer <client key>`",
+                ))),
+                (None, Some(_)) => Err(Box::new(unauthorized(
+                    "the bearer key is not valid; use a client key or the admin key",
+                ))),
+            },
+            Access::Admin => {
+                if self.admin.is_empty() && self.clients.is_empty() {
+                    return Ok(Caller::Anonymous);
+                }
+                if client.is_some() {
+                    return Err(Box::new(forbidden(if self.admin.is_empty() {
+                        format!(
+                            "{what} needs the admin key, and none is configured; set {admin_env} on the gateway"
+                        )
+                    } else {
+                        format!("{what} needs the admin key; a client key is not enough")
+                    })));
+                }
+                if self.admin.is_empty() {
+                    // No admin key exists, so no credential could pass: say so rather than
+                    // inviting the caller to try keys.
+                    return Err(Box::new(forbidden(format!(
+                        "{what} needs the admin key, and none is configured; set {admin_env} on the gateway"
+                    ))));
+                }
+                match presented {
+                    None => Err(Box::new(unauthorized(
+                        "missing credentials; send `Authorization: Bearer <admin key>`",
+                    ))),
+                    Some(_) => Err(Box::new(unauthorized(
+                        "the bearer key is not the admin key",
+                    ))),
+                }
+            }
+        }
+    }
+}
+
+/// Middleware: 401 unless auth is off or the request carries a client key or the admin key;
+/// records the [`Caller`] for the handlers and limits behind it.
 pub async fn require_client(
-    State(keys): State<ClientKeys>,
-    request: Request,
+    State(keys): State<Keys>,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    if keys.is_empty() {
-        return next.run(request).await;
-    }
-    match bearer(request.headers()) {
-        Some(key) if keys.accepts(key) => next.run(request).await,
-        Some(_) => {
-            let mut res = ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "the bearer key is not valid; use a key from the gateway's client keys",
-            )
-            .into_response();
-            res.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            res
+    match keys.authorize(request.headers(), Access::Client, "this", "") {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
         }
-        None => {
-            let mut res = ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "missing credentials; send `Authorization: Bearer <client key>`",
-            )
-            .into_response();
-            res.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            res
-        }
+        Err(res) => *res,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn headers(key: Option<&str>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(k) = key
+            && let Ok(v) = HeaderValue::from_str(&format!("Bearer {k}"))
+        {
+            h.insert(header::AUTHORIZATION, v);
+        }
+        h
+    }
+
+    fn status(r: Result<Caller, Box<Response>>) -> u16 {
+        match r {
+            Ok(_) => 200,
+            Err(res) => res.status().as_u16(),
+        }
+    }
 
     #[test]
     fn keys_match_exactly() {
@@ -116,5 +249,80 @@ mod tests {
         assert!(!keys.accepts(b"k11"));
         assert!(!keys.accepts(b""));
         assert!(ClientKeys::from_list(" , ").is_empty());
+    }
+
+    #[test]
+    fn only_digests_are_held() {
+        let keys = ClientKeys::from_list("sk-live-very-secret");
+        assert_eq!(format!("{keys:?}"), "ClientKeys(1 keys, redacted)");
+        let held: Vec<u8> = keys.digests.iter().flatten().copied().collect();
+        assert_eq!(held.len(), 32);
+        assert!(
+            !held
+                .windows(b"very-secret".len())
+                .any(|w| w == b"very-secret"),
+            "the plaintext key is not in memory"
+        );
+        assert_eq!(
+            keys.identify(b"sk-live-very-secret"),
+            Some(digest(b"sk-live-very-secret"))
+        );
+    }
+
+    #[test]
+    fn client_and_admin_routes_answer_401_and_403_rightly() {
+        let keys = Keys {
+            clients: ClientKeys::from_list("c1,c2"),
+            admin: ClientKeys::from_list("adm"),
+        };
+        let client = |k| status(keys.authorize(&headers(k), Access::Client, "x", "ADMIN"));
+        let admin = |k| status(keys.authorize(&headers(k), Access::Admin, "x", "ADMIN"));
+        assert_eq!(client(None), 401);
+        assert_eq!(client(Some("nope")), 401);
+        assert_eq!(client(Some("c2")), 200);
+        assert_eq!(client(Some("adm")), 200, "the admin key works everywhere");
+        assert_eq!(admin(None), 401);
+        assert_eq!(admin(Some("nope")), 401);
+        assert_eq!(admin(Some("c1")), 403);
+        assert_eq!(admin(Some("adm")), 200);
+        assert!(matches!(
+            keys.authorize(&headers(Some("c1")), Access::Client, "x", "A"),
+            Ok(Caller::Client(_))
+        ));
+    }
+
+    #[test]
+    fn auth_is_off_only_without_client_keys() {
+        let open = Keys::default();
+        for access in [Access::Client, Access::Admin] {
+            assert!(matches!(
+                open.authorize(&headers(None), access, "x", "A"),
+                Ok(Caller::Anonymous)
+            ));
+        }
+        let no_admin = Keys {
+            clients: ClientKeys::from_list("c1"),
+            admin: ClientKeys::default(),
+        };
+        let r = no_admin.authorize(
+            &headers(Some("c1")),
+            Access::Admin,
+            "forcing breakers",
+            "FG_ADMIN",
+        );
+        assert_eq!(status(r), 403, "no admin key configured: refused, not open");
+        let admin_only = Keys {
+            clients: ClientKeys::default(),
+            admin: ClientKeys::from_list("adm"),
+        };
+        assert_eq!(
+            status(admin_only.authorize(&headers(None), Access::Admin, "x", "A")),
+            401,
+            "an admin key guards admin routes even when client auth is off"
+        );
+        assert_eq!(
+            status(admin_only.authorize(&headers(None), Access::Client, "x", "A")),
+            200
+        );
     }
 }

@@ -1,14 +1,19 @@
 //! `GET /v1/jobs/{job_id}` and `GET /v1/jobs?status=&tool=&limit=`: background jobs as callers
 //! see them.
+//!
+//! A job is read by its id with any client key (the id is the capability: a UUIDv7 with 74
+//! random bits, handed only to the caller that submitted it). Listing jobs shows every
+//! client's arguments and results, so it is job administration and needs the admin key.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::AppState;
 use super::error::ApiError;
+use super::{Access, AppState};
 use crate::jobs::{Job, JobStatus, JobStore, Jobs, rfc3339};
 
 /// The job as the API shows it.
@@ -74,11 +79,15 @@ pub(crate) struct ListQuery {
     limit: Option<u32>,
 }
 
-/// `GET /v1/jobs`.
+/// `GET /v1/jobs` (admin).
 pub(crate) async fn list(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Query(q): Query<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
+    if let Err(res) = state.authorize(&headers, Access::Admin, "listing every job") {
+        return Ok(*res);
+    }
     let jobs = jobs(&state)?;
     let status = match q.status.as_deref() {
         None => None,
@@ -95,7 +104,5 @@ pub(crate) async fn list(
         .list(status, q.tool.as_deref(), limit)
         .await
         .map_err(store_error)?;
-    Ok(Json(
-        json!({ "jobs": list.iter().map(describe).collect::<Vec<_>>() }),
-    ))
+    Ok(Json(json!({ "jobs": list.iter().map(describe).collect::<Vec<_>>() })).into_response())
 }

@@ -12,15 +12,19 @@ mod auth;
 mod catalog;
 mod error;
 mod jobs;
+mod json;
+pub mod limits;
 pub mod manifest;
 mod mcp;
 mod native;
 mod openai;
 mod openapi;
 mod ops;
+pub mod server;
 mod trace;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -31,8 +35,9 @@ use axum::routing::{get, post};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-pub use auth::ClientKeys;
+pub use auth::{Access, Caller, ClientKeys, Keys};
 pub use error::ApiError;
+pub use limits::ClientLimits;
 pub use mcp::{META_IDEMPOTENCY_KEY, META_MODE};
 
 use crate::call::Gateway;
@@ -49,8 +54,25 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Background mode, when a job store is configured.
     pub jobs: Option<crate::jobs::Jobs>,
-    /// The admin key (empty = none configured), for the operations routes.
-    pub admin_key: ClientKeys,
+    /// Client keys and the admin key (as digests).
+    pub keys: Keys,
+    /// Per-client rate and in-flight limits of the tool-call routes.
+    pub limits: Arc<ClientLimits>,
+    /// How long one request may take (`[server] request_timeout`, resolved).
+    pub request_timeout: Duration,
+}
+
+impl AppState {
+    /// Authorizes a request for `access`; `what` names an admin action in messages.
+    pub(crate) fn authorize(
+        &self,
+        headers: &axum::http::HeaderMap,
+        access: Access,
+        what: &str,
+    ) -> Result<Caller, Box<axum::response::Response>> {
+        self.keys
+            .authorize(headers, access, what, &self.config.auth.admin_key_env)
+    }
 }
 
 /// Every path [`router`] serves (a test reads the router's source to keep this list exact, and
@@ -79,36 +101,53 @@ pub const ROUTED_PATHS: &[&str] = &[
 
 /// The whole HTTP API.
 ///
-/// Layer order (axum's `Router::layer` wraps outward, so the last added runs first): the body
-/// limit applies inside authentication, so an unauthenticated client cannot make the gateway
-/// read a large body; `/healthz` and `/readyz` sit outside authentication for probes. `/mcp`
-/// sits behind the same client-key check as every other route; rmcp then checks `Host` and
-/// `Origin` (`[mcp]` in `faregate.toml`) and enforces the same body limit itself.
-/// `shutdown` ends MCP sessions and streams when cancelled.
-pub fn router(state: AppState, keys: ClientKeys, shutdown: CancellationToken) -> Router {
+/// Layer order (axum's `Router::layer` wraps outward, so the last added runs first):
+/// 1. the request span (`trace`), outermost, so every answer below is traced;
+/// 2. the request timeout, so a stuck handler still answers a JSON 503;
+/// 3. client-key authentication (not on `/healthz`, `/readyz` and the operations routes, which
+///    authorize per route), before anything reads the body, so an unauthenticated client
+///    cannot make the gateway read a large body;
+/// 4. on the tool-call routes only (native, OpenAI, Anthropic, `/mcp`): the per-client rate
+///    and in-flight limits, after authentication (they count per key) and before the body;
+/// 5. the body limit, applied as the handler reads the body.
+///
+/// `/mcp` sits behind the same checks; rmcp then checks `Host` and `Origin` (`[mcp]` in
+/// `faregate.toml`) and enforces the same body limit itself. `shutdown` ends MCP sessions and
+/// streams when cancelled.
+pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
     let mcp = mcp::service(state.clone(), shutdown);
+    let calls = Router::new()
+        .route("/v1/tools/{tool}/call", post(native::call_tool))
+        .route("/v1/openai/tool_calls", post(openai::tool_calls))
+        .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
+        .route_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            limits::limit_calls,
+        ));
     let api = Router::new()
         .route("/openapi.json", get(openapi_json))
         .route("/v1/tools", get(catalog::list))
         .route("/v1/tools/{tool}", get(catalog::one))
-        .route("/v1/tools/{tool}/call", post(native::call_tool))
         .route("/v1/prompts/agent-guidance", get(catalog::agent_guidance))
         .route("/v1/jobs", get(jobs::list))
         .route("/v1/jobs/{job_id}", get(jobs::one))
-        .route("/v1/openai/tool_calls", post(openai::tool_calls))
-        .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
-        .route_service("/mcp", mcp)
+        .merge(calls)
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(
-            keys.clone(),
+            state.keys.clone(),
             auth::require_client,
         ));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .merge(api)
-        .merge(ops::routes(keys))
+        .merge(ops::routes())
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.request_timeout,
+            server::request_timeout,
+        ))
         .layer(trace::layer())
         .with_state(state)
 }

@@ -6,13 +6,14 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::error::ApiError;
+use super::json::json_body;
 use crate::call::{CallError, CallRequest, Status};
 use crate::jobs::SubmitError;
 use crate::tools::CallMode;
@@ -34,46 +35,19 @@ struct CallBody {
     callback_url: Option<String>,
 }
 
-/// Parses a JSON body, turning every way it can be wrong into a 400/413 that says what to fix.
-pub(crate) fn json_body<T: serde::de::DeserializeOwned>(
-    body: Result<Bytes, BytesRejection>,
-    limit: usize,
-) -> Result<T, ApiError> {
-    let bytes = body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body is larger than the {limit}-byte limit"),
-            )
-        } else {
-            ApiError::bad_request(format!("could not read the request body: {e}"))
-        }
-    })?;
-    if bytes.is_empty() {
-        return Err(ApiError::bad_request(
-            "the request body is empty; send a JSON object such as {\"arguments\": {…}}",
-        ));
-    }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        let what = if e.is_syntax() || e.is_eof() {
-            "malformed JSON"
-        } else {
-            "unexpected JSON"
-        };
-        ApiError::bad_request(format!("{what}: {e}"))
-    })
-}
-
 /// The handler.
 pub(crate) async fn call_tool(
     State(state): State<AppState>,
     Path(tool): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     if state.gateway.tool(&tool).is_none() {
         return Err(unknown_tool(&state, &tool));
     }
-    let body: CallBody = json_body(body, state.max_body_bytes)?;
+    let body: CallBody = json_body(&headers, body, state.max_body_bytes)?;
+    check_text("call_id", body.call_id.as_deref(), 256)?;
+    check_text("idempotency_key", body.idempotency_key.as_deref(), 255)?;
     let mode = match body.mode.as_deref() {
         None | Some("interactive") => CallMode::Interactive,
         Some("background") => CallMode::Background,
@@ -201,7 +175,10 @@ pub(crate) async fn submit_job(
             Status::InvalidArguments,
             text,
         )),
-        Err(SubmitError::Callback(text)) => Err(ApiError::bad_request(text)),
+        Err(SubmitError::Callback(text)) => {
+            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, text)
+                .with("field", json!("callback_url")))
+        }
         Err(SubmitError::Store(e)) => {
             tracing::error!(error = %e, "could not store a background job");
             Err(ApiError::new(
@@ -210,6 +187,18 @@ pub(crate) async fn submit_job(
             ))
         }
     }
+}
+
+/// Ids are echoed into answers, logs and provider metadata: printable, bounded text only, so
+/// a value cannot forge log lines or headers.
+fn check_text(field: &str, value: Option<&str>, max: usize) -> Result<(), ApiError> {
+    let Some(v) = value else { return Ok(()) };
+    if v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(format!(
+            "{field} must be 1 to {max} printable characters (no line breaks or control characters)"
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn unknown_tool(state: &AppState, name: &str) -> ApiError {

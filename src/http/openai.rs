@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use super::AppState;
 use super::agent::{self, AgentCall, AgentOptions};
 use super::error::ApiError;
-use super::native::json_body;
+use super::json::json_body;
 
 /// Which OpenAI API the calls came from, which decides the answer's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,9 +36,10 @@ const SHAPES: &str = "send a Chat Completions assistant message with tool_calls,
 /// The handler.
 pub(crate) async fn tool_calls(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let body: Value = json_body(body, state.max_body_bytes)?;
+    let body: Value = json_body(&headers, body, state.max_body_bytes)?;
     let (api, items, options) = parse(body)?;
     let ids: Vec<String> = items
         .iter()

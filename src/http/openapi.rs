@@ -42,6 +42,9 @@ pub(crate) fn document(state: &AppState) -> Value {
     let json_body = |schema: Value| json!({"required": true, "content": {"application/json": {"schema": schema}}});
     let ok_json = |description: &str, schema: Value| json!({"description": description, "content": {"application/json": {"schema": schema}}});
     let open = json!([]); // no security requirement
+    let limited = json!({"description": "This client is over its request rate or its calls in flight ([limits]); retry after Retry-After seconds.",
+                         "headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}},
+                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -88,13 +91,16 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "responses": {
                     "200": ok_json("ok, stale, unavailable or rejected.", json!({"$ref": "#/components/schemas/Envelope"})),
                     "202": ok_json("queued: a background call was accepted (or its idempotency key named an existing job); job_id set.", json!({"$ref": "#/components/schemas/Envelope"})),
-                    "400": error("Malformed JSON or body, or a callback_url not on the allowlist."),
+                    "400": error("Malformed JSON or body: syntax, nesting deeper than 128, duplicate keys, unknown fields, wrong types, unprintable call_id or idempotency_key."),
                     "401": error("Missing or wrong client key."),
                     "404": error("Unknown tool; the body lists the known ones."),
                     "413": error("Body too large."),
-                    "422": ok_json("invalid_arguments: each bad field named.", json!({"$ref": "#/components/schemas/Envelope"})),
+                    "415": error("The body is declared as something other than JSON."),
+                    "422": ok_json("invalid_arguments (an envelope naming each bad field), or a callback_url refused by the allowlist or the private-address check (an error naming the field).",
+                                   json!({"oneOf": [{"$ref": "#/components/schemas/Envelope"}, {"$ref": "#/components/schemas/Error"}]})),
+                    "429": limited.clone(),
                     "501": error("mode background on a gateway without a job store."),
-                    "503": error("The job store did not answer; the background call was not accepted.")}}},
+                    "503": error("The job store did not answer (the background call was not accepted), or the request took longer than [server] request_timeout.")}}},
             "/v1/breakers": {"get": {
                 "operationId": "listBreakers", "summary": "Every breaker: state, since, failure and slow-call rates, calls in the window, open until, ramp stage, history.",
                 "responses": {"200": ok_json("The breakers.", json!({"type": "object"})),
@@ -130,14 +136,15 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "operationId": "dashboard", "summary": "The operator's dashboard page (holds no data; reads the APIs with a key kept in session storage).",
                 "responses": {"200": {"description": "An HTML page.", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
             "/v1/jobs": {"get": {
-                "operationId": "listJobs", "summary": "Background jobs, newest first.",
+                "operationId": "listJobs", "summary": "Background jobs of every client, newest first (admin key).",
                 "parameters": [
                     {"name": "status", "in": "query", "required": false, "schema": {"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead"]}},
                     {"name": "tool", "in": "query", "required": false, "schema": {"type": "string"}},
                     {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
                 "responses": {"200": ok_json("The jobs.", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}}})),
                               "400": error("Unknown status or query parameter."),
-                              "401": error("Missing or wrong client key."),
+                              "401": error("Missing or wrong key."),
+                              "403": error("A client key cannot list every job; use the admin key."),
                               "501": error("No job store."),
                               "503": error("The job store did not answer.")}}},
             "/v1/jobs/{job_id}": {"get": {
@@ -159,7 +166,10 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "responses": {"200": ok_json("Tool messages (Chat Completions) or function_call_output items (Responses API).", json!({"$ref": "#/components/schemas/OpenAiResults"})),
                               "400": error("No tool calls found, or malformed JSON."),
                               "401": error("Missing or wrong client key."),
-                              "413": error("Body too large.")}}},
+                              "413": error("Body too large."),
+                              "415": error("The body is declared as something other than JSON."),
+                              "429": limited.clone(),
+                              "503": error("The request took longer than [server] request_timeout.")}}},
             "/v1/anthropic/tool_use": {"post": {
                 "operationId": "anthropicToolUse",
                 "summary": "Run an Anthropic assistant message's tool_use blocks concurrently; answers the user message with tool_result blocks.",
@@ -167,7 +177,10 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "responses": {"200": ok_json("The user message to append.", json!({"$ref": "#/components/schemas/AnthropicResults"})),
                               "400": error("No tool_use blocks found, or malformed JSON."),
                               "401": error("Missing or wrong client key."),
-                              "413": error("Body too large.")}}},
+                              "413": error("Body too large."),
+                              "415": error("The body is declared as something other than JSON."),
+                              "429": limited.clone(),
+                              "503": error("The request took longer than [server] request_timeout.")}}},
             "/mcp": {
                 "post": {"operationId": "mcpPost",
                          "summary": "Model Context Protocol, Streamable HTTP (revisions 2025-06-18, 2025-11-25 with Mcp-Session-Id sessions; 2026-07-28 stateless). One JSON-RPC message per request.",
@@ -178,7 +191,10 @@ pub(crate) fn document(state: &AppState) -> Value {
                                        "400": {"description": "Bad request (e.g. missing session id, unsupported protocol version)."},
                                        "401": error("Missing or wrong client key."),
                                        "403": {"description": "Host or Origin not allowed ([mcp] allowed_hosts, allowed_origins)."},
-                                       "404": {"description": "Unknown or expired session: initialize again."}}},
+                                       "404": {"description": "Unknown or expired session: initialize again."},
+                                       "413": error("Body too large."),
+                                       "415": {"description": "The body is not JSON (rmcp's answer to malformed JSON too)."},
+                                       "429": limited.clone()}},
                 "get": {"operationId": "mcpGet", "summary": "The server-to-client event stream of a legacy session.",
                         "responses": {"200": {"description": "An event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
                                       "401": error("Missing or wrong client key."),

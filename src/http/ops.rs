@@ -20,17 +20,16 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::auth::bearer;
-use super::{ApiError, AppState, ClientKeys};
+use super::{Access, ApiError, AppState};
 use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::telemetry::{Alert, AlertChange};
 
@@ -40,8 +39,8 @@ const DASHBOARD: &str = include_str!("dashboard.html");
 /// How many transitions each breaker's JSON lists.
 const TRANSITIONS_PER_BREAKER: usize = 10;
 
-/// The operations routes; `keys` are the client keys (the admin key is in the state).
-pub(super) fn routes(keys: ClientKeys) -> Router<AppState> {
+/// The operations routes (each authorizes itself: their access differs per route).
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/breakers", get(list_breakers))
         .route("/v1/breakers/{key}", get(one_breaker))
@@ -50,61 +49,14 @@ pub(super) fn routes(keys: ClientKeys) -> Router<AppState> {
         .route("/v1/events", get(events))
         .route("/metrics", get(metrics))
         .route("/dashboard", get(dashboard))
-        .layer(Extension(keys))
 }
 
-/// Who may do what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
-    Read,
-    Admin,
-}
-
-fn unauthorized(message: &str) -> Response {
-    let mut res = ApiError::new(StatusCode::UNAUTHORIZED, message).into_response();
-    res.headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    res
-}
-
-fn authorize(
-    state: &AppState,
-    keys: &ClientKeys,
-    headers: &HeaderMap,
-    access: Access,
-) -> Result<(), Box<Response>> {
-    let admin = &state.admin_key;
-    let presented = bearer(headers);
-    let is_admin = presented.is_some_and(|k| admin.accepts(k));
-    let is_client = presented.is_some_and(|k| keys.accepts(k));
-    match access {
-        Access::Read if keys.is_empty() || is_client || is_admin => Ok(()),
-        Access::Read if presented.is_none() => Err(Box::new(unauthorized(
-            "missing credentials; send `Authorization: Bearer <client key>`",
-        ))),
-        Access::Read => Err(Box::new(unauthorized(
-            "the bearer key is not valid; use a client key or the admin key",
-        ))),
-        Access::Admin if is_admin => Ok(()),
-        Access::Admin if admin.is_empty() && keys.is_empty() => Ok(()),
-        Access::Admin if admin.is_empty() => Err(Box::new(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "forcing breakers needs the admin key, and none is configured; set {} on the gateway",
-                state.config.auth.admin_key_env
-            ),
-        )
-        .into_response())),
-        Access::Admin if is_client => Err(Box::new(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "a client key cannot force breakers; use the admin key",
-        )
-        .into_response())),
-        Access::Admin if presented.is_none() => Err(Box::new(unauthorized(
-            "missing credentials; send `Authorization: Bearer <admin key>`",
-        ))),
-        Access::Admin => Err(Box::new(unauthorized("the bearer key is not the admin key"))),
-    }
+/// Authorizes an operations request: reads need a client key or the admin key, forcing
+/// needs the admin key.
+fn authorize(state: &AppState, headers: &HeaderMap, access: Access) -> Result<(), Box<Response>> {
+    state
+        .authorize(headers, access, "forcing breakers")
+        .map(|_| ())
 }
 
 /// `search_flights.duffel` (or `search_flights/duffel`) → the key.
@@ -206,12 +158,8 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
     })
 }
 
-async fn list_breakers(
-    State(state): State<AppState>,
-    Extension(keys): Extension<ClientKeys>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+async fn list_breakers(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(res) = authorize(&state, &headers, Access::Client) {
         return *res;
     }
     let now = Instant::now();
@@ -265,11 +213,10 @@ fn find(
 
 async fn one_breaker(
     State(state): State<AppState>,
-    Extension(keys): Extension<ClientKeys>,
     headers: HeaderMap,
     Path(key): Path<String>,
 ) -> Response {
-    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+    if let Err(res) = authorize(&state, &headers, Access::Client) {
         return *res;
     }
     match find(&state, &key) {
@@ -283,12 +230,11 @@ async fn one_breaker(
 
 async fn force_breaker(
     State(state): State<AppState>,
-    Extension(keys): Extension<ClientKeys>,
     headers: HeaderMap,
     Path(key): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Err(res) = authorize(&state, &keys, &headers, Access::Admin) {
+    if let Err(res) = authorize(&state, &headers, Access::Admin) {
         return *res;
     }
     let breaker = match find(&state, &key) {
@@ -315,12 +261,8 @@ async fn force_breaker(
     Json(breaker_json(&state, &breaker.snapshot(now), now)).into_response()
 }
 
-async fn list_alerts(
-    State(state): State<AppState>,
-    Extension(keys): Extension<ClientKeys>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(res) = authorize(&state, &headers, Access::Client) {
         return *res;
     }
     let now = Instant::now();
@@ -337,12 +279,8 @@ async fn list_alerts(
 /// `GET /v1/events`: `event: ready` once, then `transition` and `alert` events (JSON `data`),
 /// a comment every 15 s to keep proxies from closing the stream, and `lagged` (with the number
 /// of events missed) if this client fell more than the channel's capacity behind.
-async fn events(
-    State(state): State<AppState>,
-    Extension(keys): Extension<ClientKeys>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
+async fn events(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(res) = authorize(&state, &headers, Access::Client) {
         return *res;
     }
     let telemetry = state.gateway.telemetry();
@@ -397,13 +335,9 @@ fn alert_event(change: &AlertChange) -> Event {
     Event::default().event("alert").data(data.to_string())
 }
 
-async fn metrics(
-    State(state): State<AppState>,
-    Extension(keys): Extension<ClientKeys>,
-    headers: HeaderMap,
-) -> Response {
+async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if !state.config.telemetry.metrics_public
-        && let Err(res) = authorize(&state, &keys, &headers, Access::Read)
+        && let Err(res) = authorize(&state, &headers, Access::Client)
     {
         return *res;
     }

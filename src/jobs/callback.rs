@@ -4,9 +4,27 @@
 //! callback secret, so the receiver can check both origin and freshness (the Stripe scheme).
 //! Delivery is retried with backoff; a failed delivery never loses the result, which stays in
 //! the job (`GET /v1/jobs/{id}`).
+//!
+//! **SSRF.** A callback URL comes from a client, and the gateway posts to it from inside the
+//! operator's network, so it is held to three rules:
+//! 1. it must match an allowlist entry (`[auth] callback_allowlist`): same scheme, host and
+//!    port, and a path under the entry's path ([`allowed`]);
+//! 2. a host *name* must resolve to public addresses only: loopback, private, link-local
+//!    (cloud metadata at 169.254.169.254), unique-local, CGNAT and other special ranges are
+//!    refused ([`is_private`]); an internal receiver is allowed by writing its address itself
+//!    in the allowlist (`"http://10.0.0.5:8080/hooks/"`), which is an explicit decision;
+//! 3. redirects are never followed (a public receiver cannot bounce the post inward).
+//!
+//! Rule 2 is checked at submission (a clear 422) and again at delivery by the HTTP client's own
+//! resolver ([`GuardedResolver`]), which drops private addresses at connect time, so a DNS
+//! answer that changes between the check and the post (rebinding) cannot reach inside.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Url;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use sha2::Sha256;
 
 /// The header carrying the signature.
@@ -46,6 +64,119 @@ pub fn allowed(url: &Url, allowlist: &[Url]) -> bool {
     })
 }
 
+/// Whether `ip` is an address a callback must never reach through a host name: loopback,
+/// private (RFC 1918), link-local, unique-local, CGNAT, unspecified, broadcast, multicast,
+/// documentation, benchmarking and reserved ranges; IPv4-mapped IPv6 is judged as IPv4.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_private_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private_v4(v4);
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
+                || (first == 0x0064 && v6.segments()[1] == 0xff9b) // NAT64 64:ff9b::/96
+                || v6 == Ipv6Addr::from([0u16; 8])
+        }
+    }
+}
+
+fn is_private_v4(v4: Ipv4Addr) -> bool {
+    let [a, b, _, _] = v4.octets();
+    v4.is_private()
+        || v4.is_loopback()
+        || v4.is_link_local()
+        || v4.is_unspecified()
+        || v4.is_broadcast()
+        || v4.is_multicast()
+        || v4.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64.0.0/10
+        || (a == 192 && b == 0 && v4.octets()[2] == 0) // IETF 192.0.0.0/24
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking
+        || a >= 240 // reserved
+}
+
+/// How long the submission check waits for DNS before leaving the decision to delivery.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The submission check: the allowlist, then (for a host name) its addresses. `Err` is the
+/// message for the client (a 422). A name that does not resolve now is accepted: delivery
+/// resolves again and refuses private addresses then.
+pub async fn check_target(url: &Url, allowlist: &[Url]) -> Result<(), String> {
+    if !allowed(url, allowlist) {
+        let entries: Vec<&str> = allowlist.iter().map(Url::as_str).collect();
+        return Err(if entries.is_empty() {
+            format!(
+                "callback_url {url} is not allowed: this gateway has no callback allowlist ([auth] callback_allowlist), so it sends no callbacks; poll GET /v1/jobs/{{id}} instead"
+            )
+        } else {
+            format!(
+                "callback_url {url} is not on the gateway's callback allowlist; use a URL under one of: {}",
+                entries.join(", ")
+            )
+        });
+    }
+    let host = url.host_str().unwrap_or_default();
+    if host.trim_matches(['[', ']']).parse::<IpAddr>().is_ok() {
+        // An address literal passed the allowlist, so the operator wrote that address.
+        return Ok(());
+    }
+    let name = host;
+    let port = url.port_or_known_default().unwrap_or(443);
+    let lookup = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((name, port)));
+    let Ok(Ok(addrs)) = lookup.await else {
+        return Ok(());
+    };
+    if let Some(private) = addrs.map(|a| a.ip()).find(|ip| is_private(*ip)) {
+        return Err(format!(
+            "callback_url host {name} resolves to {private}, a private or local address; callbacks go to public addresses only, unless the allowlist names the address itself (e.g. \"{}://{}/…\")",
+            url.scheme(),
+            SocketAddr::new(private, port)
+        ));
+    }
+    Ok(())
+}
+
+/// The callback HTTP client's resolver: the system's answer without private addresses.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GuardedResolver;
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let public: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .filter(|a| !is_private(a.ip()))
+                .collect();
+            if public.is_empty() {
+                return Err(format!(
+                    "callback host {host} resolves only to private or local addresses; not sent"
+                )
+                .into());
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// The HTTP client that posts callbacks: short timeouts, no redirects, the guarded resolver.
+pub fn client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .connect_timeout(Duration::from_secs(3))
+        .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(GuardedResolver)
+        .build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +203,102 @@ mod tests {
         assert!(!ok("https://chat.example.com/other"), "path");
         assert!(!ok("https://user:pw@chat.example.com/hooks/"), "user info");
         assert!(!ok("https://169.254.169.254/hooks/"), "metadata address");
+        assert!(
+            !ok("https://chat.example.com/hooks"),
+            "the prefix's own parent"
+        );
+        assert!(
+            !ok("https://chat.example.com/hooks/../admin"),
+            "dot segments are resolved before the prefix check"
+        );
+    }
+
+    #[test]
+    fn private_and_special_addresses_are_recognised() {
+        let private = [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+        ];
+        for ip in private {
+            let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
+            assert!(is_private(ip), "{ip} is private");
+        }
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "172.32.0.1",
+            "100.128.0.1",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
+            assert!(!is_private(ip), "{ip} is public");
+        }
+    }
+
+    #[tokio::test]
+    async fn names_that_resolve_inward_are_refused_and_literals_are_explicit() {
+        let allow = |u: &str| vec![Url::parse(u).unwrap_or_else(|e| panic!("{e}"))];
+        let url = |u: &str| Url::parse(u).unwrap_or_else(|e| panic!("{e}"));
+        // localhost is a name: it resolves to loopback, so it is refused even when listed.
+        let e = check_target(
+            &url("http://localhost:9/hooks/x"),
+            &allow("http://localhost:9/hooks/"),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            e.contains("resolves to 127.0.0.1") || e.contains("resolves to ::1"),
+            "{e}"
+        );
+        assert!(
+            e.contains("unless the allowlist names the address itself"),
+            "{e}"
+        );
+        // The address written in the allowlist is the operator's explicit choice.
+        assert_eq!(
+            check_target(
+                &url("http://127.0.0.1:9/hooks/x"),
+                &allow("http://127.0.0.1:9/hooks/")
+            )
+            .await,
+            Ok(())
+        );
+        let e = check_target(
+            &url("http://127.0.0.1:9/other"),
+            &allow("http://127.0.0.1:9/hooks/"),
+        )
+        .await
+        .unwrap_err();
+        assert!(e.contains("not on the gateway's callback allowlist; use a URL under one of: http://127.0.0.1:9/hooks/"), "{e}");
+        let e = check_target(&url("http://127.0.0.1:9/hooks/"), &[])
+            .await
+            .unwrap_err();
+        assert!(e.contains("no callback allowlist"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn the_delivery_resolver_never_answers_a_private_address() {
+        let name: Name = "localhost".parse().unwrap_or_else(|_| panic!("name"));
+        let res = GuardedResolver.resolve(name).await;
+        let e = match res {
+            Ok(addrs) => panic!("resolved to {:?}", addrs.collect::<Vec<_>>()),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("only to private or local addresses"), "{e}");
     }
 }

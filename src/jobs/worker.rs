@@ -53,7 +53,9 @@ pub struct JobSystem {
     config: JobsConfig,
     allowlist: Vec<Url>,
     callback_secret: Option<Secret>,
-    http: reqwest::Client,
+    /// The callback client ([`callback::client`]); `None` if it could not be built, and then
+    /// callbacks fail (and are retried) rather than go out without the SSRF guard.
+    http: Option<reqwest::Client>,
     /// This process's lease owner name.
     owner: String,
     wake: Notify,
@@ -72,12 +74,9 @@ impl JobSystem {
         allowlist: Vec<Url>,
         callback_secret: Option<Secret>,
     ) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .connect_timeout(Duration::from_secs(3))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+        let http = callback::client()
+            .map_err(|e| tracing::error!(error = %e, "cannot build the callback HTTP client; callbacks will fail"))
+            .ok();
         let owner = format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple());
         JobSystem {
             store,
@@ -120,11 +119,9 @@ impl JobSystem {
         if let Some(url) = &callback_url {
             let parsed = Url::parse(url)
                 .map_err(|e| SubmitError::Callback(format!("callback_url is not a URL: {e}")))?;
-            if !callback::allowed(&parsed, &self.allowlist) {
-                return Err(SubmitError::Callback(format!(
-                    "callback_url {url} is not on the gateway's callback allowlist (auth.callback_allowlist)"
-                )));
-            }
+            callback::check_target(&parsed, &self.allowlist)
+                .await
+                .map_err(SubmitError::Callback)?;
             if self.callback_secret.is_none() {
                 return Err(SubmitError::Callback(
                     "callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway".into(),
@@ -149,9 +146,10 @@ impl JobSystem {
         Ok(res)
     }
 
-    /// Runs the dispatcher, workers and callback sender until `shutdown`, then hands back
-    /// every lease this process holds.
-    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+    /// Runs the dispatcher, workers and callback sender until `shutdown`; then lets running
+    /// jobs finish within `grace`, abandons the rest, and hands back every lease this process
+    /// holds, so no job is lost (nor counted as an attempt) by a shutdown.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken, grace: Duration) {
         let workers = Arc::new(Semaphore::new(self.config.workers as usize));
         let mut tasks = tokio::task::JoinSet::new();
         let callbacks = tokio::spawn(Arc::clone(&self).send_callbacks(shutdown.clone()));
@@ -171,8 +169,17 @@ impl JobSystem {
                 self.publish_queue_metrics().await;
             }
         }
-        // Let running jobs finish within their deadlines, then return what is still leased.
-        while tasks.join_next().await.is_some() {}
+        // Let running jobs finish within the grace period, then return what is still leased.
+        let finished =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        if finished.is_err() {
+            tracing::warn!(
+                abandoned = tasks.len(),
+                "background jobs still running after the shutdown grace period; their leases go back to the queue"
+            );
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
         callbacks.abort();
         match self.store.release(&self.owner, now_ms()).await {
             Ok(0) => {}
@@ -439,15 +446,26 @@ impl JobSystem {
 
     /// POSTs the job's final envelope, signed; true on a 2xx.
     async fn deliver(&self, job: &Job) -> bool {
-        let (Some(url), Some(secret)) = (&job.callback_url, &self.callback_secret) else {
+        let (Some(url), Some(secret), Some(http)) =
+            (&job.callback_url, &self.callback_secret, &self.http)
+        else {
             return false;
+        };
+        // Checked again at delivery: the allowlist may have changed since the job was stored
+        // (another replica, a restart). Host names are re-resolved by the client's guarded
+        // resolver, which never connects to a private address.
+        let parsed = match Url::parse(url) {
+            Ok(u) if callback::allowed(&u, &self.allowlist) => u,
+            _ => {
+                tracing::warn!(job = %job.id, "callback URL is no longer on the allowlist; not sent");
+                return false;
+            }
         };
         let body = serde_json::to_vec(&callback_body(job)).unwrap_or_default();
         let t = now_ms() / 1000;
         let signature = callback::sign(secret.expose().as_bytes(), t, &body);
-        match self
-            .http
-            .post(url)
+        match http
+            .post(parsed)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(callback::SIGNATURE_HEADER, signature)
             .body(body)

@@ -63,6 +63,7 @@ pub struct Metrics {
     queue_depth: IntGaugeVec,
     oldest_due_job_age: prometheus::GaugeVec,
     callbacks: IntCounterVec,
+    client_limited: IntCounterVec,
 }
 
 /// What one upstream attempt came to, as a metric label.
@@ -278,6 +279,18 @@ impl Metrics {
                 "Job result callbacks, by outcome (sent, failed).",
                 &["outcome"],
             ),
+            client_limited: {
+                let c = counter(
+                    &r,
+                    "faregate_client_limited_total",
+                    "Tool calls refused with 429 because a client was over a [limits] limit, by limit (client_rate, client_max_concurrent_calls).",
+                    &["limit"],
+                );
+                for limit in ["client_rate", "client_max_concurrent_calls"] {
+                    c.with_label_values(&[limit]);
+                }
+                c
+            },
             registry: r,
         }
     }
@@ -449,6 +462,12 @@ impl Metrics {
             CallbackOutcome::Failed => "failed",
         };
         self.callbacks.with_label_values(&[outcome]).inc();
+    }
+
+    /// A tool call refused with 429 by a per-client limit (`client_rate` or
+    /// `client_max_concurrent_calls`; no client identity is ever a label).
+    pub fn record_client_limited(&self, limit: &'static str) {
+        self.client_limited.with_label_values(&[limit]).inc();
     }
 
     /// The Prometheus text exposition of every metric.

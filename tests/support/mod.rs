@@ -105,24 +105,41 @@ pub async fn start_sim(seed: u64) -> TestSim {
 pub struct TestGateway {
     pub addr: std::net::SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl TestGateway {
     /// Starts the gateway built from `config` and `env`.
     pub async fn start(config: Config, env: &dyn Env) -> Self {
         let app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
+        Self::serve(app).await
+    }
+
+    /// Serves an already built app.
+    pub async fn serve(app: faregate::app::App) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .unwrap_or_else(|e| panic!("bind: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(faregate::app::run(listener, app, async move {
+        let task = tokio::spawn(faregate::app::run(listener, app, async move {
             let _ = rx.await;
         }));
         TestGateway {
             addr,
             stop: Some(tx),
+            task: Some(task),
         }
+    }
+
+    /// Starts the graceful shutdown (as SIGTERM would); the handle ends when `run` returns.
+    pub fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        self.task
+            .take()
+            .unwrap_or_else(|| tokio::spawn(async { Ok(()) }))
     }
 
     /// Starts the gateway with background jobs over `store`.
@@ -133,18 +150,7 @@ impl TestGateway {
     ) -> Self {
         let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
         faregate::app::attach_jobs(&mut app, store, env);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("bind: {e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(faregate::app::run(listener, app, async move {
-            let _ = rx.await;
-        }));
-        TestGateway {
-            addr,
-            stop: Some(tx),
-        }
+        Self::serve(app).await
     }
 
     /// `http://addr` + `path`.

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use super::*;
 
+mod server;
+
 /// An in-memory tree of files: the shipped defaults, with edits applied per test.
 struct MapFiles(BTreeMap<PathBuf, String>);
 

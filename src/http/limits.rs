@@ -1,0 +1,427 @@
+//! Per-client limits on the tool-call routes: a request rate (governor's GCRA) and a cap on
+//! calls in flight.
+//!
+//! Why: every tool call can cost money at a provider, so a stolen or runaway key must not be
+//! able to spend without bound, and one client must not fill every bulkhead slot of a tool
+//! that other clients share. The breakers protect providers from the gateway; these limits
+//! protect the gateway (and its bills) from one client.
+//!
+//! A client is its key (the SHA-256 digest [`auth`](super::auth) established), or its peer
+//! address when auth is off. Over either limit the answer is 429 with `Retry-After` and a JSON
+//! body saying which limit and when to retry; nothing reaches the pipeline.
+//!
+//! Only tool calls count: every `POST` to the native, OpenAI and Anthropic routes, and MCP
+//! `tools/call` messages (the body is read once to see the JSON-RPC method; `initialize`,
+//! `tools/list`, `ping` and event streams are not limited, so an MCP client's session set-up
+//! does not spend its call budget). Health, metrics and the operations API stay reachable for
+//! probes and operators while a client is throttled. An OpenAI or Anthropic request with
+//! several tool calls counts once. The in-flight cap counts a request from its headers to its
+//! response head, which for every call route covers the whole call (MCP answers JSON, not a
+//! stream).
+//!
+//! Time is governor's clock over `tokio::time::Instant`, so the limiter's tests run on a paused
+//! clock.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::Clock;
+use governor::nanos::Nanos;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
+use serde_json::json;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::AppState;
+use super::auth::{Caller, KeyDigest};
+use super::error::ApiError;
+use crate::config::LimitsConfig;
+
+/// Whom a limit counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientId {
+    /// A client key's digest.
+    Key(KeyDigest),
+    /// A peer address (auth off).
+    Peer(IpAddr),
+}
+
+impl std::fmt::Display for ClientId {
+    /// A key shows as the first 4 bytes of its digest (enough to tell clients apart in logs,
+    /// far too little to test guesses of the key against).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientId::Key(d) => write!(f, "key:{:02x}{:02x}{:02x}{:02x}", d[0], d[1], d[2], d[3]),
+            ClientId::Peer(ip) => write!(f, "peer:{ip}"),
+        }
+    }
+}
+
+/// governor's clock over tokio's: `Nanos` since the limiter was built.
+#[derive(Debug, Clone)]
+struct TokioClock {
+    start: tokio::time::Instant,
+}
+
+impl Clock for TokioClock {
+    type Instant = Nanos;
+    fn now(&self) -> Nanos {
+        Nanos::from(tokio::time::Instant::now().duration_since(self.start))
+    }
+}
+
+type Limiter = RateLimiter<
+    ClientId,
+    DefaultKeyedStateStore<ClientId>,
+    TokioClock,
+    governor::middleware::NoOpMiddleware<Nanos>,
+>;
+
+/// Keys tracked before stale ones are swept (only reachable when auth is off and many peer
+/// addresses call; keyed clients are as few as the configured keys).
+const SWEEP_ABOVE: usize = 4096;
+
+/// The limits of every client. Cheap to share behind an `Arc`.
+pub struct ClientLimits {
+    /// The rate limiter; `None` = no rate limit.
+    rate: Option<Limiter>,
+    clock: TokioClock,
+    /// The in-flight cap; `None` = no cap.
+    max_in_flight: Option<u32>,
+    /// One semaphore per client with calls in flight. A std mutex: held only to look up or
+    /// insert an entry, never across an await.
+    in_flight: Mutex<HashMap<ClientId, Arc<Semaphore>>>,
+    /// The body limit, for reading an MCP body to find its method.
+    max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for ClientLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientLimits")
+            .field("rate", &self.rate.is_some())
+            .field("max_in_flight", &self.max_in_flight)
+            .finish()
+    }
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Over the rate; retry after this long.
+    Rate(Duration),
+    /// Too many calls in flight.
+    InFlight(u32),
+}
+
+/// Proof of admission; dropping it frees the client's in-flight slot.
+#[derive(Debug)]
+pub struct Admission {
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl ClientLimits {
+    /// Limits as configured; `max_body_bytes` bounds the MCP body read to find its method.
+    pub fn new(config: &LimitsConfig, max_body_bytes: usize) -> Self {
+        let clock = TokioClock {
+            start: tokio::time::Instant::now(),
+        };
+        let rate = config.client_rate.and_then(|r| {
+            let burst = NonZeroU32::new(config.client_burst.max(1))?;
+            let period = r.per / r.count.max(1);
+            let quota = Quota::with_period(period)?.allow_burst(burst);
+            Some(RateLimiter::new(
+                quota,
+                DefaultKeyedStateStore::default(),
+                clock.clone(),
+            ))
+        });
+        ClientLimits {
+            rate,
+            clock,
+            max_in_flight: config.client_max_concurrent_calls,
+            in_flight: Mutex::new(HashMap::new()),
+            max_body_bytes,
+        }
+    }
+
+    /// Admits one tool call of `client`, or says why not. The in-flight slot is taken first,
+    /// so a call refused for having too many in flight does not also spend the client's rate.
+    pub fn admit(&self, client: ClientId) -> Result<Admission, Refusal> {
+        let slot = match self.max_in_flight {
+            None => None,
+            Some(max) => {
+                let semaphore = {
+                    let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                    if map.len() > SWEEP_ABOVE {
+                        map.retain(|_, s| s.available_permits() < max as usize);
+                    }
+                    map.entry(client)
+                        .or_insert_with(|| Arc::new(Semaphore::new(max as usize)))
+                        .clone()
+                };
+                match semaphore.try_acquire_owned() {
+                    Ok(permit) => Some(permit),
+                    Err(_) => return Err(Refusal::InFlight(max)),
+                }
+            }
+        };
+        if let Some(rate) = &self.rate {
+            if rate.len() > SWEEP_ABOVE {
+                rate.retain_recent();
+            }
+            if let Err(not_until) = rate.check_key(&client) {
+                let wait = not_until.wait_time_from(self.clock.now());
+                return Err(Refusal::Rate(wait));
+            }
+        }
+        Ok(Admission { _slot: slot })
+    }
+}
+
+/// Whole seconds for `Retry-After`, never 0 (a client told 0 would retry at once).
+fn retry_after_secs(wait: Duration) -> u64 {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    secs.max(1)
+}
+
+/// The 429 for a refusal.
+pub fn too_many(refusal: Refusal) -> Response {
+    let (secs, message, limit) = match refusal {
+        Refusal::Rate(wait) => {
+            let secs = retry_after_secs(wait);
+            (
+                secs,
+                format!(
+                    "this client is over its request rate ([limits] client_rate); retry after {secs} s"
+                ),
+                "client_rate",
+            )
+        }
+        Refusal::InFlight(max) => (
+            1,
+            format!(
+                "this client already has {max} tool calls in flight ([limits] client_max_concurrent_calls); wait for one to finish, then retry"
+            ),
+            "client_max_concurrent_calls",
+        ),
+    };
+    let mut res = ApiError::new(StatusCode::TOO_MANY_REQUESTS, message)
+        .with("limit", json!(limit))
+        .with("retry_after_s", json!(secs))
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        res.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    res
+}
+
+/// Middleware for the tool-call routes: behind authentication, before the handler.
+pub async fn limit_calls(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let limits = &state.limits;
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let request = if request.uri().path() == "/mcp" {
+        match mcp_tool_call(request, limits.max_body_bytes).await {
+            Ok((true, request)) => request,
+            Ok((false, request)) => return next.run(request).await,
+            Err(res) => return *res,
+        }
+    } else {
+        request
+    };
+    let digest = request
+        .extensions()
+        .get::<Caller>()
+        .and_then(Caller::digest);
+    let client = match digest {
+        Some(d) => ClientId::Key(d),
+        None => {
+            let peer = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip())
+                .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+            ClientId::Peer(peer)
+        }
+    };
+    match limits.admit(client) {
+        Ok(admission) => {
+            let res = next.run(request).await;
+            drop(admission);
+            res
+        }
+        Err(refusal) => {
+            tracing::info!(%client, ?refusal, "client over its limit");
+            let limit = match refusal {
+                Refusal::Rate(_) => "client_rate",
+                Refusal::InFlight(_) => "client_max_concurrent_calls",
+            };
+            state
+                .gateway
+                .telemetry()
+                .metrics()
+                .record_client_limited(limit);
+            too_many(refusal)
+        }
+    }
+}
+
+/// Reads an MCP body (within the body limit) and puts it back: whether it holds a
+/// `tools/call` message (alone or in a batch).
+async fn mcp_tool_call(request: Request, max: usize) -> Result<(bool, Request), Box<Response>> {
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
+        Box::new(
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body could not be read whole within the {max}-byte limit ([server] max_body_bytes)"
+                ),
+            )
+            .into_response(),
+        )
+    })?;
+    let call = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .map(|v| is_tool_call(&v))
+        .unwrap_or(false);
+    Ok((
+        call,
+        Request::from_parts(parts, axum::body::Body::from(bytes)),
+    ))
+}
+
+fn is_tool_call(message: &serde_json::Value) -> bool {
+    match message {
+        serde_json::Value::Array(batch) => batch.iter().any(is_tool_call),
+        serde_json::Value::Object(m) => {
+            m.get("method").and_then(serde_json::Value::as_str) == Some("tools/call")
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Rate;
+
+    fn limits(count: u32, burst: u32, in_flight: Option<u32>) -> ClientLimits {
+        ClientLimits::new(
+            &LimitsConfig {
+                client_rate: Some(Rate {
+                    count,
+                    per: Duration::from_secs(1),
+                }),
+                client_burst: burst,
+                client_max_concurrent_calls: in_flight,
+            },
+            1024,
+        )
+    }
+
+    const A: ClientId = ClientId::Key([1; 32]);
+    const B: ClientId = ClientId::Key([2; 32]);
+
+    #[tokio::test(start_paused = true)]
+    async fn the_burst_passes_then_the_rate_refills() {
+        let l = limits(2, 3, None);
+        for _ in 0..3 {
+            assert!(l.admit(A).is_ok());
+        }
+        match l.admit(A) {
+            Err(Refusal::Rate(wait)) => assert_eq!(wait, Duration::from_millis(500)),
+            other => panic!("{other:?}"),
+        }
+        assert!(l.admit(B).is_ok(), "clients are counted apart");
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert!(l.admit(A).is_ok(), "one token back after 1/rate");
+        assert!(l.admit(A).is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_in_flight_are_capped_per_client() {
+        let l = ClientLimits::new(
+            &LimitsConfig {
+                client_rate: None,
+                client_burst: 1,
+                client_max_concurrent_calls: Some(2),
+            },
+            1024,
+        );
+        let first = l.admit(A);
+        let second = l.admit(A);
+        assert!(first.is_ok() && second.is_ok());
+        assert_eq!(l.admit(A).err(), Some(Refusal::InFlight(2)));
+        assert!(l.admit(B).is_ok());
+        drop(first);
+        assert!(l.admit(A).is_ok(), "a finished call frees its slot");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_refused_for_its_slots_spends_no_rate() {
+        let l = limits(1, 2, Some(1));
+        let held = l.admit(A);
+        assert!(held.is_ok());
+        assert_eq!(l.admit(A).err(), Some(Refusal::InFlight(1)));
+        drop(held);
+        assert!(
+            l.admit(A).is_ok(),
+            "the second token was not spent by the refusal"
+        );
+        assert!(matches!(l.admit(A), Err(Refusal::Rate(_))));
+    }
+
+    #[test]
+    fn only_mcp_tool_calls_count() {
+        use serde_json::json;
+        assert!(is_tool_call(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
+        ));
+        assert!(is_tool_call(
+            &json!([{"method": "ping"}, {"method": "tools/call"}])
+        ));
+        assert!(!is_tool_call(&json!({"method": "tools/list"})));
+        assert!(!is_tool_call(&json!({"method": "initialize"})));
+        assert!(!is_tool_call(&json!("tools/call")));
+    }
+
+    #[test]
+    fn retry_after_rounds_up_and_is_never_zero() {
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_secs(Duration::from_secs(2)), 2);
+        assert_eq!(retry_after_secs(Duration::from_millis(2001)), 3);
+    }
+
+    #[tokio::test]
+    async fn the_429_says_what_and_when() {
+        let res = too_many(Refusal::Rate(Duration::from_millis(1500)));
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            res.headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()),
+            Some("2")
+        );
+        let body = axum::body::to_bytes(res.into_body(), 4096)
+            .await
+            .unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        assert_eq!(v["limit"], "client_rate");
+        assert_eq!(v["retry_after_s"], 2);
+        assert!(
+            v["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("retry after 2 s")
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! The accept loop: inbound limits on connections, and graceful shutdown.
+//!
+//! `axum::serve` cannot bound how long a client takes to send its headers, nor how many
+//! connections are open, so faregate runs its own loop over hyper's HTTP/1 connection (the
+//! shape of mini-redis's `Listener`):
+//!
+//! - **Connections**: a semaphore of `[server] max_connections` permits is taken *before*
+//!   `accept`, and its permit lives as long as the connection. At the cap, new clients wait in
+//!   the kernel's listen backlog instead of costing the gateway memory and file descriptors.
+//! - **Header read timeout** (`[server] header_read_timeout`): hyper closes a connection whose
+//!   request head has not fully arrived in time, so a slow-loris client that trickles its
+//!   headers byte by byte holds a connection for at most that long. The same timer bounds an
+//!   idle keep-alive connection between two requests.
+//! - **Request timeout** ([`request_timeout`], `[server] request_timeout`): from the headers to
+//!   the response head, longer than every tool's deadline, so it only fires when something
+//!   is wrong (a body trickled in slowly, a stuck handler) and answers 503 with a JSON message.
+//!   Streams (SSE) are not cut: their response head is sent at once.
+//! - **Shutdown**: when the shutdown future completes, the listener is dropped (new
+//!   connections are refused), `on_shutdown` runs (event streams end, job workers stop
+//!   claiming), every connection is told to finish its current request and close, and the loop
+//!   waits up to `[server] shutdown_grace` for them. Connections still open after that are
+//!   closed.
+//!
+//! HTTP/1.1 only: agent clients speak it, and an HTTP/2 preface sniffer would read without the
+//! header timer. Peer addresses reach handlers as axum's `ConnectInfo<SocketAddr>`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
+
+use super::error::ApiError;
+
+/// The inbound limits of the accept loop (from `[server]`).
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// How long a request head may take to arrive (and an idle keep-alive connection lasts).
+    pub header_read_timeout: Duration,
+    /// Open connections at most.
+    pub max_connections: u32,
+    /// How long in-flight requests may take to finish once shutdown starts.
+    pub shutdown_grace: Duration,
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then drains (see the module docs).
+/// `on_shutdown` runs once, right after the listener is closed.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send,
+    on_shutdown: impl FnOnce() + Send,
+) -> std::io::Result<()> {
+    let permits = Arc::new(Semaphore::new(options.max_connections.max(1) as usize));
+    let draining = CancellationToken::new();
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        // The permit first: at the cap, nobody is accepted until a connection closes.
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = Arc::clone(&permits).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break, // never closed; a closed semaphore would mean no more connections
+            },
+        };
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Per-connection errors (a reset before accept) and descriptor exhaustion
+                    // are both survivable; back off a little so the latter does not spin.
+                    tracing::debug!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+        };
+        connections.spawn(connection(
+            stream,
+            peer,
+            router.clone(),
+            permit,
+            draining.clone(),
+            options.header_read_timeout,
+        ));
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    on_shutdown();
+    draining.cancel();
+    let open = connections.len();
+    let drained = tokio::time::timeout(options.shutdown_grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            still_open = connections.len(),
+            grace_s = options.shutdown_grace.as_secs_f64(),
+            "closing connections still busy after the shutdown grace period"
+        );
+        connections.abort_all();
+        while connections.join_next().await.is_some() {}
+    } else if open > 0 {
+        tracing::info!(connections = open, "in-flight requests finished");
+    }
+    Ok(())
+}
+
+/// One connection: HTTP/1.1 with the header timer, closed gracefully when draining starts.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    permit: OwnedSemaphorePermit,
+    draining: CancellationToken,
+    header_read_timeout: Duration,
+) {
+    let _ = stream.set_nodelay(true);
+    let service = router.map_request(move |mut req: Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(ConnectInfo(peer));
+        req
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+    tokio::pin!(conn);
+    tokio::select! {
+        res = conn.as_mut() => {
+            if let Err(e) = res {
+                tracing::debug!(%peer, error = %e, "connection closed with an error");
+            }
+        }
+        _ = draining.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "connection closed with an error while draining");
+            }
+        }
+    }
+    drop(permit);
+}
+
+/// Middleware: 503 with a JSON message when a request takes longer than the request timeout.
+pub async fn request_timeout(
+    State(limit): State<Duration>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(res) => res,
+        Err(_) => {
+            tracing::warn!(
+                limit_s = limit.as_secs_f64(),
+                "request abandoned at the request timeout"
+            );
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the request did not finish within the gateway's request timeout ({} s, [server] request_timeout) and was abandoned; a search can be retried, and a booking retried with the same idempotency_key is never made twice",
+                    limit.as_secs_f64()
+                ),
+            )
+            .into_response()
+        }
+    }
+}
