@@ -2,6 +2,7 @@
 //! see them.
 
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
@@ -77,8 +78,15 @@ pub(crate) struct ListQuery {
 /// `GET /v1/jobs`.
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Query(q): Query<ListQuery>,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    // axum's own rejection is text/plain; every error of this API is JSON (schemathesis found it).
+    let Query(q) = query.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{}; the parameters are status, tool and limit (1 to 1000)",
+            e.body_text()
+        ))
+    })?;
     let jobs = jobs(&state)?;
     let status = match q.status.as_deref() {
         None => None,
