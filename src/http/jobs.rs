@@ -3,13 +3,13 @@
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, PathParam};
 use crate::jobs::{Job, JobStatus, JobStore, Jobs, rfc3339};
 
 /// The job as the API shows it.
@@ -55,7 +55,7 @@ fn store_error(e: crate::jobs::StoreError) -> ApiError {
 /// `GET /v1/jobs/{job_id}`.
 pub(crate) async fn one(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
     let jobs = jobs(&state)?;
     match jobs.store().get(&id).await.map_err(store_error)? {

@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, PathParam};
 use crate::call::{CallError, CallRequest, Status};
 use crate::jobs::SubmitError;
 use crate::tools::CallMode;
@@ -67,7 +67,7 @@ pub(crate) fn json_body<T: serde::de::DeserializeOwned>(
 /// The handler.
 pub(crate) async fn call_tool(
     State(state): State<AppState>,
-    Path(tool): Path<String>,
+    PathParam(tool): PathParam,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     if state.gateway.tool(&tool).is_none() {

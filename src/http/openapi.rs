@@ -79,6 +79,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "operationId": "getTool", "summary": "One tool with its schemas, policy and providers.",
                 "parameters": [tool_param.clone()],
                 "responses": {"200": ok_json("The tool.", json!({"type": "object"})),
+                              "400": error("A tool name that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong client key."),
                               "404": error("Unknown tool; the body lists the known ones.")}}},
             "/v1/tools/{tool}/call": {"post": {
@@ -88,7 +89,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "responses": {
                     "200": ok_json("ok, stale, unavailable or rejected.", json!({"$ref": "#/components/schemas/Envelope"})),
                     "202": ok_json("queued: a background call was accepted (or its idempotency key named an existing job); job_id set.", json!({"$ref": "#/components/schemas/Envelope"})),
-                    "400": error("Malformed JSON or body, or a callback_url not on the allowlist."),
+                    "400": error("Malformed JSON or body, a callback_url not on the allowlist, or a tool name that is not UTF-8 once percent-decoded."),
                     "401": error("Missing or wrong client key."),
                     "404": error("Unknown tool; the body lists the known ones."),
                     "413": error("Body too large."),
@@ -103,6 +104,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "operationId": "getBreaker", "summary": "One breaker; the key is tool.provider, e.g. search_flights.duffel.",
                 "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "responses": {"200": ok_json("The breaker.", json!({"type": "object"})),
+                              "400": error("A key that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong key."),
                               "404": error("No such breaker.")}}},
             "/v1/breakers/{key}/force": {"post": {
@@ -110,7 +112,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "requestBody": json_body(json!({"type": "object", "required": ["state"], "properties": {"state": {"type": "string", "enum": ["open", "closed", "auto"]}}})),
                 "responses": {"200": ok_json("The breaker after the change.", json!({"type": "object"})),
-                              "400": error("Unknown state or malformed body."),
+                              "400": error("Unknown state or malformed body, or a key that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong key."),
                               "403": error("A client key cannot force breakers; use the admin key."),
                               "404": error("No such breaker.")}}},
@@ -144,6 +146,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "operationId": "getJob", "summary": "One background job: status, attempts, next attempt, result envelope, last error.",
                 "parameters": [{"name": "job_id", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "responses": {"200": ok_json("The job.", json!({"$ref": "#/components/schemas/Job"})),
+                              "400": error("A job id that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong client key."),
                               "404": error("No such job."),
                               "501": error("No job store."),

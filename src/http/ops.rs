@@ -19,7 +19,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -30,6 +30,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use super::auth::bearer;
+use super::error::PathParam;
 use super::{ApiError, AppState, ClientKeys};
 use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::telemetry::{Alert, AlertChange};
@@ -267,7 +268,7 @@ async fn one_breaker(
     State(state): State<AppState>,
     Extension(keys): Extension<ClientKeys>,
     headers: HeaderMap,
-    Path(key): Path<String>,
+    PathParam(key): PathParam,
 ) -> Response {
     if let Err(res) = authorize(&state, &keys, &headers, Access::Read) {
         return *res;
@@ -285,7 +286,7 @@ async fn force_breaker(
     State(state): State<AppState>,
     Extension(keys): Extension<ClientKeys>,
     headers: HeaderMap,
-    Path(key): Path<String>,
+    PathParam(key): PathParam,
     body: Bytes,
 ) -> Response {
     if let Err(res) = authorize(&state, &keys, &headers, Access::Admin) {
