@@ -126,17 +126,21 @@ pub(crate) fn document(state: &AppState) -> Value {
                               "401": error("Missing or wrong key.")}}},
             "/metrics": {"get": {
                 "operationId": "metrics", "summary": "Prometheus text format (open unless telemetry.metrics_public = false).",
+                "security": [{}, {"clientKey": []}],
                 "responses": {"200": {"description": "Metrics.", "content": {"text/plain": {"schema": {"type": "string"}}}},
                               "401": error("Missing or wrong key, when metrics are not public.")}}},
             "/dashboard": {"get": {
                 "operationId": "dashboard", "summary": "The operator's dashboard page (holds no data; reads the APIs with a key kept in session storage).",
+                "security": open,
                 "responses": {"200": {"description": "An HTML page.", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
             "/v1/jobs": {"get": {
                 "operationId": "listJobs", "summary": "Background jobs, newest first.",
                 "parameters": [
                     {"name": "status", "in": "query", "required": false, "schema": {"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead"]}},
                     {"name": "tool", "in": "query", "required": false, "schema": {"type": "string"}},
-                    {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                    {"name": "limit", "in": "query", "required": false,
+                     "description": "At most this many jobs (default 100); values outside 1 to 1000 are clamped to it.",
+                     "schema": {"type": "integer", "minimum": 0, "maximum": 4294967295_u64}}],
                 "responses": {"200": ok_json("The jobs.", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}}})),
                               "400": error("Unknown status or query parameter."),
                               "401": error("Missing or wrong client key."),
