@@ -31,7 +31,11 @@ fn validators() -> &'static [(Value, ArgumentValidator)] {
 
 /// The calls in the protocol's own shape, as a client would send them.
 fn write_back(endpoint: Endpoint, calls: &[ParsedCall]) -> Value {
-    let mode = if calls.iter().any(|c| c.background) { "background" } else { "interactive" };
+    let mode = if calls.iter().any(|c| c.background) {
+        "background"
+    } else {
+        "interactive"
+    };
     let args = |c: &ParsedCall| c.arguments.clone().unwrap_or(Value::Null);
     match endpoint {
         Endpoint::OpenAi => json!({"mode": mode, "tool_calls": calls.iter().map(|c| json!({
@@ -65,7 +69,9 @@ fuzz_target!(|data: &[u8]| {
     let today = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap_or_default();
     for call in &calls {
         if endpoint != Endpoint::Native {
-            assert!(!call.tool.is_empty() && call.call_id.as_deref().is_some_and(|i| !i.is_empty()));
+            assert!(
+                !call.tool.is_empty() && call.call_id.as_deref().is_some_and(|i| !i.is_empty())
+            );
         }
         let Some(i) = CATALOG.iter().position(|s| s.name == call.tool) else {
             continue;
@@ -79,7 +85,9 @@ fuzz_target!(|data: &[u8]| {
     // Round trip: only bodies whose calls all have arguments objects (a per-call error text
     // cannot be written back).
     if endpoint != Endpoint::Native
-        && calls.iter().all(|c| c.arguments.as_ref().is_ok_and(Value::is_object))
+        && calls
+            .iter()
+            .all(|c| c.arguments.as_ref().is_ok_and(Value::is_object))
     {
         let again = write_back(endpoint, &calls);
         let bytes = serde_json::to_vec(&again).unwrap_or_default();

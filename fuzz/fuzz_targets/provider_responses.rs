@@ -15,7 +15,9 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 
 /// Statuses worth trying, successes first (the second input byte picks one).
-const STATUSES: [u16; 16] = [200, 201, 200, 202, 204, 400, 401, 403, 404, 409, 422, 429, 500, 502, 503, 504];
+const STATUSES: [u16; 16] = [
+    200, 201, 200, 202, 204, 400, 401, 403, 404, 409, 422, 429, 500, 502, 503, 504,
+];
 
 struct Fixture {
     requests: Vec<ToolRequest>,
@@ -93,8 +95,13 @@ fuzz_target!(|data: &[u8]| {
             let data = output.to_json();
             let schema = f.output_schemas.iter().find(|(n, _)| *n == request.tool());
             if let Some((_, schema)) = schema {
-                let errors: Vec<String> = schema.iter_errors(&data).map(|e| e.to_string()).collect();
-                assert!(errors.is_empty(), "{} data breaks its output schema: {errors:?}\n{data}", request.tool());
+                let errors: Vec<String> =
+                    schema.iter_errors(&data).map(|e| e.to_string()).collect();
+                assert!(
+                    errors.is_empty(),
+                    "{} data breaks its output schema: {errors:?}\n{data}",
+                    request.tool()
+                );
             }
         }
         Err(e) => assert!(!e.to_string().is_empty()),

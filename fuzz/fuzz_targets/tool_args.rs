@@ -56,8 +56,14 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(request.tool(), spec.name);
             let again = args_json(&request);
             match validator.check(&again, today(), key) {
-                Ok(second) => assert_eq!(args_json(&second), again, "round trip changed the arguments"),
-                Err(errors) => panic!("accepted arguments {again} refused on the way back: {errors:?}"),
+                Ok(second) => assert_eq!(
+                    args_json(&second),
+                    again,
+                    "round trip changed the arguments"
+                ),
+                Err(errors) => {
+                    panic!("accepted arguments {again} refused on the way back: {errors:?}")
+                }
             }
         }
         Err(errors) => {
