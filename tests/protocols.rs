@@ -582,3 +582,24 @@ async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
             .is_some()
     );
 }
+
+/// A path parameter that is not UTF-8 once percent-decoded gets the JSON 400 the OpenAPI
+/// document describes, not axum's text/plain rejection (found while checking the document
+/// against the server for schemathesis).
+#[tokio::test]
+async fn undecodable_path_parameters_are_json_400s() {
+    let s = stack().await;
+    let says_utf8 = |body: &Value| {
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("UTF-8"))
+    };
+    for path in ["/v1/tools/%FF", "/v1/breakers/%FF", "/v1/jobs/%FF"] {
+        let (status, body) = s.get(path).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(says_utf8(&body), "{path}: {body}");
+    }
+    let (status, body) = s.post("/v1/tools/%FF/call", json!({"arguments": {}})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(says_utf8(&body), "{body}");
+}

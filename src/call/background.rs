@@ -196,25 +196,9 @@ impl Gateway {
         let Some(tool) = self.tools.get(tool_name) else {
             return Err(CheckError::UnknownTool);
         };
-        let mut errors = tool.validator.errors(arguments);
-        if let Err(semantic) = tool
-            .spec
-            .parse(arguments.clone(), Self::today(), idempotency_key)
-        {
-            for e in semantic {
-                if (!e.field.is_empty() || errors.is_empty())
-                    && !errors.iter().any(|s| s.field == e.field)
-                {
-                    errors.push(e);
-                }
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(CheckError::Invalid(describe_field_errors(
-                tool_name, &errors,
-            )))
-        }
+        tool.validator
+            .check(arguments, Self::today(), idempotency_key)
+            .map(|_| ())
+            .map_err(|errors| CheckError::Invalid(describe_field_errors(tool_name, &errors)))
     }
 }

@@ -344,31 +344,13 @@ impl Gateway {
             ..Envelope::text(call_id.clone(), tool.spec.name, status, content)
         };
 
-        // The schema names every shape error; the typed parse adds the semantic ones (a date
-        // in the past, a check-out before the check-in) for fields the schema found no fault
-        // with, so one answer lists everything to fix.
-        let schema_errors = tool.validator.errors(&req.arguments);
-        let parsed = tool.spec.parse(
-            req.arguments.clone(),
+        let (request, field_errors) = match tool.validator.check(
+            &req.arguments,
             Self::today(),
             req.idempotency_key.as_deref(),
-        );
-        let (request, field_errors) = match parsed {
-            Ok(r) if schema_errors.is_empty() => (Some(r), Vec::new()),
-            Ok(_) => (None, schema_errors),
-            Err(semantic) => {
-                let mut all = schema_errors;
-                let extra: Vec<_> = semantic
-                    .into_iter()
-                    .filter(|e| {
-                        // An empty field is serde's view of a shape error the schema reported.
-                        (!e.field.is_empty() || all.is_empty())
-                            && !all.iter().any(|s| s.field == e.field)
-                    })
-                    .collect();
-                all.extend(extra);
-                (None, all)
-            }
+        ) {
+            Ok(r) => (Some(r), Vec::new()),
+            Err(errors) => (None, errors),
         };
         let Some(request) = request else {
             return Ok(envelope(

@@ -43,7 +43,7 @@ pub(crate) async fn tool_use(
     Ok(Json(json!({ "role": "user", "content": content })))
 }
 
-fn parse(body: Value) -> Result<(Vec<AgentCall>, AgentOptions), ApiError> {
+pub(crate) fn parse(body: Value) -> Result<(Vec<AgentCall>, AgentOptions), ApiError> {
     let (blocks, options) = match body {
         Value::Array(blocks) => (blocks, AgentOptions::default()),
         Value::Object(mut obj) => {

@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, PathParam};
 use super::manifest::{self, Format, ManifestTool};
 use super::native::unknown_tool;
 use crate::call::ServedTool;
@@ -92,7 +92,7 @@ pub(crate) async fn list(
 /// `GET /v1/tools/{tool}`.
 pub(crate) async fn one(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    PathParam(name): PathParam,
 ) -> Result<Response, ApiError> {
     let tool = state
         .gateway

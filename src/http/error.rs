@@ -2,7 +2,9 @@
 //! `message` says what to fix. Internal details are logged, never sent.
 
 use axum::Json;
+use axum::extract::{FromRequestParts, Path};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
@@ -52,5 +54,25 @@ impl IntoResponse for ApiError {
         body.insert("message".into(), json!(self.message));
         body.extend(self.extra);
         (self.status, Json(Value::Object(body))).into_response()
+    }
+}
+
+/// A route's one path parameter. axum's own `Path` rejection (a segment that is not UTF-8 once
+/// percent-decoded, e.g. `%FF`) is text/plain; this answers the JSON 400 every other error
+/// gets (schemathesis run: the OpenAPI document promises JSON errors).
+#[derive(Debug)]
+pub(crate) struct PathParam(pub(crate) String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathParam {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(PathParam(value)),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "{}; a path parameter must be UTF-8 once percent-decoded",
+                e.body_text()
+            ))),
+        }
     }
 }

@@ -6,13 +6,14 @@
 //! client's arguments and results, so it is job administration and needs the admin key.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::error::ApiError;
+use super::error::{ApiError, PathParam};
 use super::{Access, AppState};
 use crate::jobs::{Job, JobStatus, JobStore, Jobs, rfc3339};
 
@@ -59,7 +60,7 @@ fn store_error(e: crate::jobs::StoreError) -> ApiError {
 /// `GET /v1/jobs/{job_id}`.
 pub(crate) async fn one(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
     let jobs = jobs(&state)?;
     match jobs.store().get(&id).await.map_err(store_error)? {
@@ -83,11 +84,18 @@ pub(crate) struct ListQuery {
 pub(crate) async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<ListQuery>,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     if let Err(res) = state.authorize(&headers, Access::Admin, "listing every job") {
         return Ok(*res);
     }
+    // axum's own rejection is text/plain; every error of this API is JSON (schemathesis found it).
+    let Query(q) = query.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{}; the parameters are status, tool and limit (1 to 1000)",
+            e.body_text()
+        ))
+    })?;
     let jobs = jobs(&state)?;
     let status = match q.status.as_deref() {
         None => None,

@@ -11,6 +11,7 @@ mod anthropic;
 mod auth;
 mod catalog;
 mod error;
+pub mod fuzzing;
 mod jobs;
 mod json;
 pub mod limits;

@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, PathParam};
 use super::json::json_body;
 use crate::call::{CallError, CallRequest, Status};
 use crate::jobs::SubmitError;
@@ -21,12 +21,12 @@ use crate::tools::CallMode;
 /// The request body. Only `arguments` is required.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CallBody {
-    arguments: Value,
+pub(crate) struct CallBody {
+    pub(crate) arguments: Value,
     #[serde(default)]
     mode: Option<String>,
     #[serde(default)]
-    call_id: Option<String>,
+    pub(crate) call_id: Option<String>,
     #[serde(default)]
     idempotency_key: Option<String>,
     #[serde(default)]
@@ -38,7 +38,7 @@ struct CallBody {
 /// The handler.
 pub(crate) async fn call_tool(
     State(state): State<AppState>,
-    Path(tool): Path<String>,
+    PathParam(tool): PathParam,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -48,6 +48,35 @@ pub(crate) async fn call_tool(
     let body: CallBody = json_body(&headers, body, state.max_body_bytes)?;
     check_text("call_id", body.call_id.as_deref(), 256)?;
     check_text("idempotency_key", body.idempotency_key.as_deref(), 255)?;
+    let request = match read_call(tool, body)? {
+        NativeCall::Interactive(request) => request,
+        NativeCall::Background(tool, body) => return submit_background(&state, tool, body).await,
+    };
+    match state.gateway.call(request).await {
+        Ok(envelope) => {
+            let status = match envelope.status {
+                Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
+                Status::Queued => StatusCode::ACCEPTED,
+                _ => StatusCode::OK,
+            };
+            Ok((status, Json(envelope)).into_response())
+        }
+        Err(CallError::UnknownTool { name, .. }) => Err(unknown_tool(&state, &name)),
+    }
+}
+
+/// A native call body after the checks every call gets, before any tool runs.
+#[derive(Debug)]
+pub(crate) enum NativeCall {
+    /// Run it now.
+    Interactive(CallRequest),
+    /// Store it as a background job (the tool's name and the body).
+    Background(String, CallBody),
+}
+
+/// Reads `mode`, `callback_url` and `deadline_ms` from a parsed body (the handler's path, and
+/// [`super::fuzzing`]'s).
+pub(crate) fn read_call(tool: String, body: CallBody) -> Result<NativeCall, ApiError> {
     let mode = match body.mode.as_deref() {
         None | Some("interactive") => CallMode::Interactive,
         Some("background") => CallMode::Background,
@@ -58,7 +87,7 @@ pub(crate) async fn call_tool(
         }
     };
     if mode == CallMode::Background {
-        return submit_background(&state, tool, body).await;
+        return Ok(NativeCall::Background(tool, body));
     }
     if body.callback_url.is_some() {
         return Err(ApiError::bad_request(
@@ -74,25 +103,14 @@ pub(crate) async fn call_tool(
         Some(ms) => Some(Duration::from_millis(ms.min(600_000))),
         None => None,
     };
-    let request = CallRequest {
+    Ok(NativeCall::Interactive(CallRequest {
         tool,
         arguments: body.arguments,
         mode,
         call_id: body.call_id,
         idempotency_key: body.idempotency_key,
         deadline,
-    };
-    match state.gateway.call(request).await {
-        Ok(envelope) => {
-            let status = match envelope.status {
-                Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
-                Status::Queued => StatusCode::ACCEPTED,
-                _ => StatusCode::OK,
-            };
-            Ok((status, Json(envelope)).into_response())
-        }
-        Err(CallError::UnknownTool { name, .. }) => Err(unknown_tool(&state, &name)),
-    }
+    }))
 }
 
 /// Accepts a background call: 202 with the job, or the existing job for a repeated

@@ -26,7 +26,7 @@ use super::json::json_body;
 
 /// Which OpenAI API the calls came from, which decides the answer's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Api {
+pub(crate) enum Api {
     Chat,
     Responses,
 }
@@ -61,7 +61,7 @@ pub(crate) async fn tool_calls(
     Ok(Json(answer))
 }
 
-fn parse(body: Value) -> Result<(Api, Vec<AgentCall>, AgentOptions), ApiError> {
+pub(crate) fn parse(body: Value) -> Result<(Api, Vec<AgentCall>, AgentOptions), ApiError> {
     let (list, options) = match body {
         Value::Array(list) => (list, AgentOptions::default()),
         Value::Object(mut obj) => {

@@ -82,6 +82,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "operationId": "getTool", "summary": "One tool with its schemas, policy and providers.",
                 "parameters": [tool_param.clone()],
                 "responses": {"200": ok_json("The tool.", json!({"type": "object"})),
+                              "400": error("A tool name that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong client key."),
                               "404": error("Unknown tool; the body lists the known ones.")}}},
             "/v1/tools/{tool}/call": {"post": {
@@ -91,7 +92,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "responses": {
                     "200": ok_json("ok, stale, unavailable or rejected.", json!({"$ref": "#/components/schemas/Envelope"})),
                     "202": ok_json("queued: a background call was accepted (or its idempotency key named an existing job); job_id set.", json!({"$ref": "#/components/schemas/Envelope"})),
-                    "400": error("Malformed JSON or body: syntax, nesting deeper than 128, duplicate keys, unknown fields, wrong types, unprintable call_id or idempotency_key."),
+                    "400": error("Malformed JSON or body: syntax, nesting deeper than 128, duplicate keys, unknown fields, wrong types, unprintable call_id or idempotency_key; or a tool name that is not UTF-8 once percent-decoded."),
                     "401": error("Missing or wrong client key."),
                     "404": error("Unknown tool; the body lists the known ones."),
                     "413": error("Body too large."),
@@ -109,6 +110,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "operationId": "getBreaker", "summary": "One breaker; the key is tool.provider, e.g. search_flights.duffel.",
                 "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "responses": {"200": ok_json("The breaker.", json!({"type": "object"})),
+                              "400": error("A key that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong key."),
                               "404": error("No such breaker.")}}},
             "/v1/breakers/{key}/force": {"post": {
@@ -116,7 +118,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "parameters": [{"name": "key", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "requestBody": json_body(json!({"type": "object", "required": ["state"], "properties": {"state": {"type": "string", "enum": ["open", "closed", "auto"]}}})),
                 "responses": {"200": ok_json("The breaker after the change.", json!({"type": "object"})),
-                              "400": error("Unknown state or malformed body."),
+                              "400": error("Unknown state or malformed body, or a key that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong key."),
                               "403": error("A client key cannot force breakers; use the admin key."),
                               "404": error("No such breaker.")}}},
@@ -130,17 +132,21 @@ pub(crate) fn document(state: &AppState) -> Value {
                               "401": error("Missing or wrong key.")}}},
             "/metrics": {"get": {
                 "operationId": "metrics", "summary": "Prometheus text format (open unless telemetry.metrics_public = false).",
+                "security": [{}, {"clientKey": []}],
                 "responses": {"200": {"description": "Metrics.", "content": {"text/plain": {"schema": {"type": "string"}}}},
                               "401": error("Missing or wrong key, when metrics are not public.")}}},
             "/dashboard": {"get": {
                 "operationId": "dashboard", "summary": "The operator's dashboard page (holds no data; reads the APIs with a key kept in session storage).",
+                "security": open,
                 "responses": {"200": {"description": "An HTML page.", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
             "/v1/jobs": {"get": {
                 "operationId": "listJobs", "summary": "Background jobs of every client, newest first (admin key).",
                 "parameters": [
                     {"name": "status", "in": "query", "required": false, "schema": {"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead"]}},
                     {"name": "tool", "in": "query", "required": false, "schema": {"type": "string"}},
-                    {"name": "limit", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                    {"name": "limit", "in": "query", "required": false,
+                     "description": "At most this many jobs (default 100); values outside 1 to 1000 are clamped to it.",
+                     "schema": {"type": "integer", "minimum": 0, "maximum": 4294967295_u64}}],
                 "responses": {"200": ok_json("The jobs.", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}}})),
                               "400": error("Unknown status or query parameter."),
                               "401": error("Missing or wrong key."),
@@ -151,6 +157,7 @@ pub(crate) fn document(state: &AppState) -> Value {
                 "operationId": "getJob", "summary": "One background job: status, attempts, next attempt, result envelope, last error.",
                 "parameters": [{"name": "job_id", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "responses": {"200": ok_json("The job.", json!({"$ref": "#/components/schemas/Job"})),
+                              "400": error("A job id that is not UTF-8 once percent-decoded."),
                               "401": error("Missing or wrong client key."),
                               "404": error("No such job."),
                               "501": error("No job store."),

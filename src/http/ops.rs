@@ -19,7 +19,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
+use super::error::PathParam;
 use super::{Access, ApiError, AppState};
 use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::telemetry::{Alert, AlertChange};
@@ -214,7 +215,7 @@ fn find(
 async fn one_breaker(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(key): Path<String>,
+    PathParam(key): PathParam,
 ) -> Response {
     if let Err(res) = authorize(&state, &headers, Access::Client) {
         return *res;
@@ -231,7 +232,7 @@ async fn one_breaker(
 async fn force_breaker(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(key): Path<String>,
+    PathParam(key): PathParam,
     body: Bytes,
 ) -> Response {
     if let Err(res) = authorize(&state, &headers, Access::Admin) {

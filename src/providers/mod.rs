@@ -14,6 +14,9 @@ pub mod error;
 pub mod http;
 mod secret;
 
+#[cfg(test)]
+mod decode_tests;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

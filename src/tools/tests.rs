@@ -270,3 +270,23 @@ fn flight_content_quotes_count_cheapest_and_fastest() {
     };
     assert!(search_flights::content(&empty).contains("do not invent flights"));
 }
+
+/// `ArgumentValidator::check`, the path every call takes (and the fuzz target `tool_args`):
+/// schema problems and semantic ones come back in one answer.
+#[test]
+fn check_lists_schema_and_semantic_problems_together() {
+    let spec = spec("search_hotels").unwrap_or_else(|| panic!("no search_hotels"));
+    let validator = ArgumentValidator::new(spec).unwrap_or_else(|e| panic!("{e}"));
+    let args =
+        json!({"city_code": "par", "check_in_date": "2026-12-24", "check_out_date": "2026-12-22"});
+    let mut fields = fields(validator.check(&args, today(), None));
+    fields.sort();
+    fields.dedup();
+    assert_eq!(fields, ["check_out_date", "city_code"]);
+    let ok =
+        json!({"city_code": "PAR", "check_in_date": "2026-12-22", "check_out_date": "2026-12-24"});
+    assert!(matches!(
+        validator.check(&ok, today(), None),
+        Ok(ToolRequest::SearchHotels(_))
+    ));
+}

@@ -4,27 +4,63 @@
 //! `$ref` resolution compiled out of the `jsonschema` crate, so a schema can never make the
 //! gateway fetch anything. Formats (`date`, `email`) are checked too.
 
+use chrono::NaiveDate;
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 
-use super::{FieldError, ToolSpec};
+use super::{FieldError, ToolRequest, ToolSpec};
 
 /// A compiled argument validator for one tool.
 #[derive(Debug)]
 pub struct ArgumentValidator {
+    spec: &'static ToolSpec,
     schema: Value,
     validator: jsonschema::Validator,
 }
 
 impl ArgumentValidator {
     /// Compiles the tool's input schema.
-    pub fn new(spec: &ToolSpec) -> Result<Self, String> {
+    pub fn new(spec: &'static ToolSpec) -> Result<Self, String> {
         let schema = spec.input_schema();
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(&schema)
             .map_err(|e| format!("the input schema of {} does not compile: {e}", spec.name))?;
-        Ok(ArgumentValidator { schema, validator })
+        Ok(ArgumentValidator {
+            spec,
+            schema,
+            validator,
+        })
+    }
+
+    /// The whole check a call's arguments get, interactive or background: the schema names
+    /// every shape error, the typed parse adds the semantic ones (a date in the past, a
+    /// check-out before the check-in) for fields the schema found no fault with, so one answer
+    /// lists everything to fix. `today` is the earliest acceptable travel date.
+    pub fn check(
+        &self,
+        arguments: &Value,
+        today: NaiveDate,
+        idempotency_key: Option<&str>,
+    ) -> Result<ToolRequest, Vec<FieldError>> {
+        let schema_errors = self.errors(arguments);
+        match self.spec.parse(arguments.clone(), today, idempotency_key) {
+            Ok(request) if schema_errors.is_empty() => Ok(request),
+            Ok(_) => Err(schema_errors),
+            Err(semantic) => {
+                let mut all = schema_errors;
+                let extra: Vec<_> = semantic
+                    .into_iter()
+                    .filter(|e| {
+                        // An empty field is serde's view of a shape error the schema reported.
+                        (!e.field.is_empty() || all.is_empty())
+                            && !all.iter().any(|s| s.field == e.field)
+                    })
+                    .collect();
+                all.extend(extra);
+                Err(all)
+            }
+        }
     }
 
     /// Every schema violation of `arguments`, as field errors a model can act on.

@@ -54,7 +54,7 @@ fn slice(it: &wire::Itinerary) -> FlightSlice {
         .segments
         .iter()
         .filter_map(|s| s.duration.as_deref().and_then(iso_minutes))
-        .sum();
+        .fold(0u32, u32::saturating_add);
     let first = it.segments.first();
     let last = it.segments.last();
     FlightSlice {

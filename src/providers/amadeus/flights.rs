@@ -49,34 +49,10 @@ impl AmadeusClient {
             self.execute(Method::GET, url, None).await?
         };
         let res: wire::FlightOffers = Self::decode("flight offers search", &reply)?;
-        let carriers = res.dictionaries.map(|d| d.carriers).unwrap_or_default();
-        let expires_at = expiry(self.offers.ttl());
-        let mut offers = Vec::with_capacity(res.data.len());
-        for raw in res.data {
-            let typed: wire::FlightOffer = serde_json::from_value(raw.clone()).map_err(|e| {
-                UpstreamError::new(
-                    ErrorKind::Malformed,
-                    format!(
-                        "flight offers search: an offer does not match the documented shape: {e}"
-                    ),
-                )
-            })?;
+        flights_output(a, res, &expiry(self.offers.ttl()), |raw| {
             let id = self.mint_offer_id();
-            offers.push(convert::offer(&typed, &id, &carriers, &expires_at));
-            self.offers.insert(id, raw);
-        }
-        offers.sort_by(|x, y| {
-            crate::tools::amount_key(&x.total_amount)
-                .total_cmp(&crate::tools::amount_key(&y.total_amount))
-        });
-        let total = offers.len() as u32;
-        offers.truncate(usize::from(a.max_results.unwrap_or(10)));
-        Ok(search_flights::Output {
-            origin: a.origin.clone(),
-            destination: a.destination.clone(),
-            departure_date: a.departure_date.clone(),
-            offers,
-            total_offers: total,
+            self.offers.insert(id.clone(), raw);
+            id
         })
     }
 
@@ -98,31 +74,74 @@ impl AmadeusClient {
         let url = self.url(&["v1", "shopping", "flight-offers", "pricing"], &[]);
         let reply = self.execute(Method::POST, url, Some(&body)).await?;
         let res: wire::Pricing = Self::decode("flight offers price", &reply)?;
-        let carriers = res.dictionaries.map(|d| d.carriers).unwrap_or_default();
-        let Some(priced) = res.data.flight_offers.first() else {
-            return Err(UpstreamError::new(
-                ErrorKind::Malformed,
-                "flight offers price: no flight offer in the answer",
-            ));
-        };
-        let offer = convert::offer(priced, &a.offer_id, &carriers, &expiry(OFFER_TTL));
-        Ok(price_flight_offer::Output {
-            base_amount: priced.price.base.clone(),
-            tax_amount: convert::tax(&offer.total_amount, priced.price.base.as_deref()),
-            offer,
-            passengers: priced
-                .traveler_pricings
-                .iter()
-                .map(|t| price_flight_offer::OfferPassenger {
-                    passenger_id: t.traveler_id.clone(),
-                    passenger_type: convert::passenger_type(&t.traveler_type).to_string(),
-                    age: None,
-                })
-                .collect(),
-            price_guarantee_expires_at: None,
-            requires_instant_payment: priced.instant_ticketing_required,
-        })
+        priced_output(&a.offer_id, res)
     }
+}
+
+/// Offers, cheapest first, at most `max_results`; `keep` stores each raw offer (pricing needs
+/// it whole) and returns the id it is kept under.
+pub(super) fn flights_output(
+    a: &search_flights::Args,
+    res: wire::FlightOffers,
+    expires_at: &str,
+    mut keep: impl FnMut(Value) -> String,
+) -> Result<search_flights::Output, UpstreamError> {
+    let carriers = res.dictionaries.map(|d| d.carriers).unwrap_or_default();
+    let mut offers = Vec::with_capacity(res.data.len());
+    for raw in res.data {
+        let typed: wire::FlightOffer = serde_json::from_value(raw.clone()).map_err(|e| {
+            UpstreamError::new(
+                ErrorKind::Malformed,
+                format!("flight offers search: an offer does not match the documented shape: {e}"),
+            )
+        })?;
+        let id = keep(raw);
+        offers.push(convert::offer(&typed, &id, &carriers, expires_at));
+    }
+    offers.sort_by(|x, y| {
+        crate::tools::amount_key(&x.total_amount)
+            .total_cmp(&crate::tools::amount_key(&y.total_amount))
+    });
+    let total = offers.len() as u32;
+    offers.truncate(usize::from(a.max_results.unwrap_or(10)));
+    Ok(search_flights::Output {
+        origin: a.origin.clone(),
+        destination: a.destination.clone(),
+        departure_date: a.departure_date.clone(),
+        offers,
+        total_offers: total,
+    })
+}
+
+/// The priced offer (the first of the answer), under the id it was searched as.
+pub(super) fn priced_output(
+    offer_id: &str,
+    res: wire::Pricing,
+) -> Result<price_flight_offer::Output, UpstreamError> {
+    let carriers = res.dictionaries.map(|d| d.carriers).unwrap_or_default();
+    let Some(priced) = res.data.flight_offers.first() else {
+        return Err(UpstreamError::new(
+            ErrorKind::Malformed,
+            "flight offers price: no flight offer in the answer",
+        ));
+    };
+    let offer = convert::offer(priced, offer_id, &carriers, &expiry(OFFER_TTL));
+    Ok(price_flight_offer::Output {
+        base_amount: priced.price.base.clone(),
+        tax_amount: convert::tax(&offer.total_amount, priced.price.base.as_deref()),
+        offer,
+        passengers: priced
+            .traveler_pricings
+            .iter()
+            .map(|t| price_flight_offer::OfferPassenger {
+                passenger_id: t.traveler_id.clone(),
+                passenger_type: convert::passenger_type(&t.traveler_type).to_string(),
+                age: None,
+            })
+            .collect(),
+        price_guarantee_expires_at: None,
+        requires_instant_payment: priced.instant_ticketing_required,
+    })
 }
 
 fn cabin(c: CabinClass) -> &'static str {

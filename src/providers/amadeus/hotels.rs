@@ -6,7 +6,7 @@ use reqwest::{Method, Url};
 
 use super::{
     AmadeusClient, HOTEL_BATCH, HOTEL_PREFIX, HotelContext, MAX_HOTELS, NO_HOTEL_OFFERS,
-    NOTHING_FOUND, convert, rejected, wire,
+    NOTHING_FOUND, Reply, convert, rejected, wire,
 };
 use crate::providers::error::UpstreamError;
 use crate::tools::{check_hotel_availability, search_hotels};
@@ -57,15 +57,9 @@ impl AmadeusClient {
             total_hotels: 0,
         };
         let reply = self.execute(Method::GET, url, None).await?;
-        if Self::is_400_with(&reply, &[NOTHING_FOUND]) {
+        let Some(listed) = nearest(&reply)? else {
             return Ok(empty);
-        }
-        let mut listed = Self::decode::<wire::HotelList>("hotel list", &reply)?.data;
-        listed.sort_by(|x, y| {
-            let d = |h: &wire::ListedHotel| h.distance.map_or(f64::MAX, |d| d.value);
-            d(x).total_cmp(&d(y))
-        });
-        listed.truncate(MAX_HOTELS);
+        };
         let per_room = a.adults.div_ceil(a.rooms.max(1)).clamp(1, 9);
         let batches = listed.chunks(HOTEL_BATCH).map(|chunk| {
             let ids: Vec<&str> = chunk.iter().map(|h| h.hotel_id.as_str()).collect();
@@ -83,50 +77,21 @@ impl AmadeusClient {
         for batch in futures::future::join_all(batches).await {
             found.extend(batch?);
         }
-        let by_id: BTreeMap<&str, &wire::ListedHotel> =
-            listed.iter().map(|h| (h.hotel_id.as_str(), h)).collect();
-        let mut hotels = Vec::new();
-        for h in found.iter().filter(|h| h.available != Some(false)) {
-            let Some(result) = convert::hotel(h, by_id.get(h.hotel.hotel_id.as_str()).copied())
-            else {
-                continue;
-            };
-            if let Some(offer_id) = result.hotel_result_id.strip_prefix(HOTEL_PREFIX) {
-                self.hotel_offers.insert(
-                    offer_id.to_string(),
-                    HotelContext {
-                        hotel_name: result.name.clone(),
-                        check_in: a.check_in_date.clone(),
-                        check_out: a.check_out_date.clone(),
-                    },
-                );
-            }
-            hotels.push(result);
-        }
-        hotels.sort_by(|x, y| {
-            crate::tools::amount_key(&x.cheapest_total_amount)
-                .total_cmp(&crate::tools::amount_key(&y.cheapest_total_amount))
-        });
-        let total = hotels.len() as u32;
-        hotels.truncate(usize::from(a.max_results.unwrap_or(10)));
-        Ok(search_hotels::Output {
-            hotels,
-            total_hotels: total,
-            ..empty
-        })
+        Ok(hotels_output(
+            a,
+            empty,
+            &listed,
+            &found,
+            |offer_id, context| {
+                self.hotel_offers.insert(offer_id.to_string(), context);
+            },
+        ))
     }
 
     /// One Hotel Search request; "no rooms / no hotels" 400s are an empty batch.
     async fn hotel_batch(&self, url: Url) -> Result<Vec<wire::HotelOffers>, UpstreamError> {
         let reply = self.execute(Method::GET, url, None).await?;
-        if Self::is_400_with(&reply, &NO_HOTEL_OFFERS) {
-            return Ok(Vec::new());
-        }
-        Ok(
-            Self::decode::<wire::HotelOffersResponse>("hotel search", &reply)?
-                .data
-                .into_vec(),
-        )
+        batch_offers(&reply)
     }
 
     pub(super) async fn hotel_availability(
@@ -140,52 +105,129 @@ impl AmadeusClient {
         let context = self.hotel_offers.get(offer_id);
         let url = self.url(&["v3", "shopping", "hotel-offers"], &[offer_id]);
         let reply = self.execute(Method::GET, url, None).await?;
-        let none = || check_hotel_availability::Output {
-            hotel_result_id: a.hotel_result_id.clone(),
-            hotel_name: context
-                .as_ref()
-                .map_or_else(|| "the hotel".to_string(), |c| c.hotel_name.clone()),
-            check_in_date: context
-                .as_ref()
-                .map(|c| c.check_in.clone())
-                .unwrap_or_default(),
-            check_out_date: context
-                .as_ref()
-                .map(|c| c.check_out.clone())
-                .unwrap_or_default(),
-            available: false,
-            rooms: Vec::new(),
-        };
-        // A-DG: "an empty response means the hotel is full"; 3664 says so explicitly.
-        if Self::is_400_with(&reply, &[3664])
-            || (reply.status.is_success() && reply.body.iter().all(u8::is_ascii_whitespace))
-        {
-            return Ok(none());
-        }
-        let res: wire::HotelOfferById = Self::decode("hotel offer", &reply)?;
-        let Some(h) = res
-            .data
-            .map(wire::OneOrMany::into_vec)
-            .and_then(|v| v.into_iter().next())
-        else {
-            return Ok(none());
-        };
-        let rooms: Vec<_> = if h.available == Some(false) {
-            Vec::new()
-        } else {
-            h.offers.iter().map(convert::room).collect()
-        };
-        let first = h.offers.first();
-        let mut out = none();
-        out.hotel_name = h.hotel.name.clone().unwrap_or(out.hotel_name);
-        if let Some(d) = first.and_then(|o| o.check_in_date.clone()) {
-            out.check_in_date = d;
-        }
-        if let Some(d) = first.and_then(|o| o.check_out_date.clone()) {
-            out.check_out_date = d;
-        }
-        out.available = !rooms.is_empty();
-        out.rooms = rooms;
-        Ok(out)
+        availability_output(a, context, &reply)
     }
+}
+
+/// The hotels of a Hotel List answer, nearest first, at most [`MAX_HOTELS`]; `None` when
+/// Amadeus found nothing for the place.
+pub(super) fn nearest(reply: &Reply) -> Result<Option<Vec<wire::ListedHotel>>, UpstreamError> {
+    if AmadeusClient::is_400_with(reply, &[NOTHING_FOUND]) {
+        return Ok(None);
+    }
+    let mut listed = AmadeusClient::decode::<wire::HotelList>("hotel list", reply)?.data;
+    listed.sort_by(|x, y| {
+        let d = |h: &wire::ListedHotel| h.distance.map_or(f64::MAX, |d| d.value);
+        d(x).total_cmp(&d(y))
+    });
+    listed.truncate(MAX_HOTELS);
+    Ok(Some(listed))
+}
+
+/// The offers of one Hotel Search answer; "no rooms / no hotels" 400s are an empty batch.
+pub(super) fn batch_offers(reply: &Reply) -> Result<Vec<wire::HotelOffers>, UpstreamError> {
+    if AmadeusClient::is_400_with(reply, &NO_HOTEL_OFFERS) {
+        return Ok(Vec::new());
+    }
+    Ok(
+        AmadeusClient::decode::<wire::HotelOffersResponse>("hotel search", reply)?
+            .data
+            .into_vec(),
+    )
+}
+
+/// Hotels with an available offer, cheapest first, at most `max_results`; `keep` remembers
+/// each offer handed out (by Amadeus offer id) to describe it if it sells out.
+pub(super) fn hotels_output(
+    a: &search_hotels::Args,
+    empty: search_hotels::Output,
+    listed: &[wire::ListedHotel],
+    found: &[wire::HotelOffers],
+    mut keep: impl FnMut(&str, HotelContext),
+) -> search_hotels::Output {
+    let by_id: BTreeMap<&str, &wire::ListedHotel> =
+        listed.iter().map(|h| (h.hotel_id.as_str(), h)).collect();
+    let mut hotels = Vec::new();
+    for h in found.iter().filter(|h| h.available != Some(false)) {
+        let Some(result) = convert::hotel(h, by_id.get(h.hotel.hotel_id.as_str()).copied()) else {
+            continue;
+        };
+        if let Some(offer_id) = result.hotel_result_id.strip_prefix(HOTEL_PREFIX) {
+            keep(
+                offer_id,
+                HotelContext {
+                    hotel_name: result.name.clone(),
+                    check_in: a.check_in_date.clone(),
+                    check_out: a.check_out_date.clone(),
+                },
+            );
+        }
+        hotels.push(result);
+    }
+    hotels.sort_by(|x, y| {
+        crate::tools::amount_key(&x.cheapest_total_amount)
+            .total_cmp(&crate::tools::amount_key(&y.cheapest_total_amount))
+    });
+    let total = hotels.len() as u32;
+    hotels.truncate(usize::from(a.max_results.unwrap_or(10)));
+    search_hotels::Output {
+        hotels,
+        total_hotels: total,
+        ..empty
+    }
+}
+
+/// One hotel offer's answer as availability; `context` is what search said about the offer.
+pub(super) fn availability_output(
+    a: &check_hotel_availability::Args,
+    context: Option<HotelContext>,
+    reply: &Reply,
+) -> Result<check_hotel_availability::Output, UpstreamError> {
+    let none = || check_hotel_availability::Output {
+        hotel_result_id: a.hotel_result_id.clone(),
+        hotel_name: context
+            .as_ref()
+            .map_or_else(|| "the hotel".to_string(), |c| c.hotel_name.clone()),
+        check_in_date: context
+            .as_ref()
+            .map(|c| c.check_in.clone())
+            .unwrap_or_default(),
+        check_out_date: context
+            .as_ref()
+            .map(|c| c.check_out.clone())
+            .unwrap_or_default(),
+        available: false,
+        rooms: Vec::new(),
+    };
+    // A-DG: "an empty response means the hotel is full"; 3664 says so explicitly.
+    if AmadeusClient::is_400_with(reply, &[3664])
+        || (reply.status.is_success() && reply.body.iter().all(u8::is_ascii_whitespace))
+    {
+        return Ok(none());
+    }
+    let res: wire::HotelOfferById = AmadeusClient::decode("hotel offer", reply)?;
+    let Some(h) = res
+        .data
+        .map(wire::OneOrMany::into_vec)
+        .and_then(|v| v.into_iter().next())
+    else {
+        return Ok(none());
+    };
+    let rooms: Vec<_> = if h.available == Some(false) {
+        Vec::new()
+    } else {
+        h.offers.iter().map(convert::room).collect()
+    };
+    let first = h.offers.first();
+    let mut out = none();
+    out.hotel_name = h.hotel.name.clone().unwrap_or(out.hotel_name);
+    if let Some(d) = first.and_then(|o| o.check_in_date.clone()) {
+        out.check_in_date = d;
+    }
+    if let Some(d) = first.and_then(|o| o.check_out_date.clone()) {
+        out.check_out_date = d;
+    }
+    out.available = !rooms.is_empty();
+    out.rooms = rooms;
+    Ok(out)
 }

@@ -33,6 +33,7 @@
 //! `off_…`/`srr_…`), so a chain never sends one provider's id to the other.
 
 mod convert;
+mod decode;
 mod errors;
 mod flights;
 mod hotels;
@@ -53,6 +54,7 @@ use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, transport_error};
 use super::secret::Secret;
 use crate::tools::{ToolOutput, ToolRequest, get_flight_status};
+pub use decode::decode_response;
 use recent::Recent;
 
 /// The tools Amadeus serves (not `book_flight`; see the module docs).
@@ -309,11 +311,16 @@ impl AmadeusClient {
             .append_pair("flightNumber", &a.flight_number)
             .append_pair("scheduledDepartureDate", &a.departure_date);
         let reply = self.execute(Method::GET, url, None).await?;
-        let res: wire::DatedFlights = Self::decode("flight status", &reply)?;
-        Ok(get_flight_status::Output {
-            flights: res.data.iter().map(convert::flight_status).collect(),
-        })
+        status_output(&reply)
     }
+}
+
+/// A flight status answer as the tool's result.
+fn status_output(reply: &Reply) -> Result<get_flight_status::Output, UpstreamError> {
+    let res: wire::DatedFlights = AmadeusClient::decode("flight status", reply)?;
+    Ok(get_flight_status::Output {
+        flights: res.data.iter().map(convert::flight_status).collect(),
+    })
 }
 
 /// `base` + fixed path segments + encoded dynamic segments.

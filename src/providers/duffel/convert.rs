@@ -26,7 +26,7 @@ fn slice(s: &wire::Slice) -> FlightSlice {
         .segments
         .iter()
         .filter_map(|seg| seg.duration.as_deref().and_then(iso_minutes))
-        .sum();
+        .fold(0u32, u32::saturating_add);
     FlightSlice {
         origin: s.origin.iata_code.clone(),
         destination: s.destination.iata_code.clone(),

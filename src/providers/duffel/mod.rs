@@ -10,13 +10,14 @@
 
 mod cities;
 mod convert;
+mod decode;
 mod errors;
 mod wire;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use reqwest::{Method, StatusCode, Url};
+use reqwest::{Method, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -28,6 +29,8 @@ use crate::tools::{
     ToolOutput, ToolRequest, book_flight, check_hotel_availability, price_flight_offer,
     search_flights, search_hotels,
 };
+pub use decode::decode_response;
+use decode::{book_output, decode, flights_output, hotel_location, hotels_output, price_output};
 
 /// The API version this adapter speaks.
 pub const DUFFEL_VERSION: &str = "v2";
@@ -122,40 +125,7 @@ impl DuffelClient {
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = read_body(response).await?;
-        if !status.is_success() {
-            return Err(errors::classify(
-                status,
-                &headers,
-                &bytes,
-                SystemTime::now(),
-            ));
-        }
-        if status == StatusCode::ACCEPTED {
-            // Duffel: "processing hasn't been completed, do not retry". There is no result yet.
-            return Err(UpstreamError::new(
-                ErrorKind::Server {
-                    status: 202,
-                    retry_after: None,
-                },
-                "Duffel accepted the request but has not finished processing it",
-            ));
-        }
-        serde_json::from_slice::<wire::Data<T>>(&bytes)
-            .map(|d| d.data)
-            .map_err(|e| {
-                let mut err = UpstreamError::new(
-                    ErrorKind::Malformed,
-                    format!(
-                        "HTTP {} body does not match Duffel's documented shape: {e}",
-                        status.as_u16()
-                    ),
-                );
-                err.request_id = headers
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
-                err
-            })
+        decode(status, &headers, &bytes)
     }
 
     async fn search_flights(
@@ -198,21 +168,7 @@ impl DuffelClient {
             .append_pair("return_offers", "true")
             .append_pair("supplier_timeout", &supplier_ms.to_string());
         let res: wire::OfferRequest = self.send(Method::POST, url, Some(&body)).await?;
-        let mut offers: Vec<search_flights::FlightOffer> =
-            res.offers.iter().map(convert::offer).collect();
-        offers.sort_by(|x, y| {
-            crate::tools::amount_key(&x.total_amount)
-                .total_cmp(&crate::tools::amount_key(&y.total_amount))
-        });
-        let total = offers.len() as u32;
-        offers.truncate(usize::from(a.max_results.unwrap_or(10)));
-        Ok(search_flights::Output {
-            origin: a.origin.clone(),
-            destination: a.destination.clone(),
-            departure_date: a.departure_date.clone(),
-            offers,
-            total_offers: total,
-        })
+        Ok(flights_output(a, &res))
     }
 
     async fn get_offer(&self, offer_id: &str) -> Result<wire::Offer, UpstreamError> {
@@ -227,34 +183,7 @@ impl DuffelClient {
         a: &price_flight_offer::Args,
     ) -> Result<price_flight_offer::Output, UpstreamError> {
         let o = self.get_offer(&a.offer_id).await?;
-        Ok(price_flight_offer::Output {
-            offer: convert::offer(&o),
-            base_amount: o.base_amount.clone(),
-            tax_amount: o.tax_amount.clone(),
-            passengers: o
-                .passengers
-                .iter()
-                .map(|p| price_flight_offer::OfferPassenger {
-                    passenger_id: p.id.clone(),
-                    passenger_type: p.kind.clone().unwrap_or_else(|| {
-                        if p.age.is_some_and(|a| a < 18) {
-                            "child".into()
-                        } else {
-                            "adult".into()
-                        }
-                    }),
-                    age: p.age,
-                })
-                .collect(),
-            price_guarantee_expires_at: o
-                .payment_requirements
-                .as_ref()
-                .and_then(|p| p.price_guarantee_expires_at.clone()),
-            requires_instant_payment: o
-                .payment_requirements
-                .as_ref()
-                .is_some_and(|p| p.requires_instant_payment),
-        })
+        Ok(price_output(&o))
     }
 
     async fn book(
@@ -322,54 +251,14 @@ impl DuffelClient {
         };
         let url = self.url(&["air", "orders"], &[]);
         let order: wire::Order = self.send(Method::POST, url, Some(&body)).await?;
-        Ok(book_flight::Output {
-            booking_reference: order.booking_reference,
-            order_id: order.id,
-            total_amount: order.total_amount,
-            total_currency: order.total_currency,
-            travellers: order
-                .passengers
-                .iter()
-                .map(|p| format!("{} {}", p.given_name, p.family_name))
-                .collect(),
-            idempotency_key: idempotency_key.to_string(),
-        })
+        Ok(book_output(order, idempotency_key))
     }
 
     async fn search_hotels(
         &self,
         a: &search_hotels::Args,
     ) -> Result<search_hotels::Output, UpstreamError> {
-        let (near, lat, lon) = match (a.latitude, a.longitude, a.city_code.as_deref()) {
-            (Some(lat), Some(lon), city) => (
-                city.map(str::to_string)
-                    .unwrap_or_else(|| format!("{lat:.4},{lon:.4}")),
-                lat,
-                lon,
-            ),
-            (_, _, Some(code)) => match cities::centre(code) {
-                Some((name, lat, lon)) => (format!("{name} ({code})"), lat, lon),
-                None => {
-                    return Err(UpstreamError::new(
-                        ErrorKind::Rejected {
-                            message: format!(
-                                "the hotel provider searches around coordinates and does not know the city code {code}; call again with latitude and longitude of the place"
-                            ),
-                        },
-                        "city code without coordinates",
-                    ));
-                }
-            },
-            _ => {
-                return Err(UpstreamError::new(
-                    ErrorKind::Rejected {
-                        message: "say where to search: a city_code or latitude and longitude"
-                            .into(),
-                    },
-                    "no location",
-                ));
-            }
-        };
+        let (near, lat, lon) = hotel_location(a)?;
         let body = wire::StaysSearchRequest {
             check_in_date: a.check_in_date.clone(),
             check_out_date: a.check_out_date.clone(),
@@ -387,21 +276,7 @@ impl DuffelClient {
         };
         let url = self.url(&["stays", "search"], &[]);
         let res: wire::StaysSearch = self.send(Method::POST, url, Some(&body)).await?;
-        let mut hotels: Vec<search_hotels::HotelResult> =
-            res.results.iter().map(convert::hotel).collect();
-        hotels.sort_by(|x, y| {
-            crate::tools::amount_key(&x.cheapest_total_amount)
-                .total_cmp(&crate::tools::amount_key(&y.cheapest_total_amount))
-        });
-        let total = hotels.len() as u32;
-        hotels.truncate(usize::from(a.max_results.unwrap_or(10)));
-        Ok(search_hotels::Output {
-            check_in_date: a.check_in_date.clone(),
-            check_out_date: a.check_out_date.clone(),
-            searched_near: near,
-            hotels,
-            total_hotels: total,
-        })
+        Ok(hotels_output(a, near, &res))
     }
 
     async fn hotel_availability(

@@ -1,0 +1,99 @@
+//! The adapters' decode-and-map half (`decode_response`, also the fuzz target
+//! `provider_responses`) on the documented fixtures, and fuzz findings as regressions.
+
+use chrono::NaiveDate;
+use serde_json::{Value, json};
+
+use super::{ErrorKind, amadeus, duffel};
+use crate::tools::{ArgumentValidator, ToolOutput, ToolRequest, spec};
+
+fn request(tool: &str, args: Value) -> ToolRequest {
+    let spec = spec(tool).unwrap_or_else(|| panic!("no tool {tool}"));
+    let today = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap_or_default();
+    ArgumentValidator::new(spec)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .check(&args, today, Some("key-1"))
+        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+}
+
+fn fixture(path: &str) -> Vec<u8> {
+    let file = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&file).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+fn search_flights() -> ToolRequest {
+    request(
+        "search_flights",
+        json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-12-21"}),
+    )
+}
+
+#[test]
+fn documented_answers_become_tool_results() {
+    let price = request(
+        "price_flight_offer",
+        json!({"offer_id": "off_0000AEdGRhtp5AUUdJqMxo"}),
+    );
+    let duffel_cases = [
+        (search_flights(), 201, "duffel/offer_request_201.json"),
+        (price, 200, "duffel/offer_200.json"),
+    ];
+    for (req, status, file) in duffel_cases {
+        let out = duffel::decode_response(&req, status, &fixture(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(!out.content().is_empty(), "{file}");
+    }
+    let status = request(
+        "get_flight_status",
+        json!({"carrier_code": "BA", "flight_number": "117", "departure_date": "2026-12-21"}),
+    );
+    let out = amadeus::decode_response(&status, 200, &fixture("amadeus/flight_status_200.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(out, ToolOutput::GetFlightStatus(_)));
+    let out = amadeus::decode_response(
+        &search_flights(),
+        200,
+        &fixture("amadeus/flight_offers_200.json"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ToolOutput::SearchFlights(o) = out else {
+        panic!("not a flight search: {out:?}");
+    };
+    assert!(o.offers.iter().all(|x| x.offer_id.starts_with("amx_")));
+}
+
+#[test]
+fn errors_and_wrong_shapes_are_classified_not_panics() {
+    let err = duffel::decode_response(&search_flights(), 429, &fixture("duffel/error_429.json"))
+        .err()
+        .unwrap_or_else(|| panic!("a 429 must be an error"));
+    assert!(matches!(err.kind, ErrorKind::RateLimited { .. }), "{err}");
+    for body in [&b"{}"[..], b"", b"[1,2", b"{\"data\": 7}"] {
+        let err = duffel::decode_response(&search_flights(), 200, body)
+            .err()
+            .unwrap_or_else(|| panic!("{body:?} accepted"));
+        assert!(matches!(err.kind, ErrorKind::Malformed), "{err}");
+        let err = amadeus::decode_response(&search_flights(), 200, body)
+            .err()
+            .unwrap_or_else(|| panic!("{body:?} accepted"));
+        assert!(matches!(err.kind, ErrorKind::Malformed), "{err}");
+    }
+    assert!(duffel::decode_response(&search_flights(), 1000, b"{}").is_err());
+}
+
+/// Fuzz finding (`fuzz/corpus/provider_responses/duffel_duration_overflow`): a segment
+/// duration of `P9999999D` in a Duffel offer overflowed `iso_minutes` (a panic in debug
+/// builds). The duration is now unreadable and the offer is still answered.
+#[test]
+fn an_absurd_segment_duration_is_not_a_panic() {
+    let price = request(
+        "price_flight_offer",
+        json!({"offer_id": "off_0000AEdGRhtp5AUUdJqMxo"}),
+    );
+    let body = String::from_utf8(fixture("duffel/offer_200.json")).unwrap_or_default();
+    let body = body.replacen("\"PT08H05M\"", "\"P9999999D\"", 1);
+    assert!(body.contains("P9999999D"));
+    let out =
+        duffel::decode_response(&price, 200, body.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(out, ToolOutput::PriceFlightOffer(_)));
+}
