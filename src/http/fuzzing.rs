@@ -89,7 +89,9 @@ pub fn parse_body(
         Endpoint::OpenAi => json_body(&headers, body, limit)
             .and_then(openai::parse)
             .map(|(_, calls, options)| agent((calls, options))),
-        Endpoint::Anthropic => json_body(&headers, body, limit).and_then(anthropic::parse).map(agent),
+        Endpoint::Anthropic => json_body(&headers, body, limit)
+            .and_then(anthropic::parse)
+            .map(agent),
     };
     parsed.map_err(|e| {
         let response = e.into_response();
