@@ -39,7 +39,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 pub use background::{BackgroundOutcome, CheckError};
-pub use envelope::{Envelope, Status};
+pub use envelope::{Data, Envelope, Status};
 
 use crate::breaker::{
     Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, RampStage, SlowCall,
@@ -348,11 +348,11 @@ impl Gateway {
         // in the past, a check-out before the check-in) for fields the schema found no fault
         // with, so one answer lists everything to fix.
         let schema_errors = tool.validator.errors(&req.arguments);
-        let parsed = tool.spec.parse(
-            req.arguments.clone(),
-            Self::today(),
-            req.idempotency_key.as_deref(),
-        );
+        // The stale key is taken before the arguments move into the typed parse (no copy).
+        let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
+        let parsed = tool
+            .spec
+            .parse(req.arguments, Self::today(), req.idempotency_key.as_deref());
         let (request, field_errors) = match parsed {
             Ok(r) if schema_errors.is_empty() => (Some(r), Vec::new()),
             Ok(_) => (None, schema_errors),
@@ -381,7 +381,6 @@ impl Gateway {
             .deadline
             .map_or(tool.config.deadline, |d| d.min(tool.config.deadline));
         let deadline = Instant::now() + deadline_len;
-        let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
 
         // A write runs to completion on its own task even if the caller goes away: dropping it
         // halfway could leave a booking made at the provider with nobody told. A read is
@@ -411,7 +410,7 @@ impl Gateway {
                 provider,
                 breaker,
             }) => {
-                let data = output.to_json();
+                let data = Data::new(output.to_json());
                 let content = output.content();
                 if let (Some(cache), Some(key)) = (&tool.stale, stale_key) {
                     cache.put(

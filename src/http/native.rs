@@ -6,7 +6,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -115,7 +115,12 @@ pub(crate) async fn call_tool(
                 Status::Queued => StatusCode::ACCEPTED,
                 _ => StatusCode::OK,
             };
-            Ok((status, Json(envelope)).into_response())
+            Ok((
+                status,
+                [(header::CONTENT_TYPE, "application/json")],
+                envelope.to_json_bytes(),
+            )
+                .into_response())
         }
         Err(CallError::UnknownTool { name, .. }) => Err(unknown_tool(&state, &name)),
     }
