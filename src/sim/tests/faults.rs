@@ -370,14 +370,22 @@ async fn stats_count_arrivals_per_second() {
         .as_object()
         .expect("arrivals is an object of seconds");
     let total: u64 = arrivals.values().filter_map(Value::as_u64).sum();
-    assert_eq!(total, 3, "every request counted in its second: {arrivals:?}");
+    assert_eq!(
+        total, 3,
+        "every request counted in its second: {arrivals:?}"
+    );
     for second in arrivals.keys() {
         let s: u64 = second.parse().expect("Unix seconds as keys");
-        assert!(s >= before && s <= before + 60, "{s} is not around {before}");
+        assert!(
+            s >= before && s <= before + 60,
+            "{s} is not around {before}"
+        );
     }
-    assert!(r.body["groups"]["duffel_stays"]["arrivals"]
-        .as_object()
-        .is_some_and(|m| m.is_empty()));
+    assert!(
+        r.body["groups"]["duffel_stays"]["arrivals"]
+            .as_object()
+            .is_some_and(|m| m.is_empty())
+    );
 }
 
 #[test]
