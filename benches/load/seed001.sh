@@ -24,7 +24,8 @@ sed -e "s|^listen = .*|listen = \"$GW\"|" \
     -e "s|^tools_dir = .*|tools_dir = \"$PWD/tools\"|" \
     -e "s|^prompts_dir = .*|prompts_dir = \"$PWD/prompts\"|" \
     -e "s|^url = \"sqlite://faregate.db\"|url = \"sqlite://$DIR/jobs.db\"|" \
-    -e "s|http://127.0.0.1:8081|http://$SIM|" faregate.toml > "$DIR/faregate.toml"
+    -e "s|http://127.0.0.1:8081|http://$SIM|" \
+    -e 's|^client_rate = .*|client_rate = "off"|' faregate.toml > "$DIR/faregate.toml"
 
 $BIN sim --listen "$SIM" >/dev/null 2>&1 & SIM_PID=$!
 trap 'kill $SIM_PID $GW_PID 2>/dev/null; rm -rf "$DIR"' EXIT

@@ -119,7 +119,7 @@ impl Gateway {
                 breaker,
             }) => {
                 let mut env = envelope(Status::Ok, output.content());
-                env.data = Some(output.to_json());
+                env.data = Some(output.to_json().into());
                 env.provider = Some(provider);
                 env.breaker = breaker.as_str().to_string();
                 BackgroundOutcome::Succeeded(env)

@@ -4,8 +4,13 @@
 //! protocol adapters (OpenAI, Anthropic, MCP) map it to their own shapes without changing the
 //! text a model reads.
 
-use serde::Serialize;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// What happened to a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,7 +64,7 @@ pub struct Envelope {
     /// Text a model can read and relay.
     pub content: String,
     /// The structured result (`ok`, `stale`), else null.
-    pub data: Option<Value>,
+    pub data: Option<Data>,
     /// Age of stale data in seconds.
     pub stale_age_s: Option<u64>,
     /// When it is worth calling again, in seconds (for `unavailable`).
@@ -92,5 +97,174 @@ impl Envelope {
             job_id: None,
             provider: None,
         }
+    }
+}
+
+impl Envelope {
+    /// The envelope as JSON bytes, as the native endpoint sends it: the same bytes as
+    /// `serde_json::to_vec(self)`, but `data` is copied from its serialized form instead of
+    /// being serialized again (a stale answer repeats the same few kilobytes on every call).
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        /// `Envelope` field for field, in the same order, with `data` as raw JSON.
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            call_id: &'a str,
+            tool: &'a str,
+            status: Status,
+            content: &'a str,
+            data: Option<&'a RawValue>,
+            stale_age_s: Option<u64>,
+            retry_after_s: Option<u64>,
+            breaker: &'a str,
+            job_id: Option<&'a str>,
+            provider: Option<&'a str>,
+        }
+        let wire = Wire {
+            call_id: &self.call_id,
+            tool: &self.tool,
+            status: self.status,
+            content: &self.content,
+            data: self.data.as_ref().map(Data::raw),
+            stale_age_s: self.stale_age_s,
+            retry_after_s: self.retry_after_s,
+            breaker: &self.breaker,
+            job_id: self.job_id.as_deref(),
+            provider: self.provider.as_deref(),
+        };
+        // Strings, integers and raw JSON that was produced by serde_json: this cannot fail; the
+        // fallback keeps a bug from becoming a panic.
+        serde_json::to_vec(&wire).unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+/// A call's structured result, serialized once when it is made.
+///
+/// Cheap to clone (an `Arc`): a fresh result and its copy in the stale cache share it, and every
+/// stale answer reuses it. It reads as a [`Value`] (`Deref`), serializes as that value, and
+/// [`Envelope::to_json_bytes`] copies its serialized form.
+#[derive(Clone)]
+pub struct Data(Arc<DataInner>);
+
+struct DataInner {
+    value: Value,
+    json: Box<RawValue>,
+}
+
+impl Data {
+    /// Wraps a result, serializing it once.
+    pub fn new(value: Value) -> Self {
+        // A `Value` always serializes (its map keys are strings); `null` keeps a bug from
+        // becoming a panic.
+        let json = serde_json::value::to_raw_value(&value)
+            .unwrap_or_else(|_| RawValue::from_string("null".into()).unwrap_or_default());
+        Data(Arc::new(DataInner { value, json }))
+    }
+
+    /// The result as a JSON value.
+    pub fn value(&self) -> &Value {
+        &self.0.value
+    }
+
+    /// The result as serialized JSON.
+    pub fn raw(&self) -> &RawValue {
+        &self.0.json
+    }
+}
+
+impl From<Value> for Data {
+    fn from(value: Value) -> Self {
+        Data::new(value)
+    }
+}
+
+impl Deref for Data {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.0.value
+    }
+}
+
+impl PartialEq for Data {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
+    }
+}
+
+impl PartialEq<Value> for Data {
+    fn eq(&self, other: &Value) -> bool {
+        &self.0.value == other
+    }
+}
+
+impl fmt::Debug for Data {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0.value, f)
+    }
+}
+
+/// The compact JSON text, as `Value`'s `Display` writes it.
+impl fmt::Display for Data {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.json.get())
+    }
+}
+
+impl Serialize for Data {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.value.serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn stale() -> Envelope {
+        Envelope {
+            data: Some(Data::new(
+                json!({"offers": [{"id": "off_1", "total": "12.30"}], "n": 1}),
+            )),
+            stale_age_s: Some(240),
+            retry_after_s: Some(30),
+            breaker: "open".into(),
+            provider: Some("duffel".into()),
+            ..Envelope::text(
+                "fg_1",
+                "search_flights",
+                Status::Stale,
+                "STALE \"quoted\"\n",
+            )
+        }
+    }
+
+    #[test]
+    fn json_bytes_are_exactly_what_serde_writes() {
+        for env in [
+            stale(),
+            Envelope::text("c", "search_hotels", Status::Unavailable, "down"),
+            Envelope {
+                job_id: Some("job_1".into()),
+                ..Envelope::text("c", "book_flight", Status::Queued, "queued")
+            },
+        ] {
+            assert_eq!(
+                env.to_json_bytes(),
+                serde_json::to_vec(&env).expect("serializes")
+            );
+        }
+    }
+
+    #[test]
+    fn data_reads_displays_and_compares_as_its_value() {
+        let value = json!({"b": [1, 2], "a": "x"});
+        let data = Data::new(value.clone());
+        assert_eq!(data["b"][1], 2);
+        assert_eq!(data.to_string(), value.to_string());
+        assert_eq!(data, value);
+        assert_eq!(data.clone(), Data::from(value.clone()));
+        assert_eq!(serde_json::to_value(&data).expect("serializes"), value);
     }
 }

@@ -39,7 +39,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 pub use background::{BackgroundOutcome, CheckError, RateLimitHit};
-pub use envelope::{Envelope, Status};
+pub use envelope::{Data, Envelope, Status};
 
 use crate::breaker::{
     Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, RampStage, SlowCall,
@@ -344,8 +344,10 @@ impl Gateway {
             ..Envelope::text(call_id.clone(), tool.spec.name, status, content)
         };
 
-        let (request, field_errors) = match tool.validator.check(
-            &req.arguments,
+        // The stale key is taken before the arguments move into the typed parse (no copy).
+        let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
+        let (request, field_errors) = match tool.validator.check_owned(
+            req.arguments,
             Self::today(),
             req.idempotency_key.as_deref(),
         ) {
@@ -363,7 +365,6 @@ impl Gateway {
             .deadline
             .map_or(tool.config.deadline, |d| d.min(tool.config.deadline));
         let deadline = Instant::now() + deadline_len;
-        let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
 
         // A write runs to completion on its own task even if the caller goes away: dropping it
         // halfway could leave a booking made at the provider with nobody told. A read is
@@ -393,7 +394,7 @@ impl Gateway {
                 provider,
                 breaker,
             }) => {
-                let data = output.to_json();
+                let data = Data::new(output.to_json());
                 let content = output.content();
                 if let (Some(cache), Some(key)) = (&tool.stale, stale_key) {
                     cache.put(

@@ -14,14 +14,16 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::Data;
+
 /// The most entries one tool keeps.
 const CAPACITY: u64 = 10_000;
 
 /// One remembered good result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaleEntry {
-    /// The result's `data`.
-    pub data: Value,
+    /// The result's `data` (shared with the answer that was fresh, serialized once).
+    pub data: Data,
     /// The result's `content` when it was fresh.
     pub content: String,
     /// The provider that answered.
@@ -88,7 +90,7 @@ mod tests {
 
     fn entry(at: Instant) -> StaleEntry {
         StaleEntry {
-            data: json!({"offers": []}),
+            data: json!({"offers": []}).into(),
             content: "0 offers".into(),
             provider: "duffel".into(),
             fetched_at: at,

@@ -108,7 +108,7 @@ impl AgentResult {
     pub(crate) fn data(&self) -> Option<&Value> {
         let env = self.envelope.as_ref()?;
         match env.status {
-            Status::Ok | Status::Stale => env.data.as_ref(),
+            Status::Ok | Status::Stale => env.data.as_deref(),
             _ => None,
         }
     }
@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn texts_flag_stale_and_errors_the_same_way_everywhere() {
         let mut ok = envelope(Status::Ok);
-        ok.data = Some(json!({"hotels": []}));
+        ok.data = Some(json!({"hotels": []}).into());
         assert_eq!(
             model_text(&ok),
             "3 hotels in PAR.\n\nData (JSON): {\"hotels\":[]}"

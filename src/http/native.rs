@@ -6,7 +6,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -59,7 +59,14 @@ pub(crate) async fn call_tool(
                 Status::Queued => StatusCode::ACCEPTED,
                 _ => StatusCode::OK,
             };
-            Ok((status, Json(envelope)).into_response())
+            // The envelope's data was serialized once when the result was made; its bytes are
+            // copied here, not serialized again.
+            Ok((
+                status,
+                [(header::CONTENT_TYPE, "application/json")],
+                envelope.to_json_bytes(),
+            )
+                .into_response())
         }
         Err(CallError::UnknownTool { name, .. }) => Err(unknown_tool(&state, &name)),
     }

@@ -191,7 +191,10 @@ pub(crate) async fn fault_layer(
     let correlation = req.headers().get("x-client-correlation-id").cloned();
     let fault = {
         let mut groups = lock(&sim.inner.groups);
-        groups[group.index()].stats.requests += 1;
+        let second = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        groups[group.index()].stats.arrive(second);
         groups[group.index()].fault.clone()
     };
     let (res, limits) = run_faults(&sim, group, fault, req, next).await;

@@ -92,7 +92,8 @@
 //!   `{"message": ..., "valid_groups": [...]}`): stores it and answers 200 with the stored fault.
 //! - `DELETE /_sim/faults`: clears every group; answers like `GET /_sim/faults`.
 //! - `DELETE /_sim/faults/{group}`: clears one group; answers 200 with its (default) fault.
-//! - `GET /_sim/stats`: [`SimStats`]: per group `requests` and `statuses`, orders created,
+//! - `GET /_sim/stats`: [`SimStats`]: per group `requests`, `statuses` and `arrivals` (requests
+//!   per Unix second, the last hour), orders created,
 //!   duplicate bookings, orders per `faregate_idempotency_key`, and Amadeus tokens issued.
 //!
 //! ```text
@@ -278,6 +279,25 @@ pub struct GroupStats {
     pub requests: u64,
     /// Responses sent, by HTTP status.
     pub statuses: BTreeMap<u16, u64>,
+    /// Requests received per wall-clock second (Unix seconds → count), the last
+    /// [`ARRIVAL_SECONDS`] seconds that saw any: load scripts read a breaker's ramp off it.
+    #[serde(default)]
+    pub arrivals: BTreeMap<u64, u64>,
+}
+
+/// How many seconds of per-second arrival counts a group keeps.
+pub const ARRIVAL_SECONDS: usize = 3600;
+
+impl GroupStats {
+    /// Counts one request arriving at Unix second `second`, forgetting the oldest seconds
+    /// beyond [`ARRIVAL_SECONDS`].
+    pub(crate) fn arrive(&mut self, second: u64) {
+        self.requests += 1;
+        *self.arrivals.entry(second).or_insert(0) += 1;
+        while self.arrivals.len() > ARRIVAL_SECONDS {
+            self.arrivals.pop_first();
+        }
+    }
 }
 
 /// What happened to order attempts carrying one idempotency key.

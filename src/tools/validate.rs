@@ -43,8 +43,19 @@ impl ArgumentValidator {
         today: NaiveDate,
         idempotency_key: Option<&str>,
     ) -> Result<ToolRequest, Vec<FieldError>> {
-        let schema_errors = self.errors(arguments);
-        match self.spec.parse(arguments.clone(), today, idempotency_key) {
+        self.check_owned(arguments.clone(), today, idempotency_key)
+    }
+
+    /// [`Self::check`] for arguments the caller no longer needs: the typed parse takes them
+    /// without a copy (the interactive call path).
+    pub fn check_owned(
+        &self,
+        arguments: Value,
+        today: NaiveDate,
+        idempotency_key: Option<&str>,
+    ) -> Result<ToolRequest, Vec<FieldError>> {
+        let schema_errors = self.errors(&arguments);
+        match self.spec.parse(arguments, today, idempotency_key) {
             Ok(request) if schema_errors.is_empty() => Ok(request),
             Ok(_) => Err(schema_errors),
             Err(semantic) => {
@@ -73,6 +84,11 @@ impl ArgumentValidator {
                     json_type(arguments)
                 ),
             }];
+        }
+        // Nearly every call is valid: `is_valid` stops at nothing and builds no error values,
+        // where `iter_errors` sets up its error iterator for every call.
+        if self.validator.is_valid(arguments) {
+            return Vec::new();
         }
         let mut out: Vec<FieldError> = Vec::new();
         for err in self.validator.iter_errors(arguments) {

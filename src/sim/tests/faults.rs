@@ -354,3 +354,50 @@ async fn stats_count_requests_and_statuses_per_group() {
     assert_eq!(parsed, h.sim.stats());
     assert_eq!(Value::from(parsed.groups.len()), 8);
 }
+
+#[tokio::test]
+async fn stats_count_arrivals_per_second() {
+    let h = start(1).await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    for _ in 0..3 {
+        h.post(SEARCH, search_body("LHR", "CDG", 5)).await;
+    }
+    let r = h.send(h.client.get(h.url("/_sim/stats"))).await;
+    let arrivals = r.body["groups"]["duffel_air_search"]["arrivals"]
+        .as_object()
+        .expect("arrivals is an object of seconds");
+    let total: u64 = arrivals.values().filter_map(Value::as_u64).sum();
+    assert_eq!(
+        total, 3,
+        "every request counted in its second: {arrivals:?}"
+    );
+    for second in arrivals.keys() {
+        let s: u64 = second.parse().expect("Unix seconds as keys");
+        assert!(
+            s >= before && s <= before + 60,
+            "{s} is not around {before}"
+        );
+    }
+    assert!(
+        r.body["groups"]["duffel_stays"]["arrivals"]
+            .as_object()
+            .is_some_and(|m| m.is_empty())
+    );
+}
+
+#[test]
+fn arrival_counts_keep_the_last_hour_of_seconds() {
+    let mut stats = crate::sim::GroupStats::default();
+    let seconds = crate::sim::ARRIVAL_SECONDS as u64 + 10;
+    for s in 0..seconds {
+        stats.arrive(1_000 + s);
+    }
+    stats.arrive(1_000 + seconds - 1);
+    assert_eq!(stats.requests, seconds + 1);
+    assert_eq!(stats.arrivals.len(), crate::sim::ARRIVAL_SECONDS);
+    assert_eq!(stats.arrivals.keys().next(), Some(&1_010));
+    assert_eq!(stats.arrivals[&(1_000 + seconds - 1)], 2);
+}

@@ -1,0 +1,130 @@
+# Helpers for benches/load/run-all.sh (sourced, not run): processes it starts and stops, the
+# gateway configuration it writes, and the load tools it drives.
+#
+# Every process started through `spawn` is stopped by `stop_all` (the EXIT trap), by its own
+# pid, and nothing else is touched. Everything listens on 127.0.0.1.
+
+PIDS=()
+BIN=${BIN:-target/release/faregate}
+EXAMPLES=${EXAMPLES:-target/release/examples}
+ADMIN_KEY=bench-admin-key
+
+spawn() { # name command...: runs in the background, logs to $DIR/name.log, remembers the pid
+  local name=$1
+  shift
+  "$@" >"$DIR/$name.log" 2>&1 &
+  PIDS+=($!)
+  LAST_PID=$!
+}
+
+stop_all() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  PIDS=()
+}
+
+stop_pid() { # pid: stops one process started with spawn
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  local keep=() pid
+  for pid in "${PIDS[@]}"; do [[ $pid != "$1" ]] && keep+=("$pid"); done
+  PIDS=("${keep[@]}")
+}
+
+wait_http() { # url [method]: waits up to 10 s for any HTTP answer
+  for _ in $(seq 100); do
+    curl -s -o /dev/null -X "${2:-GET}" "$1" && return 0
+    sleep 0.1
+  done
+  echo "no answer from $1" >&2
+  return 1
+}
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+day() { date -u -d "+$1 days" +%F; }
+
+# write_config dir listen flights_url hotels_url: faregate.toml, tools/ and prompts/ copied into
+# dir. Flight providers (`duffel`, `amadeus`) point at flights_url; the hotel tools use their own
+# provider entries (`duffel_h`, `amadeus_h`, same kinds) at hotels_url, so connections to the
+# flight upstream can be counted on their own port. Tool files can be edited afterwards.
+write_config() {
+  local d=$1 listen=$2 flights=$3 hotels=$4
+  mkdir -p "$d"
+  cp -r tools prompts "$d/"
+  sed -e "s|^listen = .*|listen = \"$listen\"|" \
+      -e "s|^url = \"sqlite://faregate.db\"|url = \"sqlite://$d/jobs.db\"|" \
+      -e "s|http://127.0.0.1:8081|$flights|" \
+      -e 's|^client_rate = .*|client_rate = "off"|' \
+      -e 's|^client_max_concurrent_calls = .*|client_max_concurrent_calls = 0|' \
+      -e 's|^max_connections = .*|max_connections = 30000|' \
+      faregate.toml > "$d/faregate.toml"
+  # The load generator is one client: the per-client limits ([limits]) are off so that the
+  # gateway, not its limiter, is measured; the connection cap is raised for the scale scenario.
+  cat >> "$d/faregate.toml" <<EOF
+
+[providers.duffel_h]
+kind = "duffel"
+base_url = "$hotels"
+token_env = "DUFFEL_ACCESS_TOKEN"
+
+[providers.amadeus_h]
+kind = "amadeus"
+base_url = "$hotels"
+client_id_env = "AMADEUS_CLIENT_ID"
+client_secret_env = "AMADEUS_CLIENT_SECRET"
+EOF
+  for t in search_hotels check_hotel_availability; do
+    sed -i -e 's|^providers = \["duffel", "amadeus"\]|providers = ["duffel_h", "amadeus_h"]|' \
+      "$d/tools/$t.toml"
+  done
+}
+
+# tool_set dir tool key value: sets `key = value` in the tool's file (top-level keys only).
+tool_set() {
+  sed -i -e "s|^$3 = .*|$3 = $4|" "$1/tools/$2.toml"
+}
+
+start_gateway() { # name dir: `faregate serve` on the dir's config, waits for /healthz
+  spawn "$1" env FAREGATE_ADMIN_KEY="$ADMIN_KEY" "$BIN" serve --config "$2/faregate.toml"
+  GW_PID=$LAST_PID
+  local listen
+  listen=$(sed -n 's/^listen = "\(.*\)"/\1/p' "$2/faregate.toml")
+  wait_http "http://$listen/healthz"
+}
+
+force() { # gateway breaker-key state
+  curl -sf -X POST "http://$1/v1/breakers/$2/force" -H "authorization: Bearer $ADMIN_KEY" \
+    -H 'content-type: application/json' -d "{\"state\":\"$3\"}" >/dev/null
+}
+
+fault() { # sim group json
+  curl -sf -X PUT "http://$1/_sim/faults/$2" -H 'content-type: application/json' -d "$3" >/dev/null
+}
+
+# wrk_post label url body-file: closed-loop throughput, one line of key=value on stdout.
+wrk_post() {
+  local lua="$DIR/wrk-$RANDOM.lua"
+  python3 - "$3" > "$lua" <<'PY'
+import json, sys
+body = open(sys.argv[1]).read()
+print("wrk.method = 'POST'")
+print("wrk.headers['Content-Type'] = 'application/json'")
+print("wrk.body = " + json.dumps(body))
+PY
+  wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --latency -s "$lua" "$2" > "$DIR/wrk-$1.txt" 2>&1
+  python3 "$REPORT" wrk "$1" "$DIR/wrk-$1.txt"
+}
+
+# oha_post label url body-file rate seconds [conns]: fixed rate, latency corrected (no
+# coordinated omission); one line of key=value on stdout.
+oha_post() {
+  oha --no-tui --output-format json -z "${5}s" -q "$4" -c "${6:-8}" --latency-correction \
+    -m POST -T application/json -D "$3" "$2" > "$DIR/oha-$1.json" 2>"$DIR/oha-$1.err" || true
+  python3 "$REPORT" oha "$1" "$DIR/oha-$1.json"
+}
+
+busy() { # the 1-minute load average, for the record
+  cut -d' ' -f1 /proc/loadavg
+}

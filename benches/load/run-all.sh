@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Issue 9: every load scenario in one run, side by side on this machine, ending in one table.
+#
+# Usage: benches/load/run-all.sh [SCENARIO...]     (default: overhead floor isolation scale)
+#   overhead   search_flights through faregate vs straight to a static nginx upstream (a
+#              realistic Duffel offers body, benches/load/duffel_offers.json: 14 offers, 62 KB,
+#              captured from the simulator's JFK-LHR search) vs nginx
+#              proxy_pass in front of the same upstream
+#   floor      the fallback answer with both flight breakers forced open vs a minimal axum JSON
+#              handler (examples/floor.rs) answering the same bytes
+#   isolation  seed 000: fixed-rate hotels + flights; both flight providers go to 15 s latency
+#              mid-run; then they heal and the recovery ramp is read off the simulator's
+#              per-second arrival counts
+#   scale      10,000 interactive calls held by a hanging provider (RSS per in-flight call),
+#              and 10,000 breaker keys (examples/breaker_keys.rs)
+#
+# Needs wrk and nginx (apt-get install wrk nginx-light) and oha (cargo install --locked
+# oha@1.16.0). Builds the release binary and examples, starts everything on 127.0.0.1 ports
+# 18400-18499, stops everything it started (EXIT trap), and prints a table. Knobs (environment):
+# WRK_SECS (8), WRK_THREADS (2), WRK_CONNS (32), OHA_SECS (10), ROUNDS (2), ISO_SECS (15),
+# ISO_RPS (100), SCALE_CALLS (10000), SKIP_BUILD=1.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+DIR=$(mktemp -d /tmp/faregate-bench.XXXXXX)
+chmod 755 "$DIR"   # nginx workers (user nobody) read the static body from here
+REPORT=$ROOT/benches/load/report.py
+# shellcheck source=benches/load/lib.sh
+source benches/load/lib.sh
+trap 'stop_all; rm -rf "$DIR"' EXIT
+
+WRK_SECS=${WRK_SECS:-8}
+WRK_THREADS=${WRK_THREADS:-2}
+WRK_CONNS=${WRK_CONNS:-32}
+OHA_SECS=${OHA_SECS:-10}
+ROUNDS=${ROUNDS:-2}
+ISO_SECS=${ISO_SECS:-15}
+ISO_RPS=${ISO_RPS:-100}
+SCALE_CALLS=${SCALE_CALLS:-10000}
+SCENARIOS=("$@")
+[[ ${#SCENARIOS[@]} -eq 0 ]] && SCENARIOS=(overhead floor isolation scale)
+for tool in wrk oha nginx curl python3; do
+  command -v "$tool" >/dev/null || { echo "$tool is required (see the header of $0)"; exit 1; }
+done
+if [[ -z ${SKIP_BUILD:-} ]]; then
+  cargo build --release --quiet --bin faregate --example floor --example breaker_keys
+fi
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+TABLE=$DIR/table.txt
+: > "$TABLE"
+row() { echo "$*" | tee -a "$TABLE"; }
+val() { # key line: the value of key=... in a report line
+  sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"
+}
+ratio() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{a/b:.2f}' if b else 'nan')" "$1" "$2"; }
+minus() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{a-b:.3f}')" "$1" "$2"; }
+check() { python3 -c "import sys; print('met' if eval(sys.argv[1]) else 'MISSED')" "$1"; }
+best() { # key lines...: the line with the highest rps (closed loop: the round least disturbed)
+  local key=$1
+  shift
+  printf '%s\n' "$@" | sort -t= -k3 -n | awk -v k="$key" 'END {print}'
+}
+
+echo "# faregate load scenarios, $(date -u '+%F %H:%M UTC'); $(nproc) cores," \
+  "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1); load average at start $(busy)"
+
+# --------------------------------------------------------------------------------------------
+overhead() {
+  echo "== overhead: faregate vs nginx, search_flights with a $(wc -c < benches/load/duffel_offers.json)-byte Duffel body"
+  local UP=127.0.0.1:18401 PX=127.0.0.1:18402 GW=127.0.0.1:18403 ng=$DIR/nginx
+  mkdir -p "$ng/logs"
+  # The body is a static file: nginx limits a `return` text to a few kilobytes of config. POST
+  # to a static file is answered 405 by the static module; `error_page 405 =200 $uri` serves
+  # the file anyway (an internal redirect, as cheap as it gets).
+  mkdir -p "$ng/static/air"
+  cp benches/load/duffel_offers.json "$ng/static/air/offer_requests"
+  python3 - "$ng/nginx.conf" "$UP" "$PX" "$ng" <<'PY'
+import sys
+conf, up, px, prefix = sys.argv[1:]
+temp = " ".join(f"{t}_temp_path {prefix}/{t};" for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+open(conf, "w").write(f"""
+worker_processes auto;
+daemon off;
+pid {prefix}/nginx.pid;
+error_log {prefix}/logs/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  {temp}
+  upstream duffel {{ server {up}; keepalive 64; }}
+  server {{
+    listen {up};
+    root {prefix}/static;
+    location / {{ default_type application/json; error_page 405 =200 $uri; }}
+  }}
+  server {{
+    listen {px};
+    location / {{
+      proxy_pass http://duffel;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffer_size 16k;
+      proxy_buffers 16 16k;
+    }}
+  }}
+}}
+""")
+PY
+  spawn nginx nginx -p "$ng" -e "$ng/logs/error.log" -c "$ng/nginx.conf"
+  wait_http "http://$UP/" POST
+  write_config "$DIR/overhead" "$GW" "http://$UP" "http://$UP"
+  start_gateway gw-overhead "$DIR/overhead"
+  local d1
+  d1=$(day 21)
+  echo "{\"data\":{\"slices\":[{\"origin\":\"JFK\",\"destination\":\"LHR\",\"departure_date\":\"$d1\"}],\"passengers\":[{\"type\":\"adult\"}]}}" > "$DIR/duffel-req.json"
+  echo "{\"arguments\":{\"origin\":\"JFK\",\"destination\":\"LHR\",\"departure_date\":\"$d1\"}}" > "$DIR/flights.json"
+  local status
+  status=$(curl -s "http://$GW/v1/tools/search_flights/call" -H 'content-type: application/json' \
+    -d @"$DIR/flights.json" | python3 -c 'import json,sys; e=json.load(sys.stdin); print(e["status"], e["provider"], len(e["data"]["offers"]), "offers")')
+  echo "faregate answers: $status"
+  local q="air/offer_requests?return_offers=true&supplier_timeout=7000"
+  local n=() p=() g=() r
+  for r in $(seq "$ROUNDS"); do
+    n+=("$(wrk_post "nginx-direct-$r" "http://$UP/$q" "$DIR/duffel-req.json")")
+    p+=("$(wrk_post "nginx-proxy-$r" "http://$PX/$q" "$DIR/duffel-req.json")")
+    g+=("$(wrk_post "faregate-$r" "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json")")
+  done
+  printf '%s\n' "${n[@]}" "${p[@]}" "${g[@]}"
+  local N P G
+  N=$(best rps "${n[@]}"); P=$(best rps "${p[@]}"); G=$(best rps "${g[@]}")
+  local rate=${OVERHEAD_RPS:-200}
+  local on op og
+  on=$(oha_post nginx-direct-rate "http://$UP/$q" "$DIR/duffel-req.json" "$rate" "$OHA_SECS")
+  op=$(oha_post nginx-proxy-rate "http://$PX/$q" "$DIR/duffel-req.json" "$rate" "$OHA_SECS")
+  og=$(oha_post faregate-rate "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json" "$rate" "$OHA_SECS")
+  printf '%s\n' "$on" "$op" "$og"
+  local tr added_gw added_px
+  tr=$(ratio "$(val rps "$G")" "$(val rps "$P")")
+  added_gw=$(minus "$(val p50_ms "$og")" "$(val p50_ms "$on")")
+  added_px=$(minus "$(val p50_ms "$op")" "$(val p50_ms "$on")")
+  row "| 1 overhead | wrk rps: nginx direct $(val rps "$N"), nginx proxy $(val rps "$P"), faregate $(val rps "$G") | faregate/nginx-proxy = $tr | ≥ 0.80: $(check "$tr >= 0.8") |"
+  row "| 1 overhead | oha ${rate}/s p50: direct $(val p50_ms "$on") ms, proxy $(val p50_ms "$op") ms, faregate $(val p50_ms "$og") ms (p99 $(val p99_ms "$og") ms) | added p50: faregate $added_gw ms, nginx proxy $added_px ms | ≤ 0.3 ms: $(check "$added_gw <= 0.3") |"
+  stop_pid "$GW_PID"
+}
+
+# --------------------------------------------------------------------------------------------
+floor() {
+  echo "== fast-fail floor: fallback (both flight breakers forced open) vs a minimal axum handler"
+  local SIM=127.0.0.1:18411 GW=127.0.0.1:18412 FL=127.0.0.1:18413
+  spawn sim-floor "$BIN" sim --listen "$SIM"
+  wait_http "http://$SIM/_sim/stats"
+  write_config "$DIR/floor" "$GW" "http://$SIM" "http://$SIM"
+  start_gateway gw-floor "$DIR/floor"
+  echo "{\"arguments\":{\"origin\":\"JFK\",\"destination\":\"LHR\",\"departure_date\":\"$(day 21)\"}}" > "$DIR/flights.json"
+  curl -sf "http://$GW/v1/tools/search_flights/call" -H 'content-type: application/json' \
+    -d @"$DIR/flights.json" > /dev/null
+  force "$GW" search_flights.duffel open
+  force "$GW" search_flights.amadeus open
+  curl -s "http://$GW/v1/tools/search_flights/call" -H 'content-type: application/json' \
+    -d @"$DIR/flights.json" > "$DIR/fallback.json"
+  echo "fallback answer: $(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(e["status"], "breaker", e["breaker"], len(e["data"]["offers"]), "offers")' "$DIR/fallback.json"), $(wc -c < "$DIR/fallback.json") bytes"
+  spawn floor "$EXAMPLES/floor" "$FL" "$DIR/fallback.json"
+  wait_http "http://$FL/x" POST
+  local f=() g=() r
+  for r in $(seq "$ROUNDS"); do
+    f+=("$(wrk_post "floor-$r" "http://$FL/v1/tools/search_flights/call" "$DIR/flights.json")")
+    g+=("$(wrk_post "fallback-$r" "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json")")
+  done
+  printf '%s\n' "${f[@]}" "${g[@]}"
+  local F G
+  F=$(best rps "${f[@]}"); G=$(best rps "${g[@]}")
+  local rate=${FLOOR_RPS:-500} of og
+  of=$(oha_post floor-rate "http://$FL/v1/tools/search_flights/call" "$DIR/flights.json" "$rate" "$OHA_SECS")
+  og=$(oha_post fallback-rate "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json" "$rate" "$OHA_SECS")
+  printf '%s\n' "$of" "$og"
+  local tr dp99
+  tr=$(ratio "$(val rps "$G")" "$(val rps "$F")")
+  dp99=$(minus "$(val p99_ms "$G")" "$(val p99_ms "$F")")
+  row "| 2 floor | wrk rps: floor $(val rps "$F"), fallback $(val rps "$G") | fallback/floor = $tr | ≥ 0.90: $(check "$tr >= 0.9") |"
+  row "| 2 floor | wrk p99: floor $(val p99_ms "$F") ms, fallback $(val p99_ms "$G") ms | +$dp99 ms | ≤ +0.5 ms: $(check "$dp99 <= 0.5") |"
+  row "| 2 floor (issue 4) | oha ${rate}/s: fallback p50 $(val p50_ms "$og") ms, p99 $(val p99_ms "$og") ms; floor p50 $(val p50_ms "$of") ms, p99 $(val p99_ms "$of") ms | | p99 < 1 ms: $(check "$(val p99_ms "$og") < 1") |"
+  stop_pid "$GW_PID"
+}
+
+source benches/load/scenarios.sh
+
+for s in "${SCENARIOS[@]}"; do
+  "$s"
+  echo
+done
+echo "# results ($(date -u '+%F %H:%M UTC'), load average now $(busy))"
+echo "| scenario | figures | ratio | target |"
+echo "|---|---|---|---|"
+cat "$TABLE"
