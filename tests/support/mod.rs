@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod amadeus;
+pub mod pipeline;
+
 use std::path::Path;
 use std::time::Duration;
 

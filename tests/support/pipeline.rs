@@ -1,0 +1,76 @@
+//! Helpers for the pipeline tests (`tests/pipeline.rs`, `tests/isolation.rs`): a gateway
+//! built in process against a wiremock upstream with short timings, and request counters.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use faregate::call::{CallRequest, Gateway};
+use faregate::config::Config;
+use faregate::tools::CallMode;
+use serde_json::{Value, json};
+use wiremock::MockServer;
+
+pub fn fixture(name: &str) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/duffel/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A gateway whose tools use `timeout`/`deadline` and the given tweak.
+pub fn gateway(config: Config, tweak: impl FnOnce(&mut Config)) -> Arc<Gateway> {
+    let mut config = config;
+    // One provider per tool unless a test builds a chain: retries are the last provider's.
+    for t in &mut config.tools {
+        t.providers.retain(|p| p == "duffel");
+    }
+    tweak(&mut config);
+    faregate::app::build(config, &super::NoEnv)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .state
+        .gateway
+}
+
+pub fn short(server: &MockServer) -> Config {
+    super::with_timeouts(
+        super::config_for(&server.uri()),
+        Duration::from_millis(300),
+        Duration::from_millis(1500),
+    )
+}
+
+pub fn flights() -> Value {
+    json!({"origin": "LHR", "destination": "JFK", "departure_date": super::in_days(30)})
+}
+
+pub fn booking() -> Value {
+    json!({"offer_id": "off_0000AEatBgkm1L8gxKGGjG", "travellers": [{"given_name": "Ana", "family_name": "Garcia",
+        "born_on": "1990-02-15", "gender": "f", "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"}]})
+}
+
+pub async fn call(g: &Arc<Gateway>, tool: &str, arguments: Value) -> faregate::call::Envelope {
+    g.call(CallRequest {
+        tool: tool.into(),
+        arguments,
+        mode: CallMode::Interactive,
+        call_id: None,
+        idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
+        deadline: None,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+pub async fn received(server: &MockServer, p: &str) -> usize {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.url.path() == p)
+        .count()
+}
+
+pub const SEARCH: &str = "/air/offer_requests";
