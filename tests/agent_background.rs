@@ -8,19 +8,8 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
-
-fn hotels_args() -> Value {
-    json!({"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)})
-}
-
-fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
-}
-
-fn text(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
-}
+use support::agent::{chat_call, hotels_args, text};
+use support::{NoEnv, TestGateway};
 
 #[tokio::test]
 async fn background_mode_on_agent_protocols_stores_jobs() {
@@ -74,14 +63,7 @@ async fn background_mode_on_agent_protocols_stores_jobs() {
     for id in [job_id(openai_text), job_id(anthropic_text)] {
         let mut status = Value::Null;
         for _ in 0..100 {
-            let job: Value = http
-                .get(gateway.url(&format!("/v1/jobs/{id}")))
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .json()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+            let job = support::get_json(&http, &gateway.url(&format!("/v1/jobs/{id}"))).await;
             status = job["status"].clone();
             if status == "succeeded" {
                 break;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use faregate::sim::{Fault, RouteGroup, Simulator};
 use serde_json::{Value, json};
+use support::agent::{chat_call, hotels_args, text};
 use support::{NoEnv, TestGateway, in_days};
 
 struct Stack {
@@ -78,18 +79,6 @@ impl Stack {
 
 fn flights_args() -> Value {
     json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)})
-}
-
-fn hotels_args() -> Value {
-    json!({"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)})
-}
-
-fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
-}
-
-fn text(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
 }
 
 #[tokio::test]

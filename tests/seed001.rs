@@ -94,14 +94,11 @@ async fn drain_backlog(store: Store) {
     // hanging: the ideal drain is JOBS / LIMIT windows = 20 s).
     let started = Instant::now();
     let jobs = loop {
-        let list: Value = http
-            .get(gateway.url("/v1/jobs?tool=get_flight_status&limit=1000"))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .json()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let list = support::get_json(
+            &http,
+            &gateway.url("/v1/jobs?tool=get_flight_status&limit=1000"),
+        )
+        .await;
         let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
         let open = jobs
             .iter()

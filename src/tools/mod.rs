@@ -258,5 +258,19 @@ pub(crate) fn amount_key(amount: &str) -> f64 {
     amount.parse::<f64>().unwrap_or(f64::MAX)
 }
 
+/// Sorts `items` cheapest first by `amount` and keeps the first `max_results` (10 when not
+/// given); returns how many there were before the cut, for the result's total. Every search
+/// adapter answers this way.
+pub(crate) fn keep_cheapest<T>(
+    items: &mut Vec<T>,
+    amount: impl Fn(&T) -> &str,
+    max_results: Option<u8>,
+) -> u32 {
+    items.sort_by(|x, y| amount_key(amount(x)).total_cmp(&amount_key(amount(y))));
+    let total = items.len() as u32;
+    items.truncate(usize::from(max_results.unwrap_or(10)));
+    total
+}
+
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod agent;
 pub mod amadeus;
 pub mod pipeline;
 
@@ -168,4 +169,15 @@ impl Drop for TestGateway {
             let _ = tx.send(());
         }
     }
+}
+
+/// GETs `url` and reads the JSON body (panics with the error otherwise: test input only).
+pub async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
+    http.get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
 }

@@ -98,12 +98,7 @@ pub(super) fn flights_output(
         let id = keep(raw);
         offers.push(convert::offer(&typed, &id, &carriers, expires_at));
     }
-    offers.sort_by(|x, y| {
-        crate::tools::amount_key(&x.total_amount)
-            .total_cmp(&crate::tools::amount_key(&y.total_amount))
-    });
-    let total = offers.len() as u32;
-    offers.truncate(usize::from(a.max_results.unwrap_or(10)));
+    let total = crate::tools::keep_cheapest(&mut offers, |x| &x.total_amount, a.max_results);
     Ok(search_flights::Output {
         origin: a.origin.clone(),
         destination: a.destination.clone(),

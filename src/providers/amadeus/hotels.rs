@@ -164,12 +164,8 @@ pub(super) fn hotels_output(
         }
         hotels.push(result);
     }
-    hotels.sort_by(|x, y| {
-        crate::tools::amount_key(&x.cheapest_total_amount)
-            .total_cmp(&crate::tools::amount_key(&y.cheapest_total_amount))
-    });
-    let total = hotels.len() as u32;
-    hotels.truncate(usize::from(a.max_results.unwrap_or(10)));
+    let total =
+        crate::tools::keep_cheapest(&mut hotels, |x| &x.cheapest_total_amount, a.max_results);
     search_hotels::Output {
         hotels,
         total_hotels: total,

@@ -109,12 +109,7 @@ pub(super) fn flights_output(
 ) -> search_flights::Output {
     let mut offers: Vec<search_flights::FlightOffer> =
         res.offers.iter().map(convert::offer).collect();
-    offers.sort_by(|x, y| {
-        crate::tools::amount_key(&x.total_amount)
-            .total_cmp(&crate::tools::amount_key(&y.total_amount))
-    });
-    let total = offers.len() as u32;
-    offers.truncate(usize::from(a.max_results.unwrap_or(10)));
+    let total = crate::tools::keep_cheapest(&mut offers, |x| &x.total_amount, a.max_results);
     search_flights::Output {
         origin: a.origin.clone(),
         destination: a.destination.clone(),
@@ -214,12 +209,8 @@ pub(super) fn hotels_output(
 ) -> search_hotels::Output {
     let mut hotels: Vec<search_hotels::HotelResult> =
         res.results.iter().map(convert::hotel).collect();
-    hotels.sort_by(|x, y| {
-        crate::tools::amount_key(&x.cheapest_total_amount)
-            .total_cmp(&crate::tools::amount_key(&y.cheapest_total_amount))
-    });
-    let total = hotels.len() as u32;
-    hotels.truncate(usize::from(a.max_results.unwrap_or(10)));
+    let total =
+        crate::tools::keep_cheapest(&mut hotels, |x| &x.cheapest_total_amount, a.max_results);
     search_hotels::Output {
         check_in_date: a.check_in_date.clone(),
         check_out_date: a.check_out_date.clone(),
