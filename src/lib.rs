@@ -22,6 +22,7 @@ pub mod app;
 pub mod breaker;
 pub mod call;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod http;
 pub mod jobs;

@@ -8,7 +8,9 @@
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -122,7 +124,7 @@ async fn jobs_survive_sigkill_and_run_exactly_once() {
     wait_healthy(&http, &format!("{gw}/healthz")).await;
 
     // Offers to book, while the provider is healthy.
-    let date = (chrono::Utc::now() + chrono::Duration::days(40))
+    let date = (faregate::clock::utc_now() + chrono::Duration::days(40))
         .format("%Y-%m-%d")
         .to_string();
     let search: Value = http

@@ -4,7 +4,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use faregate::call::{CallRequest, Gateway, Status};
 use faregate::providers::duffel::DuffelClient;
@@ -155,7 +157,8 @@ async fn every_endpoint_turns_documented_errors_into_the_right_kind() {
 #[tokio::test]
 async fn every_endpoint_reports_429_with_its_wait() {
     for ep in endpoints() {
-        let reset = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(90));
+        let reset =
+            httpdate::fmt_http_date(faregate::clock::system_now() + Duration::from_secs(90));
         let res = call_endpoint(
             &ep,
             ResponseTemplate::new(429)

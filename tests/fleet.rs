@@ -7,7 +7,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use faregate::jobs::{JobStatus, JobStore, PgStore, Store};
 use faregate::sim::RouteGroup;

@@ -5,7 +5,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use faregate::config::Config;
 use faregate::jobs::{JobStatus, JobStore, Store};
@@ -231,7 +233,7 @@ async fn shutdown_finishes_calls_refuses_connections_and_returns_leased_jobs() {
             .send(),
     );
     // Wait until the first call is at the provider (in flight), not for a fixed time.
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     while sim
         .sim
         .stats()

@@ -3,7 +3,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use faregate::call::Status;
 use faregate::config::{ProviderConfig, ProviderKind};

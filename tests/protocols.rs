@@ -4,7 +4,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use faregate::sim::{Fault, RouteGroup, Simulator};
 use serde_json::{Value, json};

@@ -309,7 +309,7 @@ async fn calls_in_flight_are_capped_per_client() {
             .send(),
     );
     // Wait until the first call is at the provider (in flight), not for a fixed time.
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     while sim
         .sim
         .stats()

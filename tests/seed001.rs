@@ -9,7 +9,9 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use faregate::jobs::{JobStore, PgStore, Store};
 use faregate::sim::{Fault, RouteGroup};

@@ -316,7 +316,7 @@ impl Gateway {
     /// The earliest date a traveller anywhere may still call "today": a date is in the past
     /// only once it has ended everywhere on Earth (UTC−12).
     pub fn today() -> NaiveDate {
-        (chrono::Utc::now() - chrono::Duration::hours(12)).date_naive()
+        (crate::clock::utc_now() - chrono::Duration::hours(12)).date_naive()
     }
 
     /// Runs one call to its envelope (`observe.rs` wraps it in its span and metrics).

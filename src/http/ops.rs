@@ -73,7 +73,7 @@ fn url_key(key: &BreakerKey) -> String {
 
 /// An instant as wall-clock RFC 3339 (tokio instants have no calendar).
 fn wall(at: Instant, now: Instant) -> String {
-    let wall_now = chrono::Utc::now();
+    let wall_now = crate::clock::utc_now();
     let t = if at <= now {
         wall_now - chrono::Duration::from_std(now - at).unwrap_or_default()
     } else {

@@ -34,19 +34,16 @@ mod worker;
 mod tests;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use model::{CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use worker::{JobSystem, SubmitError};
 
-/// Milliseconds since the Unix epoch, the unit every stored time uses.
+/// Milliseconds since the Unix epoch, the unit every stored time uses (from [`crate::clock`], so
+/// it follows tokio's clock).
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    crate::clock::epoch_ms()
 }
 
 /// Epoch milliseconds as RFC 3339, for the job API.

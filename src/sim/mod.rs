@@ -109,6 +109,10 @@
 //! curl localhost:8081/_sim/stats
 //! ```
 
+// The simulator is a separate program that shares nothing with the gateway, its clock module
+// included: it serves real wall-clock dates and rate-limit windows, not tokio's test clock.
+#![allow(clippy::disallowed_methods)]
+
 mod admin;
 mod air_data;
 mod amadeus_auth;

@@ -2,7 +2,9 @@
 //! resolve to private addresses (refused at submission with a 422, and again at delivery), and
 //! redirects (never followed).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use faregate::jobs::{JobStore, NewJob, Store};
 use serde_json::{Value, json};

@@ -130,7 +130,7 @@ impl AmadeusClient {
     /// A client for `base_url` with the API key and secret.
     pub fn new(http: reqwest::Client, base_url: Url, client_id: Secret, secret: Secret) -> Self {
         let token_url = join(&base_url, &["v1", "security", "oauth2", "token"], &[]);
-        let salt = SystemTime::now()
+        let salt = crate::clock::system_now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         AmadeusClient {
@@ -289,7 +289,7 @@ impl AmadeusClient {
             reply.status,
             &reply.headers,
             &reply.body,
-            SystemTime::now(),
+            crate::clock::system_now(),
         )
     }
 
@@ -336,6 +336,6 @@ fn join(base: &Url, fixed: &[&str], dynamic: &[&str]) -> Url {
 
 /// Now + `ttl` as RFC 3339.
 fn expiry(ttl: Duration) -> String {
-    let at = chrono::Utc::now() + chrono::Duration::from_std(ttl).unwrap_or_default();
+    let at = crate::clock::utc_now() + chrono::Duration::from_std(ttl).unwrap_or_default();
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

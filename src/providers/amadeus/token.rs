@@ -18,7 +18,7 @@
 //! without a new dependency.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
@@ -159,8 +159,13 @@ impl TokenSource {
             let headers = response.headers().clone();
             let body = read_body(response).await.map_err(fail)?;
             if !status.is_success() {
-                let mut e =
-                    errors::classify("token endpoint", status, &headers, &body, SystemTime::now());
+                let mut e = errors::classify(
+                    "token endpoint",
+                    status,
+                    &headers,
+                    &body,
+                    crate::clock::system_now(),
+                );
                 // No tool argument reaches the token request: a 400 or 404 here is a wrong
                 // base URL or credentials format, for an operator, never for the model.
                 if matches!(e.kind, ErrorKind::Rejected { .. }) {

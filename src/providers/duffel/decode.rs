@@ -22,7 +22,7 @@ pub(super) fn decode<T: DeserializeOwned>(
             status,
             headers,
             bytes,
-            std::time::SystemTime::now(),
+            crate::clock::system_now(),
         ));
     }
     if status == StatusCode::ACCEPTED {
