@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use faregate::jobs::{JobStatus, JobStore, PgStore, Store};
+use faregate::jobs::{JobStatus, JobStore, Store};
 use faregate::sim::RouteGroup;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
 
     let mut gateways = Vec::new();
     for _ in 0..3 {
-        let store = PgStore::open(&url, Some(&schema))
+        let store = Store::open_postgres(&url, Some(&schema))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
@@ -45,7 +45,7 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
         // the per-client limits (tests/security.rs), so they are off.
         config.limits.client_rate = None;
         config.limits.client_max_concurrent_calls = None;
-        gateways.push(TestGateway::start_with_jobs(config, &NoEnv, Store::Postgres(store)).await);
+        gateways.push(TestGateway::start_with_jobs(config, &NoEnv, store).await);
     }
     let http = reqwest::Client::new();
     let body = json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)},
@@ -77,7 +77,7 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
         .await;
     assert_eq!(ids.len(), JOBS);
 
-    let check = PgStore::open(&url, Some(&schema))
+    let check = Store::open_postgres(&url, Some(&schema))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();

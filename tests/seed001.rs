@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use faregate::jobs::{JobStore, PgStore, Store};
+use faregate::jobs::{JobStore, Store};
 use faregate::sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 use support::{MapEnv, TestGateway, in_days};
@@ -52,11 +52,11 @@ async fn a_backlog_drains_under_the_rate_limit_with_429s_only_while_learning_it_
         return;
     };
     let schema = format!("fg_seed001_{}", uuid::Uuid::now_v7().simple());
-    let store = PgStore::open(&url, Some(&schema))
+    let store = Store::open_postgres(&url, Some(&schema))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
-    drain_backlog(Store::Postgres(store)).await;
+    drain_backlog(store).await;
 }
 
 /// Submits the backlog to a gateway over `store` and checks how it drained.

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::callback;
 use super::pace::Pacer;
 use super::policy::RequeuePolicy;
-use super::{Job, JobStatus, JobStore, NewJob, Store, StoreError, now_ms};
+use super::{Job, JobStatus, JobStore, NewJob, Store, StoreError, Transition, now_ms};
 use crate::call::retry::Jitter;
 use crate::call::{BackgroundOutcome, CheckError, Gateway};
 use crate::config::JobsConfig;
@@ -344,25 +344,25 @@ impl JobSystem {
             }
         }
         let now = now_ms();
-        let res = match outcome {
+        let transition = match outcome {
             BackgroundOutcome::Succeeded(mut envelope) => {
                 envelope.job_id = Some(job.id.clone());
-                let value = serde_json::to_value(&envelope).unwrap_or(Value::Null);
-                self.store.succeed(&job.id, &self.owner, &value, now).await
+                Transition::Succeeded {
+                    result: serde_json::to_value(&envelope).unwrap_or(Value::Null),
+                }
             }
             BackgroundOutcome::Failed {
                 envelope,
                 error,
                 attempted,
-            } => {
-                let value = envelope.map(|mut e| {
+            } => Transition::Dead {
+                error,
+                result: envelope.map(|mut e| {
                     e.job_id = Some(job.id.clone());
                     serde_json::to_value(&e).unwrap_or(Value::Null)
-                });
-                self.store
-                    .kill(&job.id, &self.owner, &error, value.as_ref(), attempted, now)
-                    .await
-            }
+                }),
+                attempted,
+            },
             BackgroundOutcome::Retry {
                 anchor,
                 error,
@@ -380,25 +380,26 @@ impl JobSystem {
                             humantime::format_duration(Duration::from_secs(age.as_secs()))
                         )
                     };
-                    self.store
-                        .kill(&job.id, &self.owner, &why, None, attempted, now)
-                        .await
+                    Transition::Dead {
+                        error: why,
+                        result: None,
+                        attempted,
+                    }
                 } else {
                     let delay = self.policy.delay(attempts, anchor, self.jitter.next_unit());
                     tracing::debug!(job = %job.id, tool = %job.tool, delay_ms = delay.as_millis() as u64, %error, "job requeued");
-                    self.store
-                        .retry(
-                            &job.id,
-                            &self.owner,
-                            now + delay.as_millis() as i64,
-                            &error,
-                            attempted,
-                            now,
-                        )
-                        .await
+                    Transition::Retry {
+                        next_attempt_at_ms: now + delay.as_millis() as i64,
+                        error,
+                        attempted,
+                    }
                 }
             }
         };
+        let res = self
+            .store
+            .finish(&job.id, &self.owner, transition, now)
+            .await;
         match res {
             Ok(true) => {}
             Ok(false) => {

@@ -22,18 +22,15 @@ fn new_job(tool: &str, key: Option<&str>) -> NewJob {
     }
 }
 
-async fn sqlite() -> (SqliteStore, tempfile::TempDir) {
+async fn sqlite() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
-    let store = SqliteStore::open(&url)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
     (store, dir)
 }
 
 /// A store in a fresh schema, or `None` (with a note) when no PostgreSQL URL is configured.
-pub(crate) async fn postgres(test: &str) -> Option<PgStore> {
+pub(crate) async fn postgres(test: &str) -> Option<Store> {
     let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
         eprintln!(
             "note: {test}: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
@@ -41,7 +38,7 @@ pub(crate) async fn postgres(test: &str) -> Option<PgStore> {
         return None;
     };
     let schema = format!("fg_{}", uuid::Uuid::now_v7().simple());
-    let store = PgStore::open(&url, Some(&schema))
+    let store = Store::open_postgres(&url, Some(&schema))
         .await
         .unwrap_or_else(|e| panic!("{url}: {e}"));
     store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
@@ -158,14 +155,28 @@ async fn check_claims<S: JobStore>(s: Arc<S>) {
     assert_eq!(again[0].id, a.id);
     // The old owner can no longer write it.
     assert!(
-        !s.succeed(&a.id, "w1", &json!({"x": 1}), T0 + 1007)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        !s.finish(
+            &a.id,
+            "w1",
+            Transition::Succeeded {
+                result: json!({"x": 1})
+            },
+            T0 + 1007
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
     );
     assert!(
-        s.succeed(&a.id, "w2", &json!({"x": 2}), T0 + 1007)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        s.finish(
+            &a.id,
+            "w2",
+            Transition::Succeeded {
+                result: json!({"x": 2})
+            },
+            T0 + 1007
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
     );
     let done = s
         .get(&a.id)
@@ -214,9 +225,18 @@ async fn check_retry<S: JobStore>(s: Arc<S>) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        s.retry(&j.id, "w", T0 + 30_000, "breaker open", false, T0 + 1)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        s.finish(
+            &j.id,
+            "w",
+            Transition::Retry {
+                next_attempt_at_ms: T0 + 30_000,
+                error: "breaker open".into(),
+                attempted: false
+            },
+            T0 + 1
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
     );
     let r = s
         .get(&j.id)
@@ -239,9 +259,18 @@ async fn check_retry<S: JobStore>(s: Arc<S>) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        s.retry(&j.id, "w", T0 + 60_000, "503", true, T0 + 30_001)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        s.finish(
+            &j.id,
+            "w",
+            Transition::Retry {
+                next_attempt_at_ms: T0 + 60_000,
+                error: "503".into(),
+                attempted: true
+            },
+            T0 + 30_001
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
     );
     assert_eq!(
         s.get(&j.id)
@@ -251,9 +280,18 @@ async fn check_retry<S: JobStore>(s: Arc<S>) {
         Some(1)
     );
     assert!(
-        !s.retry(&j.id, "w", T0, "not leased", true, T0)
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
+        !s.finish(
+            &j.id,
+            "w",
+            Transition::Retry {
+                next_attempt_at_ms: T0,
+                error: "not leased".into(),
+                attempted: true
+            },
+            T0
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}")),
         "only a leased job"
     );
 }
@@ -269,9 +307,18 @@ async fn check_kill<S: JobStore>(s: Arc<S>) {
         .unwrap_or_else(|e| panic!("{e}"));
     let env = json!({"status": "rejected"});
     assert!(
-        s.kill(&j.id, "w", "unknown airport", Some(&env), true, T0 + 1)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        s.finish(
+            &j.id,
+            "w",
+            Transition::Dead {
+                error: "unknown airport".into(),
+                result: Some(env.clone()),
+                attempted: true
+            },
+            T0 + 1
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
     );
     let d = s
         .get(&j.id)
@@ -306,9 +353,16 @@ async fn check_callbacks<S: JobStore>(s: Arc<S>) {
     s.claim("w", T0, 1000, 1, &[])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    s.succeed(&j.id, "w", &json!({"status": "ok"}), T0 + 10)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    s.finish(
+        &j.id,
+        "w",
+        Transition::Succeeded {
+            result: json!({"status": "ok"}),
+        },
+        T0 + 10,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let due = s
         .claim_callbacks(T0 + 10, 30_000, 10)
         .await

@@ -1,4 +1,5 @@
-//! The job record and the store interface both databases implement.
+//! The job record and the store interface: what a job is and what a store does with it, in
+//! terms of neither database (the SQL lives in `sql.rs`, the differences in `dialect.rs`).
 
 use std::fmt;
 use std::future::Future;
@@ -167,14 +168,49 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-impl From<sqlx::Error> for StoreError {
-    fn from(e: sqlx::Error) -> Self {
-        StoreError(e.to_string())
+/// How a leased job's run ends: the one state change a worker makes after its claim.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transition {
+    /// Done: the result is stored, the attempt counted, and the callback (if any) becomes due.
+    Succeeded {
+        /// The result envelope, as stored and sent.
+        result: Value,
+    },
+    /// Not now: the job waits, silently, until `next_attempt_at_ms`.
+    Retry {
+        /// When the job is due again (epoch ms).
+        next_attempt_at_ms: i64,
+        /// The failure, in words.
+        error: String,
+        /// Whether a provider was reached (only those attempts count against `max_attempts`).
+        attempted: bool,
+    },
+    /// Given up: the last error and, when there is one, the envelope to send; the callback
+    /// (if any) becomes due.
+    Dead {
+        /// Why the job was given up.
+        error: String,
+        /// The envelope to store and send, when there is one.
+        result: Option<Value>,
+        /// Whether a provider was reached.
+        attempted: bool,
+    },
+}
+
+impl Transition {
+    /// The status the job ends in.
+    pub fn status(&self) -> JobStatus {
+        match self {
+            Transition::Succeeded { .. } => JobStatus::Succeeded,
+            Transition::Retry { .. } => JobStatus::RetryScheduled,
+            Transition::Dead { .. } => JobStatus::Dead,
+        }
     }
 }
 
-/// What every job store does. Both implementations share one schema and one conformance test
-/// suite (`jobs/tests.rs`). Times are epoch milliseconds passed in, so tests control them.
+/// What a job store does. The SQL store implements it once for SQLite and PostgreSQL, and the
+/// conformance suite (`store/tests.rs`) holds every implementation to the same rules. Times are
+/// epoch milliseconds passed in, so tests control them.
 ///
 /// Every state change after a claim names the lease `owner`: a worker whose lease expired (and
 /// whose job another worker took over) cannot overwrite the new owner's work.
@@ -207,33 +243,13 @@ pub trait JobStore: Send + Sync {
         limit: u32,
         skip_tools: &[String],
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
-    /// Marks a leased job succeeded with its result; `false` if the lease was lost.
-    fn succeed(
+    /// Ends a leased job's run with `transition`; `false` if `owner` no longer holds the lease
+    /// (it expired and another worker took the job), and then nothing changes.
+    fn finish(
         &self,
         id: &str,
         owner: &str,
-        result: &Value,
-        now_ms: i64,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-    /// Schedules a leased job's next attempt; `attempted` says whether a provider was reached
-    /// (only those count against `max_attempts`). `false` if the lease was lost.
-    fn retry(
-        &self,
-        id: &str,
-        owner: &str,
-        next_attempt_at_ms: i64,
-        error: &str,
-        attempted: bool,
-        now_ms: i64,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-    /// Gives a leased job up; `false` if the lease was lost.
-    fn kill(
-        &self,
-        id: &str,
-        owner: &str,
-        error: &str,
-        result: Option<&Value>,
-        attempted: bool,
+        transition: Transition,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// Leases up to `limit` due callbacks for `lease_ms` (so replicas do not send one twice).

@@ -1,0 +1,411 @@
+//! The job store on SQL: every statement once, for SQLite and PostgreSQL alike.
+//!
+//! The schema uses only what both databases share (text, `BIGINT` epoch milliseconds, no
+//! engine-specific types), and so do the statements; what little differs (claim locking, list
+//! binding, the migration lock) is asked of the [`Pool`] in `dialect.rs`.
+
+use serde_json::Value;
+
+use super::dialect::{Arg, Pool, StoreRow};
+use super::model::{
+    CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
+};
+
+/// The table and its indexes, created when missing.
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS faregate_jobs (
+        id TEXT PRIMARY KEY,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        call_id TEXT,
+        idempotency_key TEXT,
+        callback_url TEXT,
+        status TEXT NOT NULL,
+        attempts BIGINT NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT NOT NULL,
+        lease_owner TEXT,
+        lease_until BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        result TEXT,
+        last_error TEXT,
+        callback_state TEXT NOT NULL,
+        callback_attempts BIGINT NOT NULL DEFAULT 0,
+        next_callback_at BIGINT
+    )",
+    "CREATE UNIQUE INDEX IF NOT EXISTS faregate_jobs_idempotency
+        ON faregate_jobs (tool, idempotency_key) WHERE idempotency_key IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS faregate_jobs_due ON faregate_jobs (status, next_attempt_at)",
+    "CREATE INDEX IF NOT EXISTS faregate_jobs_callbacks
+        ON faregate_jobs (callback_state, next_callback_at)",
+];
+
+const ENQUEUE: &str = "INSERT INTO faregate_jobs (id, tool, arguments, call_id, idempotency_key,
+        callback_url, status, attempts, next_attempt_at, created_at, updated_at, callback_state)
+     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8)
+     ON CONFLICT DO NOTHING";
+
+const BY_ID: &str = "SELECT * FROM faregate_jobs WHERE id = $1";
+
+const BY_IDEMPOTENCY_KEY: &str =
+    "SELECT * FROM faregate_jobs WHERE tool = $1 AND idempotency_key = $2";
+
+const LIST: &str = "SELECT * FROM faregate_jobs
+     WHERE (CAST($1 AS TEXT) IS NULL OR status = CAST($1 AS TEXT))
+       AND (CAST($2 AS TEXT) IS NULL OR tool = CAST($2 AS TEXT))
+     ORDER BY id DESC LIMIT $3";
+
+/// The condition of a claimable job (`$1` = now): due, or running on an expired lease.
+const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
+                   OR (status = 'running' AND lease_until < $1))";
+
+/// `$1` now, `$2` owner, `$3` lease, `$4` tools to skip, `$5` limit; `{due}`, `{not_skipped}` and
+/// `{lock}` are filled in by [`claim_statement`].
+const CLAIM: &str = "UPDATE faregate_jobs
+     SET status = 'running', lease_owner = $2, lease_until = $1 + $3, updated_at = $1
+     WHERE id IN (
+         SELECT id FROM faregate_jobs
+         WHERE {due} AND {not_skipped}
+         ORDER BY next_attempt_at, id LIMIT $5
+         {lock})
+     RETURNING *";
+
+/// Every end of a run, in one statement: `$3` the new status, `$4` the result, `$5` the error,
+/// `$6` whether the attempt counts, `$7` the next due time (kept when NULL), `$8` now. A final
+/// status makes a pending callback due now; a requeue leaves it waiting.
+const FINISH: &str = "UPDATE faregate_jobs
+     SET status = $3, result = $4, last_error = $5, attempts = attempts + $6,
+         next_attempt_at = COALESCE($7, next_attempt_at),
+         lease_owner = NULL, lease_until = NULL, updated_at = $8,
+         next_callback_at = CASE WHEN $3 IN ('succeeded', 'dead') AND callback_state = 'pending'
+                                 THEN $8 END
+     WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
+
+/// `$1` now, `$2` lease, `$3` limit; `{lock}` as for claims.
+const CLAIM_CALLBACKS: &str = "UPDATE faregate_jobs SET next_callback_at = $1 + $2
+     WHERE id IN (
+         SELECT id FROM faregate_jobs
+         WHERE callback_state = 'pending' AND status IN ('succeeded', 'dead')
+           AND next_callback_at <= $1
+         ORDER BY next_callback_at LIMIT $3
+         {lock})
+     RETURNING *";
+
+const CALLBACK_RESULT: &str = "UPDATE faregate_jobs
+     SET callback_state = $2, callback_attempts = callback_attempts + 1,
+         next_callback_at = $3, updated_at = $4
+     WHERE id = $1";
+
+const RELEASE: &str = "UPDATE faregate_jobs
+     SET status = CASE WHEN attempts = 0 THEN 'queued' ELSE 'retry_scheduled' END,
+         lease_owner = NULL, lease_until = NULL, next_attempt_at = $2, updated_at = $2
+     WHERE lease_owner = $1 AND status = 'running'";
+
+const DUE_TOOLS: &str = "SELECT DISTINCT tool FROM faregate_jobs
+     WHERE status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1";
+
+const DEPTH: &str = "SELECT tool, status, COUNT(*) AS n FROM faregate_jobs
+     GROUP BY tool, status ORDER BY tool, status";
+
+const OLDEST_DUE: &str = "SELECT tool, MIN(created_at) AS oldest FROM faregate_jobs
+     WHERE status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1
+     GROUP BY tool ORDER BY tool";
+
+/// The job store: SQLite or PostgreSQL, by the URL it was opened with.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: Pool,
+}
+
+impl Store {
+    /// Opens the store named by a `sqlite://…` or `postgres://…` URL and creates its schema.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let pool = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Pool::open_postgres(url, None).await?
+        } else if url.starts_with("sqlite:") {
+            Pool::open_sqlite(url).await?
+        } else {
+            return Err(StoreError(format!(
+                "unknown store URL {url:?}; use sqlite://FILE or postgres://USER@HOST/DB"
+            )));
+        };
+        let store = Store { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Connects to PostgreSQL without creating the schema. With `schema`, every statement runs
+    /// in that schema (created by [`JobStore::migrate`]): tests use one each, so they never see
+    /// each other's rows.
+    pub async fn open_postgres(url: &str, schema: Option<&str>) -> Result<Self, StoreError> {
+        Ok(Store {
+            pool: Pool::open_postgres(url, schema).await?,
+        })
+    }
+
+    /// The claim statement in this store's dialect.
+    fn claim_statement(&self) -> sqlx::AssertSqlSafe<String> {
+        sqlx::AssertSqlSafe(
+            CLAIM
+                .replace("{due}", DUE)
+                .replace("{not_skipped}", &self.pool.excluding("tool", "$4"))
+                .replace("{lock}", self.pool.claim_lock()),
+        )
+    }
+}
+
+impl JobStore for Store {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        self.pool.migrate(SCHEMA).await
+    }
+
+    async fn enqueue(&self, job: NewJob, now_ms: i64) -> Result<(Job, bool), StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let callback = if job.callback_url.is_some() {
+            CallbackState::Pending
+        } else {
+            CallbackState::None
+        };
+        let arguments = job.arguments.to_string();
+        let inserted = self
+            .pool
+            .execute(
+                ENQUEUE,
+                &[
+                    Arg::Text(Some(&id)),
+                    Arg::Text(Some(&job.tool)),
+                    Arg::Text(Some(&arguments)),
+                    Arg::Text(job.call_id.as_deref()),
+                    Arg::Text(job.idempotency_key.as_deref()),
+                    Arg::Text(job.callback_url.as_deref()),
+                    Arg::Int(Some(now_ms)),
+                    Arg::Text(Some(callback.as_str())),
+                ],
+            )
+            .await?
+            == 1;
+        let stored = if inserted {
+            self.pool
+                .fetch(BY_ID, &[Arg::Text(Some(&id))], job_from_row)
+                .await?
+        } else {
+            let key = [
+                Arg::Text(Some(&job.tool)),
+                Arg::Text(job.idempotency_key.as_deref()),
+            ];
+            self.pool
+                .fetch(BY_IDEMPOTENCY_KEY, &key, job_from_row)
+                .await?
+        };
+        let job = stored
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError(format!("job {id} was not stored")))?;
+        Ok((job, inserted))
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        let args = [Arg::Text(Some(id))];
+        let found = self.pool.fetch(BY_ID, &args, job_from_row).await?;
+        Ok(found.into_iter().next())
+    }
+
+    async fn list(
+        &self,
+        status: Option<JobStatus>,
+        tool: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        let args = [
+            Arg::Text(status.map(JobStatus::as_str)),
+            Arg::Text(tool),
+            Arg::Int(Some(i64::from(limit))),
+        ];
+        self.pool.fetch(LIST, &args, job_from_row).await
+    }
+
+    async fn claim(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+        skip_tools: &[String],
+    ) -> Result<Vec<Job>, StoreError> {
+        let args = [
+            Arg::Int(Some(now_ms)),
+            Arg::Text(Some(owner)),
+            Arg::Int(Some(lease_ms)),
+            Arg::Names(skip_tools),
+            Arg::Int(Some(i64::from(limit))),
+        ];
+        let mut jobs = self
+            .pool
+            .claim(self.claim_statement(), &args, job_from_row)
+            .await?;
+        // RETURNING does not keep the subquery's order: oldest due first, as documented.
+        jobs.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
+        Ok(jobs)
+    }
+
+    async fn finish(
+        &self,
+        id: &str,
+        owner: &str,
+        transition: Transition,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let status = transition.status();
+        let (result, error, attempted, next_attempt_at_ms) = match transition {
+            Transition::Succeeded { result } => (Some(result), None, true, None),
+            Transition::Retry {
+                next_attempt_at_ms,
+                error,
+                attempted,
+            } => (None, Some(error), attempted, Some(next_attempt_at_ms)),
+            Transition::Dead {
+                error,
+                result,
+                attempted,
+            } => (result, Some(error), attempted, None),
+        };
+        let result = result.as_ref().map(Value::to_string);
+        let args = [
+            Arg::Text(Some(id)),
+            Arg::Text(Some(owner)),
+            Arg::Text(Some(status.as_str())),
+            Arg::Text(result.as_deref()),
+            Arg::Text(error.as_deref()),
+            Arg::Int(Some(i64::from(attempted))),
+            Arg::Int(next_attempt_at_ms),
+            Arg::Int(Some(now_ms)),
+        ];
+        Ok(self.pool.execute(FINISH, &args).await? == 1)
+    }
+
+    async fn claim_callbacks(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        let sql = sqlx::AssertSqlSafe(CLAIM_CALLBACKS.replace("{lock}", self.pool.claim_lock()));
+        let args = [
+            Arg::Int(Some(now_ms)),
+            Arg::Int(Some(lease_ms)),
+            Arg::Int(Some(i64::from(limit))),
+        ];
+        self.pool.claim(sql, &args, job_from_row).await
+    }
+
+    async fn callback_result(
+        &self,
+        id: &str,
+        sent: bool,
+        next_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let state = match (sent, next_at_ms) {
+            (true, _) => CallbackState::Sent,
+            (false, Some(_)) => CallbackState::Pending,
+            (false, None) => CallbackState::Failed,
+        };
+        let args = [
+            Arg::Text(Some(id)),
+            Arg::Text(Some(state.as_str())),
+            Arg::Int(next_at_ms),
+            Arg::Int(Some(now_ms)),
+        ];
+        self.pool.execute(CALLBACK_RESULT, &args).await?;
+        Ok(())
+    }
+
+    async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {
+        let args = [Arg::Text(Some(owner)), Arg::Int(Some(now_ms))];
+        self.pool.execute(RELEASE, &args).await
+    }
+
+    async fn due_tools(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
+        let args = [Arg::Int(Some(now_ms))];
+        self.pool.fetch(DUE_TOOLS, &args, tool_from_row).await
+    }
+
+    async fn stats(&self, now_ms: i64) -> Result<QueueStats, StoreError> {
+        let depth = self.pool.fetch(DEPTH, &[], depth_from_row).await?;
+        let oldest = self
+            .pool
+            .fetch(OLDEST_DUE, &[Arg::Int(Some(now_ms))], oldest_from_row)
+            .await?;
+        Ok(QueueStats {
+            depth,
+            oldest_due_age_ms: oldest
+                .into_iter()
+                .map(|(tool, created_at_ms)| (tool, now_ms - created_at_ms))
+                .collect(),
+        })
+    }
+}
+
+fn required<T>(value: Option<T>, column: &str) -> Result<T, StoreError> {
+    value.ok_or_else(|| StoreError(format!("column {column} is NULL")))
+}
+
+fn status(text: &str) -> Result<JobStatus, StoreError> {
+    JobStatus::parse(text).ok_or_else(|| StoreError(format!("unknown status {text}")))
+}
+
+fn json(text: Option<String>) -> Result<Option<Value>, StoreError> {
+    text.map(|s| serde_json::from_str(&s).map_err(|e| StoreError(format!("stored JSON: {e}"))))
+        .transpose()
+}
+
+/// A stored row as a [`Job`].
+fn job_from_row(r: &dyn StoreRow) -> Result<Job, StoreError> {
+    let text = |column: &str| r.text(column);
+    let required_text = |column: &str| required(r.text(column)?, column);
+    let required_int = |column: &str| required(r.int(column)?, column);
+    let count = |column: &str| -> Result<u32, StoreError> {
+        Ok(u32::try_from(required_int(column)?.max(0)).unwrap_or(u32::MAX))
+    };
+    let callback = required_text("callback_state")?;
+    Ok(Job {
+        id: required_text("id")?,
+        tool: required_text("tool")?,
+        arguments: json(Some(required_text("arguments")?))?.unwrap_or(Value::Null),
+        call_id: text("call_id")?,
+        idempotency_key: text("idempotency_key")?,
+        callback_url: text("callback_url")?,
+        status: status(&required_text("status")?)?,
+        attempts: count("attempts")?,
+        next_attempt_at_ms: required_int("next_attempt_at")?,
+        lease_owner: text("lease_owner")?,
+        lease_until_ms: r.int("lease_until")?,
+        created_at_ms: required_int("created_at")?,
+        updated_at_ms: required_int("updated_at")?,
+        result: json(text("result")?)?,
+        last_error: text("last_error")?,
+        callback: CallbackState::parse(&callback)
+            .ok_or_else(|| StoreError(format!("unknown callback state {callback}")))?,
+        callback_attempts: count("callback_attempts")?,
+        next_callback_at_ms: r.int("next_callback_at")?,
+    })
+}
+
+fn tool_from_row(r: &dyn StoreRow) -> Result<String, StoreError> {
+    required(r.text("tool")?, "tool")
+}
+
+fn depth_from_row(r: &dyn StoreRow) -> Result<(String, JobStatus, u64), StoreError> {
+    Ok((
+        required(r.text("tool")?, "tool")?,
+        status(&required(r.text("status")?, "status")?)?,
+        u64::try_from(required(r.int("n")?, "n")?).unwrap_or(0),
+    ))
+}
+
+fn oldest_from_row(r: &dyn StoreRow) -> Result<(String, i64), StoreError> {
+    Ok((
+        required(r.text("tool")?, "tool")?,
+        required(r.int("oldest")?, "oldest")?,
+    ))
+}
