@@ -83,7 +83,7 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
     let started = Instant::now();
     loop {
         let stats = check
-            .stats(faregate::jobs::now_ms())
+            .stats(faregate::clock::epoch_ms())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let succeeded: u64 = stats

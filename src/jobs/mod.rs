@@ -1,10 +1,10 @@
-//! Background calls: durable, delayed, silent requeue (seed 000's "the job gets requeued with a
-//! delay"; seed 001's lesson about workers hammering a rate-limited API; seed 002's "prefer
-//! durable enqueue over silent drop").
+//! Background calls: durable, delayed, silent requeue. A provider that is down or rate-limited
+//! must not make a queued call fail or hammer it: the job is stored, waits until the provider can
+//! take it, and is never silently dropped.
 //!
 //! A background call is validated, stored and answered `202 queued` at once. Workers claim due
 //! jobs with a lease and run them through the same per-tool pipeline as interactive calls
-//! ([`Gateway::run_background`]), then:
+//! ([`crate::call::Gateway::run_background`]), then:
 //! - success → `succeeded`, result stored, callback sent if asked;
 //! - breaker rejected, or a retryable failure → `retry_scheduled`, silently, with a delay
 //!   anchored on the breaker's remaining open time or the provider's `Retry-After`, growing per
@@ -16,29 +16,36 @@
 //! claim its jobs at all, so workers never spin on an open breaker; while one is half-open and
 //! jobs are due, its probes go to background jobs first (interactive calls get the fallback).
 //!
-//! Storage is the [`Store`]: one SQL store for SQLite (embedded default) and PostgreSQL (a fleet
-//! sharing one queue), every statement written once, one conformance suite. A lease that
-//! expires (a crashed worker) returns its job to the queue; every write after a claim checks the
-//! lease owner, so a job never runs twice at once.
+//! The folder is split by role:
+//! - `store/`: the job record, the [`JobStore`] interface and the one SQL [`Store`] for SQLite
+//!   (embedded default) and PostgreSQL (a fleet sharing one queue);
+//! - `submit.rs`: accepting a call (validate, check the callback, enqueue);
+//! - `dispatch.rs`: which due jobs this process claims (breaker-aware, paced);
+//! - `run.rs`: running one job, and the pure `decide` from outcome to [`Transition`];
+//! - `callbacks/`: claiming, signing and delivering callbacks, and the SSRF guard;
+//! - [`policy`] and [`pace`]: the requeue delay and the learned rate limit (pure);
+//! - `system.rs`: the [`JobSystem`] the edge submits to, and its loops.
+//!
+//! A lease that expires (a crashed worker) returns its job to the queue; every write after a
+//! claim checks the lease owner, so a job never runs twice at once. Every time comes from
+//! [`crate::clock`].
 
-pub mod callback;
+pub mod callbacks;
+mod dispatch;
 pub mod pace;
 pub mod policy;
+mod run;
 mod store;
-mod worker;
+mod submit;
+mod system;
 
 use std::sync::Arc;
 
 pub use store::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, Store, StoreError, Transition,
 };
-pub use worker::{JobSystem, SubmitError};
-
-/// Milliseconds since the Unix epoch, the unit every stored time uses (from [`crate::clock`], so
-/// it follows tokio's clock).
-pub fn now_ms() -> i64 {
-    crate::clock::epoch_ms()
-}
+pub use submit::SubmitError;
+pub use system::JobSystem;
 
 /// Epoch milliseconds as RFC 3339, for the job API.
 pub fn rfc3339(ms: i64) -> String {

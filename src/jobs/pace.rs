@@ -1,7 +1,7 @@
 //! Pacing background work to a provider's rate limit, learned from its 429s.
 //!
 //! The breaker and the requeue policy stop a backlog from hammering a provider that says "too
-//! many requests" (seed 001), but on their own they still find the limit the hard way once per
+//! many requests", but on their own they still find the limit the hard way once per
 //! rate-limit window: claim until a 429, wait for the reset, claim until a 429 again. Every
 //! window then costs a 429 for each request in flight when the limit was hit. The pacer learns
 //! the allowance instead and spreads the backlog over the window, so the 429s become a one-time

@@ -1,6 +1,6 @@
 //! The requeue policy: when a background job that could not run now should try again.
 //!
-//! Seed 001 is what happens without one: sixteen workers backing off independently, each
+//! Without one, sixteen workers back off independently, each
 //! dumping its backlog on a rate-limited API the moment its own timer fires. Here the wait is
 //! anchored on what the provider side already knows — the breaker's remaining open time, or the
 //! provider's `Retry-After` — so jobs come back when the provider can take them, not before.

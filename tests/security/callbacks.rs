@@ -184,7 +184,7 @@ async fn at_delivery_a_name_resolving_inward_is_not_contacted() {
                 idempotency_key: None,
                 callback_url: Some(format!("http://localhost:{port}/hooks/x")),
             },
-            faregate::jobs::now_ms(),
+            faregate::clock::epoch_ms(),
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));

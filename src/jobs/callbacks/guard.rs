@@ -1,12 +1,5 @@
-//! Callbacks: POST a finished job's envelope to the caller's allowlisted URL, signed.
-//!
-//! `Faregate-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with the
-//! callback secret, so the receiver can check both origin and freshness (the Stripe scheme).
-//! Delivery is retried with backoff; a failed delivery never loses the result, which stays in
-//! the job (`GET /v1/jobs/{id}`).
-//!
-//! **SSRF.** A callback URL comes from a client, and the gateway posts to it from inside the
-//! operator's network, so it is held to three rules:
+//! The callback SSRF guard. A callback URL comes from a client, and the gateway posts to it
+//! from inside the operator's network, so it is held to three rules:
 //! 1. it must match an allowlist entry (`[auth] callback_allowlist`): same scheme, host and
 //!    port, and a path under the entry's path ([`allowed`]);
 //! 2. a host *name* must resolve to public addresses only: loopback, private, link-local
@@ -22,33 +15,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use sha2::Sha256;
-
-/// The header carrying the signature.
-pub const SIGNATURE_HEADER: &str = "Faregate-Signature";
-
-/// `t=<t>,v1=<hex>` for `body` sent at unix time `t`.
-pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
-    // HMAC accepts keys of any length, so this cannot fail; an empty MAC would only make the
-    // receiver refuse the callback, never panic the gateway.
-    let hex = match <Hmac<Sha256> as KeyInit>::new_from_slice(secret) {
-        Ok(mut mac) => {
-            mac.update(t.to_string().as_bytes());
-            mac.update(b".");
-            mac.update(body);
-            mac.finalize()
-                .into_bytes()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        }
-        Err(_) => String::new(),
-    };
-    format!("t={t},v1={hex}")
-}
 
 /// Whether `url` is allowed: same scheme and host (and port), and its path starts with the
 /// prefix's path. No user info, no fragments.
@@ -180,16 +148,6 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signatures_follow_the_documented_scheme() {
-        // Computed independently with Python's hmac module:
-        // hmac.new(b"secret", b'1700000000.{"a":1}', hashlib.sha256).hexdigest()
-        assert_eq!(
-            sign(b"secret", 1_700_000_000, br#"{"a":1}"#),
-            "t=1700000000,v1=49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686"
-        );
-    }
 
     #[test]
     fn only_allowlisted_prefixes_pass() {

@@ -1,0 +1,190 @@
+//! Callbacks: POST a finished job's envelope to the caller's allowlisted URL, signed.
+//!
+//! `Faregate-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with the
+//! callback secret, so the receiver can check both origin and freshness (the Stripe scheme).
+//! Due callbacks are leased before they are sent, so replicas sharing a queue never send one
+//! twice. Delivery is retried with a doubling wait; a failed delivery never loses the result,
+//! which stays in the job (`GET /v1/jobs/{id}`). Where a callback may go is [`guard`]'s
+//! business.
+
+pub mod guard;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hmac::{Hmac, KeyInit, Mac};
+use reqwest::Url;
+use sha2::Sha256;
+use tokio_util::sync::CancellationToken;
+
+use super::store::{Job, JobStore, Store};
+use crate::call::{Envelope, Status};
+use crate::clock;
+use crate::providers::Secret;
+use crate::telemetry::{CallbackOutcome, Telemetry};
+
+/// The header carrying the signature.
+pub const SIGNATURE_HEADER: &str = "Faregate-Signature";
+
+/// How often the sender looks for due callbacks.
+const POLL: Duration = Duration::from_millis(500);
+/// How long a claimed callback is this replica's to send; after that another may try it. Longer
+/// than one delivery can take (the client's timeout is 10 s).
+const LEASE: Duration = Duration::from_secs(30);
+/// Callbacks claimed per look: a burst of finished jobs is sent over a few polls.
+const BATCH: u32 = 16;
+/// Deliveries before giving up (the result stays in the job).
+const ATTEMPTS: u32 = 8;
+/// The wait after the first failed delivery; it doubles after each further one …
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// … this many times at most (about 17 minutes).
+const MAX_DOUBLINGS: u32 = 10;
+
+/// The wait before the next delivery, after `failed` failed ones; `None` when it is time to
+/// give up.
+fn next_delivery_in(failed: u32) -> Option<Duration> {
+    (failed < ATTEMPTS).then(|| FIRST_RETRY * 2u32.pow((failed - 1).min(MAX_DOUBLINGS)))
+}
+
+/// `t=<t>,v1=<hex>` for `body` sent at unix time `t`.
+pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
+    // HMAC accepts keys of any length, so this cannot fail; an empty MAC would only make the
+    // receiver refuse the callback, never panic the gateway.
+    let hex = match <Hmac<Sha256> as KeyInit>::new_from_slice(secret) {
+        Ok(mut mac) => {
+            mac.update(t.to_string().as_bytes());
+            mac.update(b".");
+            mac.update(body);
+            mac.finalize()
+                .into_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        }
+        Err(_) => String::new(),
+    };
+    format!("t={t},v1={hex}")
+}
+
+/// The callback body: the job's stored envelope; for a job that died without one (given up
+/// after too many attempts, or a write whose outcome is unknown), an `unavailable` envelope with
+/// its last error, so receivers parse one shape.
+fn body(job: &Job) -> Vec<u8> {
+    if let Some(result) = &job.result {
+        // A stored `Value` always serializes; an empty body is refused by the receiver, which
+        // is retried, never a panic.
+        return serde_json::to_vec(result).unwrap_or_default();
+    }
+    let envelope = Envelope {
+        job_id: Some(job.id.clone()),
+        ..Envelope::text(
+            // The call id the caller gave, else the job id (which the `queued` answer carried).
+            job.call_id.clone().unwrap_or_else(|| job.id.clone()),
+            job.tool.clone(),
+            Status::Unavailable,
+            job.last_error.clone().unwrap_or_default(),
+        )
+    };
+    envelope.to_json_bytes()
+}
+
+/// Sends due callbacks until shutdown.
+#[derive(Debug)]
+pub(super) struct Sender {
+    pub(super) store: Store,
+    pub(super) allowlist: Vec<Url>,
+    pub(super) secret: Option<Secret>,
+    /// The callback client ([`guard::client`]); `None` if it could not be built, and then
+    /// callbacks fail (and are retried) rather than go out without the SSRF guard.
+    pub(super) http: Option<reqwest::Client>,
+    pub(super) telemetry: Arc<Telemetry>,
+}
+
+impl Sender {
+    /// Claims, delivers and records due callbacks every [`POLL`] until `shutdown`.
+    pub(super) async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(POLL) => {},
+            }
+            let lease_ms = LEASE.as_millis() as i64;
+            let due = match self
+                .store
+                .claim_callbacks(clock::epoch_ms(), lease_ms, BATCH)
+                .await
+            {
+                Ok(due) => due,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read due callbacks");
+                    continue;
+                }
+            };
+            for job in due {
+                self.send(&job).await;
+            }
+        }
+    }
+
+    /// One delivery of `job`'s callback, and its record.
+    async fn send(&self, job: &Job) {
+        let sent = self.deliver(job).await;
+        let retry_in = if sent {
+            None
+        } else {
+            next_delivery_in(job.callback_attempts + 1)
+        };
+        let metrics = self.telemetry.metrics();
+        if sent {
+            metrics.record_callback(CallbackOutcome::Sent);
+        } else if retry_in.is_none() {
+            metrics.record_callback(CallbackOutcome::Failed);
+        }
+        let now = clock::epoch_ms();
+        let next = retry_in.map(|wait| clock::ms_after(now, wait));
+        if let Err(e) = self.store.callback_result(&job.id, sent, next, now).await {
+            tracing::warn!(job = %job.id, error = %e, "could not record a callback");
+        }
+    }
+
+    /// POSTs the job's final envelope, signed; true on a 2xx.
+    async fn deliver(&self, job: &Job) -> bool {
+        let (Some(url), Some(secret), Some(http)) = (&job.callback_url, &self.secret, &self.http)
+        else {
+            return false;
+        };
+        // Checked again at delivery: the allowlist may have changed since the job was stored
+        // (another replica, a restart). Host names are re-resolved by the client's guarded
+        // resolver, which never connects to a private address.
+        let parsed = match Url::parse(url) {
+            Ok(u) if guard::allowed(&u, &self.allowlist) => u,
+            _ => {
+                tracing::warn!(job = %job.id, "callback URL is no longer on the allowlist; not sent");
+                return false;
+            }
+        };
+        let body = body(job);
+        let signature = sign(secret.expose().as_bytes(), clock::epoch_ms() / 1000, &body);
+        match http
+            .post(parsed)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(SIGNATURE_HEADER, signature)
+            .body(body)
+            .send()
+            .await
+        {
+            Ok(res) if res.status().is_success() => true,
+            Ok(res) => {
+                tracing::warn!(job = %job.id, status = res.status().as_u16(), "callback refused");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(job = %job.id, error = %e, "callback failed");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

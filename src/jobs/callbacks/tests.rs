@@ -1,0 +1,95 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::jobs::store::{CallbackState, JobStatus};
+
+#[test]
+fn signatures_follow_the_documented_scheme() {
+    // Computed independently with Python's hmac module:
+    // hmac.new(b"secret", b'1700000000.{"a":1}', hashlib.sha256).hexdigest()
+    assert_eq!(
+        sign(b"secret", 1_700_000_000, br#"{"a":1}"#),
+        "t=1700000000,v1=49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686"
+    );
+}
+
+#[test]
+fn deliveries_wait_twice_as_long_each_time_then_give_up() {
+    let waits: Vec<Option<u64>> = (1..=ATTEMPTS)
+        .map(|failed| next_delivery_in(failed).map(|d| d.as_secs()))
+        .collect();
+    assert_eq!(
+        waits,
+        [
+            Some(1),
+            Some(2),
+            Some(4),
+            Some(8),
+            Some(16),
+            Some(32),
+            Some(64),
+            None
+        ]
+    );
+}
+
+fn dead_job(call_id: Option<&str>, result: Option<Value>) -> Job {
+    Job {
+        id: "0190a000-0000-7000-8000-000000000001".into(),
+        tool: "book_flight".into(),
+        arguments: json!({}),
+        call_id: call_id.map(str::to_string),
+        idempotency_key: Some("k".into()),
+        callback_url: Some("https://chat.example.com/hooks/x".into()),
+        status: JobStatus::Dead,
+        attempts: 20,
+        next_attempt_at_ms: 0,
+        lease_owner: None,
+        lease_until_ms: None,
+        created_at_ms: 0,
+        updated_at_ms: 0,
+        result,
+        last_error: Some("gave up after 20 attempts; last error: duffel: 503".into()),
+        callback: CallbackState::Pending,
+        callback_attempts: 0,
+        next_callback_at_ms: Some(0),
+    }
+}
+
+fn parsed(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_body_is_the_stored_envelope() {
+    let stored = json!({"call_id": "c-1", "tool": "book_flight", "status": "rejected",
+                        "content": "The provider refused …", "job_id": "j"});
+    assert_eq!(
+        parsed(&body(&dead_job(Some("c-1"), Some(stored.clone())))),
+        stored
+    );
+}
+
+#[test]
+fn a_job_given_up_without_an_envelope_gets_an_unavailable_one() {
+    let expected = |call_id: &str| {
+        json!({
+            "call_id": call_id,
+            "tool": "book_flight",
+            "status": "unavailable",
+            "content": "gave up after 20 attempts; last error: duffel: 503",
+            "data": null,
+            "stale_age_s": null,
+            "retry_after_s": null,
+            "breaker": "",
+            "job_id": "0190a000-0000-7000-8000-000000000001",
+            "provider": null,
+        })
+    };
+    assert_eq!(parsed(&body(&dead_job(Some("c-1"), None))), expected("c-1"));
+    assert_eq!(
+        parsed(&body(&dead_job(None, None))),
+        expected("0190a000-0000-7000-8000-000000000001"),
+        "without the caller's call id, the job id the queued answer carried"
+    );
+}

@@ -1,0 +1,157 @@
+//! Running one claimed job: through the gateway's pipeline, then [`decide`] what the outcome
+//! means for the job (done, later, never), stored as one [`Transition`].
+//!
+//! `decide` is pure (the clock reading and the jitter draw are arguments), so its whole table is
+//! tested: every outcome, the attempt and age limits, and the requeue delay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::dispatch::Pacing;
+use super::policy::RequeuePolicy;
+use super::store::{Job, JobStore, Store, Transition};
+use crate::call::retry::Jitter;
+use crate::call::{BackgroundOutcome, Envelope, Gateway};
+use crate::clock;
+use crate::config::JobsConfig;
+
+/// What an outcome of `job`'s run at `now_ms` means for it.
+///
+/// - done → `Succeeded` with the envelope (naming the job);
+/// - never (a refusal the model must fix, a write whose outcome is unknown) → `Dead`;
+/// - later → `Retry` after the [`RequeuePolicy`] delay, unless the job has now used up
+///   `max_attempts` (counting only attempts that reached a provider) or is older than `max_age`,
+///   which makes it `Dead` with a reason saying so.
+///
+/// `jitter` is a uniform draw in `[0, 1)` for the delay's jitter.
+pub(super) fn decide(
+    outcome: BackgroundOutcome,
+    job: &Job,
+    config: &JobsConfig,
+    policy: &RequeuePolicy,
+    now_ms: i64,
+    jitter: f64,
+) -> Transition {
+    match outcome {
+        BackgroundOutcome::Succeeded(envelope) => Transition::Succeeded {
+            result: stored(envelope, job),
+        },
+        BackgroundOutcome::Failed {
+            envelope,
+            error,
+            attempted,
+        } => Transition::Dead {
+            error,
+            result: envelope.map(|e| stored(e, job)),
+            attempted,
+        },
+        BackgroundOutcome::Retry {
+            anchor,
+            error,
+            attempted,
+            ..
+        } => {
+            let attempts = job.attempts + u32::from(attempted);
+            let age = Duration::from_millis(u64::try_from(now_ms - job.created_at_ms).unwrap_or(0));
+            let gave_up = if attempts >= config.max_attempts {
+                Some(format!(
+                    "gave up after {attempts} attempts; last error: {error}"
+                ))
+            } else if age >= config.max_age {
+                Some(format!(
+                    "gave up after {} in the queue; last error: {error}",
+                    humantime::format_duration(Duration::from_secs(age.as_secs()))
+                ))
+            } else {
+                None
+            };
+            match gave_up {
+                Some(why) => Transition::Dead {
+                    error: why,
+                    result: None,
+                    attempted,
+                },
+                None => Transition::Retry {
+                    next_attempt_at_ms: clock::ms_after(
+                        now_ms,
+                        policy.delay(attempts, anchor, jitter),
+                    ),
+                    error,
+                    attempted,
+                },
+            }
+        }
+    }
+}
+
+/// The envelope as stored (and sent in the callback): its own serialization, naming the job.
+fn stored(mut envelope: Envelope, job: &Job) -> Value {
+    envelope.job_id = Some(job.id.clone());
+    // An envelope is strings, numbers and JSON values: it always serializes.
+    serde_json::to_value(&envelope).unwrap_or(Value::Null)
+}
+
+/// Runs claimed jobs and stores their ends.
+#[derive(Debug)]
+pub(super) struct Runner {
+    pub(super) store: Store,
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) config: JobsConfig,
+    /// This process's lease owner name: every write after a claim names it.
+    pub(super) owner: String,
+    pub(super) policy: RequeuePolicy,
+    pub(super) jitter: Jitter,
+    pub(super) pacing: Arc<Pacing>,
+}
+
+impl Runner {
+    /// Runs `job` (claimed at `claimed_at`) once and stores what came of it.
+    pub(super) async fn run(&self, job: Job, claimed_at: Instant) {
+        let outcome = self
+            .gateway
+            .run_background(
+                &job.tool,
+                job.arguments.clone(),
+                job.call_id.clone(),
+                job.idempotency_key.clone(),
+            )
+            .await;
+        self.pacing.observe(&job.tool, &outcome, claimed_at);
+        let now = clock::epoch_ms();
+        let transition = decide(
+            outcome,
+            &job,
+            &self.config,
+            &self.policy,
+            now,
+            self.jitter.next_unit(),
+        );
+        if let Transition::Retry {
+            next_attempt_at_ms,
+            error,
+            ..
+        } = &transition
+        {
+            tracing::debug!(job = %job.id, tool = %job.tool, delay_ms = next_attempt_at_ms - now, %error, "job requeued");
+        }
+        match self
+            .store
+            .finish(&job.id, &self.owner, transition, now)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(job = %job.id, "job lease was lost before its result was stored; another worker owns it now")
+            }
+            Err(e) => {
+                tracing::warn!(job = %job.id, error = %e, "could not store a job's outcome; its lease will expire and it runs again")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,63 @@
+//! Accepting a background call: the same argument checks an interactive call gets (one call
+//! into the gateway), the callback URL against the allowlist and the SSRF guard, then the job is
+//! stored. A job is only stored when it can run; the caller learns what is wrong at once.
+
+use reqwest::Url;
+
+use super::callbacks::guard;
+use super::store::{Job, JobStore, NewJob, Store, StoreError};
+use crate::call::{CheckError, Gateway};
+use crate::clock;
+
+/// Why a background call was not accepted.
+#[derive(Debug)]
+pub enum SubmitError {
+    /// The arguments are wrong (the text names every field).
+    Invalid(String),
+    /// No such tool.
+    UnknownTool,
+    /// The callback URL is not allowed, or callbacks are not configured.
+    Callback(String),
+    /// The store failed.
+    Store(StoreError),
+}
+
+/// Where callbacks may go, as submission checks it.
+#[derive(Debug, Clone)]
+pub(super) struct CallbackRules {
+    /// `[auth] callback_allowlist`.
+    pub(super) allowlist: Vec<Url>,
+    /// Whether a signing secret is configured (unsigned callbacks are never sent).
+    pub(super) can_sign: bool,
+}
+
+/// Validates `job` and stores it. With an idempotency key already used for the tool, answers
+/// the existing job (`false`) instead of a new one.
+pub(super) async fn submit(
+    store: &Store,
+    gateway: &Gateway,
+    callbacks: &CallbackRules,
+    job: NewJob,
+) -> Result<(Job, bool), SubmitError> {
+    match gateway.check_arguments(&job.tool, &job.arguments, job.idempotency_key.as_deref()) {
+        Ok(()) => {}
+        Err(CheckError::UnknownTool) => return Err(SubmitError::UnknownTool),
+        Err(CheckError::Invalid(text)) => return Err(SubmitError::Invalid(text)),
+    }
+    if let Some(url) = &job.callback_url {
+        let parsed = Url::parse(url)
+            .map_err(|e| SubmitError::Callback(format!("callback_url is not a URL: {e}")))?;
+        guard::check_target(&parsed, &callbacks.allowlist)
+            .await
+            .map_err(SubmitError::Callback)?;
+        if !callbacks.can_sign {
+            return Err(SubmitError::Callback(
+                "callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway".into(),
+            ));
+        }
+    }
+    store
+        .enqueue(job, clock::epoch_ms())
+        .await
+        .map_err(SubmitError::Store)
+}

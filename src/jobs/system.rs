@@ -1,0 +1,245 @@
+//! The job system: what the HTTP edge submits to, and the loop that dispatches, runs and calls
+//! back until shutdown.
+//!
+//! One dispatcher per process wakes every [`POLL`] (or when a submission wakes it), marks
+//! which tools have due jobs (so half-open probes go to them first), claims
+//! ([`Dispatcher::claim`]) and runs each claimed job on its own task ([`Runner::run`]). A second
+//! loop sends callbacks ([`Sender::run`]). Both stop on the shutdown token; leases still held are
+//! handed back so another replica (or the next start) picks the jobs up at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Url;
+use serde_json::Value;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::callbacks::{Sender, guard};
+use super::dispatch::{Dispatcher, Pacing, ToolState};
+use super::policy::RequeuePolicy;
+use super::run::Runner;
+use super::store::{Job, JobStatus, JobStore, NewJob, Store, StoreError};
+use super::submit::{self, CallbackRules, SubmitError};
+use crate::call::Gateway;
+use crate::call::retry::Jitter;
+use crate::clock;
+use crate::config::JobsConfig;
+use crate::providers::Secret;
+
+/// How often the dispatcher looks for due jobs when nothing wakes it.
+const POLL: Duration = Duration::from_millis(250);
+/// Queue figures are published every this many polls (about every 5 s).
+const QUEUE_METRICS_EVERY: u32 = 20;
+/// The lease's base when no tool is served (no job can run then anyway).
+const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Everything background mode needs, shared by the HTTP edge and the workers.
+#[derive(Debug)]
+pub struct JobSystem {
+    store: Store,
+    gateway: Arc<Gateway>,
+    callback_rules: CallbackRules,
+    /// Worker tasks running jobs at once.
+    workers: u32,
+    /// Wakes the dispatcher when a job is submitted.
+    wake: Notify,
+    dispatcher: Dispatcher,
+    runner: Arc<Runner>,
+    callbacks: Arc<Sender>,
+}
+
+impl JobSystem {
+    /// A job system over `store`. Callbacks are refused unless a secret is configured.
+    pub fn new(
+        store: Store,
+        gateway: Arc<Gateway>,
+        config: JobsConfig,
+        allowlist: Vec<Url>,
+        callback_secret: Option<Secret>,
+    ) -> Self {
+        let http = guard::client()
+            .map_err(|e| tracing::error!(error = %e, "cannot build the callback HTTP client; callbacks will fail"))
+            .ok();
+        let owner = format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple());
+        // The lease: the longest tool deadline plus a margin.
+        let lease = gateway
+            .tools()
+            .iter()
+            .map(|t| t.config.deadline)
+            .max()
+            .unwrap_or(DEFAULT_DEADLINE)
+            + config.lease_margin;
+        let pacing = Arc::new(Pacing::default());
+        JobSystem {
+            callback_rules: CallbackRules {
+                allowlist: allowlist.clone(),
+                can_sign: callback_secret.is_some(),
+            },
+            workers: config.workers,
+            wake: Notify::new(),
+            dispatcher: Dispatcher {
+                owner: owner.clone(),
+                lease_ms: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
+                pacing: Arc::clone(&pacing),
+            },
+            runner: Arc::new(Runner {
+                store: store.clone(),
+                gateway: Arc::clone(&gateway),
+                config,
+                owner,
+                policy: RequeuePolicy::default(),
+                jitter: Jitter::new(clock::epoch_ms() as u64),
+                pacing,
+            }),
+            callbacks: Arc::new(Sender {
+                store: store.clone(),
+                allowlist,
+                secret: callback_secret,
+                http,
+                telemetry: Arc::clone(gateway.telemetry()),
+            }),
+            store,
+            gateway,
+        }
+    }
+
+    /// The store (for the job API and metrics).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Validates and stores a background call. With an idempotency key already used for the
+    /// tool, answers the existing job (`false`) instead of a new one.
+    pub async fn submit(
+        &self,
+        tool: &str,
+        arguments: Value,
+        call_id: Option<String>,
+        idempotency_key: Option<String>,
+        callback_url: Option<String>,
+    ) -> Result<(Job, bool), SubmitError> {
+        let job = NewJob {
+            tool: tool.to_string(),
+            arguments,
+            call_id,
+            idempotency_key,
+            callback_url,
+        };
+        let res = submit::submit(&self.store, &self.gateway, &self.callback_rules, job).await?;
+        self.wake.notify_one();
+        Ok(res)
+    }
+
+    /// Runs the dispatcher, workers and callback sender until `shutdown`; then lets running
+    /// jobs finish within `grace`, abandons the rest, and hands back every lease this process
+    /// holds, so no job is lost (nor counted as an attempt) by a shutdown.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken, grace: Duration) {
+        let workers = Arc::new(Semaphore::new(self.workers as usize));
+        let mut tasks = JoinSet::new();
+        let callbacks = tokio::spawn(Arc::clone(&self.callbacks).run(shutdown.clone()));
+        let mut polls: u32 = 0;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.wake.notified() => {},
+                _ = tokio::time::sleep(POLL) => {},
+            }
+            while tasks.try_join_next().is_some() {}
+            if let Err(e) = self.dispatch(&workers, &mut tasks).await {
+                tracing::warn!(error = %e, "job dispatch failed; retrying");
+            }
+            polls = polls.wrapping_add(1);
+            if polls % QUEUE_METRICS_EVERY == 1 {
+                self.publish_queue_metrics().await;
+            }
+        }
+        // Let running jobs finish within the grace period, then return what is still leased.
+        let finished =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        if finished.is_err() {
+            tracing::warn!(
+                abandoned = tasks.len(),
+                "background jobs still running after the shutdown grace period; their leases go back to the queue"
+            );
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        }
+        callbacks.abort();
+        match self
+            .store
+            .release(&self.dispatcher.owner, clock::epoch_ms())
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(released = n, "returned job leases to the queue"),
+            Err(e) => tracing::warn!(error = %e, "could not return job leases; they expire"),
+        }
+    }
+
+    /// One dispatch pass: tells the tools which of them have due jobs (probe priority), claims
+    /// what may run now, and runs each claimed job on its own task.
+    async fn dispatch(
+        &self,
+        workers: &Arc<Semaphore>,
+        tasks: &mut JoinSet<()>,
+    ) -> Result<(), StoreError> {
+        let now = clock::now();
+        let due = self.store.due_tools(clock::epoch_ms()).await?;
+        let tools: Vec<ToolState> = self
+            .gateway
+            .tools()
+            .iter()
+            .map(|tool| {
+                let name = tool.spec.name;
+                tool.set_background_due(due.iter().any(|t| t == name));
+                ToolState {
+                    name: name.to_string(),
+                    all_open: tool.all_open(now),
+                }
+            })
+            .collect();
+        let claimed = self
+            .dispatcher
+            .claim(&self.store, &tools, &due, workers)
+            .await?;
+        for claim in claimed {
+            let runner = Arc::clone(&self.runner);
+            tasks.spawn(async move {
+                runner.run(claim.job, claim.claimed_at).await;
+                drop(claim.worker);
+            });
+        }
+        Ok(())
+    }
+
+    /// Queue depth by tool and state and the oldest due job's age, for `/metrics`.
+    async fn publish_queue_metrics(&self) {
+        let stats = match self.store.stats(clock::epoch_ms()).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read queue figures");
+                return;
+            }
+        };
+        let metrics = self.gateway.telemetry().metrics();
+        for tool in self.gateway.tools() {
+            let name = tool.spec.name;
+            for status in JobStatus::ALL {
+                let n = stats
+                    .depth
+                    .iter()
+                    .find(|(t, s, _)| t == name && *s == status)
+                    .map_or(0, |(_, _, n)| *n);
+                metrics.set_queue_depth(name, status.as_str(), n);
+            }
+            let age = stats
+                .oldest_due_age_ms
+                .iter()
+                .find(|(t, _)| t == name)
+                .map_or(0, |(_, ms)| u64::try_from(*ms).unwrap_or(0));
+            metrics.set_oldest_due_job_age(name, Duration::from_millis(age));
+        }
+    }
+}
