@@ -28,7 +28,8 @@
 //!
 //! A lease that expires (a crashed worker) returns its job to the queue; every write after a
 //! claim checks the lease owner, so a job never runs twice at once. Every time comes from
-//! [`crate::clock`].
+//! [`crate::clock`], so the dispatcher and the stored due times run on tokio's paused clock in
+//! tests.
 
 pub mod callbacks;
 mod dispatch;
@@ -38,6 +39,9 @@ mod run;
 mod store;
 mod submit;
 mod system;
+
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

@@ -4,9 +4,12 @@
 //!
 //! A store takes every time as an epoch-millisecond argument, so the conformance suite
 //! (`tests.rs`) controls time without a clock and runs the same rules against every store:
-//! SQLite and PostgreSQL (through `FAREGATE_TEST_POSTGRES_URL`).
+//! SQLite, PostgreSQL (through `FAREGATE_TEST_POSTGRES_URL`) and the in-memory store that the
+//! paused-clock tests of the job system use.
 
 mod dialect;
+#[cfg(test)]
+pub(crate) mod memory;
 mod model;
 mod sql;
 

@@ -1,4 +1,5 @@
-//! The job store conformance suite: every rule runs against SQLite and PostgreSQL.
+//! The job store conformance suite: every rule runs against SQLite, PostgreSQL and the in-memory
+//! store the paused-clock tests use.
 //!
 //! PostgreSQL runs when `FAREGATE_TEST_POSTGRES_URL` is set (`.ci/run` sets it); each test gets
 //! its own schema. Without it the PostgreSQL half says so on stderr and checks nothing.
@@ -8,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::memory::MemoryStore;
 use super::*;
 
 const T0: i64 = 1_800_000_000_000;
@@ -45,11 +47,12 @@ pub(crate) async fn postgres(test: &str) -> Option<Store> {
     Some(store)
 }
 
-/// Runs `check` against SQLite, then PostgreSQL when available.
+/// Runs `check` against the in-memory store and SQLite, then PostgreSQL when available.
 macro_rules! conformance {
     ($name:ident, $check:ident) => {
         #[tokio::test]
         async fn $name() {
+            $check(Arc::new(MemoryStore::default())).await;
             let (store, _dir) = sqlite().await;
             $check(Arc::new(store)).await;
             if let Some(store) = postgres(stringify!($name)).await {

@@ -1,0 +1,279 @@
+//! A job store in memory, for tests that run the job system on tokio's paused clock.
+//!
+//! A SQL store cannot serve those tests: its drivers wait on their own threads, and a paused
+//! runtime that waits on something outside it advances its clock to the next timer (a pool's
+//! acquire timeout among them). This store answers without waiting. The conformance suite holds
+//! it to the same rules as the SQL store, so what a test learns from it holds for both databases.
+
+use std::sync::Mutex;
+
+use super::model::{
+    CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
+};
+
+/// Jobs in a vector behind a lock (tests hold a few hundred at most).
+#[derive(Debug, Default)]
+pub(crate) struct MemoryStore {
+    jobs: Mutex<Vec<Job>>,
+}
+
+impl MemoryStore {
+    fn jobs(&self) -> std::sync::MutexGuard<'_, Vec<Job>> {
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn is_due(job: &Job, now_ms: i64) -> bool {
+    matches!(job.status, JobStatus::Queued | JobStatus::RetryScheduled)
+        && job.next_attempt_at_ms <= now_ms
+}
+
+impl JobStore for MemoryStore {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn enqueue(&self, job: NewJob, now_ms: i64) -> Result<(Job, bool), StoreError> {
+        let mut jobs = self.jobs();
+        if let Some(key) = &job.idempotency_key {
+            let existing = jobs
+                .iter()
+                .find(|j| j.tool == job.tool && j.idempotency_key.as_ref() == Some(key));
+            if let Some(existing) = existing {
+                return Ok((existing.clone(), false));
+            }
+        }
+        let stored = Job {
+            id: uuid::Uuid::now_v7().to_string(),
+            callback: if job.callback_url.is_some() {
+                CallbackState::Pending
+            } else {
+                CallbackState::None
+            },
+            tool: job.tool,
+            arguments: job.arguments,
+            call_id: job.call_id,
+            idempotency_key: job.idempotency_key,
+            callback_url: job.callback_url,
+            status: JobStatus::Queued,
+            attempts: 0,
+            next_attempt_at_ms: now_ms,
+            lease_owner: None,
+            lease_until_ms: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            result: None,
+            last_error: None,
+            callback_attempts: 0,
+            next_callback_at_ms: None,
+        };
+        jobs.push(stored.clone());
+        Ok((stored, true))
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        Ok(self.jobs().iter().find(|j| j.id == id).cloned())
+    }
+
+    async fn list(
+        &self,
+        status: Option<JobStatus>,
+        tool: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        let mut found: Vec<Job> = self
+            .jobs()
+            .iter()
+            .filter(|j| status.is_none_or(|s| j.status == s) && tool.is_none_or(|t| j.tool == t))
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| b.id.cmp(&a.id));
+        found.truncate(limit as usize);
+        Ok(found)
+    }
+
+    async fn claim(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+        skip_tools: &[String],
+    ) -> Result<Vec<Job>, StoreError> {
+        let mut jobs = self.jobs();
+        let mut claimable: Vec<&mut Job> = jobs
+            .iter_mut()
+            .filter(|j| {
+                let expired = j.status == JobStatus::Running
+                    && j.lease_until_ms.is_some_and(|until| until < now_ms);
+                (is_due(j, now_ms) || expired) && !skip_tools.contains(&j.tool)
+            })
+            .collect();
+        claimable.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
+        Ok(claimable
+            .into_iter()
+            .take(limit as usize)
+            .map(|job| {
+                job.status = JobStatus::Running;
+                job.lease_owner = Some(owner.to_string());
+                job.lease_until_ms = Some(now_ms + lease_ms);
+                job.updated_at_ms = now_ms;
+                job.clone()
+            })
+            .collect())
+    }
+
+    async fn finish(
+        &self,
+        id: &str,
+        owner: &str,
+        transition: Transition,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut jobs = self.jobs();
+        let Some(job) = jobs.iter_mut().find(|j| {
+            j.id == id && j.status == JobStatus::Running && j.lease_owner.as_deref() == Some(owner)
+        }) else {
+            return Ok(false);
+        };
+        job.status = transition.status();
+        let attempted = match transition {
+            Transition::Succeeded { result } => {
+                (job.result, job.last_error) = (Some(result), None);
+                true
+            }
+            Transition::Retry {
+                next_attempt_at_ms,
+                error,
+                attempted,
+            } => {
+                (job.result, job.last_error) = (None, Some(error));
+                job.next_attempt_at_ms = next_attempt_at_ms;
+                attempted
+            }
+            Transition::Dead {
+                error,
+                result,
+                attempted,
+            } => {
+                (job.result, job.last_error) = (result, Some(error));
+                attempted
+            }
+        };
+        job.attempts += u32::from(attempted);
+        (job.lease_owner, job.lease_until_ms, job.updated_at_ms) = (None, None, now_ms);
+        let last = matches!(job.status, JobStatus::Succeeded | JobStatus::Dead);
+        job.next_callback_at_ms =
+            (last && job.callback == CallbackState::Pending).then_some(now_ms);
+        Ok(true)
+    }
+
+    async fn claim_callbacks(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        let mut jobs = self.jobs();
+        let mut due: Vec<&mut Job> = jobs
+            .iter_mut()
+            .filter(|j| {
+                j.callback == CallbackState::Pending
+                    && matches!(j.status, JobStatus::Succeeded | JobStatus::Dead)
+                    && j.next_callback_at_ms.is_some_and(|at| at <= now_ms)
+            })
+            .collect();
+        due.sort_by_key(|j| j.next_callback_at_ms);
+        Ok(due
+            .into_iter()
+            .take(limit as usize)
+            .map(|job| {
+                job.next_callback_at_ms = Some(now_ms + lease_ms);
+                job.clone()
+            })
+            .collect())
+    }
+
+    async fn callback_result(
+        &self,
+        id: &str,
+        sent: bool,
+        next_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        if let Some(job) = self.jobs().iter_mut().find(|j| j.id == id) {
+            job.callback = match (sent, next_at_ms) {
+                (true, _) => CallbackState::Sent,
+                (false, Some(_)) => CallbackState::Pending,
+                (false, None) => CallbackState::Failed,
+            };
+            job.callback_attempts += 1;
+            (job.next_callback_at_ms, job.updated_at_ms) = (next_at_ms, now_ms);
+        }
+        Ok(())
+    }
+
+    async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {
+        let mut released = 0;
+        for job in self
+            .jobs()
+            .iter_mut()
+            .filter(|j| j.status == JobStatus::Running && j.lease_owner.as_deref() == Some(owner))
+        {
+            job.status = if job.attempts == 0 {
+                JobStatus::Queued
+            } else {
+                JobStatus::RetryScheduled
+            };
+            (job.lease_owner, job.lease_until_ms) = (None, None);
+            (job.next_attempt_at_ms, job.updated_at_ms) = (now_ms, now_ms);
+            released += 1;
+        }
+        Ok(released)
+    }
+
+    async fn due_tools(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
+        let mut tools: Vec<String> = self
+            .jobs()
+            .iter()
+            .filter(|j| is_due(j, now_ms))
+            .map(|j| j.tool.clone())
+            .collect();
+        tools.sort();
+        tools.dedup();
+        Ok(tools)
+    }
+
+    async fn stats(&self, now_ms: i64) -> Result<QueueStats, StoreError> {
+        let jobs = self.jobs();
+        let mut stats = QueueStats::default();
+        for job in jobs.iter() {
+            let key = (job.tool.clone(), job.status);
+            match stats
+                .depth
+                .iter_mut()
+                .find(|(t, s, _)| (t, s) == (&key.0, &key.1))
+            {
+                Some((_, _, n)) => *n += 1,
+                None => stats.depth.push((key.0, key.1, 1)),
+            }
+            if is_due(job, now_ms) {
+                let age = now_ms - job.created_at_ms;
+                match stats
+                    .oldest_due_age_ms
+                    .iter_mut()
+                    .find(|(t, _)| *t == job.tool)
+                {
+                    Some((_, oldest)) => *oldest = (*oldest).max(age),
+                    None => stats.oldest_due_age_ms.push((job.tool.clone(), age)),
+                }
+            }
+        }
+        // The SQL store orders by tool, then status name.
+        stats
+            .depth
+            .sort_by(|a, b| (&a.0, a.1.as_str()).cmp(&(&b.0, b.1.as_str())));
+        stats.oldest_due_age_ms.sort();
+        Ok(stats)
+    }
+}

@@ -1,0 +1,230 @@
+//! The job system on tokio's paused clock: dispatch, requeue and pacing, with time advanced by
+//! the test instead of waited for. The store is the in-memory one (held to the SQL store's rules
+//! by the conformance suite), because a SQL driver waits on its own threads and a paused runtime
+//! would advance its clock meanwhile.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::Semaphore;
+use tokio::time::advance;
+
+use super::dispatch::{Claimed, Dispatcher, ToolState};
+use super::policy::RequeuePolicy;
+use super::run::decide;
+use super::store::memory::MemoryStore;
+use super::store::{JobStatus, JobStore, NewJob};
+use crate::call::{BackgroundOutcome, Envelope, RateLimitHit, Status};
+use crate::clock;
+use crate::config::JobsConfig;
+
+const FLIGHTS: &str = "search_flights";
+const HOTELS: &str = "search_hotels";
+
+struct Queue {
+    store: MemoryStore,
+    dispatcher: Dispatcher,
+    workers: Arc<Semaphore>,
+}
+
+impl Queue {
+    fn new(workers: usize) -> Self {
+        Queue {
+            store: MemoryStore::default(),
+            dispatcher: Dispatcher {
+                owner: "w".into(),
+                lease_ms: 60_000,
+                pacing: Arc::default(),
+            },
+            workers: Arc::new(Semaphore::new(workers)),
+        }
+    }
+
+    async fn submit(&self, tool: &str) -> String {
+        let job = NewJob {
+            tool: tool.into(),
+            arguments: json!({}),
+            call_id: None,
+            idempotency_key: None,
+            callback_url: None,
+        };
+        let (job, _) = self
+            .store
+            .enqueue(job, clock::epoch_ms())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        job.id
+    }
+
+    /// One dispatch pass as the job system runs it, with `open` the tools whose breakers are
+    /// all open.
+    async fn pass(&self, open: &[&str]) -> Vec<Claimed> {
+        let due = self
+            .store
+            .due_tools(clock::epoch_ms())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let tools: Vec<ToolState> = [FLIGHTS, HOTELS]
+            .iter()
+            .map(|name| ToolState {
+                name: name.to_string(),
+                all_open: open.contains(name),
+            })
+            .collect();
+        self.dispatcher
+            .claim(&self.store, &tools, &due, &self.workers)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Ends a claimed job's run with `outcome`, as a worker does (without jitter).
+    async fn finish(&self, claimed: Claimed, outcome: BackgroundOutcome) {
+        self.dispatcher
+            .pacing
+            .observe(&claimed.job.tool, &outcome, claimed.claimed_at);
+        let config = JobsConfig {
+            max_attempts: 20,
+            max_age: Duration::from_secs(24 * 3600),
+            workers: 4,
+            lease_margin: Duration::from_secs(30),
+        };
+        let now = clock::epoch_ms();
+        let policy = RequeuePolicy::default();
+        let transition = decide(outcome, &claimed.job, &config, &policy, now, 0.0);
+        let stored = self
+            .store
+            .finish(&claimed.job.id, "w", transition, now)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(stored, "the lease is still ours");
+    }
+}
+
+fn ids(claimed: &[Claimed]) -> Vec<&str> {
+    claimed.iter().map(|c| c.job.id.as_str()).collect()
+}
+
+fn breaker_open(retry_after: Duration) -> BackgroundOutcome {
+    BackgroundOutcome::Retry {
+        anchor: Some(retry_after),
+        error: "duffel: breaker open".into(),
+        attempted: false,
+        rate_limited: None,
+    }
+}
+
+fn succeeded(tool: &str) -> BackgroundOutcome {
+    BackgroundOutcome::Succeeded(Envelope::text("c", tool, Status::Ok, "done"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_requeued_job_is_claimed_once_its_delay_has_passed_and_not_before() {
+    let q = Queue::new(4);
+    let id = q.submit(FLIGHTS).await;
+    let mut first = q.pass(&[]).await;
+    assert_eq!(ids(&first), [id.as_str()]);
+    // The breaker refused it with 30 s left open: back when it half-opens.
+    q.finish(first.remove(0), breaker_open(Duration::from_secs(30)))
+        .await;
+
+    advance(Duration::from_millis(29_900)).await;
+    assert!(q.pass(&[]).await.is_empty(), "not due yet");
+    let job = q.store.get(&id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(job.map(|j| j.status), Some(JobStatus::RetryScheduled));
+
+    advance(Duration::from_millis(200)).await;
+    let again = q.pass(&[]).await;
+    assert_eq!(ids(&again), [id.as_str()], "due now");
+    q.finish(
+        again
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("claimed")),
+        succeeded(FLIGHTS),
+    )
+    .await;
+    let job = q.store.get(&id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        job.map(|j| (j.status, j.attempts)),
+        Some((JobStatus::Succeeded, 1)),
+        "the refusal before any attempt did not count"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_whose_breakers_are_all_open_is_not_claimed_until_one_admits_again() {
+    let q = Queue::new(4);
+    let flights = q.submit(FLIGHTS).await;
+    let hotels = q.submit(HOTELS).await;
+    let claimed = q.pass(&[FLIGHTS]).await;
+    assert_eq!(
+        ids(&claimed),
+        [hotels.as_str()],
+        "only the tool that admits"
+    );
+    advance(Duration::from_secs(60)).await;
+    assert!(q.pass(&[FLIGHTS]).await.is_empty(), "still open");
+    let claimed = q.pass(&[]).await;
+    assert_eq!(ids(&claimed), [flights.as_str()], "half-open: claimed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_more_jobs_are_claimed_than_there_are_free_workers() {
+    let q = Queue::new(2);
+    for _ in 0..3 {
+        q.submit(FLIGHTS).await;
+    }
+    let running = q.pass(&[]).await;
+    assert_eq!(running.len(), 2);
+    assert!(q.pass(&[]).await.is_empty(), "both workers busy");
+    drop(running);
+    assert_eq!(q.pass(&[]).await.len(), 1, "workers free again");
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_429_a_tool_is_paced_to_the_learned_rate() {
+    let q = Queue::new(16);
+    let backlog = 12;
+    for _ in 0..backlog {
+        q.submit(FLIGHTS).await;
+    }
+    // The first window: four jobs succeed, then the provider answers 429 with a reset 4 s away.
+    let mut claimed = q.pass(&[]).await;
+    assert_eq!(
+        claimed.len(),
+        backlog,
+        "nothing learned yet: every free worker"
+    );
+    advance(Duration::from_secs(2)).await;
+    let rest = claimed.split_off(4);
+    for c in claimed {
+        q.finish(c, succeeded(FLIGHTS)).await;
+    }
+    let limited = BackgroundOutcome::Retry {
+        anchor: Some(Duration::from_secs(4)),
+        error: "duffel: 429".into(),
+        attempted: true,
+        rate_limited: Some(RateLimitHit {
+            retry_after: Some(Duration::from_secs(4)),
+        }),
+    };
+    for c in rest {
+        q.finish(c, limited.clone()).await;
+    }
+    // Learned: 4 jobs in the 6 s window up to the reset, times the safety margin. Until the
+    // reset nothing is claimed, though eight jobs wait.
+    advance(Duration::from_millis(3_900)).await;
+    assert!(q.pass(&[]).await.is_empty(), "paused until the reset");
+    // From the reset on, the jobs trickle out at the learned rate instead of all at once.
+    advance(Duration::from_secs(2)).await;
+    let mut total = 0;
+    for _ in 0..12 {
+        total += q.pass(&[]).await.len();
+        advance(Duration::from_millis(500)).await;
+    }
+    assert!(
+        (2..=6).contains(&total),
+        "{total} claims in 6 s at about 0.63 jobs/s"
+    );
+}
