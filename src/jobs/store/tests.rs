@@ -24,6 +24,34 @@ fn new_job(tool: &str, key: Option<&str>) -> NewJob {
     }
 }
 
+fn succeeded(result: serde_json::Value) -> Transition {
+    Transition::Succeeded { result }
+}
+
+fn retry(next_attempt_at_ms: i64, error: &str, attempted: bool) -> Transition {
+    Transition::Retry {
+        next_attempt_at_ms,
+        error: error.into(),
+        attempted,
+    }
+}
+
+fn dead(error: &str, result: Option<serde_json::Value>, attempted: bool) -> Transition {
+    Transition::Dead {
+        error: error.into(),
+        result,
+        attempted,
+    }
+}
+
+/// The job as stored now (the test fails if it is not).
+async fn stored<S: JobStore>(s: &S, id: &str) -> Job {
+    s.get(id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("stored"))
+}
+
 async fn sqlite() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
@@ -158,34 +186,16 @@ async fn check_claims<S: JobStore>(s: Arc<S>) {
     assert_eq!(again[0].id, a.id);
     // The old owner can no longer write it.
     assert!(
-        !s.finish(
-            &a.id,
-            "w1",
-            Transition::Succeeded {
-                result: json!({"x": 1})
-            },
-            T0 + 1007
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        !s.finish(&a.id, "w1", succeeded(json!({"x": 1})), T0 + 1007)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     );
     assert!(
-        s.finish(
-            &a.id,
-            "w2",
-            Transition::Succeeded {
-                result: json!({"x": 2})
-            },
-            T0 + 1007
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        s.finish(&a.id, "w2", succeeded(json!({"x": 2})), T0 + 1007)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     );
-    let done = s
-        .get(&a.id)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("stored"));
+    let done = stored(&*s, &a.id).await;
     assert_eq!(done.status, JobStatus::Succeeded);
     assert_eq!(done.result, Some(json!({"x": 2})));
     assert_eq!(done.attempts, 1);
@@ -231,21 +241,13 @@ async fn check_retry<S: JobStore>(s: Arc<S>) {
         s.finish(
             &j.id,
             "w",
-            Transition::Retry {
-                next_attempt_at_ms: T0 + 30_000,
-                error: "breaker open".into(),
-                attempted: false
-            },
+            retry(T0 + 30_000, "breaker open", false),
             T0 + 1
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"))
     );
-    let r = s
-        .get(&j.id)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("stored"));
+    let r = stored(&*s, &j.id).await;
     assert_eq!(
         (r.status, r.attempts, r.next_attempt_at_ms),
         (JobStatus::RetryScheduled, 0, T0 + 30_000)
@@ -262,18 +264,9 @@ async fn check_retry<S: JobStore>(s: Arc<S>) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        s.finish(
-            &j.id,
-            "w",
-            Transition::Retry {
-                next_attempt_at_ms: T0 + 60_000,
-                error: "503".into(),
-                attempted: true
-            },
-            T0 + 30_001
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        s.finish(&j.id, "w", retry(T0 + 60_000, "503", true), T0 + 30_001)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     );
     assert_eq!(
         s.get(&j.id)
@@ -283,18 +276,9 @@ async fn check_retry<S: JobStore>(s: Arc<S>) {
         Some(1)
     );
     assert!(
-        !s.finish(
-            &j.id,
-            "w",
-            Transition::Retry {
-                next_attempt_at_ms: T0,
-                error: "not leased".into(),
-                attempted: true
-            },
-            T0
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}")),
+        !s.finish(&j.id, "w", retry(T0, "not leased", true), T0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
         "only a leased job"
     );
 }
@@ -313,21 +297,13 @@ async fn check_kill<S: JobStore>(s: Arc<S>) {
         s.finish(
             &j.id,
             "w",
-            Transition::Dead {
-                error: "unknown airport".into(),
-                result: Some(env.clone()),
-                attempted: true
-            },
+            dead("unknown airport", Some(env.clone()), true),
             T0 + 1
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"))
     );
-    let d = s
-        .get(&j.id)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("stored"));
+    let d = stored(&*s, &j.id).await;
     assert_eq!((d.status, d.attempts), (JobStatus::Dead, 1));
     assert_eq!(d.last_error.as_deref(), Some("unknown airport"));
     assert_eq!(d.result, Some(env));
@@ -356,16 +332,9 @@ async fn check_callbacks<S: JobStore>(s: Arc<S>) {
     s.claim("w", T0, 1000, 1, &[])
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    s.finish(
-        &j.id,
-        "w",
-        Transition::Succeeded {
-            result: json!({"status": "ok"}),
-        },
-        T0 + 10,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    s.finish(&j.id, "w", succeeded(json!({"status": "ok"})), T0 + 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let due = s
         .claim_callbacks(T0 + 10, 30_000, 10)
         .await
@@ -389,11 +358,7 @@ async fn check_callbacks<S: JobStore>(s: Arc<S>) {
     s.callback_result(&j.id, true, None, T0 + 2_001)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let j = s
-        .get(&j.id)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("stored"));
+    let j = stored(&*s, &j.id).await;
     assert_eq!((j.callback, j.callback_attempts), (CallbackState::Sent, 2));
     assert_eq!(
         j.result,
