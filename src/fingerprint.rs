@@ -1,0 +1,109 @@
+//! Stable fingerprints of values: canonical JSON and the FNV-1a hashes.
+//!
+//! Two things in the gateway must recognise "the same arguments" whatever order a model wrote
+//! their keys in: the stale-result cache (its key) and the idempotency key derived for a write
+//! that came without one. Both go through [`canonical_json`], which sorts object keys itself
+//! instead of trusting `serde_json`'s map order: any crate in the build may switch on
+//! `serde_json/preserve_order`, and then `Value::to_string` keeps insertion order.
+//!
+//! FNV-1a is used where a hash must be the same across processes, restarts and replicas (a
+//! derived idempotency key, a breaker's jitter seed): `std`'s hasher is randomly keyed per
+//! process, and these are not secrets, so a cryptographic hash would only cost time.
+
+use serde_json::Value;
+
+/// `value` as compact JSON with the keys of every object sorted: equal values (as JSON means
+/// equal, whatever the key order) give equal text.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                // A key is written as a JSON string, with the same escapes as any string value.
+                write_string(key, out);
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => write_string(s, out),
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+fn write_string(s: &str, out: &mut String) {
+    // Serializing a `str` cannot fail; the empty fallback keeps a bug from becoming a panic.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+}
+
+/// 64-bit FNV-1a of `bytes`.
+pub fn fnv1a_64(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// 128-bit FNV-1a of `bytes`.
+pub fn fnv1a_128(bytes: impl IntoIterator<Item = u8>) -> u128 {
+    bytes
+        .into_iter()
+        .fold(0x6c62_272e_07bb_0142_62b8_2175_6295_c58d, |h, b| {
+            (h ^ u128::from(b)).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn key_order_does_not_matter_at_any_depth() {
+        let a = json!({"b": [1, {"y": 2, "x": "é\"q"}], "a": null, "c": 1.5});
+        let b = json!({"c": 1.5, "a": null, "b": [1, {"x": "é\"q", "y": 2}]});
+        assert_eq!(canonical_json(&a), canonical_json(&b));
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":null,"b":[1,{"x":"é\"q","y":2}],"c":1.5}"#
+        );
+    }
+
+    #[test]
+    fn canonical_json_is_what_serde_json_writes_for_sorted_maps() {
+        // Without `preserve_order`, serde_json's maps are sorted: the canonical text is then
+        // exactly its own compact text, so cache keys did not change with this module.
+        let v = json!({"origin": "JFK", "passengers": [{"type": "adult"}], "max": 10});
+        assert_eq!(canonical_json(&v), v.to_string());
+    }
+
+    #[test]
+    fn the_hashes_are_the_published_fnv1a_values() {
+        // Test vectors of the FNV reference: the empty string and "a".
+        assert_eq!(fnv1a_64(*b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a_64(*b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a_128(*b""), 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d);
+        assert_eq!(fnv1a_128(*b"a"), 0xd228_cb69_6f1a_8caf_7891_2b70_4e4a_8964);
+    }
+}

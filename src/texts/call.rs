@@ -1,0 +1,200 @@
+//! The call path's texts: fallbacks, stale answers, refusals, unknown outcomes, and what a
+//! background job says when it cannot run.
+
+use std::time::Duration;
+
+/// The placeholders a fallback prompt may use; the config loader refuses any other.
+pub const PLACEHOLDERS: &[&str] = &["tool", "retry_after_s", "provider", "available_tools"];
+
+/// The values of a fallback prompt's placeholders.
+#[derive(Debug, Clone)]
+pub struct FallbackValues<'a> {
+    /// `{tool}`.
+    pub tool: &'a str,
+    /// `{retry_after_s}`.
+    pub retry_after_s: u64,
+    /// `{provider}`.
+    pub provider: &'a str,
+    /// `{available_tools}`: tools whose breakers admit calls right now.
+    pub available_tools: &'a [String],
+}
+
+/// A tool's fallback prompt with its placeholders filled (they were checked at config load, so
+/// every `{…}` left is text).
+pub fn fallback(template: &str, v: &FallbackValues<'_>) -> String {
+    let available = if v.available_tools.is_empty() {
+        "none at the moment".to_string()
+    } else {
+        v.available_tools.join(", ")
+    };
+    template
+        .replace("{tool}", v.tool)
+        .replace("{retry_after_s}", &v.retry_after_s.to_string())
+        .replace("{provider}", v.provider)
+        .replace("{available_tools}", &available)
+        .trim()
+        .to_string()
+}
+
+/// The sentence added to a fallback while a provider's quota is used up (it resets in `left`).
+pub fn quota_note(provider: &str, tool: &str, left: Duration) -> String {
+    let days = left.as_secs() / 86_400;
+    let when = if days >= 1 {
+        format!("{days} day{}", if days == 1 { "" } else { "s" })
+    } else {
+        "a few hours".to_string()
+    };
+    format!(
+        "\nThe {provider} account's request quota is used up and resets in about {when}; until then this provider cannot answer, so do not promise {tool} sooner."
+    )
+}
+
+/// A stale answer: the last good result's `content`, introduced with its age.
+pub fn stale(tool: &str, age: Duration, content: &str) -> String {
+    format!(
+        "STALE RESULT, {} old: {tool} is not answering right now, so this is the last good result for the same request. Prices and availability may have changed since; say how old it is and confirm before booking. {content}",
+        describe_age(age)
+    )
+}
+
+/// "4 min", "35 s", "2 h 5 min": an age a model can repeat.
+pub fn describe_age(age: Duration) -> String {
+    let s = age.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// A provider refused an interactive call for a reason the model can fix, or because the same
+/// booking was already made (`already_done`).
+pub fn rejected(tool: &str, message: &str, already_done: bool) -> String {
+    let next = if already_done {
+        "Do not call again: tell the traveller the earlier booking stands."
+    } else {
+        "Correct the arguments (or ask the traveller) and call again."
+    };
+    format!("{} {next}", rejected_background(tool, message))
+}
+
+/// A provider refused a background job: the job's result, with no next step (nobody waits).
+pub fn rejected_background(tool: &str, message: &str) -> String {
+    format!("The provider refused this {tool} request: {message}.")
+}
+
+/// A write whose request reached the provider without a confirmation back.
+pub fn uncertain_write(tool: &str, provider: &str) -> String {
+    format!(
+        "The {tool} request reached the provider ({provider}) but no confirmation came back, so it is not known whether it went through. Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again later with the same idempotency key, which can never book twice, to learn the outcome."
+    )
+}
+
+/// A stored job whose tool this gateway does not serve (any more).
+pub fn not_served(tool: &str) -> String {
+    format!("tool {tool} is not served by this gateway")
+}
+
+/// A background attempt that found the tool's bulkhead full.
+pub fn bulkhead_full() -> String {
+    "the tool's bulkhead was full".to_string()
+}
+
+/// A background attempt whose deadline passed before a provider could be asked.
+pub fn deadline_passed() -> String {
+    "the deadline passed before a provider answered".to_string()
+}
+
+/// The answer to a native call of a tool that is not served, naming the ones that are.
+pub fn unknown_tool(name: &str, known: &[&str]) -> String {
+    format!("unknown tool \"{name}\"; known tools: {}", known.join(", "))
+}
+
+/// A call accepted as background job `job_id`.
+pub fn queued(job_id: &str) -> String {
+    format!(
+        "Accepted for background processing as job {job_id}. The result arrives through GET /v1/jobs/{job_id} (or the callback), not in this turn."
+    )
+}
+
+/// A background call whose idempotency key names an existing job of the tool.
+pub fn already_queued(tool: &str, job_id: &str, job_status: &str) -> String {
+    format!(
+        "This idempotency key was already used for {tool}: job {job_id} ({job_status}) is that request."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_placeholder_is_filled() {
+        let text = fallback(
+            "{tool} down at {provider}; back in {retry_after_s}s; try {available_tools}.\n",
+            &FallbackValues {
+                tool: "search_flights",
+                retry_after_s: 30,
+                provider: "duffel",
+                available_tools: &["search_hotels".into(), "check_hotel_availability".into()],
+            },
+        );
+        assert_eq!(
+            text,
+            "search_flights down at duffel; back in 30s; try search_hotels, check_hotel_availability."
+        );
+        let all: String = PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect();
+        let values = FallbackValues {
+            tool: "t",
+            retry_after_s: 1,
+            provider: "p",
+            available_tools: &[],
+        };
+        assert!(!fallback(&all, &values).contains('{'), "every listed one");
+    }
+
+    #[test]
+    fn no_available_tools_is_said_in_words() {
+        let text = fallback(
+            "Use {available_tools}.",
+            &FallbackValues {
+                tool: "t",
+                retry_after_s: 1,
+                provider: "p",
+                available_tools: &[],
+            },
+        );
+        assert_eq!(text, "Use none at the moment.");
+    }
+
+    #[test]
+    fn ages_read_naturally() {
+        assert_eq!(describe_age(Duration::from_secs(35)), "35 s");
+        assert_eq!(describe_age(Duration::from_secs(240)), "4 min");
+        assert_eq!(describe_age(Duration::from_secs(7500)), "2 h 5 min");
+    }
+
+    #[test]
+    fn refusals_say_what_to_do_next_only_when_someone_waits() {
+        assert_eq!(
+            rejected("search_flights", "unknown airport XXX", false),
+            "The provider refused this search_flights request: unknown airport XXX. Correct the arguments (or ask the traveller) and call again."
+        );
+        assert!(
+            rejected("book_flight", "already booked", true)
+                .ends_with("the earlier booking stands.")
+        );
+        assert_eq!(
+            rejected_background("book_flight", "offer expired"),
+            "The provider refused this book_flight request: offer expired."
+        );
+    }
+
+    #[test]
+    fn a_quota_note_counts_days_or_says_hours() {
+        let day = Duration::from_secs(86_400);
+        assert!(quota_note("amadeus", "search_flights", day * 3).contains("about 3 days;"));
+        assert!(quota_note("amadeus", "search_flights", day).contains("about 1 day;"));
+        assert!(quota_note("amadeus", "search_flights", day / 2).contains("about a few hours;"));
+    }
+}

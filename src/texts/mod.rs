@@ -1,0 +1,12 @@
+//! Every sentence a model reads that the gateway writes itself, in one place.
+//!
+//! A model acts on these texts (it relays them, retries, or stops), so their wording is part of
+//! the product: kept together, they keep one voice, and a reviewer reads all of them at once.
+//! The functions are pure (values in, `String` out); the modules that answer calls pick which
+//! text applies.
+//!
+//! Not here: the tools' own summaries of their results and the field errors of arguments
+//! (`tools/`: they are generated from each tool's types and schema), and the fallback prompts an
+//! operator writes (`prompts/`), which [`call::fallback`] renders.
+
+pub mod call;
