@@ -22,13 +22,16 @@ const FAST: Outcome = Outcome::Success {
     latency: Duration::from_millis(120),
 };
 
+/// The standard breaker tuning.
+fn standard() -> BreakerConfig {
+    BreakerConfig::builder()
+        .build()
+        .expect("the standard tuning is valid")
+}
+
 fn one_breaker() -> Arc<Breaker> {
     let (tx, _) = broadcast::channel(16);
-    Breaker::new(
-        BreakerKey::new("search_flights", "duffel"),
-        BreakerConfig::default(),
-        tx,
-    )
+    Breaker::new(BreakerKey::new("search_flights", "duffel"), standard(), tx)
 }
 
 fn acquire_record(breaker: &Arc<Breaker>, now: Instant) {
@@ -80,7 +83,7 @@ fn many_keys(c: &mut Criterion) {
         .map(|i| BreakerKey::new(format!("tool_{}", i % 100), format!("provider_{}", i / 100)))
         .collect();
     for key in &keys {
-        registry.get_or_insert(key.clone(), BreakerConfig::default());
+        registry.get_or_insert(key.clone(), standard());
     }
     let now = Instant::now();
     let mut i = 0usize;

@@ -31,13 +31,16 @@ fn main() {
         .unwrap_or(10_000);
     let before = rss_kib();
     let registry = BreakerRegistry::new(1024);
+    let config = BreakerConfig::builder()
+        .build()
+        .expect("the standard tuning is valid");
     let now = Instant::now();
     let ok = Outcome::Success {
         latency: Duration::from_millis(120),
     };
     for i in 0..keys {
         let key = BreakerKey::new(format!("tool_{:05}", i / 4), format!("provider_{}", i % 4));
-        let breaker = registry.get_or_insert(key, BreakerConfig::default());
+        let breaker = registry.get_or_insert(key, config.clone());
         for _ in 0..100 {
             if let Ok(permit) = breaker.try_acquire(now) {
                 permit.record(ok, now);

@@ -13,12 +13,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::breaker::{BreakerState, TransitionEvent};
-use crate::call::Gateway;
+use crate::call::{Gateway, Upstream};
 use crate::config::Config;
 use crate::http::server::{self, ServeOptions};
 use crate::http::{self, AppState, ClientKeys, ClientLimits, Keys};
 use crate::jobs::{JobSystem, Store};
 use crate::providers::{self, Env, Secret};
+use crate::telemetry::{AlertRules, Telemetry};
 
 /// A gateway ready to serve.
 #[derive(Debug, Clone)]
@@ -33,7 +34,13 @@ pub struct App {
 pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     let built = providers::build(&config, env);
     let mut errors = built.errors;
-    let gateway = match Gateway::new(&config, &built.providers) {
+    let upstreams = built
+        .providers
+        .into_iter()
+        .map(|(name, provider)| (name, Arc::new(provider) as Arc<dyn Upstream>))
+        .collect();
+    let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
+    let gateway = match Gateway::new(&config, &upstreams, Arc::clone(&telemetry)) {
         Ok(g) => Some(g),
         Err(e) => {
             errors.extend(e);
@@ -76,6 +83,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     Ok(App {
         state: AppState {
             gateway: Arc::new(gateway),
+            telemetry,
             config: Arc::new(config),
             max_body_bytes,
             jobs: None,
@@ -103,6 +111,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     app.state.jobs = Some(Arc::new(JobSystem::new(
         store,
         app.state.gateway.clone(),
+        app.state.telemetry.clone(),
         config.jobs.clone(),
         config.auth.callback_allowlist.clone(),
         secret,
@@ -134,6 +143,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let gateway = app.state.gateway.clone();
+    let telemetry = app.state.telemetry.clone();
     let breaker_task = tokio::spawn(async move {
         let mut events = gateway.breakers().subscribe();
         let mut tick = tokio::time::interval(BREAKER_TICK);
@@ -142,12 +152,12 @@ pub async fn run(
             tokio::select! {
                 _ = tick.tick() => {
                     gateway.breakers().tick_all(Instant::now());
-                    gateway.telemetry().tick(Instant::now());
+                    telemetry.tick(Instant::now());
                 }
                 event = events.recv() => match event {
                     Ok(e) => {
                         log_transition(&e);
-                        gateway.telemetry().on_transition(&e);
+                        telemetry.on_transition(&e);
                     }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::warn!(missed = n, "breaker event log fell behind");
@@ -169,7 +179,7 @@ pub async fn run(
         .jobs
         .clone()
         .map(|jobs| tokio::spawn(jobs.run(jobs_stop.clone(), options.shutdown_grace)));
-    let telemetry = app.state.gateway.telemetry().clone();
+    let telemetry = app.state.telemetry.clone();
     // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
     // graceful shutdown that waits for every connection.
     let streams = CancellationToken::new();

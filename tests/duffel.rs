@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use faregate::call::{CallRequest, Gateway, Status};
 use faregate::providers::duffel::DuffelClient;
 use faregate::providers::{ErrorKind, Secret, UpstreamError};
-use faregate::tools::{self, CallMode, ToolOutput, ToolRequest};
+use faregate::tools::{self, ToolOutput, ToolRequest};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -495,7 +495,6 @@ async fn a_slow_answer_past_the_timeout_gets_the_fallback_at_the_timeout() {
             .call(CallRequest {
                 tool: ep.tool.into(),
                 arguments: (ep.args)(),
-                mode: CallMode::Interactive,
                 call_id: Some("c1".into()),
                 idempotency_key: ep.key.map(str::to_string),
                 deadline: None,

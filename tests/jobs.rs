@@ -37,10 +37,16 @@ async fn stack() -> Stack {
     ];
     // Short breaker and requeue timings: real sockets, so real time.
     for t in &mut config.tools {
-        t.breaker.open_for = Duration::from_millis(500);
-        t.breaker.open_for_max = Duration::from_secs(1);
-        t.breaker.probe_interval = Duration::from_millis(100);
-        t.breaker.ramp = vec![(0.5, Duration::from_millis(200))];
+        let mut breaker = t.breaker.to_builder();
+        breaker
+            .open_for(Duration::from_millis(500))
+            .open_for_max(Duration::from_secs(1))
+            .probe_interval(Duration::from_millis(100))
+            .ramp(vec![faregate::breaker::RampStage {
+                share: 0.5,
+                duration: Duration::from_millis(200),
+            }]);
+        t.breaker = breaker.build().unwrap_or_else(|e| panic!("{e:?}"));
         t.timeout = Duration::from_secs(2);
         t.deadline = Duration::from_secs(3);
     }

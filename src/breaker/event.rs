@@ -17,8 +17,9 @@ pub enum BreakerState {
     Open,
     /// Admitting a few spaced probes to decide between ramp and open.
     HalfOpen,
-    /// Recovering: admitting a stage's share of calls. SPEC has no separate name for this, so
-    /// [`BreakerState::as_str`] calls it `"closed"`; the stage is in
+    /// Recovering: admitting a stage's share of calls. The published states (metrics, logs,
+    /// `/status.json`) have no separate name for this, so [`BreakerState::as_str`] calls it
+    /// `"closed"`; the stage is in
     /// [`BreakerSnapshot::ramp`](super::BreakerSnapshot::ramp).
     Ramp,
     /// Rejecting every call because an operator said so.
@@ -28,7 +29,7 @@ pub enum BreakerState {
 }
 
 impl BreakerState {
-    /// The SPEC name used in metrics, logs and `/status.json`. `Ramp` shows as `"closed"`
+    /// The published name used in metrics, logs and `/status.json`. `Ramp` shows as `"closed"`
     /// (traffic flows, partially); use [`BreakerState::detail_str`] to tell them apart.
     pub fn as_str(&self) -> &'static str {
         match self {

@@ -31,17 +31,38 @@ pub struct Breaker {
 pub enum PermitKind {
     /// A call admitted while closed or forced closed.
     Normal,
-    /// A half-open probe. When several jobs wait, the caller should spend probes on background
-    /// work first (SPEC), which is the caller's choice, made before acquiring.
+    /// A half-open probe (see [`Caller`] for who gets one first).
     Probe,
     /// A call admitted within a ramp stage's share.
     Ramp,
 }
 
-/// Permission for one upstream attempt. Record its outcome with [`Permit::record`]; a permit that
-/// is dropped unrecorded counts as [`FailureReason::Dropped`](super::FailureReason::Dropped), so a
-/// cancelled call can never leak a half-open slot.
-#[must_use = "a dropped permit counts as a failure; record the call's outcome"]
+/// Who asks for a permit, as far as half-open probes care.
+///
+/// Probes go to background work first: a job can wait for the verdict (it is requeued anyway),
+/// while an interactive call would spend a waiting model's turn on a provider that is probably
+/// still sick. So while background jobs of the same tool are due, a half-open breaker refuses an
+/// interactive call (its caller answers at once with the fallback) and leaves the probes to the
+/// jobs. In every other state both callers are admitted alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Caller {
+    /// A background job.
+    Background,
+    /// An interactive call.
+    Interactive {
+        /// Whether background jobs of the same tool are due now.
+        background_due: bool,
+    },
+}
+
+/// Permission for one upstream attempt. Record its outcome with [`Permit::record`].
+///
+/// A permit dropped unrecorded records [`Outcome::Ignored`]: its call was cancelled (the caller
+/// went away, a batch was dropped) or panicked, and neither says anything about the provider. A
+/// load generator closing its connections must not trip a healthy provider's breaker. The
+/// ignored outcome also hands a half-open probe's slot back, so a cancelled call never leaks
+/// one; a probe that hangs without being dropped is caught by `probe_timeout`.
+#[must_use = "a dropped permit records nothing about the provider; record the call's outcome"]
 #[derive(Debug)]
 pub struct Permit {
     /// The breaker that issued it.
@@ -95,8 +116,8 @@ impl std::error::Error for Rejected {}
 // === impl Breaker ===
 
 impl Breaker {
-    /// A closed breaker for `key`, reporting transitions on `events`. The config is not validated
-    /// here: the loader calls [`BreakerConfig::validate`] first.
+    /// A closed breaker for `key`, reporting transitions on `events`. The config was validated
+    /// when it was built ([`BreakerConfig::builder`]).
     pub fn new(
         key: BreakerKey,
         config: BreakerConfig,
@@ -109,9 +130,19 @@ impl Breaker {
         })
     }
 
-    /// Admits one call or says why not.
+    /// Admits one call or says why not. The caller may take a half-open probe (as a background
+    /// job may); [`Breaker::try_acquire_as`] says who is asking.
     pub fn try_acquire(self: &Arc<Self>, now: Instant) -> Result<Permit, Rejected> {
-        let ticket = self.lock().acquire(now)?;
+        self.try_acquire_as(now, Caller::Background)
+    }
+
+    /// Admits one call of `caller` or says why not.
+    pub fn try_acquire_as(
+        self: &Arc<Self>,
+        now: Instant,
+        caller: Caller,
+    ) -> Result<Permit, Rejected> {
+        let ticket = self.lock().acquire(now, caller)?;
         Ok(Permit {
             breaker: Arc::clone(self),
             ticket,
@@ -182,10 +213,9 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         if !self.recorded {
-            let outcome = Outcome::Failure(super::FailureReason::Dropped);
             self.breaker
                 .lock()
-                .record(self.ticket, outcome, Instant::now());
+                .record(self.ticket, Outcome::Ignored, Instant::now());
         }
     }
 }

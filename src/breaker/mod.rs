@@ -1,5 +1,6 @@
 //! Per-key circuit breakers: the part of faregate that turns a sick provider's slow failures into
-//! fast, honest `unavailable` answers (seed 000: "failing fast is better than failing slow").
+//! fast, honest `unavailable` answers: failing fast is better than failing slow, because a slow
+//! failure holds a caller, a connection and a model's turn for nothing.
 //!
 //! # Vocabulary
 //!
@@ -7,21 +8,23 @@
 //! uses the opposite; we do not.) The states are `closed`, `open`, `half_open` (a few spaced probes
 //! decide), `forced_open` and `forced_closed`. Recovery after half-open goes through a **ramp**
 //! ([`BreakerState::Ramp`]): the breaker admits a stage's share of calls (10 % for 30 s, then 50 %
-//! for 30 s) before it is fully closed. SPEC has no name for the ramp, so `as_str` reports it as
-//! `"closed"`; the stage is in [`BreakerSnapshot::ramp`] and [`BreakerState::detail_str`] says
-//! `"ramp"`.
+//! for 30 s) before it is fully closed. The published states have no name for the ramp, so
+//! `as_str` reports it as `"closed"`; the stage is in [`BreakerSnapshot::ramp`] and
+//! [`BreakerState::detail_str`] says `"ramp"`.
 //!
 //! # Gate and policy
 //!
-//! Following linkerd's split of mechanism and policy (STYLE §2, practice 3):
+//! Following linkerd's split of mechanism (a gate that admits or refuses) and policy (the
+//! accrual rules that move it):
 //!
 //! - the **policy** (`state.rs`, counting with `window.rs`, `probes.rs`, `slow.rs` and timing
-//!   with `backoff.rs`) is a pure state machine: inputs are `(now, outcome)`, outputs are
+//!   with `reopen.rs`) is a pure state machine: inputs are `(now, outcome)`, outputs are
 //!   admissions, rejections and [`TransitionEvent`]s. It does no I/O, spawns nothing and never
 //!   reads the clock, so every rule is tested on a paused clock with jitter 0;
 //! - the **gate** (`gate.rs`) is the thread-safe face: [`Breaker`] puts the machine behind a short
-//!   `std::sync::Mutex`, and [`Permit`] ties each admitted call to its outcome, counting a dropped
-//!   permit as a failure so that a cancelled call never leaks a half-open slot;
+//!   `std::sync::Mutex`, and [`Permit`] ties each admitted call to its outcome; a permit dropped
+//!   unrecorded (a cancelled call) counts as [`Outcome::Ignored`], which also hands a half-open
+//!   slot back, so a cancelled call neither trips a healthy breaker nor leaks a probe;
 //! - the **registry** (`registry.rs`) finds breakers by [`BreakerKey`] (tool × provider).
 //!
 //! Unlike linkerd, the policy does not run as a task fed through channels: the breaker's timers are
@@ -30,7 +33,7 @@
 //! ~250 ms so that timer-driven events (open → half-open, ramp stages, hung probes) reach
 //! subscribers without traffic; correctness never depends on it.
 //!
-//! # Rules (SPEC "Breaker behaviour"; numbers are the defaults)
+//! # Rules (numbers are the standard tuning, `BreakerConfig::builder`)
 //!
 //! - **Closed**: a 60 s sliding window in 60 buckets counts fast successes, slow successes and
 //!   failures ([`Outcome::Ignored`] counts nothing). It opens when
@@ -44,7 +47,8 @@
 //!   `Retry-After`: a rate-limit window that has reset is not a sick provider, and ramping would
 //!   waste the new window; a 503's `Retry-After` still ramps); a failed probe, a probe unanswered after `probe_timeout`,
 //!   or too few fast successes left possible (a slow success is neither) reopen it. A probe whose
-//!   outcome is `Ignored` gives its slot back.
+//!   outcome is `Ignored` gives its slot back. While background jobs of the tool are due, the
+//!   probes are theirs: an interactive [`Caller`] is refused one.
 //! - **Ramp**: admits `ceil(n × share)` of the first `n` calls of each stage; the rest are rejected
 //!   with [`RejectReason::RampShare`]. The ramp judges the bad-call rate on
 //!   `min(min_calls, 5)` calls and reopens on it. After the last stage the breaker is closed and
@@ -55,13 +59,13 @@
 //! Every transition is broadcast as a [`TransitionEvent`]; [`is_legal_transition`] is the table of
 //! allowed transitions.
 
-mod backoff;
 mod config;
 mod event;
 mod gate;
 mod outcome;
 mod probes;
 mod registry;
+mod reopen;
 mod slow;
 mod snapshot;
 mod state;
@@ -70,9 +74,11 @@ mod window;
 #[cfg(test)]
 mod tests;
 
-pub use config::{AUTO_MIN_SAMPLES, BreakerConfig, ConfigProblem, RampStage, SlowCall};
+pub use config::{
+    AUTO_FLOOR, AUTO_MIN_SAMPLES, BreakerBuilder, BreakerConfig, REOPEN_JITTER, RampStage, SlowCall,
+};
 pub use event::{BreakerState, ForceMode, TransitionEvent, TransitionReason, is_legal_transition};
-pub use gate::{Breaker, Permit, PermitKind, RejectReason, Rejected};
+pub use gate::{Breaker, Caller, Permit, PermitKind, RejectReason, Rejected};
 pub use outcome::{FailureReason, Outcome};
 pub use registry::{BreakerKey, BreakerRegistry};
 pub use snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};

@@ -1,7 +1,8 @@
 //! What a call's result means to the breaker.
 //!
-//! The tool layer classifies each upstream response into an [`Outcome`] (STYLE practice 4); the
-//! breaker only ever sees this vocabulary, never HTTP or provider types.
+//! The call pipeline classifies each upstream response into an [`Outcome`] (one table, per
+//! provider error kind); the breaker only ever sees this vocabulary, never HTTP or provider
+//! types.
 
 use std::time::Duration;
 
@@ -43,8 +44,6 @@ pub enum FailureReason {
     },
     /// A 200 whose body does not parse into the provider's documented shape.
     Malformed,
-    /// The permit was dropped without an outcome (the caller was cancelled or panicked).
-    Dropped,
 }
 
 impl FailureReason {

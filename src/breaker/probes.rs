@@ -30,6 +30,15 @@ pub(super) enum Slot {
     Done,
 }
 
+/// Half-open refuses a call for `retry_after`.
+fn full(retry_after: Duration) -> Rejected {
+    Rejected {
+        retry_after,
+        state: BreakerState::HalfOpen,
+        reason: RejectReason::HalfOpenFull,
+    }
+}
+
 impl Probes {
     /// `n` free slots (at least one).
     pub(super) fn new(n: u32) -> Self {
@@ -48,15 +57,8 @@ impl Probes {
         gap: Duration,
         timeout: Duration,
     ) -> Result<u32, Rejected> {
-        let full = |retry_after| Rejected {
-            retry_after,
-            state: BreakerState::HalfOpen,
-            reason: RejectReason::HalfOpenFull,
-        };
         let Some(slot) = self.slots.iter().position(|s| *s == Slot::Free) else {
-            // Nothing can be decided before the oldest probe answers or times out.
-            let deadline = self.earliest_deadline(timeout);
-            return Err(full(deadline.map_or(gap, |d| d - now)));
+            return Err(self.reserved(now, gap, timeout));
         };
         if let Some(next) = self.last_admitted.map(|last| last + gap)
             && next > now
@@ -66,6 +68,13 @@ impl Probes {
         self.slots[slot] = Slot::InFlight { started: now };
         self.last_admitted = Some(now);
         Ok(slot as u32)
+    }
+
+    /// The answer to a caller that gets no probe now: nothing can be decided before the oldest
+    /// probe in flight answers or times out, or, with none in flight, before the next probe is due.
+    pub(super) fn reserved(&self, now: Instant, gap: Duration, timeout: Duration) -> Rejected {
+        let deadline = self.earliest_deadline(timeout);
+        full(deadline.map_or(gap, |d| d.saturating_duration_since(now)))
     }
 
     /// The instant the oldest in-flight probe times out.

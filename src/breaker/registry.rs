@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::{Breaker, BreakerConfig, TransitionEvent};
 
-/// Which upstream a breaker guards: a tool × provider by default (SPEC). A deployment that wants
+/// Which upstream a breaker guards: a tool × provider by default. A deployment that wants
 /// per-endpoint or per-API-key breakers puts that in `provider` (e.g. `"duffel:key2"`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BreakerKey {

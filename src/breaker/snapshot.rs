@@ -58,9 +58,9 @@ pub struct ProbeStatus {
     pub fast_successes: u32,
 }
 
-/// What the breaker remembers across states (seed 000: "how often each circuit opens, how long it
-/// stays open, how many requests were fast-failed during open state, and what the external
-/// service's error rate was when the circuit opened").
+/// What the breaker remembers across states: what an operator asks of a breaker after an
+/// incident (how often it opened, how long it stayed open, how many calls it failed fast while
+/// open, and the provider's error rate when it opened).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct BreakerHistory {
     /// Automatic openings (forced open is an operator's choice and is not counted).

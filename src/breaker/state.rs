@@ -14,15 +14,16 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use super::backoff::Backoff;
 use super::config::BreakerConfig;
 use super::event::{BreakerState, ForceMode, TransitionEvent, TransitionReason};
 use super::outcome::{FailureReason, Outcome};
 use super::probes::{Probes, Slot};
+use super::reopen::Reopen;
 use super::slow::SlowThreshold;
 use super::snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};
 use super::window::{CallKind, Window};
-use super::{BreakerKey, PermitKind, RejectReason, Rejected};
+use super::{BreakerKey, Caller, PermitKind, RejectReason, Rejected};
+use crate::fingerprint::fnv1a_64;
 
 /// The most a ramp-rejected call is told to wait: the next call may well be admitted.
 const RAMP_RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -67,7 +68,7 @@ pub(super) struct Machine {
     /// The slow-call threshold.
     slow: SlowThreshold,
     /// Open-time policy.
-    backoff: Backoff,
+    reopen: Reopen,
     /// Opens since the last full recovery; drives the backoff.
     reopens: u32,
     /// Counters for the dashboard.
@@ -137,6 +138,10 @@ impl Machine {
         events: broadcast::Sender<TransitionEvent>,
         now: Instant,
     ) -> Self {
+        // Seeded from the key, so breakers of different tools do not re-probe in step and a
+        // restart repeats the same sequence.
+        let seed = config.seed ^ fnv1a_64(key.to_string().into_bytes());
+        let reopen = Reopen::new(config.reopen_backoff(), config.jitter, seed);
         Self {
             key,
             events,
@@ -147,12 +152,7 @@ impl Machine {
             window: Window::new(config.window, now),
             consecutive: 0,
             slow: SlowThreshold::new(config.slow_call),
-            backoff: Backoff::new(
-                config.open_for,
-                config.open_for_max,
-                config.jitter,
-                config.seed,
-            ),
+            reopen,
             reopens: 0,
             history: BreakerHistory::default(),
             opened_at: now,
@@ -223,8 +223,8 @@ impl Machine {
         }
     }
 
-    /// Admits or rejects one call.
-    pub(super) fn acquire(&mut self, now: Instant) -> Result<Ticket, Rejected> {
+    /// Admits or rejects one call of `caller`.
+    pub(super) fn acquire(&mut self, now: Instant, caller: Caller) -> Result<Ticket, Rejected> {
         let now = self.advance(now);
         let epoch = self.epoch;
         let ticket = |kind, slot| Ticket { kind, epoch, slot };
@@ -242,9 +242,16 @@ impl Machine {
             }),
             Phase::HalfOpen(probes) => {
                 let gap = self.config.probe_interval / self.config.half_open_probes.max(1);
-                probes
-                    .admit(now, gap, self.config.probe_timeout)
-                    .map(|slot| ticket(PermitKind::Probe, slot))
+                let timeout = self.config.probe_timeout;
+                match caller {
+                    // The probes belong to the background jobs that are waiting for them.
+                    Caller::Interactive {
+                        background_due: true,
+                    } => Err(probes.reserved(now, gap, timeout)),
+                    _ => probes
+                        .admit(now, gap, timeout)
+                        .map(|slot| ticket(PermitKind::Probe, slot)),
+                }
             }
             Phase::Ramp(ramp) => {
                 ramp.offered += 1;
@@ -508,7 +515,7 @@ impl Machine {
     /// Opens the breaker at `at` for the backoff's open time, or for the provider's Retry-After
     /// if that is longer.
     fn open(&mut self, at: Instant, reason: TransitionReason, retry_after: Option<Duration>) {
-        let mut open_for = self.backoff.open_time(self.reopens);
+        let mut open_for = self.reopen.open_time(self.reopens);
         if let Some(ra) = retry_after {
             open_for = open_for.max(ra);
         }

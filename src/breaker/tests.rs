@@ -1,7 +1,8 @@
-//! Unit tests of the breaker, one per SPEC rule, on a paused tokio clock with jitter 0.
+//! Unit tests of the breaker, one per rule of the module docs, on a paused tokio clock with
+//! jitter 0.
 //!
 //! Each submodule covers one state; `props` holds the property tests. The helpers here build a
-//! breaker with SPEC defaults and drive it with explicit instants measured from its creation.
+//! breaker with the standard tuning and drive it with explicit instants measured from its creation.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,12 +36,12 @@ const FAIL: Outcome = Outcome::Failure(FailureReason::Timeout);
 /// A 429 without Retry-After.
 const RATE_LIMITED: Outcome = Outcome::Failure(FailureReason::RateLimited { retry_after: None });
 
-/// SPEC defaults with jitter off.
+/// The standard tuning with jitter off.
 fn config() -> BreakerConfig {
-    BreakerConfig {
-        jitter: 0.0,
-        ..BreakerConfig::default()
-    }
+    BreakerConfig::builder()
+        .jitter(0.0)
+        .build()
+        .expect("the standard tuning is valid")
 }
 
 fn key() -> BreakerKey {

@@ -1,8 +1,9 @@
 //! The tool result envelope: the one answer shape every protocol adapter renders from.
 //!
-//! It is the gateway's external contract (SPEC "Native call"), so it is serializable here; the
-//! protocol adapters (OpenAI, Anthropic, MCP) map it to their own shapes without changing the
-//! text a model reads.
+//! It is the gateway's external contract (the native call endpoint's body, a job's result, a
+//! callback's body), so it is serializable here; the protocol adapters (OpenAI, Anthropic, MCP)
+//! map it to their own shapes without changing the text a model reads. Each status has its own
+//! constructor, which sets exactly the fields that status carries.
 
 use std::fmt;
 use std::ops::Deref;
@@ -77,23 +78,105 @@ pub struct Envelope {
     pub provider: Option<String>,
 }
 
-impl Envelope {
-    /// A text-only envelope (no data, no ages, no job); callers set the fields that apply.
-    pub fn text(
-        call_id: impl Into<String>,
-        tool: impl Into<String>,
-        status: Status,
-        content: impl Into<String>,
-    ) -> Self {
-        Envelope {
+/// What every envelope says about its call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallInfo {
+    /// The caller's id for the call (generated when the caller gave none).
+    pub call_id: String,
+    /// The tool called.
+    pub tool: String,
+    /// The state of the breaker that decided the call (`closed`, `open`, …); empty when no
+    /// breaker did (a queued call, a background job that did not reach a provider).
+    pub breaker: String,
+}
+
+impl CallInfo {
+    /// A call no breaker decided.
+    pub fn new(call_id: impl Into<String>, tool: impl Into<String>) -> Self {
+        CallInfo {
             call_id: call_id.into(),
             tool: tool.into(),
+            breaker: String::new(),
+        }
+    }
+}
+
+impl Envelope {
+    /// Fresh data from `provider`.
+    pub fn ok(info: CallInfo, content: String, data: Data, provider: String) -> Self {
+        Envelope {
+            data: Some(data),
+            provider: Some(provider),
+            ..Self::bare(info, Status::Ok, content)
+        }
+    }
+
+    /// The last good result for the same arguments, `age_s` old, first fetched from
+    /// `provider`; calling again is worth it in `retry_after_s`.
+    pub fn stale(
+        info: CallInfo,
+        content: String,
+        data: Data,
+        age_s: u64,
+        retry_after_s: u64,
+        provider: String,
+    ) -> Self {
+        Envelope {
+            data: Some(data),
+            stale_age_s: Some(age_s),
+            retry_after_s: Some(retry_after_s),
+            provider: Some(provider),
+            ..Self::bare(info, Status::Stale, content)
+        }
+    }
+
+    /// No answer now: `content` says why and what to do; calling again is worth it in
+    /// `retry_after_s`, when that is known; `provider` was tried last, if one was.
+    pub fn unavailable(
+        info: CallInfo,
+        content: String,
+        retry_after_s: Option<u64>,
+        provider: Option<String>,
+    ) -> Self {
+        Envelope {
+            retry_after_s,
+            provider,
+            ..Self::bare(info, Status::Unavailable, content)
+        }
+    }
+
+    /// `provider` refused the request for a reason the model can fix.
+    pub fn rejected(info: CallInfo, content: String, provider: String) -> Self {
+        Envelope {
+            provider: Some(provider),
+            ..Self::bare(info, Status::Rejected, content)
+        }
+    }
+
+    /// The arguments are wrong; `content` names every field to fix.
+    pub fn invalid_arguments(info: CallInfo, content: String) -> Self {
+        Self::bare(info, Status::InvalidArguments, content)
+    }
+
+    /// Accepted as background job `job_id`.
+    pub fn queued(info: CallInfo, content: String, job_id: String) -> Self {
+        Envelope {
+            job_id: Some(job_id),
+            ..Self::bare(info, Status::Queued, content)
+        }
+    }
+
+    /// The fields every status has, and nothing else.
+    fn bare(info: CallInfo, status: Status, content: String) -> Self {
+        Envelope {
+            call_id: info.call_id,
+            tool: info.tool,
             status,
-            content: content.into(),
+            content,
             data: None,
             stale_age_s: None,
             retry_after_s: None,
-            breaker: String::new(),
+            breaker: info.breaker,
             job_id: None,
             provider: None,
         }
@@ -223,38 +306,66 @@ mod tests {
     use super::*;
 
     fn stale() -> Envelope {
-        Envelope {
-            data: Some(Data::new(
-                json!({"offers": [{"id": "off_1", "total": "12.30"}], "n": 1}),
-            )),
-            stale_age_s: Some(240),
-            retry_after_s: Some(30),
-            breaker: "open".into(),
-            provider: Some("duffel".into()),
-            ..Envelope::text(
-                "fg_1",
-                "search_flights",
-                Status::Stale,
-                "STALE \"quoted\"\n",
-            )
-        }
+        Envelope::stale(
+            CallInfo {
+                breaker: "open".into(),
+                ..CallInfo::new("fg_1", "search_flights")
+            },
+            "STALE \"quoted\"\n".into(),
+            Data::new(json!({"offers": [{"id": "off_1", "total": "12.30"}], "n": 1})),
+            240,
+            30,
+            "duffel".into(),
+        )
     }
 
     #[test]
     fn json_bytes_are_exactly_what_serde_writes() {
+        let info = || CallInfo::new("c", "search_hotels");
         for env in [
             stale(),
-            Envelope::text("c", "search_hotels", Status::Unavailable, "down"),
-            Envelope {
-                job_id: Some("job_1".into()),
-                ..Envelope::text("c", "book_flight", Status::Queued, "queued")
-            },
+            Envelope::ok(
+                info(),
+                "1 hotel".into(),
+                Data::new(json!([1])),
+                "duffel".into(),
+            ),
+            Envelope::unavailable(info(), "down".into(), Some(10), Some("duffel".into())),
+            Envelope::unavailable(info(), "given up".into(), None, None),
+            Envelope::rejected(info(), "no".into(), "amadeus".into()),
+            Envelope::invalid_arguments(info(), "bad".into()),
+            Envelope::queued(info(), "queued".into(), "job_1".into()),
         ] {
             assert_eq!(
                 env.to_json_bytes(),
                 serde_json::to_vec(&env).expect("serializes")
             );
         }
+    }
+
+    #[test]
+    fn each_status_carries_exactly_its_fields() {
+        let info = || CallInfo::new("c", "search_hotels");
+        let queued = Envelope::queued(info(), "queued".into(), "job_1".into());
+        assert_eq!(
+            serde_json::to_value(&queued).expect("serializes"),
+            json!({
+                "call_id": "c", "tool": "search_hotels", "status": "queued", "content": "queued",
+                "data": null, "stale_age_s": null, "retry_after_s": null, "breaker": "",
+                "job_id": "job_1", "provider": null,
+            })
+        );
+        let stale = serde_json::to_value(stale()).expect("serializes");
+        assert_eq!(
+            (
+                &stale["stale_age_s"],
+                &stale["retry_after_s"],
+                &stale["breaker"]
+            ),
+            (&json!(240), &json!(30), &json!("open"))
+        );
+        let unavailable = Envelope::unavailable(info(), "down".into(), Some(10), None);
+        assert_eq!((unavailable.data, unavailable.job_id), (None, None));
     }
 
     #[test]

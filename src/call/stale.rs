@@ -1,9 +1,9 @@
 //! The stale-result fallback: the last good result for the same arguments, with its age.
 //!
 //! When a read tool's provider cannot answer, an honest old answer beats none, as long as the
-//! model is told how old it is (SPEC: `stale` with `stale_age_s`). Entries are keyed by the
-//! canonical JSON of the validated arguments (serde_json sorts object keys), so the same search
-//! written in another key order hits the same entry.
+//! model is told how old it is (the envelope's `stale` status with `stale_age_s`). Entries are
+//! keyed by the canonical JSON of the arguments (`fingerprint::canonical_json`, object keys
+//! sorted), so the same search written in another key order hits the same entry.
 //!
 //! Age is measured on `tokio::time::Instant`, so the `stale_for` limit is exact and testable on
 //! a paused clock; moka's own time-to-live (on its real-time clock) only bounds memory.
@@ -14,7 +14,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::Data;
+use super::envelope::Data;
+use crate::fingerprint::canonical_json;
 
 /// The most entries one tool keeps.
 const CAPACITY: u64 = 10_000;
@@ -56,7 +57,7 @@ impl StaleCache {
 
     /// The cache key of some arguments.
     pub fn key(arguments: &Value) -> String {
-        arguments.to_string()
+        canonical_json(arguments)
     }
 
     /// Remembers a good result.
@@ -69,16 +70,6 @@ impl StaleCache {
         let entry = self.cache.get(key)?;
         let age = now.saturating_duration_since(entry.fetched_at);
         (age <= self.stale_for).then_some((entry, age))
-    }
-}
-
-/// "4 min", "35 s", "2 h 5 min": an age a model can repeat.
-pub fn describe_age(age: Duration) -> String {
-    let s = age.as_secs();
-    match s {
-        0..60 => format!("{s} s"),
-        60..3600 => format!("{} min", s / 60),
-        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
 }
 
@@ -122,12 +113,5 @@ mod tests {
             StaleCache::key(&json!({"b": [1, 2], "a": 1}))
         );
         assert!(StaleCache::new(Duration::ZERO).is_none());
-    }
-
-    #[test]
-    fn ages_read_naturally() {
-        assert_eq!(describe_age(Duration::from_secs(35)), "35 s");
-        assert_eq!(describe_age(Duration::from_secs(240)), "4 min");
-        assert_eq!(describe_age(Duration::from_secs(7500)), "2 h 5 min");
     }
 }

@@ -16,12 +16,12 @@ use super::files::Files;
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::{ConfigErrors, Problems};
-use super::reader::Section;
+use super::reader::{Section, parse_toml};
 use super::server::{check_request_timeout, read_limits, read_server};
 use super::tools_files::read_tools;
-
-/// The placeholders a fallback prompt may use.
-pub const PROMPT_PLACEHOLDERS: &[&str] = &["tool", "retry_after_s", "provider", "available_tools"];
+use crate::breaker::BreakerConfig;
+use crate::policy::RetryPolicy;
+use crate::texts::call::PLACEHOLDERS;
 
 /// Loads and validates everything; on success also returns the warnings.
 pub fn load(
@@ -38,39 +38,6 @@ pub fn load(
             errors: problems.errors().to_vec(),
             warnings: problems.warnings().to_vec(),
         }),
-    }
-}
-
-pub(super) fn parse_toml(
-    files: &dyn Files,
-    path: &Path,
-    problems: &RefCell<Problems>,
-) -> Option<toml::Table> {
-    let text = match files.read(path) {
-        Ok(t) => t,
-        Err(e) => {
-            problems
-                .borrow_mut()
-                .error(path, "", format!("cannot read the file: {e}"));
-            return None;
-        }
-    };
-    match text.parse::<toml::Table>() {
-        Ok(t) => Some(t),
-        Err(e) => {
-            let msg = e.message().to_string();
-            let at = e
-                .span()
-                .map(|s| {
-                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                    format!(" (line {line})")
-                })
-                .unwrap_or_default();
-            problems
-                .borrow_mut()
-                .error(path, "", format!("not valid TOML{at}: {msg}"));
-            None
-        }
     }
 }
 
@@ -186,8 +153,8 @@ fn load_into(
     }
 
     // [defaults]
-    let mut breaker_defaults = default_breaker();
-    let mut retry_defaults = default_retry();
+    let mut breaker_defaults = BreakerConfig::builder();
+    let mut retry_defaults = RetryPolicy::standard();
     let mut jobs = default_jobs();
     if let Some(d) = root.table("defaults") {
         if let Some(b) = d.table("breaker") {
@@ -368,13 +335,13 @@ fn read_prompts(
         match files.read(&path) {
             Ok(text) => {
                 for placeholder in placeholders(&text) {
-                    if !PROMPT_PLACEHOLDERS.contains(&placeholder.as_str()) {
+                    if !PLACEHOLDERS.contains(&placeholder.as_str()) {
                         problems.borrow_mut().error(
                             &path,
                             "",
                             format!(
                                 "unknown placeholder {{{placeholder}}}; valid placeholders: {}",
-                                PROMPT_PLACEHOLDERS
+                                PLACEHOLDERS
                                     .iter()
                                     .map(|p| format!("{{{p}}}"))
                                     .collect::<Vec<_>>()

@@ -1,8 +1,8 @@
 //! Configuration: `faregate.toml`, `tools/*.toml` and `prompts/`, typed and validated once.
 //!
-//! The keys are a contract with operators and scripts (SPEC "Configuration"). Loading reports
-//! every problem at once, each naming the file, the key and what would be valid, so that
-//! `faregate check` turns a broken config into one list of fixes.
+//! The keys are a contract with operators and scripts: renaming one breaks their files. Loading
+//! reports every problem at once, each naming the file, the key and what would be valid, so
+//! that `faregate check` turns a broken config into one list of fixes.
 //!
 //! Secrets never appear here: the config names environment variables, and only the provider
 //! adapters and the auth layer read them.
@@ -20,7 +20,7 @@ mod tools_files;
 mod tests;
 
 pub use files::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
-pub use load::{PROMPT_PLACEHOLDERS, load, placeholders};
+pub use load::{load, placeholders};
 pub use model::*;
 pub use problems::{ConfigErrors, Problem, Problems};
 pub use tools_files::is_tool_name;

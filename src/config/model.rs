@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use reqwest::Url;
 
+use crate::breaker::BreakerConfig;
+use crate::policy::RetryPolicy;
+
 /// The whole gateway configuration: `faregate.toml` plus `tools/*.toml` plus `prompts/`.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -206,53 +209,6 @@ impl ProviderKind {
     }
 }
 
-/// The slow-call threshold: fixed, or learned from the observed median.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SlowCallSetting {
-    /// A call slower than this is slow.
-    Fixed(Duration),
-    /// 3 × the median latency of recent successes, never below the floor.
-    Auto,
-}
-
-/// `[defaults.breaker]` merged with a tool's `[breaker]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BreakerSettings {
-    /// Length of the sliding window.
-    pub window: Duration,
-    /// Share of failed or slow calls that opens the breaker.
-    pub failure_rate: f64,
-    /// Slow-call threshold.
-    pub slow_call: SlowCallSetting,
-    /// Calls needed in the window before the rate counts.
-    pub min_calls: u32,
-    /// Failures in a row that open the breaker regardless of the rate.
-    pub consecutive_failures: u32,
-    /// First open period.
-    pub open_for: Duration,
-    /// Cap of the growing open period.
-    pub open_for_max: Duration,
-    /// Probes admitted while half-open.
-    pub half_open_probes: u32,
-    /// Fast successes among the probes that close the breaker.
-    pub half_open_successes: u32,
-    /// The span over which the probes are spread.
-    pub probe_interval: Duration,
-    /// Ramp stages after half-open: share of traffic and how long.
-    pub ramp: Vec<(f64, Duration)>,
-}
-
-/// `[defaults.retry]` merged with a tool's `[retry]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetrySettings {
-    /// Total attempts for idempotent calls (1 = no retry).
-    pub attempts: u32,
-    /// Base of the full-jitter exponential backoff.
-    pub backoff: Duration,
-    /// Cap of one backoff sleep.
-    pub backoff_max: Duration,
-}
-
 /// `[defaults.jobs]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobsConfig {
@@ -286,10 +242,11 @@ pub struct ToolConfig {
     pub max_concurrent: u32,
     /// How long a good result may be served as stale; zero disables.
     pub stale_for: Duration,
-    /// Breaker policy.
-    pub breaker: BreakerSettings,
-    /// Retry policy.
-    pub retry: RetrySettings,
+    /// Breaker policy of each of its providers (`[defaults.breaker]` merged with the tool's
+    /// `[breaker]`). Its probe timeout is set to `timeout` when the tool is served.
+    pub breaker: BreakerConfig,
+    /// Retry policy (`[defaults.retry]` merged with the tool's `[retry]`).
+    pub retry: RetryPolicy,
     /// The fallback prompt file for interactive calls (a key of [`Config::prompts`]).
     pub fallback_interactive: String,
 }
@@ -317,36 +274,7 @@ impl Config {
     }
 }
 
-/// The SPEC's defaults for `[defaults.breaker]`.
-pub fn default_breaker() -> BreakerSettings {
-    BreakerSettings {
-        window: Duration::from_secs(60),
-        failure_rate: 0.5,
-        slow_call: SlowCallSetting::Fixed(Duration::from_secs(6)),
-        min_calls: 20,
-        consecutive_failures: 5,
-        open_for: Duration::from_secs(30),
-        open_for_max: Duration::from_secs(300),
-        half_open_probes: 3,
-        half_open_successes: 2,
-        probe_interval: Duration::from_secs(10),
-        ramp: vec![
-            (0.10, Duration::from_secs(30)),
-            (0.50, Duration::from_secs(30)),
-        ],
-    }
-}
-
-/// The SPEC's defaults for `[defaults.retry]`.
-pub fn default_retry() -> RetrySettings {
-    RetrySettings {
-        attempts: 2,
-        backoff: Duration::from_millis(100),
-        backoff_max: Duration::from_secs(2),
-    }
-}
-
-/// The SPEC's defaults for `[defaults.jobs]`.
+/// The defaults for `[defaults.jobs]`.
 pub fn default_jobs() -> JobsConfig {
     JobsConfig {
         max_attempts: 20,

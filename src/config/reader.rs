@@ -10,7 +10,43 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use super::files::Files;
 use super::problems::Problems;
+
+/// Reads and parses one TOML file; a file that cannot be read or parsed is a problem (with the
+/// line of a syntax error), and `None`.
+pub(crate) fn parse_toml(
+    files: &dyn Files,
+    path: &Path,
+    problems: &RefCell<Problems>,
+) -> Option<toml::Table> {
+    let text = match files.read(path) {
+        Ok(t) => t,
+        Err(e) => {
+            problems
+                .borrow_mut()
+                .error(path, "", format!("cannot read the file: {e}"));
+            return None;
+        }
+    };
+    match text.parse::<toml::Table>() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let msg = e.message().to_string();
+            let at = e
+                .span()
+                .map(|s| {
+                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                    format!(" (line {line})")
+                })
+                .unwrap_or_default();
+            problems
+                .borrow_mut()
+                .error(path, "", format!("not valid TOML{at}: {msg}"));
+            None
+        }
+    }
+}
 
 /// One table of a TOML file, with the keys read so far remembered for the unknown-key check.
 pub(crate) struct Section<'a> {

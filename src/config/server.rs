@@ -1,6 +1,6 @@
 //! `[server]` and `[limits]`: what the gateway accepts from the network.
 //!
-//! These keys protect the gateway itself (SPEC "Security"): how long a client may dawdle over
+//! These keys protect the gateway itself: how long a client may dawdle over
 //! its headers, how long a request may run, how many connections are open at once, how long a
 //! shutdown waits, and how much one client may ask. Each has a default that is safe to expose,
 //! and each impossible value is reported with the fix, like every other key.

@@ -6,11 +6,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::files::Files;
-use super::load::parse_toml;
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::Problems;
-use super::reader::Section;
+use super::reader::{Section, parse_toml};
+use crate::breaker::BreakerBuilder;
+use crate::policy::RetryPolicy;
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn read_tools(
@@ -19,8 +20,8 @@ pub(super) fn read_tools(
     known_tools: &[&str],
     providers: &BTreeSet<String>,
     prompts: &BTreeMap<String, String>,
-    breaker_defaults: &BreakerSettings,
-    retry_defaults: &RetrySettings,
+    breaker_defaults: &BreakerBuilder,
+    retry_defaults: &RetryPolicy,
     problems: &RefCell<Problems>,
 ) -> Vec<ToolConfig> {
     let paths = match files.list(dir, ".toml") {
@@ -72,8 +73,8 @@ fn read_tool(
     known_tools: &[&str],
     providers: &BTreeSet<String>,
     prompts: &BTreeMap<String, String>,
-    breaker_defaults: &BreakerSettings,
-    retry_defaults: &RetrySettings,
+    breaker_defaults: &BreakerBuilder,
+    retry_defaults: &RetryPolicy,
 ) -> Option<ToolConfig> {
     let name = s.required_string("name", "\"search_flights\"");
     if let Some(n) = &name
@@ -166,13 +167,15 @@ fn read_tool(
         }
         None => breaker_defaults.clone(),
     };
+    // A breaker that cannot be built was reported where its keys were set.
+    let breaker = breaker.build().ok();
     let retry = match s.table("retry") {
         Some(r) => {
             let v = read_retry(&r, retry_defaults);
             r.finish();
             v
         }
-        None => retry_defaults.clone(),
+        None => *retry_defaults,
     };
     let fallback = match s.table("fallback") {
         Some(f) => {
@@ -208,7 +211,7 @@ fn read_tool(
         deadline,
         max_concurrent,
         stale_for,
-        breaker,
+        breaker: breaker?,
         retry,
         fallback_interactive: fallback?,
     })

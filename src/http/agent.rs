@@ -23,8 +23,8 @@ use serde_json::{Map, Value};
 
 use super::AppState;
 use super::manifest;
-use crate::call::stale::describe_age;
 use crate::call::{CallError, CallRequest, Envelope, Status};
+use crate::texts::call::describe_age;
 use crate::tools::{CallMode, FieldError, describe_field_errors};
 
 /// One tool call as a model sent it.
@@ -179,7 +179,6 @@ pub(crate) async fn run_one(
     let request = CallRequest {
         tool: call.tool,
         arguments,
-        mode: CallMode::Interactive,
         call_id: call.call_id,
         idempotency_key,
         deadline: options.deadline,

@@ -46,7 +46,7 @@ fn describe(tool: &ServedTool) -> Value {
             "deadline_ms": c.deadline.as_millis() as u64,
             "max_concurrent": c.max_concurrent,
             "stale_for_s": c.stale_for.as_secs(),
-            "retry_attempts": if tool.spec.idempotent { c.retry.attempts } else { 1 },
+            "retry_attempts": if tool.spec.idempotent { c.retry.attempts() } else { 1 },
         },
     })
 }

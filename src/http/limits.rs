@@ -264,11 +264,7 @@ pub async fn limit_calls(State(state): State<AppState>, request: Request, next: 
                 Refusal::Rate(_) => "client_rate",
                 Refusal::InFlight(_) => "client_max_concurrent_calls",
             };
-            state
-                .gateway
-                .telemetry()
-                .metrics()
-                .record_client_limited(limit);
+            state.telemetry.metrics().record_client_limited(limit);
             too_many(refusal)
         }
     }

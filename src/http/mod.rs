@@ -49,6 +49,8 @@ use crate::config::Config;
 pub struct AppState {
     /// The call pipeline.
     pub gateway: Arc<Gateway>,
+    /// Metrics, alerts and event streams.
+    pub telemetry: Arc<crate::telemetry::Telemetry>,
     /// The configuration (prompts, policies).
     pub config: Arc<Config>,
     /// The body limit, for error messages.

@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::error::{ApiError, PathParam};
 use super::json::json_body;
-use crate::call::{CallError, CallRequest, Status};
+use crate::call::{CallError, CallInfo, CallRequest, Envelope, Status};
 use crate::jobs::SubmitError;
+use crate::texts::call as texts;
 use crate::tools::CallMode;
 
 /// The request body. Only `arguments` is required.
@@ -113,7 +114,6 @@ pub(crate) fn read_call(tool: String, body: CallBody) -> Result<NativeCall, ApiE
     Ok(NativeCall::Interactive(CallRequest {
         tool,
         arguments: body.arguments,
-        mode,
         call_id: body.call_id,
         idempotency_key: body.idempotency_key,
         deadline,
@@ -153,7 +153,7 @@ pub(crate) async fn submit_job(
     call_id: Option<String>,
     idempotency_key: Option<String>,
     callback_url: Option<String>,
-) -> Result<crate::call::Envelope, ApiError> {
+) -> Result<Envelope, ApiError> {
     let Some(jobs) = &state.jobs else {
         return Err(ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -172,32 +172,20 @@ pub(crate) async fn submit_job(
     {
         Ok((job, created)) => {
             let content = if created {
-                format!(
-                    "Accepted for background processing as job {}. The result arrives through GET /v1/jobs/{} (or the callback), not in this turn.",
-                    job.id, job.id
-                )
+                texts::queued(&job.id)
             } else {
-                format!(
-                    "This idempotency key was already used for {tool}: job {} ({}) is that request.",
-                    job.id,
-                    job.status.as_str()
-                )
+                texts::already_queued(&tool, &job.id, job.status.as_str())
             };
-            Ok(crate::call::Envelope {
-                job_id: Some(job.id.clone()),
-                ..crate::call::Envelope::text(
-                    call_id.unwrap_or_else(|| job.id.clone()),
-                    tool,
-                    Status::Queued,
-                    content,
-                )
-            })
+            let call_id = call_id.unwrap_or_else(|| job.id.clone());
+            Ok(Envelope::queued(
+                CallInfo::new(call_id, tool),
+                content,
+                job.id,
+            ))
         }
         Err(SubmitError::UnknownTool) => Err(unknown_tool(state, &tool)),
-        Err(SubmitError::Invalid(text)) => Ok(crate::call::Envelope::text(
-            call_id.unwrap_or_default(),
-            tool,
-            Status::InvalidArguments,
+        Err(SubmitError::Invalid(text)) => Ok(Envelope::invalid_arguments(
+            CallInfo::new(call_id.unwrap_or_default(), tool),
             text,
         )),
         Err(SubmitError::Callback(text)) => {
@@ -228,9 +216,5 @@ fn check_text(field: &str, value: Option<&str>, max: usize) -> Result<(), ApiErr
 
 pub(crate) fn unknown_tool(state: &AppState, name: &str) -> ApiError {
     let known: Vec<&'static str> = state.gateway.tools().iter().map(|t| t.spec.name).collect();
-    ApiError::not_found(format!(
-        "unknown tool \"{name}\"; known tools: {}",
-        known.join(", ")
-    ))
-    .with("known_tools", json!(known))
+    ApiError::not_found(texts::unknown_tool(name, &known)).with("known_tools", json!(known))
 }

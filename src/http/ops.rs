@@ -115,8 +115,7 @@ fn secs(d: Duration) -> f64 {
 
 fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
     let transitions: Vec<Value> = state
-        .gateway
-        .telemetry()
+        .telemetry
         .recent_transitions(Some(&s.key), TRANSITIONS_PER_BREAKER)
         .iter()
         .map(|e| transition_json(e, now))
@@ -268,8 +267,7 @@ async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Respo
     }
     let now = Instant::now();
     let alerts: Vec<Value> = state
-        .gateway
-        .telemetry()
+        .telemetry
         .active_alerts()
         .iter()
         .map(|a| alert_json(a, now))
@@ -284,7 +282,7 @@ async fn events(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Err(res) = authorize(&state, &headers, Access::Client) {
         return *res;
     }
-    let telemetry = state.gateway.telemetry();
+    let telemetry = &state.telemetry;
     let transitions = state.gateway.breakers().subscribe();
     let alerts = telemetry.subscribe_alerts();
     let token = telemetry.streams_token();
@@ -342,7 +340,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
     {
         return *res;
     }
-    let metrics = state.gateway.telemetry().metrics();
+    let metrics = state.telemetry.metrics();
     let now = Instant::now();
     for breaker in state.gateway.breakers().all() {
         metrics.observe_breaker(&breaker.snapshot(now));

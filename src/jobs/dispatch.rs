@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::pace::Pacer;
 use super::store::{Job, JobStore, StoreError};
-use crate::call::BackgroundOutcome;
+use crate::call::Verdict;
 use crate::clock;
 
 /// A served tool as a dispatch pass sees it.
@@ -67,14 +67,14 @@ impl Pacing {
     }
 
     /// Learns from a background outcome of `tool`'s job claimed at `claimed_at`.
-    pub(super) fn observe(&self, tool: &str, outcome: &BackgroundOutcome, claimed_at: Instant) {
+    pub(super) fn observe(&self, tool: &str, outcome: &Verdict, claimed_at: Instant) {
         let mut pacers = self.pacers();
         let Some(pacer) = pacers.get_mut(tool) else {
             return;
         };
         match outcome {
-            BackgroundOutcome::Succeeded(_) => pacer.succeeded(claimed_at),
-            BackgroundOutcome::Retry {
+            Verdict::Done(_) => pacer.succeeded(claimed_at),
+            Verdict::Later {
                 rate_limited: Some(hit),
                 ..
             } => {

@@ -1,36 +1,69 @@
 //! The requeue policy: when a background job that could not run now should try again.
 //!
-//! Without one, sixteen workers back off independently, each
-//! dumping its backlog on a rate-limited API the moment its own timer fires. Here the wait is
+//! Without one, sixteen workers backing off independently each dump their backlog on a
+//! rate-limited API the moment their own timers fire. Here the wait is
 //! anchored on what the provider side already knows — the breaker's remaining open time, or the
 //! provider's `Retry-After` — so jobs come back when the provider can take them, not before.
 //! On top of that anchor the wait grows per attempt (a provider that keeps failing is asked
-//! less often) and gets jitter (jobs requeued together do not return together).
+//! less often) and gets jitter (jobs requeued together do not return together). The growth is
+//! the gateway's one exponential backoff (`policy::Backoff`).
 
 use std::time::Duration;
+
+use crate::policy::{Backoff, PolicyProblem};
 
 /// The wait after an attempt that did not finish a job.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RequeuePolicy {
-    /// The growth step: attempt `n` adds `base × 2^(n-1)`.
-    pub base: Duration,
-    /// The cap of the growth part.
-    pub max_growth: Duration,
+    /// The growth on top of the anchor: attempt `n` adds `base × 2^(n-1)`, up to the cap.
+    growth: Backoff,
     /// Jitter as a fraction of the whole wait, added (0.0 = none).
-    pub jitter: f64,
+    jitter: f64,
 }
 
-impl Default for RequeuePolicy {
-    fn default() -> Self {
-        RequeuePolicy {
-            base: Duration::from_secs(1),
-            max_growth: Duration::from_secs(300),
-            jitter: 0.2,
-        }
-    }
-}
+/// The standard growth step: a job that keeps failing waits a second more, then two, four, …
+const GROWTH_STEP: Duration = Duration::from_secs(1);
+/// The standard cap of the growth part: a job is asked again at least every five minutes.
+const MAX_GROWTH: Duration = Duration::from_secs(300);
+/// The standard jitter: jobs requeued together come back spread over a fifth of their wait.
+const JITTER: f64 = 0.2;
 
 impl RequeuePolicy {
+    /// The policy of every job system: growth from 1 s up to 5 min, 20 % jitter.
+    pub fn standard() -> Self {
+        RequeuePolicy {
+            growth: Backoff::new(GROWTH_STEP, MAX_GROWTH),
+            jitter: JITTER,
+        }
+    }
+
+    /// Growth from `base` up to `max_growth`, with `jitter` (0..=1) added on top.
+    pub fn try_new(
+        base: Duration,
+        max_growth: Duration,
+        jitter: f64,
+    ) -> Result<Self, Vec<PolicyProblem>> {
+        let mut problems = Vec::new();
+        let growth = Backoff::try_new(base, max_growth).map_err(|e| {
+            problems.push(PolicyProblem::new(
+                "max_growth",
+                &["base", "max_growth"],
+                e.to_string(),
+            ));
+        });
+        if !(0.0..=1.0).contains(&jitter) {
+            problems.push(PolicyProblem::new(
+                "jitter",
+                &["jitter"],
+                format!("must be between 0 and 1, got {jitter}"),
+            ));
+        }
+        match growth {
+            Ok(growth) if problems.is_empty() => Ok(RequeuePolicy { growth, jitter }),
+            _ => Err(problems),
+        }
+    }
+
     /// The wait before the next try.
     ///
     /// - `attempts`: attempts that reached a provider so far (0 when the breaker refused the
@@ -38,16 +71,13 @@ impl RequeuePolicy {
     /// - `anchor`: the breaker's remaining open time or the provider's `Retry-After`, if known;
     /// - `unit`: a uniform random number in `[0, 1)` for the jitter.
     pub fn delay(&self, attempts: u32, anchor: Option<Duration>, unit: f64) -> Duration {
-        let growth = if attempts == 0 {
-            Duration::ZERO
-        } else {
-            self.base
-                .saturating_mul(2u32.saturating_pow((attempts - 1).min(30)))
-                .min(self.max_growth)
+        let growth = match attempts {
+            0 => Duration::ZERO,
+            n => self.growth.ceiling(n - 1),
         };
         let wait = anchor.unwrap_or(Duration::ZERO) + growth;
         // Never come back sooner than the growth step, even with no anchor and no attempt.
-        let wait = wait.max(self.base);
+        let wait = wait.max(self.growth.base());
         wait + wait.mul_f64(self.jitter * unit.clamp(0.0, 1.0))
     }
 }
@@ -57,11 +87,8 @@ mod tests {
     use super::*;
 
     fn policy(jitter: f64) -> RequeuePolicy {
-        RequeuePolicy {
-            base: Duration::from_secs(1),
-            max_growth: Duration::from_secs(60),
-            jitter,
-        }
+        RequeuePolicy::try_new(Duration::from_secs(1), Duration::from_secs(60), jitter)
+            .expect("valid")
     }
 
     #[test]
@@ -114,10 +141,7 @@ mod tests {
         use tokio::time::{Instant, advance};
 
         let (tx, _rx) = tokio::sync::broadcast::channel(16);
-        let config = BreakerConfig {
-            jitter: 0.0,
-            ..BreakerConfig::default()
-        };
+        let config = BreakerConfig::builder().jitter(0.0).build().expect("valid");
         let breaker = Breaker::new(BreakerKey::new("get_flight_status", "amadeus"), config, tx);
         for _ in 0..5 {
             let permit = breaker.try_acquire(Instant::now()).expect("closed");
@@ -144,5 +168,17 @@ mod tests {
     #[test]
     fn a_refusal_without_anchor_still_waits_one_step() {
         assert_eq!(policy(0.0).delay(0, None, 0.0), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn an_impossible_policy_is_refused_with_every_problem() {
+        let problems = RequeuePolicy::try_new(Duration::from_secs(10), Duration::from_secs(1), 1.5)
+            .expect_err("invalid");
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["max_growth", "jitter"]);
+        assert_eq!(
+            RequeuePolicy::standard().delay(3, None, 0.0),
+            Duration::from_secs(4)
+        );
     }
 }

@@ -13,10 +13,10 @@ use tokio::time::Instant;
 use super::dispatch::Pacing;
 use super::policy::RequeuePolicy;
 use super::store::{Job, JobStore, Store, Transition};
-use crate::call::retry::Jitter;
-use crate::call::{BackgroundOutcome, Envelope, Gateway};
+use crate::call::{CallRequest, Envelope, Gateway, Verdict};
 use crate::clock;
 use crate::config::JobsConfig;
+use crate::policy::SplitMix;
 
 /// What an outcome of `job`'s run at `now_ms` means for it.
 ///
@@ -28,7 +28,7 @@ use crate::config::JobsConfig;
 ///
 /// `jitter` is a uniform draw in `[0, 1)` for the delay's jitter.
 pub(super) fn decide(
-    outcome: BackgroundOutcome,
+    outcome: Verdict,
     job: &Job,
     config: &JobsConfig,
     policy: &RequeuePolicy,
@@ -36,10 +36,10 @@ pub(super) fn decide(
     jitter: f64,
 ) -> Transition {
     match outcome {
-        BackgroundOutcome::Succeeded(envelope) => Transition::Succeeded {
+        Verdict::Done(envelope) => Transition::Succeeded {
             result: stored(envelope, job),
         },
-        BackgroundOutcome::Failed {
+        Verdict::Never {
             envelope,
             error,
             attempted,
@@ -48,7 +48,7 @@ pub(super) fn decide(
             result: envelope.map(|e| stored(e, job)),
             attempted,
         },
-        BackgroundOutcome::Retry {
+        Verdict::Later {
             anchor,
             error,
             attempted,
@@ -103,7 +103,7 @@ pub(super) struct Runner {
     /// This process's lease owner name: every write after a claim names it.
     pub(super) owner: String,
     pub(super) policy: RequeuePolicy,
-    pub(super) jitter: Jitter,
+    pub(super) jitter: SplitMix,
     pub(super) pacing: Arc<Pacing>,
 }
 
@@ -112,12 +112,13 @@ impl Runner {
     pub(super) async fn run(&self, job: Job, claimed_at: Instant) {
         let outcome = self
             .gateway
-            .run_background(
-                &job.tool,
-                job.arguments.clone(),
-                job.call_id.clone(),
-                job.idempotency_key.clone(),
-            )
+            .run_background(CallRequest {
+                tool: job.tool.clone(),
+                arguments: job.arguments.clone(),
+                call_id: job.call_id.clone(),
+                idempotency_key: job.idempotency_key.clone(),
+                deadline: None,
+            })
             .await;
         self.pacing.observe(&job.tool, &outcome, claimed_at);
         let now = clock::epoch_ms();

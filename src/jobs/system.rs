@@ -23,10 +23,11 @@ use super::run::Runner;
 use super::store::{Job, JobStatus, JobStore, NewJob, Store, StoreError};
 use super::submit::{self, CallbackRules, SubmitError};
 use crate::call::Gateway;
-use crate::call::retry::Jitter;
 use crate::clock;
 use crate::config::JobsConfig;
+use crate::policy::SplitMix;
 use crate::providers::Secret;
+use crate::telemetry::Telemetry;
 
 /// How often the dispatcher looks for due jobs when nothing wakes it.
 const POLL: Duration = Duration::from_millis(250);
@@ -40,6 +41,7 @@ const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 pub struct JobSystem {
     store: Store,
     gateway: Arc<Gateway>,
+    telemetry: Arc<Telemetry>,
     callback_rules: CallbackRules,
     /// Worker tasks running jobs at once.
     workers: u32,
@@ -55,6 +57,7 @@ impl JobSystem {
     pub fn new(
         store: Store,
         gateway: Arc<Gateway>,
+        telemetry: Arc<Telemetry>,
         config: JobsConfig,
         allowlist: Vec<Url>,
         callback_secret: Option<Secret>,
@@ -89,8 +92,8 @@ impl JobSystem {
                 gateway: Arc::clone(&gateway),
                 config,
                 owner,
-                policy: RequeuePolicy::default(),
-                jitter: Jitter::new(clock::epoch_ms() as u64),
+                policy: RequeuePolicy::standard(),
+                jitter: SplitMix::new(clock::epoch_ms() as u64),
                 pacing,
             }),
             callbacks: Arc::new(Sender {
@@ -98,10 +101,11 @@ impl JobSystem {
                 allowlist,
                 secret: callback_secret,
                 http,
-                telemetry: Arc::clone(gateway.telemetry()),
+                telemetry: Arc::clone(&telemetry),
             }),
             store,
             gateway,
+            telemetry,
         }
     }
 
@@ -223,7 +227,7 @@ impl JobSystem {
                 return;
             }
         };
-        let metrics = self.gateway.telemetry().metrics();
+        let metrics = self.telemetry.metrics();
         for tool in self.gateway.tools() {
             let name = tool.spec.name;
             for status in JobStatus::ALL {

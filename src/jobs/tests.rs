@@ -15,7 +15,7 @@ use super::policy::RequeuePolicy;
 use super::run::decide;
 use super::store::memory::MemoryStore;
 use super::store::{JobStatus, JobStore, NewJob};
-use crate::call::{BackgroundOutcome, Envelope, RateLimitHit, Status};
+use crate::call::{CallInfo, Data, Envelope, RateLimitHit, Verdict};
 use crate::clock;
 use crate::config::JobsConfig;
 
@@ -79,7 +79,7 @@ impl Queue {
     }
 
     /// Ends a claimed job's run with `outcome`, as a worker does (without jitter).
-    async fn finish(&self, claimed: Claimed, outcome: BackgroundOutcome) {
+    async fn finish(&self, claimed: Claimed, outcome: Verdict) {
         self.dispatcher
             .pacing
             .observe(&claimed.job.tool, &outcome, claimed.claimed_at);
@@ -90,7 +90,7 @@ impl Queue {
             lease_margin: Duration::from_secs(30),
         };
         let now = clock::epoch_ms();
-        let policy = RequeuePolicy::default();
+        let policy = RequeuePolicy::standard();
         let transition = decide(outcome, &claimed.job, &config, &policy, now, 0.0);
         let stored = self
             .store
@@ -105,8 +105,8 @@ fn ids(claimed: &[Claimed]) -> Vec<&str> {
     claimed.iter().map(|c| c.job.id.as_str()).collect()
 }
 
-fn breaker_open(retry_after: Duration) -> BackgroundOutcome {
-    BackgroundOutcome::Retry {
+fn breaker_open(retry_after: Duration) -> Verdict {
+    Verdict::Later {
         anchor: Some(retry_after),
         error: "duffel: breaker open".into(),
         attempted: false,
@@ -114,8 +114,14 @@ fn breaker_open(retry_after: Duration) -> BackgroundOutcome {
     }
 }
 
-fn succeeded(tool: &str) -> BackgroundOutcome {
-    BackgroundOutcome::Succeeded(Envelope::text("c", tool, Status::Ok, "done"))
+fn succeeded(tool: &str) -> Verdict {
+    let info = CallInfo::new("c", tool);
+    Verdict::Done(Envelope::ok(
+        info,
+        "done".into(),
+        Data::new(json!({})),
+        "duffel".into(),
+    ))
 }
 
 #[tokio::test(start_paused = true)]
@@ -201,7 +207,7 @@ async fn after_a_429_a_tool_is_paced_to_the_learned_rate() {
     for c in claimed {
         q.finish(c, succeeded(FLIGHTS)).await;
     }
-    let limited = BackgroundOutcome::Retry {
+    let limited = Verdict::Later {
         anchor: Some(Duration::from_secs(4)),
         error: "duffel: 429".into(),
         attempted: true,

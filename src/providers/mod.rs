@@ -37,15 +37,13 @@ pub enum Provider {
 }
 
 impl Provider {
-    /// Runs one attempt of `request`.
+    /// Runs one attempt of `request`. Ask [`Provider::refuse`] first: the call pipeline does,
+    /// once per call and provider, and skips a provider that refuses.
     pub async fn call(
         &self,
         request: &ToolRequest,
         timeout: Duration,
     ) -> Result<ToolOutput, UpstreamError> {
-        if let Some(refusal) = self.refuse(request) {
-            return Err(refusal);
-        }
         match self {
             Provider::Duffel(c) => c.call(request, timeout).await,
             Provider::Amadeus(c) => c.call(request, timeout).await,

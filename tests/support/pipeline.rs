@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use faregate::call::{CallRequest, Gateway};
 use faregate::config::Config;
-use faregate::tools::CallMode;
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
@@ -54,7 +53,6 @@ pub async fn call(g: &Arc<Gateway>, tool: &str, arguments: Value) -> faregate::c
     g.call(CallRequest {
         tool: tool.into(),
         arguments,
-        mode: CallMode::Interactive,
         call_id: None,
         idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
         deadline: None,

@@ -104,8 +104,8 @@ fn states_and_keys_use_the_spec_names() {
 }
 
 #[test]
-fn the_default_config_is_valid() {
-    assert_eq!(BreakerConfig::default().validate(), vec![]);
+fn the_standard_config_is_valid() {
+    assert!(BreakerConfig::builder().build().is_ok());
 }
 
 #[test]
@@ -132,10 +132,10 @@ fn config_validation_names_every_bad_key_and_what_would_be_valid() {
             },
         ],
         jitter: -0.1,
-        ..BreakerConfig::default()
+        ..config()
     };
-    let problems = bad.validate();
-    let keys: Vec<_> = problems.iter().map(|p| p.key).collect();
+    let problems = bad.to_builder().build().expect_err("invalid");
+    let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
     assert_eq!(
         keys,
         vec![
@@ -146,9 +146,9 @@ fn config_validation_names_every_bad_key_and_what_would_be_valid() {
             "open_for_max",
             "half_open_successes",
             "probe_timeout",
-            "ramp",
-            "ramp",
             "jitter",
+            "ramp[1]",
+            "ramp[1]",
         ]
     );
     let message = |key| {
@@ -160,18 +160,19 @@ fn config_validation_names_every_bad_key_and_what_would_be_valid() {
     };
     assert_eq!(
         message("half_open_successes"),
-        "breaker.half_open_successes: must be between 1 and half_open_probes (3), got 4"
+        "half_open_successes: 4 successes can never happen with 3 probes; set half_open_successes at most half_open_probes"
     );
     assert_eq!(
         message("failure_rate"),
-        "breaker.failure_rate: must be greater than 0 and at most 1 (e.g. 0.5 for 50 %), got 1.5"
+        "failure_rate: must be greater than 0 and at most 1 (e.g. 0.5 for 50 %), got 1.5"
     );
     assert_eq!(
         message("open_for_max"),
-        "breaker.open_for_max: must be at least open_for (600s), got 300s"
+        "open_for_max: must be at least open_for (10m), the first open period"
     );
-    assert!(problems[7].message.contains("stage 2 share must be above"));
-    assert!(problems[8].message.contains("stage 2 must last"));
+    assert_eq!(problems[4].involves, ["open_for", "open_for_max"]);
+    assert!(problems[8].message.contains("must grow"));
+    assert!(problems[9].message.contains("must last longer than zero"));
 }
 
 #[tokio::test(start_paused = true)]

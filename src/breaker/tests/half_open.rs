@@ -141,17 +141,65 @@ async fn a_hung_probe_counts_as_failed_after_probe_timeout() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_dropped_probe_counts_as_failed_and_frees_its_slot() {
-    let (mut h, start) = half_open(config());
+async fn a_dropped_probe_gives_its_slot_back() {
+    let (mut h, start) = half_open(BreakerConfig {
+        probe_interval: Duration::ZERO,
+        ..config()
+    });
     tokio::time::advance(start - Instant::now()).await;
     let probe = h.breaker.try_acquire(Instant::now()).unwrap();
     drop(probe);
-    assert_eq!(h.state(Instant::now()), BreakerState::Open);
-    assert_eq!(h.events()[0].reason, TransitionReason::ProbeFailed);
-    // The next half-open period has every slot.
-    let next = Instant::now() + secs(60.0);
-    assert_eq!(h.state(next), BreakerState::HalfOpen);
-    assert_eq!(h.breaker.snapshot(next).probes.unwrap().admitted, 0);
+    assert_eq!(h.state(Instant::now()), BreakerState::HalfOpen);
+    assert!(h.events().is_empty(), "a cancelled probe decides nothing");
+    let probes = h.breaker.snapshot(Instant::now()).probes.unwrap();
+    assert_eq!((probes.admitted, probes.in_flight), (0, 0));
+    // The slot serves the next probes, which decide as usual.
+    h.call(Instant::now(), FAST).unwrap();
+    h.call(Instant::now(), FAST).unwrap();
+    assert_eq!(h.state(Instant::now()), BreakerState::Ramp);
+}
+
+/// While background jobs of the tool are due, the probes are theirs: an interactive call is
+/// refused at once, told to come back when the probe in flight must have answered, and a
+/// background job still gets a probe.
+#[tokio::test(start_paused = true)]
+async fn probes_go_to_background_jobs_first() {
+    let (h, start) = half_open(config());
+    let interactive = |due| Caller::Interactive {
+        background_due: due,
+    };
+    let refused = h
+        .breaker
+        .try_acquire_as(start, interactive(true))
+        .unwrap_err();
+    assert_eq!(
+        (refused.state, refused.reason),
+        (BreakerState::HalfOpen, RejectReason::HalfOpenFull)
+    );
+    let gap = secs(10.0) / 3;
+    assert_eq!(refused.retry_after, gap, "the probe gap");
+    let probe = h.breaker.try_acquire_as(start, Caller::Background).unwrap();
+    assert_eq!(probe.kind(), PermitKind::Probe);
+    let refused = h
+        .breaker
+        .try_acquire_as(start + secs(1.0), interactive(true))
+        .unwrap_err();
+    assert_eq!(refused.retry_after, secs(7.0), "until the probe's timeout");
+    probe.record(FAST, start + secs(1.0));
+    // Without background work waiting, an interactive call probes like anyone else.
+    let second = h
+        .breaker
+        .try_acquire_as(start + gap, interactive(false))
+        .unwrap();
+    assert_eq!(second.kind(), PermitKind::Probe);
+    second.record(FAST, start + gap);
+    // Once closed (here: ramping), the flag changes nothing.
+    assert_eq!(h.state(start + gap), BreakerState::Ramp);
+    assert!(
+        h.breaker
+            .try_acquire_as(start + gap, interactive(true))
+            .is_ok()
+    );
 }
 
 #[tokio::test(start_paused = true)]

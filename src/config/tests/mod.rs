@@ -129,9 +129,13 @@ fn the_embedded_defaults_load_with_every_tool() {
     let flights = config.tool("search_flights").expect("configured");
     assert_eq!(flights.timeout, Duration::from_secs(8));
     assert_eq!(flights.stale_for, Duration::from_secs(15 * 60));
-    assert_eq!(flights.breaker, default_breaker());
     assert_eq!(
-        config.tool("book_flight").map(|t| t.retry.attempts),
+        Ok(flights.breaker.clone()),
+        crate::breaker::BreakerConfig::builder().build(),
+        "the shipped defaults are the standard tuning"
+    );
+    assert_eq!(
+        config.tool("book_flight").map(|t| t.retry.attempts()),
         Some(1)
     );
 }
@@ -214,7 +218,7 @@ fn percentages_are_accepted_for_rates() {
         )
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!((config.tools[0].breaker.failure_rate - 0.4).abs() < 1e-9);
+    assert!((config.tools[0].breaker.failure_rate() - 0.4).abs() < 1e-9);
 }
 
 #[test]
@@ -275,9 +279,17 @@ fn tool_overrides_merge_over_defaults() {
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
     let hotels = config.tool("search_hotels").expect("configured");
-    assert_eq!(hotels.breaker.open_for, Duration::from_secs(45));
-    assert_eq!(hotels.breaker.slow_call, SlowCallSetting::Auto);
-    assert_eq!(hotels.breaker.min_calls, 20);
+    assert_eq!(hotels.breaker.open_for(), Duration::from_secs(45));
+    assert_eq!(hotels.breaker.slow_call(), crate::breaker::SlowCall::auto());
+    let mut expected = crate::breaker::BreakerConfig::builder();
+    expected
+        .open_for(Duration::from_secs(45))
+        .slow_call(crate::breaker::SlowCall::auto());
+    assert_eq!(
+        Ok(hotels.breaker.clone()),
+        expected.build(),
+        "the rest is the default"
+    );
 }
 
 #[test]

@@ -18,8 +18,9 @@ use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use super::store::{Job, JobStore, Store};
-use crate::call::{Envelope, Status};
+use crate::call::{CallInfo, Envelope};
 use crate::clock;
+use crate::policy::Backoff;
 use crate::providers::Secret;
 use crate::telemetry::{CallbackOutcome, Telemetry};
 
@@ -40,10 +41,16 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// … this many times at most (about 17 minutes).
 const MAX_DOUBLINGS: u32 = 10;
 
+/// The wait between deliveries: [`FIRST_RETRY`], doubled up to [`MAX_DOUBLINGS`] times.
+const DELIVERY_BACKOFF: Backoff = Backoff::new(
+    FIRST_RETRY,
+    Duration::from_secs(FIRST_RETRY.as_secs() << MAX_DOUBLINGS),
+);
+
 /// The wait before the next delivery, after `failed` failed ones; `None` when it is time to
 /// give up.
 fn next_delivery_in(failed: u32) -> Option<Duration> {
-    (failed < ATTEMPTS).then(|| FIRST_RETRY * 2u32.pow((failed - 1).min(MAX_DOUBLINGS)))
+    (failed < ATTEMPTS).then(|| DELIVERY_BACKOFF.ceiling(failed.saturating_sub(1)))
 }
 
 /// `t=<t>,v1=<hex>` for `body` sent at unix time `t`.
@@ -75,16 +82,15 @@ fn body(job: &Job) -> Vec<u8> {
         // is retried, never a panic.
         return serde_json::to_vec(result).unwrap_or_default();
     }
-    let envelope = Envelope {
-        job_id: Some(job.id.clone()),
-        ..Envelope::text(
-            // The call id the caller gave, else the job id (which the `queued` answer carried).
-            job.call_id.clone().unwrap_or_else(|| job.id.clone()),
-            job.tool.clone(),
-            Status::Unavailable,
-            job.last_error.clone().unwrap_or_default(),
-        )
-    };
+    // The call id the caller gave, else the job id (which the `queued` answer carried).
+    let call_id = job.call_id.clone().unwrap_or_else(|| job.id.clone());
+    let mut envelope = Envelope::unavailable(
+        CallInfo::new(call_id, job.tool.clone()),
+        job.last_error.clone().unwrap_or_default(),
+        None,
+        None,
+    );
+    envelope.job_id = Some(job.id.clone());
     envelope.to_json_bytes()
 }
 

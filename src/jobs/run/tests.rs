@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::call::{RateLimitHit, Status};
+use crate::call::{CallInfo, Data, RateLimitHit, Status};
 use crate::jobs::store::{CallbackState, JobStatus};
 
 const NOW: i64 = 1_800_000_000_000;
@@ -21,11 +21,7 @@ fn config() -> JobsConfig {
 }
 
 fn policy() -> RequeuePolicy {
-    RequeuePolicy {
-        base: Duration::from_secs(1),
-        max_growth: Duration::from_secs(300),
-        jitter: 0.2,
-    }
+    RequeuePolicy::standard()
 }
 
 /// A job that reached a provider `attempts` times and was accepted `age_ms` ago.
@@ -52,8 +48,13 @@ fn job(attempts: u32, age_ms: i64) -> Job {
     }
 }
 
+/// A job's result: fresh data, or the provider's refusal.
 fn envelope(status: Status, content: &str) -> Envelope {
-    Envelope::text("c-1", "search_flights", status, content)
+    let info = CallInfo::new("c-1", "search_flights");
+    match status {
+        Status::Rejected => Envelope::rejected(info, content.into(), "duffel".into()),
+        _ => Envelope::ok(info, content.into(), Data::new(json!({})), "duffel".into()),
+    }
 }
 
 /// The envelope as stored: its own serialization, naming the job.
@@ -63,8 +64,8 @@ fn stored_envelope(status: Status, content: &str) -> Value {
     serde_json::to_value(&e).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn later(anchor: Option<Duration>, attempted: bool) -> BackgroundOutcome {
-    BackgroundOutcome::Retry {
+fn later(anchor: Option<Duration>, attempted: bool) -> Verdict {
+    Verdict::Later {
         anchor,
         error: "duffel: 503".into(),
         attempted,
@@ -91,7 +92,7 @@ fn dead(error: &str, result: Option<Value>, attempted: bool) -> Transition {
 #[test]
 fn outcomes_become_transitions() {
     let secs = Duration::from_secs;
-    let rate_limited = BackgroundOutcome::Retry {
+    let rate_limited = Verdict::Later {
         anchor: Some(secs(60)),
         error: "duffel: 503".into(),
         attempted: true,
@@ -99,18 +100,18 @@ fn outcomes_become_transitions() {
             retry_after: Some(secs(60)),
         }),
     };
-    let refused = BackgroundOutcome::Failed {
+    let refused = Verdict::Never {
         envelope: Some(envelope(Status::Rejected, "refused")),
         error: "refused".into(),
         attempted: true,
     };
-    let unknown = BackgroundOutcome::Failed {
+    let unknown = Verdict::Never {
         envelope: None,
         error: "outcome unknown".into(),
         attempted: true,
     };
-    let ok = BackgroundOutcome::Succeeded(envelope(Status::Ok, "3 flights"));
-    let table: Vec<(&str, BackgroundOutcome, Job, f64, Transition)> = vec![
+    let ok = Verdict::Done(envelope(Status::Ok, "3 flights"));
+    let table: Vec<(&str, Verdict, Job, f64, Transition)> = vec![
         (
             "done: the envelope is stored, naming the job",
             ok,

@@ -1,0 +1,264 @@
+//! The two answer policies: what a call that got no fresh answer says.
+//!
+//! The pipeline only reports what happened ([`Failure`]); these two pure functions decide what
+//! that means for whoever asked:
+//!
+//! - [`interactive`]: a model is waiting, so it gets an envelope now, in this order: the
+//!   provider's refusal (the model can fix it), else the last good result for the same
+//!   arguments (`stale`, with its age), else for a write that may have reached the provider
+//!   "outcome unknown" (never "nothing was booked"), else the tool's fallback text;
+//! - [`background`]: nobody waits, so a job gets a [`Verdict`]: later (with the wait the
+//!   provider side asked for as its anchor), or never (a refusal, or a write whose outcome is
+//!   unknown: repeating it could book twice).
+//!
+//! They take everything they need as values ([`Interactive`], [`Background`]), gathered by the
+//! gateway at the moment of answering, so their tables are tested without a clock or a provider.
+
+use std::time::Duration;
+
+use super::envelope::{CallInfo, Data, Envelope};
+use super::outcome::{Failure, Success};
+use super::stale::StaleEntry;
+use crate::breaker::BreakerState;
+use crate::providers::{ErrorKind, UpstreamError};
+use crate::texts::call as texts;
+
+/// The retry estimate after a transient failure that left the breaker closed.
+const TRANSIENT_RETRY: Duration = Duration::from_secs(10);
+
+/// What the interactive answer is made from, besides the failure.
+#[derive(Debug, Clone)]
+pub(super) struct Interactive<'a> {
+    /// The call; its `breaker` is the first breaker's state when the call started.
+    pub(super) info: CallInfo,
+    /// Whether the tool is a write.
+    pub(super) write: bool,
+    /// The provider the failure names, or the first of the chain when it names none.
+    pub(super) provider: &'a str,
+    /// That provider's breaker now.
+    pub(super) breaker: Option<BreakerState>,
+    /// How much longer that breaker stays open.
+    pub(super) remaining_open: Option<Duration>,
+    /// The tool's attempt timeout: a full bulkhead frees a slot within it.
+    pub(super) timeout: Duration,
+    /// The last good result for the same arguments and its age, when one may be served.
+    pub(super) stale: Option<(&'a StaleEntry, Duration)>,
+    /// The tool's fallback prompt.
+    pub(super) fallback: &'a str,
+    /// The other tools whose breakers admit calls now.
+    pub(super) available_tools: &'a [String],
+    /// The tool's providers whose quota is used up, with the time until it resets.
+    pub(super) quota_exhausted: &'a [(String, Duration)],
+}
+
+/// What the background verdict is made from, besides the failure.
+#[derive(Debug, Clone)]
+pub(super) struct Background {
+    /// The call (no breaker: a job's result names none unless a provider answered).
+    pub(super) info: CallInfo,
+    /// Whether the tool is a write.
+    pub(super) write: bool,
+    /// How much longer the breaker of the provider the failure names stays open.
+    pub(super) remaining_open: Option<Duration>,
+}
+
+/// What one background attempt came to, for the job system.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// Done; the envelope is the result.
+    Done(Envelope),
+    /// Not now: try again after at least `anchor`, silently.
+    Later {
+        /// The wait the provider side asked for (the breaker's remaining open time or the
+        /// provider's `Retry-After`), if known.
+        anchor: Option<Duration>,
+        /// The failure, for `last_error`.
+        error: String,
+        /// Whether a provider was reached (only those attempts count).
+        attempted: bool,
+        /// The provider answered 429 (the job system paces that tool's backlog from it).
+        rate_limited: Option<RateLimitHit>,
+    },
+    /// Never: a refusal the model must fix, arguments no longer valid, or a write whose outcome
+    /// is unknown.
+    Never {
+        /// The envelope to store and send, when there is one.
+        envelope: Option<Envelope>,
+        /// The reason, for `last_error`.
+        error: String,
+        /// Whether a provider was reached.
+        attempted: bool,
+    },
+}
+
+/// A provider's "too many requests" answer to a background attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitHit {
+    /// The provider's `Retry-After`, if it sent one (the time to its window's reset).
+    pub retry_after: Option<Duration>,
+}
+
+/// The envelope of a provider's good answer, to either kind of call.
+pub(super) fn fresh(info: CallInfo, success: Success) -> Envelope {
+    let content = success.output.content();
+    let data = Data::new(success.output.to_json());
+    let info = CallInfo {
+        breaker: success.breaker.as_str().to_string(),
+        ..info
+    };
+    Envelope::ok(info, content, data, success.provider)
+}
+
+/// The interactive answer to a failure.
+pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope {
+    let breaker = match failure {
+        Failure::Breaker { rejected, .. } => Some(rejected.state),
+        _ => facts.breaker,
+    };
+    let info = CallInfo {
+        breaker: breaker.map_or(facts.info.breaker.clone(), |s| s.as_str().to_string()),
+        ..facts.info
+    };
+    let provider = facts.provider.to_string();
+
+    // A refusal the model can fix is an answer, not an outage.
+    if let Some((message, error)) = refusal(failure) {
+        let content = texts::rejected(&info.tool, message, error.is_already_done());
+        return Envelope::rejected(info, content, provider);
+    }
+
+    let retry_after_s = ceil_secs(retry_estimate(failure, facts.remaining_open, facts.timeout));
+    if let Some((entry, age)) = facts.stale {
+        let content = texts::stale(&info.tool, age, &entry.content);
+        return Envelope::stale(
+            info,
+            content,
+            entry.data.clone(),
+            age.as_secs(),
+            retry_after_s,
+            entry.provider.clone(),
+        );
+    }
+
+    let content = if facts.write && may_have_executed(failure) {
+        texts::uncertain_write(&info.tool, &provider)
+    } else {
+        let mut text = texts::fallback(
+            facts.fallback,
+            &texts::FallbackValues {
+                tool: &info.tool,
+                retry_after_s,
+                provider: &provider,
+                available_tools: facts.available_tools,
+            },
+        );
+        for (exhausted, left) in facts.quota_exhausted {
+            text.push_str(&texts::quota_note(exhausted, &info.tool, *left));
+        }
+        text
+    };
+    Envelope::unavailable(info, content, Some(retry_after_s), Some(provider))
+}
+
+/// The background verdict on a failure.
+pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
+    match failure {
+        Failure::Upstream { provider, error } => match &error.kind {
+            ErrorKind::Rejected { message } => {
+                let content = texts::rejected_background(&facts.info.tool, message);
+                Verdict::Never {
+                    error: content.clone(),
+                    envelope: Some(Envelope::rejected(facts.info, content, provider)),
+                    attempted: true,
+                }
+            }
+            // Never repeat a write that may have been carried out.
+            kind if facts.write && may_have_executed_kind(kind) => Verdict::Never {
+                envelope: None,
+                error: texts::uncertain_write(&facts.info.tool, &provider),
+                attempted: true,
+            },
+            kind => Verdict::Later {
+                anchor: kind.retry_after().or(facts.remaining_open),
+                rate_limited: matches!(kind, ErrorKind::RateLimited { .. }).then(|| RateLimitHit {
+                    retry_after: kind.retry_after(),
+                }),
+                error: format!("{provider}: {error}"),
+                attempted: true,
+            },
+        },
+        Failure::Breaker { provider, rejected } => Verdict::Later {
+            anchor: Some(rejected.retry_after),
+            error: format!("{provider}: {rejected}"),
+            attempted: false,
+            rate_limited: None,
+        },
+        Failure::BulkheadFull => Verdict::Later {
+            anchor: None,
+            error: texts::bulkhead_full(),
+            attempted: false,
+            rate_limited: None,
+        },
+        Failure::DeadlinePassed => Verdict::Later {
+            anchor: None,
+            error: texts::deadline_passed(),
+            attempted: false,
+            rate_limited: None,
+        },
+    }
+}
+
+/// The provider's refusal, when the failure is one.
+fn refusal(failure: &Failure) -> Option<(&str, &UpstreamError)> {
+    match failure {
+        Failure::Upstream { error, .. } => match &error.kind {
+            ErrorKind::Rejected { message } => Some((message, error)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether a failed write may still have been carried out by the provider: it was sent, and
+/// nothing says it was refused.
+fn may_have_executed(failure: &Failure) -> bool {
+    match failure {
+        Failure::Upstream { error, .. } => may_have_executed_kind(&error.kind),
+        Failure::BulkheadFull | Failure::Breaker { .. } | Failure::DeadlinePassed => false,
+    }
+}
+
+fn may_have_executed_kind(kind: &ErrorKind) -> bool {
+    !matches!(
+        kind,
+        ErrorKind::Connect
+            | ErrorKind::RateLimited { .. }
+            | ErrorKind::Misconfigured { .. }
+            | ErrorKind::Rejected { .. }
+    )
+}
+
+/// When calling again is worth it: the provider's own wait, else the breaker's remaining open
+/// time, else the time a bulkhead slot needs to free, else a short estimate.
+fn retry_estimate(
+    failure: &Failure,
+    remaining_open: Option<Duration>,
+    timeout: Duration,
+) -> Duration {
+    match failure {
+        Failure::Breaker { rejected, .. } => rejected.retry_after,
+        Failure::Upstream { error, .. } => error
+            .kind
+            .retry_after()
+            .or(remaining_open)
+            .unwrap_or(TRANSIENT_RETRY),
+        // A slot frees at the latest when the calls holding them time out.
+        Failure::BulkheadFull => timeout.min(TRANSIENT_RETRY),
+        Failure::DeadlinePassed => TRANSIENT_RETRY,
+    }
+}
+
+/// Whole seconds, rounded up, at least 1: "retry in 0 s" would invite a hot loop.
+fn ceil_secs(d: Duration) -> u64 {
+    (d.as_millis().div_ceil(1000) as u64).max(1)
+}

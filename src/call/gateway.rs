@@ -1,0 +1,358 @@
+//! [`Gateway`]: the served tools and the two ways a call goes through them.
+//!
+//! Both entry points read the same way: look the tool up, check the arguments once, run the
+//! pipeline, answer. [`Gateway::call`] answers a waiting model with an [`Envelope`] now;
+//! [`Gateway::run_background`] gives the job system a [`Verdict`]. Every `Gateway` method is in
+//! this file.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use serde_json::Value;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::answer::{self, Verdict};
+use super::envelope::{CallInfo, Envelope};
+use super::observe::Observer;
+use super::outcome::{Failure, Success};
+use super::pipeline::{self, Context};
+use super::served::ServedTool;
+use super::stale::{StaleCache, StaleEntry};
+use super::upstream::Upstream;
+use crate::breaker::BreakerRegistry;
+use crate::config::Config;
+use crate::fingerprint::fnv1a_64;
+use crate::policy::SplitMix;
+use crate::telemetry::Telemetry;
+use crate::texts::call as texts;
+use crate::tools::{self, CallMode, ToolRequest};
+
+/// One call as every protocol adapter, and the job system, hands it over.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments, unvalidated.
+    pub arguments: Value,
+    /// The caller's id for this call.
+    pub call_id: Option<String>,
+    /// Required by write tools; the same key never books twice.
+    pub idempotency_key: Option<String>,
+    /// The caller's deadline, capped by the tool's.
+    pub deadline: Option<Duration>,
+}
+
+/// Why a call could not even start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// No tool by that name is served.
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The tools served.
+        known: Vec<String>,
+    },
+}
+
+/// Why background arguments were refused at acceptance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckError {
+    /// No such tool is served.
+    UnknownTool,
+    /// The arguments are wrong; the text names every field (as `invalid_arguments` does).
+    Invalid(String),
+}
+
+/// The gateway core: served tools and the call pipeline.
+#[derive(Debug)]
+pub struct Gateway {
+    tools: BTreeMap<String, Arc<ServedTool>>,
+    breakers: BreakerRegistry,
+    /// Numbers the calls that came without an id (`fg_1`, `fg_2`, …).
+    call_ids: AtomicU64,
+    /// The retry backoff's random source.
+    jitter: SplitMix,
+    observer: Observer,
+}
+
+impl Gateway {
+    /// Builds the served tools from configuration and the providers by name; problems are
+    /// returned as text. The calls report to `telemetry`.
+    pub fn new(
+        config: &Config,
+        upstreams: &BTreeMap<String, Arc<dyn Upstream>>,
+        telemetry: Arc<Telemetry>,
+    ) -> Result<Self, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut tools = BTreeMap::new();
+        let breakers = BreakerRegistry::default();
+        for tc in &config.tools {
+            let Some(spec) = tools::spec(&tc.name) else {
+                errors.push(format!("{}: unknown tool {}", tc.file.display(), tc.name));
+                continue;
+            };
+            // A tool whose providers are configured but none serves it in this build (warned
+            // about when providers were built) is not offered.
+            match ServedTool::build(spec, tc, upstreams, &breakers, &config.prompts) {
+                Ok(Some(tool)) => {
+                    tools.insert(tc.name.clone(), Arc::new(tool));
+                }
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let observer = Observer::new(telemetry);
+        for tool in tools.values() {
+            observer.register_tool(
+                tool.spec.name,
+                &tool.provider_names(),
+                tool.config.max_concurrent,
+            );
+        }
+        Ok(Gateway {
+            tools,
+            breakers,
+            call_ids: AtomicU64::new(1),
+            // Per process, so replicas retrying together do not draw the same waits.
+            jitter: SplitMix::new(
+                fnv1a_64(*b"faregate-retry-jitter") ^ u64::from(std::process::id()),
+            ),
+            observer,
+        })
+    }
+
+    /// The served tools, in manifest order (the catalog's).
+    pub fn tools(&self) -> Vec<Arc<ServedTool>> {
+        tools::CATALOG
+            .iter()
+            .filter_map(|s| self.tools.get(s.name).cloned())
+            .collect()
+    }
+
+    /// One served tool.
+    pub fn tool(&self, name: &str) -> Option<Arc<ServedTool>> {
+        self.tools.get(name).cloned()
+    }
+
+    /// Every breaker, for operations and the timer task.
+    pub fn breakers(&self) -> &BreakerRegistry {
+        &self.breakers
+    }
+
+    /// The earliest date a traveller anywhere may still call "today": a date is in the past
+    /// only once it has ended everywhere on Earth (UTC−12).
+    pub fn today() -> NaiveDate {
+        (crate::clock::utc_now() - chrono::Duration::hours(12)).date_naive()
+    }
+
+    /// Runs one interactive call to its envelope, inside an `execute_tool {tool}` span, and
+    /// counts it.
+    pub async fn call(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
+        let span = Observer::call_span(&req.tool);
+        let started = Instant::now();
+        let answered = self.answer(req).instrument(span.clone()).await;
+        if let Ok(envelope) = &answered {
+            self.observer.called(&span, envelope, started.elapsed());
+        }
+        answered
+    }
+
+    /// An interactive call: look up → check once → pipeline → answer.
+    async fn answer(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
+        let tool = self.look_up(&req.tool)?;
+        let info = CallInfo {
+            breaker: tool.first_breaker_state(Instant::now()).to_string(),
+            ..CallInfo::new(self.call_id(req.call_id), tool.spec.name)
+        };
+        // The stale key is taken before the arguments move into the typed parse (no copy).
+        let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
+        let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
+        let request = match checked {
+            Ok(request) => request,
+            Err(text) => return Ok(Envelope::invalid_arguments(info, text)),
+        };
+        let deadline = Instant::now() + tool.deadline(req.deadline);
+        match self.run_interactive(&tool, request, deadline).await {
+            Ok(success) => Ok(self.remember(&tool, stale_key, answer::fresh(info, success))),
+            Err(failure) => Ok(self.interactive_answer(&tool, info, &failure, stale_key)),
+        }
+    }
+
+    /// Runs one background attempt of a stored job: look up → check once → pipeline →
+    /// verdict. No fallback text and no stale answer: only what the job system needs to decide
+    /// between done, later and never.
+    pub async fn run_background(self: &Arc<Self>, req: CallRequest) -> Verdict {
+        let Some(tool) = self.tools.get(&req.tool).cloned() else {
+            return Verdict::Never {
+                envelope: None,
+                error: texts::not_served(&req.tool),
+                attempted: false,
+            };
+        };
+        let info = CallInfo::new(self.call_id(req.call_id), tool.spec.name);
+        // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.
+        let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
+        let request = match checked {
+            Ok(request) => request,
+            Err(text) => {
+                return Verdict::Never {
+                    error: text.clone(),
+                    envelope: Some(Envelope::invalid_arguments(info, text)),
+                    attempted: false,
+                };
+            }
+        };
+        let deadline = Instant::now() + tool.deadline(req.deadline);
+        let ran = pipeline::run(
+            &tool,
+            &request,
+            deadline,
+            CallMode::Background,
+            self.context(),
+        );
+        match ran.await {
+            Ok(success) => Verdict::Done(answer::fresh(info, success)),
+            Err(failure) => {
+                let route = tool.route(failure.provider());
+                let facts = answer::Background {
+                    info,
+                    write: tool.is_write(),
+                    remaining_open: route.and_then(|r| r.breaker.remaining_open(Instant::now())),
+                };
+                answer::background(failure, facts)
+            }
+        }
+    }
+
+    /// Validates a call for background acceptance: the same check an interactive call gets,
+    /// answered now, so a job is only stored when it can run.
+    pub fn check_arguments(
+        &self,
+        tool_name: &str,
+        arguments: &Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<(), CheckError> {
+        let tool = self.tools.get(tool_name).ok_or(CheckError::UnknownTool)?;
+        tool.check_borrowed(arguments, Self::today(), idempotency_key)
+            .map(|_| ())
+            .map_err(CheckError::Invalid)
+    }
+
+    fn look_up(&self, name: &str) -> Result<Arc<ServedTool>, CallError> {
+        self.tools
+            .get(name)
+            .cloned()
+            .ok_or_else(|| CallError::UnknownTool {
+                name: name.to_string(),
+                known: self
+                    .tools()
+                    .iter()
+                    .map(|t| t.spec.name.to_string())
+                    .collect(),
+            })
+    }
+
+    /// The caller's id for the call, or a new `fg_N`.
+    fn call_id(&self, given: Option<String>) -> String {
+        given.unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    fn context(&self) -> Context<'_> {
+        Context {
+            observer: &self.observer,
+            jitter: &self.jitter,
+        }
+    }
+
+    /// Runs the pipeline for a waiting caller. A write runs to completion on its own task even
+    /// if the caller goes away: dropping it halfway could leave a booking made at the provider
+    /// with nobody told. A read is simply cancelled with its caller (its breaker permit, dropped
+    /// unrecorded, records that the attempt told nothing about the provider).
+    async fn run_interactive(
+        self: &Arc<Self>,
+        tool: &Arc<ServedTool>,
+        request: ToolRequest,
+        deadline: Instant,
+    ) -> Result<Success, Failure> {
+        if !tool.is_write() {
+            return pipeline::run(
+                tool,
+                &request,
+                deadline,
+                CallMode::Interactive,
+                self.context(),
+            )
+            .await;
+        }
+        let gateway = Arc::clone(self);
+        let tool = Arc::clone(tool);
+        let write = async move {
+            let cx = gateway.context();
+            pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await
+        };
+        tokio::spawn(write.in_current_span())
+            .await
+            .unwrap_or(Err(Failure::DeadlinePassed))
+    }
+
+    /// Keeps a fresh answer as the tool's last good result for these arguments.
+    fn remember(&self, tool: &ServedTool, key: Option<String>, envelope: Envelope) -> Envelope {
+        if let (Some(cache), Some(key), Some(data), Some(provider)) =
+            (&tool.stale, key, &envelope.data, &envelope.provider)
+        {
+            cache.put(
+                key,
+                StaleEntry {
+                    data: data.clone(),
+                    content: envelope.content.clone(),
+                    provider: provider.clone(),
+                    fetched_at: Instant::now(),
+                },
+            );
+        }
+        envelope
+    }
+
+    /// Gathers what the interactive answer policy needs to know now, and asks it.
+    fn interactive_answer(
+        &self,
+        tool: &ServedTool,
+        info: CallInfo,
+        failure: &Failure,
+        stale_key: Option<String>,
+    ) -> Envelope {
+        let now = Instant::now();
+        let route = tool.route(failure.provider());
+        let stale = match (&tool.stale, &stale_key) {
+            (Some(cache), Some(key)) => cache.get(key, now),
+            _ => None,
+        };
+        let available_tools: Vec<String> = self
+            .tools()
+            .iter()
+            .filter(|t| t.spec.name != tool.spec.name && t.is_available(now))
+            .map(|t| t.spec.name.to_string())
+            .collect();
+        let quota_exhausted = tool.quota_exhausted(now);
+        let facts = answer::Interactive {
+            info,
+            write: tool.is_write(),
+            provider: route.map_or("", |r| r.name.as_str()),
+            breaker: route.map(|r| r.breaker.state(now)),
+            remaining_open: route.and_then(|r| r.breaker.remaining_open(now)),
+            timeout: tool.config.timeout,
+            stale: stale.as_ref().map(|(entry, age)| (entry.as_ref(), *age)),
+            fallback: &tool.fallback,
+            available_tools: &available_tools,
+            quota_exhausted: &quota_exhausted,
+        };
+        answer::interactive(failure, facts)
+    }
+}

@@ -1,0 +1,77 @@
+//! What the pipeline returns: a provider's good answer, or why no provider gave one.
+//!
+//! Both answer policies (`answer.rs`) and the observer (`observe.rs`) read these values; the
+//! pipeline is the only place that makes them.
+
+use crate::breaker::{BreakerState, Rejected};
+use crate::providers::{ErrorKind, UpstreamError};
+use crate::tools::ToolOutput;
+
+/// A provider's good answer.
+#[derive(Debug)]
+pub(crate) struct Success {
+    /// The normalized result.
+    pub(crate) output: ToolOutput,
+    /// The provider that answered.
+    pub(crate) provider: String,
+    /// Its breaker's state after recording the answer.
+    pub(crate) breaker: BreakerState,
+}
+
+/// Why a call got no answer from any provider.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The tool's bulkhead was full: too many calls of this tool are already upstream.
+    BulkheadFull,
+    /// The provider's breaker refused the attempt without contacting it.
+    Breaker {
+        /// The provider.
+        provider: String,
+        /// The breaker's answer.
+        rejected: Rejected,
+    },
+    /// The provider was asked and failed (after the retries allowed), or refused the request
+    /// outright without being asked (an id it did not issue).
+    Upstream {
+        /// The provider.
+        provider: String,
+        /// What went wrong.
+        error: UpstreamError,
+    },
+    /// The deadline passed before a provider could be asked.
+    DeadlinePassed,
+}
+
+impl Failure {
+    /// The provider the failure names; none for a full bulkhead or a passed deadline.
+    pub(crate) fn provider(&self) -> Option<&str> {
+        match self {
+            Failure::Breaker { provider, .. } | Failure::Upstream { provider, .. } => {
+                Some(provider)
+            }
+            Failure::BulkheadFull | Failure::DeadlinePassed => None,
+        }
+    }
+
+    /// Whether the next provider of the chain should not be tried: a refusal the model can fix
+    /// would be refused there too, and a write that reached a provider must not be repeated.
+    pub(crate) fn stops_chain(&self, write: bool) -> bool {
+        match self {
+            Failure::Upstream { error, .. } => {
+                write || matches!(error.kind, ErrorKind::Rejected { .. })
+            }
+            Failure::BulkheadFull | Failure::DeadlinePassed => true,
+            Failure::Breaker { .. } => false,
+        }
+    }
+
+    /// The `error.type` of a call that got no fresh answer (see `observe.rs`).
+    pub(crate) fn error_type(&self) -> &'static str {
+        match self {
+            Failure::BulkheadFull => "bulkhead_full",
+            Failure::Breaker { .. } => "circuit_open",
+            Failure::DeadlinePassed => "deadline_exceeded",
+            Failure::Upstream { error, .. } => error.kind.as_str(),
+        }
+    }
+}

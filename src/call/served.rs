@@ -1,0 +1,246 @@
+//! The tools as served: for each tool its catalog entry and configuration, its compiled argument
+//! validator, its provider chain (each provider behind the breaker of that tool × provider), its
+//! bulkhead and its stale-result cache. Built once from configuration; read by every call.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::stale::StaleCache;
+use super::upstream::Upstream;
+use crate::breaker::{Breaker, BreakerKey, BreakerRegistry, BreakerState};
+use crate::config::ToolConfig;
+use crate::tools::{Access, ArgumentValidator, ToolRequest, ToolSpec, describe_field_errors};
+
+/// A tool as served: catalog entry, configuration, compiled validator, provider chain.
+#[derive(Debug)]
+pub struct ServedTool {
+    /// The catalog entry.
+    pub spec: &'static ToolSpec,
+    /// Its configuration.
+    pub config: ToolConfig,
+    /// The compiled argument validator.
+    validator: ArgumentValidator,
+    /// Providers in the order they are tried, each behind its own breaker; never empty.
+    pub(super) routes: Vec<Route>,
+    /// Bounds the calls of this tool that are upstream at once (`max_concurrent`).
+    pub(super) bulkhead: Arc<Semaphore>,
+    /// Last good results, for read tools with `stale_for`.
+    pub(super) stale: Option<StaleCache>,
+    /// Set by the job dispatcher while background jobs of this tool are due: a half-open
+    /// breaker's probes then go to those jobs (the breaker's rule, see `breaker::Caller`).
+    background_due: AtomicBool,
+    /// The interactive fallback prompt, placeholders unfilled.
+    pub(super) fallback: String,
+}
+
+/// One provider of a tool, behind the breaker of that tool × provider.
+#[derive(Debug)]
+pub(super) struct Route {
+    /// The operator's name for the provider.
+    pub(super) name: String,
+    /// The provider.
+    pub(super) upstream: Arc<dyn Upstream>,
+    /// The breaker of this tool × provider.
+    pub(super) breaker: Arc<Breaker>,
+    /// Until when the provider said its quota is exhausted (the fallback says so). A short
+    /// `std::sync::Mutex`: written on that rare failure, read only when rendering a fallback.
+    quota_exhausted_until: Mutex<Option<Instant>>,
+}
+
+impl ServedTool {
+    /// The tool of `config` served by the providers of its chain that exist in `upstreams`, or
+    /// `None` when none of them does (the providers were built without it, with a warning).
+    pub(super) fn build(
+        spec: &'static ToolSpec,
+        config: &ToolConfig,
+        upstreams: &BTreeMap<String, Arc<dyn Upstream>>,
+        breakers: &BreakerRegistry,
+        prompts: &BTreeMap<String, String>,
+    ) -> Result<Option<Self>, String> {
+        let validator = ArgumentValidator::new(spec)?;
+        // A probe that never answers has failed once the tool's attempt timeout has passed.
+        let breaker = config
+            .breaker
+            .to_builder()
+            .probe_timeout(config.timeout)
+            .build()
+            .map_err(|problems| {
+                let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+                format!(
+                    "{}: breaker: {}",
+                    config.file.display(),
+                    problems.join("; ")
+                )
+            })?;
+        let routes: Vec<Route> = config
+            .providers
+            .iter()
+            .filter_map(|name| {
+                let upstream = upstreams.get(name)?;
+                let key = BreakerKey::new(config.name.clone(), name.clone());
+                Some(Route {
+                    name: name.clone(),
+                    upstream: Arc::clone(upstream),
+                    breaker: breakers.get_or_insert(key, breaker.clone()),
+                    quota_exhausted_until: Mutex::new(None),
+                })
+            })
+            .collect();
+        if routes.is_empty() {
+            return Ok(None);
+        }
+        let write = spec.access == Access::Write;
+        Ok(Some(ServedTool {
+            spec,
+            config: config.clone(),
+            validator,
+            routes,
+            bulkhead: Arc::new(Semaphore::new(config.max_concurrent as usize)),
+            // A write's result is never served again: an old booking answer would mislead.
+            stale: if write {
+                None
+            } else {
+                StaleCache::new(config.stale_for)
+            },
+            background_due: AtomicBool::new(false),
+            fallback: prompts
+                .get(&config.fallback_interactive)
+                .cloned()
+                .unwrap_or_default(),
+        }))
+    }
+
+    /// Whether the tool changes the world (a booking). The one definition the call path uses:
+    /// a write runs to completion when its caller goes away, is never failed over to another
+    /// provider after reaching one, is never served stale, and a failure that may have reached
+    /// the provider says the outcome is unknown. (Whether a call may be *retried* is
+    /// `spec.idempotent`; the catalog keeps the two in step.)
+    pub fn is_write(&self) -> bool {
+        self.spec.access == Access::Write
+    }
+
+    /// The provider names in chain order.
+    pub fn provider_names(&self) -> Vec<&str> {
+        self.routes.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// The breakers of this tool, in chain order.
+    pub fn breakers(&self) -> Vec<Arc<Breaker>> {
+        self.routes.iter().map(|r| r.breaker.clone()).collect()
+    }
+
+    /// Calls of this tool upstream right now (bulkhead slots in use).
+    pub fn in_flight(&self) -> usize {
+        (self.config.max_concurrent as usize).saturating_sub(self.bulkhead.available_permits())
+    }
+
+    /// Tells the breakers whether background jobs of this tool are due (probe priority).
+    pub fn set_background_due(&self, due: bool) {
+        self.background_due.store(due, Ordering::Relaxed);
+    }
+
+    /// Whether background jobs of this tool are due now.
+    pub(super) fn background_due(&self) -> bool {
+        self.background_due.load(Ordering::Relaxed)
+    }
+
+    /// Whether every breaker of the tool rejects everything now (open or forced open): its
+    /// background jobs are not worth claiming until one of them half-opens.
+    pub fn all_open(&self, now: Instant) -> bool {
+        self.routes.iter().all(|r| {
+            matches!(
+                r.breaker.state(now),
+                BreakerState::Open | BreakerState::ForcedOpen
+            )
+        })
+    }
+
+    /// Whether any of the tool's breakers admits calls now (closed, ramping or forced closed).
+    pub fn is_available(&self, now: Instant) -> bool {
+        self.routes.iter().any(|r| {
+            matches!(
+                r.breaker.state(now),
+                BreakerState::Closed | BreakerState::Ramp | BreakerState::ForcedClosed
+            )
+        })
+    }
+
+    /// The arguments checked once, schema and semantics together (`today` being the earliest
+    /// travel date), or the `invalid_arguments` text naming every field to fix.
+    pub(super) fn check(
+        &self,
+        arguments: Value,
+        today: NaiveDate,
+        idempotency_key: Option<&str>,
+    ) -> Result<ToolRequest, String> {
+        self.validator
+            .check_owned(arguments, today, idempotency_key)
+            .map_err(|errors| describe_field_errors(self.spec.name, &errors))
+    }
+
+    /// [`Self::check`] for arguments the caller keeps (a background submission).
+    pub(super) fn check_borrowed(
+        &self,
+        arguments: &Value,
+        today: NaiveDate,
+        idempotency_key: Option<&str>,
+    ) -> Result<ToolRequest, String> {
+        self.validator
+            .check(arguments, today, idempotency_key)
+            .map_err(|errors| describe_field_errors(self.spec.name, &errors))
+    }
+
+    /// The call's deadline: the caller's, capped by the tool's.
+    pub(super) fn deadline(&self, asked: Option<Duration>) -> Duration {
+        asked.map_or(self.config.deadline, |d| d.min(self.config.deadline))
+    }
+
+    /// The route of `provider`, or the first of the chain when `provider` is `None` (a failure
+    /// before any provider was asked).
+    pub(super) fn route(&self, provider: Option<&str>) -> Option<&Route> {
+        match provider {
+            Some(name) => self.routes.iter().find(|r| r.name == name),
+            None => self.routes.first(),
+        }
+    }
+
+    /// The state of the first breaker of the chain, which decides a call that fails before
+    /// any provider is asked.
+    pub(super) fn first_breaker_state(&self, now: Instant) -> &'static str {
+        self.routes
+            .first()
+            .map_or("closed", |r| r.breaker.state(now).as_str())
+    }
+
+    /// The providers whose quota is used up at `now`, with the time until it resets.
+    pub(super) fn quota_exhausted(&self, now: Instant) -> Vec<(String, Duration)> {
+        self.routes
+            .iter()
+            .filter_map(|route| {
+                let until = (*route.quota()).filter(|u| *u > now)?;
+                Some((route.name.clone(), until.saturating_duration_since(now)))
+            })
+            .collect()
+    }
+}
+
+impl Route {
+    /// Notes that the provider's quota is used up until `until`.
+    pub(super) fn quota_exhausted_until(&self, until: Instant) {
+        *self.quota() = Some(until);
+    }
+
+    fn quota(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        // A poisoned lock only means a panic elsewhere; the instant in it is still usable.
+        self.quota_exhausted_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
