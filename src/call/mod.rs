@@ -42,6 +42,9 @@ mod served;
 mod stale;
 mod upstream;
 
+#[cfg(test)]
+mod tests;
+
 pub use answer::{RateLimitHit, Verdict};
 pub use envelope::{CallInfo, Data, Envelope, Status};
 pub use gateway::{CallError, CallRequest, CheckError, Gateway};

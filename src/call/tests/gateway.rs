@@ -1,0 +1,167 @@
+//! Both entry points of the gateway: a caller that goes away, a write that must finish, probe
+//! priority, the stale answer, and a background job's single check.
+
+use super::*;
+use crate::breaker::BreakerState;
+use crate::call::answer::Verdict;
+use crate::call::envelope::Status;
+use crate::call::gateway::CallRequest;
+
+fn request(tool: &str, arguments: Value) -> CallRequest {
+    CallRequest {
+        tool: tool.into(),
+        arguments,
+        call_id: None,
+        idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
+        deadline: None,
+    }
+}
+
+/// A read whose caller goes away is cancelled with it: the attempt tells nothing about the
+/// provider (its permit records nothing), and its bulkhead slot is free again. Callers that
+/// keep giving up never trip a healthy provider's breaker.
+#[tokio::test(start_paused = true)]
+async fn a_read_whose_caller_goes_away_records_nothing_and_frees_its_slot() {
+    let duffel = Scripted::new([Step::Hang]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    for _ in 0..10 {
+        let call = gateway.call(request("search_flights", search_args()));
+        let gave_up = tokio::time::timeout(secs(1), call).await;
+        assert!(
+            gave_up.is_err(),
+            "the provider hangs; the caller leaves after 1 s"
+        );
+    }
+    let tool = gateway.tool("search_flights").expect("served");
+    assert_eq!(duffel.calls(), 10);
+    assert_eq!(tool.in_flight(), 0);
+    let snapshot = tool.breakers()[0].snapshot(Instant::now());
+    assert_eq!(snapshot.state, BreakerState::Closed);
+    assert_eq!(snapshot.calls_in_window, 0);
+}
+
+/// A write runs to completion on its own task when its caller goes away: dropping it halfway
+/// could leave a booking made at the provider with nobody told, and its outcome is recorded.
+#[tokio::test(start_paused = true)]
+async fn a_write_runs_to_completion_when_its_caller_goes_away() {
+    let duffel = Scripted::new([ok(secs(5), booked())]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let call = gateway.call(request("book_flight", booking_args()));
+    assert!(tokio::time::timeout(secs(1), call).await.is_err());
+    assert_eq!(duffel.answered(), 0);
+    tokio::time::sleep(secs(10)).await;
+    assert_eq!(duffel.answered(), 1, "the booking ran to its answer");
+    let tool = gateway.tool("book_flight").expect("served");
+    assert_eq!(tool.in_flight(), 0);
+    let snapshot = tool.breakers()[0].snapshot(Instant::now());
+    assert_eq!(snapshot.calls_in_window, 1, "its success was recorded");
+}
+
+/// While background jobs of the tool are due, a half-open breaker's probes are theirs: the
+/// interactive call gets its fallback at once, and the job probes.
+#[tokio::test(start_paused = true)]
+async fn half_open_probes_go_to_due_background_jobs() {
+    let malformed = || fail(ms(0), ErrorKind::Malformed);
+    let duffel = Scripted::new([
+        malformed(),
+        malformed(),
+        malformed(),
+        malformed(),
+        malformed(),
+        ok(ms(100), flights()),
+    ]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    for _ in 0..5 {
+        let env = gateway
+            .call(request("search_flights", search_args()))
+            .await
+            .expect("served");
+        assert_eq!(env.status, Status::Unavailable);
+    }
+    assert_eq!(env_breaker(&gateway), BreakerState::Open);
+    tokio::time::sleep(secs(30)).await;
+    assert_eq!(env_breaker(&gateway), BreakerState::HalfOpen);
+
+    let tool = gateway.tool("search_flights").expect("served");
+    tool.set_background_due(true);
+    let start = Instant::now();
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(Instant::now(), start, "answered at once");
+    assert_eq!(
+        (env.status, env.breaker.as_str(), env.retry_after_s),
+        (Status::Unavailable, "half_open", Some(4)),
+        "told to come back after one probe gap (3.3 s)"
+    );
+    assert_eq!(duffel.calls(), 5, "the interactive call probed nothing");
+
+    let verdict = gateway
+        .run_background(request("search_flights", search_args()))
+        .await;
+    let Verdict::Done(env) = verdict else {
+        panic!("the job probes and succeeds: {verdict:?}");
+    };
+    assert_eq!(env.status, Status::Ok);
+    assert_eq!(duffel.calls(), 6);
+}
+
+fn env_breaker(gateway: &Gateway) -> BreakerState {
+    let tool = gateway.tool("search_flights").expect("served");
+    tool.breakers()[0].state(Instant::now())
+}
+
+/// A read that fails after a good answer for the same arguments gets that answer, with its age.
+#[tokio::test(start_paused = true)]
+async fn a_failed_read_is_answered_with_its_last_good_result_and_its_age() {
+    let duffel = Scripted::new([ok(ms(0), flights()), fail(ms(0), ErrorKind::Malformed)]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let fresh = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(fresh.status, Status::Ok);
+    tokio::time::sleep(secs(4 * 60)).await;
+    let stale = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(stale.status, Status::Stale);
+    assert_eq!(stale.stale_age_s, Some(240));
+    assert_eq!(stale.data, fresh.data);
+    assert!(stale.content.starts_with("STALE RESULT, 4 min old"));
+}
+
+/// A job's arguments are checked once per run, schema and semantics together: valid at
+/// acceptance but past their date now, the job is never run, and its result says why.
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_arguments_are_no_longer_valid_is_never_run() {
+    let duffel = Scripted::new([ok(ms(0), flights())]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let past = json!({"origin": "LHR", "destination": "JFK", "departure_date": "2001-01-01"});
+    let verdict = gateway
+        .run_background(request("search_flights", past))
+        .await;
+    let Verdict::Never {
+        envelope: Some(env),
+        error,
+        attempted: false,
+    } = verdict
+    else {
+        panic!("never, with an invalid_arguments result: {verdict:?}");
+    };
+    assert_eq!(env.status, Status::InvalidArguments);
+    assert_eq!(error, env.content);
+    assert!(error.contains("departure_date"), "{error}");
+    assert_eq!(duffel.calls(), 0);
+
+    let verdict = gateway
+        .run_background(request("search_trains", search_args()))
+        .await;
+    assert!(matches!(
+        verdict,
+        Verdict::Never { envelope: None, ref error, attempted: false }
+            if error == "tool search_trains is not served by this gateway"
+    ));
+}

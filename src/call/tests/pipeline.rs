@@ -1,0 +1,324 @@
+//! `pipeline::run` on one served tool: retries and their waits, the deadline, the bulkhead,
+//! fail-over, refusals, and a background job's 429.
+
+use super::*;
+use crate::call::outcome::{Failure, Success};
+use crate::call::pipeline::{self, Context};
+use crate::tools::CallMode;
+
+/// Runs `tool` once on `args`, with the tool's deadline from now.
+async fn run(
+    tool: &ServedTool,
+    args: Value,
+    mode: CallMode,
+    observer: &Observer,
+    jitter: &SplitMix,
+) -> Result<Success, Failure> {
+    let key = tool.spec.needs_idempotency_key.then_some("key-1");
+    let request = tool
+        .check(args, Gateway::today(), key)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + tool.deadline(None);
+    let cx = Context { observer, jitter };
+    pipeline::run(tool, &request, deadline, mode, cx).await
+}
+
+/// `actual` is `expected`, give or take the paused clock's step: it advances to timers in whole
+/// milliseconds, so a jittered wait ends on the next one.
+fn about(actual: Duration, expected: Duration) {
+    assert!(
+        actual >= expected && actual < expected + ms(1),
+        "{actual:?}, expected {expected:?}"
+    );
+}
+
+/// The provider a failure names and its error kind.
+fn upstream_error(failure: &Failure) -> Option<(&str, &str)> {
+    match failure {
+        Failure::Upstream { provider, error } => Some((provider, error.kind.as_str())),
+        _ => None,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_waits_its_full_jitter_backoff_then_succeeds() {
+    let duffel = Scripted::new([fail(ms(100), server_error()), ok(ms(50), flights())]);
+    let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let start = Instant::now();
+    let success = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect("the retry succeeds");
+    // The first retry waits uniformly below the first ceiling (100 ms), drawn from the seed.
+    let wait = tool
+        .config
+        .retry
+        .backoff()
+        .full_jitter(0, SplitMix::new(SEED).next_unit());
+    assert!(wait <= ms(100));
+    let started = duffel.started();
+    assert_eq!(started.len(), 2);
+    about(started[1] - started[0], ms(100) + wait);
+    about(Instant::now() - start, ms(150) + wait);
+    assert_eq!(success.provider, "duffel");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_providers_retry_after_is_waited_instead_of_the_backoff() {
+    let limited = ErrorKind::RateLimited {
+        retry_after: Some(secs(2)),
+    };
+    let duffel = Scripted::new([fail(ms(0), limited), ok(ms(0), flights())]);
+    let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let result = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await;
+    assert!(result.is_ok());
+    let started = duffel.started();
+    assert_eq!(started[1] - started[0], secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_beyond_the_deadline_answers_at_once() {
+    let limited = ErrorKind::RateLimited {
+        retry_after: Some(secs(30)),
+    };
+    let duffel = Scripted::new([fail(ms(0), limited)]);
+    let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let start = Instant::now();
+    let failure = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect_err("no answer");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "rate_limited")));
+    assert_eq!(duffel.calls(), 1);
+    assert_eq!(Instant::now(), start, "the wait does not fit in 12 s");
+}
+
+/// Each attempt gets `min(timeout, deadline left)`: a hanging provider is attempted twice and
+/// the call answers exactly at its 12 s deadline, not at two 8 s timeouts.
+#[tokio::test(start_paused = true)]
+async fn the_deadline_bounds_every_attempt() {
+    let duffel = Scripted::new([Step::Hang]);
+    let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let start = Instant::now();
+    let failure = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect_err("no answer");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "timeout")));
+    let started = duffel.started();
+    assert_eq!(started.len(), 2);
+    assert!(started[1] - start >= secs(8), "the first attempt timed out");
+    assert_eq!(
+        Instant::now() - start,
+        secs(12),
+        "the deadline, to the nanosecond"
+    );
+    assert_eq!(duffel.answered(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_bulkhead_answers_at_once_without_asking_the_provider() {
+    let mut config = tool_config("search_flights");
+    config.max_concurrent = 1;
+    let duffel = Scripted::new([Step::Hang]);
+    let tool = served(&config, &[("duffel", &duffel)]);
+    let holder = Arc::clone(&tool);
+    let held = tokio::spawn(async move {
+        run(
+            &holder,
+            search_args(),
+            CallMode::Interactive,
+            &observer(),
+            &jitter(),
+        )
+        .await
+    });
+    tokio::time::sleep(ms(1)).await;
+    assert_eq!(tool.in_flight(), 1);
+    let start = Instant::now();
+    let failure = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect_err("the bulkhead is full");
+    assert!(matches!(failure, Failure::BulkheadFull));
+    assert_eq!(Instant::now(), start);
+    assert_eq!(duffel.calls(), 1, "only the call holding the slot");
+    held.abort();
+    let _ = held.await;
+    assert_eq!(tool.in_flight(), 0, "the aborted call gave its slot back");
+}
+
+/// With another provider next in the chain, a failure fails over instead of retrying.
+#[tokio::test(start_paused = true)]
+async fn a_failing_provider_fails_over_to_the_next_without_a_retry() {
+    let duffel = Scripted::new([fail(ms(100), server_error())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let tool = served(
+        &tool_config("search_flights"),
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let start = Instant::now();
+    let success = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect("the second provider answers");
+    assert_eq!(success.provider, "amadeus");
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 1));
+    assert_eq!(Instant::now() - start, ms(150));
+}
+
+/// A refusal the model can fix stops the chain: the next provider would refuse it too.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_is_not_failed_over() {
+    let refused = ErrorKind::Rejected {
+        message: "unknown airport".into(),
+    };
+    let duffel = Scripted::new([fail(ms(10), refused)]);
+    let amadeus = Scripted::new([ok(ms(0), flights())]);
+    let tool = served(
+        &tool_config("search_flights"),
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let failure = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect_err("refused");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "rejected")));
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 0));
+}
+
+/// A provider that refuses a request up front (an id another provider issued) is skipped
+/// without a breaker permit or a call; with nobody else to ask, its refusal is the answer.
+#[tokio::test(start_paused = true)]
+async fn a_provider_that_refuses_up_front_is_skipped_without_a_permit() {
+    let duffel = Scripted::refusing("amx_1 was issued by Amadeus, not Duffel");
+    let amadeus = Scripted::new([ok(ms(0), flights())]);
+    let tool = served(
+        &tool_config("search_flights"),
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let success = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect("amadeus answers");
+    assert_eq!(success.provider, "amadeus");
+    assert_eq!(duffel.calls(), 0);
+    let duffel_breaker = &tool.breakers()[0];
+    assert_eq!(duffel_breaker.snapshot(Instant::now()).calls_in_window, 0);
+
+    let alone = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let failure = run(
+        &alone,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect_err("refused");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "rejected")));
+}
+
+/// A write is attempted once, and a write that failed after reaching a provider is never sent
+/// to the next one.
+#[tokio::test(start_paused = true)]
+async fn a_write_is_attempted_once_and_never_failed_over() {
+    let duffel = Scripted::new([fail(ms(100), ErrorKind::Timeout)]);
+    let amadeus = Scripted::new([ok(ms(0), booked())]);
+    let mut config = tool_config("book_flight");
+    config.providers = vec!["duffel".into(), "amadeus".into()];
+    let tool = served(&config, &[("duffel", &duffel), ("amadeus", &amadeus)]);
+    let failure = run(
+        &tool,
+        booking_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect_err("no confirmation");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "timeout")));
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 0));
+}
+
+/// A background job never waits out a rate limit on a worker: it goes back to the queue,
+/// while an interactive call retries after the provider's wait.
+#[tokio::test(start_paused = true)]
+async fn a_background_job_does_not_wait_out_a_rate_limit() {
+    let limited = || {
+        fail(
+            ms(0),
+            ErrorKind::RateLimited {
+                retry_after: Some(secs(1)),
+            },
+        )
+    };
+    let duffel = Scripted::new([limited(), ok(ms(0), flights())]);
+    let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let failure = run(
+        &tool,
+        search_args(),
+        CallMode::Background,
+        &observer(),
+        &jitter(),
+    )
+    .await
+    .expect_err("requeued instead");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "rate_limited")));
+    assert_eq!(duffel.calls(), 1);
+
+    let duffel = Scripted::new([limited(), ok(ms(0), flights())]);
+    let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let interactive = run(
+        &tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await;
+    assert!(interactive.is_ok());
+    assert_eq!(duffel.calls(), 2);
+}
