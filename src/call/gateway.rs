@@ -240,7 +240,7 @@ impl Gateway {
         idempotency_key: Option<&str>,
     ) -> Result<(), CheckError> {
         let tool = self.tools.get(tool_name).ok_or(CheckError::UnknownTool)?;
-        tool.check_borrowed(arguments, Self::today(), idempotency_key)
+        tool.check(arguments.clone(), Self::today(), idempotency_key)
             .map(|_| ())
             .map_err(CheckError::Invalid)
     }

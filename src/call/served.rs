@@ -185,18 +185,6 @@ impl ServedTool {
             .map_err(|errors| describe_field_errors(self.spec.name, &errors))
     }
 
-    /// [`Self::check`] for arguments the caller keeps (a background submission).
-    pub(super) fn check_borrowed(
-        &self,
-        arguments: &Value,
-        today: NaiveDate,
-        idempotency_key: Option<&str>,
-    ) -> Result<ToolRequest, String> {
-        self.validator
-            .check(arguments, today, idempotency_key)
-            .map_err(|errors| describe_field_errors(self.spec.name, &errors))
-    }
-
     /// The call's deadline: the caller's, capped by the tool's.
     pub(super) fn deadline(&self, asked: Option<Duration>) -> Duration {
         asked.map_or(self.config.deadline, |d| d.min(self.config.deadline))

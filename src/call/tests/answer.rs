@@ -64,15 +64,18 @@ fn facts<'a>(available: &'a [String]) -> Interactive<'a> {
     }
 }
 
-/// What the envelope says, in short: status, provider, breaker, retry estimate, text start.
-fn summary(env: &Envelope) -> (Status, &str, &str, Option<u64>, &str) {
-    let start = env.content.get(..40).unwrap_or(&env.content);
-    (
-        env.status,
+/// What the envelope says, in one line: status, provider, breaker, retry estimate, and the
+/// start of its text.
+fn summary(env: &Envelope) -> String {
+    let retry = env
+        .retry_after_s
+        .map_or("-".to_string(), |s| format!("{s} s"));
+    let start: String = env.content.chars().take(40).collect();
+    format!(
+        "{} {} {} {retry}: {start}",
+        env.status.as_str(),
         env.provider.as_deref().unwrap_or("-"),
-        env.breaker.as_str(),
-        env.retry_after_s,
-        start,
+        env.breaker,
     )
 }
 
@@ -80,66 +83,40 @@ fn summary(env: &Envelope) -> (Status, &str, &str, Option<u64>, &str) {
 fn the_interactive_answer_table() {
     let hotels = ["search_hotels".to_string()];
     let cached = entry();
-    type Row<'a> = (
-        &'a str,
-        Failure,
-        Interactive<'a>,
-        (Status, &'a str, &'a str, Option<u64>, &'a str),
-    );
-    let rows: Vec<Row<'_>> = vec![
+    let read = || facts(&hotels);
+    let write = || Interactive {
+        write: true,
+        ..read()
+    };
+    let cached_for = |age| Interactive {
+        stale: Some((&cached, age)),
+        ..read()
+    };
+    let fallback = "search_flights is down at duffel; try ag";
+    let rows: Vec<(&str, Failure, Interactive<'_>, String)> = vec![
         (
             "a refusal the model can fix is the answer",
             refused("unknown airport XXX"),
-            facts(&hotels),
-            (
-                Status::Rejected,
-                "duffel",
-                "closed",
-                None,
-                "The provider refused this search_flights",
-            ),
+            read(),
+            "rejected duffel closed -: The provider refused this search_flights".into(),
         ),
         (
             "a refusal wins over a cached result",
             refused("unknown airport XXX"),
-            Interactive {
-                stale: Some((&cached, secs(60))),
-                ..facts(&hotels)
-            },
-            (
-                Status::Rejected,
-                "duffel",
-                "closed",
-                None,
-                "The provider refused this search_flights",
-            ),
+            cached_for(secs(60)),
+            "rejected duffel closed -: The provider refused this search_flights".into(),
         ),
         (
             "an open breaker: fallback text, its remaining time, its state",
             open_breaker(),
-            facts(&hotels),
-            (
-                Status::Unavailable,
-                "duffel",
-                "open",
-                Some(25),
-                "search_flights is down at duffel; try ag",
-            ),
+            read(),
+            format!("unavailable duffel open 25 s: {fallback}"),
         ),
         (
             "a cached result is served with its age, from its provider",
             open_breaker(),
-            Interactive {
-                stale: Some((&cached, secs(240))),
-                ..facts(&hotels)
-            },
-            (
-                Status::Stale,
-                "amadeus",
-                "open",
-                Some(25),
-                "STALE RESULT, 4 min old: search_flights ",
-            ),
+            cached_for(secs(240)),
+            "stale amadeus open 25 s: STALE RESULT, 4 min old: search_flights ".into(),
         ),
         (
             "a 5xx that opened the breaker: its remaining open time",
@@ -147,15 +124,9 @@ fn the_interactive_answer_table() {
             Interactive {
                 breaker: Some(BreakerState::Open),
                 remaining_open: Some(secs(30)),
-                ..facts(&hotels)
+                ..read()
             },
-            (
-                Status::Unavailable,
-                "duffel",
-                "open",
-                Some(30),
-                "search_flights is down at duffel; try ag",
-            ),
+            format!("unavailable duffel open 30 s: {fallback}"),
         ),
         (
             "the provider's own wait wins over the breaker's",
@@ -164,114 +135,57 @@ fn the_interactive_answer_table() {
             }),
             Interactive {
                 remaining_open: Some(secs(30)),
-                ..facts(&hotels)
+                ..read()
             },
-            (
-                Status::Unavailable,
-                "duffel",
-                "closed",
-                Some(90),
-                "search_flights is down at duffel; try ag",
-            ),
+            format!("unavailable duffel closed 90 s: {fallback}"),
         ),
         (
             "a transient failure that left the breaker closed: a short estimate",
             upstream(ErrorKind::Timeout),
-            facts(&hotels),
-            (
-                Status::Unavailable,
-                "duffel",
-                "closed",
-                Some(10),
-                "search_flights is down at duffel; try ag",
-            ),
+            read(),
+            format!("unavailable duffel closed 10 s: {fallback}"),
         ),
         (
             "a full bulkhead frees a slot within the attempt timeout",
             Failure::BulkheadFull,
             Interactive {
                 timeout: secs(6),
-                ..facts(&hotels)
+                ..read()
             },
-            (
-                Status::Unavailable,
-                "duffel",
-                "closed",
-                Some(6),
-                "search_flights is down at duffel; try ag",
-            ),
+            format!("unavailable duffel closed 6 s: {fallback}"),
         ),
         (
             "a passed deadline: a short estimate",
             Failure::DeadlinePassed,
-            facts(&hotels),
-            (
-                Status::Unavailable,
-                "duffel",
-                "closed",
-                Some(10),
-                "search_flights is down at duffel; try ag",
-            ),
+            read(),
+            format!("unavailable duffel closed 10 s: {fallback}"),
         ),
         (
             "without the breaker's state now, the state when the call started",
             Failure::DeadlinePassed,
             Interactive {
                 breaker: None,
-                ..facts(&hotels)
+                ..read()
             },
-            (
-                Status::Unavailable,
-                "duffel",
-                "closed",
-                Some(10),
-                "search_flights is down at duffel; try ag",
-            ),
+            format!("unavailable duffel closed 10 s: {fallback}"),
         ),
         (
             "a write that may have reached the provider: the outcome is unknown",
             upstream(ErrorKind::Timeout),
-            Interactive {
-                write: true,
-                ..facts(&hotels)
-            },
-            (
-                Status::Unavailable,
-                "duffel",
-                "closed",
-                Some(10),
-                "The search_flights request reached the p",
-            ),
+            write(),
+            "unavailable duffel closed 10 s: The search_flights request reached the p".into(),
         ),
         (
             "a write that never left: the fallback text",
             upstream(ErrorKind::Connect),
-            Interactive {
-                write: true,
-                ..facts(&hotels)
-            },
-            (
-                Status::Unavailable,
-                "duffel",
-                "closed",
-                Some(10),
-                "search_flights is down at duffel; try ag",
-            ),
+            write(),
+            format!("unavailable duffel closed 10 s: {fallback}"),
         ),
         (
             "a write refused because it was already made",
             refused("already booked: order ord_1"),
-            Interactive {
-                write: true,
-                ..facts(&hotels)
-            },
-            (
-                Status::Rejected,
-                "duffel",
-                "closed",
-                None,
-                "The provider refused this search_flights",
-            ),
+            write(),
+            "rejected duffel closed -: The provider refused this search_flights".into(),
         ),
     ];
     for (name, failure, facts, expected) in rows {
@@ -332,11 +246,6 @@ fn the_interactive_texts_are_complete() {
 
 #[test]
 fn the_background_verdict_table() {
-    let facts = |write, remaining_open| Background {
-        info: CallInfo::new("job-call", "book_flight"),
-        write,
-        remaining_open,
-    };
     let limited = ErrorKind::RateLimited {
         retry_after: Some(secs(60)),
     };
@@ -361,49 +270,49 @@ fn the_background_verdict_table() {
         (
             "a read's transient failure comes back when its breaker closes",
             upstream(ErrorKind::Timeout),
-            facts(false, Some(secs(20))),
+            job(false, Some(secs(20))),
             Some((Some(secs(20)), true, None)),
         ),
         (
             "a 429 anchors on its Retry-After and is reported for pacing",
             upstream(limited.clone()),
-            facts(false, Some(secs(20))),
+            job(false, Some(secs(20))),
             Some((Some(secs(60)), true, hit(60))),
         ),
         (
             "a write that never left may go again",
             upstream(ErrorKind::Connect),
-            facts(true, None),
+            job(true, None),
             Some((None, true, None)),
         ),
         (
             "an open breaker: its remaining time, and no attempt counted",
             open_breaker(),
-            facts(false, None),
+            job(false, None),
             Some((Some(ms(24_200)), false, None)),
         ),
         (
             "a full bulkhead: soon, no attempt counted",
             Failure::BulkheadFull,
-            facts(false, None),
+            job(false, None),
             Some((None, false, None)),
         ),
         (
             "a passed deadline: soon, no attempt counted",
             Failure::DeadlinePassed,
-            facts(false, None),
+            job(false, None),
             Some((None, false, None)),
         ),
         (
             "a write that may have been carried out is never repeated",
             upstream(ErrorKind::Timeout),
-            facts(true, None),
+            job(true, None),
             None,
         ),
         (
             "a refusal is never retried",
             refused("offer expired"),
-            facts(false, None),
+            job(false, None),
             None,
         ),
     ];
@@ -413,17 +322,18 @@ fn the_background_verdict_table() {
     }
 }
 
+/// The facts of a background `book_flight` job (`write`: whether to treat it as a write).
+fn job(write: bool, remaining_open: Option<Duration>) -> Background {
+    Background {
+        info: CallInfo::new("job-call", "book_flight"),
+        write,
+        remaining_open,
+    }
+}
+
 #[test]
 fn the_background_never_says_why() {
-    let info = || CallInfo::new("job-call", "book_flight");
-    let refusal = answer::background(
-        refused("offer expired"),
-        Background {
-            info: info(),
-            write: true,
-            remaining_open: None,
-        },
-    );
+    let refusal = answer::background(refused("offer expired"), job(true, None));
     let Verdict::Never {
         envelope: Some(env),
         error,
@@ -442,27 +352,13 @@ fn the_background_never_says_why() {
     );
     assert_eq!(env.content, error);
 
-    let unknown = answer::background(
-        upstream(ErrorKind::Timeout),
-        Background {
-            info: info(),
-            write: true,
-            remaining_open: None,
-        },
-    );
+    let unknown = answer::background(upstream(ErrorKind::Timeout), job(true, None));
     assert!(matches!(
         unknown,
         Verdict::Never { envelope: None, ref error, attempted: true }
             if error.starts_with("The book_flight request reached the provider (duffel)")
     ));
-    let later = answer::background(
-        upstream(ErrorKind::Timeout),
-        Background {
-            info: info(),
-            write: false,
-            remaining_open: None,
-        },
-    );
+    let later = answer::background(upstream(ErrorKind::Timeout), job(false, None));
     assert!(matches!(
         later,
         Verdict::Later { ref error, .. } if error == "duffel: timeout: test"

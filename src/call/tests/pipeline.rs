@@ -23,6 +23,18 @@ async fn run(
     pipeline::run(tool, &request, deadline, mode, cx).await
 }
 
+/// An interactive `search_flights` call of `tool`.
+async fn search(tool: &ServedTool) -> Result<Success, Failure> {
+    run(
+        tool,
+        search_args(),
+        CallMode::Interactive,
+        &observer(),
+        &jitter(),
+    )
+    .await
+}
+
 /// `actual` is `expected`, give or take the paused clock's step: it advances to timers in whole
 /// milliseconds, so a jittered wait ends on the next one.
 fn about(actual: Duration, expected: Duration) {
@@ -45,15 +57,7 @@ async fn a_retry_waits_its_full_jitter_backoff_then_succeeds() {
     let duffel = Scripted::new([fail(ms(100), server_error()), ok(ms(50), flights())]);
     let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
     let start = Instant::now();
-    let success = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect("the retry succeeds");
+    let success = search(&tool).await.expect("the retry succeeds");
     // The first retry waits uniformly below the first ceiling (100 ms), drawn from the seed.
     let wait = tool
         .config
@@ -75,14 +79,7 @@ async fn the_providers_retry_after_is_waited_instead_of_the_backoff() {
     };
     let duffel = Scripted::new([fail(ms(0), limited), ok(ms(0), flights())]);
     let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
-    let result = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await;
+    let result = search(&tool).await;
     assert!(result.is_ok());
     let started = duffel.started();
     assert_eq!(started[1] - started[0], secs(2));
@@ -96,15 +93,7 @@ async fn a_retry_after_beyond_the_deadline_answers_at_once() {
     let duffel = Scripted::new([fail(ms(0), limited)]);
     let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
     let start = Instant::now();
-    let failure = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect_err("no answer");
+    let failure = search(&tool).await.expect_err("no answer");
     assert_eq!(upstream_error(&failure), Some(("duffel", "rate_limited")));
     assert_eq!(duffel.calls(), 1);
     assert_eq!(Instant::now(), start, "the wait does not fit in 12 s");
@@ -117,15 +106,7 @@ async fn the_deadline_bounds_every_attempt() {
     let duffel = Scripted::new([Step::Hang]);
     let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
     let start = Instant::now();
-    let failure = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect_err("no answer");
+    let failure = search(&tool).await.expect_err("no answer");
     assert_eq!(upstream_error(&failure), Some(("duffel", "timeout")));
     let started = duffel.started();
     assert_eq!(started.len(), 2);
@@ -145,28 +126,11 @@ async fn a_full_bulkhead_answers_at_once_without_asking_the_provider() {
     let duffel = Scripted::new([Step::Hang]);
     let tool = served(&config, &[("duffel", &duffel)]);
     let holder = Arc::clone(&tool);
-    let held = tokio::spawn(async move {
-        run(
-            &holder,
-            search_args(),
-            CallMode::Interactive,
-            &observer(),
-            &jitter(),
-        )
-        .await
-    });
+    let held = tokio::spawn(async move { search(&holder).await });
     tokio::time::sleep(ms(1)).await;
     assert_eq!(tool.in_flight(), 1);
     let start = Instant::now();
-    let failure = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect_err("the bulkhead is full");
+    let failure = search(&tool).await.expect_err("the bulkhead is full");
     assert!(matches!(failure, Failure::BulkheadFull));
     assert_eq!(Instant::now(), start);
     assert_eq!(duffel.calls(), 1, "only the call holding the slot");
@@ -185,15 +149,7 @@ async fn a_failing_provider_fails_over_to_the_next_without_a_retry() {
         &[("duffel", &duffel), ("amadeus", &amadeus)],
     );
     let start = Instant::now();
-    let success = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect("the second provider answers");
+    let success = search(&tool).await.expect("the second provider answers");
     assert_eq!(success.provider, "amadeus");
     assert_eq!((duffel.calls(), amadeus.calls()), (1, 1));
     assert_eq!(Instant::now() - start, ms(150));
@@ -211,15 +167,7 @@ async fn a_refusal_is_not_failed_over() {
         &tool_config("search_flights"),
         &[("duffel", &duffel), ("amadeus", &amadeus)],
     );
-    let failure = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect_err("refused");
+    let failure = search(&tool).await.expect_err("refused");
     assert_eq!(upstream_error(&failure), Some(("duffel", "rejected")));
     assert_eq!((duffel.calls(), amadeus.calls()), (1, 0));
 }
@@ -234,30 +182,14 @@ async fn a_provider_that_refuses_up_front_is_skipped_without_a_permit() {
         &tool_config("search_flights"),
         &[("duffel", &duffel), ("amadeus", &amadeus)],
     );
-    let success = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect("amadeus answers");
+    let success = search(&tool).await.expect("amadeus answers");
     assert_eq!(success.provider, "amadeus");
     assert_eq!(duffel.calls(), 0);
     let duffel_breaker = &tool.breakers()[0];
     assert_eq!(duffel_breaker.snapshot(Instant::now()).calls_in_window, 0);
 
     let alone = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
-    let failure = run(
-        &alone,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await
-    .expect_err("refused");
+    let failure = search(&alone).await.expect_err("refused");
     assert_eq!(upstream_error(&failure), Some(("duffel", "rejected")));
 }
 
@@ -311,14 +243,7 @@ async fn a_background_job_does_not_wait_out_a_rate_limit() {
 
     let duffel = Scripted::new([limited(), ok(ms(0), flights())]);
     let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
-    let interactive = run(
-        &tool,
-        search_args(),
-        CallMode::Interactive,
-        &observer(),
-        &jitter(),
-    )
-    .await;
+    let interactive = search(&tool).await;
     assert!(interactive.is_ok());
     assert_eq!(duffel.calls(), 2);
 }
