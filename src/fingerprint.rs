@@ -15,46 +15,47 @@ use serde_json::Value;
 /// `value` as compact JSON with the keys of every object sorted: equal values (as JSON means
 /// equal, whatever the key order) give equal text.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    // serde_json writes UTF-8 only; the empty fallback keeps a bug from becoming a panic.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            out.push(b'{');
             for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 // A key is written as a JSON string, with the same escapes as any string value.
-                write_string(key, out);
-                out.push(':');
+                write_scalar(key, out);
+                out.push(b':');
                 write_canonical(item, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        Value::String(s) => write_string(s, out),
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => write_scalar(scalar, out),
     }
 }
 
-fn write_string(s: &str, out: &mut String) {
-    // Serializing a `str` cannot fail; the empty fallback keeps a bug from becoming a panic.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+/// A string, number, boolean or null, exactly as serde_json writes it.
+fn write_scalar(value: &(impl serde::Serialize + ?Sized), out: &mut Vec<u8>) {
+    // Writing a scalar into a `Vec` cannot fail; a bug would leave it out, never panic.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// 64-bit FNV-1a of `bytes`.
