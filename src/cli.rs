@@ -297,13 +297,13 @@ pub fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
 /// every configured tool, including ones a running gateway might not serve.
 pub fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitCode> {
     crate::telemetry::init_default();
-    let format = crate::http::manifest::Format::parse(format).map_err(anyhow::Error::msg)?;
+    let format = crate::agents::manifest::Format::parse(format).map_err(anyhow::Error::msg)?;
     let config = load(&DiskFiles, config_path)?;
-    let tools: Vec<crate::http::manifest::ManifestTool<'_>> = tools::CATALOG
+    let tools: Vec<crate::agents::manifest::ManifestTool<'_>> = tools::CATALOG
         .iter()
         .filter_map(|spec| {
             let c = config.tool(spec.name)?;
-            Some(crate::http::manifest::ManifestTool {
+            Some(crate::agents::manifest::ManifestTool {
                 spec,
                 description: &c.description,
             })
@@ -311,7 +311,7 @@ pub fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitCode> {
         .collect();
     println!(
         "{}",
-        serde_json::to_string_pretty(&crate::http::manifest::render(format, &tools))?
+        serde_json::to_string_pretty(&crate::agents::manifest::render(format, &tools))?
     );
     Ok(ExitCode::SUCCESS)
 }

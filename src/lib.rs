@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, missing_debug_implementations)]
 
+pub mod agents;
 pub mod app;
 pub mod breaker;
 pub mod call;

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use chrono::NaiveDate;
 use faregate::http::fuzzing::{Endpoint, ParsedCall, parse_body};
-use faregate::http::manifest::drop_optional_nulls;
+use faregate::agents::manifest::drop_optional_nulls;
 use faregate::tools::{ArgumentValidator, CATALOG};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};

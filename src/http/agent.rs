@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::AppState;
-use super::manifest;
+use crate::agents::manifest;
 use crate::call::{CallError, CallRequest, Envelope, Status};
 use crate::texts::call::describe_age;
 use crate::tools::{CallMode, FieldError, describe_field_errors};

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::AppState;
 use super::error::{ApiError, PathParam};
-use super::manifest::{self, Format, ManifestTool};
+use crate::agents::manifest::{self, Format, ManifestTool};
 use super::native::unknown_tool;
 use crate::call::ServedTool;
 use crate::tools::{Access, CallMode};

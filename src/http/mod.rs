@@ -15,7 +15,6 @@ pub mod fuzzing;
 mod jobs;
 mod json;
 pub mod limits;
-pub mod manifest;
 mod mcp;
 mod native;
 mod openai;

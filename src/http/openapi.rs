@@ -12,7 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-use super::manifest;
+use crate::agents::manifest;
 
 /// The document for the served tools.
 pub(crate) fn document(state: &AppState) -> Value {
@@ -23,11 +23,11 @@ pub(crate) fn document(state: &AppState) -> Value {
         tool_names.push(json!(name));
         schemas.insert(
             format!("{name}.arguments"),
-            without_dialect(manifest::portable(&tool.spec.input_schema())),
+            manifest::without_dialect(manifest::portable(&tool.spec.input_schema())),
         );
         schemas.insert(
             format!("{name}.data"),
-            without_dialect(manifest::portable(&tool.spec.output_schema())),
+            manifest::without_dialect(manifest::portable(&tool.spec.output_schema())),
         );
     }
     let tool_param = json!({
@@ -217,13 +217,6 @@ pub(crate) fn document(state: &AppState) -> Value {
             "schemas": Value::Object(schemas),
         },
     })
-}
-
-fn without_dialect(mut v: Value) -> Value {
-    if let Value::Object(o) = &mut v {
-        o.remove("$schema");
-    }
-    v
 }
 
 fn base_schemas() -> Map<String, Value> {

@@ -11,7 +11,7 @@
 //! - 2026-07-28: no handshake, per-request `_meta`, `server/discover`; always stateless, so any
 //!   replica can answer any request.
 //!
-//! `tools/list` is the MCP manifest ([`super::manifest::mcp_tool`]) in catalog order; it never
+//! `tools/list` is the MCP manifest ([`crate::agents::manifest::mcp_tool`]) in catalog order; it never
 //! changes while the gateway runs (breakers do not add or remove tools, so there are no
 //! `list_changed` storms). `tools/call` answers a [`CallToolResult`]: the model-readable text,
 //! `structuredContent` (only for `ok` and `stale`, so it always matches `outputSchema`) and
@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::agent::{self, AgentCall, AgentOptions};
-use super::manifest;
+use crate::agents::manifest;
 use crate::tools::CallMode;
 
 /// The `_meta` key selecting the call mode (`"interactive"` or `"background"`).
