@@ -94,10 +94,10 @@ fn cases() -> Vec<Case> {
         // Fields of the envelope.
         raw("an unknown top-level field", json!({"arguments": good_flight(), "tool": "x"}).to_string(), 400, "unknown field `tool`"),
         raw("a duplicate top-level key", format!("{{\"arguments\": {{}}, \"arguments\": {}}}", good_flight()), 400, "duplicate key \"arguments\""),
-        raw("mode of the wrong type", json!({"arguments": good_flight(), "mode": 5}).to_string(), 400, "invalid type: integer `5`"),
+        raw("mode of the wrong type", json!({"arguments": good_flight(), "mode": 5}).to_string(), 400, "mode 5 is not valid"),
         raw("an unknown mode", json!({"arguments": good_flight(), "mode": "urgent"}).to_string(), 400, "mode \"urgent\" is not valid"),
-        raw("a negative deadline", json!({"arguments": good_flight(), "deadline_ms": -1}).to_string(), 400, "invalid value: integer `-1`"),
-        raw("a zero deadline", json!({"arguments": good_flight(), "deadline_ms": 0}).to_string(), 400, "deadline_ms must be at least 1"),
+        raw("a negative deadline", json!({"arguments": good_flight(), "deadline_ms": -1}).to_string(), 400, "deadline_ms must be a whole number of milliseconds, at least 1; got -1"),
+        raw("a zero deadline", json!({"arguments": good_flight(), "deadline_ms": 0}).to_string(), 400, "deadline_ms must be a whole number of milliseconds, at least 1; got 0"),
         raw("a call id with CRLF", json!({"arguments": good_flight(), "call_id": "c1\r\nX-Injected: 1"}).to_string(), 400, "call_id must be 1 to 256 printable characters"),
         raw("a huge call id", json!({"arguments": good_flight(), "call_id": "c".repeat(10_000)}).to_string(), 400, "call_id must be 1 to 256"),
         raw("an idempotency key with NUL", json!({"arguments": good_flight(), "idempotency_key": "k\u{0}1"}).to_string(), 400, "idempotency_key must be"),
@@ -127,8 +127,8 @@ fn cases() -> Vec<Case> {
         at(args("an offer id that is a URL", json!({"offer_id": "http://evil/x"}), 422, "offer_id"), "/v1/tools/price_flight_offer/call"),
         at(args("a city code that is a URL", json!({"city_code": "http://evil", "check_in_date": date, "check_out_date": in_days(32)}), 422, "city_code"), "/v1/tools/search_hotels/call"),
         // Paths.
-        at(args("a traversal in the tool name", good_flight(), 404, "unknown tool"), "/v1/tools/..%2F..%2Fadmin/call"),
-        at(args("a NUL in the tool name", good_flight(), 404, "unknown tool"), "/v1/tools/search_flights%00/call"),
+        at(args("a traversal in the tool name", good_flight(), 404, "There is no tool"), "/v1/tools/..%2F..%2Fadmin/call"),
+        at(args("a NUL in the tool name", good_flight(), 404, "There is no tool"), "/v1/tools/search_flights%00/call"),
         // Agent protocols: transport errors are 4xx; bad arguments are tool results the model reads.
         at(raw("OpenAI: not JSON", "{", 400, "malformed JSON"), "/v1/openai/tool_calls"),
         at(raw("OpenAI: 10,000 nested arrays", nested("[", "]", 10_000), 400, "recursion limit exceeded"), "/v1/openai/tool_calls"),

@@ -235,7 +235,7 @@ async fn unknown_tools_get_404_listing_the_known_ones() {
         body["message"]
             .as_str()
             .unwrap_or_default()
-            .contains("unknown tool \"search_trains\"")
+            .contains("There is no tool \"search_trains\"")
     );
     let known = body["known_tools"].as_array().cloned().unwrap_or_default();
     assert!(known.contains(&json!("search_flights")), "{body:#}");

@@ -1,20 +1,28 @@
 //! Call bodies: the first byte picks the endpoint (native, OpenAI, Anthropic) and, for the
-//! native one, the tool in its path; the rest is the request body. They go through
-//! `faregate::http::fuzzing::parse_body`, the handlers' own parsing, and every call read from
-//! them through the argument check a call then gets (`drop_optional_nulls`, then
-//! `ArgumentValidator::check`). Invariants: no panic; a refusal is a 400 with a JSON
-//! `message`; the agent protocols yield at least one call, each with a tool name and an id;
-//! accepted calls written back in the protocol's shape parse to the same calls.
+//! native one, the tool in its path; the rest is the request body. They go through the same
+//! pure parsers the handlers use (`faregate::agents::body::read_json`, then the protocol's
+//! `parse`), and every call read from them through the argument check a call then gets
+//! (`drop_optional_nulls`, then `ArgumentValidator::check`). Invariants: no panic; a refusal
+//! has a message; the agent protocols yield at least one call, each with a tool name and an
+//! id; accepted calls written back in the protocol's shape parse to the same calls.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use chrono::NaiveDate;
-use faregate::http::fuzzing::{Endpoint, ParsedCall, parse_body};
 use faregate::agents::manifest::drop_optional_nulls;
-use faregate::tools::{ArgumentValidator, CATALOG};
+use faregate::agents::{AgentCall, CallOptions, ProtocolError, anthropic, body, native, openai};
+use faregate::tools::{ArgumentValidator, CATALOG, CallMode};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
+
+/// Which endpoint's body to parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Native,
+    OpenAi,
+    Anthropic,
+}
 
 fn validators() -> &'static [(Value, ArgumentValidator)] {
     static V: OnceLock<Vec<(Value, ArgumentValidator)>> = OnceLock::new();
@@ -29,25 +37,49 @@ fn validators() -> &'static [(Value, ArgumentValidator)] {
     })
 }
 
-/// The calls in the protocol's own shape, as a client would send them.
-fn write_back(endpoint: Endpoint, calls: &[ParsedCall]) -> Value {
-    let mode = if calls.iter().any(|c| c.background) {
-        "background"
-    } else {
-        "interactive"
-    };
-    let args = |c: &ParsedCall| c.arguments.clone().unwrap_or(Value::Null);
+/// The calls of a body and its options, as the handler of `endpoint` reads them.
+fn parse(
+    endpoint: Endpoint,
+    tool: &str,
+    bytes: &[u8],
+) -> Result<(Vec<AgentCall>, CallOptions), ProtocolError> {
+    let value = body::read_json(bytes)?;
     match endpoint {
-        Endpoint::OpenAi => json!({"mode": mode, "tool_calls": calls.iter().map(|c| json!({
+        Endpoint::Native => native::parse(tool, value).map(|c| {
+            let call = AgentCall {
+                tool: c.tool,
+                arguments: Ok(c.arguments),
+                call_id: c.call_id,
+                idempotency_key: c.idempotency_key,
+            };
+            (vec![call], c.options)
+        }),
+        Endpoint::OpenAi => openai::parse(value).map(|r| (r.calls, r.options)),
+        Endpoint::Anthropic => anthropic::parse(value).map(|r| (r.calls, r.options)),
+    }
+}
+
+/// The calls in the protocol's own shape, as a client would send them.
+fn write_back(endpoint: Endpoint, calls: &[AgentCall], options: CallOptions) -> Value {
+    let mode = match options.mode {
+        CallMode::Background => "background",
+        CallMode::Interactive => "interactive",
+    };
+    let deadline = options.deadline.map(|d| d.as_millis() as u64);
+    let args = |c: &AgentCall| c.arguments.clone().unwrap_or(Value::Null);
+    match endpoint {
+        Endpoint::OpenAi => {
+            json!({"mode": mode, "deadline_ms": deadline, "tool_calls": calls.iter().map(|c| json!({
             "id": c.call_id, "type": "function",
-            "function": {"name": c.tool, "arguments": args(c).to_string()}})).collect::<Vec<_>>()}),
-        _ => json!({"mode": mode, "content": calls.iter().map(|c| json!({
+            "function": {"name": c.tool, "arguments": args(c).to_string()}})).collect::<Vec<_>>()})
+        }
+        _ => json!({"mode": mode, "deadline_ms": deadline, "content": calls.iter().map(|c| json!({
             "type": "tool_use", "id": c.call_id, "name": c.tool, "input": args(c)})).collect::<Vec<_>>()}),
     }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, body)) = data.split_first() else {
+    let Some((&pick, bytes)) = data.split_first() else {
         return;
     };
     let endpoint = match pick % 3 {
@@ -56,12 +88,10 @@ fuzz_target!(|data: &[u8]| {
         _ => Endpoint::Anthropic,
     };
     let tool = CATALOG[usize::from(pick / 3) % CATALOG.len()].name;
-    let calls = match parse_body(endpoint, tool, body) {
-        Ok(calls) => calls,
+    let (calls, options) = match parse(endpoint, tool, bytes) {
+        Ok(read) => read,
         Err(refusal) => {
-            assert_eq!(refusal.status, 400, "{refusal:?}");
-            let message = refusal.body.get("message").and_then(Value::as_str);
-            assert!(message.is_some_and(|m| !m.is_empty()), "{refusal:?}");
+            assert!(!refusal.message().is_empty(), "{refusal:?}");
             return;
         }
     };
@@ -89,10 +119,10 @@ fuzz_target!(|data: &[u8]| {
             .iter()
             .all(|c| c.arguments.as_ref().is_ok_and(Value::is_object))
     {
-        let again = write_back(endpoint, &calls);
+        let again = write_back(endpoint, &calls, options);
         let bytes = serde_json::to_vec(&again).unwrap_or_default();
-        match parse_body(endpoint, tool, &bytes) {
-            Ok(second) => assert_eq!(second, calls, "round trip changed the calls"),
+        match parse(endpoint, tool, &bytes) {
+            Ok(second) => assert_eq!(second, (calls, options), "round trip changed the calls"),
             Err(e) => panic!("accepted calls refused on the way back: {e:?} for {again}"),
         }
     }

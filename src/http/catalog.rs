@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::AppState;
+use super::calls::unknown_tool;
 use super::error::{ApiError, PathParam};
 use crate::agents::manifest::{self, Format, ManifestTool};
-use super::native::unknown_tool;
 use crate::call::ServedTool;
 use crate::tools::{Access, CallMode};
 

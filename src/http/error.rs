@@ -32,11 +32,6 @@ impl ApiError {
         self
     }
 
-    /// The message (for protocols that carry it as a tool result instead of an HTTP error).
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
     /// 400 with `message`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
@@ -45,6 +40,13 @@ impl ApiError {
     /// 404 with a message.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)
+    }
+}
+
+/// A body that is not a call in its protocol: 400 with the parser's message.
+impl From<crate::agents::ProtocolError> for ApiError {
+    fn from(e: crate::agents::ProtocolError) -> Self {
+        ApiError::bad_request(e.message())
     }
 }
 

@@ -1,36 +1,27 @@
-//! Reading JSON request bodies: every way a body can be wrong becomes a 4xx that says what to
-//! fix, and nothing a client sends can crash or stall the parser.
+//! Reading request bodies at the edge: what HTTP says about a body before any protocol reads
+//! it. Every way it can be wrong becomes a 4xx that says what to fix.
 //!
-//! - The body limit is enforced before parsing (413 names the limit).
+//! - The body limit is enforced while reading (413 names the limit).
 //! - Content types that are plainly not JSON (XML, multipart forms, HTML) get 415. A missing
 //!   type, `text/plain` and `application/x-www-form-urlencoded` are read as JSON: that is what
 //!   `curl -d` sends, and the body says what it is.
-//! - Nesting is bounded by serde_json's recursion limit (128), so 10,000 nested arrays are a
-//!   400, not a stack overflow.
-//! - Duplicate object keys are refused at every depth: `{"origin": "JFK", "origin": "LHR"}`
-//!   means two things, and the gateway will not guess which one the model meant.
-//! - Lone surrogate escapes (`"\ud800"`) and numbers beyond `f64` are serde_json syntax errors
-//!   (400 "malformed JSON"), so no handler ever sees a string that is not valid UTF-8.
-
-use std::fmt;
+//!
+//! The bytes are then read as strict JSON by [`crate::agents::body`], whose refusals are 400s.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
 
 use super::error::ApiError;
 
-/// Parses a JSON body into `T`, turning every way it can be wrong into a 400/413/415 that says
-/// what to fix.
-pub(crate) fn json_body<T: serde::de::DeserializeOwned>(
+/// The body's bytes, or the 413/415/400 that says what is wrong with it as HTTP.
+pub(crate) fn read_body(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     limit: usize,
-) -> Result<T, ApiError> {
+) -> Result<Bytes, ApiError> {
     check_content_type(headers)?;
-    let bytes = body.map_err(|e| {
+    body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -41,22 +32,7 @@ pub(crate) fn json_body<T: serde::de::DeserializeOwned>(
         } else {
             ApiError::bad_request(format!("could not read the request body: {e}"))
         }
-    })?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::bad_request(
-            "the request body is empty; send a JSON object such as {\"arguments\": {…}}",
-        ));
-    }
-    let strict: StrictValue = serde_json::from_slice(&bytes).map_err(|e| {
-        let what = if e.is_syntax() || e.is_eof() {
-            "malformed JSON"
-        } else {
-            "unexpected JSON"
-        };
-        ApiError::bad_request(format!("{what}: {e}"))
-    })?;
-    serde_json::from_value(strict.0)
-        .map_err(|e| ApiError::bad_request(format!("unexpected JSON: {e}")))
+    })
 }
 
 /// 415 for content types that are plainly not JSON.
@@ -89,133 +65,9 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// A `serde_json::Value` that refuses duplicate object keys.
-struct StrictValue(Value);
-
-impl<'de> Deserialize<'de> for StrictValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        StrictValue::deserialize(d).map(|v| v.0)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(StrictValue(v)) = seq.next_element()? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let StrictValue(value) = map.next_value()?;
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate key \"{key}\"; send each key once"
-                )));
-            }
-            out.insert(key, value);
-        }
-        Ok(Value::Object(out))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(text: &str) -> Result<Value, String> {
-        json_body::<Value>(
-            &HeaderMap::new(),
-            Ok(Bytes::from(text.to_string())),
-            1 << 20,
-        )
-        .map_err(|e| format!("{e:?}"))
-    }
-
-    #[test]
-    fn duplicate_keys_are_refused_at_any_depth() {
-        assert!(parse(r#"{"a": 1, "b": {"c": 1, "d": 2}}"#).is_ok());
-        let e = parse(r#"{"a": {"x": 1, "x": 2}}"#).unwrap_err();
-        assert!(e.contains("duplicate key \\\"x\\\""), "{e}");
-        assert!(
-            parse(r#"[{"a": 1}, {"a": 2}]"#).is_ok(),
-            "same key in two objects"
-        );
-    }
-
-    #[test]
-    fn deep_nesting_is_a_400_not_a_crash() {
-        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-        let e = parse(&deep).unwrap_err();
-        assert!(e.contains("recursion limit"), "{e}");
-    }
-
-    #[test]
-    fn numbers_and_strings_keep_their_values() {
-        let v = parse(
-            r#"{"n": -3, "u": 18446744073709551615, "f": 1.5, "s": "\u00e9\u0000", "z": null}"#,
-        )
-        .unwrap_or_default();
-        assert_eq!(v["n"], -3);
-        assert_eq!(v["u"], u64::MAX);
-        assert_eq!(v["f"], 1.5);
-        assert_eq!(v["s"], "é\u{0}");
-        assert!(v["z"].is_null());
-        assert!(parse("1e400").unwrap_err().contains("number out of range"));
-        let lone = parse(r#""\ud800""#);
-        assert!(
-            lone.as_ref()
-                .is_err_and(|e| e.contains("malformed JSON") && e.contains("escape")),
-            "{lone:?}"
-        );
-    }
 
     #[test]
     fn content_types_that_are_not_json_get_415() {

@@ -271,7 +271,7 @@ pub async fn limit_calls(State(state): State<AppState>, request: Request, next: 
 }
 
 /// Reads an MCP body (within the body limit) and puts it back: whether it holds a
-/// `tools/call` message (alone or in a batch).
+/// `tools/call` message ([`crate::agents::mcp::is_tool_call`] decides).
 async fn mcp_tool_call(request: Request, max: usize) -> Result<(bool, Request), Box<Response>> {
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
@@ -285,23 +285,11 @@ async fn mcp_tool_call(request: Request, max: usize) -> Result<(bool, Request), 
             .into_response(),
         )
     })?;
-    let call = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .map(|v| is_tool_call(&v))
-        .unwrap_or(false);
+    let call = crate::agents::mcp::is_tool_call(&bytes);
     Ok((
         call,
         Request::from_parts(parts, axum::body::Body::from(bytes)),
     ))
-}
-
-fn is_tool_call(message: &serde_json::Value) -> bool {
-    match message {
-        serde_json::Value::Array(batch) => batch.iter().any(is_tool_call),
-        serde_json::Value::Object(m) => {
-            m.get("method").and_then(serde_json::Value::as_str) == Some("tools/call")
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]
@@ -373,20 +361,6 @@ mod tests {
             "the second token was not spent by the refusal"
         );
         assert!(matches!(l.admit(A), Err(Refusal::Rate(_))));
-    }
-
-    #[test]
-    fn only_mcp_tool_calls_count() {
-        use serde_json::json;
-        assert!(is_tool_call(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
-        ));
-        assert!(is_tool_call(
-            &json!([{"method": "ping"}, {"method": "tools/call"}])
-        ));
-        assert!(!is_tool_call(&json!({"method": "tools/list"})));
-        assert!(!is_tool_call(&json!({"method": "initialize"})));
-        assert!(!is_tool_call(&json!("tools/call")));
     }
 
     #[test]

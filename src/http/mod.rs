@@ -6,18 +6,16 @@
 //! [`Envelope`](crate::call::Envelope)s; it never talks to a provider. Inside it, only `mcp`
 //! imports rmcp, and only `manifest` knows the OpenAI, Anthropic, Gemini and MCP tool shapes.
 
-mod agent;
-mod anthropic;
+mod agents;
 mod auth;
+mod calls;
 mod catalog;
 mod error;
-pub mod fuzzing;
 mod jobs;
 mod json;
 pub mod limits;
 mod mcp;
 mod native;
-mod openai;
 mod openapi;
 mod ops;
 pub mod server;
@@ -38,7 +36,6 @@ use tokio_util::sync::CancellationToken;
 pub use auth::{Access, Caller, ClientKeys, Keys};
 pub use error::ApiError;
 pub use limits::ClientLimits;
-pub use mcp::{META_IDEMPOTENCY_KEY, META_MODE};
 
 use crate::call::Gateway;
 use crate::config::Config;
@@ -120,8 +117,8 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
     let mcp = mcp::service(state.clone(), shutdown);
     let calls = Router::new()
         .route("/v1/tools/{tool}/call", post(native::call_tool))
-        .route("/v1/openai/tool_calls", post(openai::tool_calls))
-        .route("/v1/anthropic/tool_use", post(anthropic::tool_use))
+        .route("/v1/openai/tool_calls", post(agents::openai_tool_calls))
+        .route("/v1/anthropic/tool_use", post(agents::anthropic_tool_use))
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(
             state.clone(),

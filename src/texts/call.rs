@@ -105,25 +105,6 @@ pub fn deadline_passed() -> String {
     "the deadline passed before a provider answered".to_string()
 }
 
-/// The answer to a native call of a tool that is not served, naming the ones that are.
-pub fn unknown_tool(name: &str, known: &[&str]) -> String {
-    format!("unknown tool \"{name}\"; known tools: {}", known.join(", "))
-}
-
-/// A call accepted as background job `job_id`.
-pub fn queued(job_id: &str) -> String {
-    format!(
-        "Accepted for background processing as job {job_id}. The result arrives through GET /v1/jobs/{job_id} (or the callback), not in this turn."
-    )
-}
-
-/// A background call whose idempotency key names an existing job of the tool.
-pub fn already_queued(tool: &str, job_id: &str, job_status: &str) -> String {
-    format!(
-        "This idempotency key was already used for {tool}: job {job_id} ({job_status}) is that request."
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

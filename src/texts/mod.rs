@@ -2,11 +2,17 @@
 //!
 //! A model acts on these texts (it relays them, retries, or stops), so their wording is part of
 //! the product: kept together, they keep one voice, and a reviewer reads all of them at once.
-//! The functions are pure (values in, `String` out); the modules that answer calls pick which
-//! text applies.
+//! The functions are pure (values in, `String` out; they know no gateway type, so every floor
+//! above can use them); the modules that answer calls pick which text applies.
+//!
+//! - `call`: what the call path says (fallbacks, stale answers, refusals, unknown outcomes,
+//!   background jobs that cannot run);
+//! - `agents`: what the protocols add (the status prefixes of a tool result, unknown tools,
+//!   queued jobs, arguments a protocol could not read).
 //!
 //! Not here: the tools' own summaries of their results and the field errors of arguments
 //! (`tools/`: they are generated from each tool's types and schema), and the fallback prompts an
 //! operator writes (`prompts/`), which [`call::fallback`] renders.
 
+pub mod agents;
 pub mod call;

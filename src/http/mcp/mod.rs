@@ -2,8 +2,9 @@
 //!
 //! **Architecture invariant:** this is the only module that imports rmcp. rmcp breaks its API
 //! about every quarter (it is pinned exactly in `Cargo.toml`), so its types stop here: the
-//! tool objects come from [`super::manifest`] as JSON, calls go through [`super::agent`] like
-//! every other protocol, and the rest of the gateway never sees an rmcp type.
+//! tool objects come from [`crate::agents::manifest`] as JSON, calls go through
+//! [`super::calls`] like every other protocol, and the rest of the gateway never sees an rmcp
+//! type.
 //!
 //! One endpoint serves both protocol eras (rmcp routes each request):
 //! - 2025-06-18 / 2025-11-25 (and older): `initialize`, then `Mcp-Session-Id` sessions kept in
@@ -11,20 +12,17 @@
 //! - 2026-07-28: no handshake, per-request `_meta`, `server/discover`; always stateless, so any
 //!   replica can answer any request.
 //!
-//! `tools/list` is the MCP manifest ([`crate::agents::manifest::mcp_tool`]) in catalog order; it never
-//! changes while the gateway runs (breakers do not add or remove tools, so there are no
-//! `list_changed` storms). `tools/call` answers a [`CallToolResult`]: the model-readable text,
+//! `tools/list` is the MCP manifest ([`crate::agents::manifest::mcp_tool`]) in catalog order;
+//! it never changes while the gateway runs (breakers do not add or remove tools, so there are
+//! no `list_changed` storms). `tools/call` answers a [`CallToolResult`]: the model-readable text,
 //! `structuredContent` (only for `ok` and `stale`, so it always matches `outputSchema`) and
 //! `isError` for `unavailable`, `rejected` and `invalid_arguments`. A tripped breaker is such a
 //! result, never a JSON-RPC error. An unknown tool name is a JSON-RPC error (`-32602`), as the
 //! MCP specification asks.
 //!
-//! MCP `tools/call` has no field for the call mode, so it is read from the request's `_meta`:
-//! `"faregate/mode": "background"` is answered with an error result pointing to the native and
-//! OpenAI/Anthropic endpoints, which queue jobs: a queued job has no result matching the tool's
-//! `outputSchema`, which MCP requires of a successful result (mapping background calls to the
-//! MCP Tasks extension, for clients that declare it, is left for later). `"faregate/idempotency_key"` sets a booking's key; without it the key is
-//! derived from the arguments (see [`super::agent`]).
+//! faregate's own `_meta` keys (the call mode, a booking's idempotency key) are read by
+//! [`crate::agents::mcp`], as is the answer to `"faregate/mode": "background"` (mapping
+//! background calls to the MCP Tasks extension, for clients that declare it, is left for later).
 
 use std::sync::Arc;
 
@@ -36,24 +34,11 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::agent::{self, AgentCall, AgentOptions};
-use crate::agents::manifest;
-use crate::tools::CallMode;
-
-/// The `_meta` key selecting the call mode (`"interactive"` or `"background"`).
-pub const META_MODE: &str = "faregate/mode";
-/// The answer to `"faregate/mode": "background"`. An MCP result of a tool with an
-/// `outputSchema` must carry structured content matching it (the official SDK refuses one that
-/// does not), and a queued job has no such result yet; the MCP Tasks extension is the vehicle for
-/// deferred results, and is not implemented here yet.
-const MCP_BACKGROUND: &str = "[unavailable] Background mode is not available over MCP: a queued job has no result matching the tool's outputSchema yet. Call without \"faregate/mode\" for an answer now, or submit the job to POST /v1/tools/{tool}/call with \"mode\": \"background\" (or the OpenAI/Anthropic endpoints with \"mode\": \"background\").";
-
-/// The `_meta` key carrying a booking's idempotency key.
-pub const META_IDEMPOTENCY_KEY: &str = "faregate/idempotency_key";
+use super::calls::{run_agent_call, unknown_tool_text};
+use crate::agents::{self, manifest};
 
 /// The tower service mounted at `/mcp`.
 ///
@@ -151,12 +136,7 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, ErrorData> {
         if self.state.gateway.tool(&request.name).is_none() {
             return Err(ErrorData::invalid_params(
-                format!(
-                    "Unknown tool: {}. {}",
-                    request.name,
-                    agent::unknown_tool_text(&self.state, &request.name)
-                        .trim_start_matches("[invalid_arguments] ")
-                ),
+                unknown_tool_text(&self.state, &request.name),
                 None,
             ));
         }
@@ -170,31 +150,12 @@ impl ServerHandler for Handler {
                 .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(key)))
                 .cloned()
         };
-        let mut options = AgentOptions::default();
-        if let Some(mode) = meta_of(META_MODE) {
-            match agent::parse_mode(&mode) {
-                Ok(CallMode::Background) => {
-                    return Ok(error_result(MCP_BACKGROUND.to_string()).into());
-                }
-                Ok(m) => options.mode = m,
-                Err(e) => {
-                    return Ok(
-                        error_result(format!("[invalid_arguments] _meta {META_MODE}: {e}")).into(),
-                    );
-                }
-            }
-        }
-        let idempotency_key = meta_of(META_IDEMPOTENCY_KEY)
-            .as_ref()
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let call = AgentCall {
-            tool: request.name.to_string(),
-            arguments: Ok(Value::Object(request.arguments.unwrap_or_default())),
-            call_id: None,
-            idempotency_key,
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let (call, options) = match agents::mcp::read_call(&request.name, arguments, meta_of) {
+            Ok(read) => read,
+            Err(text) => return Ok(error_result(text).into()),
         };
-        let result = agent::run_one(&self.state, call, options).await;
+        let result = run_agent_call(&self.state, call, options).await;
         let mut out = CallToolResult::success(vec![ContentBlock::text(result.text.clone())]);
         out.structured_content = result.data().cloned();
         out.is_error = Some(result.is_error);

@@ -1,0 +1,75 @@
+//! One tool call as a model sent it ([`AgentCall`]) and its result as every protocol renders it
+//! ([`AgentResult`]).
+//!
+//! Every protocol parser turns its wire shape into `AgentCall`s, and every renderer turns
+//! `AgentResult`s back into its own shape, so the text a model reads and whether the
+//! protocol's error flag is raised are decided here, once:
+//!
+//! - a call that ran: the envelope's model text ([`model_text`]), with the error flag raised
+//!   for `unavailable`, `rejected` and `invalid_arguments`;
+//! - a call that could not start (unknown tool, arguments that are not JSON, no job store for
+//!   background mode): a text saying what to do, with the error flag raised, never a failed
+//!   batch.
+
+use serde_json::Value;
+
+use super::text::model_text;
+use crate::call::{Envelope, Status};
+
+/// One tool call as a model sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentCall {
+    /// The tool's name, as sent (not yet looked up).
+    pub tool: String,
+    /// The arguments, or why they could not be read (e.g. an OpenAI `arguments` string that is
+    /// not JSON): that call's error text, not a refusal of the whole body.
+    pub arguments: Result<Value, String>,
+    /// The protocol's id for the call (`tool_call_id`, `tool_use_id`), echoed back.
+    pub call_id: Option<String>,
+    /// An idempotency key the client gave for this call, if its protocol has room for one.
+    pub idempotency_key: Option<String>,
+}
+
+/// The result of one call, ready for any protocol.
+#[derive(Debug, Clone)]
+pub struct AgentResult {
+    /// The protocol's id of the call this answers (empty when it had none).
+    pub call_id: String,
+    /// The model-readable text (the same in every protocol).
+    pub text: String,
+    /// Whether the protocol's error flag (`is_error`, `isError`) is raised.
+    pub is_error: bool,
+    /// The envelope, when the call ran.
+    pub envelope: Option<Envelope>,
+}
+
+impl AgentResult {
+    /// The result of a call that ran.
+    pub fn answered(call_id: Option<String>, envelope: Envelope) -> Self {
+        AgentResult {
+            call_id: call_id.unwrap_or_default(),
+            text: model_text(&envelope),
+            is_error: envelope.status.is_error(),
+            envelope: Some(envelope),
+        }
+    }
+
+    /// The result of a call that could not start; `text` says what to do.
+    pub fn not_run(call_id: Option<String>, text: String) -> Self {
+        AgentResult {
+            call_id: call_id.unwrap_or_default(),
+            text,
+            is_error: true,
+            envelope: None,
+        }
+    }
+
+    /// The structured result (`data`) of an `ok` or `stale` call.
+    pub fn data(&self) -> Option<&Value> {
+        let env = self.envelope.as_ref()?;
+        match env.status {
+            Status::Ok | Status::Stale => env.data.as_deref(),
+            _ => None,
+        }
+    }
+}

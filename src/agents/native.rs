@@ -1,0 +1,162 @@
+//! The native call body (`POST /v1/tools/{tool}/call`): `{"arguments": {…}}` and the optional
+//! `mode`, `call_id`, `idempotency_key`, `deadline_ms` and `callback_url`.
+//!
+//! Unknown fields are refused (a typo such as `idempotencykey` must not silently book
+//! without a key). The ids are echoed into answers, logs and provider metadata, so they must be
+//! printable, bounded text: a value cannot forge log lines or headers. `callback_url` only
+//! makes sense for a background call.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::error::ProtocolError;
+use super::options::CallOptions;
+use crate::tools::CallMode;
+
+/// The longest `call_id`, in characters.
+const MAX_CALL_ID: usize = 256;
+/// The longest `idempotency_key`, in characters.
+const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// The body as sent. Only `arguments` is required.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallBody {
+    arguments: Value,
+    #[serde(default)]
+    mode: Option<Value>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    deadline_ms: Option<Value>,
+    #[serde(default)]
+    callback_url: Option<String>,
+}
+
+/// A native call after every check that needs no tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeCall {
+    /// The tool's name, from the path.
+    pub tool: String,
+    /// The arguments, unvalidated.
+    pub arguments: Value,
+    /// The caller's id for the call.
+    pub call_id: Option<String>,
+    /// The caller's idempotency key.
+    pub idempotency_key: Option<String>,
+    /// Mode and deadline.
+    pub options: CallOptions,
+    /// Where a background job's result is posted (background mode only).
+    pub callback_url: Option<String>,
+}
+
+/// Reads the body of a call to `tool`.
+pub fn parse(tool: &str, body: Value) -> Result<NativeCall, ProtocolError> {
+    let body: CallBody = serde_json::from_value(body)
+        .map_err(|e| ProtocolError::new(format!("unexpected JSON: {e}")))?;
+    check_text("call_id", body.call_id.as_deref(), MAX_CALL_ID)?;
+    check_text(
+        "idempotency_key",
+        body.idempotency_key.as_deref(),
+        MAX_IDEMPOTENCY_KEY,
+    )?;
+    let options = CallOptions::read(body.mode.as_ref(), body.deadline_ms.as_ref())?;
+    if options.mode != CallMode::Background && body.callback_url.is_some() {
+        return Err(ProtocolError::new(
+            "callback_url is only used with mode \"background\"",
+        ));
+    }
+    Ok(NativeCall {
+        tool: tool.to_string(),
+        arguments: body.arguments,
+        call_id: body.call_id,
+        idempotency_key: body.idempotency_key,
+        options,
+        callback_url: body.callback_url,
+    })
+}
+
+fn check_text(field: &str, value: Option<&str>, max: usize) -> Result<(), ProtocolError> {
+    let Some(v) = value else { return Ok(()) };
+    if v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control) {
+        return Err(ProtocolError::new(format!(
+            "{field} must be 1 to {max} printable characters (no line breaks or control characters)"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn refused(body: Value) -> String {
+        parse("search_flights", body)
+            .err()
+            .map(|e| e.message().to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_full_body_is_read_field_by_field() {
+        let call = parse(
+            "search_flights",
+            json!({"arguments": {"origin": "JFK"}, "mode": "background", "call_id": "c1",
+                   "idempotency_key": "k1", "deadline_ms": 900, "callback_url": "https://x.example/cb"}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(call.tool, "search_flights");
+        assert_eq!(call.arguments, json!({"origin": "JFK"}));
+        assert_eq!(call.call_id.as_deref(), Some("c1"));
+        assert_eq!(call.idempotency_key.as_deref(), Some("k1"));
+        assert_eq!(call.options.mode, CallMode::Background);
+        assert_eq!(call.options.deadline, Some(Duration::from_millis(900)));
+        assert_eq!(call.callback_url.as_deref(), Some("https://x.example/cb"));
+    }
+
+    #[test]
+    fn bodies_the_endpoint_refuses_say_why() {
+        let cases = [
+            (json!([]), "expected struct CallBody"),
+            (json!({}), "missing field `arguments`"),
+            (
+                json!({"arguments": {}, "tool": "x"}),
+                "unknown field `tool`",
+            ),
+            (
+                json!({"arguments": {}, "call_id": ""}),
+                "call_id must be 1 to 256",
+            ),
+            (
+                json!({"arguments": {}, "call_id": "a\nb"}),
+                "call_id must be 1 to 256",
+            ),
+            (
+                json!({"arguments": {}, "idempotency_key": "k".repeat(256)}),
+                "idempotency_key must be 1 to 255",
+            ),
+            (
+                json!({"arguments": {}, "mode": "urgent"}),
+                "mode \"urgent\" is not valid",
+            ),
+            (
+                json!({"arguments": {}, "deadline_ms": 0}),
+                "deadline_ms must be a whole number",
+            ),
+            (
+                json!({"arguments": {}, "callback_url": "https://x.example/cb"}),
+                "callback_url is only used with mode \"background\"",
+            ),
+        ];
+        for (body, says) in cases {
+            let message = refused(body.clone());
+            assert!(message.contains(says), "{body}: {message}");
+        }
+    }
+}

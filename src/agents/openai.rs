@@ -1,0 +1,209 @@
+//! OpenAI tool calls in, tool results out (`POST /v1/openai/tool_calls`).
+//!
+//! Accepted bodies (a chat backend forwards what the model produced, unchanged):
+//! - a Chat Completions assistant message (`{"role": "assistant", "tool_calls": [...]}`) or its
+//!   `tool_calls` array; each call's `function.arguments` is a JSON **string** →
+//!   `{"messages": [{"role": "tool", "tool_call_id", "content"}]}`;
+//! - Responses API `function_call` items, as an array or as an object with `output` (a whole
+//!   response: other item types such as `message` or `reasoning` are skipped) →
+//!   `{"output": [{"type": "function_call_output", "call_id", "output"}]}`.
+//!
+//! Object bodies may add `mode` (`"interactive"`, `"background"`) and `deadline_ms`. Results
+//! come back in the order the calls were received. OpenAI has no error flag on tool results,
+//! so the status is in the text (see [`super::text`]). A malformed `arguments` string is that
+//! call's error text, not a refused body.
+
+use serde_json::{Map, Value, json};
+
+use super::call::{AgentCall, AgentResult};
+use super::error::ProtocolError;
+use super::options::CallOptions;
+use crate::texts;
+
+/// Which OpenAI API the calls came from, which decides the answer's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// Chat Completions `tool_calls`.
+    Chat,
+    /// Responses API `function_call` items.
+    Responses,
+}
+
+/// The calls of one body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAiCalls {
+    /// The API the answer is shaped for.
+    pub api: Api,
+    /// The calls, in the order received (never empty).
+    pub calls: Vec<AgentCall>,
+    /// Mode and deadline for every call.
+    pub options: CallOptions,
+}
+
+const SHAPES: &str = "send a Chat Completions assistant message with tool_calls, its tool_calls array, or Responses API function_call items (an array, or an object with output)";
+
+/// Reads a body; a refusal says which shapes are accepted.
+pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
+    let refuse = |what: String| ProtocolError::new(format!("{what}; {SHAPES}"));
+    let (list, options) = match body {
+        Value::Array(list) => (list, CallOptions::default()),
+        Value::Object(mut obj) => {
+            let options = CallOptions::from_body(&obj)?;
+            let list = match (obj.remove("tool_calls"), obj.remove("output")) {
+                (Some(Value::Array(l)), _) | (None, Some(Value::Array(l))) => l,
+                _ => return Err(refuse("no tool calls found".into())),
+            };
+            (list, options)
+        }
+        _ => return Err(refuse("unexpected JSON".into())),
+    };
+    let responses = list
+        .iter()
+        .any(|i| i.get("type").and_then(Value::as_str) == Some("function_call"));
+    let mut calls = Vec::new();
+    for (i, item) in list.iter().enumerate() {
+        let Some(obj) = item.as_object() else {
+            return Err(refuse(format!("item {i} is not an object")));
+        };
+        let call = if responses {
+            if obj.get("type").and_then(Value::as_str) != Some("function_call") {
+                continue; // messages, reasoning and other output items carry no call
+            }
+            AgentCall {
+                tool: string_field(obj, "name", i)?,
+                arguments: arguments(obj.get("arguments")),
+                call_id: Some(string_field(obj, "call_id", i)?),
+                idempotency_key: None,
+            }
+        } else {
+            let Some(function) = obj.get("function").and_then(Value::as_object) else {
+                return Err(refuse(format!("tool_calls[{i}] has no function object")));
+            };
+            AgentCall {
+                tool: string_field(function, "name", i)?,
+                arguments: arguments(function.get("arguments")),
+                call_id: Some(string_field(obj, "id", i)?),
+                idempotency_key: None,
+            }
+        };
+        calls.push(call);
+    }
+    if calls.is_empty() {
+        return Err(refuse("no tool calls found".into()));
+    }
+    let api = if responses { Api::Responses } else { Api::Chat };
+    Ok(OpenAiCalls {
+        api,
+        calls,
+        options,
+    })
+}
+
+/// The answer: one tool message (Chat) or `function_call_output` item (Responses) per
+/// result, in order.
+pub fn render(api: Api, results: &[AgentResult]) -> Value {
+    match api {
+        Api::Chat => json!({
+            "messages": results.iter().map(|r| json!({
+                "role": "tool", "tool_call_id": r.call_id, "content": r.text,
+            })).collect::<Vec<_>>()
+        }),
+        Api::Responses => json!({
+            "output": results.iter().map(|r| json!({
+                "type": "function_call_output", "call_id": r.call_id, "output": r.text,
+            })).collect::<Vec<_>>()
+        }),
+    }
+}
+
+fn string_field(obj: &Map<String, Value>, key: &str, i: usize) -> Result<String, ProtocolError> {
+    match obj.get(key).and_then(Value::as_str) {
+        Some(s) if !s.is_empty() => Ok(s.to_string()),
+        _ => Err(ProtocolError::new(format!(
+            "call {i} has no \"{key}\" string; {SHAPES}"
+        ))),
+    }
+}
+
+/// `arguments` is a JSON string in both APIs; an object is accepted as is, and an empty string
+/// means no arguments (models send `""` for functions without parameters).
+fn arguments(raw: Option<&Value>) -> Result<Value, String> {
+    match raw {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(json!({})),
+        Some(Value::String(s)) => {
+            serde_json::from_str(s).map_err(|e| texts::agents::arguments_not_json(&e.to_string()))
+        }
+        Some(Value::Object(o)) => Ok(Value::Object(o.clone())),
+        Some(other) => Err(texts::agents::arguments_not_a_string(&other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_messages_arrays_and_responses_items_are_recognised() {
+        let call = json!({"id": "call_1", "type": "function",
+                          "function": {"name": "search_hotels", "arguments": "{\"city_code\":\"PAR\"}"}});
+        let read =
+            parse(json!({"role": "assistant", "content": null, "tool_calls": [call.clone()]}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.api, Api::Chat);
+        assert_eq!(read.calls[0].call_id.as_deref(), Some("call_1"));
+        assert_eq!(read.calls[0].arguments, Ok(json!({"city_code": "PAR"})));
+        let read = parse(json!([call])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.api, Api::Chat);
+
+        let items = json!([
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_9", "name": "search_flights", "arguments": "{not json"}
+        ]);
+        let read = parse(json!({"output": items, "mode": "interactive"}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.api, Api::Responses);
+        assert_eq!(read.calls.len(), 1);
+        assert_eq!(read.calls[0].call_id.as_deref(), Some("call_9"));
+        assert!(
+            read.calls[0].arguments.is_err(),
+            "malformed arguments stay per call"
+        );
+    }
+
+    #[test]
+    fn bodies_without_calls_say_what_to_send() {
+        for body in [
+            json!({}),
+            json!([]),
+            json!("x"),
+            json!({"tool_calls": [{"id": "c"}]}),
+        ] {
+            let e = parse(body.clone())
+                .err()
+                .unwrap_or_else(|| panic!("{body}"));
+            assert!(e.message().ends_with(SHAPES), "{e}");
+        }
+        assert!(parse(json!({"tool_calls": [], "mode": "later"})).is_err());
+    }
+
+    #[test]
+    fn answers_keep_the_order_and_ids_of_the_calls() {
+        let results = [
+            AgentResult::not_run(Some("a".into()), "one".into()),
+            AgentResult::not_run(Some("b".into()), "two".into()),
+        ];
+        assert_eq!(
+            render(Api::Chat, &results),
+            json!({"messages": [
+                {"role": "tool", "tool_call_id": "a", "content": "one"},
+                {"role": "tool", "tool_call_id": "b", "content": "two"}]})
+        );
+        assert_eq!(
+            render(Api::Responses, &results),
+            json!({"output": [
+                {"type": "function_call_output", "call_id": "a", "output": "one"},
+                {"type": "function_call_output", "call_id": "b", "output": "two"}]})
+        );
+    }
+}

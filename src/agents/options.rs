@@ -1,0 +1,108 @@
+//! [`CallOptions`]: how a call should run (`mode`) and how long the caller waits
+//! (`deadline_ms`), read the same way from every body that carries them: the native call body
+//! and the object forms of the OpenAI and Anthropic bodies. MCP reads the mode from `_meta`
+//! with [`parse_mode`].
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::error::ProtocolError;
+use crate::texts;
+use crate::tools::CallMode;
+
+/// The longest deadline a caller can ask for. The tool's own deadline caps it anyway; this
+/// only bounds the number a client can make the gateway hold.
+pub const MAX_DEADLINE: Duration = Duration::from_secs(600);
+
+/// How the calls of one request run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// Interactive (the default) or background.
+    pub mode: CallMode,
+    /// The caller's deadline per call, capped by the tool's.
+    pub deadline: Option<Duration>,
+}
+
+impl CallOptions {
+    /// Reads `mode` and `deadline_ms` (either may be absent or `null`).
+    pub fn read(mode: Option<&Value>, deadline_ms: Option<&Value>) -> Result<Self, ProtocolError> {
+        let mode = match mode {
+            None | Some(Value::Null) => CallMode::Interactive,
+            Some(v) => parse_mode(v).map_err(ProtocolError::new)?,
+        };
+        let deadline = match deadline_ms {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(ms) if ms > 0 => Some(Duration::from_millis(ms).min(MAX_DEADLINE)),
+                _ => {
+                    return Err(ProtocolError::new(format!(
+                        "deadline_ms must be a whole number of milliseconds, at least 1; got {v}"
+                    )));
+                }
+            },
+        };
+        Ok(CallOptions { mode, deadline })
+    }
+
+    /// Reads `mode` and `deadline_ms` from a body object; its other keys are the protocol's.
+    pub fn from_body(body: &Map<String, Value>) -> Result<Self, ProtocolError> {
+        Self::read(body.get("mode"), body.get("deadline_ms"))
+    }
+}
+
+/// `"interactive"` or `"background"`; otherwise the text saying so.
+pub fn parse_mode(v: &Value) -> Result<CallMode, String> {
+    match v.as_str() {
+        Some("interactive") => Ok(CallMode::Interactive),
+        Some("background") => Ok(CallMode::Background),
+        _ => Err(texts::agents::invalid_mode(&v.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn options_read_mode_and_deadline() {
+        let body = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let o = CallOptions::from_body(&body(json!({"mode": "background", "deadline_ms": 500})))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.mode, CallMode::Background);
+        assert_eq!(o.deadline, Some(Duration::from_millis(500)));
+        assert_eq!(
+            CallOptions::from_body(&body(json!({"mode": null, "deadline_ms": null}))),
+            Ok(CallOptions::default())
+        );
+        assert_eq!(
+            CallOptions::read(None, Some(&json!(u64::MAX))).map(|o| o.deadline),
+            Ok(Some(MAX_DEADLINE)),
+            "capped"
+        );
+    }
+
+    #[test]
+    fn bad_modes_and_deadlines_say_what_to_send() {
+        let refused = |mode: Value, deadline: Value| {
+            CallOptions::read(Some(&mode), Some(&deadline))
+                .err()
+                .map(|e| e.message().to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            refused(json!("later"), Value::Null),
+            "mode \"later\" is not valid; use \"interactive\" or \"background\""
+        );
+        assert!(refused(json!(5), Value::Null).starts_with("mode 5 is not valid"));
+        for deadline in [json!(0), json!(-1), json!(1.5), json!("500")] {
+            assert!(
+                refused(Value::Null, deadline.clone())
+                    .starts_with("deadline_ms must be a whole number of milliseconds, at least 1"),
+                "{deadline}"
+            );
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! From a parsed call to the gateway or the job queue: the one path every protocol's calls
+//! take (native, OpenAI, Anthropic, MCP).
+//!
+//! - An interactive call runs through [`Gateway::call`](crate::call::Gateway::call).
+//! - A background call is stored as a job ([`submit`]); the answer is a `queued` envelope.
+//! - Agent calls ([`run_agent_calls`]) run concurrently, get the arguments normalised
+//!   (strict-mode `null`s dropped) and a derived idempotency key where the tool needs one, and
+//!   come back as [`AgentResult`]s in the order of the calls.
+//!
+//! Why a call did not run ([`NotRun`]) is answered by the native endpoint as an HTTP error and
+//! by the agent protocols as an error result the model reads.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::error::ApiError;
+use crate::agents::manifest::drop_optional_nulls;
+use crate::agents::{AgentCall, AgentResult, CallOptions, idempotency};
+use crate::call::{CallError, CallInfo, CallRequest, Envelope};
+use crate::jobs::SubmitError;
+use crate::texts::agents as texts;
+use crate::tools::{CallMode, FieldError, describe_field_errors};
+
+/// Why a call was not run or stored.
+#[derive(Debug)]
+pub(crate) enum NotRun {
+    /// No tool by that name is served.
+    UnknownTool(String),
+    /// Background mode without a job store.
+    NoJobStore,
+    /// The callback URL was refused (the text says why).
+    Callback(String),
+    /// The job store did not answer.
+    StoreDown,
+}
+
+impl NotRun {
+    /// As the native endpoint answers it.
+    pub(crate) fn into_api_error(self, state: &AppState) -> ApiError {
+        match self {
+            NotRun::UnknownTool(name) => unknown_tool(state, &name),
+            NotRun::NoJobStore => ApiError::new(StatusCode::NOT_IMPLEMENTED, texts::NO_JOB_STORE),
+            NotRun::Callback(text) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, text)
+                .with("field", json!("callback_url")),
+            NotRun::StoreDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, texts::JOB_STORE_DOWN)
+            }
+        }
+    }
+
+    /// As the agent protocols answer it: a text the model reads.
+    fn text(&self, state: &AppState) -> String {
+        match self {
+            NotRun::UnknownTool(name) => texts::invalid_arguments(&unknown_tool_text(state, name)),
+            NotRun::NoJobStore => texts::unavailable(None, texts::NO_JOB_STORE),
+            NotRun::Callback(text) => texts::invalid_arguments(text),
+            NotRun::StoreDown => texts::unavailable(None, texts::JOB_STORE_DOWN),
+        }
+    }
+}
+
+/// The 404 for a tool that is not served, listing the ones that are.
+pub(crate) fn unknown_tool(state: &AppState, name: &str) -> ApiError {
+    ApiError::not_found(unknown_tool_text(state, name)).with("known_tools", json!(known(state)))
+}
+
+/// The text for a tool that is not served (the MCP adapter's error message too).
+pub(crate) fn unknown_tool_text(state: &AppState, name: &str) -> String {
+    texts::unknown_tool(name, &known(state))
+}
+
+fn known(state: &AppState) -> Vec<&'static str> {
+    state.gateway.tools().iter().map(|t| t.spec.name).collect()
+}
+
+/// What an interactive call runs with, whichever protocol it came in.
+pub(crate) fn request(
+    tool: String,
+    arguments: Value,
+    call_id: Option<String>,
+    idempotency_key: Option<String>,
+    deadline: Option<Duration>,
+) -> CallRequest {
+    CallRequest {
+        tool,
+        arguments,
+        call_id,
+        idempotency_key,
+        deadline,
+    }
+}
+
+/// Runs one interactive call.
+pub(crate) async fn call(state: &AppState, request: CallRequest) -> Result<Envelope, NotRun> {
+    state
+        .gateway
+        .call(request)
+        .await
+        .map_err(|CallError::UnknownTool { name, .. }| NotRun::UnknownTool(name))
+}
+
+/// A background call to store.
+#[derive(Debug)]
+pub(crate) struct Submission {
+    pub(crate) tool: String,
+    pub(crate) arguments: Value,
+    pub(crate) call_id: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
+    pub(crate) callback_url: Option<String>,
+}
+
+/// Stores a background call: a `queued` envelope with the job (or the existing job for a
+/// repeated idempotency key), or an `invalid_arguments` envelope naming every bad field.
+pub(crate) async fn submit(state: &AppState, job: Submission) -> Result<Envelope, NotRun> {
+    let Some(jobs) = &state.jobs else {
+        return Err(NotRun::NoJobStore);
+    };
+    let Submission {
+        tool,
+        arguments,
+        call_id,
+        idempotency_key,
+        callback_url,
+    } = job;
+    match jobs
+        .submit(
+            &tool,
+            arguments,
+            call_id.clone(),
+            idempotency_key,
+            callback_url,
+        )
+        .await
+    {
+        Ok((job, created)) => {
+            let content = if created {
+                texts::job_accepted(&job.id)
+            } else {
+                texts::job_exists(&tool, &job.id, job.status.as_str())
+            };
+            let call_id = call_id.unwrap_or_else(|| job.id.clone());
+            Ok(Envelope::queued(
+                CallInfo::new(call_id, tool),
+                content,
+                job.id,
+            ))
+        }
+        Err(SubmitError::UnknownTool) => Err(NotRun::UnknownTool(tool)),
+        Err(SubmitError::Invalid(text)) => Ok(Envelope::invalid_arguments(
+            CallInfo::new(call_id.unwrap_or_default(), tool),
+            text,
+        )),
+        Err(SubmitError::Callback(text)) => Err(NotRun::Callback(text)),
+        Err(SubmitError::Store(e)) => {
+            tracing::error!(error = %e, "could not store a background job");
+            Err(NotRun::StoreDown)
+        }
+    }
+}
+
+/// Runs the calls of one agent request concurrently; the results come back in their order.
+pub(crate) async fn run_agent_calls(
+    state: &AppState,
+    calls: Vec<AgentCall>,
+    options: CallOptions,
+) -> Vec<AgentResult> {
+    futures::future::join_all(calls.into_iter().map(|c| run_agent_call(state, c, options))).await
+}
+
+/// Runs one agent call to its model-readable result.
+pub(crate) async fn run_agent_call(
+    state: &AppState,
+    call: AgentCall,
+    options: CallOptions,
+) -> AgentResult {
+    let AgentCall {
+        tool: name,
+        arguments,
+        call_id,
+        idempotency_key,
+    } = call;
+    let Some(tool) = state.gateway.tool(&name) else {
+        let text = NotRun::UnknownTool(name).text(state);
+        return AgentResult::not_run(call_id, text);
+    };
+    let arguments = match arguments {
+        Ok(v) => drop_optional_nulls(&tool.spec.input_schema(), v),
+        Err(why) => {
+            let text = describe_field_errors(
+                tool.spec.name,
+                &[FieldError {
+                    field: String::new(),
+                    message: why,
+                }],
+            );
+            return AgentResult::not_run(call_id, texts::invalid_arguments(&text));
+        }
+    };
+    let idempotency_key = idempotency::key_for(tool.spec, idempotency_key, &arguments);
+    let answer = if options.mode == CallMode::Background {
+        // Stored as a job, exactly as the native endpoint does; the model is told where the
+        // result will be, and never waits for it.
+        let job = Submission {
+            tool: name,
+            arguments,
+            call_id: call_id.clone(),
+            idempotency_key,
+            callback_url: None,
+        };
+        submit(state, job).await
+    } else {
+        let request = request(
+            name,
+            arguments,
+            call_id.clone(),
+            idempotency_key,
+            options.deadline,
+        );
+        self::call(state, request).await
+    };
+    match answer {
+        Ok(envelope) => AgentResult::answered(call_id, envelope),
+        Err(not_run) => AgentResult::not_run(call_id, not_run.text(state)),
+    }
+}

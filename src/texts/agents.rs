@@ -1,0 +1,104 @@
+//! What a model reads from the agent protocols (OpenAI, Anthropic, MCP) and from the native
+//! endpoint's background answers: the status prefixes of a tool result, the unknown-tool text,
+//! the queued-job texts and the per-call argument problems.
+//!
+//! A status prefix comes first and in brackets (`[unavailable; retry after 30 s]`), so a model
+//! (and a person reading a transcript) sees what happened before the details.
+
+/// A result with data: the text, then the data as compact JSON (ids the model needs next, such
+/// as `offer_id`, are in the data).
+pub fn with_data(content: &str, data_json: &str) -> String {
+    format!("{content}\n\nData (JSON): {data_json}")
+}
+
+/// A stale result: its age first (`age` as "5 min"; `None` when unknown).
+pub fn stale(age: Option<&str>, text: &str) -> String {
+    format!("(stale: {} old) {text}", age.unwrap_or("age unknown"))
+}
+
+/// A tool that cannot answer now, with when to try again if that is known.
+pub fn unavailable(retry_after_s: Option<u64>, content: &str) -> String {
+    match retry_after_s {
+        Some(s) => format!("[unavailable; retry after {s} s] {content}"),
+        None => format!("[unavailable] {content}"),
+    }
+}
+
+/// The provider refused the request for a reason the model can fix.
+pub fn rejected(content: &str) -> String {
+    format!("[rejected] {content}")
+}
+
+/// The arguments (or the tool name) are wrong; `content` says what to fix.
+pub fn invalid_arguments(content: &str) -> String {
+    format!("[invalid_arguments] {content}")
+}
+
+/// A call stored as a background job.
+pub fn queued(job_id: &str, content: &str) -> String {
+    format!("[queued: job {job_id}] {content}")
+}
+
+/// A tool that is not served, naming the ones that are: the one text for it. The native
+/// endpoint answers it as its 404 message, the agent protocols as an `invalid_arguments`
+/// result, and MCP as its `-32602` error.
+pub fn unknown_tool(name: &str, known: &[&str]) -> String {
+    format!(
+        "There is no tool \"{name}\"; the tools are: {}. Call one of them by its exact name.",
+        known.join(", ")
+    )
+}
+
+/// A background call stored as a new job.
+pub fn job_accepted(job_id: &str) -> String {
+    format!(
+        "Accepted for background processing as job {job_id}. The result arrives through GET /v1/jobs/{job_id} (or the callback), not in this turn."
+    )
+}
+
+/// A background call whose idempotency key names an existing job.
+pub fn job_exists(tool: &str, job_id: &str, job_status: &str) -> String {
+    format!(
+        "This idempotency key was already used for {tool}: job {job_id} ({job_status}) is that request."
+    )
+}
+
+/// Background mode on a gateway without a job store.
+pub const NO_JOB_STORE: &str =
+    "mode \"background\" needs a job store; this gateway runs without one";
+
+/// The job store did not answer, so a background call was not stored.
+pub const JOB_STORE_DOWN: &str =
+    "the job store is not answering, so the call was not accepted; try again shortly";
+
+/// A call mode that is neither `interactive` nor `background` (`value` as JSON).
+pub fn invalid_mode(value: &str) -> String {
+    format!("mode {value} is not valid; use \"interactive\" or \"background\"")
+}
+
+/// An OpenAI `arguments` string that is not JSON.
+pub fn arguments_not_json(error: &str) -> String {
+    format!(
+        "the arguments string is not valid JSON ({error}); send the arguments as one JSON object"
+    )
+}
+
+/// OpenAI `arguments` that are neither a JSON string nor an object (`got` as JSON).
+pub fn arguments_not_a_string(got: &str) -> String {
+    format!("arguments must be a JSON object encoded as a string, got {got}")
+}
+
+/// An Anthropic `input` that is not an object (`got` as JSON).
+pub fn input_not_an_object(got: &str) -> String {
+    format!("input must be a JSON object, got {got}")
+}
+
+/// The answer to MCP's `"faregate/mode": "background"`. An MCP result of a tool with an
+/// `outputSchema` must carry structured content matching it (the official SDK refuses one that
+/// does not), and a queued job has no such result yet.
+pub const MCP_BACKGROUND: &str = "Background mode is not available over MCP: a queued job has no result matching the tool's outputSchema yet. Call without \"faregate/mode\" for an answer now, or submit the job to POST /v1/tools/{tool}/call with \"mode\": \"background\" (or the OpenAI/Anthropic endpoints with \"mode\": \"background\").";
+
+/// A `_meta` entry of an MCP call that is not valid (`key` names it).
+pub fn invalid_meta(key: &str, problem: &str) -> String {
+    format!("_meta {key}: {problem}")
+}
