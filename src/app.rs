@@ -15,8 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::{Gateway, Upstream};
 use crate::config::Config;
-use crate::http::server::{self, ServeOptions};
-use crate::http::{self, AppState, ClientKeys, ClientLimits, Keys};
+use crate::http::{self, AppState, ClientKeys, ClientLimits, Keys, ServeOptions};
 use crate::jobs::{JobSystem, Store};
 use crate::providers::{self, Env, Secret};
 use crate::telemetry::{AlertRules, Telemetry};
@@ -185,7 +184,7 @@ pub async fn run(
     let streams = CancellationToken::new();
     let router = http::router(app.state, streams.clone());
     let stop_jobs = jobs_stop.clone();
-    let result = server::serve(listener, router, options, shutdown, move || {
+    let result = http::serve(listener, router, options, shutdown, move || {
         tracing::info!("shutting down: no new connections; finishing in-flight calls");
         streams.cancel();
         // Open event streams would otherwise hold the graceful shutdown forever.

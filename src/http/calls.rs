@@ -15,8 +15,8 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::AppState;
-use super::error::ApiError;
+use super::edge::ApiError;
+use super::state::AppState;
 use crate::agents::manifest::drop_optional_nulls;
 use crate::agents::{AgentCall, AgentResult, CallOptions, idempotency};
 use crate::call::{CallError, CallInfo, CallRequest, Envelope};

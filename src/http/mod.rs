@@ -1,28 +1,24 @@
-//! The HTTP edge: axum routes, authentication, body limits and JSON errors.
+//! The HTTP server: routes, the edge every request passes, and the handlers.
 //!
-//! **Architecture invariant:** this is the only module that knows the gateway's own wire JSON
-//! (request bodies, error bodies, the catalog shape) and the agent protocols' shapes. It turns
-//! requests into [`CallRequest`](crate::call::CallRequest)s and renders
-//! [`Envelope`](crate::call::Envelope)s; it never talks to a provider. Inside it, only `mcp`
-//! imports rmcp, and only `manifest` knows the OpenAI, Anthropic, Gemini and MCP tool shapes.
+//! **Architecture invariant:** this is the only module that knows axum and the gateway's own
+//! HTTP answers (error bodies, the catalog shape, the job API). It turns requests into calls
+//! through [`crate::agents`] (the protocols' shapes, pure) and `calls` (the one path to the
+//! gateway or the job queue), and renders the answers; it never talks to a provider.
+//!
+//! - `edge/`: the accept loop, the request timeout, authentication, per-client limits, body
+//!   reading and the one error → JSON mapping;
+//! - `api/`: the native call endpoint, the catalog, the job API, the OpenAPI document and the
+//!   OpenAI and Anthropic routes;
+//! - `mcp/`: `/mcp`, the only module that imports rmcp;
+//! - `ops/`: breakers, alerts, events, metrics and the dashboard;
+//! - `calls`: running parsed calls; `state`: what every handler can reach.
 
-mod agents;
-mod auth;
+mod api;
 mod calls;
-mod catalog;
-mod error;
-mod jobs;
-mod json;
-pub mod limits;
+mod edge;
 mod mcp;
-mod native;
-mod openapi;
 mod ops;
-pub mod server;
-mod trace;
-
-use std::sync::Arc;
-use std::time::Duration;
+mod state;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -33,46 +29,13 @@ use axum::routing::{get, post};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-pub use auth::{Access, Caller, ClientKeys, Keys};
-pub use error::ApiError;
-pub use limits::ClientLimits;
+pub use edge::{
+    ApiError, Caller, ClientId, ClientKeys, ClientLimits, KeyDigest, Keys, Role, ServeOptions,
+    serve,
+};
+pub use state::AppState;
 
-use crate::call::Gateway;
-use crate::config::Config;
-
-/// What every handler can reach.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    /// The call pipeline.
-    pub gateway: Arc<Gateway>,
-    /// Metrics, alerts and event streams.
-    pub telemetry: Arc<crate::telemetry::Telemetry>,
-    /// The configuration (prompts, policies).
-    pub config: Arc<Config>,
-    /// The body limit, for error messages.
-    pub max_body_bytes: usize,
-    /// Background mode, when a job store is configured.
-    pub jobs: Option<crate::jobs::Jobs>,
-    /// Client keys and the admin key (as digests).
-    pub keys: Keys,
-    /// Per-client rate and in-flight limits of the tool-call routes.
-    pub limits: Arc<ClientLimits>,
-    /// How long one request may take (`[server] request_timeout`, resolved).
-    pub request_timeout: Duration,
-}
-
-impl AppState {
-    /// Authorizes a request for `access`; `what` names an admin action in messages.
-    pub(crate) fn authorize(
-        &self,
-        headers: &axum::http::HeaderMap,
-        access: Access,
-        what: &str,
-    ) -> Result<Caller, Box<axum::response::Response>> {
-        self.keys
-            .authorize(headers, access, what, &self.config.auth.admin_key_env)
-    }
-}
+use api::{agents, catalog, jobs, native, openapi};
 
 /// Every path [`router`] serves (a test reads the router's source to keep this list exact, and
 /// the OpenAPI document is checked against it).
@@ -122,7 +85,7 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .route_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            limits::limit_calls,
+            edge::limit_calls,
         ));
     let api = Router::new()
         .route("/openapi.json", get(openapi_json))
@@ -135,7 +98,7 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(middleware::from_fn_with_state(
             state.keys.clone(),
-            auth::require_client,
+            edge::require_client,
         ));
     Router::new()
         .route("/healthz", get(healthz))
@@ -145,9 +108,9 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.request_timeout,
-            server::request_timeout,
+            edge::request_timeout,
         ))
-        .layer(trace::layer())
+        .layer(edge::trace_layer())
         .with_state(state)
 }
 

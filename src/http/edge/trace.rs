@@ -14,7 +14,7 @@ use tracing::field::Empty;
 
 /// Makes the request span.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct RequestSpan;
+pub(crate) struct RequestSpan;
 
 impl<B> MakeSpan<B> for RequestSpan {
     fn make_span(&mut self, request: &Request<B>) -> Span {
@@ -36,7 +36,7 @@ impl<B> MakeSpan<B> for RequestSpan {
 
 /// Records the status on the span.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct RecordStatus;
+pub(crate) struct RecordStatus;
 
 impl<B> OnResponse<B> for RecordStatus {
     fn on_response(self, response: &Response<B>, latency: Duration, span: &Span) {
@@ -54,7 +54,7 @@ impl<B> OnResponse<B> for RecordStatus {
 }
 
 /// The layer, for `Router::layer` (which wraps each route, so the matched path is known).
-pub(super) fn layer()
+pub(crate) fn layer()
 -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, DefaultOnRequest, RecordStatus>
 {
     TraceLayer::new_for_http()

@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::error::{ApiError, PathParam};
-use super::{Access, AppState};
+use crate::http::edge::{ApiError, PathParam, Role};
+use crate::http::state::AppState;
 use crate::jobs::{Job, JobStatus, JobStore, Jobs, rfc3339};
 
 /// The job as the API shows it.
@@ -86,7 +86,7 @@ pub(crate) async fn list(
     headers: HeaderMap,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    if let Err(res) = state.authorize(&headers, Access::Admin, "listing every job") {
+    if let Err(res) = state.authorize(&headers, Role::Admin, "listing every job") {
         return Ok(*res);
     }
     // axum's own rejection is text/plain; every error of this API is JSON (schemathesis found it).

@@ -39,7 +39,7 @@ use governor::{Quota, RateLimiter};
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::AppState;
+use crate::http::state::AppState;
 use super::auth::{Caller, KeyDigest};
 use super::error::ApiError;
 use crate::config::LimitsConfig;

@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::error::PathParam;
-use super::{Access, ApiError, AppState};
+use crate::http::edge::{ApiError, PathParam, Role};
+use crate::http::state::AppState;
 use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::telemetry::{Alert, AlertChange};
 
@@ -54,9 +54,9 @@ pub(super) fn routes() -> Router<AppState> {
 
 /// Authorizes an operations request: reads need a client key or the admin key, forcing
 /// needs the admin key.
-fn authorize(state: &AppState, headers: &HeaderMap, access: Access) -> Result<(), Box<Response>> {
+fn authorize(state: &AppState, headers: &HeaderMap, role: Role) -> Result<(), Box<Response>> {
     state
-        .authorize(headers, access, "forcing breakers")
+        .authorize(headers, role, "forcing breakers")
         .map(|_| ())
 }
 
@@ -159,7 +159,7 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
 }
 
 async fn list_breakers(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(res) = authorize(&state, &headers, Access::Client) {
+    if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
     let now = Instant::now();
@@ -216,7 +216,7 @@ async fn one_breaker(
     headers: HeaderMap,
     PathParam(key): PathParam,
 ) -> Response {
-    if let Err(res) = authorize(&state, &headers, Access::Client) {
+    if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
     match find(&state, &key) {
@@ -234,7 +234,7 @@ async fn force_breaker(
     PathParam(key): PathParam,
     body: Bytes,
 ) -> Response {
-    if let Err(res) = authorize(&state, &headers, Access::Admin) {
+    if let Err(res) = authorize(&state, &headers, Role::Admin) {
         return *res;
     }
     let breaker = match find(&state, &key) {
@@ -262,7 +262,7 @@ async fn force_breaker(
 }
 
 async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(res) = authorize(&state, &headers, Access::Client) {
+    if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
     let now = Instant::now();
@@ -279,7 +279,7 @@ async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Respo
 /// a comment every 15 s to keep proxies from closing the stream, and `lagged` (with the number
 /// of events missed) if this client fell more than the channel's capacity behind.
 async fn events(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(res) = authorize(&state, &headers, Access::Client) {
+    if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
     let telemetry = &state.telemetry;
@@ -336,7 +336,7 @@ fn alert_event(change: &AlertChange) -> Event {
 
 async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if !state.config.telemetry.metrics_public
-        && let Err(res) = authorize(&state, &headers, Access::Client)
+        && let Err(res) = authorize(&state, &headers, Role::Client)
     {
         return *res;
     }

@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::AppState;
-use super::calls::unknown_tool;
-use super::error::{ApiError, PathParam};
+use crate::http::calls::unknown_tool;
+use crate::http::edge::{ApiError, PathParam};
+use crate::http::state::AppState;
 use crate::agents::manifest::{self, Format, ManifestTool};
 use crate::call::ServedTool;
 use crate::tools::{Access, CallMode};

@@ -11,10 +11,9 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use serde_json::Value;
 
-use super::AppState;
-use super::calls::run_agent_calls;
-use super::error::ApiError;
-use super::json::read_body;
+use crate::http::calls::run_agent_calls;
+use crate::http::edge::{ApiError, read_body};
+use crate::http::state::AppState;
 use crate::agents::{anthropic, body::read_json, openai};
 
 /// `POST /v1/openai/tool_calls`.

@@ -115,16 +115,16 @@ pub struct Keys {
     pub admin: ClientKeys,
 }
 
-/// What a route needs.
+/// Which key a route needs: the role the caller must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub enum Role {
     /// A client key or the admin key (anyone when auth is off).
     Client,
     /// The admin key (anyone when neither client keys nor an admin key are configured).
     Admin,
 }
 
-pub(super) fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     let value = headers.get(header::AUTHORIZATION)?.as_bytes();
     let rest = value
         .strip_prefix(b"Bearer ")
@@ -144,12 +144,12 @@ fn forbidden(message: impl Into<String>) -> Response {
 }
 
 impl Keys {
-    /// Decides a request: the caller, or the 401/403 to answer. `what` names the admin action
+    /// Decides a request for a route that needs `role`: the caller, or the 401/403 to answer. `what` names the admin action
     /// in messages ("forcing breakers"); `admin_env` names the admin key's variable.
     pub fn authorize(
         &self,
         headers: &HeaderMap,
-        access: Access,
+        role: Role,
         what: &str,
         admin_env: &str,
     ) -> Result<Caller, Box<Response>> {
@@ -159,8 +159,8 @@ impl Keys {
         if let Some(d) = admin {
             return Ok(Caller::Admin(d));
         }
-        match access {
-            Access::Client => match (client, presented) {
+        match role {
+            Role::Client => match (client, presented) {
                 (Some(d), _) => Ok(Caller::Client(d)),
                 _ if self.clients.is_empty() => Ok(Caller::Anonymous),
                 (None, None) => Err(Box::new(unauthorized(
@@ -170,7 +170,7 @@ impl Keys {
                     "the bearer key is not valid; use a client key or the admin key",
                 ))),
             },
-            Access::Admin => {
+            Role::Admin => {
                 if self.admin.is_empty() && self.clients.is_empty() {
                     return Ok(Caller::Anonymous);
                 }
@@ -210,7 +210,7 @@ pub async fn require_client(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match keys.authorize(request.headers(), Access::Client, "this", "") {
+    match keys.authorize(request.headers(), Role::Client, "this", "") {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
@@ -275,8 +275,8 @@ mod tests {
             clients: ClientKeys::from_list("c1,c2"),
             admin: ClientKeys::from_list("adm"),
         };
-        let client = |k| status(keys.authorize(&headers(k), Access::Client, "x", "ADMIN"));
-        let admin = |k| status(keys.authorize(&headers(k), Access::Admin, "x", "ADMIN"));
+        let client = |k| status(keys.authorize(&headers(k), Role::Client, "x", "ADMIN"));
+        let admin = |k| status(keys.authorize(&headers(k), Role::Admin, "x", "ADMIN"));
         assert_eq!(client(None), 401);
         assert_eq!(client(Some("nope")), 401);
         assert_eq!(client(Some("c2")), 200);
@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(admin(Some("c1")), 403);
         assert_eq!(admin(Some("adm")), 200);
         assert!(matches!(
-            keys.authorize(&headers(Some("c1")), Access::Client, "x", "A"),
+            keys.authorize(&headers(Some("c1")), Role::Client, "x", "A"),
             Ok(Caller::Client(_))
         ));
     }
@@ -294,9 +294,9 @@ mod tests {
     #[test]
     fn auth_is_off_only_without_client_keys() {
         let open = Keys::default();
-        for access in [Access::Client, Access::Admin] {
+        for role in [Role::Client, Role::Admin] {
             assert!(matches!(
-                open.authorize(&headers(None), access, "x", "A"),
+                open.authorize(&headers(None), role, "x", "A"),
                 Ok(Caller::Anonymous)
             ));
         }
@@ -306,7 +306,7 @@ mod tests {
         };
         let r = no_admin.authorize(
             &headers(Some("c1")),
-            Access::Admin,
+            Role::Admin,
             "forcing breakers",
             "FG_ADMIN",
         );
@@ -316,12 +316,12 @@ mod tests {
             admin: ClientKeys::from_list("adm"),
         };
         assert_eq!(
-            status(admin_only.authorize(&headers(None), Access::Admin, "x", "A")),
+            status(admin_only.authorize(&headers(None), Role::Admin, "x", "A")),
             401,
             "an admin key guards admin routes even when client auth is off"
         );
         assert_eq!(
-            status(admin_only.authorize(&headers(None), Access::Client, "x", "A")),
+            status(admin_only.authorize(&headers(None), Role::Client, "x", "A")),
             200
         );
     }

@@ -1,0 +1,46 @@
+//! [`AppState`]: what every handler and edge layer can reach.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use super::edge::{Caller, ClientLimits, Keys, Role};
+use crate::call::Gateway;
+use crate::config::Config;
+
+/// What every handler can reach.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The call pipeline.
+    pub gateway: Arc<Gateway>,
+    /// Metrics, alerts and event streams.
+    pub telemetry: Arc<crate::telemetry::Telemetry>,
+    /// The configuration (prompts, policies).
+    pub config: Arc<Config>,
+    /// The body limit, for error messages.
+    pub max_body_bytes: usize,
+    /// Background mode, when a job store is configured.
+    pub jobs: Option<crate::jobs::Jobs>,
+    /// Client keys and the admin key (as digests).
+    pub keys: Keys,
+    /// Per-client rate and in-flight limits of the tool-call routes.
+    pub limits: Arc<ClientLimits>,
+    /// How long one request may take (`[server] request_timeout`, resolved).
+    pub request_timeout: Duration,
+}
+
+impl AppState {
+    /// Authorizes a request for a route that needs `role`; `what` names an admin action in
+    /// messages.
+    pub(crate) fn authorize(
+        &self,
+        headers: &HeaderMap,
+        role: Role,
+        what: &str,
+    ) -> Result<Caller, Box<Response>> {
+        self.keys
+            .authorize(headers, role, what, &self.config.auth.admin_key_env)
+    }
+}
