@@ -11,10 +11,10 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use serde_json::Value;
 
+use crate::agents::{anthropic, body::read_json, openai};
 use crate::http::calls::run_agent_calls;
 use crate::http::edge::{ApiError, read_body};
 use crate::http::state::AppState;
-use crate::agents::{anthropic, body::read_json, openai};
 
 /// `POST /v1/openai/tool_calls`.
 pub(crate) async fn openai_tool_calls(

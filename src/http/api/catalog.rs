@@ -11,11 +11,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::agents::manifest::{self, Format, ManifestTool};
+use crate::call::ServedTool;
 use crate::http::calls::unknown_tool;
 use crate::http::edge::{ApiError, PathParam};
 use crate::http::state::AppState;
-use crate::agents::manifest::{self, Format, ManifestTool};
-use crate::call::ServedTool;
 use crate::tools::{Access, CallMode};
 
 #[derive(Debug, Deserialize)]

@@ -10,11 +10,11 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::agents::{self, native::NativeCall};
+use crate::call::Status;
 use crate::http::calls::{self, Submission};
 use crate::http::edge::{ApiError, PathParam, read_body};
 use crate::http::state::AppState;
-use crate::agents::{self, native::NativeCall};
-use crate::call::Status;
 use crate::tools::CallMode;
 
 /// The handler.

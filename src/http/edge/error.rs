@@ -59,6 +59,14 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The fallback: a path no route serves.
+pub(crate) async fn no_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {}; see GET /v1/tools and POST /v1/tools/{{tool}}/call",
+        uri.path()
+    ))
+}
+
 /// A route's one path parameter. axum's own `Path` rejection (a segment that is not UTF-8 once
 /// percent-decoded, e.g. `%FF`) is text/plain; this answers the JSON 400 every other error
 /// gets (schemathesis run: the OpenAPI document promises JSON errors).

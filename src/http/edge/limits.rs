@@ -39,10 +39,10 @@ use governor::{Quota, RateLimiter};
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::http::state::AppState;
 use super::auth::{Caller, KeyDigest};
 use super::error::ApiError;
 use crate::config::LimitsConfig;
+use crate::http::state::AppState;
 
 /// Whom a limit counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

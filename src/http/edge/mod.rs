@@ -21,7 +21,7 @@ pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};
 
 pub(crate) use auth::require_client;
-pub(crate) use error::PathParam;
+pub(crate) use error::{PathParam, no_route};
 pub(crate) use json::read_body;
 pub(crate) use limits::limit_calls;
 pub(crate) use server::request_timeout;

@@ -36,9 +36,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::{self, manifest};
 use crate::http::calls::{run_agent_call, unknown_tool_text};
 use crate::http::state::AppState;
-use crate::agents::{self, manifest};
 
 /// The tower service mounted at `/mcp`.
 ///

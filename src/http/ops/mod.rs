@@ -1,7 +1,9 @@
-//! Operations routes: the breaker API, the event stream, alerts, `/metrics` and the dashboard.
+//! Operations routes: the probes, the breaker API, the event stream, alerts, `/metrics` and the
+//! dashboard.
 //!
 //! | route | access |
 //! |---|---|
+//! | `GET /healthz`, `GET /readyz` | open: liveness and readiness probes |
 //! | `GET /v1/breakers`, `GET /v1/breakers/{key}`, `GET /v1/alerts`, `GET /v1/events` | a client key or the admin key (open when client keys are off) |
 //! | `POST /v1/breakers/{key}/force` | the admin key: 401 without a valid key, 403 with a client key |
 //! | `GET /metrics` | open when `[telemetry] metrics_public = true` (the default), else as the reads |
@@ -18,20 +20,19 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
+use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::http::edge::{ApiError, PathParam, Role};
 use crate::http::state::AppState;
-use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::telemetry::{Alert, AlertChange};
 
 /// The dashboard page, served as is (no build step, no external assets).
@@ -40,16 +41,23 @@ const DASHBOARD: &str = include_str!("dashboard.html");
 /// How many transitions each breaker's JSON lists.
 const TRANSITIONS_PER_BREAKER: usize = 10;
 
-/// The operations routes (each authorizes itself: their access differs per route).
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/breakers", get(list_breakers))
-        .route("/v1/breakers/{key}", get(one_breaker))
-        .route("/v1/breakers/{key}/force", post(force_breaker))
-        .route("/v1/alerts", get(list_alerts))
-        .route("/v1/events", get(events))
-        .route("/metrics", get(metrics))
-        .route("/dashboard", get(dashboard))
+/// `GET /healthz`: alive.
+pub(crate) async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// `GET /readyz`: ready when at least one tool is served.
+pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
+    let tools = state.gateway.tools().len();
+    if tools == 0 {
+        (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "not_ready", "message": "no tool is served" })),
+        )
+            .into_response()
+    } else {
+        Json(json!({ "status": "ready", "tools": tools })).into_response()
+    }
 }
 
 /// Authorizes an operations request: reads need a client key or the admin key, forcing
@@ -158,7 +166,7 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
     })
 }
 
-async fn list_breakers(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn list_breakers(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
@@ -211,7 +219,7 @@ fn find(
         })
 }
 
-async fn one_breaker(
+pub(crate) async fn one_breaker(
     State(state): State<AppState>,
     headers: HeaderMap,
     PathParam(key): PathParam,
@@ -228,7 +236,7 @@ async fn one_breaker(
     }
 }
 
-async fn force_breaker(
+pub(crate) async fn force_breaker(
     State(state): State<AppState>,
     headers: HeaderMap,
     PathParam(key): PathParam,
@@ -261,7 +269,7 @@ async fn force_breaker(
     Json(breaker_json(&state, &breaker.snapshot(now), now)).into_response()
 }
 
-async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
@@ -278,7 +286,7 @@ async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Respo
 /// `GET /v1/events`: `event: ready` once, then `transition` and `alert` events (JSON `data`),
 /// a comment every 15 s to keep proxies from closing the stream, and `lagged` (with the number
 /// of events missed) if this client fell more than the channel's capacity behind.
-async fn events(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn events(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
@@ -334,7 +342,7 @@ fn alert_event(change: &AlertChange) -> Event {
     Event::default().event("alert").data(data.to_string())
 }
 
-async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if !state.config.telemetry.metrics_public
         && let Err(res) = authorize(&state, &headers, Role::Client)
     {
@@ -355,7 +363,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         .into_response()
 }
 
-async fn dashboard() -> Response {
+pub(crate) async fn dashboard() -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),

@@ -1,0 +1,511 @@
+//! The rows of the route table, in the order the OpenAPI document lists them (`row.rs` says
+//! what a row means).
+
+use axum::routing::on;
+use serde_json::json;
+
+use super::row::{
+    Answer, BREAKER_KEY, Guard, Handler, Operation, Param, ParamSchema, Place, Reply, Route,
+    Schema, Security, TOOL, Verb, answer, error, op, route,
+};
+use crate::http::api::{agents, catalog, jobs, native, openapi};
+use crate::http::ops;
+use Verb::{Delete, Get, Post};
+
+const JOB_STORE: Answer = error(503, "The job store did not answer.");
+const NO_JOB_STORE: Answer = error(501, "No job store.");
+const NOT_JSON: Answer = error(415, "The body is declared as something other than JSON.");
+const KEY: Answer = error(401, "Missing or wrong key.");
+
+/// Every route, in the order the document lists them.
+pub(crate) const ROUTES: &[Route] = &[
+    route(
+        "/healthz",
+        Guard::Open,
+        &[Operation {
+            security: Security::Open,
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, ops::healthz)),
+                "healthz",
+                "Liveness.",
+                &[answer(200, "Alive.", Reply::Json(Schema::Object))],
+            )
+        }],
+    ),
+    route(
+        "/readyz",
+        Guard::Open,
+        &[Operation {
+            security: Security::Open,
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, ops::readyz)),
+                "readyz",
+                "Readiness: at least one tool is served.",
+                &[
+                    answer(200, "Ready.", Reply::Json(Schema::Object)),
+                    answer(503, "No tool is served.", Reply::Json(Schema::Object)),
+                ],
+            )
+        }],
+    ),
+    route(
+        "/openapi.json",
+        Guard::Client,
+        &[op(
+            Get,
+            Handler::Axum(|m| on(m, openapi::serve)),
+            "openapi",
+            "This document.",
+            &[answer(
+                200,
+                "The OpenAPI 3.1 document.",
+                Reply::Json(Schema::Object),
+            )],
+        )],
+    ),
+    route(
+        "/v1/tools",
+        Guard::Client,
+        &[Operation {
+            params: &[
+                Param {
+                    name: "format",
+                    place: Place::Query,
+                    description: None,
+                    schema: ParamSchema::Inline(|| {
+                        json!(
+                {"type": "string", "enum": ["native", "openai", "anthropic", "mcp", "gemini"], "default": "native"})
+                    }),
+                },
+                Param {
+                    name: "available",
+                    place: Place::Query,
+                    description: Some("true: leave out tools whose breakers are all open."),
+                    schema: ParamSchema::Inline(|| json!({"type": "boolean", "default": false})),
+                },
+            ],
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, catalog::list)),
+                "listTools",
+                "The tool manifest, natively or ready to paste into an OpenAI, Anthropic, Gemini or MCP request.",
+                &[
+                    answer(
+                        200,
+                        "`{\"tools\": …}` in the format asked for.",
+                        Reply::Json(Schema::Inline(
+                            || json!({"type": "object", "required": ["tools"]}),
+                        )),
+                    ),
+                    error(400, "Unknown format or parameter."),
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/tools/{tool}",
+        Guard::Client,
+        &[Operation {
+            params: &[TOOL],
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, catalog::one)),
+                "getTool",
+                "One tool with its schemas, policy and providers.",
+                &[
+                    answer(200, "The tool.", Reply::Json(Schema::Object)),
+                    error(400, "A tool name that is not UTF-8 once percent-decoded."),
+                    error(404, "Unknown tool; the body lists the known ones."),
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/tools/{tool}/call",
+        Guard::Call,
+        &[Operation {
+            params: &[TOOL],
+            body: Some(Schema::Ref("CallBody")),
+            ..op(
+                Post,
+                Handler::Axum(|m| on(m, native::call_tool)),
+                "callTool",
+                "Run one tool call; the answer is a tool result envelope.",
+                &[
+                    answer(
+                        200,
+                        "ok, stale, unavailable or rejected.",
+                        Reply::Json(Schema::Ref("Envelope")),
+                    ),
+                    answer(
+                        202,
+                        "queued: a background call was accepted (or its idempotency key named an existing job); job_id set.",
+                        Reply::Json(Schema::Ref("Envelope")),
+                    ),
+                    error(
+                        400,
+                        "Malformed JSON or body: syntax, nesting deeper than 128, duplicate keys, unknown fields, wrong types, unprintable call_id or idempotency_key, a callback_url without mode background; or a tool name that is not UTF-8 once percent-decoded.",
+                    ),
+                    error(404, "Unknown tool; the body lists the known ones."),
+                    NOT_JSON,
+                    answer(
+                        422,
+                        "invalid_arguments (an envelope naming each bad field), or a callback_url refused by the allowlist or the private-address check (an error naming the field).",
+                        Reply::Json(Schema::Inline(
+                            || json!({"oneOf": [{"$ref": "#/components/schemas/Envelope"}, {"$ref": "#/components/schemas/Error"}]}),
+                        )),
+                    ),
+                    error(501, "mode background on a gateway without a job store."),
+                    error(
+                        503,
+                        "The job store did not answer (the background call was not accepted), or the request took longer than [server] request_timeout.",
+                    ),
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/prompts/agent-guidance",
+        Guard::Client,
+        &[op(
+            Get,
+            Handler::Axum(|m| on(m, catalog::agent_guidance)),
+            "agentGuidance",
+            "A system-prompt fragment: how a model should treat each result status.",
+            &[
+                answer(
+                    200,
+                    "The guidance.",
+                    Reply::Json(Schema::Inline(
+                        || json!({"type": "object", "required": ["guidance"], "properties": {"guidance": {"type": "string"}}}),
+                    )),
+                ),
+                error(404, "The prompts directory has no agent-guidance.md."),
+            ],
+        )],
+    ),
+    route(
+        "/v1/jobs",
+        Guard::Client,
+        &[Operation {
+            params: &[
+                Param {
+                    name: "status",
+                    place: Place::Query,
+                    description: None,
+                    schema: ParamSchema::Inline(
+                        || json!({"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead"]}),
+                    ),
+                },
+                Param {
+                    name: "tool",
+                    place: Place::Query,
+                    description: None,
+                    schema: ParamSchema::Text,
+                },
+                Param {
+                    name: "limit",
+                    place: Place::Query,
+                    description: Some(
+                        "At most this many jobs (default 100); values outside 1 to 1000 are clamped to it.",
+                    ),
+                    schema: ParamSchema::Inline(
+                        || json!({"type": "integer", "minimum": 0, "maximum": 4294967295_u64}),
+                    ),
+                },
+            ],
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, jobs::list)),
+                "listJobs",
+                "Background jobs of every client, newest first (admin key).",
+                &[
+                    answer(
+                        200,
+                        "The jobs.",
+                        Reply::Json(Schema::Inline(
+                            || json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}}}),
+                        )),
+                    ),
+                    error(400, "Unknown status or query parameter."),
+                    error(
+                        403,
+                        "A client key cannot list every job; use the admin key.",
+                    ),
+                    NO_JOB_STORE,
+                    JOB_STORE,
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/jobs/{job_id}",
+        Guard::Client,
+        &[Operation {
+            params: &[Param {
+                name: "job_id",
+                place: Place::Path,
+                description: None,
+                schema: ParamSchema::Text,
+            }],
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, jobs::one)),
+                "getJob",
+                "One background job: status, attempts, next attempt, result envelope, last error.",
+                &[
+                    answer(200, "The job.", Reply::Json(Schema::Ref("Job"))),
+                    error(400, "A job id that is not UTF-8 once percent-decoded."),
+                    error(404, "No such job."),
+                    NO_JOB_STORE,
+                    JOB_STORE,
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/breakers",
+        Guard::SelfAuthorized,
+        &[op(
+            Get,
+            Handler::Axum(|m| on(m, ops::list_breakers)),
+            "listBreakers",
+            "Every breaker: state, since, failure and slow-call rates, calls in the window, open until, ramp stage, history.",
+            &[
+                answer(200, "The breakers.", Reply::Json(Schema::Object)),
+                KEY,
+            ],
+        )],
+    ),
+    route(
+        "/v1/breakers/{key}",
+        Guard::SelfAuthorized,
+        &[Operation {
+            params: &[BREAKER_KEY],
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, ops::one_breaker)),
+                "getBreaker",
+                "One breaker; the key is tool.provider, e.g. search_flights.duffel.",
+                &[
+                    answer(200, "The breaker.", Reply::Json(Schema::Object)),
+                    error(400, "A key that is not UTF-8 once percent-decoded."),
+                    KEY,
+                    error(404, "No such breaker."),
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/breakers/{key}/force",
+        Guard::SelfAuthorized,
+        &[Operation {
+            params: &[BREAKER_KEY],
+            body: Some(Schema::Inline(
+                || json!({"type": "object", "required": ["state"], "properties": {"state": {"type": "string", "enum": ["open", "closed", "auto"]}}}),
+            )),
+            ..op(
+                Post,
+                Handler::Axum(|m| on(m, ops::force_breaker)),
+                "forceBreaker",
+                "Force a breaker open or closed, or back to automatic (admin key).",
+                &[
+                    answer(
+                        200,
+                        "The breaker after the change.",
+                        Reply::Json(Schema::Object),
+                    ),
+                    error(
+                        400,
+                        "Unknown state or malformed body, or a key that is not UTF-8 once percent-decoded.",
+                    ),
+                    KEY,
+                    error(
+                        403,
+                        "A client key cannot force breakers; use the admin key.",
+                    ),
+                    error(404, "No such breaker."),
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/alerts",
+        Guard::SelfAuthorized,
+        &[op(
+            Get,
+            Handler::Axum(|m| on(m, ops::list_alerts)),
+            "listAlerts",
+            "Active alerts: breaker open too long, flapping, trip storm, shared dependency.",
+            &[
+                answer(200, "The active alerts.", Reply::Json(Schema::Object)),
+                KEY,
+            ],
+        )],
+    ),
+    route(
+        "/v1/events",
+        Guard::SelfAuthorized,
+        &[op(
+            Get,
+            Handler::Axum(|m| on(m, ops::events)),
+            "events",
+            "Server-sent events: breaker transitions and alerts.",
+            &[
+                answer(200, "An event stream.", Reply::Media("text/event-stream")),
+                KEY,
+            ],
+        )],
+    ),
+    route(
+        "/metrics",
+        Guard::SelfAuthorized,
+        &[Operation {
+            security: Security::Optional,
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, ops::metrics)),
+                "metrics",
+                "Prometheus text format (open unless telemetry.metrics_public = false).",
+                &[
+                    answer(200, "Metrics.", Reply::Media("text/plain")),
+                    error(401, "Missing or wrong key, when metrics are not public."),
+                ],
+            )
+        }],
+    ),
+    route(
+        "/dashboard",
+        Guard::SelfAuthorized,
+        &[Operation {
+            security: Security::Open,
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, ops::dashboard)),
+                "dashboard",
+                "The operator's dashboard page (holds no data; reads the APIs with a key kept in session storage).",
+                &[answer(200, "An HTML page.", Reply::Media("text/html"))],
+            )
+        }],
+    ),
+    route(
+        "/v1/openai/tool_calls",
+        Guard::Call,
+        &[Operation {
+            body: Some(Schema::Ref("OpenAiToolCalls")),
+            ..op(
+                Post,
+                Handler::Axum(|m| on(m, agents::openai_tool_calls)),
+                "openaiToolCalls",
+                "Run an OpenAI assistant message's tool calls (Chat Completions) or function_call items (Responses API), concurrently; results in the order received.",
+                &[
+                    answer(
+                        200,
+                        "Tool messages (Chat Completions) or function_call_output items (Responses API).",
+                        Reply::Json(Schema::Ref("OpenAiResults")),
+                    ),
+                    error(400, "No tool calls found, or malformed JSON."),
+                    NOT_JSON,
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/anthropic/tool_use",
+        Guard::Call,
+        &[Operation {
+            body: Some(Schema::Ref("AnthropicToolUse")),
+            ..op(
+                Post,
+                Handler::Axum(|m| on(m, agents::anthropic_tool_use)),
+                "anthropicToolUse",
+                "Run an Anthropic assistant message's tool_use blocks concurrently; answers the user message with tool_result blocks.",
+                &[
+                    answer(
+                        200,
+                        "The user message to append.",
+                        Reply::Json(Schema::Ref("AnthropicResults")),
+                    ),
+                    error(400, "No tool_use blocks found, or malformed JSON."),
+                    NOT_JSON,
+                ],
+            )
+        }],
+    ),
+    route(
+        "/mcp",
+        Guard::Call,
+        &[
+            Operation {
+                body: Some(Schema::Ref("JsonRpcMessage")),
+                ..op(
+                    Post,
+                    Handler::Mcp,
+                    "mcpPost",
+                    "Model Context Protocol, Streamable HTTP (revisions 2025-06-18, 2025-11-25 with Mcp-Session-Id sessions; 2026-07-28 stateless). One JSON-RPC message per request.",
+                    &[
+                        answer(
+                            200,
+                            "A JSON-RPC response (application/json or text/event-stream).",
+                            Reply::Json(Schema::Object),
+                        ),
+                        answer(
+                            202,
+                            "A notification or response was accepted.",
+                            Reply::Nothing,
+                        ),
+                        answer(
+                            400,
+                            "A body that is not JSON (JSON-RPC -32700) or not a JSON-RPC message (-32600), or a request rmcp refuses (missing session id, unsupported protocol version).",
+                            Reply::Json(Schema::Inline(
+                                || json!({"anyOf": [{"$ref": "#/components/schemas/JsonRpcError"}, {"$ref": "#/components/schemas/Error"}]}),
+                            )),
+                        ),
+                        MCP_HOST,
+                        MCP_SESSION,
+                        MCP_ACCEPT,
+                        error(415, "The body is not declared as application/json."),
+                    ],
+                )
+            },
+            op(
+                Get,
+                Handler::Mcp,
+                "mcpGet",
+                "The server-to-client event stream of a legacy session.",
+                &[
+                    answer(200, "An event stream.", Reply::Media("text/event-stream")),
+                    error(400, "No session id, or an unsupported protocol version."),
+                    MCP_HOST,
+                    MCP_SESSION,
+                    error(405, "Not offered (stateless mode)."),
+                    MCP_ACCEPT,
+                ],
+            ),
+            op(
+                Delete,
+                Handler::Mcp,
+                "mcpDelete",
+                "End a legacy session.",
+                &[
+                    answer(202, "Session ended.", Reply::Nothing),
+                    error(400, "No session id, or an unsupported protocol version."),
+                    MCP_HOST,
+                    error(405, "Not offered (stateless mode)."),
+                ],
+            ),
+        ],
+    ),
+];
+
+const MCP_HOST: Answer = error(
+    403,
+    "Host or Origin not allowed ([mcp] allowed_hosts, allowed_origins).",
+);
+const MCP_SESSION: Answer = error(404, "Unknown or expired session: initialize again.");
+const MCP_ACCEPT: Answer = error(
+    406,
+    "The Accept header does not accept what this method answers (POST: application/json and text/event-stream; GET: text/event-stream).",
+);
