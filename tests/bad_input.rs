@@ -137,8 +137,8 @@ fn cases() -> Vec<Case> {
         at(raw("Anthropic: a duplicate key", "{\"content\": [], \"content\": []}", 400, "duplicate key"), "/v1/anthropic/tool_use"),
         at(raw("OpenAI: injected arguments", json!({"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search_flights", "arguments": "{\"origin\": \"../\", \"destination\": \"http://evil\", \"departure_date\": \"x\"}"}}]}).to_string(), 200, "[invalid_arguments]"), "/v1/openai/tool_calls"),
         at(raw("Anthropic: arguments of the wrong type", json!({"content": [{"type": "tool_use", "id": "t1", "name": "search_flights", "input": "JFK"}]}).to_string(), 200, "[invalid_arguments]"), "/v1/anthropic/tool_use"),
-        // rmcp answers malformed JSON with 415 and a plain-text reason (its choice, not ours).
-        at(raw("MCP: not JSON", "{", 415, "fail to deserialize request body"), "/mcp"),
+        // MCP: a body that is not JSON is a JSON-RPC parse error (-32700) with HTTP 400.
+        at(raw("MCP: not JSON", "{", 400, "Parse error"), "/mcp"),
     ]
 }
 

@@ -41,15 +41,20 @@ use routes::{Guard, Handler, ROUTES};
 /// The whole HTTP API, built from the route table (`routes.rs`).
 ///
 /// Layer order (axum's `Router::layer` wraps outward, so the last added runs first):
-/// 1. the request span (`trace`), outermost, so every answer below is traced;
-/// 2. the request timeout, so a stuck handler still answers a JSON 503;
-/// 3. client-key authentication (routes guarded `Client` and `Call`; the probes are open and
+/// 1. every refusal as JSON (axum's own 405, rmcp's plain-text refusals), around the whole
+///    router so it sees the final answer, headers included;
+/// 2. the request span (`trace`), on each route so it knows the matched path; every answer
+///    below is traced (the status it records is final: the step above keeps it);
+/// 3. the request timeout, so a stuck handler still answers a JSON 503;
+/// 4. a `Content-Length` over the body limit is refused at once with 413, before anything
+///    waits for the body;
+/// 5. client-key authentication (routes guarded `Client` and `Call`; the probes are open and
 ///    the operations routes authorize per route), before anything reads the body, so an
 ///    unauthenticated client cannot make the gateway read a large body;
-/// 4. on the tool-call routes only (guarded `Call`: native, OpenAI, Anthropic, `/mcp`): the
+/// 6. on the tool-call routes only (guarded `Call`: native, OpenAI, Anthropic, `/mcp`): the
 ///    per-client rate and in-flight limits, after authentication (they count per key) and
 ///    before the body;
-/// 5. the body limit, applied as the handler reads the body.
+/// 7. the body limit, applied as the handler reads the body.
 ///
 /// `/mcp` sits behind the same checks; rmcp then checks `Host` and `Origin` (`[mcp]` in
 /// `faregate.toml`) and enforces the same body limit itself. `shutdown` ends MCP sessions and
@@ -72,7 +77,7 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
             .iter()
             .any(|op| matches!(op.handler, Handler::Mcp))
         {
-            routed.route_service(route.path, mcp::service(state.clone(), shutdown.clone()))
+            routed.route(route.path, mcp::service(state.clone(), shutdown.clone()))
         } else {
             let methods = route
                 .operations
@@ -96,13 +101,23 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
             state.keys.clone(),
             edge::require_client,
         ));
-    open.merge(keyed)
+    let routed = open
+        .merge(keyed)
         .merge(self_authorized)
         .fallback(edge::no_route)
+        .layer(middleware::from_fn_with_state(
+            state.max_body_bytes,
+            edge::refuse_declared_too_large,
+        ))
         .layer(middleware::from_fn_with_state(
             state.request_timeout,
             edge::request_timeout,
         ))
         .layer(edge::trace_layer())
-        .with_state(state)
+        .with_state(state);
+    // Around the whole router, not each route: axum sets a 405's `Allow` header outside the
+    // route's own layers.
+    Router::new()
+        .fallback_service(routed)
+        .layer(middleware::from_fn(edge::refusals_as_json))
 }

@@ -1,12 +1,22 @@
 //! The one place where gateway errors become HTTP responses: a status and a JSON body whose
 //! `message` says what to fix. Internal details are logged, never sent.
+//!
+//! Some refusals are not written by faregate's handlers: axum answers a wrong method with an
+//! empty 405, and rmcp answers its own refusals in plain text. [`refusals_as_json`] gives them
+//! the same JSON body, so a client parses every refusal the same way.
 
 use axum::Json;
-use axum::extract::{FromRequestParts, Path};
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, Request};
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
+
+/// The most of a plain-text refusal that is read to become its JSON message; refusals are a
+/// line or two, and a larger body is not read at all.
+const PLAIN_REFUSAL_MAX: usize = 16 * 1024;
 
 /// An error answered to an HTTP client.
 #[derive(Debug)]
@@ -14,6 +24,8 @@ pub struct ApiError {
     status: StatusCode,
     message: String,
     extra: Map<String, Value>,
+    /// Whether the connection closes after this answer (`Connection: close`).
+    close: bool,
 }
 
 impl ApiError {
@@ -23,6 +35,21 @@ impl ApiError {
             status,
             message: message.into(),
             extra: Map::new(),
+            close: false,
+        }
+    }
+
+    /// 413 for a body over the `limit` in bytes. The connection closes after it: the rest of
+    /// the body is not read as a request, and the client learns not to send more on it.
+    pub fn too_large(limit: usize) -> Self {
+        ApiError {
+            close: true,
+            ..Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is larger than the {limit}-byte limit ([server] max_body_bytes); send less, e.g. fewer calls per request"
+                ),
+            )
         }
     }
 
@@ -55,8 +82,68 @@ impl IntoResponse for ApiError {
         let mut body = Map::new();
         body.insert("message".into(), json!(self.message));
         body.extend(self.extra);
-        (self.status, Json(Value::Object(body))).into_response()
+        let mut res = (self.status, Json(Value::Object(body))).into_response();
+        if self.close {
+            res.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        res
     }
+}
+
+/// Middleware: an error answer that is not JSON (axum's empty 405, rmcp's plain-text
+/// refusals) gets the JSON body every other refusal has, with its status and headers (`Allow`
+/// stays). A 405 says which methods the path answers.
+pub(crate) async fn refusals_as_json(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let res = next.run(request).await;
+    let status = res.status();
+    if !(status.is_client_error() || status.is_server_error())
+        || method == Method::HEAD
+        || is_json(res.headers())
+    {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let text = axum::body::to_bytes(body, PLAIN_REFUSAL_MAX)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let message = if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allowed = parts
+            .headers
+            .get(header::ALLOW)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        format!("{method} is not allowed on {path}; it answers {allowed}")
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("refused").to_string()
+    } else {
+        text
+    };
+    let body = json!({ "message": message }).to_string();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, Body::from(body))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .is_some_and(|t| t == "application/json" || t.ends_with("+json"))
 }
 
 /// The fallback: a path no route serves.

@@ -274,17 +274,9 @@ pub async fn limit_calls(State(state): State<AppState>, request: Request, next: 
 /// `tools/call` message ([`crate::agents::mcp::is_tool_call`] decides).
 async fn mcp_tool_call(request: Request, max: usize) -> Result<(bool, Request), Box<Response>> {
     let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, max).await.map_err(|_| {
-        Box::new(
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body could not be read whole within the {max}-byte limit ([server] max_body_bytes)"
-                ),
-            )
-            .into_response(),
-        )
-    })?;
+    let bytes = axum::body::to_bytes(body, max)
+        .await
+        .map_err(|_| Box::new(ApiError::too_large(max).into_response()))?;
     let call = crate::agents::mcp::is_tool_call(&bytes);
     Ok((
         call,

@@ -1,17 +1,19 @@
 //! The edge: what every request meets before a handler, and how every refusal is answered.
 //!
 //! - `server`: the accept loop (connection cap, header timeout, graceful drain) and the
-//!   request timeout;
+//!   request timeout; `linger`: closing a connection so its last answer arrives;
 //! - `auth`: client and admin keys, held as digests;
 //! - `limits`: per-client rate and in-flight limits on the tool-call routes;
-//! - `json`: what HTTP says about a body (content type, size) before a protocol reads it;
-//! - `error`: the one error → JSON mapping;
+//! - `body`: what HTTP says about a body (declared size, content type, limit) before a
+//!   protocol reads it;
+//! - `error`: the one error → JSON mapping, also for refusals axum and rmcp write;
 //! - `trace`: one span per request.
 
 mod auth;
+mod body;
 mod error;
-mod json;
 mod limits;
+mod linger;
 mod server;
 mod trace;
 
@@ -21,8 +23,8 @@ pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};
 
 pub(crate) use auth::require_client;
-pub(crate) use error::{PathParam, no_route};
-pub(crate) use json::read_body;
+pub(crate) use body::{read_body, refuse_declared_too_large};
+pub(crate) use error::{PathParam, no_route, refusals_as_json};
 pub(crate) use limits::limit_calls;
 pub(crate) use server::request_timeout;
 pub(crate) use trace::layer as trace_layer;

@@ -15,6 +15,9 @@
 //!   the response head, longer than every tool's deadline, so it only fires when something
 //!   is wrong (a body trickled in slowly, a stuck handler) and answers 503 with a JSON message.
 //!   Streams (SSE) are not cut: their response head is sent at once.
+//! - **Closing**: every connection is closed through [`Lingering`], which shuts the write side
+//!   first and reads what the client still sends for a bounded time, so an answer given before
+//!   the whole request was read (a 413) is not lost to a reset.
 //! - **Shutdown**: when the shutdown future completes, the listener is dropped (new
 //!   connections are refused), `on_shutdown` runs (event streams end, job workers stop
 //!   claiming), every connection is told to finish its current request and close, and the loop
@@ -43,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use super::error::ApiError;
+use super::linger::Lingering;
 
 /// The inbound limits of the accept loop (from `[server]`).
 #[derive(Debug, Clone, Copy)]
@@ -140,7 +144,10 @@ async fn connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
-    let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+    let conn = builder.serve_connection(
+        TokioIo::new(Lingering::new(stream)),
+        TowerToHyperService::new(service),
+    );
     tokio::pin!(conn);
     tokio::select! {
         res = conn.as_mut() => {

@@ -24,7 +24,12 @@
 //! [`crate::agents::mcp`], as is the answer to `"faregate/mode": "background"` (mapping
 //! background calls to the MCP Tasks extension, for clients that declare it, is left for later).
 
+mod parse_errors;
+
 use std::sync::Arc;
+
+use axum::middleware;
+use axum::routing::{MethodRouter, any_service};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -40,11 +45,20 @@ use crate::agents::{self, manifest};
 use crate::http::calls::{run_agent_call, unknown_tool_text};
 use crate::http::state::AppState;
 
-/// The tower service mounted at `/mcp`.
+/// What is mounted at `/mcp`: rmcp's service for every method, behind [`parse_errors`]
+/// (JSON-RPC's own 400s for bodies rmcp cannot read).
 ///
 /// `cancel` ends every session and open stream; `run` cancels it when shutdown starts, so
 /// graceful shutdown is not held up by a client's open event stream.
-pub(crate) fn service(
+pub(crate) fn service(state: AppState, cancel: CancellationToken) -> MethodRouter<AppState> {
+    let max_body_bytes = state.max_body_bytes;
+    any_service(rmcp_service(state, cancel)).layer(middleware::from_fn_with_state(
+        max_body_bytes,
+        parse_errors::parse_errors,
+    ))
+}
+
+fn rmcp_service(
     state: AppState,
     cancel: CancellationToken,
 ) -> StreamableHttpService<Handler, LocalSessionManager> {

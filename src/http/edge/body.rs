@@ -1,7 +1,11 @@
-//! Reading request bodies at the edge: what HTTP says about a body before any protocol reads
-//! it. Every way it can be wrong becomes a 4xx that says what to fix.
+//! Request bodies at the edge: what HTTP says about a body before any protocol reads it.
+//! Every way it can be wrong becomes a 4xx that says what to fix.
 //!
-//! - The body limit is enforced while reading (413 names the limit).
+//! - A `Content-Length` over the body limit is refused from the header ([`refuse_declared_too_large`]),
+//!   before a byte of the body is read: waiting for a body the gateway will refuse anyway
+//!   would hold the connection until the request timeout.
+//! - The body limit is enforced while reading too (a chunked body declares no length); 413
+//!   names the limit.
 //! - Content types that are plainly not JSON (XML, multipart forms, HTML) get 415. A missing
 //!   type, `text/plain` and `application/x-www-form-urlencoded` are read as JSON: that is what
 //!   `curl -d` sends, and the body says what it is.
@@ -10,9 +14,29 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
+
+/// Middleware: 413 at once for a request whose `Content-Length` is over `limit` bytes.
+pub(crate) async fn refuse_declared_too_large(
+    State(limit): State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(length) if length > limit as u64 => ApiError::too_large(limit).into_response(),
+        _ => next.run(request).await,
+    }
+}
 
 /// The body's bytes, or the 413/415/400 that says what is wrong with it as HTTP.
 pub(crate) fn read_body(
@@ -23,12 +47,7 @@ pub(crate) fn read_body(
     check_content_type(headers)?;
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is larger than the {limit}-byte limit ([server] max_body_bytes); send less, e.g. fewer calls per request"
-                ),
-            )
+            ApiError::too_large(limit)
         } else {
             ApiError::bad_request(format!("could not read the request body: {e}"))
         }
