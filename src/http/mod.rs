@@ -91,7 +91,7 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         };
     }
     let calls = calls.layer(middleware::from_fn_with_state(
-        state.clone(),
+        (state.limits.clone(), state.telemetry.clone()),
         edge::limit_calls,
     ));
     let keyed = client

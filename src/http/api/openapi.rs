@@ -17,23 +17,16 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
-use axum::extract::State;
 use serde_json::{Map, Value, json};
 
 use crate::agents::manifest;
 use crate::http::routes::{
-    Answer, Guard, Operation, ParamSchema, Place, ROUTES, Reply, Route, Security, Verb,
+    Answer, Guard, Operation, ParamSchema, Place, Reply, Route, Security, Verb,
 };
 use crate::http::state::AppState;
 
-/// `GET /openapi.json`.
-pub(crate) async fn serve(State(state): State<AppState>) -> Json<Value> {
-    Json(document(&state))
-}
-
-/// The document for the served tools.
-pub(crate) fn document(state: &AppState) -> Value {
+/// The document of `routes` (the route table) for the served tools.
+pub(crate) fn document(state: &AppState, routes: &[Route]) -> Value {
     let mut schemas = schemas();
     let mut tools = Vec::new();
     for tool in state.gateway.tools() {
@@ -49,7 +42,7 @@ pub(crate) fn document(state: &AppState) -> Value {
         );
     }
     let mut paths = Map::new();
-    for route in ROUTES {
+    for route in routes {
         let item: Map<String, Value> = route
             .operations
             .iter()

@@ -42,7 +42,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::auth::{Caller, KeyDigest};
 use super::error::ApiError;
 use crate::config::LimitsConfig;
-use crate::http::state::AppState;
+use crate::telemetry::Telemetry;
 
 /// Whom a limit counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -222,9 +222,13 @@ pub fn too_many(refusal: Refusal) -> Response {
     res
 }
 
-/// Middleware for the tool-call routes: behind authentication, before the handler.
-pub async fn limit_calls(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let limits = &state.limits;
+/// Middleware for the tool-call routes: behind authentication, before the handler. Refusals
+/// are counted in `telemetry`'s metrics.
+pub async fn limit_calls(
+    State((limits, telemetry)): State<(Arc<ClientLimits>, Arc<Telemetry>)>,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }
@@ -264,7 +268,7 @@ pub async fn limit_calls(State(state): State<AppState>, request: Request, next: 
                 Refusal::Rate(_) => "client_rate",
                 Refusal::InFlight(_) => "client_max_concurrent_calls",
             };
-            state.telemetry.metrics().record_client_limited(limit);
+            telemetry.metrics().record_client_limited(limit);
             too_many(refusal)
         }
     }

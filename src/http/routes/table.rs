@@ -1,8 +1,10 @@
 //! The rows of the route table, in the order the OpenAPI document lists them (`row.rs` says
 //! what a row means).
 
+use axum::Json;
+use axum::extract::State;
 use axum::routing::on;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::row::{
     Answer, BREAKER_KEY, Guard, Handler, Operation, Param, ParamSchema, Place, Reply, Route,
@@ -10,6 +12,7 @@ use super::row::{
 };
 use crate::http::api::{agents, catalog, jobs, native, openapi};
 use crate::http::ops;
+use crate::http::state::AppState;
 use Verb::{Delete, Get, Post};
 
 const JOB_STORE: Answer = error(503, "The job store did not answer.");
@@ -55,7 +58,7 @@ pub(crate) const ROUTES: &[Route] = &[
         Guard::Client,
         &[op(
             Get,
-            Handler::Axum(|m| on(m, openapi::serve)),
+            Handler::Axum(|m| on(m, openapi_json)),
             "openapi",
             "This document.",
             &[answer(
@@ -509,3 +512,14 @@ const MCP_ACCEPT: Answer = error(
     406,
     "The Accept header does not accept what this method answers (POST: application/json and text/event-stream; GET: text/event-stream).",
 );
+
+/// `GET /openapi.json`: the document of this table.
+async fn openapi_json(State(state): State<AppState>) -> Json<Value> {
+    Json(openapi::document(&state, table()))
+}
+
+/// The table, through a function: the handler above is part of the table, so its body cannot
+/// name the constant directly (its type would depend on itself).
+fn table() -> &'static [Route] {
+    ROUTES
+}
