@@ -5,6 +5,8 @@
 //! through [`crate::agents`] (the protocols' shapes, pure) and `calls` (the one path to the
 //! gateway or the job queue), and renders the answers; it never talks to a provider.
 //!
+//! - `routes/`: the route table the router, the routed paths and the OpenAPI paths are built
+//!   from;
 //! - `edge/`: the accept loop, the request timeout, authentication, per-client limits, body
 //!   reading and the one error → JSON mapping;
 //! - `api/`: the native call endpoint, the catalog, the job API, the OpenAPI document and the
