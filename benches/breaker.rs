@@ -1,11 +1,11 @@
-// Breaker hot-path microbenchmarks (issue 3): acquire + record on one key from one thread and from
-// two threads, and registry lookup + acquire + record over 10,000 keys.
-//
-// Run: cargo bench --bench breaker -- --warm-up-time 1 --measurement-time 3
-// Targets: under 100 ns per acquire + record uncontended, under 300 ns with two threads.
-//
-// Every call succeeds quickly, so the breakers stay closed: this measures the path that every
-// tool call pays. `now` is read once per batch, as the executor reads it once per call anyway.
+//! Breaker hot-path microbenchmarks: acquire + record on one key from one thread and from two
+//! threads, and registry lookup + acquire + record over 10,000 keys.
+//!
+//! Run: `cargo bench --bench breaker -- --warm-up-time 1 --measurement-time 3`.
+//! Targets: under 100 ns per acquire + record uncontended, under 300 ns with two threads.
+//!
+//! Every call succeeds quickly, so the breakers stay closed: this measures the path that every
+//! tool call pays. `now` is read once per batch, as the executor reads it once per call anyway.
 
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};

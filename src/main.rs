@@ -1,4 +1,7 @@
-//! The `faregate` binary: parses arguments and hands over to the library. Nothing else.
+//! The `faregate` binary: parses arguments and hands over to its commands ([`cli`]), which use
+//! the library. Nothing else.
+
+mod cli;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,6 +33,7 @@ enum Command {
         listen: Option<SocketAddr>,
     },
     /// Gateway and built-in provider simulator in one process; no credentials needed.
+    #[cfg(feature = "demo")]
     Demo {
         /// Where the gateway listens.
         #[arg(long, default_value = "127.0.0.1:8080")]
@@ -45,6 +49,7 @@ enum Command {
         store: Option<String>,
     },
     /// The provider simulator alone (Duffel wire format, with fault injection).
+    #[cfg(feature = "demo")]
     Sim {
         /// Where the simulator listens.
         #[arg(long, default_value = "127.0.0.1:8081")]
@@ -72,7 +77,6 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    faregate::cli::init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -86,16 +90,18 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Serve { config, listen } => faregate::cli::serve(&config, listen).await,
+            Command::Serve { config, listen } => cli::serve(&config, listen).await,
+            #[cfg(feature = "demo")]
             Command::Demo {
                 listen,
                 sim_listen,
                 config,
                 store,
-            } => faregate::cli::demo(listen, sim_listen, config.as_deref(), store.as_deref()).await,
-            Command::Sim { listen, seed } => faregate::cli::sim(listen, seed).await,
-            Command::Check { config } => faregate::cli::check(&config),
-            Command::Manifest { config, format } => faregate::cli::manifest(&config, &format),
+            } => cli::demo::demo(listen, sim_listen, config.as_deref(), store.as_deref()).await,
+            #[cfg(feature = "demo")]
+            Command::Sim { listen, seed } => cli::demo::sim(listen, seed).await,
+            Command::Check { config } => cli::check(&config),
+            Command::Manifest { config, format } => cli::manifest(&config, &format),
         }
     });
     match result {

@@ -8,7 +8,7 @@
 
 mod support;
 
-use faregate::sim::RouteGroup;
+use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 use support::{NoEnv, TestGateway, in_days};
 

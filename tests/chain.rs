@@ -5,7 +5,7 @@
 
 mod support;
 
-use faregate::sim::{Fault, RouteGroup, Simulator};
+use faregate_sim::{Fault, RouteGroup, Simulator};
 use serde_json::{Value, json};
 use support::{NoEnv, TestGateway, in_days};
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use faregate::jobs::{JobStatus, JobStore, Store};
-use faregate::sim::RouteGroup;
+use faregate_sim::RouteGroup;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use support::{NoEnv, TestGateway, in_days};

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use faregate::config::Config;
 use faregate::jobs::{JobStatus, JobStore, Store};
-use faregate::sim::{Fault, RouteGroup};
+use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 use support::{NoEnv, TestGateway, in_days};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

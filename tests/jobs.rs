@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use faregate::sim::{Fault, RouteGroup, Simulator};
+use faregate_sim::{Fault, RouteGroup, Simulator};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use faregate::sim::{Fault, RouteGroup, Simulator};
+use faregate_sim::{Fault, RouteGroup, Simulator};
 use serde_json::{Value, json};
 use support::agent::{chat_call, hotels_args, text};
 use support::{NoEnv, TestGateway, in_days};

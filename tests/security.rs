@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use faregate::config::{Config, LimitsConfig, Rate};
-use faregate::sim::{Fault, RouteGroup};
+use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 use support::{MapEnv, NoEnv, TestGateway, in_days};
 

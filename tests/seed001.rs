@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use faregate::jobs::{JobStore, Store};
-use faregate::sim::{Fault, RouteGroup};
+use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 use support::{MapEnv, TestGateway, in_days};
 

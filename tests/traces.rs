@@ -8,7 +8,7 @@ mod support;
 
 use std::collections::HashMap;
 
-use faregate::sim::{Fault, RouteGroup};
+use faregate_sim::{Fault, RouteGroup};
 use opentelemetry::trace::{SpanId, SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{Value, json};

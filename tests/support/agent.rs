@@ -6,14 +6,14 @@ use serde_json::{Value, json};
 use super::in_days;
 
 /// A valid `search_hotels` argument object (three weeks ahead).
-pub fn hotels_args() -> Value {
+pub(crate) fn hotels_args() -> Value {
     json!({"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)})
 }
 
-pub fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
+pub(crate) fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
     json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
 }
 
-pub fn text(v: &Value) -> &str {
+pub(crate) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }

@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-pub const TOKEN: &str = "/v1/security/oauth2/token";
-pub const OFFERS: &str = "/v2/shopping/flight-offers";
-pub const PRICING: &str = "/v1/shopping/flight-offers/pricing";
-pub const BY_CITY: &str = "/v1/reference-data/locations/hotels/by-city";
-pub const HOTEL_OFFERS: &str = "/v3/shopping/hotel-offers";
-pub const STATUS: &str = "/v2/schedule/flights";
+pub(crate) const TOKEN: &str = "/v1/security/oauth2/token";
+pub(crate) const OFFERS: &str = "/v2/shopping/flight-offers";
+pub(crate) const PRICING: &str = "/v1/shopping/flight-offers/pricing";
+pub(crate) const BY_CITY: &str = "/v1/reference-data/locations/hotels/by-city";
+pub(crate) const HOTEL_OFFERS: &str = "/v3/shopping/hotel-offers";
+pub(crate) const STATUS: &str = "/v2/schedule/flights";
 
-pub fn fixture(name: &str) -> Value {
+pub(crate) fn fixture(name: &str) -> Value {
     let path = format!(
         "{}/tests/fixtures/amadeus/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -28,11 +28,11 @@ pub fn fixture(name: &str) -> Value {
 }
 
 /// A response as Amadeus's APIs send it: `application/vnd.amadeus+json`.
-pub fn vnd(status: u16, body: &Value) -> ResponseTemplate {
+pub(crate) fn vnd(status: u16, body: &Value) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(body.to_string(), "application/vnd.amadeus+json")
 }
 
-pub fn client(server: &MockServer) -> AmadeusClient {
+pub(crate) fn client(server: &MockServer) -> AmadeusClient {
     let http = faregate::providers::http::client(8).unwrap_or_else(|e| panic!("{e}"));
     let url = reqwest::Url::parse(&server.uri()).unwrap_or_else(|e| panic!("{e}"));
     AmadeusClient::new(
@@ -44,7 +44,7 @@ pub fn client(server: &MockServer) -> AmadeusClient {
 }
 
 /// The token endpoint, answering `response`, expected `times` times.
-pub async fn mount_token(server: &MockServer, response: ResponseTemplate, times: u64) {
+pub(crate) async fn mount_token(server: &MockServer, response: ResponseTemplate, times: u64) {
     Mock::given(method("POST"))
         .and(path(TOKEN))
         .and(header("content-type", "application/x-www-form-urlencoded"))
@@ -57,7 +57,7 @@ pub async fn mount_token(server: &MockServer, response: ResponseTemplate, times:
         .await;
 }
 
-pub async fn token_ok(server: &MockServer, times: u64) {
+pub(crate) async fn token_ok(server: &MockServer, times: u64) {
     mount_token(
         server,
         ResponseTemplate::new(200).set_body_json(fixture("token_200.json")),
@@ -66,26 +66,26 @@ pub async fn token_ok(server: &MockServer, times: u64) {
     .await;
 }
 
-pub fn request(tool: &str, args: Value) -> ToolRequest {
+pub(crate) fn request(tool: &str, args: Value) -> ToolRequest {
     let spec = tools::spec(tool).unwrap_or_else(|| panic!("{tool}"));
     spec.parse(args, Gateway::today(), None)
         .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-pub fn flights_args() -> Value {
+pub(crate) fn flights_args() -> Value {
     json!({"origin": "MAD", "destination": "LON", "departure_date": super::in_days(30)})
 }
 
-pub async fn call(c: &AmadeusClient, req: &ToolRequest) -> Result<ToolOutput, UpstreamError> {
+pub(crate) async fn call(c: &AmadeusClient, req: &ToolRequest) -> Result<ToolOutput, UpstreamError> {
     c.call(req, Duration::from_secs(5)).await
 }
 
 /// The API's bearer token from the token fixture.
-pub fn bearer() -> wiremock::matchers::HeaderExactMatcher {
+pub(crate) fn bearer() -> wiremock::matchers::HeaderExactMatcher {
     header("authorization", "Bearer AbCdEf0123456789")
 }
 
-pub fn status_request() -> ToolRequest {
+pub(crate) fn status_request() -> ToolRequest {
     request(
         "get_flight_status",
         json!({"carrier_code": "IB", "flight_number": "3166", "departure_date": super::in_days(2)}),

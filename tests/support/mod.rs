@@ -3,9 +3,9 @@
 
 #![allow(dead_code)]
 
-pub mod agent;
-pub mod amadeus;
-pub mod pipeline;
+pub(crate) mod agent;
+pub(crate) mod amadeus;
+pub(crate) mod pipeline;
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use faregate::config::{self, Config, EMBEDDED_CONFIG, EmbeddedFiles};
 use faregate::providers::Env;
 
 /// An environment with no variables set: tests never touch the process environment.
-pub struct NoEnv;
+pub(crate) struct NoEnv;
 
 impl Env for NoEnv {
     fn var(&self, _name: &str) -> Option<String> {
@@ -23,7 +23,7 @@ impl Env for NoEnv {
 }
 
 /// An environment with the given variables.
-pub struct MapEnv(pub Vec<(&'static str, &'static str)>);
+pub(crate) struct MapEnv(pub Vec<(&'static str, &'static str)>);
 
 impl Env for MapEnv {
     fn var(&self, name: &str) -> Option<String> {
@@ -35,7 +35,7 @@ impl Env for MapEnv {
 }
 
 /// The embedded default configuration with every provider pointed at `base_url`.
-pub fn config_for(base_url: &str) -> Config {
+pub(crate) fn config_for(base_url: &str) -> Config {
     let (mut config, _) = config::load(
         &EmbeddedFiles,
         Path::new(EMBEDDED_CONFIG),
@@ -50,7 +50,7 @@ pub fn config_for(base_url: &str) -> Config {
 }
 
 /// Shortens every tool's timeout and deadline (tests use real sockets and real time).
-pub fn with_timeouts(mut config: Config, timeout: Duration, deadline: Duration) -> Config {
+pub(crate) fn with_timeouts(mut config: Config, timeout: Duration, deadline: Duration) -> Config {
     for t in &mut config.tools {
         t.timeout = timeout;
         t.deadline = deadline;
@@ -59,22 +59,22 @@ pub fn with_timeouts(mut config: Config, timeout: Duration, deadline: Duration) 
 }
 
 /// A date `days` from today, as `YYYY-MM-DD`.
-pub fn in_days(days: i64) -> String {
+pub(crate) fn in_days(days: i64) -> String {
     (faregate::call::Gateway::today() + chrono::Duration::days(days))
         .format("%Y-%m-%d")
         .to_string()
 }
 
 /// The built-in simulator on an ephemeral port; stops when dropped.
-pub struct TestSim {
-    pub sim: faregate::sim::Simulator,
-    pub addr: std::net::SocketAddr,
+pub(crate) struct TestSim {
+    pub(crate) sim: faregate_sim::Simulator,
+    pub(crate) addr: std::net::SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl TestSim {
     /// `http://addr`, for `config_for`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 }
@@ -88,14 +88,14 @@ impl Drop for TestSim {
 }
 
 /// Starts the simulator with `seed` on `127.0.0.1:0`.
-pub async fn start_sim(seed: u64) -> TestSim {
-    let sim = faregate::sim::Simulator::new(seed);
+pub(crate) async fn start_sim(seed: u64) -> TestSim {
+    let sim = faregate_sim::Simulator::new(seed);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("bind: {e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(faregate::sim::serve(listener, sim.clone(), async move {
+    tokio::spawn(faregate_sim::serve(listener, sim.clone(), async move {
         let _ = rx.await;
     }));
     TestSim {
@@ -106,21 +106,21 @@ pub async fn start_sim(seed: u64) -> TestSim {
 }
 
 /// A running gateway on an ephemeral port; stops when dropped.
-pub struct TestGateway {
-    pub addr: std::net::SocketAddr,
+pub(crate) struct TestGateway {
+    pub(crate) addr: std::net::SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl TestGateway {
     /// Starts the gateway built from `config` and `env`.
-    pub async fn start(config: Config, env: &dyn Env) -> Self {
+    pub(crate) async fn start(config: Config, env: &dyn Env) -> Self {
         let app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
         Self::serve(app).await
     }
 
     /// Serves an already built app.
-    pub async fn serve(app: faregate::app::App) -> Self {
+    pub(crate) async fn serve(app: faregate::app::App) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .unwrap_or_else(|e| panic!("bind: {e}"));
@@ -137,7 +137,7 @@ impl TestGateway {
     }
 
     /// Starts the graceful shutdown (as SIGTERM would); the handle ends when `run` returns.
-    pub fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    pub(crate) fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
@@ -147,7 +147,7 @@ impl TestGateway {
     }
 
     /// Starts the gateway with background jobs over `store`.
-    pub async fn start_with_jobs(
+    pub(crate) async fn start_with_jobs(
         config: Config,
         env: &dyn Env,
         store: faregate::jobs::Store,
@@ -158,7 +158,7 @@ impl TestGateway {
     }
 
     /// `http://addr` + `path`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 }
@@ -172,7 +172,7 @@ impl Drop for TestGateway {
 }
 
 /// GETs `url` and reads the JSON body (panics with the error otherwise: test input only).
-pub async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
+pub(crate) async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
     http.get(url)
         .send()
         .await

@@ -9,7 +9,7 @@ use faregate::config::Config;
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
-pub fn fixture(name: &str) -> Value {
+pub(crate) fn fixture(name: &str) -> Value {
     let path = format!(
         "{}/tests/fixtures/duffel/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -19,7 +19,7 @@ pub fn fixture(name: &str) -> Value {
 }
 
 /// A gateway whose tools use `timeout`/`deadline` and the given tweak.
-pub fn gateway(config: Config, tweak: impl FnOnce(&mut Config)) -> Arc<Gateway> {
+pub(crate) fn gateway(config: Config, tweak: impl FnOnce(&mut Config)) -> Arc<Gateway> {
     let mut config = config;
     // One provider per tool unless a test builds a chain: retries are the last provider's.
     for t in &mut config.tools {
@@ -32,7 +32,7 @@ pub fn gateway(config: Config, tweak: impl FnOnce(&mut Config)) -> Arc<Gateway> 
         .gateway
 }
 
-pub fn short(server: &MockServer) -> Config {
+pub(crate) fn short(server: &MockServer) -> Config {
     super::with_timeouts(
         super::config_for(&server.uri()),
         Duration::from_millis(300),
@@ -40,16 +40,16 @@ pub fn short(server: &MockServer) -> Config {
     )
 }
 
-pub fn flights() -> Value {
+pub(crate) fn flights() -> Value {
     json!({"origin": "LHR", "destination": "JFK", "departure_date": super::in_days(30)})
 }
 
-pub fn booking() -> Value {
+pub(crate) fn booking() -> Value {
     json!({"offer_id": "off_0000AEatBgkm1L8gxKGGjG", "travellers": [{"given_name": "Ana", "family_name": "Garcia",
         "born_on": "1990-02-15", "gender": "f", "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"}]})
 }
 
-pub async fn call(g: &Arc<Gateway>, tool: &str, arguments: Value) -> faregate::call::Envelope {
+pub(crate) async fn call(g: &Arc<Gateway>, tool: &str, arguments: Value) -> faregate::call::Envelope {
     g.call(CallRequest {
         tool: tool.into(),
         arguments,
@@ -61,7 +61,7 @@ pub async fn call(g: &Arc<Gateway>, tool: &str, arguments: Value) -> faregate::c
     .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-pub async fn received(server: &MockServer, p: &str) -> usize {
+pub(crate) async fn received(server: &MockServer, p: &str) -> usize {
     server
         .received_requests()
         .await
@@ -71,4 +71,4 @@ pub async fn received(server: &MockServer, p: &str) -> usize {
         .count()
 }
 
-pub const SEARCH: &str = "/air/offer_requests";
+pub(crate) const SEARCH: &str = "/air/offer_requests";

@@ -1,13 +1,20 @@
-//! The built-in provider simulator: fake Duffel (Air and Stays) and Amadeus APIs with fault
-//! injection.
+//! faregate's provider simulator: fake Duffel (Air and Stays) and Amadeus APIs with fault
+//! injection, as a library ([`Simulator`], [`serve`]) and as the `faregate-sim` binary.
 //!
 //! # Why
 //! faregate's value is how it behaves when providers are slow, failing or rate limiting. The
 //! simulator lets the demo, the end-to-end tests and a developer's laptop exercise exactly that
-//! without credentials or network: it speaks Duffel's and Amadeus's documented wire formats
-//! (see `reference/travel-apis.md` §1, §2 and §3.1), so faregate's *real* adapters run against it,
-//! and every route group can be made slow, flaky, rate limited, down, hung or malformed at run
-//! time. Data is deterministic: the same seed and request give the same offers and hotels.
+//! without credentials or network: it speaks the wire formats Duffel's and Amadeus's public API
+//! documentation describes (Duffel Air and Stays; Amadeus Self-Service flight offers, pricing,
+//! hotels and flight status), so faregate's *real* adapters run against it, and every route
+//! group can be made slow, flaky, rate limited, down, hung or malformed at run time. Data is
+//! deterministic: the same seed and request give the same offers and hotels.
+//!
+//! # Why a crate of its own
+//! It is a second program, a quarter the size of the gateway, and it shares no code with it: the
+//! gateway's library does not depend on it, so neither production builds nor the gateway's unit
+//! tests compile it. The `faregate` binary's `demo` and `sim` commands (its default `demo`
+//! feature) and the gateway's integration tests use it as an ordinary dependency.
 //!
 //! # Provider routes (Duffel v2 formats)
 //! | route | group |
@@ -50,7 +57,7 @@
 //! Duffel's envelope
 //! `{"meta":{"status","request_id"},"errors":[{type,code,title,message,documentation_url,source?}]}`.
 //!
-//! Choices where Duffel's docs are silent (see `travel-apis.md` §5):
+//! Choices where Duffel's docs are silent:
 //! - An expired offer is 422 `invalid_state_error`/`offer_no_longer_available`, on
 //!   `GET /air/offers/{id}` as on `POST /air/orders`; an unknown id is 404 `not_found`.
 //! - A second order carrying the same `metadata.faregate_idempotency_key`, or for an offer that
@@ -108,10 +115,6 @@
 //! curl -X DELETE localhost:8081/_sim/faults
 //! curl localhost:8081/_sim/stats
 //! ```
-
-// The simulator is a separate program that shares nothing with the gateway, its clock module
-// included: it serves real wall-clock dates and rate-limit windows, not tokio's test clock.
-#![allow(clippy::disallowed_methods)]
 
 mod admin;
 mod air_data;
@@ -530,4 +533,12 @@ pub async fn serve(
     axum::serve(listener, sim.router())
         .with_graceful_shutdown(signal)
         .await
+}
+
+/// What a simulator serving on `addr` prints for the human who started it: where it is, and
+/// where its faults and counters are.
+pub fn banner(addr: std::net::SocketAddr) -> String {
+    format!(
+        "faregate provider simulator on http://{addr}\n  faults: curl http://{addr}/_sim/faults   stats: curl http://{addr}/_sim/stats\n"
+    )
 }

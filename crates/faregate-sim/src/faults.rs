@@ -231,7 +231,7 @@ pub(crate) async fn fault_layer(
     });
     let headers = res.headers_mut();
     wire::set_header(headers, "x-request-id", &request_id);
-    // Amadeus documents no rate-limit headers (travel-apis §1.3), so its groups send none.
+    // Amadeus documents no rate-limit headers, so its groups send none.
     if !group.is_amadeus() {
         wire::set_header(headers, "ratelimit-limit", &limits.limit.to_string());
         wire::set_header(

@@ -1,4 +1,4 @@
-//! Duffel Stays routes: search and fetch all rates (`travel-apis.md` §3.1).
+//! Duffel Stays routes: search and fetch all rates.
 //!
 //! Every search has at least one result without availability when rates are fetched (no rooms
 //! at all, and from 8 results on also one whose rates all have `quantity_available: 0`), so a

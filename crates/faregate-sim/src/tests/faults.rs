@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{first_error, search_body, start, stays_body};
-use crate::sim::{Fault, RateLimitFault, RouteGroup};
+use crate::{Fault, RateLimitFault, RouteGroup};
 
 const SEARCH: &str = "/air/offer_requests";
 
@@ -349,8 +349,7 @@ async fn stats_count_requests_and_statuses_per_group() {
     assert_eq!(r.body["groups"]["duffel_stays"]["statuses"]["200"], 1);
     assert_eq!(r.body["groups"]["duffel_air_orders"]["requests"], 0);
     assert_eq!(r.body["orders_created"], 0);
-    let parsed: crate::sim::SimStats =
-        serde_json::from_value(r.body).expect("SimStats round-trips");
+    let parsed: crate::SimStats = serde_json::from_value(r.body).expect("SimStats round-trips");
     assert_eq!(parsed, h.sim.stats());
     assert_eq!(Value::from(parsed.groups.len()), 8);
 }
@@ -390,14 +389,14 @@ async fn stats_count_arrivals_per_second() {
 
 #[test]
 fn arrival_counts_keep_the_last_hour_of_seconds() {
-    let mut stats = crate::sim::GroupStats::default();
-    let seconds = crate::sim::ARRIVAL_SECONDS as u64 + 10;
+    let mut stats = crate::GroupStats::default();
+    let seconds = crate::ARRIVAL_SECONDS as u64 + 10;
     for s in 0..seconds {
         stats.arrive(1_000 + s);
     }
     stats.arrive(1_000 + seconds - 1);
     assert_eq!(stats.requests, seconds + 1);
-    assert_eq!(stats.arrivals.len(), crate::sim::ARRIVAL_SECONDS);
+    assert_eq!(stats.arrivals.len(), crate::ARRIVAL_SECONDS);
     assert_eq!(stats.arrivals.keys().next(), Some(&1_010));
     assert_eq!(stats.arrivals[&(1_000 + seconds - 1)], 2);
 }

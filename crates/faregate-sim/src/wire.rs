@@ -300,8 +300,8 @@ const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr
 
 /// A Duffel-looking id: `prefix_0000` followed by 18 base-62 characters derived from `n`.
 pub(crate) fn duffel_id(prefix: &str, n: u64) -> String {
-    let mut x = crate::sim::data::mix(n);
-    let mut y = crate::sim::data::mix(x ^ 0x5bd1_e995);
+    let mut x = crate::data::mix(n);
+    let mut y = crate::data::mix(x ^ 0x5bd1_e995);
     let mut s = format!("{prefix}_0000");
     for i in 0..18 {
         let src = if i < 9 { &mut x } else { &mut y };
@@ -314,8 +314,8 @@ pub(crate) fn duffel_id(prefix: &str, n: u64) -> String {
 /// A Duffel-style request id (20 URL-safe characters).
 pub(crate) fn request_id(n: u64) -> String {
     const URL_SAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut x = crate::sim::data::mix(n ^ 0x00C0_FFEE);
-    let mut y = crate::sim::data::mix(x);
+    let mut x = crate::data::mix(n ^ 0x00C0_FFEE);
+    let mut y = crate::data::mix(x);
     (0..20)
         .map(|i| {
             let src = if i < 10 { &mut x } else { &mut y };

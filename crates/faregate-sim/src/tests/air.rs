@@ -360,12 +360,12 @@ async fn get_offer_returns_it_with_services_404_unknown_422_expired() {
     assert_eq!(r.status, 404);
     assert_eq!(first_error(&r)["code"], "not_found");
 
-    let mut stale = crate::sim::lock(&h.sim.inner.offers)
+    let mut stale = crate::lock(&h.sim.inner.offers)
         .get(id)
         .cloned()
         .expect("stored");
     stale.expires_at = Utc::now() - TimeDelta::seconds(1);
-    crate::sim::lock(&h.sim.inner.offers).insert("off_0000expired".into(), stale);
+    crate::lock(&h.sim.inner.offers).insert("off_0000expired".into(), stale);
     let r = h.get("/air/offers/off_0000expired").await;
     assert_eq!(r.status, 422);
     assert_eq!(first_error(&r)["type"], "invalid_state_error");

@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::{Harness, Reply, date_in, start};
-use crate::sim::{Fault, RouteGroup};
+use crate::{Fault, RouteGroup};
 
 impl Harness {
     /// A fresh access token from the simulated token endpoint.
@@ -402,7 +402,7 @@ async fn faults_answer_in_amadeus_shapes() {
     h.sim.set_fault(
         RouteGroup::AmadeusStatus,
         Fault {
-            rate_limited: Some(crate::sim::RateLimitFault { retry_after_s: 7 }),
+            rate_limited: Some(crate::RateLimitFault { retry_after_s: 7 }),
             ..Fault::default()
         },
     );

@@ -1,0 +1,139 @@
+//! The commands that start the provider simulator (crates/faregate-sim): `faregate demo`, the
+//! gateway and the simulator in one process with no credentials needed, and `faregate sim`, the
+//! simulator alone (as the `faregate-sim` binary runs it). Built with the `demo` feature only,
+//! so a gateway built without it carries no simulator.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use faregate::app;
+use faregate::config::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles};
+
+use super::{build, init_telemetry, load_quiet, shutdown_signal};
+
+/// `faregate sim`.
+pub(crate) async fn sim(listen: SocketAddr, seed: u64) -> anyhow::Result<ExitCode> {
+    faregate::telemetry::init_default();
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let addr = listener.local_addr()?;
+    print!("{}", faregate_sim::banner(addr));
+    faregate_sim::serve(
+        listener,
+        faregate_sim::Simulator::new(seed),
+        shutdown_signal(),
+    )
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `faregate demo`: the simulator and the gateway in one process.
+pub(crate) async fn demo(
+    listen: SocketAddr,
+    sim_listen: SocketAddr,
+    config_path: Option<&Path>,
+    store: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let (mut config, warnings) = match config_path {
+        Some(p) => load_quiet(&DiskFiles, p)?,
+        None => load_quiet(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG))?,
+    };
+    let _tracing = init_telemetry(&config, &warnings)?;
+    let sim_listener = TcpListener::bind(sim_listen).await.with_context(|| {
+        format!("cannot listen on {sim_listen} for the simulator (try --sim-listen)")
+    })?;
+    let sim_addr = sim_listener.local_addr()?;
+    let sim_url = reqwest::Url::parse(&format!("http://{sim_addr}"))?;
+    for provider in config.providers.values_mut() {
+        provider.base_url = sim_url.clone();
+    }
+    config.server.listen = listen;
+    let app = build(config, store).await?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} (try --listen)"))?;
+    let addr = listener.local_addr()?;
+
+    let simulator = faregate_sim::Simulator::new(7);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut sim_stop = stop_rx.clone();
+    let sim_task = tokio::spawn(faregate_sim::serve(sim_listener, simulator, async move {
+        let _ = sim_stop.wait_for(|s| *s).await;
+    }));
+    print!("{}", demo_banner(addr, sim_addr));
+    let mut gw_stop = stop_rx;
+    let gateway = tokio::spawn(app::run(listener, app, async move {
+        let _ = gw_stop.wait_for(|s| *s).await;
+    }));
+    shutdown_signal().await;
+    let _ = stop_tx.send(true);
+    gateway.await.context("gateway task")??;
+    sim_task.await.context("simulator task")??;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo_banner(addr: SocketAddr, sim: SocketAddr) -> String {
+    let day = |n: i64| {
+        (faregate::call::Gateway::today() + chrono::Duration::days(n))
+            .format("%Y-%m-%d")
+            .to_string()
+    };
+    let (d1, d2) = (day(21), day(23));
+    format!(
+        r#"
+faregate demo — gateway and provider simulator, no credentials needed
+
+  API        http://{addr}/v1/tools   (OpenAPI: http://{addr}/openapi.json)
+  MCP        http://{addr}/mcp        (Streamable HTTP)
+  dashboard  http://{addr}/dashboard   (breakers, alerts; metrics at /metrics, events at /v1/events)
+  simulator  http://{sim}  (Duffel and Amadeus wire formats; faults at /_sim/faults)
+
+Try:
+
+  # search flights
+  curl -s http://{addr}/v1/tools/search_flights/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"origin": "JFK", "destination": "LHR", "departure_date": "{d1}", "adults": 1}}}}'
+
+  # search hotels in Paris
+  curl -s http://{addr}/v1/tools/search_hotels/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"city_code": "PAR", "check_in_date": "{d1}", "check_out_date": "{d2}", "adults": 2}}}}'
+
+  # invalid arguments are named field by field (HTTP 422)
+  curl -s http://{addr}/v1/tools/search_flights/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"origin": "jfk", "destination": "LHR", "departure_date": "2020-01-01"}}}}'
+
+  # flight status of a scheduled flight (served by Amadeus)
+  curl -s http://{addr}/v1/tools/get_flight_status/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"carrier_code": "IB", "flight_number": "3167", "departure_date": "{d1}"}}}}'
+
+  # take Duffel's flight search down, then search again: Amadeus answers ("provider": "amadeus")
+  curl -s -X PUT http://{sim}/_sim/faults/duffel_air_search -H 'content-type: application/json' \
+    -d '{{"outage": true}}'
+  # make Amadeus slow too (15 s per answer): the gateway gives up at the tool's timeout and
+  # answers with the fallback text instead of hanging
+  curl -s -X PUT http://{sim}/_sim/faults/amadeus_flights -H 'content-type: application/json' \
+    -d '{{"latency_ms": 15000}}'
+  # heal it
+  curl -s -X DELETE http://{sim}/_sim/faults
+
+  # the tool manifest, natively or ready for a model request (openai, anthropic, gemini, mcp)
+  curl -s http://{addr}/v1/tools
+  curl -s 'http://{addr}/v1/tools?format=openai'
+
+  # run an OpenAI assistant message's tool calls (Anthropic: POST /v1/anthropic/tool_use)
+  curl -s http://{addr}/v1/openai/tool_calls -H 'content-type: application/json' \
+    -d '{{"tool_calls": [{{"id": "call_1", "type": "function", "function": {{"name": "search_hotels", "arguments": "{{\"city_code\": \"PAR\", \"check_in_date\": \"{d1}\", \"check_out_date\": \"{d2}\"}}"}}}}]}}'
+
+  # breakers, and forcing one open by hand (admin key when FAREGATE_ADMIN_KEY is set)
+  curl -s http://{addr}/v1/breakers
+  curl -s -X POST http://{addr}/v1/breakers/search_flights.duffel/force -d '{{"state": "open"}}'
+
+Ctrl-C stops both.
+"#
+    )
+}
