@@ -205,7 +205,7 @@ impl Keys {
 
 /// Middleware: 401 unless auth is off or the request carries a client key or the admin key;
 /// records the [`Caller`] for the handlers and limits behind it.
-pub async fn require_client(
+pub(crate) async fn require_client(
     State(keys): State<Keys>,
     mut request: Request,
     next: Next,

@@ -18,7 +18,7 @@ use serde_json::Value;
 /// An integer that some answers send as a string (`38191` or `"38191"`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
-pub enum Code {
+pub(crate) enum Code {
     /// As the specs type it.
     Int(i64),
     /// As A-DG's 401 example writes it.
@@ -27,7 +27,7 @@ pub enum Code {
 
 impl Code {
     /// The numeric value, if it has one.
-    pub fn value(&self) -> Option<i64> {
+    pub(crate) fn value(&self) -> Option<i64> {
         match self {
             Code::Int(n) => Some(*n),
             Code::Str(s) => s.trim().parse().ok(),
@@ -35,7 +35,7 @@ impl Code {
     }
 
     /// The value as text (`"3166"` for an integer flight number).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Code::Int(n) => n.to_string(),
             Code::Str(s) => s.clone(),
@@ -46,7 +46,7 @@ impl Code {
 /// One object or an array of them.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum OneOrMany<T> {
+pub(crate) enum OneOrMany<T> {
     /// `"data": [ … ]`.
     Many(Vec<T>),
     /// `"data": { … }`.
@@ -55,7 +55,7 @@ pub enum OneOrMany<T> {
 
 impl<T> OneOrMany<T> {
     /// Every item, in order.
-    pub fn into_vec(self) -> Vec<T> {
+    pub(crate) fn into_vec(self) -> Vec<T> {
         match self {
             OneOrMany::Many(v) => v,
             OneOrMany::One(x) => vec![*x],
@@ -67,7 +67,7 @@ impl<T> OneOrMany<T> {
 
 /// `POST /v1/security/oauth2/token` answer (only what faregate uses).
 #[derive(Debug, Deserialize)]
-pub struct TokenResponse {
+pub(crate) struct TokenResponse {
     pub access_token: String,
     pub expires_in: u64,
 }
@@ -77,7 +77,7 @@ pub struct TokenResponse {
 /// The error body of every API: `{"errors": [Issue, …]}`; the token endpoint's own shape
 /// (`error`, `error_description`, `code`, `title`) is read from the same struct.
 #[derive(Debug, Default, Deserialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     #[serde(default)]
     pub errors: Vec<Issue>,
     #[serde(default)]
@@ -92,7 +92,7 @@ pub struct ErrorBody {
 
 /// One documented issue.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Issue {
+pub(crate) struct Issue {
     #[serde(default)]
     pub code: Option<Code>,
     #[serde(default)]
@@ -105,7 +105,7 @@ pub struct Issue {
 
 /// Where an issue points.
 #[derive(Debug, Clone, Deserialize)]
-pub struct IssueSource {
+pub(crate) struct IssueSource {
     #[serde(default)]
     pub pointer: Option<String>,
     #[serde(default)]
@@ -119,7 +119,7 @@ pub struct IssueSource {
 /// Flight Offers Search answer. Offers are kept as raw JSON: pricing must send them back
 /// exactly as returned; each is also read as a [`FlightOffer`].
 #[derive(Debug, Deserialize)]
-pub struct FlightOffers {
+pub(crate) struct FlightOffers {
     pub data: Vec<Value>,
     #[serde(default)]
     pub dictionaries: Option<Dictionaries>,
@@ -127,7 +127,7 @@ pub struct FlightOffers {
 
 /// `dictionaries` of flight answers.
 #[derive(Debug, Default, Deserialize)]
-pub struct Dictionaries {
+pub(crate) struct Dictionaries {
     #[serde(default)]
     pub carriers: BTreeMap<String, String>,
 }
@@ -135,7 +135,7 @@ pub struct Dictionaries {
 /// One flight offer.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FlightOffer {
+pub(crate) struct FlightOffer {
     #[serde(default)]
     pub instant_ticketing_required: bool,
     pub itineraries: Vec<Itinerary>,
@@ -148,7 +148,7 @@ pub struct FlightOffer {
 
 /// One direction.
 #[derive(Debug, Deserialize)]
-pub struct Itinerary {
+pub(crate) struct Itinerary {
     #[serde(default)]
     pub duration: Option<String>,
     pub segments: Vec<Segment>,
@@ -157,7 +157,7 @@ pub struct Itinerary {
 /// One flight.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Segment {
+pub(crate) struct Segment {
     pub departure: Endpoint,
     pub arrival: Endpoint,
     pub carrier_code: String,
@@ -171,7 +171,7 @@ pub struct Segment {
 /// Departure or arrival of a segment: local time without offset.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     pub iata_code: String,
     pub at: String,
 }
@@ -179,7 +179,7 @@ pub struct Endpoint {
 /// An offer's price (decimal strings).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FlightPrice {
+pub(crate) struct FlightPrice {
     pub currency: String,
     pub total: String,
     #[serde(default)]
@@ -191,7 +191,7 @@ pub struct FlightPrice {
 /// One traveller of an offer.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TravelerPricing {
+pub(crate) struct TravelerPricing {
     pub traveler_id: String,
     pub traveler_type: String,
 }
@@ -199,7 +199,7 @@ pub struct TravelerPricing {
 /// Flight Offers Search POST body (`GetFlightOffersQuery`), only the parts faregate sends.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FlightOffersQuery {
+pub(crate) struct FlightOffersQuery {
     pub origin_destinations: Vec<OriginDestination>,
     pub travelers: Vec<Traveler>,
     pub sources: Vec<&'static str>,
@@ -209,7 +209,7 @@ pub struct FlightOffersQuery {
 /// One requested direction.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OriginDestination {
+pub(crate) struct OriginDestination {
     pub id: String,
     pub origin_location_code: String,
     pub destination_location_code: String,
@@ -218,14 +218,14 @@ pub struct OriginDestination {
 
 /// `departureDateTimeRange`: the date only.
 #[derive(Debug, Serialize)]
-pub struct DateRange {
+pub(crate) struct DateRange {
     pub date: String,
 }
 
 /// One traveller of a search.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Traveler {
+pub(crate) struct Traveler {
     pub id: String,
     pub traveler_type: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -235,7 +235,7 @@ pub struct Traveler {
 /// `searchCriteria`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchCriteria {
+pub(crate) struct SearchCriteria {
     pub max_flight_offers: u16,
     pub flight_filters: FlightFilters,
 }
@@ -243,7 +243,7 @@ pub struct SearchCriteria {
 /// `searchCriteria.flightFilters`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FlightFilters {
+pub(crate) struct FlightFilters {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cabin_restrictions: Vec<CabinRestriction>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -253,7 +253,7 @@ pub struct FlightFilters {
 /// A cabin for some directions.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CabinRestriction {
+pub(crate) struct CabinRestriction {
     pub cabin: &'static str,
     pub coverage: &'static str,
     pub origin_destination_ids: Vec<String>,
@@ -262,13 +262,13 @@ pub struct CabinRestriction {
 /// `connectionRestriction`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConnectionRestriction {
+pub(crate) struct ConnectionRestriction {
     pub max_number_of_connections: u8,
 }
 
 /// Flight Offers Price answer.
 #[derive(Debug, Deserialize)]
-pub struct Pricing {
+pub(crate) struct Pricing {
     pub data: PricingData,
     #[serde(default)]
     pub dictionaries: Option<Dictionaries>,
@@ -277,7 +277,7 @@ pub struct Pricing {
 /// `data` of a pricing answer (its `type` is spelled two ways in the spec; not checked).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PricingData {
+pub(crate) struct PricingData {
     pub flight_offers: Vec<FlightOffer>,
 }
 
@@ -285,14 +285,14 @@ pub struct PricingData {
 
 /// Hotel List answer (`by-city`, `by-geocode`).
 #[derive(Debug, Deserialize)]
-pub struct HotelList {
+pub(crate) struct HotelList {
     pub data: Vec<ListedHotel>,
 }
 
 /// One hotel of a list.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListedHotel {
+pub(crate) struct ListedHotel {
     pub hotel_id: String,
     #[serde(default)]
     pub name: Option<String>,
@@ -306,7 +306,7 @@ pub struct ListedHotel {
 
 /// A point.
 #[derive(Debug, Clone, Copy, Deserialize)]
-pub struct GeoCode {
+pub(crate) struct GeoCode {
     pub latitude: f64,
     pub longitude: f64,
 }
@@ -314,7 +314,7 @@ pub struct GeoCode {
 /// The address parts Hotel List may carry (only `countryCode` is in the spec's example).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HotelAddress {
+pub(crate) struct HotelAddress {
     #[serde(default)]
     pub lines: Vec<String>,
     #[serde(default)]
@@ -327,27 +327,27 @@ pub struct HotelAddress {
 
 /// Distance from the searched point.
 #[derive(Debug, Clone, Copy, Deserialize)]
-pub struct Distance {
+pub(crate) struct Distance {
     pub value: f64,
 }
 
 /// Hotel Search v3 answer: `data` as an array (documented) or one object (the schema).
 #[derive(Debug, Deserialize)]
-pub struct HotelOffersResponse {
+pub(crate) struct HotelOffersResponse {
     pub data: OneOrMany<HotelOffers>,
 }
 
 /// `GET /v3/shopping/hotel-offers/{offerId}` answer: `{data: HotelOffers}` (an object);
 /// an empty answer (no `data`) means the hotel is full.
 #[derive(Debug, Deserialize)]
-pub struct HotelOfferById {
+pub(crate) struct HotelOfferById {
     #[serde(default)]
     pub data: Option<OneOrMany<HotelOffers>>,
 }
 
 /// One hotel with its offers.
 #[derive(Debug, Deserialize)]
-pub struct HotelOffers {
+pub(crate) struct HotelOffers {
     pub hotel: OfferHotel,
     #[serde(default)]
     pub available: Option<bool>,
@@ -358,7 +358,7 @@ pub struct HotelOffers {
 /// The hotel of an offer.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OfferHotel {
+pub(crate) struct OfferHotel {
     pub hotel_id: String,
     #[serde(default)]
     pub name: Option<String>,
@@ -371,7 +371,7 @@ pub struct OfferHotel {
 /// One room offer.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HotelOffer {
+pub(crate) struct HotelOffer {
     pub id: String,
     #[serde(default)]
     pub check_in_date: Option<String>,
@@ -389,7 +389,7 @@ pub struct HotelOffer {
 /// The room of an offer.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OfferRoom {
+pub(crate) struct OfferRoom {
     #[serde(default)]
     pub type_estimated: Option<TypeEstimated>,
     #[serde(default)]
@@ -398,14 +398,14 @@ pub struct OfferRoom {
 
 /// Estimated room category.
 #[derive(Debug, Deserialize)]
-pub struct TypeEstimated {
+pub(crate) struct TypeEstimated {
     #[serde(default)]
     pub category: Option<String>,
 }
 
 /// A text with its language.
 #[derive(Debug, Deserialize)]
-pub struct Text {
+pub(crate) struct Text {
     #[serde(default)]
     pub text: Option<String>,
 }
@@ -413,7 +413,7 @@ pub struct Text {
 /// An offer's price for the stay.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HotelPrice {
+pub(crate) struct HotelPrice {
     pub currency: String,
     #[serde(default)]
     pub total: Option<String>,
@@ -426,7 +426,7 @@ pub struct HotelPrice {
 /// An offer's policies.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Policies {
+pub(crate) struct Policies {
     #[serde(default)]
     pub payment_type: Option<String>,
     #[serde(default)]
@@ -437,7 +437,7 @@ pub struct Policies {
 
 /// A cancellation rule.
 #[derive(Debug, Deserialize)]
-pub struct Cancellation {
+pub(crate) struct Cancellation {
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
     #[serde(default)]
@@ -448,14 +448,14 @@ pub struct Cancellation {
 
 /// On-Demand Flight Status answer.
 #[derive(Debug, Deserialize)]
-pub struct DatedFlights {
+pub(crate) struct DatedFlights {
     pub data: Vec<DatedFlight>,
 }
 
 /// One dated flight.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DatedFlight {
+pub(crate) struct DatedFlight {
     pub scheduled_departure_date: String,
     pub flight_designator: FlightDesignator,
     #[serde(default)]
@@ -465,7 +465,7 @@ pub struct DatedFlight {
 /// Carrier and number.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FlightDesignator {
+pub(crate) struct FlightDesignator {
     pub carrier_code: String,
     /// An integer in the spec; read leniently.
     pub flight_number: Code,
@@ -476,7 +476,7 @@ pub struct FlightDesignator {
 /// One airport of a dated flight.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FlightPoint {
+pub(crate) struct FlightPoint {
     pub iata_code: String,
     #[serde(default)]
     pub departure: Option<PointEvent>,
@@ -486,7 +486,7 @@ pub struct FlightPoint {
 
 /// Departure or arrival at one airport.
 #[derive(Debug, Deserialize)]
-pub struct PointEvent {
+pub(crate) struct PointEvent {
     #[serde(default)]
     pub terminal: Option<Terminal>,
     #[serde(default)]
@@ -497,7 +497,7 @@ pub struct PointEvent {
 
 /// A terminal.
 #[derive(Debug, Deserialize)]
-pub struct Terminal {
+pub(crate) struct Terminal {
     #[serde(default)]
     pub code: Option<String>,
 }
@@ -505,14 +505,14 @@ pub struct Terminal {
 /// A gate.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Gate {
+pub(crate) struct Gate {
     #[serde(default)]
     pub main_gate: Option<String>,
 }
 
 /// One timing: `STD`/`STA` are documented; other qualifiers pass through.
 #[derive(Debug, Deserialize)]
-pub struct Timing {
+pub(crate) struct Timing {
     pub qualifier: String,
     pub value: String,
     #[serde(default)]
@@ -521,7 +521,7 @@ pub struct Timing {
 
 /// A delay.
 #[derive(Debug, Deserialize)]
-pub struct Delay {
+pub(crate) struct Delay {
     #[serde(default)]
     pub duration: Option<String>,
 }

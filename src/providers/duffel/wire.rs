@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// Duffel wraps every request and response body in `{"data": …}`.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Data<T> {
+pub(crate) struct Data<T> {
     /// The payload.
     pub data: T,
 }
@@ -17,7 +17,7 @@ pub struct Data<T> {
 
 /// `POST /air/offer_requests` body.
 #[derive(Debug, Serialize)]
-pub struct CreateOfferRequest {
+pub(crate) struct CreateOfferRequest {
     pub slices: Vec<SliceRequest>,
     pub passengers: Vec<PassengerRequest>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -28,7 +28,7 @@ pub struct CreateOfferRequest {
 
 /// One requested slice.
 #[derive(Debug, Serialize)]
-pub struct SliceRequest {
+pub(crate) struct SliceRequest {
     pub origin: String,
     pub destination: String,
     pub departure_date: String,
@@ -37,7 +37,7 @@ pub struct SliceRequest {
 /// An adult (`type`) or a child (`age`); never both (Duffel rejects that).
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum PassengerRequest {
+pub(crate) enum PassengerRequest {
     /// `{"type":"adult"}`.
     Adult {
         #[serde(rename = "type")]
@@ -49,7 +49,7 @@ pub enum PassengerRequest {
 
 /// `POST /air/orders` body.
 #[derive(Debug, Serialize)]
-pub struct CreateOrder {
+pub(crate) struct CreateOrder {
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub selected_offers: Vec<String>,
@@ -60,7 +60,7 @@ pub struct CreateOrder {
 
 /// A passenger being booked.
 #[derive(Debug, Serialize)]
-pub struct OrderPassengerRequest {
+pub(crate) struct OrderPassengerRequest {
     pub id: String,
     pub title: &'static str,
     pub gender: &'static str,
@@ -73,7 +73,7 @@ pub struct OrderPassengerRequest {
 
 /// A payment from the agency balance.
 #[derive(Debug, Serialize)]
-pub struct Payment {
+pub(crate) struct Payment {
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub amount: String,
@@ -82,7 +82,7 @@ pub struct Payment {
 
 /// `POST /stays/search` body.
 #[derive(Debug, Serialize)]
-pub struct StaysSearchRequest {
+pub(crate) struct StaysSearchRequest {
     pub check_in_date: String,
     pub check_out_date: String,
     pub rooms: u8,
@@ -92,14 +92,14 @@ pub struct StaysSearchRequest {
 
 /// A guest.
 #[derive(Debug, Serialize)]
-pub struct Guest {
+pub(crate) struct Guest {
     #[serde(rename = "type")]
     pub kind: &'static str,
 }
 
 /// Search around a point.
 #[derive(Debug, Serialize)]
-pub struct StaysLocation {
+pub(crate) struct StaysLocation {
     pub radius: f64,
     pub geographic_coordinates: Coordinates,
 }
@@ -108,13 +108,13 @@ pub struct StaysLocation {
 
 /// The offer request with its offers.
 #[derive(Debug, Deserialize)]
-pub struct OfferRequest {
+pub(crate) struct OfferRequest {
     pub offers: Vec<Offer>,
 }
 
 /// One offer.
 #[derive(Debug, Deserialize)]
-pub struct Offer {
+pub(crate) struct Offer {
     pub id: String,
     pub total_amount: String,
     pub total_currency: String,
@@ -132,7 +132,7 @@ pub struct Offer {
 
 /// An airline.
 #[derive(Debug, Deserialize)]
-pub struct Carrier {
+pub(crate) struct Carrier {
     #[serde(default)]
     pub iata_code: Option<String>,
     pub name: String,
@@ -140,7 +140,7 @@ pub struct Carrier {
 
 /// A passenger slot of an offer.
 #[derive(Debug, Deserialize)]
-pub struct OfferPassenger {
+pub(crate) struct OfferPassenger {
     pub id: String,
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
@@ -150,7 +150,7 @@ pub struct OfferPassenger {
 
 /// Payment terms of an offer.
 #[derive(Debug, Deserialize)]
-pub struct PaymentRequirements {
+pub(crate) struct PaymentRequirements {
     #[serde(default)]
     pub requires_instant_payment: bool,
     #[serde(default)]
@@ -159,7 +159,7 @@ pub struct PaymentRequirements {
 
 /// One direction.
 #[derive(Debug, Deserialize)]
-pub struct Slice {
+pub(crate) struct Slice {
     pub origin: Place,
     pub destination: Place,
     #[serde(default)]
@@ -169,13 +169,13 @@ pub struct Slice {
 
 /// An airport or city.
 #[derive(Debug, Deserialize)]
-pub struct Place {
+pub(crate) struct Place {
     pub iata_code: String,
 }
 
 /// One flight.
 #[derive(Debug, Deserialize)]
-pub struct Segment {
+pub(crate) struct Segment {
     pub departing_at: String,
     pub arriving_at: String,
     #[serde(default)]
@@ -186,7 +186,7 @@ pub struct Segment {
 
 /// A created order.
 #[derive(Debug, Deserialize)]
-pub struct Order {
+pub(crate) struct Order {
     pub id: String,
     pub booking_reference: String,
     pub total_amount: String,
@@ -196,20 +196,20 @@ pub struct Order {
 
 /// A booked passenger.
 #[derive(Debug, Deserialize)]
-pub struct OrderPassenger {
+pub(crate) struct OrderPassenger {
     pub given_name: String,
     pub family_name: String,
 }
 
 /// `POST /stays/search` answer.
 #[derive(Debug, Deserialize)]
-pub struct StaysSearch {
+pub(crate) struct StaysSearch {
     pub results: Vec<StaysResult>,
 }
 
 /// One search result (a hotel with its cheapest rate), also the body of `fetch_all_rates`.
 #[derive(Debug, Deserialize)]
-pub struct StaysResult {
+pub(crate) struct StaysResult {
     pub id: String,
     pub check_in_date: String,
     pub check_out_date: String,
@@ -222,7 +222,7 @@ pub struct StaysResult {
 
 /// A hotel.
 #[derive(Debug, Deserialize)]
-pub struct Accommodation {
+pub(crate) struct Accommodation {
     pub name: String,
     #[serde(default)]
     pub rating: Option<u8>,
@@ -236,7 +236,7 @@ pub struct Accommodation {
 
 /// Where a hotel is.
 #[derive(Debug, Deserialize)]
-pub struct AccommodationLocation {
+pub(crate) struct AccommodationLocation {
     #[serde(default)]
     pub address: Option<Address>,
     #[serde(default)]
@@ -245,7 +245,7 @@ pub struct AccommodationLocation {
 
 /// A postal address.
 #[derive(Debug, Deserialize)]
-pub struct Address {
+pub(crate) struct Address {
     #[serde(default)]
     pub line_one: Option<String>,
     #[serde(default)]
@@ -258,14 +258,14 @@ pub struct Address {
 
 /// A point.
 #[derive(Debug, Serialize, Deserialize, Clone, Copy)]
-pub struct Coordinates {
+pub(crate) struct Coordinates {
     pub latitude: f64,
     pub longitude: f64,
 }
 
 /// A room type with rates.
 #[derive(Debug, Deserialize)]
-pub struct Room {
+pub(crate) struct Room {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
@@ -274,7 +274,7 @@ pub struct Room {
 
 /// A bookable rate.
 #[derive(Debug, Deserialize)]
-pub struct Rate {
+pub(crate) struct Rate {
     pub id: String,
     pub total_amount: String,
     pub total_currency: String,
@@ -290,14 +290,14 @@ pub struct Rate {
 
 /// Refund available before a time.
 #[derive(Debug, Deserialize)]
-pub struct CancellationStep {
+pub(crate) struct CancellationStep {
     pub before: String,
     pub refund_amount: String,
 }
 
 /// The documented error body.
 #[derive(Debug, Deserialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     #[serde(default)]
     pub meta: Option<ErrorMeta>,
     pub errors: Vec<ErrorItem>,
@@ -305,14 +305,14 @@ pub struct ErrorBody {
 
 /// `meta` of an error body.
 #[derive(Debug, Deserialize)]
-pub struct ErrorMeta {
+pub(crate) struct ErrorMeta {
     #[serde(default)]
     pub request_id: Option<String>,
 }
 
 /// One error.
 #[derive(Debug, Deserialize)]
-pub struct ErrorItem {
+pub(crate) struct ErrorItem {
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
     #[serde(default)]
