@@ -4,7 +4,7 @@
 //! Everything runs on this test's single thread (the default `#[tokio::test]` runtime), so the
 //! thread-local subscriber set here sees the gateway's spans, server tasks included.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 

@@ -5,7 +5,7 @@
 //! Needs `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it the test says so on
 //! stderr and checks nothing.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

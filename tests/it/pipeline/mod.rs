@@ -1,5 +1,10 @@
-//! Helpers for the pipeline tests (`tests/pipeline.rs`, `tests/isolation.rs`): a gateway
-//! built in process against a wiremock upstream with short timings, and request counters.
+//! The call pipeline against wiremock upstreams: what a caller gets under each provider fault
+//! ([`faults`]), and how one tool's trouble stays away from others and from callers that leave
+//! ([`isolation`]). This file holds their helpers: a gateway built in process against a
+//! wiremock upstream with short timings, and request counters.
+
+mod faults;
+mod isolation;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,22 +31,22 @@ pub(crate) fn gateway(config: Config, tweak: impl FnOnce(&mut Config)) -> Arc<Ga
         t.providers.retain(|p| p == "duffel");
     }
     tweak(&mut config);
-    faregate::app::build(config, &super::NoEnv)
+    faregate::app::build(config, &crate::support::NoEnv)
         .unwrap_or_else(|e| panic!("{e:?}"))
         .state
         .gateway
 }
 
 pub(crate) fn short(server: &MockServer) -> Config {
-    super::with_timeouts(
-        super::config_for(&server.uri()),
+    crate::support::with_timeouts(
+        crate::support::config_for(&server.uri()),
         Duration::from_millis(300),
         Duration::from_millis(1500),
     )
 }
 
 pub(crate) fn flights() -> Value {
-    json!({"origin": "LHR", "destination": "JFK", "departure_date": super::in_days(30)})
+    json!({"origin": "LHR", "destination": "JFK", "departure_date": crate::support::in_days(30)})
 }
 
 pub(crate) fn booking() -> Value {
@@ -49,7 +54,11 @@ pub(crate) fn booking() -> Value {
         "born_on": "1990-02-15", "gender": "f", "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"}]})
 }
 
-pub(crate) async fn call(g: &Arc<Gateway>, tool: &str, arguments: Value) -> faregate::call::Envelope {
+pub(crate) async fn call(
+    g: &Arc<Gateway>,
+    tool: &str,
+    arguments: Value,
+) -> faregate::call::Envelope {
     g.call(CallRequest {
         tool: tool.into(),
         arguments,

@@ -3,7 +3,7 @@
 //! back to the provider that issued them; flight status is served by Amadeus; an exhausted
 //! Amadeus quota keeps the breaker open for a long time.
 
-mod support;
+use crate::support;
 
 use faregate_sim::{Fault, RouteGroup, Simulator};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! token's cache, single flight and refresh on 401, 429 38194 vs 38195, malformed bodies, and
 //! the Hotel Search `data` array/object variants.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use support::amadeus::*;
+use super::*;
 
 /// One endpoint as faregate uses it, with whatever must be mounted before it.
 #[derive(Clone, Copy, Debug)]

@@ -3,14 +3,13 @@
 //! `Content-Length` over the body limit is refused from the header, and a client that sends
 //! a whole oversized body before it reads still reads the 413.
 
-mod support;
-
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{NoEnv, TestGateway};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::support::{self, NoEnv, TestGateway};
 
 /// A gateway whose providers are never called (nothing listens on port 9), with a short
 /// request timeout, so a request that waits for its body would end in a 503.

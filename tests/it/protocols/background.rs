@@ -3,12 +3,12 @@
 //! `[queued: job …]`, and the jobs run to completion. (Without a job store, and over MCP, it is an
 //! error result: `tests/protocols.rs` and `tests/python/test_mcp.py`.)
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
+use super::{chat_call, hotels_args, text};
 use serde_json::{Value, json};
-use support::agent::{chat_call, hotels_args, text};
 use support::{NoEnv, TestGateway};
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! Operations end to end: metrics after a scripted outage, the breaker API and its keys, the
 //! event stream, and the dashboard page. The gateway and the simulator run on `127.0.0.1:0`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

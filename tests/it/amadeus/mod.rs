@@ -1,5 +1,9 @@
-//! Helpers for the Amadeus adapter tests (`tests/amadeus.rs`, `tests/amadeus_tokens.rs`):
-//! fixtures in Amadeus's wire format, a client against wiremock, the token endpoint.
+//! The Amadeus adapter against wiremock upstreams that answer in Amadeus's wire format: every
+//! endpoint and error shape ([`endpoints`]) and the OAuth token's life ([`tokens`]). This file
+//! holds their helpers: fixtures, a client against wiremock, the token endpoint.
+
+mod endpoints;
+mod tokens;
 
 use std::time::Duration;
 
@@ -73,10 +77,13 @@ pub(crate) fn request(tool: &str, args: Value) -> ToolRequest {
 }
 
 pub(crate) fn flights_args() -> Value {
-    json!({"origin": "MAD", "destination": "LON", "departure_date": super::in_days(30)})
+    json!({"origin": "MAD", "destination": "LON", "departure_date": crate::support::in_days(30)})
 }
 
-pub(crate) async fn call(c: &AmadeusClient, req: &ToolRequest) -> Result<ToolOutput, UpstreamError> {
+pub(crate) async fn call(
+    c: &AmadeusClient,
+    req: &ToolRequest,
+) -> Result<ToolOutput, UpstreamError> {
     c.call(req, Duration::from_secs(5)).await
 }
 
@@ -88,6 +95,6 @@ pub(crate) fn bearer() -> wiremock::matchers::HeaderExactMatcher {
 pub(crate) fn status_request() -> ToolRequest {
     request(
         "get_flight_status",
-        json!({"carrier_code": "IB", "flight_number": "3166", "departure_date": super::in_days(2)}),
+        json!({"carrier_code": "IB", "flight_number": "3166", "departure_date": crate::support::in_days(2)}),
     )
 }

@@ -1,7 +1,7 @@
 //! Background mode end to end: the gateway with a SQLite job store against the simulator, a
 //! real HTTP client submitting jobs and polling them, and a wiremock receiver for callbacks.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

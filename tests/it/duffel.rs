@@ -2,7 +2,7 @@
 //! endpoint faregate uses, its success shape, each documented error shape, 429 with
 //! `Retry-After`/`ratelimit-reset`, a malformed 200, and a slow answer past the timeout.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

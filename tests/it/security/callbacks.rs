@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::support::{self, MapEnv, TestGateway, in_days};
+use crate::support::{self, MapEnv, TestGateway, in_days};
 
 struct Stack {
     gateway: TestGateway,

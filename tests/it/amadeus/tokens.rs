@@ -2,8 +2,6 @@
 //! expired token, misconfiguration on a second 401, the token endpoint's own failures, one token
 //! request for a hundred cold calls, refresh before expiry; and what the adapter refuses to send.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +12,7 @@ use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use support::amadeus::*;
+use super::*;
 
 #[tokio::test]
 async fn an_expired_token_is_refreshed_once_and_the_call_retried_once() {

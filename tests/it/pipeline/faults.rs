@@ -2,7 +2,7 @@
 //! what the caller gets, how many requests reach the upstream, and the breaker state after.
 //! Real sockets, so real time with short configured durations.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use support::pipeline::*;
+use super::*;
 
 #[tokio::test]
 async fn a_slow_upstream_is_timed_out_and_retried_once_within_the_deadline() {

@@ -1,12 +1,6 @@
 //! Shared helpers for the integration tests: configuration pointing at a test upstream, and a
 //! gateway server on `127.0.0.1:0`.
 
-#![allow(dead_code)]
-
-pub(crate) mod agent;
-pub(crate) mod amadeus;
-pub(crate) mod pipeline;
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -2,15 +2,15 @@
 //! simulator, driven over HTTP as a chat backend would. (The real vendor SDKs and the MCP
 //! client drive the same endpoints from `tests/python/`, run by `.ci/run`.)
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::{chat_call, hotels_args, text};
 use faregate_sim::{Fault, RouteGroup, Simulator};
 use serde_json::{Value, json};
-use support::agent::{chat_call, hotels_args, text};
 use support::{NoEnv, TestGateway, in_days};
 
 struct Stack {

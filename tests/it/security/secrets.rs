@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::support::{self, MapEnv};
+use crate::support::{self, MapEnv};
 
 const SECRETS: [(&str, &str); 6] = [
     ("DUFFEL_ACCESS_TOKEN", "duffel_live_s3cr3ttok3n"),

@@ -1,7 +1,7 @@
 //! Isolation inside the pipeline: a hanging flight provider does not slow hotel search (seed
 //! 000), and callers that go away mid-call do not trip a healthy provider's breaker.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use support::pipeline::*;
+use super::*;
 
 /// Seed 000: flights hang; hotel calls stay fast and the flight upstream never sees more than
 /// the flight bulkhead.

@@ -7,7 +7,7 @@
 //! the drain rate itself is a benchmark (`benches/load/seed001.sh`, figures in BENCHMARKS.md),
 //! not asserted here.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

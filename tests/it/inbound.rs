@@ -3,7 +3,7 @@
 //! connections over the cap wait, a request over the request timeout gets a JSON 503, and a
 //! shutdown finishes in-flight calls, refuses new connections and hands job leases back.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,9 +1,13 @@
-//! Helpers for the agent protocol tests (`tests/protocols.rs`, `tests/agent_background.rs`):
-//! the bodies a chat backend sends and the text a model reads.
+//! The agent protocol endpoints (OpenAI, Anthropic, MCP, manifests, OpenAPI) end to end
+//! ([`endpoints`]), and background mode through them ([`background`]). This file holds their
+//! helpers: the bodies a chat backend sends and the text a model reads.
+
+mod background;
+mod endpoints;
 
 use serde_json::{Value, json};
 
-use super::in_days;
+use crate::support::in_days;
 
 /// A valid `search_hotels` argument object (three weeks ahead).
 pub(crate) fn hotels_args() -> Value {

@@ -6,7 +6,7 @@
 //! Every case is a regression test: add the request that broke something, with the answer it
 //! should get.
 
-mod support;
+use crate::support;
 
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};

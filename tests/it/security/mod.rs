@@ -2,7 +2,7 @@
 //! rate and in-flight limits (429 with `Retry-After`), SSRF guards on callbacks, and secrets
 //! that never print (`Debug`, `faregate check`, the logs of `faregate serve`).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -368,7 +368,5 @@ async fn calls_in_flight_are_capped_per_client() {
     assert_eq!(reached, 1, "the refused call never reached the provider");
 }
 
-#[path = "security/callbacks.rs"]
 mod callbacks;
-#[path = "security/secrets.rs"]
 mod secrets;

@@ -1,7 +1,7 @@
 //! End to end: the gateway on `127.0.0.1:0` against the built-in simulator on another port,
 //! both real HTTP servers, driven by a real HTTP client as an agent's backend would.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

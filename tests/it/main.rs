@@ -1,0 +1,22 @@
+//! The integration tests: the gateway, the provider simulator and wiremock upstreams on
+//! loopback, driven over real HTTP. One test binary (the gateway, the simulator and wiremock are
+//! linked once, not once per file), one module per topic, and one harness in [`support`].
+
+mod support;
+
+mod amadeus;
+mod backlog;
+mod bad_input;
+mod chain;
+mod crash;
+mod duffel;
+mod e2e;
+mod edge;
+mod fleet;
+mod inbound;
+mod jobs;
+mod observability;
+mod pipeline;
+mod protocols;
+mod security;
+mod traces;
