@@ -1,4 +1,4 @@
-//! Seed 001 scaled down, in CI: a backlog of background jobs against a provider that allows N
+//! A stampede scaled down for CI: a backlog of background jobs against a provider that allows N
 //! requests per (shortened) window and answers 429 with `Retry-After` beyond it. Every job must
 //! succeed exactly once, and the 429s must be the one-time cost of learning the limit: the
 //! dispatcher paces the rest of the backlog under it instead of hitting it once per window.
@@ -7,16 +7,14 @@
 //! the drain rate itself is a benchmark (`benches/load/seed001.sh`, figures in BENCHMARKS.md),
 //! not asserted here.
 
-use crate::support;
-
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use faregate::jobs::{JobStore, Store};
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
-use support::{MapEnv, TestGateway, in_days};
+use tokio::time::Instant;
+
+use crate::support::{Stack, in_days, sqlite_store, wait_until};
 
 /// Requests the provider allows per window.
 const LIMIT: u32 = 8;
@@ -33,13 +31,7 @@ fn status_args(n: usize) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backlog_drains_under_the_rate_limit_with_429s_only_while_learning_it_sqlite() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::open(&format!(
-        "sqlite://{}",
-        dir.path().join("jobs.db").display()
-    ))
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (store, _dir) = sqlite_store().await;
     drain_backlog(store).await;
 }
 
@@ -47,11 +39,11 @@ async fn a_backlog_drains_under_the_rate_limit_with_429s_only_while_learning_it_
 async fn a_backlog_drains_under_the_rate_limit_with_429s_only_while_learning_it_postgres() {
     let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
         eprintln!(
-            "note: seed 001 PostgreSQL run skipped: FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+            "note: backlog PostgreSQL run skipped: FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
         );
         return;
     };
-    let schema = format!("fg_seed001_{}", uuid::Uuid::now_v7().simple());
+    let schema = format!("fg_backlog_{}", uuid::Uuid::now_v7().simple());
     let store = Store::open_postgres(&url, Some(&schema))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -61,8 +53,19 @@ async fn a_backlog_drains_under_the_rate_limit_with_429s_only_while_learning_it_
 
 /// Submits the backlog to a gateway over `store` and checks how it drained.
 async fn drain_backlog(store: Store) {
-    let test_sim = support::start_sim(1).await;
-    test_sim.sim.set_fault(
+    let s = Stack::builder(1)
+        .config(|mut config| {
+            config.jobs.workers = WORKERS;
+            // The backlog is submitted at once from one address: this test is about the queue,
+            // not the per-client limits (the security tests), so they are off.
+            config.limits.client_rate = None;
+            config.limits.client_max_concurrent_calls = None;
+            config
+        })
+        .jobs_in(store)
+        .start()
+        .await;
+    s.sim.set_fault(
         RouteGroup::AmadeusStatus,
         Fault {
             requests_per_minute: Some(LIMIT),
@@ -70,51 +73,34 @@ async fn drain_backlog(store: Store) {
             ..Fault::default()
         },
     );
-    let mut config = support::config_for(&test_sim.url());
-    config.jobs.workers = WORKERS;
-    // The backlog is submitted at once from one address: this test is about the queue, not the
-    // per-client limits (tests/security.rs), so they are off.
-    config.limits.client_rate = None;
-    config.limits.client_max_concurrent_calls = None;
-    let gateway = TestGateway::start_with_jobs(config, &MapEnv(vec![]), store).await;
-    let http = reqwest::Client::new();
 
     let mut ids = Vec::new();
     for n in 0..JOBS {
-        let res = http
-            .post(gateway.url("/v1/tools/get_flight_status/call"))
-            .json(&json!({"arguments": status_args(n), "mode": "background"}))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(res.status().as_u16(), 202);
-        let body: Value = res.json().await.unwrap_or_else(|e| panic!("{e}"));
+        let (status, body) = s
+            .submit("get_flight_status", json!({"arguments": status_args(n)}))
+            .await;
+        assert_eq!(status, 202, "{body:#}");
         ids.push(body["job_id"].as_str().unwrap_or_default().to_string());
     }
 
     // Wait for the backlog to end (a generous bound, only so that a regression fails instead of
     // hanging: the ideal drain is JOBS / LIMIT windows = 20 s).
     let started = Instant::now();
-    let jobs = loop {
-        let list = support::get_json(
-            &http,
-            &gateway.url("/v1/jobs?tool=get_flight_status&limit=1000"),
-        )
-        .await;
+    let jobs = wait_until(Duration::from_secs(120), "the backlog to drain", || async {
+        let (_, list) = s
+            .get_json("/v1/jobs?tool=get_flight_status&limit=1000")
+            .await;
         let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
         let open = jobs
             .iter()
             .filter(|j| !matches!(j["status"].as_str(), Some("succeeded" | "dead")))
             .count();
-        if open == 0 {
-            break jobs;
+        match open {
+            0 => Ok(jobs),
+            _ => Err(format!("{open} of {JOBS} jobs still open")),
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "{open} of {JOBS} jobs still open after 120 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    })
+    .await;
 
     assert_eq!(jobs.len(), JOBS);
     let succeeded = jobs.iter().filter(|j| j["status"] == "succeeded").count();
@@ -126,7 +112,7 @@ async fn drain_backlog(store: Store) {
         );
     }
 
-    let stats = test_sim.sim.stats();
+    let stats = s.sim.stats();
     let group = &stats.groups[&RouteGroup::AmadeusStatus];
     let ok = group.statuses.get(&200).copied().unwrap_or(0);
     let too_many = group.statuses.get(&429).copied().unwrap_or(0);

@@ -6,11 +6,10 @@
 //! Every case is a regression test: add the request that broke something, with the answer it
 //! should get.
 
-use crate::support;
-
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
+
+use crate::support::{Stack, in_days};
 
 /// One request and what it must get.
 struct Case {
@@ -144,16 +143,19 @@ fn cases() -> Vec<Case> {
 
 #[tokio::test]
 async fn every_bad_request_gets_a_clear_4xx_and_reaches_no_provider() {
-    let sim = support::start_sim(9).await;
-    let mut config = support::config_for(&sim.url());
-    // This table is about input, not rates: the limits have their own tests (security.rs).
-    config.limits.client_rate = None;
-    let gateway = TestGateway::start(config, &NoEnv).await;
-    let http = reqwest::Client::new();
+    let s = Stack::builder(9)
+        .config(|mut config| {
+            // This table is about input, not rates: the limits have their own tests (security).
+            config.limits.client_rate = None;
+            config
+        })
+        .start()
+        .await;
+    let http = &s.http;
     let mut failures = Vec::new();
     for case in cases() {
         let mut req = http
-            .post(gateway.url(case.path))
+            .post(s.url(case.path))
             .header("accept", "application/json, text/event-stream")
             .body(case.body.clone());
         if let Some(ct) = case.content_type {
@@ -198,12 +200,12 @@ async fn every_bad_request_gets_a_clear_4xx_and_reaches_no_provider() {
         failures.len(),
         failures.join("\n")
     );
-    let reached: u64 = sim.sim.stats().groups.values().map(|g| g.requests).sum();
+    let reached: u64 = s.sim.stats().groups.values().map(|g| g.requests).sum();
     assert_eq!(reached, 0, "a bad request reached a provider");
     assert!(RouteGroup::ALL.len() > 1);
     // The gateway is still healthy after all of it.
     let res = http
-        .get(gateway.url("/readyz"))
+        .get(s.url("/readyz"))
         .send()
         .await
         .unwrap_or_else(|e| panic!("{e}"));

@@ -3,74 +3,28 @@
 //! back to the provider that issued them; flight status is served by Amadeus; an exhausted
 //! Amadeus quota keeps the breaker open for a long time.
 
-use crate::support;
-
-use faregate_sim::{Fault, RouteGroup, Simulator};
+use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
 
-struct Stack {
-    gateway: TestGateway,
-    sim: Simulator,
-    http: reqwest::Client,
-    _sim_stop: support::TestSim,
-}
+use crate::support::{Stack, in_days};
 
-async fn stack() -> Stack {
-    let test_sim = support::start_sim(21).await;
-    let (sim, addr) = (test_sim.sim.clone(), test_sim.addr);
-    let config = support::config_for(&format!("http://{addr}"));
-    let gateway = TestGateway::start(config, &NoEnv).await;
-    Stack {
-        gateway,
-        sim,
-        http: reqwest::Client::new(),
-        _sim_stop: test_sim,
-    }
-}
-
-impl Stack {
-    async fn call(&self, tool: &str, arguments: Value) -> Value {
-        let res = self
-            .http
-            .post(self.gateway.url(&format!("/v1/tools/{tool}/call")))
-            .json(&json!({ "arguments": arguments }))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(res.status().as_u16(), 200, "{tool}");
-        res.json::<Value>().await.unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn down(&self, group: RouteGroup) {
-        self.sim.set_fault(
-            group,
-            Fault {
-                outage: true,
-                ..Fault::default()
-            },
-        );
-    }
-
-    fn requests(&self, group: RouteGroup) -> u64 {
-        self.sim
-            .stats()
-            .groups
-            .get(&group)
-            .map_or(0, |g| g.requests)
-    }
+/// Calls `tool` with `arguments`; a tool result is always HTTP 200, whatever its status.
+async fn call(s: &Stack, tool: &str, arguments: Value) -> Value {
+    let (status, env) = s.call(tool, json!({ "arguments": arguments })).await;
+    assert_eq!(status, 200, "{tool}: {env:#}");
+    env
 }
 
 #[tokio::test]
 async fn a_duffel_flights_outage_is_answered_by_amadeus_and_its_offer_priced_there() {
-    let s = stack().await;
+    let s = Stack::start(21).await;
     s.down(RouteGroup::DuffelAirSearch);
-    let env = s
-        .call(
-            "search_flights",
-            json!({"origin": "MAD", "destination": "LON", "departure_date": in_days(21)}),
-        )
-        .await;
+    let env = call(
+        &s,
+        "search_flights",
+        json!({"origin": "MAD", "destination": "LON", "departure_date": in_days(21)}),
+    )
+    .await;
     assert_eq!(env["status"], "ok", "{env:#}");
     assert_eq!(env["provider"], "amadeus");
     let offers = env["data"]["offers"]
@@ -89,7 +43,7 @@ async fn a_duffel_flights_outage_is_answered_by_amadeus_and_its_offer_priced_the
         "Duffel was tried first"
     );
 
-    let priced = s.call("price_flight_offer", json!({"offer_id": id})).await;
+    let priced = call(&s, "price_flight_offer", json!({"offer_id": id})).await;
     assert_eq!(priced["status"], "ok", "{priced:#}");
     assert_eq!(priced["provider"], "amadeus");
     assert_eq!(priced["data"]["offer"]["offer_id"], id.as_str());
@@ -106,26 +60,25 @@ async fn a_duffel_flights_outage_is_answered_by_amadeus_and_its_offer_priced_the
 
     // A Duffel id goes to Duffel, never to Amadeus.
     s.sim.clear_faults();
-    let duffel = s
-        .call(
-            "search_flights",
-            json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}),
-        )
-        .await;
+    let duffel = call(
+        &s,
+        "search_flights",
+        json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}),
+    )
+    .await;
     assert_eq!(duffel["provider"], "duffel", "{duffel:#}");
     let pricing_before = s.requests(RouteGroup::AmadeusFlights);
     let off = duffel["data"]["offers"][0]["offer_id"].clone();
-    let priced = s.call("price_flight_offer", json!({"offer_id": off})).await;
+    let priced = call(&s, "price_flight_offer", json!({"offer_id": off})).await;
     assert_eq!(priced["provider"], "duffel", "{priced:#}");
     assert_eq!(s.requests(RouteGroup::AmadeusFlights), pricing_before);
 }
 
 #[tokio::test]
 async fn hotels_fall_over_to_amadeus_and_availability_follows_the_id() {
-    let s = stack().await;
+    let s = Stack::start(21).await;
     s.down(RouteGroup::DuffelStays);
-    let env = s
-        .call(
+    let env = call(&s,
             "search_hotels",
             json!({"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23), "adults": 2}),
         )
@@ -137,9 +90,12 @@ async fn hotels_fall_over_to_amadeus_and_availability_follows_the_id() {
         .unwrap_or_default()
         .to_string();
     assert!(id.starts_with("amh_"), "{env:#}");
-    let avail = s
-        .call("check_hotel_availability", json!({"hotel_result_id": id}))
-        .await;
+    let avail = call(
+        &s,
+        "check_hotel_availability",
+        json!({"hotel_result_id": id}),
+    )
+    .await;
     assert_eq!(avail["status"], "ok", "{avail:#}");
     assert_eq!(avail["provider"], "amadeus");
     assert!(avail["data"]["available"].is_boolean());
@@ -147,13 +103,13 @@ async fn hotels_fall_over_to_amadeus_and_availability_follows_the_id() {
 
 #[tokio::test]
 async fn flight_status_is_served_by_amadeus_through_the_simulator() {
-    let s = stack().await;
-    let env = s
-        .call(
-            "get_flight_status",
-            json!({"carrier_code": "IB", "flight_number": "3167", "departure_date": in_days(1)}),
-        )
-        .await;
+    let s = Stack::start(21).await;
+    let env = call(
+        &s,
+        "get_flight_status",
+        json!({"carrier_code": "IB", "flight_number": "3167", "departure_date": in_days(1)}),
+    )
+    .await;
     assert_eq!(env["status"], "ok", "{env:#}");
     assert_eq!(env["provider"], "amadeus");
     let flight = &env["data"]["flights"][0];
@@ -165,7 +121,7 @@ async fn flight_status_is_served_by_amadeus_through_the_simulator() {
 
 #[tokio::test]
 async fn an_exhausted_amadeus_quota_keeps_the_breaker_open_for_a_long_time() {
-    let s = stack().await;
+    let s = Stack::start(21).await;
     s.sim.set_fault(
         RouteGroup::AmadeusStatus,
         Fault {
@@ -174,7 +130,7 @@ async fn an_exhausted_amadeus_quota_keeps_the_breaker_open_for_a_long_time() {
         },
     );
     let args = json!({"carrier_code": "IB", "flight_number": "3167", "departure_date": in_days(1)});
-    let env = s.call("get_flight_status", args.clone()).await;
+    let env = call(&s, "get_flight_status", args.clone()).await;
     assert_eq!(env["status"], "unavailable", "{env:#}");
     assert!(
         env["retry_after_s"].as_u64().unwrap_or_default() >= 3600,
@@ -187,7 +143,7 @@ async fn an_exhausted_amadeus_quota_keeps_the_breaker_open_for_a_long_time() {
         "the fallback says why: {content}"
     );
     let before = s.requests(RouteGroup::AmadeusStatus);
-    let again = s.call("get_flight_status", args).await;
+    let again = call(&s, "get_flight_status", args).await;
     assert_eq!(again["status"], "unavailable");
     assert!(
         again["content"]

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use serde_json::json;
 
-use serde_json::{Value, json};
+use crate::support::{in_days, send, wait_until};
 
 /// Kills its child when dropped, so a failing test leaves no process behind.
 struct Proc(Child);
@@ -41,19 +41,18 @@ fn spawn(args: &[&str]) -> Proc {
 }
 
 async fn wait_healthy(http: &reqwest::Client, url: &str) {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(20) {
-        if http
-            .get(url)
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{url} never became healthy");
+    wait_until(
+        Duration::from_secs(20),
+        &format!("{url} to answer"),
+        || async {
+            match http.get(url).send().await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) => Err(format!("status {}", r.status())),
+                Err(e) => Err(e.to_string()),
+            }
+        },
+    )
+    .await;
 }
 
 /// A config directory: the shipped tools and prompts with short timings, providers at `sim`.
@@ -124,18 +123,13 @@ async fn jobs_survive_sigkill_and_run_exactly_once() {
     wait_healthy(&http, &format!("{gw}/healthz")).await;
 
     // Offers to book, while the provider is healthy.
-    let date = (faregate::clock::utc_now() + chrono::Duration::days(40))
-        .format("%Y-%m-%d")
-        .to_string();
-    let search: Value = http
-        .post(format!("{gw}/v1/tools/search_flights/call"))
-        .json(&json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": date, "max_results": 6}}))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let date = in_days(40);
+    let body = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": date, "max_results": 6}});
+    let (_, _, search) = send(
+        http.post(format!("{gw}/v1/tools/search_flights/call"))
+            .json(&body),
+    )
+    .await;
     let offers: Vec<String> = search["data"]["offers"]
         .as_array()
         .into_iter()
@@ -152,32 +146,22 @@ async fn jobs_survive_sigkill_and_run_exactly_once() {
         .unwrap_or_else(|e| panic!("{e}"));
     let mut jobs = Vec::new();
     for (i, offer) in offers.iter().enumerate() {
-        let res: Value = http
-            .post(format!("{gw}/v1/tools/book_flight/call"))
-            .json(&json!({
-                "arguments": {"offer_id": offer, "travellers": [{"given_name": "Ana", "family_name": "Garcia",
-                    "born_on": "1990-02-15", "gender": "f", "title": "ms", "email": "ana@example.com",
-                    "phone_number": "+34600000000"}]},
-                "mode": "background", "idempotency_key": format!("crash-{i}")}))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .json()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let body = json!({
+            "arguments": {"offer_id": offer, "travellers": [{"given_name": "Ana", "family_name": "Garcia",
+                "born_on": "1990-02-15", "gender": "f", "title": "ms", "email": "ana@example.com",
+                "phone_number": "+34600000000"}]},
+            "mode": "background", "idempotency_key": format!("crash-{i}")});
+        let (_, _, res) = send(
+            http.post(format!("{gw}/v1/tools/book_flight/call"))
+                .json(&body),
+        )
+        .await;
         assert_eq!(res["status"], "queued", "{res:#}");
         jobs.push(res["job_id"].as_str().unwrap_or_default().to_string());
     }
     // Let the workers attempt and requeue, then kill the gateway without warning.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let before: Value = http
-        .get(format!("{gw}/v1/jobs?tool=book_flight"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, _, before) = send(http.get(format!("{gw}/v1/jobs?tool=book_flight"))).await;
     let listed = before["jobs"].as_array().cloned().unwrap_or_default();
     assert_eq!(listed.len(), offers.len());
     assert!(
@@ -197,36 +181,18 @@ async fn jobs_survive_sigkill_and_run_exactly_once() {
         .unwrap_or_else(|e| panic!("{e}"));
     let _gateway = spawn(&["serve", "--config", &config]);
     wait_healthy(&http, &format!("{gw}/healthz")).await;
-    let started = Instant::now();
-    for id in &jobs {
-        loop {
-            let job: Value = http
-                .get(format!("{gw}/v1/jobs/{id}"))
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .json()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            if job["status"] == "succeeded" {
-                break;
-            }
+    wait_until(Duration::from_secs(40), "every job to succeed", || async {
+        for id in &jobs {
+            let (_, _, job) = send(http.get(format!("{gw}/v1/jobs/{id}"))).await;
             assert_ne!(job["status"], "dead", "{job:#}");
-            assert!(
-                started.elapsed() < Duration::from_secs(40),
-                "job stuck: {job:#}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            if job["status"] != "succeeded" {
+                return Err(format!("job stuck: {job:#}"));
+            }
         }
-    }
-    let stats: Value = http
-        .get(format!("http://{sim_addr}/_sim/stats"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        Ok(())
+    })
+    .await;
+    let (_, _, stats) = send(http.get(format!("http://{sim_addr}/_sim/stats"))).await;
     for i in 0..offers.len() {
         let key = format!("crash-{i}");
         assert_eq!(

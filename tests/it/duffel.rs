@@ -2,8 +2,6 @@
 //! endpoint faregate uses, its success shape, each documented error shape, 429 with
 //! `Retry-After`/`ratelimit-reset`, a malformed 200, and a slow answer past the timeout.
 
-use crate::support;
-
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -16,14 +14,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/tests/fixtures/duffel/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+use crate::support::{self, fixture};
 
 fn client(server: &MockServer) -> DuffelClient {
     let http = faregate::providers::http::client(8).unwrap_or_else(|e| panic!("{e}"));
@@ -93,7 +84,7 @@ fn endpoints() -> Vec<Endpoint> {
 async fn mount_offer(server: &MockServer) {
     Mock::given(method("GET"))
         .and(path("/air/offers/off_0000AEatBgkm1L8gxKGGjG"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("offer_200.json")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("duffel", "offer_200.json")))
         .mount(server)
         .await;
 }
@@ -133,7 +124,7 @@ async fn every_endpoint_turns_documented_errors_into_the_right_kind() {
         for (file, status, expected) in &cases {
             let res = call_endpoint(
                 &ep,
-                ResponseTemplate::new(*status).set_body_json(fixture(file)),
+                ResponseTemplate::new(*status).set_body_json(fixture("duffel", file)),
             )
             .await;
             let err = res
@@ -165,7 +156,7 @@ async fn every_endpoint_reports_429_with_its_wait() {
                 .insert_header("ratelimit-limit", "60")
                 .insert_header("ratelimit-remaining", "0")
                 .insert_header("ratelimit-reset", reset.as_str())
-                .set_body_json(fixture("error_429.json")),
+                .set_body_json(fixture("duffel", "error_429.json")),
         )
         .await;
         match res.map_err(|e| e.kind) {
@@ -180,7 +171,7 @@ async fn every_endpoint_reports_429_with_its_wait() {
             &ep,
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "120")
-                .set_body_json(fixture("error_429.json")),
+                .set_body_json(fixture("duffel", "error_429.json")),
         )
         .await;
         assert_eq!(
@@ -248,7 +239,9 @@ async fn search_flights_sends_the_documented_request_and_normalizes_offers() {
             "cabin_class": "business",
             "max_connections": 0
         }})))
-        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("offer_request_201.json")))
+        .respond_with(
+            ResponseTemplate::new(201).set_body_json(fixture("duffel", "offer_request_201.json")),
+        )
         .expect(1)
         .mount(&server)
         .await;
@@ -290,7 +283,7 @@ async fn pricing_returns_the_current_price_and_passenger_ids() {
     Mock::given(method("GET"))
         .and(path("/air/offers/off_0000AEatBgkm1L8gxKGGjG"))
         .and(query_param("return_available_services", "false"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("offer_200.json")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("duffel", "offer_200.json")))
         .expect(1)
         .mount(&server)
         .await;
@@ -334,7 +327,7 @@ async fn booking_pays_the_offer_total_and_records_the_idempotency_key() {
             "payments": [{"type": "balance", "amount": "812.40", "currency": "GBP"}],
             "metadata": {"faregate_idempotency_key": "bk_123"}
         }})))
-        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("order_201.json")))
+        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("duffel", "order_201.json")))
         .expect(1)
         .mount(&server)
         .await;
@@ -358,7 +351,7 @@ async fn booking_refuses_a_changed_price_without_ordering() {
     mount_offer(&server).await;
     Mock::given(method("POST"))
         .and(path("/air/orders"))
-        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("order_201.json")))
+        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("duffel", "order_201.json")))
         .expect(0)
         .mount(&server)
         .await;
@@ -387,7 +380,7 @@ async fn hotel_search_uses_the_city_centre_and_sorts_by_price() {
         .and(path("/stays/search"))
         .and(body_partial_json(json!({"data": {"rooms": 1, "guests": [{"type": "adult"}, {"type": "adult"}],
             "location": {"radius": 5.0, "geographic_coordinates": {"latitude": 48.8566, "longitude": 2.3522}}}})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("stays_search_200.json")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("duffel", "stays_search_200.json")))
         .expect(1)
         .mount(&server)
         .await;
@@ -438,7 +431,7 @@ async fn availability_lists_bookable_rates_only() {
     let ep = &endpoints()[3];
     let out = call_endpoint(
         ep,
-        ResponseTemplate::new(200).set_body_json(fixture("fetch_all_rates_200.json")),
+        ResponseTemplate::new(200).set_body_json(fixture("duffel", "fetch_all_rates_200.json")),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));

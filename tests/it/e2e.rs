@@ -1,60 +1,19 @@
 //! End to end: the gateway on `127.0.0.1:0` against the built-in simulator on another port,
 //! both real HTTP servers, driven by a real HTTP client as an agent's backend would.
 
-use crate::support;
-
 use std::time::Duration;
 
-use faregate_sim::{Fault, RouteGroup, Simulator};
+use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
 
-struct Stack {
-    gateway: TestGateway,
-    sim: Simulator,
-    http: reqwest::Client,
-    _sim_stop: support::TestSim,
-}
+use crate::support::{self, MapEnv, Stack, in_days, send};
 
-async fn stack_with(
-    tweak: impl FnOnce(faregate::config::Config) -> faregate::config::Config,
-) -> Stack {
-    let test_sim = support::start_sim(7).await;
-    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
-    let config = tweak(support::config_for(&format!("http://{sim_addr}")));
-    let gateway = TestGateway::start(config, &NoEnv).await;
-    Stack {
-        gateway,
-        sim,
-        http: reqwest::Client::new(),
-        _sim_stop: test_sim,
-    }
-}
-
-async fn stack() -> Stack {
-    stack_with(|c| c).await
-}
-
-impl Stack {
-    async fn call(&self, tool: &str, body: Value) -> (u16, Value) {
-        let res = self
-            .http
-            .post(self.gateway.url(&format!("/v1/tools/{tool}/call")))
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let status = res.status().as_u16();
-        let body = res.json::<Value>().await.unwrap_or_else(|e| panic!("{e}"));
-        (status, body)
-    }
-
-    async fn ok(&self, tool: &str, body: Value) -> Value {
-        let (status, env) = self.call(tool, body).await;
-        assert_eq!(status, 200, "{tool}: {env:#}");
-        assert_eq!(env["status"], "ok", "{tool}: {env:#}");
-        env
-    }
+/// Calls `tool` and checks that it answered HTTP 200 with `"status": "ok"`.
+async fn ok(s: &Stack, tool: &str, body: Value) -> Value {
+    let (status, env) = s.call(tool, body).await;
+    assert_eq!(status, 200, "{tool}: {env:#}");
+    assert_eq!(env["status"], "ok", "{tool}: {env:#}");
+    env
 }
 
 fn traveller() -> Value {
@@ -64,14 +23,14 @@ fn traveller() -> Value {
 
 #[tokio::test]
 async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
-    let s = stack().await;
-    let search = s
-        .ok(
-            "search_flights",
-            json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)},
+    let s = Stack::start(7).await;
+    let search = ok(
+        &s,
+        "search_flights",
+        json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)},
                    "call_id": "call_abc"}),
-        )
-        .await;
+    )
+    .await;
     assert_eq!(search["call_id"], "call_abc");
     assert_eq!(search["tool"], "search_flights");
     assert_eq!(search["provider"], "duffel");
@@ -89,26 +48,26 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let priced = s
-        .ok(
-            "price_flight_offer",
-            json!({"arguments": {"offer_id": offer_id}}),
-        )
-        .await;
+    let priced = ok(
+        &s,
+        "price_flight_offer",
+        json!({"arguments": {"offer_id": offer_id}}),
+    )
+    .await;
     assert_eq!(priced["data"]["offer"]["offer_id"], offer_id.as_str());
     let total = priced["data"]["offer"]["total_amount"]
         .as_str()
         .unwrap_or_default()
         .to_string();
 
-    let booked = s
-        .ok(
-            "book_flight",
-            json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
+    let booked = ok(
+        &s,
+        "book_flight",
+        json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
                                  "confirmed_total_amount": total},
                    "idempotency_key": "e2e-booking-1"}),
-        )
-        .await;
+    )
+    .await;
     assert_eq!(booked["data"]["total_amount"], total.as_str());
     assert!(
         booked["data"]["booking_reference"]
@@ -140,13 +99,13 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
     assert!(!text.contains("Correct the arguments"), "{text}");
     assert_eq!(s.sim.stats().orders_created, 1);
 
-    let hotels = s
-        .ok(
-            "search_hotels",
-            json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(21),
+    let hotels = ok(
+        &s,
+        "search_hotels",
+        json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(21),
                                  "check_out_date": in_days(23), "adults": 2}}),
-        )
-        .await;
+    )
+    .await;
     let list = hotels["data"]["hotels"]
         .as_array()
         .cloned()
@@ -156,19 +115,19 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let avail = s
-        .ok(
-            "check_hotel_availability",
-            json!({"arguments": {"hotel_result_id": id}}),
-        )
-        .await;
+    let avail = ok(
+        &s,
+        "check_hotel_availability",
+        json!({"arguments": {"hotel_result_id": id}}),
+    )
+    .await;
     assert_eq!(avail["data"]["hotel_result_id"], id.as_str());
     assert!(avail["data"]["available"].is_boolean());
 }
 
 #[tokio::test]
 async fn invalid_arguments_get_422_naming_each_field() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     let (status, env) = s
         .call(
             "search_flights",
@@ -209,7 +168,7 @@ async fn invalid_arguments_get_422_naming_each_field() {
 
 #[tokio::test]
 async fn provider_refusals_the_model_can_fix_are_rejected() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     let (status, env) = s
         .call(
             "price_flight_offer",
@@ -228,7 +187,7 @@ async fn provider_refusals_the_model_can_fix_are_rejected() {
 
 #[tokio::test]
 async fn unknown_tools_get_404_listing_the_known_ones() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     let (status, body) = s.call("search_trains", json!({"arguments": {}})).await;
     assert_eq!(status, 404);
     assert!(
@@ -247,8 +206,8 @@ async fn unknown_tools_get_404_listing_the_known_ones() {
 
 #[tokio::test]
 async fn transport_errors_are_json_with_a_message() {
-    let s = stack().await;
-    let url = s.gateway.url("/v1/tools/search_flights/call");
+    let s = Stack::start(7).await;
+    let url = s.url("/v1/tools/search_flights/call");
     let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
         (
             s.http.post(&url).body("{\"arguments\": {"),
@@ -274,7 +233,7 @@ async fn transport_errors_are_json_with_a_message() {
             "larger than the 262144-byte limit",
         ),
         (
-            s.http.get(s.gateway.url("/v1/nothing")),
+            s.http.get(s.url("/v1/nothing")),
             404,
             "no route /v1/nothing",
         ),
@@ -290,17 +249,9 @@ async fn transport_errors_are_json_with_a_message() {
 
 #[tokio::test]
 async fn an_outage_turns_into_the_fallback_text_not_an_error() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     // Both flight providers of the chain are down.
-    for group in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
-        s.sim.set_fault(
-            group,
-            Fault {
-                outage: true,
-                ..Fault::default()
-            },
-        );
-    }
+    s.flights_down();
     let (status, env) = s
         .call(
             "search_flights",
@@ -321,7 +272,7 @@ async fn an_outage_turns_into_the_fallback_text_not_an_error() {
     assert!(env["retry_after_s"].as_u64().is_some());
     assert!(env["data"].is_null(), "nothing invented");
     // Hotels are unaffected.
-    s.ok(
+    ok(&s,
         "search_hotels",
         json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)}}),
     )
@@ -330,10 +281,12 @@ async fn an_outage_turns_into_the_fallback_text_not_an_error() {
 
 #[tokio::test]
 async fn a_hanging_provider_answers_at_the_tool_timeout() {
-    let s = stack_with(|c| {
-        support::with_timeouts(c, Duration::from_millis(300), Duration::from_millis(600))
-    })
-    .await;
+    let s = Stack::builder(7)
+        .config(|c| {
+            support::with_timeouts(c, Duration::from_millis(300), Duration::from_millis(600))
+        })
+        .start()
+        .await;
     for group in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
         s.sim.set_fault(
             group,
@@ -355,16 +308,8 @@ async fn a_hanging_provider_answers_at_the_tool_timeout() {
 
 #[tokio::test]
 async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
-    let s = stack().await;
-    let body: Value = s
-        .http
-        .get(s.gateway.url("/v1/tools"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let s = Stack::start(7).await;
+    let (_, body) = s.get_json("/v1/tools").await;
     let names: Vec<&str> = body["tools"]
         .as_array()
         .into_iter()
@@ -393,23 +338,9 @@ async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
     assert_eq!(book["policy"]["retry_attempts"], 1);
 
     for path in ["/healthz", "/readyz"] {
-        let res = s
-            .http
-            .get(s.gateway.url(path))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(res.status().as_u16(), 200, "{path}");
+        assert_eq!(s.get_json(path).await.0, 200, "{path}");
     }
-    let guidance: Value = s
-        .http
-        .get(s.gateway.url("/v1/prompts/agent-guidance"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, guidance) = s.get_json("/v1/prompts/agent-guidance").await;
     assert!(
         guidance["guidance"]
             .as_str()
@@ -420,69 +351,30 @@ async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
 
 #[tokio::test]
 async fn client_keys_are_required_when_configured() {
-    let test_sim = support::start_sim(1).await;
-    let addr = test_sim.addr;
-    let gw = TestGateway::start(
-        support::config_for(&format!("http://{addr}")),
-        &support::MapEnv(vec![("FAREGATE_CLIENT_KEYS", "key-a,key-b")]),
-    )
-    .await;
-    let http = reqwest::Client::new();
-    let tools = gw.url("/v1/tools");
-    let none = http
-        .get(&tools)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(none.status().as_u16(), 401);
-    assert!(none.headers().contains_key("www-authenticate"));
-    let wrong = http
-        .get(&tools)
-        .bearer_auth("key-c")
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(wrong.status().as_u16(), 401);
-    let right = http
-        .get(&tools)
-        .bearer_auth("key-b")
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(right.status().as_u16(), 200);
-    let health = http
-        .get(gw.url("/healthz"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(health.status().as_u16(), 200, "probes stay open");
+    let s = Stack::builder(1)
+        .env(MapEnv(vec![("FAREGATE_CLIENT_KEYS", "key-a,key-b")]))
+        .start()
+        .await;
+    let tools = || s.http.get(s.url("/v1/tools"));
+    let (status, headers, _) = send(tools()).await;
+    assert_eq!(status, 401);
+    assert!(headers.contains_key("www-authenticate"));
+    assert_eq!(send(tools().bearer_auth("key-c")).await.0, 401);
+    assert_eq!(send(tools().bearer_auth("key-b")).await.0, 200);
+    assert_eq!(s.get_json("/healthz").await.0, 200, "probes stay open");
 }
 
 #[tokio::test]
 async fn an_open_breaker_answers_at_once_without_calling_the_provider() {
-    let s = stack().await;
-    for group in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
-        s.sim.set_fault(
-            group,
-            Fault {
-                outage: true,
-                ..Fault::default()
-            },
-        );
-    }
+    let s = Stack::start(7).await;
+    s.flights_down();
     let body = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}});
-    // Five consecutive failures open the breaker (SPEC default).
+    // Five consecutive failures open the breaker (the shipped default).
     for i in 0..5 {
         let (_, env) = s.call("search_flights", body.clone()).await;
         assert_eq!(env["status"], "unavailable", "call {i}: {env:#}");
     }
-    let reached = |s: &Stack| {
-        s.sim
-            .stats()
-            .groups
-            .get(&RouteGroup::DuffelAirSearch)
-            .map_or(0, |g| g.requests)
-    };
+    let reached = |s: &Stack| s.requests(RouteGroup::DuffelAirSearch);
     assert_eq!(reached(&s), 5);
     let (status, env) = s.call("search_flights", body.clone()).await;
     assert_eq!(status, 200);
@@ -510,8 +402,7 @@ async fn an_open_breaker_answers_at_once_without_calling_the_provider() {
     assert!(content.contains("search_hotels"), "{content}");
     // Other tools keep their own, closed breakers.
     s.sim.clear_faults();
-    let hotels = s
-        .ok(
+    let hotels = ok(&s,
             "search_hotels",
             json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23)}}),
         )

@@ -5,17 +5,15 @@
 //! Needs `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it the test says so on
 //! stderr and checks nothing.
 
-use crate::support;
-
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use faregate::jobs::{JobStatus, JobStore, Store};
 use faregate_sim::RouteGroup;
 use futures::StreamExt;
-use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::support::{self, NoEnv, TestGateway, in_days, requests, send, wait_until};
 
 const JOBS: usize = 1000;
 
@@ -29,7 +27,6 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
     };
     let schema = format!("fg_fleet_{}", uuid::Uuid::now_v7().simple());
     let test_sim = support::start_sim(5).await;
-    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
 
     let mut gateways = Vec::new();
     for _ in 0..3 {
@@ -37,12 +34,12 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
-        let mut config = support::config_for(&format!("http://{sim_addr}"));
+        let mut config = support::config_for(&test_sim.url());
         for t in &mut config.tools {
             t.providers.retain(|p| p == "duffel");
         }
         // 1000 submissions from one address in seconds: this test is about the queue, not
-        // the per-client limits (tests/security.rs), so they are off.
+        // the per-client limits (the security tests), so they are off.
         config.limits.client_rate = None;
         config.limits.client_max_concurrent_calls = None;
         gateways.push(TestGateway::start_with_jobs(config, &NoEnv, store).await);
@@ -57,15 +54,7 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
             let http = http.clone();
             let body = body.clone();
             async move {
-                let res: Value = http
-                    .post(url)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"))
-                    .json()
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
+                let (_, _, res) = send(http.post(url).json(&body)).await;
                 res["job_id"]
                     .as_str()
                     .unwrap_or_else(|| panic!("{res:#}"))
@@ -81,7 +70,7 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
-    loop {
+    wait_until(Duration::from_secs(120), "the queue to drain", || async {
         let stats = check
             .stats(faregate::clock::epoch_ms())
             .await
@@ -93,27 +82,21 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
             .map(|(_, _, n)| n)
             .sum();
         if succeeded as usize == JOBS {
-            break;
+            Ok(())
+        } else {
+            Err(format!("{stats:?}"))
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "not drained: {stats:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
     let all = check
         .list(Some(JobStatus::Succeeded), None, 2000)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(all.len(), JOBS);
     assert!(all.iter().all(|j| j.attempts == 1), "every job ran once");
-    let requests = sim
-        .stats()
-        .groups
-        .get(&RouteGroup::DuffelStays)
-        .map_or(0, |g| g.requests);
     assert_eq!(
-        requests as usize, JOBS,
+        requests(&test_sim.sim, RouteGroup::DuffelStays) as usize,
+        JOBS,
         "one provider request per job: none ran twice"
     );
     eprintln!(

@@ -3,27 +3,26 @@
 //! connections over the cap wait, a request over the request timeout gets a JSON 503, and a
 //! shutdown finishes in-flight calls, refuses new connections and hands job leases back.
 
-use crate::support;
-
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use faregate::config::Config;
-use faregate::jobs::{JobStatus, JobStore, Store};
+use faregate::jobs::{JobStatus, JobStore};
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-fn config(sim: &support::TestSim) -> Config {
-    let mut c = support::config_for(&sim.url());
-    for t in &mut c.tools {
-        t.providers
-            .retain(|p| p == "duffel" || t.name == "get_flight_status");
-    }
-    c
+use crate::support::{Stack, in_days, one_provider_per_tool, wait_until, wait_until_upstream};
+
+/// A stack against a simulator seeded with `seed`, one provider per tool, and `server` settings.
+async fn stack(seed: u64, server: impl FnOnce(Config) -> Config + 'static) -> Stack {
+    Stack::builder(seed)
+        .config(one_provider_per_tool)
+        .config(server)
+        .start()
+        .await
 }
 
 fn flights(days: i64) -> Value {
@@ -53,11 +52,12 @@ async fn closed_within(
 
 #[tokio::test]
 async fn a_slow_loris_is_dropped_at_the_header_timeout_while_others_are_served() {
-    let sim = support::start_sim(1).await;
-    let mut c = config(&sim);
-    c.server.header_read_timeout = Duration::from_millis(300);
-    let gw = TestGateway::start(c, &NoEnv).await;
-    let stream = TcpStream::connect(gw.addr)
+    let s = stack(1, |mut c| {
+        c.server.header_read_timeout = Duration::from_millis(300);
+        c
+    })
+    .await;
+    let stream = TcpStream::connect(s.gateway.addr)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let (mut read, mut write) = stream.into_split();
@@ -74,7 +74,7 @@ async fn a_slow_loris_is_dropped_at_the_header_timeout_while_others_are_served()
     // Meanwhile a normal client is served at once.
     let http = reqwest::Client::new();
     let res = http
-        .get(gw.url("/healthz"))
+        .get(s.url("/healthz"))
         .send()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -94,7 +94,7 @@ async fn a_slow_loris_is_dropped_at_the_header_timeout_while_others_are_served()
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let res = fresh
-        .get(gw.url("/readyz"))
+        .get(s.url("/readyz"))
         .send()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -103,12 +103,13 @@ async fn a_slow_loris_is_dropped_at_the_header_timeout_while_others_are_served()
 
 #[tokio::test]
 async fn connections_over_the_cap_wait_for_a_free_slot() {
-    let sim = support::start_sim(1).await;
-    let mut c = config(&sim);
-    c.server.max_connections = 1;
-    c.server.header_read_timeout = Duration::from_secs(5);
-    let gw = TestGateway::start(c, &NoEnv).await;
-    let holder = TcpStream::connect(gw.addr)
+    let s = stack(1, |mut c| {
+        c.server.max_connections = 1;
+        c.server.header_read_timeout = Duration::from_secs(5);
+        c
+    })
+    .await;
+    let holder = TcpStream::connect(s.gateway.addr)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -117,13 +118,13 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        http.get(gw.url("/healthz")).send().await.is_err(),
+        http.get(s.url("/healthz")).send().await.is_err(),
         "a second connection is not served while the first holds the only slot"
     );
     drop(holder);
     let started = Instant::now();
     loop {
-        match http.get(gw.url("/healthz")).send().await {
+        match http.get(s.url("/healthz")).send().await {
             Ok(res) => {
                 assert_eq!(res.status().as_u16(), 200);
                 break;
@@ -135,20 +136,21 @@ async fn connections_over_the_cap_wait_for_a_free_slot() {
 
 #[tokio::test]
 async fn a_request_over_the_request_timeout_gets_a_json_503() {
-    let sim = support::start_sim(1).await;
-    sim.sim.set_fault(
+    let s = stack(1, |mut c| {
+        c.server.request_timeout = Some(Duration::from_millis(400));
+        c
+    })
+    .await;
+    s.sim.set_fault(
         RouteGroup::DuffelAirSearch,
         Fault {
             latency_ms: 3_000,
             ..Fault::default()
         },
     );
-    let mut c = config(&sim);
-    c.server.request_timeout = Some(Duration::from_millis(400));
-    let gw = TestGateway::start(c, &NoEnv).await;
     let started = Instant::now();
     let res = reqwest::Client::new()
-        .post(gw.url("/v1/tools/search_flights/call"))
+        .post(s.url("/v1/tools/search_flights/call"))
         .json(&flights(30))
         .send()
         .await
@@ -169,91 +171,75 @@ async fn a_request_over_the_request_timeout_gets_a_json_503() {
 
 #[tokio::test]
 async fn shutdown_finishes_calls_refuses_connections_and_returns_leased_jobs() {
-    let sim = support::start_sim(2).await;
+    let mut s = Stack::builder(2)
+        .config(one_provider_per_tool)
+        .config(|mut c| {
+            c.server.shutdown_grace = Duration::from_millis(1_500);
+            for t in &mut c.tools {
+                t.timeout = Duration::from_secs(10);
+                t.deadline = Duration::from_secs(20);
+            }
+            c
+        })
+        .jobs()
+        .start()
+        .await;
     // The interactive call takes 1 s; the background job's provider never answers in time.
-    sim.sim.set_fault(
+    s.sim.set_fault(
         RouteGroup::DuffelAirSearch,
         Fault {
             latency_ms: 1_000,
             ..Fault::default()
         },
     );
-    sim.sim.set_fault(
+    s.sim.set_fault(
         RouteGroup::DuffelStays,
         Fault {
             hang: true,
             ..Fault::default()
         },
     );
-    let mut c = config(&sim);
-    c.server.shutdown_grace = Duration::from_millis(1_500);
-    for t in &mut c.tools {
-        t.timeout = Duration::from_secs(10);
-        t.deadline = Duration::from_secs(20);
-    }
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::open(&format!(
-        "sqlite://{}",
-        dir.path().join("jobs.db").display()
-    ))
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    let mut gw = TestGateway::start_with_jobs(c, &NoEnv, store.clone()).await;
-    let http = reqwest::Client::new();
-    let res = http
-        .post(gw.url("/v1/tools/search_hotels/call"))
-        .json(&json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)},
-                      "mode": "background"}))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(res.status().as_u16(), 202);
-    let job: Value = res.json().await.unwrap_or_default();
+    let (status, job) = s
+        .submit(
+            "search_hotels",
+            json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)}}),
+        )
+        .await;
+    assert_eq!(status, 202, "{job:#}");
     let job_id = job["job_id"].as_str().unwrap_or_default().to_string();
     // Wait until a worker holds the job's lease.
-    let started = Instant::now();
-    loop {
-        let j = store
-            .get(&job_id)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .unwrap_or_else(|| panic!("no job"));
-        if j.status == JobStatus::Running {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "never leased: {j:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        Duration::from_secs(5),
+        "a worker to lease the job",
+        || async {
+            let j = s
+                .store()
+                .get(&job_id)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap_or_else(|| panic!("no job"));
+            if j.status == JobStatus::Running {
+                Ok(())
+            } else {
+                Err(format!("{j:?}"))
+            }
+        },
+    )
+    .await;
     let in_flight = tokio::spawn(
-        http.post(gw.url("/v1/tools/search_flights/call"))
+        s.http
+            .post(s.url("/v1/tools/search_flights/call"))
             .json(&flights(30))
             .send(),
     );
     // Wait until the first call is at the provider (in flight), not for a fixed time.
-    let started = tokio::time::Instant::now();
-    while sim
-        .sim
-        .stats()
-        .groups
-        .get(&RouteGroup::DuffelAirSearch)
-        .map_or(0, |g| g.requests)
-        == 0
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "the call never reached the provider"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until_upstream(&s.sim, RouteGroup::DuffelAirSearch).await;
 
     let stopping = Instant::now();
-    let done = gw.begin_shutdown();
+    let done = s.gateway.begin_shutdown();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
-        TcpStream::connect(gw.addr).await.is_err(),
+        TcpStream::connect(s.gateway.addr).await.is_err(),
         "new connections are refused once shutdown starts"
     );
     let res = in_flight
@@ -273,7 +259,8 @@ async fn shutdown_finishes_calls_refuses_connections_and_returns_leased_jobs() {
         took < Duration::from_secs(4),
         "the grace period bounds the shutdown: {took:?}"
     );
-    let j = store
+    let j = s
+        .store()
         .get(&job_id)
         .await
         .unwrap_or_else(|e| panic!("{e}"))

@@ -1,117 +1,44 @@
 //! Background mode end to end: the gateway with a SQLite job store against the simulator, a
 //! real HTTP client submitting jobs and polling them, and a wiremock receiver for callbacks.
 
-use crate::support;
-
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use faregate_sim::{Fault, RouteGroup, Simulator};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use support::{MapEnv, TestGateway, in_days};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::{MapEnv, Stack, in_days};
+
 const SECRET: &str = "test-callback-secret";
 
-struct Stack {
-    gateway: TestGateway,
-    sim: Simulator,
-    http: reqwest::Client,
-    receiver: MockServer,
-    _dir: tempfile::TempDir,
-    _sim: support::TestSim,
-}
-
+/// The stack with a SQLite job store, a callback receiver and a callback secret, and short
+/// breaker and requeue timings (real sockets, so real time).
 async fn stack() -> Stack {
-    let test_sim = support::start_sim(11).await;
-    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
-    let receiver = MockServer::start().await;
-    let mut config = support::config_for(&format!("http://{sim_addr}"));
-    config.auth.callback_allowlist = vec![
-        reqwest::Url::parse(&format!("{}/hooks/", receiver.uri()))
-            .unwrap_or_else(|e| panic!("{e}")),
-    ];
-    // Short breaker and requeue timings: real sockets, so real time.
-    for t in &mut config.tools {
-        let mut breaker = t.breaker.to_builder();
-        breaker
-            .open_for(Duration::from_millis(500))
-            .open_for_max(Duration::from_secs(1))
-            .probe_interval(Duration::from_millis(100))
-            .ramp(vec![faregate::breaker::RampStage {
-                share: 0.5,
-                duration: Duration::from_millis(200),
-            }]);
-        t.breaker = breaker.build().unwrap_or_else(|e| panic!("{e:?}"));
-        t.timeout = Duration::from_secs(2);
-        t.deadline = Duration::from_secs(3);
-    }
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let store = faregate::jobs::Store::open(&format!(
-        "sqlite://{}",
-        dir.path().join("jobs.db").display()
-    ))
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    let env = MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]);
-    let gateway = TestGateway::start_with_jobs(config, &env, store).await;
-    Stack {
-        gateway,
-        sim,
-        http: reqwest::Client::new(),
-        receiver,
-        _dir: dir,
-        _sim: test_sim,
-    }
-}
-
-impl Stack {
-    async fn submit(&self, tool: &str, body: Value) -> (u16, Value) {
-        let res = self
-            .http
-            .post(self.gateway.url(&format!("/v1/tools/{tool}/call")))
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or_else(|e| panic!("{e}")))
-    }
-
-    async fn job(&self, id: &str) -> Value {
-        self.http
-            .get(self.gateway.url(&format!("/v1/jobs/{id}")))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .json()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// Polls until the job matches `done`, or panics after `within`.
-    async fn wait_for(&self, id: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
-        let started = Instant::now();
-        loop {
-            let job = self.job(id).await;
-            if done(&job) {
-                return job;
+    Stack::builder(11)
+        .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]))
+        .callbacks_to(MockServer::start().await)
+        .config(|mut config| {
+            for t in &mut config.tools {
+                let mut breaker = t.breaker.to_builder();
+                breaker
+                    .open_for(Duration::from_millis(500))
+                    .open_for_max(Duration::from_secs(1))
+                    .probe_interval(Duration::from_millis(100))
+                    .ramp(vec![faregate::breaker::RampStage {
+                        share: 0.5,
+                        duration: Duration::from_millis(200),
+                    }]);
+                t.breaker = breaker.build().unwrap_or_else(|e| panic!("{e:?}"));
+                t.timeout = Duration::from_secs(2);
+                t.deadline = Duration::from_secs(3);
             }
-            assert!(
-                started.elapsed() < within,
-                "job never reached the state: {job:#}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn callback_url(&self) -> String {
-        format!("{}/hooks/faregate", self.receiver.uri())
-    }
+            config
+        })
+        .jobs()
+        .start()
+        .await
 }
 
 fn flights(days: i64) -> Value {
@@ -143,7 +70,7 @@ async fn a_background_call_is_accepted_at_once_and_succeeds_with_a_signed_callba
         .and(path("/hooks/faregate"))
         .respond_with(ResponseTemplate::new(204))
         .expect(1)
-        .mount(&s.receiver)
+        .mount(s.receiver())
         .await;
     let (status, env) = s
         .submit(
@@ -157,19 +84,19 @@ async fn a_background_call_is_accepted_at_once_and_succeeds_with_a_signed_callba
     let id = env["job_id"].as_str().unwrap_or_default().to_string();
     assert!(!id.is_empty());
     let job = s
-        .wait_for(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
+        .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
         .await;
     assert_eq!(job["attempts"], 1);
     assert_eq!(job["result"]["status"], "ok");
     assert_eq!(job["result"]["job_id"], id.as_str());
     assert_eq!(job["result"]["call_id"], "c-1");
     let job = s
-        .wait_for(&id, Duration::from_secs(10), |j| {
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
             j["callback"]["state"] == "sent"
         })
         .await;
     assert_eq!(job["callback"]["attempts"], 1);
-    let received = s.receiver.received_requests().await.unwrap_or_default();
+    let received = s.receiver().received_requests().await.unwrap_or_default();
     let cb = &received[0];
     let header = cb
         .headers
@@ -188,17 +115,9 @@ async fn an_outage_requeues_silently_and_the_job_succeeds_once_the_provider_heal
     Mock::given(method("POST"))
         .and(path("/hooks/faregate"))
         .respond_with(ResponseTemplate::new(200))
-        .mount(&s.receiver)
+        .mount(s.receiver())
         .await;
-    for g in [RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights] {
-        s.sim.set_fault(
-            g,
-            Fault {
-                outage: true,
-                ..Fault::default()
-            },
-        );
-    }
+    s.flights_down();
     let (status, env) = s
         .submit(
             "search_flights",
@@ -208,7 +127,7 @@ async fn an_outage_requeues_silently_and_the_job_succeeds_once_the_provider_heal
     assert_eq!(status, 202);
     let id = env["job_id"].as_str().unwrap_or_default().to_string();
     let job = s
-        .wait_for(&id, Duration::from_secs(10), |j| {
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
             j["status"] == "retry_scheduled" && j["attempts"].as_u64() >= Some(1)
         })
         .await;
@@ -222,7 +141,7 @@ async fn an_outage_requeues_silently_and_the_job_succeeds_once_the_provider_heal
     assert!(job["next_attempt_at"].as_str().is_some());
     assert!(job["result"].is_null());
     assert!(
-        s.receiver
+        s.receiver()
             .received_requests()
             .await
             .unwrap_or_default()
@@ -231,15 +150,15 @@ async fn an_outage_requeues_silently_and_the_job_succeeds_once_the_provider_heal
     );
     s.sim.clear_faults();
     let job = s
-        .wait_for(&id, Duration::from_secs(20), |j| j["status"] == "succeeded")
+        .wait_for_job(&id, Duration::from_secs(20), |j| j["status"] == "succeeded")
         .await;
     assert_eq!(job["result"]["status"], "ok");
-    s.wait_for(&id, Duration::from_secs(10), |j| {
+    s.wait_for_job(&id, Duration::from_secs(10), |j| {
         j["callback"]["state"] == "sent"
     })
     .await;
     assert_eq!(
-        s.receiver
+        s.receiver()
             .received_requests()
             .await
             .unwrap_or_default()
@@ -256,7 +175,7 @@ async fn a_refusal_the_model_must_fix_ends_the_job_dead_with_its_error() {
         .and(path("/hooks/faregate"))
         .respond_with(ResponseTemplate::new(200))
         .expect(1)
-        .mount(&s.receiver)
+        .mount(s.receiver())
         .await;
     let (_, env) = s
         .submit(
@@ -267,7 +186,7 @@ async fn a_refusal_the_model_must_fix_ends_the_job_dead_with_its_error() {
         .await;
     let id = env["job_id"].as_str().unwrap_or_default().to_string();
     let job = s
-        .wait_for(&id, Duration::from_secs(10), |j| j["status"] == "dead")
+        .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "dead")
         .await;
     assert!(
         job["last_error"]
@@ -278,7 +197,7 @@ async fn a_refusal_the_model_must_fix_ends_the_job_dead_with_its_error() {
     );
     assert_eq!(job["result"]["status"], "rejected");
     let job = s
-        .wait_for(&id, Duration::from_secs(10), |j| {
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
             j["callback"]["state"] == "sent"
         })
         .await;
@@ -300,15 +219,7 @@ async fn an_idempotency_key_returns_the_existing_job() {
             .unwrap_or_default()
             .contains("already used")
     );
-    let list: Value = s
-        .http
-        .get(s.gateway.url("/v1/jobs?tool=search_flights"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, list) = s.get_json("/v1/jobs?tool=search_flights").await;
     assert_eq!(list["jobs"].as_array().map(Vec::len), Some(1));
 }
 
@@ -347,19 +258,6 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
             .unwrap_or_default()
             .contains("not on the gateway's callback allowlist")
     );
-    let (status, _) = s
-        .http
-        .get(s.gateway.url("/v1/jobs?status=sleeping"))
-        .send()
-        .await
-        .map(|r| (r.status().as_u16(), ()))
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(status, 400);
-    let res = s
-        .http
-        .get(s.gateway.url("/v1/jobs/no-such-job"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(res.status().as_u16(), 404);
+    assert_eq!(s.get_json("/v1/jobs?status=sleeping").await.0, 400);
+    assert_eq!(s.get_json("/v1/jobs/no-such-job").await.0, 404);
 }

@@ -1,96 +1,74 @@
 //! Operations end to end: metrics after a scripted outage, the breaker API and its keys, the
 //! event stream, and the dashboard page. The gateway and the simulator run on `127.0.0.1:0`.
 
-use crate::support;
-
 use std::time::Duration;
 
-use faregate_sim::{Fault, RouteGroup, Simulator};
+use faregate::config::Config;
+use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
-use support::{MapEnv, NoEnv, TestGateway, in_days};
 
-struct Stack {
-    gateway: TestGateway,
-    sim: Simulator,
-    http: reqwest::Client,
-    _sim_stop: support::TestSim,
-}
+use crate::support::{MapEnv, Stack, in_days, one_provider_per_tool, send, wait_until};
 
-async fn stack_with(
-    env: &dyn faregate::providers::Env,
-    tweak: impl FnOnce(faregate::config::Config) -> faregate::config::Config,
-) -> Stack {
-    let test_sim = support::start_sim(7).await;
-    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
-    let mut config = support::config_for(&format!("http://{sim_addr}"));
-    // One provider per tool: these scenarios count one breaker's attempts, not a chain's.
-    for t in &mut config.tools {
-        t.providers
-            .retain(|p| p == "duffel" || t.name == "get_flight_status");
-    }
-    let config = tweak(config);
-    let gateway = TestGateway::start(config, env).await;
-    Stack {
-        gateway,
-        sim,
-        http: reqwest::Client::new(),
-        _sim_stop: test_sim,
-    }
+/// A stack with `env` and one provider per tool: these scenarios count one breaker's attempts,
+/// not a chain's. Its calls carry the client key of [`keys`].
+async fn stack_with(env: MapEnv, tweak: impl FnOnce(Config) -> Config + 'static) -> Stack {
+    Stack::builder(7)
+        .env(env)
+        .client_key("client-key")
+        .config(one_provider_per_tool)
+        .config(tweak)
+        .start()
+        .await
 }
 
 fn flights(days: i64) -> Value {
     json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(days)}})
 }
 
-impl Stack {
-    async fn call(&self, body: Value) -> Value {
-        self.http
-            .post(self.gateway.url("/v1/tools/search_flights/call"))
-            .bearer_auth("client-key")
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .json()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
+/// Searches flights (with the client key) and returns the envelope.
+async fn call(s: &Stack, body: Value) -> Value {
+    s.call("search_flights", body).await.1
+}
 
-    async fn get(&self, path: &str, key: Option<&str>) -> (u16, String) {
-        let mut req = self.http.get(self.gateway.url(path));
-        if let Some(k) = key {
-            req = req.bearer_auth(k);
-        }
-        let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
-        let status = res.status().as_u16();
-        (status, res.text().await.unwrap_or_default())
+/// GETs `path` with `key` (or none) and returns the status and the body as text.
+async fn get(s: &Stack, path: &str, key: Option<&str>) -> (u16, String) {
+    let mut req = s.http.get(s.url(path));
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
     }
+    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let status = res.status().as_u16();
+    (status, res.text().await.unwrap_or_default())
+}
 
-    async fn force(&self, key: &str, body: Value, bearer: Option<&str>) -> (u16, Value) {
-        let mut req = self
-            .http
-            .post(self.gateway.url(&format!("/v1/breakers/{key}/force")))
-            .json(&body);
-        if let Some(k) = bearer {
-            req = req.bearer_auth(k);
-        }
-        let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
-        let status = res.status().as_u16();
-        (status, res.json().await.unwrap_or(Value::Null))
+/// Forces breaker `key` to `body`'s state, with `bearer` (or no key).
+async fn force(s: &Stack, key: &str, body: Value, bearer: Option<&str>) -> (u16, Value) {
+    let mut req = s
+        .http
+        .post(s.url(&format!("/v1/breakers/{key}/force")))
+        .json(&body);
+    if let Some(k) = bearer {
+        req = req.bearer_auth(k);
     }
+    let (status, _, body) = send(req).await;
+    (status, body)
+}
 
-    /// Scrapes until `line` appears (the transition task runs beside the request path).
-    async fn scrape_until(&self, line: &str) -> String {
-        let mut text = String::new();
-        for _ in 0..40 {
-            text = self.get("/metrics", None).await.1;
+/// Scrapes until `line` appears (the transition task runs beside the request path).
+async fn scrape_until(s: &Stack, line: &str) -> String {
+    wait_until(
+        Duration::from_secs(2),
+        &format!("{line:?} in the scrape"),
+        || async {
+            let text = get(s, "/metrics", None).await.1;
             if text.lines().any(|l| l == line) {
-                return text;
+                Ok(text)
+            } else {
+                Err(text)
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("{line:?} never appeared in:\n{text}");
-    }
+        },
+    )
+    .await
 }
 
 #[track_caller]
@@ -114,28 +92,21 @@ fn keys() -> MapEnv {
 
 #[tokio::test]
 async fn metrics_after_a_flight_outage_count_calls_attempts_fast_fails_and_fallbacks() {
-    let s = stack_with(&keys(), |c| c).await;
+    let s = stack_with(keys(), |c| c).await;
     // One good search, cached for the stale fallback.
-    assert_eq!(s.call(flights(30)).await["status"], "ok");
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            outage: true,
-            ..Fault::default()
-        },
-    );
+    assert_eq!(call(&s, flights(30)).await["status"], "ok");
+    s.down(RouteGroup::DuffelAirSearch);
     // Two calls of two failed attempts each, a fifth failure that opens the breaker (its retry
     // is refused by the open breaker, and the cached search answers stale), then a fast fail.
-    assert_eq!(s.call(flights(31)).await["status"], "unavailable");
-    assert_eq!(s.call(flights(31)).await["status"], "unavailable");
-    let stale = s.call(flights(30)).await;
+    assert_eq!(call(&s, flights(31)).await["status"], "unavailable");
+    assert_eq!(call(&s, flights(31)).await["status"], "unavailable");
+    let stale = call(&s, flights(30)).await;
     assert_eq!(stale["status"], "stale", "{stale:#}");
-    let fast = s.call(flights(31)).await;
+    let fast = call(&s, flights(31)).await;
     assert_eq!(fast["status"], "unavailable");
     assert_eq!(fast["breaker"], "open");
 
-    let text = s
-        .scrape_until(r#"faregate_breaker_transitions_total{from="closed",provider="duffel",reason="consecutive_failures",to="open",tool="search_flights"} 1"#)
+    let text = scrape_until(&s, r#"faregate_breaker_transitions_total{from="closed",provider="duffel",reason="consecutive_failures",to="open",tool="search_flights"} 1"#)
         .await;
     for line in [
         r#"faregate_tool_calls_total{provider="duffel",status="ok",tool="search_flights"} 1"#,
@@ -163,10 +134,10 @@ async fn metrics_after_a_flight_outage_count_calls_attempts_fast_fails_and_fallb
 
 #[tokio::test]
 async fn the_breaker_api_reads_with_any_key_and_forces_only_with_the_admin_key() {
-    let s = stack_with(&keys(), |c| c).await;
-    let (status, _) = s.get("/v1/breakers", None).await;
+    let s = stack_with(keys(), |c| c).await;
+    let (status, _) = get(&s, "/v1/breakers", None).await;
     assert_eq!(status, 401);
-    let (status, body) = s.get("/v1/breakers", Some("client-key")).await;
+    let (status, body) = get(&s, "/v1/breakers", Some("client-key")).await;
     assert_eq!(status, 200);
     let list: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}"));
     let entry = list["breakers"]
@@ -178,42 +149,48 @@ async fn the_breaker_api_reads_with_any_key_and_forces_only_with_the_admin_key()
     assert_eq!(entry["breaker"], "search_flights/duffel");
     assert_eq!(entry["history"]["times_opened"], 0);
     assert!(entry["failure_rate"].is_number() && entry["calls_in_window"].is_number());
-    assert_eq!(s.get("/v1/breakers", Some("admin-key")).await.0, 200);
+    assert_eq!(get(&s, "/v1/breakers", Some("admin-key")).await.0, 200);
 
     for path in [
         "/v1/breakers/search_flights.duffel",
         "/v1/breakers/search_flights%2Fduffel",
     ] {
-        let (status, body) = s.get(path, Some("client-key")).await;
+        let (status, body) = get(&s, path, Some("client-key")).await;
         assert_eq!(status, 200, "{path}: {body}");
         assert!(body.contains("\"key\":\"search_flights.duffel\""), "{body}");
     }
-    let (status, body) = s.get("/v1/breakers/nope.x", Some("client-key")).await;
+    let (status, body) = get(&s, "/v1/breakers/nope.x", Some("client-key")).await;
     assert_eq!(status, 404);
     assert!(body.contains("search_flights.duffel"), "{body}");
 
     let open = json!({"state": "open"});
     assert_eq!(
-        s.force("search_flights.duffel", open.clone(), None).await.0,
-        401
-    );
-    assert_eq!(
-        s.force("search_flights.duffel", open.clone(), Some("wrong"))
+        force(&s, "search_flights.duffel", open.clone(), None)
             .await
             .0,
         401
     );
-    let (status, body) = s
-        .force("search_flights.duffel", open.clone(), Some("client-key"))
-        .await;
+    assert_eq!(
+        force(&s, "search_flights.duffel", open.clone(), Some("wrong"))
+            .await
+            .0,
+        401
+    );
+    let (status, body) = force(
+        &s,
+        "search_flights.duffel",
+        open.clone(),
+        Some("client-key"),
+    )
+    .await;
     assert_eq!(status, 403, "{body}");
-    let (status, body) = s
-        .force(
-            "search_flights.duffel",
-            json!({"state": "half"}),
-            Some("admin-key"),
-        )
-        .await;
+    let (status, body) = force(
+        &s,
+        "search_flights.duffel",
+        json!({"state": "half"}),
+        Some("admin-key"),
+    )
+    .await;
     assert_eq!(status, 400);
     assert!(
         body["message"]
@@ -222,37 +199,38 @@ async fn the_breaker_api_reads_with_any_key_and_forces_only_with_the_admin_key()
             .contains("\"auto\"")
     );
 
-    let (status, body) = s
-        .force("search_flights.duffel", open, Some("admin-key"))
-        .await;
+    let (status, body) = force(&s, "search_flights.duffel", open, Some("admin-key")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["state"], "forced_open");
     assert_eq!(body["forced"], true);
-    let env = s.call(flights(30)).await;
+    let env = call(&s, flights(30)).await;
     assert_eq!(env["status"], "unavailable");
     assert_eq!(env["breaker"], "forced_open");
 
-    let (_, body) = s
-        .force(
-            "search_flights.duffel",
-            json!({"state": "auto"}),
-            Some("admin-key"),
-        )
-        .await;
+    let (_, body) = force(
+        &s,
+        "search_flights.duffel",
+        json!({"state": "auto"}),
+        Some("admin-key"),
+    )
+    .await;
     assert_eq!(body["state"], "closed");
-    assert_eq!(s.call(flights(30)).await["status"], "ok");
+    assert_eq!(call(&s, flights(30)).await["status"], "ok");
     // The breaker's recent transitions follow (they arrive through the event channel).
-    let mut last = Value::Null;
-    for _ in 0..40 {
-        let (_, body) = s
-            .get("/v1/breakers/search_flights.duffel", Some("client-key"))
-            .await;
-        last = serde_json::from_str(&body).unwrap_or(Value::Null);
-        if last["transitions"][0]["reason"] == "forced_auto" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let last = wait_until(
+        Duration::from_secs(1),
+        "the forced_auto transition",
+        || async {
+            let (_, body) = get(&s, "/v1/breakers/search_flights.duffel", Some("client-key")).await;
+            let last: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            if last["transitions"][0]["reason"] == "forced_auto" {
+                Ok(last)
+            } else {
+                Err(body)
+            }
+        },
+    )
+    .await;
     assert_eq!(last["transitions"][0]["to"], "closed", "{last:#}");
     assert_eq!(last["transitions"][0]["reason"], "forced_auto");
     assert_eq!(last["transitions"][1]["to"], "forced_open");
@@ -260,14 +238,14 @@ async fn the_breaker_api_reads_with_any_key_and_forces_only_with_the_admin_key()
 
 #[tokio::test]
 async fn forcing_needs_an_admin_key_once_clients_need_keys() {
-    let s = stack_with(&MapEnv(vec![("FAREGATE_CLIENT_KEYS", "client-key")]), |c| c).await;
-    let (status, body) = s
-        .force(
-            "search_flights.duffel",
-            json!({"state": "open"}),
-            Some("client-key"),
-        )
-        .await;
+    let s = stack_with(MapEnv(vec![("FAREGATE_CLIENT_KEYS", "client-key")]), |c| c).await;
+    let (status, body) = force(
+        &s,
+        "search_flights.duffel",
+        json!({"state": "open"}),
+        Some("client-key"),
+    )
+    .await;
     assert_eq!(status, 403);
     assert!(
         body["message"]
@@ -279,9 +257,9 @@ async fn forcing_needs_an_admin_key_once_clients_need_keys() {
 
 #[tokio::test]
 async fn metrics_and_dashboard_access_follow_the_config() {
-    let open = stack_with(&keys(), |c| c).await;
-    assert_eq!(open.get("/metrics", None).await.0, 200);
-    let (status, page) = open.get("/dashboard", None).await;
+    let open = stack_with(keys(), |c| c).await;
+    assert_eq!(get(&open, "/metrics", None).await.0, 200);
+    let (status, page) = get(&open, "/dashboard", None).await;
     assert_eq!(status, 200);
     assert!(page.contains("<title>faregate"), "{page}");
     assert!(
@@ -289,14 +267,14 @@ async fn metrics_and_dashboard_access_follow_the_config() {
         "no external assets"
     );
 
-    let closed = stack_with(&keys(), |mut c| {
+    let closed = stack_with(keys(), |mut c| {
         c.telemetry.metrics_public = false;
         c
     })
     .await;
-    assert_eq!(closed.get("/metrics", None).await.0, 401);
-    assert_eq!(closed.get("/metrics", Some("client-key")).await.0, 200);
-    assert_eq!(closed.get("/dashboard", None).await.0, 200);
+    assert_eq!(get(&closed, "/metrics", None).await.0, 401);
+    assert_eq!(get(&closed, "/metrics", Some("client-key")).await.0, 200);
+    assert_eq!(get(&closed, "/dashboard", None).await.0, 200);
 }
 
 /// Reads server-sent events until one of type `kind` arrives.
@@ -328,11 +306,11 @@ async fn next_event(res: &mut reqwest::Response, buf: &mut String, kind: &str) -
 
 #[tokio::test]
 async fn events_stream_transitions_to_authenticated_clients() {
-    let s = stack_with(&keys(), |c| c).await;
-    assert_eq!(s.get("/v1/events", None).await.0, 401);
+    let s = stack_with(keys(), |c| c).await;
+    assert_eq!(get(&s, "/v1/events", None).await.0, 401);
     let mut res = s
         .http
-        .get(s.gateway.url("/v1/events"))
+        .get(s.url("/v1/events"))
         .bearer_auth("client-key")
         .send()
         .await
@@ -346,7 +324,8 @@ async fn events_stream_transitions_to_authenticated_clients() {
     );
     let mut buf = String::new();
     next_event(&mut res, &mut buf, "ready").await;
-    s.force(
+    force(
+        &s,
         "search_hotels.duffel",
         json!({"state": "open"}),
         Some("admin-key"),
@@ -367,11 +346,11 @@ async fn events_stream_transitions_to_authenticated_clients() {
 
 #[tokio::test]
 async fn without_any_key_configured_the_demo_is_open() {
-    let s = stack_with(&NoEnv, |c| c).await;
-    assert_eq!(s.get("/v1/breakers", None).await.0, 200);
-    assert_eq!(s.get("/v1/alerts", None).await.1, r#"{"alerts":[]}"#);
+    let s = stack_with(MapEnv(vec![]), |c| c).await;
+    assert_eq!(get(&s, "/v1/breakers", None).await.0, 200);
+    assert_eq!(get(&s, "/v1/alerts", None).await.1, r#"{"alerts":[]}"#);
     assert_eq!(
-        s.force("book_flight.duffel", json!({"state": "closed"}), None)
+        force(&s, "book_flight.duffel", json!({"state": "closed"}), None)
             .await
             .1["state"],
         "forced_closed"

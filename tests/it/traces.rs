@@ -4,16 +4,15 @@
 //! Everything runs on this test's single thread (the default `#[tokio::test]` runtime), so the
 //! thread-local subscriber set here sees the gateway's spans, server tasks included.
 
-use crate::support;
-
 use std::collections::HashMap;
 
 use faregate_sim::{Fault, RouteGroup};
 use opentelemetry::trace::{SpanId, SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
-use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
+use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
+
+use crate::support::{Stack, in_days, one_provider_per_tool};
 
 fn attr(span: &SpanData, key: &str) -> Option<String> {
     span.attributes
@@ -74,51 +73,36 @@ async fn calls_are_traced_with_genai_spans_and_attempt_children() {
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("faregate-test")));
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let test_sim = support::start_sim(7).await;
-    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
-    let _stop = test_sim;
-    let mut config = support::config_for(&format!("http://{sim_addr}"));
     // One flight provider: the spans below are one breaker's attempts, not a chain's.
-    for t in &mut config.tools {
-        t.providers
-            .retain(|p| p == "duffel" || t.name == "get_flight_status");
-    }
-    let gateway = TestGateway::start(config, &NoEnv).await;
-    let http = reqwest::Client::new();
+    let s = Stack::builder(7)
+        .config(one_provider_per_tool)
+        .start()
+        .await;
     let call = |call_id: &str, days: i64| {
         let body = json!({"arguments": {"origin": "JFK", "destination": "LHR",
                                         "departure_date": in_days(days)},
                           "call_id": call_id});
-        let req = http
-            .post(gateway.url("/v1/tools/search_flights/call"))
-            .json(&body);
-        async move {
-            req.send()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .json::<Value>()
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-        }
+        let s = &s;
+        async move { s.call("search_flights", body).await.1 }
     };
 
     // 1. An ok call.
     assert_eq!(call("call_ok", 30).await["status"], "ok");
     // 2. A fast-failed call: the breaker is forced open.
-    http.post(gateway.url("/v1/breakers/search_flights.duffel/force"))
-        .json(&json!({"state": "open"}))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    s.post(
+        "/v1/breakers/search_flights.duffel/force",
+        json!({"state": "open"}),
+    )
+    .await;
     assert_eq!(call("call_fast", 31).await["status"], "unavailable");
-    http.post(gateway.url("/v1/breakers/search_flights.duffel/force"))
-        .json(&json!({"state": "auto"}))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    s.post(
+        "/v1/breakers/search_flights.duffel/force",
+        json!({"state": "auto"}),
+    )
+    .await;
     // 3. A retried call: every other search fails with a 503, so a call whose first attempt
     //    fails succeeds on its retry.
-    sim.set_fault(
+    s.sim.set_fault(
         RouteGroup::DuffelAirSearch,
         Fault {
             error_rate: 0.5,

@@ -1,10 +1,7 @@
 //! The Amadeus adapter against wiremock fixtures in Amadeus's documented wire format
-//! (`tests/fixtures/amadeus/`, from `reference/travel-apis.md` §1): every endpoint faregate
-//! uses, its success shape, each documented error shape with integer and string codes, the
-//! token's cache, single flight and refresh on 401, 429 38194 vs 38195, malformed bodies, and
-//! the Hotel Search `data` array/object variants.
-
-use crate::support;
+//! (`tests/fixtures/amadeus/`): every endpoint faregate uses, its success shape, each documented
+//! error shape with integer and string codes, the token's cache, single flight and refresh on
+//! 401, 429 38194 vs 38195, malformed bodies, and the Hotel Search `data` array/object variants.
 
 use std::time::Duration;
 
@@ -15,6 +12,7 @@ use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::*;
+use crate::support::{fixture, in_days};
 
 /// One endpoint as faregate uses it, with whatever must be mounted before it.
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +41,7 @@ async fn run(ep: Endpoint, response: ResponseTemplate) -> Result<ToolOutput, Ups
     let server = MockServer::start().await;
     token_ok(&server, 1).await;
     let c = client(&server);
-    let hotels = || json!({"city_code": "PAR", "check_in_date": support::in_days(30), "check_out_date": support::in_days(32), "adults": 2});
+    let hotels = || json!({"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32), "adults": 2});
     let (m, p, req) = match ep {
         Endpoint::SearchGet => ("GET", OFFERS, request("search_flights", flights_args())),
         Endpoint::SearchPost => {
@@ -54,7 +52,7 @@ async fn run(ep: Endpoint, response: ResponseTemplate) -> Result<ToolOutput, Ups
         Endpoint::Pricing => {
             Mock::given(method("GET"))
                 .and(path(OFFERS))
-                .respond_with(vnd(200, &fixture("flight_offers_200.json")))
+                .respond_with(vnd(200, &fixture("amadeus", "flight_offers_200.json")))
                 .mount(&server)
                 .await;
             let found = call(&c, &request("search_flights", flights_args())).await;
@@ -72,7 +70,7 @@ async fn run(ep: Endpoint, response: ResponseTemplate) -> Result<ToolOutput, Ups
         Endpoint::HotelOffers => {
             Mock::given(method("GET"))
                 .and(path(BY_CITY))
-                .respond_with(vnd(200, &fixture("hotel_list_200.json")))
+                .respond_with(vnd(200, &fixture("amadeus", "hotel_list_200.json")))
                 .mount(&server)
                 .await;
             ("GET", HOTEL_OFFERS, request("search_hotels", hotels()))
@@ -90,7 +88,7 @@ async fn run(ep: Endpoint, response: ResponseTemplate) -> Result<ToolOutput, Ups
             STATUS,
             request(
                 "get_flight_status",
-                json!({"carrier_code": "IB", "flight_number": "3166", "departure_date": support::in_days(2)}),
+                json!({"carrier_code": "IB", "flight_number": "3166", "departure_date": in_days(2)}),
             ),
         ),
     };
@@ -148,13 +146,13 @@ async fn every_documented_error_shape_is_classified_on_every_endpoint() {
             }),
         ];
         for (status, file, check) in cases {
-            let res = run(ep, vnd(status, &fixture(file))).await;
+            let res = run(ep, vnd(status, &fixture("amadeus", file))).await;
             match res {
                 Err(e) => assert!(check(&e.kind), "{ep:?} {file}: {e:?}"),
                 Ok(out) => panic!("{ep:?} {file}: unexpected success {out:?}"),
             }
         }
-        let quota = run(ep, vnd(429, &fixture("error_429_quota.json"))).await;
+        let quota = run(ep, vnd(429, &fixture("amadeus", "error_429_quota.json"))).await;
         assert!(
             quota
                 .as_ref()
@@ -163,7 +161,7 @@ async fn every_documented_error_shape_is_classified_on_every_endpoint() {
         );
         let rate = run(
             ep,
-            vnd(429, &fixture("error_429_rate.json")).insert_header("retry-after", "2"),
+            vnd(429, &fixture("amadeus", "error_429_rate.json")).insert_header("retry-after", "2"),
         )
         .await;
         assert_eq!(
@@ -197,7 +195,9 @@ async fn flight_search_by_get_normalizes_offers_and_parses_plain_json_too() {
         .and(query_param("nonStop", "true"))
         .and(query_param("max", "50"))
         // Some answers say application/json: parsed the same.
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("flight_offers_200.json")))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(fixture("amadeus", "flight_offers_200.json")),
+        )
         .expect(1)
         .mount(&server)
         .await;
@@ -242,12 +242,12 @@ async fn children_and_connection_limits_search_by_post_with_the_method_override(
             "sources": ["GDS"],
             "searchCriteria": {"flightFilters": {"connectionRestriction": {"maxNumberOfConnections": 1}}},
         })))
-        .respond_with(vnd(200, &fixture("flight_offers_200.json")))
+        .respond_with(vnd(200, &fixture("amadeus", "flight_offers_200.json")))
         .expect(1)
         .mount(&server)
         .await;
     let mut args = flights_args();
-    args["return_date"] = json!(support::in_days(37));
+    args["return_date"] = json!(in_days(37));
     args["child_ages"] = json!([7, 1]);
     args["max_connections"] = json!(1);
     let out = call(&client(&server), &request("search_flights", args)).await;
@@ -263,7 +263,7 @@ async fn pricing_sends_the_whole_searched_offer_and_refuses_ids_it_does_not_hold
     token_ok(&server, 1).await;
     Mock::given(method("GET"))
         .and(path(OFFERS))
-        .respond_with(vnd(200, &fixture("flight_offers_200.json")))
+        .respond_with(vnd(200, &fixture("amadeus", "flight_offers_200.json")))
         .mount(&server)
         .await;
     let c = client(&server);
@@ -277,7 +277,7 @@ async fn pricing_sends_the_whole_searched_offer_and_refuses_ids_it_does_not_hold
         .find(|o| o.airline.iata_code == "IB")
         .map(|o| o.offer_id.clone())
         .unwrap_or_default();
-    let searched = fixture("flight_offers_200.json")["data"][0].clone();
+    let searched = fixture("amadeus", "flight_offers_200.json")["data"][0].clone();
     Mock::given(method("POST"))
         .and(path(PRICING))
         .and(bearer())
@@ -285,7 +285,10 @@ async fn pricing_sends_the_whole_searched_offer_and_refuses_ids_it_does_not_hold
         .and(body_partial_json(
             json!({"data": {"type": "flight-offers-pricing", "flightOffers": [searched]}}),
         ))
-        .respond_with(vnd(200, &fixture("flight_offers_price_200.json")))
+        .respond_with(vnd(
+            200,
+            &fixture("amadeus", "flight_offers_price_200.json"),
+        ))
         .expect(1)
         .mount(&server)
         .await;
@@ -351,7 +354,7 @@ impl wiremock::Match for AtMost20Ids {
 async fn hotel_search_lists_then_prices_in_batches_of_at_most_20() {
     let server = MockServer::start().await;
     token_ok(&server, 1).await;
-    let mut list = fixture("hotel_list_200.json");
+    let mut list = fixture("amadeus", "hotel_list_200.json");
     let template = list["data"][0].clone();
     let many: Vec<Value> = (0..45)
         .map(|i| {
@@ -378,11 +381,11 @@ async fn hotel_search_lists_then_prices_in_batches_of_at_most_20() {
         .and(AtMost20Ids)
         .and(query_param("adults", "1"))
         .and(query_param("roomQuantity", "2"))
-        .respond_with(vnd(200, &fixture("hotel_offers_200.json")))
+        .respond_with(vnd(200, &fixture("amadeus", "hotel_offers_200.json")))
         .expect(3)
         .mount(&server)
         .await;
-    let args = json!({"city_code": "PAR", "check_in_date": support::in_days(30), "check_out_date": support::in_days(32), "rooms": 2, "adults": 2});
+    let args = json!({"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32), "rooms": 2, "adults": 2});
     let out = call(&client(&server), &request("search_hotels", args)).await;
     let Ok(ToolOutput::SearchHotels(out)) = out else {
         panic!("{out:?}")
@@ -405,11 +408,11 @@ async fn hotel_search_data_may_be_one_object_and_no_rooms_is_an_empty_result() {
         (
             vnd(
                 200,
-                &json!({"data": fixture("hotel_offers_200.json")["data"][0]}),
+                &json!({"data": fixture("amadeus", "hotel_offers_200.json")["data"][0]}),
             ),
             1,
         ),
-        (vnd(400, &fixture("error_400_no_rooms.json")), 0),
+        (vnd(400, &fixture("amadeus", "error_400_no_rooms.json")), 0),
         (vnd(200, &json!({"data": []})), 0),
     ] {
         let out = run(Endpoint::HotelOffers, answer).await;
@@ -429,7 +432,7 @@ async fn hotel_search_data_may_be_one_object_and_no_rooms_is_an_empty_result() {
 async fn availability_reads_one_offer_and_treats_no_rooms_as_unavailable() {
     let out = run(
         Endpoint::HotelOffer,
-        vnd(200, &fixture("hotel_offer_200.json")),
+        vnd(200, &fixture("amadeus", "hotel_offer_200.json")),
     )
     .await;
     let Ok(ToolOutput::CheckHotelAvailability(a)) = out else {
@@ -458,7 +461,7 @@ async fn availability_reads_one_offer_and_treats_no_rooms_as_unavailable() {
     );
 
     // The array variant of the same answer.
-    let array = json!({"data": [fixture("hotel_offer_200.json")["data"]]});
+    let array = json!({"data": [fixture("amadeus", "hotel_offer_200.json")["data"]]});
     let out = run(Endpoint::HotelOffer, vnd(200, &array)).await;
     assert!(
         matches!(out, Ok(ToolOutput::CheckHotelAvailability(ref a)) if a.available),
@@ -466,7 +469,7 @@ async fn availability_reads_one_offer_and_treats_no_rooms_as_unavailable() {
     );
 
     for empty in [
-        vnd(400, &fixture("error_400_no_rooms.json")),
+        vnd(400, &fixture("amadeus", "error_400_no_rooms.json")),
         ResponseTemplate::new(200),
         vnd(200, &json!({})),
         vnd(200, &json!({"data": []})),
@@ -483,7 +486,7 @@ async fn availability_reads_one_offer_and_treats_no_rooms_as_unavailable() {
 async fn flight_status_keeps_times_delays_gates_and_terminals() {
     let out = run(
         Endpoint::Status,
-        vnd(200, &fixture("flight_status_200.json")),
+        vnd(200, &fixture("amadeus", "flight_status_200.json")),
     )
     .await;
     let Ok(ToolOutput::GetFlightStatus(s)) = out else {

@@ -15,21 +15,14 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::{fixture, in_days};
+
 pub(crate) const TOKEN: &str = "/v1/security/oauth2/token";
 pub(crate) const OFFERS: &str = "/v2/shopping/flight-offers";
 pub(crate) const PRICING: &str = "/v1/shopping/flight-offers/pricing";
 pub(crate) const BY_CITY: &str = "/v1/reference-data/locations/hotels/by-city";
 pub(crate) const HOTEL_OFFERS: &str = "/v3/shopping/hotel-offers";
 pub(crate) const STATUS: &str = "/v2/schedule/flights";
-
-pub(crate) fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/tests/fixtures/amadeus/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 /// A response as Amadeus's APIs send it: `application/vnd.amadeus+json`.
 pub(crate) fn vnd(status: u16, body: &Value) -> ResponseTemplate {
@@ -64,7 +57,7 @@ pub(crate) async fn mount_token(server: &MockServer, response: ResponseTemplate,
 pub(crate) async fn token_ok(server: &MockServer, times: u64) {
     mount_token(
         server,
-        ResponseTemplate::new(200).set_body_json(fixture("token_200.json")),
+        ResponseTemplate::new(200).set_body_json(fixture("amadeus", "token_200.json")),
         times,
     )
     .await;
@@ -77,7 +70,7 @@ pub(crate) fn request(tool: &str, args: Value) -> ToolRequest {
 }
 
 pub(crate) fn flights_args() -> Value {
-    json!({"origin": "MAD", "destination": "LON", "departure_date": crate::support::in_days(30)})
+    json!({"origin": "MAD", "destination": "LON", "departure_date": in_days(30)})
 }
 
 pub(crate) async fn call(
@@ -95,6 +88,6 @@ pub(crate) fn bearer() -> wiremock::matchers::HeaderExactMatcher {
 pub(crate) fn status_request() -> ToolRequest {
     request(
         "get_flight_status",
-        json!({"carrier_code": "IB", "flight_number": "3166", "departure_date": crate::support::in_days(2)}),
+        json!({"carrier_code": "IB", "flight_number": "3166", "departure_date": in_days(2)}),
     )
 }

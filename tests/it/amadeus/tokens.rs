@@ -20,14 +20,14 @@ async fn an_expired_token_is_refreshed_once_and_the_call_retried_once() {
     token_ok(&server, 2).await;
     Mock::given(method("GET"))
         .and(path(STATUS))
-        .respond_with(vnd(401, &fixture("error_401_expired.json")))
+        .respond_with(vnd(401, &fixture("amadeus", "error_401_expired.json")))
         .up_to_n_times(1)
         .expect(1)
         .mount(&server)
         .await;
     Mock::given(method("GET"))
         .and(path(STATUS))
-        .respond_with(vnd(200, &fixture("flight_status_200.json")))
+        .respond_with(vnd(200, &fixture("amadeus", "flight_status_200.json")))
         .expect(1)
         .mount(&server)
         .await;
@@ -41,7 +41,7 @@ async fn a_second_401_is_misconfiguration_and_a_bad_header_is_not_refreshed() {
     token_ok(&server, 2).await;
     Mock::given(method("GET"))
         .and(path(STATUS))
-        .respond_with(vnd(401, &fixture("error_401_expired.json")))
+        .respond_with(vnd(401, &fixture("amadeus", "error_401_expired.json")))
         .expect(2)
         .mount(&server)
         .await;
@@ -55,7 +55,10 @@ async fn a_second_401_is_misconfiguration_and_a_bad_header_is_not_refreshed() {
     token_ok(&server, 1).await;
     Mock::given(method("GET"))
         .and(path(STATUS))
-        .respond_with(vnd(401, &fixture("error_401_header_string.json")))
+        .respond_with(vnd(
+            401,
+            &fixture("amadeus", "error_401_header_string.json"),
+        ))
         .expect(1)
         .mount(&server)
         .await;
@@ -70,7 +73,8 @@ async fn a_second_401_is_misconfiguration_and_a_bad_header_is_not_refreshed() {
 async fn token_endpoint_failures_are_the_calls_upstream_errors() {
     let cases: Vec<(ResponseTemplate, ErrorKind)> = vec![
         (
-            ResponseTemplate::new(401).set_body_json(fixture("token_401_invalid_client.json")),
+            ResponseTemplate::new(401)
+                .set_body_json(fixture("amadeus", "token_401_invalid_client.json")),
             ErrorKind::Misconfigured { status: 401 },
         ),
         (
@@ -90,7 +94,7 @@ async fn token_endpoint_failures_are_the_calls_upstream_errors() {
             },
         ),
         (
-            ResponseTemplate::new(429).set_body_json(fixture("error_429_rate.json")),
+            ResponseTemplate::new(429).set_body_json(fixture("amadeus", "error_429_rate.json")),
             ErrorKind::RateLimited { retry_after: None },
         ),
         (
@@ -102,7 +106,7 @@ async fn token_endpoint_failures_are_the_calls_upstream_errors() {
         let server = MockServer::start().await;
         mount_token(&server, answer, 1).await;
         Mock::given(path(STATUS))
-            .respond_with(vnd(200, &fixture("flight_status_200.json")))
+            .respond_with(vnd(200, &fixture("amadeus", "flight_status_200.json")))
             .expect(0)
             .mount(&server)
             .await;
@@ -119,7 +123,7 @@ async fn one_hundred_concurrent_cold_calls_make_one_token_request() {
     mount_token(
         &server,
         ResponseTemplate::new(200)
-            .set_body_json(fixture("token_200.json"))
+            .set_body_json(fixture("amadeus", "token_200.json"))
             .set_delay(Duration::from_millis(200)),
         1,
     )
@@ -127,7 +131,7 @@ async fn one_hundred_concurrent_cold_calls_make_one_token_request() {
     Mock::given(method("GET"))
         .and(path(STATUS))
         .and(bearer())
-        .respond_with(vnd(200, &fixture("flight_status_200.json")))
+        .respond_with(vnd(200, &fixture("amadeus", "flight_status_200.json")))
         .expect(101)
         .mount(&server)
         .await;
@@ -149,12 +153,12 @@ async fn one_hundred_concurrent_cold_calls_make_one_token_request() {
 #[tokio::test]
 async fn a_token_is_refreshed_before_it_expires() {
     let server = MockServer::start().await;
-    let mut short = fixture("token_200.json");
+    let mut short = fixture("amadeus", "token_200.json");
     short["expires_in"] = json!(1);
     mount_token(&server, ResponseTemplate::new(200).set_body_json(short), 2).await;
     Mock::given(method("GET"))
         .and(path(STATUS))
-        .respond_with(vnd(200, &fixture("flight_status_200.json")))
+        .respond_with(vnd(200, &fixture("amadeus", "flight_status_200.json")))
         .expect(3)
         .mount(&server)
         .await;

@@ -2,8 +2,6 @@
 //! what the caller gets, how many requests reach the upstream, and the breaker state after.
 //! Real sockets, so real time with short configured durations.
 
-use crate::support;
-
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -15,15 +13,12 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
+use crate::support::{self, fixture};
 
 #[tokio::test]
 async fn a_slow_upstream_is_timed_out_and_retried_once_within_the_deadline() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(5)))
-        .mount(&server)
-        .await;
+    let server =
+        search_answering(ResponseTemplate::new(201).set_delay(Duration::from_secs(5))).await;
     let g = gateway(short(&server), |_| {});
     let env = call(&g, "search_flights", flights()).await;
     assert_eq!(env.status, Status::Unavailable);
@@ -41,12 +36,10 @@ async fn a_slow_upstream_is_timed_out_and_retried_once_within_the_deadline() {
 
 #[tokio::test]
 async fn a_5xx_burst_opens_the_breaker_and_then_nothing_reaches_the_upstream() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("error_500.json")))
-        .mount(&server)
-        .await;
+    let server = search_answering(
+        ResponseTemplate::new(503).set_body_json(fixture("duffel", "error_500.json")),
+    )
+    .await;
     let g = gateway(short(&server), |_| {});
     let mut breakers = Vec::new();
     for _ in 0..3 {
@@ -81,7 +74,7 @@ async fn a_short_retry_after_is_honoured_and_the_retry_succeeds() {
         .respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "1")
-                .set_body_json(fixture("error_429.json")),
+                .set_body_json(fixture("duffel", "error_429.json")),
         )
         .up_to_n_times(1)
         .with_priority(1)
@@ -89,16 +82,14 @@ async fn a_short_retry_after_is_honoured_and_the_retry_succeeds() {
         .await;
     Mock::given(method("POST"))
         .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("offer_request_201.json")))
+        .respond_with(
+            ResponseTemplate::new(201).set_body_json(fixture("duffel", "offer_request_201.json")),
+        )
         .with_priority(2)
         .mount(&server)
         .await;
     let g = gateway(
-        support::with_timeouts(
-            support::config_for(&server.uri()),
-            Duration::from_secs(2),
-            Duration::from_secs(4),
-        ),
+        timed(&server, Duration::from_secs(2), Duration::from_secs(4)),
         |_| {},
     );
     let started = Instant::now();
@@ -113,16 +104,12 @@ async fn a_short_retry_after_is_honoured_and_the_retry_succeeds() {
 
 #[tokio::test]
 async fn a_long_retry_after_opens_the_breaker_for_that_long() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "120")
-                .set_body_json(fixture("error_429.json")),
-        )
-        .mount(&server)
-        .await;
+    let server = search_answering(
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "120")
+            .set_body_json(fixture("duffel", "error_429.json")),
+    )
+    .await;
     let g = gateway(short(&server), |_| {});
     let env = call(&g, "search_flights", flights()).await;
     assert_eq!(env.status, Status::Unavailable);
@@ -165,14 +152,10 @@ async fn connection_refused_fails_fast_and_counts() {
 
 #[tokio::test]
 async fn a_malformed_body_is_a_failure_and_is_not_retried() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(
-            ResponseTemplate::new(201).set_body_json(json!({"data": {"unexpected": true}})),
-        )
-        .mount(&server)
-        .await;
+    let server = search_answering(
+        ResponseTemplate::new(201).set_body_json(json!({"data": {"unexpected": true}})),
+    )
+    .await;
     let g = gateway(short(&server), |_| {});
     for _ in 0..4 {
         assert_eq!(
@@ -187,15 +170,11 @@ async fn a_malformed_body_is_a_failure_and_is_not_retried() {
 
 #[tokio::test]
 async fn a_hanging_upstream_answers_at_the_deadline() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(60)))
-        .mount(&server)
-        .await;
+    let server =
+        search_answering(ResponseTemplate::new(201).set_delay(Duration::from_secs(60))).await;
     let g = gateway(
-        support::with_timeouts(
-            support::config_for(&server.uri()),
+        timed(
+            &server,
             Duration::from_millis(400),
             Duration::from_millis(600),
         ),
@@ -217,12 +196,12 @@ async fn a_booking_is_never_retried_and_an_unknown_outcome_is_said() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/air/offers/off_0000AEatBgkm1L8gxKGGjG"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("offer_200.json")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("duffel", "offer_200.json")))
         .mount(&server)
         .await;
     Mock::given(method("POST"))
         .and(path("/air/orders"))
-        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("error_500.json")))
+        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("duffel", "error_500.json")))
         .mount(&server)
         .await;
     let g = gateway(short(&server), |_| {});
@@ -245,7 +224,7 @@ async fn a_rate_limited_booking_says_nothing_was_booked() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/air/offers/off_0000AEatBgkm1L8gxKGGjG"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("offer_200.json")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("duffel", "offer_200.json")))
         .mount(&server)
         .await;
     Mock::given(method("POST"))
@@ -253,7 +232,7 @@ async fn a_rate_limited_booking_says_nothing_was_booked() {
         .respond_with(
             ResponseTemplate::new(429)
                 .insert_header("retry-after", "5")
-                .set_body_json(fixture("error_429.json")),
+                .set_body_json(fixture("duffel", "error_429.json")),
         )
         .mount(&server)
         .await;
@@ -272,22 +251,14 @@ async fn a_rate_limited_booking_says_nothing_was_booked() {
 
 #[tokio::test]
 async fn a_full_bulkhead_answers_at_once_and_caps_upstream_concurrency() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(
-            ResponseTemplate::new(201)
-                .set_body_json(fixture("offer_request_201.json"))
-                .set_delay(Duration::from_millis(800)),
-        )
-        .mount(&server)
-        .await;
+    let server = search_answering(
+        ResponseTemplate::new(201)
+            .set_body_json(fixture("duffel", "offer_request_201.json"))
+            .set_delay(Duration::from_millis(800)),
+    )
+    .await;
     let g = gateway(
-        support::with_timeouts(
-            support::config_for(&server.uri()),
-            Duration::from_secs(3),
-            Duration::from_secs(4),
-        ),
+        timed(&server, Duration::from_secs(3), Duration::from_secs(4)),
         |c| {
             for t in &mut c.tools {
                 t.max_concurrent = 2;
@@ -330,12 +301,10 @@ async fn a_full_bulkhead_answers_at_once_and_caps_upstream_concurrency() {
 
 #[tokio::test]
 async fn a_chain_moves_to_the_next_provider_and_both_down_gives_the_fallback() {
-    let down = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("error_500.json")))
-        .mount(&down)
-        .await;
+    let down = search_answering(
+        ResponseTemplate::new(503).set_body_json(fixture("duffel", "error_500.json")),
+    )
+    .await;
     let backup = MockServer::start().await;
     let g = gateway(short(&down), |c| {
         c.providers.insert(
@@ -356,7 +325,9 @@ async fn a_chain_moves_to_the_next_provider_and_both_down_gives_the_fallback() {
     });
     Mock::given(method("POST"))
         .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("offer_request_201.json")))
+        .respond_with(
+            ResponseTemplate::new(201).set_body_json(fixture("duffel", "offer_request_201.json")),
+        )
         .up_to_n_times(1)
         .mount(&backup)
         .await;
@@ -371,7 +342,7 @@ async fn a_chain_moves_to_the_next_provider_and_both_down_gives_the_fallback() {
 
     Mock::given(method("POST"))
         .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("error_500.json")))
+        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("duffel", "error_500.json")))
         .mount(&backup)
         .await;
     let env = call(
@@ -392,14 +363,16 @@ async fn a_cached_result_is_served_stale_with_its_age_until_stale_for() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(201).set_body_json(fixture("offer_request_201.json")))
+        .respond_with(
+            ResponseTemplate::new(201).set_body_json(fixture("duffel", "offer_request_201.json")),
+        )
         .up_to_n_times(1)
         .with_priority(1)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
         .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("error_500.json")))
+        .respond_with(ResponseTemplate::new(503).set_body_json(fixture("duffel", "error_500.json")))
         .with_priority(2)
         .mount(&server)
         .await;

@@ -1,7 +1,5 @@
-//! Isolation inside the pipeline: a hanging flight provider does not slow hotel search (seed
-//! 000), and callers that go away mid-call do not trip a healthy provider's breaker.
-
-use crate::support;
+//! Isolation inside the pipeline: a hanging flight provider does not slow hotel search, and
+//! callers that go away mid-call do not trip a healthy provider's breaker.
 
 use std::time::Duration;
 
@@ -14,29 +12,24 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
+use crate::support::{self, fixture};
 
-/// Seed 000: flights hang; hotel calls stay fast and the flight upstream never sees more than
-/// the flight bulkhead.
+/// Flights hang; hotel calls stay fast and the flight upstream never sees more than the flight
+/// bulkhead.
 #[tokio::test]
 async fn a_hanging_flight_provider_does_not_slow_hotel_search() {
-    let flights_up = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(30)))
-        .mount(&flights_up)
-        .await;
+    let flights_up =
+        search_answering(ResponseTemplate::new(201).set_delay(Duration::from_secs(30))).await;
     let hotels_up = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/stays/search"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("stays_search_200.json")))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(fixture("duffel", "stays_search_200.json")),
+        )
         .mount(&hotels_up)
         .await;
     let g = gateway(
-        support::with_timeouts(
-            support::config_for(&hotels_up.uri()),
-            Duration::from_secs(3),
-            Duration::from_secs(4),
-        ),
+        timed(&hotels_up, Duration::from_secs(3), Duration::from_secs(4)),
         |c| {
             c.providers.insert(
                 "flights_only".into(),
@@ -102,18 +95,10 @@ async fn a_hanging_flight_provider_does_not_slow_hotel_search() {
 
 #[tokio::test]
 async fn callers_that_go_away_do_not_trip_the_breaker() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(SEARCH))
-        .respond_with(ResponseTemplate::new(201).set_delay(Duration::from_secs(2)))
-        .mount(&server)
-        .await;
+    let server =
+        search_answering(ResponseTemplate::new(201).set_delay(Duration::from_secs(2))).await;
     let g = gateway(
-        support::with_timeouts(
-            support::config_for(&server.uri()),
-            Duration::from_secs(3),
-            Duration::from_secs(4),
-        ),
+        timed(&server, Duration::from_secs(3), Duration::from_secs(4)),
         |_| {},
     );
     for _ in 0..8 {

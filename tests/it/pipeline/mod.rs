@@ -12,16 +12,8 @@ use std::time::Duration;
 use faregate::call::{CallRequest, Gateway};
 use faregate::config::Config;
 use serde_json::{Value, json};
-use wiremock::MockServer;
-
-pub(crate) fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/tests/fixtures/duffel/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// A gateway whose tools use `timeout`/`deadline` and the given tweak.
 pub(crate) fn gateway(config: Config, tweak: impl FnOnce(&mut Config)) -> Arc<Gateway> {
@@ -37,12 +29,29 @@ pub(crate) fn gateway(config: Config, tweak: impl FnOnce(&mut Config)) -> Arc<Ga
         .gateway
 }
 
+/// The configuration against `server`, every tool with `timeout` per attempt within `deadline`.
+pub(crate) fn timed(server: &MockServer, timeout: Duration, deadline: Duration) -> Config {
+    crate::support::with_timeouts(crate::support::config_for(&server.uri()), timeout, deadline)
+}
+
+/// The short timings most of these tests use: 300 ms per attempt within 1.5 s.
 pub(crate) fn short(server: &MockServer) -> Config {
-    crate::support::with_timeouts(
-        crate::support::config_for(&server.uri()),
+    timed(
+        server,
         Duration::from_millis(300),
         Duration::from_millis(1500),
     )
+}
+
+/// A wiremock upstream whose flight search ([`SEARCH`]) answers every request with `response`.
+pub(crate) async fn search_answering(response: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(SEARCH))
+        .respond_with(response)
+        .mount(&server)
+        .await;
+    server
 }
 
 pub(crate) fn flights() -> Value {

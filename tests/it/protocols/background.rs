@@ -1,35 +1,24 @@
 //! Background mode through the agent protocols: an OpenAI or Anthropic body with
 //! `"mode": "background"` stores each call as a job (as the native endpoint does), the model reads
 //! `[queued: job …]`, and the jobs run to completion. (Without a job store, and over MCP, it is an
-//! error result: `tests/protocols.rs` and `tests/python/test_mcp.py`.)
-
-use crate::support;
+//! error result: [`super::endpoints`] and `tests/python/test_mcp.py`.)
 
 use std::time::Duration;
 
-use super::{chat_call, hotels_args, text};
 use serde_json::{Value, json};
-use support::{NoEnv, TestGateway};
+
+use super::{chat_call, hotels_args, text};
+use crate::support::Stack;
 
 #[tokio::test]
 async fn background_mode_on_agent_protocols_stores_jobs() {
-    let test_sim = support::start_sim(8).await;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let store = faregate::jobs::Store::open(&format!(
-        "sqlite://{}",
-        dir.path().join("jobs.db").display()
-    ))
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    let gateway =
-        TestGateway::start_with_jobs(support::config_for(&test_sim.url()), &NoEnv, store).await;
-    let http = reqwest::Client::new();
-    let post = |path: &str, body: Value| {
-        let req = http.post(gateway.url(path)).json(&body);
+    let s = Stack::builder(8).jobs().start().await;
+    let post = |path: &'static str, body: Value| {
+        let s = &s;
         async move {
-            let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(res.status().as_u16(), 200);
-            res.json::<Value>().await.unwrap_or_else(|e| panic!("{e}"))
+            let (status, answer) = s.post(path, body).await;
+            assert_eq!(status, 200, "{answer:#}");
+            answer
         }
     };
     let openai = post(
@@ -61,16 +50,8 @@ async fn background_mode_on_agent_protocols_stores_jobs() {
             .to_string()
     };
     for id in [job_id(openai_text), job_id(anthropic_text)] {
-        let mut status = Value::Null;
-        for _ in 0..100 {
-            let job = support::get_json(&http, &gateway.url(&format!("/v1/jobs/{id}"))).await;
-            status = job["status"].clone();
-            if status == "succeeded" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(status, "succeeded", "job {id}");
+        s.wait_for_job(&id, Duration::from_secs(5), |j| j["status"] == "succeeded")
+            .await;
     }
     // An invalid background call is refused as an interactive one would be.
     let bad = post(

@@ -2,82 +2,15 @@
 //! simulator, driven over HTTP as a chat backend would. (The real vendor SDKs and the MCP
 //! client drive the same endpoints from `tests/python/`, run by `.ci/run`.)
 
-use crate::support;
-
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{chat_call, hotels_args, text};
-use faregate_sim::{Fault, RouteGroup, Simulator};
+use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
-use support::{NoEnv, TestGateway, in_days};
 
-struct Stack {
-    gateway: TestGateway,
-    sim: Simulator,
-    http: reqwest::Client,
-    _sim_stop: support::TestSim,
-}
-
-async fn stack() -> Stack {
-    let test_sim = support::start_sim(7).await;
-    let (sim, sim_addr) = (test_sim.sim.clone(), test_sim.addr);
-    let gateway =
-        TestGateway::start(support::config_for(&format!("http://{sim_addr}")), &NoEnv).await;
-    Stack {
-        gateway,
-        sim,
-        http: reqwest::Client::new(),
-        _sim_stop: test_sim,
-    }
-}
-
-impl Stack {
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let res = self
-            .http
-            .post(self.gateway.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let status = res.status().as_u16();
-        let body = res.json::<Value>().await.unwrap_or_else(|e| panic!("{e}"));
-        (status, body)
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let res = self
-            .http
-            .get(self.gateway.url(path))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let status = res.status().as_u16();
-        let body = res.json::<Value>().await.unwrap_or_default();
-        (status, body)
-    }
-
-    /// Takes `group` down; for Duffel flight search also its chain partner, Amadeus flights,
-    /// so that the tool itself is down rather than failing over.
-    fn outage(&self, group: RouteGroup) {
-        let groups: &[RouteGroup] = if group == RouteGroup::DuffelAirSearch {
-            &[RouteGroup::DuffelAirSearch, RouteGroup::AmadeusFlights]
-        } else {
-            &[group]
-        };
-        for g in groups {
-            self.sim.set_fault(
-                *g,
-                Fault {
-                    outage: true,
-                    ..Fault::default()
-                },
-            );
-        }
-    }
-}
+use super::{chat_call, hotels_args, text};
+use crate::support::{MapEnv, Stack, in_days};
 
 fn flights_args() -> Value {
     json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)})
@@ -85,7 +18,7 @@ fn flights_args() -> Value {
 
 #[tokio::test]
 async fn an_openai_batch_answers_in_order_with_each_failure_in_its_own_message() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     let message = json!({
         "role": "assistant",
         "content": null,
@@ -130,7 +63,7 @@ async fn an_openai_batch_answers_in_order_with_each_failure_in_its_own_message()
 
 #[tokio::test]
 async fn openai_calls_run_concurrently() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     s.sim.set_fault(
         RouteGroup::DuffelAirSearch,
         Fault {
@@ -160,7 +93,7 @@ async fn openai_calls_run_concurrently() {
 
 #[tokio::test]
 async fn responses_api_items_get_function_call_outputs_and_nulls_mean_not_given() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     // Strict-mode models send null for every optional property.
     let strict_args = json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(21),
         "return_date": null, "adults": null, "child_ages": null, "cabin_class": null,
@@ -192,8 +125,8 @@ async fn responses_api_items_get_function_call_outputs_and_nulls_mean_not_given(
 
 #[tokio::test]
 async fn anthropic_tool_results_raise_is_error_for_an_outage_only() {
-    let s = stack().await;
-    s.outage(RouteGroup::DuffelAirSearch);
+    let s = Stack::start(7).await;
+    s.flights_down();
     let message = json!({"role": "assistant", "content": [
         {"type": "text", "text": "Let me check both."},
         {"type": "tool_use", "id": "toolu_1", "name": "search_flights", "input": flights_args()},
@@ -223,8 +156,8 @@ async fn anthropic_tool_results_raise_is_error_for_an_outage_only() {
 
 #[tokio::test]
 async fn the_same_text_reaches_every_protocol() {
-    let s = stack().await;
-    s.outage(RouteGroup::DuffelAirSearch);
+    let s = Stack::start(7).await;
+    s.flights_down();
     let (_, native) = s
         .post(
             "/v1/tools/search_flights/call",
@@ -247,7 +180,7 @@ async fn the_same_text_reaches_every_protocol() {
 
 #[tokio::test]
 async fn a_booking_without_a_key_gets_one_from_its_arguments_and_never_books_twice() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     let (_, search) = s
         .post(
             "/v1/tools/search_flights/call",
@@ -286,7 +219,7 @@ async fn a_booking_without_a_key_gets_one_from_its_arguments_and_never_books_twi
 #[tokio::test]
 async fn background_mode_needs_a_job_store_and_bad_modes_are_400() {
     // This stack has no job store: the call cannot be stored, and the model is told why.
-    let s = stack().await;
+    let s = Stack::start(7).await;
     let (status, body) = s
         .post(
             "/v1/openai/tool_calls",
@@ -309,7 +242,7 @@ async fn background_mode_needs_a_job_store_and_bad_modes_are_400() {
 
 #[tokio::test]
 async fn bodies_without_calls_are_400_saying_what_to_send() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     for (path, body) in [
         (
             "/v1/openai/tool_calls",
@@ -329,7 +262,7 @@ async fn bodies_without_calls_are_400_saying_what_to_send() {
 
 #[tokio::test]
 async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     for (format, pointer) in [
         (
             "openai",
@@ -343,19 +276,19 @@ async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers()
         ("mcp", "/tools/0/annotations/readOnlyHint"),
         ("native", "/tools/0/policy/timeout_ms"),
     ] {
-        let (status, body) = s.get(&format!("/v1/tools?format={format}")).await;
+        let (status, body) = s.get_json(&format!("/v1/tools?format={format}")).await;
         assert_eq!(status, 200, "{format}: {body:#}");
         assert!(body.pointer(pointer).is_some(), "{format}: {body:#}");
     }
-    let (status, body) = s.get("/v1/tools?format=yaml").await;
+    let (status, body) = s.get_json("/v1/tools?format=yaml").await;
     assert_eq!(status, 400);
     assert!(
         text(&body["message"]).contains("openai, anthropic"),
         "{body:#}"
     );
 
-    // Five failures in a row open search_flights' breaker (SPEC default).
-    s.outage(RouteGroup::DuffelAirSearch);
+    // Five failures in a row open search_flights' breaker (the shipped default).
+    s.flights_down();
     for _ in 0..5 {
         s.post(
             "/v1/tools/search_flights/call",
@@ -372,12 +305,12 @@ async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers()
             .map(str::to_string)
             .collect()
     };
-    let (_, all) = s.get("/v1/tools?format=openai").await;
+    let (_, all) = s.get_json("/v1/tools?format=openai").await;
     assert!(
         names(&all).contains(&"search_flights".to_string()),
         "the list stays stable"
     );
-    let (_, available) = s.get("/v1/tools?format=openai&available=true").await;
+    let (_, available) = s.get_json("/v1/tools?format=openai&available=true").await;
     assert!(!names(&available).contains(&"search_flights".to_string()));
     assert!(names(&available).contains(&"search_hotels".to_string()));
 }
@@ -387,22 +320,21 @@ async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers()
 /// `[mcp]`.
 #[tokio::test]
 async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
-    let test_sim = support::start_sim(1).await;
-    let addr = test_sim.addr;
-    let mut config = support::config_for(&format!("http://{addr}"));
-    config.mcp.allowed_origins = vec!["https://chat.example.com:443".into()];
-    let gw = TestGateway::start(
-        config,
-        &support::MapEnv(vec![("FAREGATE_CLIENT_KEYS", "k1")]),
-    )
-    .await;
-    let http = reqwest::Client::new();
+    let s = Stack::builder(1)
+        .env(MapEnv(vec![("FAREGATE_CLIENT_KEYS", "k1")]))
+        .config(|mut c| {
+            c.mcp.allowed_origins = vec!["https://chat.example.com:443".into()];
+            c
+        })
+        .start()
+        .await;
+    let http = &s.http;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "edge-test", "version": "1"}}});
     let post = |host: Option<&str>, origin: Option<&str>, key: Option<&str>| {
         let mut req = http
-            .post(gw.url("/mcp"))
+            .post(s.url("/mcp"))
             .header("accept", "application/json, text/event-stream")
             .json(&initialize);
         if let Some(h) = host {
@@ -442,8 +374,8 @@ async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
 
 #[tokio::test]
 async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
-    let s = stack().await;
-    let (status, doc) = s.get("/openapi.json").await;
+    let s = Stack::start(7).await;
+    let (status, doc) = s.get_json("/openapi.json").await;
     assert_eq!(status, 200);
     assert_eq!(doc["openapi"], "3.1.0");
     let documented: Vec<&str> = doc["paths"]
@@ -466,7 +398,7 @@ async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
                 .unwrap_or(reqwest::Method::GET);
             let res = s
                 .http
-                .request(m, s.gateway.url(&concrete))
+                .request(m, s.url(&concrete))
                 .header("accept", "application/json, text/event-stream")
                 .json(&json!({}))
                 .send()
@@ -501,14 +433,14 @@ async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
 /// against the server for schemathesis).
 #[tokio::test]
 async fn undecodable_path_parameters_are_json_400s() {
-    let s = stack().await;
+    let s = Stack::start(7).await;
     let says_utf8 = |body: &Value| {
         body["message"]
             .as_str()
             .is_some_and(|m| m.contains("UTF-8"))
     };
     for path in ["/v1/tools/%FF", "/v1/breakers/%FF", "/v1/jobs/%FF"] {
-        let (status, body) = s.get(path).await;
+        let (status, body) = s.get_json(path).await;
         assert_eq!(status, 400, "{path}: {body}");
         assert!(says_utf8(&body), "{path}: {body}");
     }

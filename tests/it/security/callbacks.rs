@@ -4,100 +4,71 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use faregate::jobs::{JobStore, NewJob, Store};
+use faregate::jobs::{Job, JobStore, NewJob};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{self, MapEnv, TestGateway, in_days};
+use crate::support::{MapEnv, Stack, in_days, wait_until};
 
-struct Stack {
-    gateway: TestGateway,
-    store: Store,
-    receiver: MockServer,
-    http: reqwest::Client,
-    _dir: tempfile::TempDir,
-    _sim: support::TestSim,
-}
-
+/// A stack with a job store and a callback receiver on the allowlist, plus `extra_allow`
+/// entries (`{port}` stands for the receiver's port).
 async fn stack(extra_allow: &[&str]) -> Stack {
-    let sim = support::start_sim(21).await;
     let receiver = MockServer::start().await;
-    let mut config = support::config_for(&sim.url());
-    let mut allow = vec![format!("{}/hooks/", receiver.uri())];
-    allow.extend(
-        extra_allow
-            .iter()
-            .map(|a| a.replace("{port}", &receiver.address().port().to_string())),
-    );
-    config.auth.callback_allowlist = allow
+    let port = receiver.address().port().to_string();
+    let extra: Vec<reqwest::Url> = extra_allow
         .iter()
-        .map(|u| reqwest::Url::parse(u).unwrap_or_else(|e| panic!("{u}: {e}")))
+        .map(|a| a.replace("{port}", &port))
+        .map(|u| reqwest::Url::parse(&u).unwrap_or_else(|e| panic!("{u}: {e}")))
         .collect();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let store = Store::open(&format!(
-        "sqlite://{}",
-        dir.path().join("jobs.db").display()
-    ))
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    let env = MapEnv(vec![("FAREGATE_CALLBACK_SECRET", "s3")]);
-    let gateway = TestGateway::start_with_jobs(config, &env, store.clone()).await;
-    Stack {
-        gateway,
-        store,
-        receiver,
-        http: reqwest::Client::new(),
-        _dir: dir,
-        _sim: sim,
-    }
+    Stack::builder(21)
+        .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", "s3")]))
+        .callbacks_to(receiver)
+        .config(move |mut config| {
+            config.auth.callback_allowlist.extend(extra);
+            config
+        })
+        .jobs()
+        .start()
+        .await
 }
 
 fn hotels(callback: &str) -> Value {
     json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)},
-           "mode": "background", "callback_url": callback})
+           "callback_url": callback})
 }
 
-impl Stack {
-    async fn submit(&self, callback: &str) -> (u16, Value) {
-        let res = self
-            .http
-            .post(self.gateway.url("/v1/tools/search_hotels/call"))
-            .json(&hotels(callback))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        (res.status().as_u16(), res.json().await.unwrap_or_default())
-    }
+/// Submits a background hotel search whose result goes to `callback`.
+async fn submit(s: &Stack, callback: &str) -> (u16, Value) {
+    s.submit("search_hotels", hotels(callback)).await
+}
 
-    /// Waits until the job's callback has been tried (sent or failed at least once).
-    async fn callback_tried(&self, id: &str) -> faregate::jobs::Job {
-        let started = Instant::now();
-        loop {
-            let job = self
-                .store
+/// Waits until the job's callback has been tried (sent or failed at least once).
+async fn callback_tried(s: &Stack, id: &str) -> Job {
+    wait_until(
+        Duration::from_secs(15),
+        "the callback to be tried",
+        || async {
+            let job = s
+                .store()
                 .get(id)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
                 .unwrap_or_else(|| panic!("no job {id}"));
             if job.callback_attempts > 0 || job.callback.as_str() == "sent" {
-                return job;
+                Ok(job)
+            } else {
+                Err(format!("{job:?}"))
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "callback never tried: {job:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+        },
+    )
+    .await
 }
 
 #[tokio::test]
 async fn callback_urls_off_the_allowlist_or_resolving_inward_get_422_at_submission() {
     let s = stack(&["http://localhost:{port}/hooks/"]).await;
-    let port = s.receiver.address().port();
+    let port = s.receiver().address().port();
     let cases = [
         (
             format!("http://127.0.0.1:{port}/elsewhere"),
@@ -118,14 +89,14 @@ async fn callback_urls_off_the_allowlist_or_resolving_inward_get_422_at_submissi
         ("not a url".to_string(), "callback_url is not a URL"),
     ];
     for (url, expected) in cases {
-        let (status, body) = s.submit(&url).await;
+        let (status, body) = submit(&s, &url).await;
         assert_eq!(status, 422, "{url}: {body}");
         assert_eq!(body["field"], "callback_url", "{body}");
         let message = body["message"].as_str().unwrap_or("");
         assert!(message.contains(expected), "{url}: {message}");
     }
     // The allowlisted address itself is the operator's explicit choice.
-    let (status, body) = s.submit(&format!("{}/hooks/ok", s.receiver.uri())).await;
+    let (status, body) = submit(&s, &format!("{}/hooks/ok", s.receiver().uri())).await;
     assert_eq!(status, 202, "{body}");
 }
 
@@ -135,25 +106,25 @@ async fn a_redirecting_receiver_is_not_followed() {
     Mock::given(method("POST"))
         .and(path("/hooks/moved"))
         .respond_with(ResponseTemplate::new(307).insert_header("location", "/hooks/inner"))
-        .mount(&s.receiver)
+        .mount(s.receiver())
         .await;
     Mock::given(method("POST"))
         .and(path("/hooks/inner"))
         .respond_with(ResponseTemplate::new(200))
         .expect(0)
-        .mount(&s.receiver)
+        .mount(s.receiver())
         .await;
-    let (status, body) = s.submit(&format!("{}/hooks/moved", s.receiver.uri())).await;
+    let (status, body) = submit(&s, &format!("{}/hooks/moved", s.receiver().uri())).await;
     assert_eq!(status, 202, "{body}");
     let id = body["job_id"].as_str().unwrap_or_default().to_string();
-    let job = s.callback_tried(&id).await;
+    let job = callback_tried(&s, &id).await;
     assert_ne!(
         job.callback.as_str(),
         "sent",
         "a 307 is not a delivery: {job:?}"
     );
     let seen: Vec<String> = s
-        .receiver
+        .receiver()
         .received_requests()
         .await
         .unwrap_or_default()
@@ -171,11 +142,11 @@ async fn at_delivery_a_name_resolving_inward_is_not_contacted() {
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200))
         .expect(0)
-        .mount(&s.receiver)
+        .mount(s.receiver())
         .await;
-    let port = s.receiver.address().port();
+    let port = s.receiver().address().port();
     let (job, _) = s
-        .store
+        .store()
         .enqueue(
             NewJob {
                 tool: "search_hotels".into(),
@@ -188,11 +159,11 @@ async fn at_delivery_a_name_resolving_inward_is_not_contacted() {
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let tried = s.callback_tried(&job.id).await;
+    let tried = callback_tried(&s, &job.id).await;
     assert_eq!(tried.status.as_str(), "succeeded", "{tried:?}");
     assert_ne!(tried.callback.as_str(), "sent", "{tried:?}");
     assert!(
-        s.receiver
+        s.receiver()
             .received_requests()
             .await
             .unwrap_or_default()

@@ -2,14 +2,16 @@
 //! rate and in-flight limits (429 with `Retry-After`), SSRF guards on callbacks, and secrets
 //! that never print (`Debug`, `faregate check`, the logs of `faregate serve`).
 
-use crate::support;
-
 use std::time::Duration;
 
 use faregate::config::{Config, LimitsConfig, Rate};
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
-use support::{MapEnv, NoEnv, TestGateway, in_days};
+
+use crate::support::{
+    self, MapEnv, NoEnv, Stack, TestGateway, in_days, one_provider_per_tool, send,
+    wait_until_upstream,
+};
 
 const CLIENT: &str = "client-key-1";
 const CLIENT2: &str = "client-key-2";
@@ -22,36 +24,18 @@ fn keys() -> MapEnv {
     ])
 }
 
-/// No provider is ever reached by these configs' calls unless a simulator is given.
-fn config(sim: Option<&support::TestSim>) -> Config {
-    let url = sim.map_or("http://127.0.0.1:9".to_string(), |s| s.url());
-    let mut c = support::config_for(&url);
-    for t in &mut c.tools {
-        t.providers
-            .retain(|p| p == "duffel" || t.name == "get_flight_status");
-    }
-    c
+/// No provider is ever reached by this config's calls: its providers are at a closed port.
+fn config() -> Config {
+    one_provider_per_tool(support::config_for("http://127.0.0.1:9"))
 }
 
 fn flights(days: i64) -> Value {
     json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(days)}})
 }
 
-async fn send(req: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, Value) {
-    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
-    let status = res.status().as_u16();
-    let headers = res.headers().clone();
-    let text = res.text().await.unwrap_or_default();
-    (
-        status,
-        headers,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 #[tokio::test]
 async fn every_route_answers_401_403_or_stays_open_as_documented() {
-    let gw = TestGateway::start(config(None), &keys()).await;
+    let gw = TestGateway::start(config(), &keys()).await;
     let http = reqwest::Client::new();
     let call = || {
         http.post(gw.url("/v1/tools/search_flights/call"))
@@ -140,7 +124,7 @@ async fn every_route_answers_401_403_or_stays_open_as_documented() {
 
 #[tokio::test]
 async fn metrics_can_require_a_key() {
-    let mut c = config(None);
+    let mut c = config();
     c.telemetry.metrics_public = false;
     let gw = TestGateway::start(c, &keys()).await;
     let http = reqwest::Client::new();
@@ -160,7 +144,7 @@ async fn metrics_can_require_a_key() {
 
 #[tokio::test]
 async fn auth_is_off_only_without_client_keys_and_says_so() {
-    let app = faregate::app::build(config(None), &NoEnv).unwrap_or_else(|e| panic!("{e:?}"));
+    let app = faregate::app::build(config(), &NoEnv).unwrap_or_else(|e| panic!("{e:?}"));
     assert!(
         app.warnings.iter().any(|w| w.starts_with("AUTH IS OFF")),
         "{:?}",
@@ -174,16 +158,12 @@ async fn auth_is_off_only_without_client_keys_and_says_so() {
     )
     .await;
     assert_eq!(status, 422, "no key needed");
-    let keyed = faregate::app::build(config(None), &keys()).unwrap_or_else(|e| panic!("{e:?}"));
+    let keyed = faregate::app::build(config(), &keys()).unwrap_or_else(|e| panic!("{e:?}"));
     assert!(!keyed.warnings.iter().any(|w| w.contains("AUTH IS OFF")));
 }
 
-fn limited(
-    rate: Option<(u32, u32)>,
-    in_flight: Option<u32>,
-    sim: Option<&support::TestSim>,
-) -> Config {
-    let mut c = config(sim);
+/// `c` with per-client limits: `rate` as (requests a minute, burst), and calls in flight.
+fn limited(mut c: Config, rate: Option<(u32, u32)>, in_flight: Option<u32>) -> Config {
     c.limits = LimitsConfig {
         client_rate: rate.map(|(count, _)| Rate {
             count,
@@ -198,7 +178,7 @@ fn limited(
 #[tokio::test]
 async fn over_its_rate_a_client_gets_429_with_retry_after_and_others_do_not() {
     // One request a minute with a burst of two: the third is refused for about 30 s.
-    let gw = TestGateway::start(limited(Some((2, 2)), None, None), &keys()).await;
+    let gw = TestGateway::start(limited(config(), Some((2, 2)), None), &keys()).await;
     let http = reqwest::Client::new();
     let call = |key: &str| {
         http.post(gw.url("/v1/tools/search_flights/call"))
@@ -279,7 +259,7 @@ async fn over_its_rate_a_client_gets_429_with_retry_after_and_others_do_not() {
 
 #[tokio::test]
 async fn without_auth_the_peer_address_is_the_client() {
-    let gw = TestGateway::start(limited(Some((1, 1)), None, None), &NoEnv).await;
+    let gw = TestGateway::start(limited(config(), Some((1, 1)), None), &NoEnv).await;
     let http = reqwest::Client::new();
     let call = || {
         http.post(gw.url("/v1/anthropic/tool_use"))
@@ -291,17 +271,21 @@ async fn without_auth_the_peer_address_is_the_client() {
 
 #[tokio::test]
 async fn calls_in_flight_are_capped_per_client() {
-    let sim = support::start_sim(3).await;
-    sim.sim.set_fault(
+    let s = Stack::builder(3)
+        .env(keys())
+        .config(one_provider_per_tool)
+        .config(|c| limited(c, None, Some(1)))
+        .start()
+        .await;
+    s.sim.set_fault(
         RouteGroup::DuffelAirSearch,
         Fault {
             latency_ms: 800,
             ..Fault::default()
         },
     );
-    let gw = TestGateway::start(limited(None, Some(1), Some(&sim)), &keys()).await;
-    let http = reqwest::Client::new();
-    let url = gw.url("/v1/tools/search_flights/call");
+    let http = &s.http;
+    let url = s.url("/v1/tools/search_flights/call");
     let slow = tokio::spawn(
         http.post(&url)
             .bearer_auth(CLIENT)
@@ -309,21 +293,7 @@ async fn calls_in_flight_are_capped_per_client() {
             .send(),
     );
     // Wait until the first call is at the provider (in flight), not for a fixed time.
-    let started = tokio::time::Instant::now();
-    while sim
-        .sim
-        .stats()
-        .groups
-        .get(&RouteGroup::DuffelAirSearch)
-        .map_or(0, |g| g.requests)
-        == 0
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "the call never reached the provider"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until_upstream(&s.sim, RouteGroup::DuffelAirSearch).await;
     let (status, headers, body) =
         send(http.post(&url).bearer_auth(CLIENT).json(&flights(31))).await;
     assert_eq!(status, 429, "{body}");
@@ -359,13 +329,11 @@ async fn calls_in_flight_are_capped_per_client() {
         422,
         "the slot is free again"
     );
-    let reached = sim
-        .sim
-        .stats()
-        .groups
-        .get(&RouteGroup::DuffelAirSearch)
-        .map_or(0, |g| g.requests);
-    assert_eq!(reached, 1, "the refused call never reached the provider");
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirSearch),
+        1,
+        "the refused call never reached the provider"
+    );
 }
 
 mod callbacks;

@@ -1,11 +1,23 @@
-//! Shared helpers for the integration tests: configuration pointing at a test upstream, and a
-//! gateway server on `127.0.0.1:0`.
+//! The one harness of the integration tests: configuration pointing at a test upstream, the
+//! simulator and the gateway on loopback ([`servers`]), both together with an HTTP client
+//! ([`Stack`]), waiting for something to happen ([`wait_until`]), and the recorded provider
+//! answers in `tests/fixtures/` ([`fixture`]).
+
+mod servers;
+mod stack;
+mod wait;
 
 use std::path::Path;
 use std::time::Duration;
 
 use faregate::config::{self, Config, EMBEDDED_CONFIG, EmbeddedFiles};
+use faregate::jobs::Store;
 use faregate::providers::Env;
+use serde_json::Value;
+
+pub(crate) use servers::{TestGateway, TestSim, requests, start_sim};
+pub(crate) use stack::Stack;
+pub(crate) use wait::{wait_until, wait_until_upstream};
 
 /// An environment with no variables set: tests never touch the process environment.
 pub(crate) struct NoEnv;
@@ -52,6 +64,16 @@ pub(crate) fn with_timeouts(mut config: Config, timeout: Duration, deadline: Dur
     config
 }
 
+/// One provider per tool (Duffel's, and Amadeus's for flight status, which Duffel does not
+/// serve): for scenarios that count one breaker's attempts, not a chain's.
+pub(crate) fn one_provider_per_tool(mut config: Config) -> Config {
+    for t in &mut config.tools {
+        t.providers
+            .retain(|p| p == "duffel" || t.name == "get_flight_status");
+    }
+    config
+}
+
 /// A date `days` from today, as `YYYY-MM-DD`.
 pub(crate) fn in_days(days: i64) -> String {
     (faregate::call::Gateway::today() + chrono::Duration::days(days))
@@ -59,119 +81,36 @@ pub(crate) fn in_days(days: i64) -> String {
         .to_string()
 }
 
-/// The built-in simulator on an ephemeral port; stops when dropped.
-pub(crate) struct TestSim {
-    pub(crate) sim: faregate_sim::Simulator,
-    pub(crate) addr: std::net::SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+/// A recorded answer of `provider` (`duffel` or `amadeus`) from `tests/fixtures/`, in the
+/// provider's documented wire format.
+pub(crate) fn fixture(provider: &str, name: &str) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/{provider}/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-impl TestSim {
-    /// `http://addr`, for `config_for`.
-    pub(crate) fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-impl Drop for TestSim {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-/// Starts the simulator with `seed` on `127.0.0.1:0`.
-pub(crate) async fn start_sim(seed: u64) -> TestSim {
-    let sim = faregate_sim::Simulator::new(seed);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+/// A fresh SQLite job store in a temporary directory, which lives as long as the returned guard.
+pub(crate) async fn sqlite_store() -> (Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
+    let store = Store::open(&url)
         .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(faregate_sim::serve(listener, sim.clone(), async move {
-        let _ = rx.await;
-    }));
-    TestSim {
-        sim,
-        addr,
-        stop: Some(tx),
-    }
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    (store, dir)
 }
 
-/// A running gateway on an ephemeral port; stops when dropped.
-pub(crate) struct TestGateway {
-    pub(crate) addr: std::net::SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-}
-
-impl TestGateway {
-    /// Starts the gateway built from `config` and `env`.
-    pub(crate) async fn start(config: Config, env: &dyn Env) -> Self {
-        let app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
-        Self::serve(app).await
-    }
-
-    /// Serves an already built app.
-    pub(crate) async fn serve(app: faregate::app::App) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("bind: {e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(faregate::app::run(listener, app, async move {
-            let _ = rx.await;
-        }));
-        TestGateway {
-            addr,
-            stop: Some(tx),
-            task: Some(task),
-        }
-    }
-
-    /// Starts the graceful shutdown (as SIGTERM would); the handle ends when `run` returns.
-    pub(crate) fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        self.task
-            .take()
-            .unwrap_or_else(|| tokio::spawn(async { Ok(()) }))
-    }
-
-    /// Starts the gateway with background jobs over `store`.
-    pub(crate) async fn start_with_jobs(
-        config: Config,
-        env: &dyn Env,
-        store: faregate::jobs::Store,
-    ) -> Self {
-        let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
-        faregate::app::attach_jobs(&mut app, store, env);
-        Self::serve(app).await
-    }
-
-    /// `http://addr` + `path`.
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-}
-
-impl Drop for TestGateway {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-/// GETs `url` and reads the JSON body (panics with the error otherwise: test input only).
-pub(crate) async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
-    http.get(url)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+/// Sends `request` and reads the answer: its status, its headers, and its body as JSON (or, when
+/// the body is not JSON, as one JSON string, so that a failing assertion shows it).
+pub(crate) async fn send(
+    request: reqwest::RequestBuilder,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let res = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    let text = res.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, headers, body)
 }

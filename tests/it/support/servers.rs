@@ -1,0 +1,119 @@
+//! The two servers every end-to-end test runs on loopback: the provider simulator and the
+//! gateway, each on `127.0.0.1:0`, each stopped when its handle is dropped.
+
+use std::net::SocketAddr;
+
+use faregate::config::Config;
+use faregate::providers::Env;
+use faregate_sim::{RouteGroup, Simulator};
+
+/// The built-in simulator on an ephemeral port; stops when dropped.
+pub(crate) struct TestSim {
+    pub(crate) sim: Simulator,
+    pub(crate) addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TestSim {
+    /// `http://addr`, for `config_for`.
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for TestSim {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Starts the simulator with `seed` on `127.0.0.1:0`.
+pub(crate) async fn start_sim(seed: u64) -> TestSim {
+    let sim = Simulator::new(seed);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(faregate_sim::serve(listener, sim.clone(), async move {
+        let _ = rx.await;
+    }));
+    TestSim {
+        sim,
+        addr,
+        stop: Some(tx),
+    }
+}
+
+/// A running gateway on an ephemeral port; stops when dropped.
+pub(crate) struct TestGateway {
+    pub(crate) addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestGateway {
+    /// Starts the gateway built from `config` and `env`.
+    pub(crate) async fn start(config: Config, env: &dyn Env) -> Self {
+        let app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
+        Self::serve(app).await
+    }
+
+    /// Serves an already built app.
+    pub(crate) async fn serve(app: faregate::app::App) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(faregate::app::run(listener, app, async move {
+            let _ = rx.await;
+        }));
+        TestGateway {
+            addr,
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Starts the graceful shutdown (as SIGTERM would); the handle ends when `run` returns.
+    pub(crate) fn begin_shutdown(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        self.task
+            .take()
+            .unwrap_or_else(|| tokio::spawn(async { Ok(()) }))
+    }
+
+    /// Starts the gateway with background jobs over `store`.
+    pub(crate) async fn start_with_jobs(
+        config: Config,
+        env: &dyn Env,
+        store: faregate::jobs::Store,
+    ) -> Self {
+        let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
+        faregate::app::attach_jobs(&mut app, store, env);
+        Self::serve(app).await
+    }
+
+    /// `http://addr` + `path`.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// How many requests of `group` have reached the simulator so far (in flight included).
+pub(crate) fn requests(sim: &Simulator, group: RouteGroup) -> u64 {
+    sim.stats().groups.get(&group).map_or(0, |g| g.requests)
+}
