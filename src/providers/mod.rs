@@ -15,7 +15,7 @@ pub mod http;
 mod secret;
 
 #[cfg(test)]
-mod decode_tests;
+mod tests;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
