@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9: every load scenario in one run, side by side on this machine, ending in one table.
+# Every load scenario in one run, side by side on this machine, ending in one table.
 #
 # Usage: benches/load/run-all.sh [SCENARIO...]     (default: overhead floor isolation scale)
 #   overhead   search_flights through faregate vs straight to a static nginx upstream (a
@@ -7,15 +7,16 @@
 #              captured from the simulator's JFK-LHR search) vs nginx
 #              proxy_pass in front of the same upstream
 #   floor      the fallback answer with both flight breakers forced open vs a minimal axum JSON
-#              handler (examples/floor.rs) answering the same bytes
-#   isolation  seed 000: fixed-rate hotels + flights; both flight providers go to 15 s latency
+#              handler (benches/load/floor.rs) answering the same bytes
+#   isolation  fixed-rate hotels + flights; both flight providers go to 15 s latency
 #              mid-run; then they heal and the recovery ramp is read off the simulator's
 #              per-second arrival counts
 #   scale      10,000 interactive calls held by a hanging provider (RSS per in-flight call),
-#              and 10,000 breaker keys (examples/breaker_keys.rs)
+#              and 10,000 breaker keys (benches/load/breaker_keys.rs)
 #
 # Needs wrk and nginx (apt-get install wrk nginx-light) and oha (cargo install --locked
-# oha@1.16.0). Builds the release binary and examples, starts everything on 127.0.0.1 ports
+# oha@1.16.0). Builds the release binary and the two helper programs in this folder (cargo
+# examples `floor` and `breaker_keys`), starts everything on 127.0.0.1 ports
 # 18400-18499, stops everything it started (EXIT trap), and prints a table. Knobs (environment):
 # WRK_SECS (8), WRK_THREADS (2), WRK_CONNS (32), OHA_SECS (10), ROUNDS (2), ISO_SECS (15),
 # ISO_RPS (100), SCALE_CALLS (10000), SKIP_BUILD=1.
@@ -180,7 +181,7 @@ floor() {
   dp99=$(minus "$(val p99_ms "$G")" "$(val p99_ms "$F")")
   row "| 2 floor | wrk rps: floor $(val rps "$F"), fallback $(val rps "$G") | fallback/floor = $tr | ≥ 0.90: $(check "$tr >= 0.9") |"
   row "| 2 floor | wrk p99: floor $(val p99_ms "$F") ms, fallback $(val p99_ms "$G") ms | +$dp99 ms | ≤ +0.5 ms: $(check "$dp99 <= 0.5") |"
-  row "| 2 floor (issue 4) | oha ${rate}/s: fallback p50 $(val p50_ms "$og") ms, p99 $(val p99_ms "$og") ms; floor p50 $(val p50_ms "$of") ms, p99 $(val p99_ms "$of") ms | | p99 < 1 ms: $(check "$(val p99_ms "$og") < 1") |"
+  row "| 2 floor (fixed rate) | oha ${rate}/s: fallback p50 $(val p50_ms "$og") ms, p99 $(val p99_ms "$og") ms; floor p50 $(val p50_ms "$of") ms, p99 $(val p99_ms "$of") ms | | p99 < 1 ms: $(check "$(val p99_ms "$og") < 1") |"
   stop_pid "$GW_PID"
 }
 

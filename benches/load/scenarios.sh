@@ -1,10 +1,10 @@
 # Scenarios 3-5 of benches/load/run-all.sh (sourced by it; uses its helpers and variables).
 
 # --------------------------------------------------------------------------------------------
-# 3 + 4: isolation (seed 000) and the recovery ramp. Flights and hotels have simulators of their
+# 3 + 4: isolation (a hanging flight provider beside healthy hotels) and the recovery ramp. Flights and hotels have simulators of their
 # own, so connections to the flight upstream are counted on its port alone.
 isolation() {
-  echo "== isolation (seed 000): hotels + flights at ${ISO_RPS}/s each; flights go to 15 s latency mid-run"
+  echo "== isolation: hotels + flights at ${ISO_RPS}/s each; flights go to 15 s latency mid-run"
   local SF=127.0.0.1:18421 SH=127.0.0.1:18422 GW=127.0.0.1:18423 d=$DIR/iso
   spawn sim-flights "$BIN" sim --listen "$SF"
   spawn sim-hotels "$BIN" sim --listen "$SH"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Seed 001 scaled down (issue 5): the provider allows N requests per minute and answers 429 with
-# Retry-After beyond that; a backlog of background jobs must drain at close to the allowed rate,
-# with few 429s and no job lost.
+# A backlog against a rate-limited provider, scaled down: the provider allows N requests per
+# minute and answers 429 with Retry-After beyond that; a backlog of background jobs must drain at
+# close to the allowed rate, with few 429s and no job lost.
 #
 # Usage: benches/load/seed001.sh [RPM] [JOBS]     (defaults: 60 per minute, 150 jobs)
 # Starts `faregate sim` and `faregate serve` (SQLite store in a temp dir) on loopback, submits

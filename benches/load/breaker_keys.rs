@@ -1,4 +1,4 @@
-//! Memory of many breaker keys, for `benches/load/run-all.sh` (issue 9, scenario 5).
+//! Memory of many breaker keys, for `benches/load/run-all.sh` (scenario 5, scale).
 //!
 //! `cargo run --release --example breaker_keys -- [KEYS]` (default 10,000) creates that many
 //! tool × provider breakers in one [`BreakerRegistry`] with the shipped default policy, records
