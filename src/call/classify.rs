@@ -10,7 +10,7 @@ use crate::breaker::{FailureReason, Outcome};
 use crate::providers::{ErrorKind, UpstreamError};
 
 /// The breaker outcome of one attempt that took `latency`.
-pub fn classify<T>(result: &Result<T, UpstreamError>, latency: Duration) -> Outcome {
+pub(crate) fn classify<T>(result: &Result<T, UpstreamError>, latency: Duration) -> Outcome {
     let error = match result {
         Ok(_) => return Outcome::Success { latency },
         Err(e) => e,

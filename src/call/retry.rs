@@ -13,7 +13,7 @@ use crate::providers::ErrorKind;
 ///
 /// Timeouts, broken connections, 5xx and rate limits are transient. A refusal the model can fix,
 /// an operator problem (credentials) and a malformed body will be the same next time.
-pub fn is_retryable(kind: &ErrorKind) -> bool {
+pub(crate) fn is_retryable(kind: &ErrorKind) -> bool {
     match kind {
         ErrorKind::Timeout
         | ErrorKind::Connect

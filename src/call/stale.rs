@@ -22,7 +22,7 @@ const CAPACITY: u64 = 10_000;
 
 /// One remembered good result.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StaleEntry {
+pub(crate) struct StaleEntry {
     /// The result's `data` (shared with the answer that was fresh, serialized once).
     pub data: Data,
     /// The result's `content` when it was fresh.
@@ -35,14 +35,14 @@ pub struct StaleEntry {
 
 /// Last good results of one tool.
 #[derive(Debug)]
-pub struct StaleCache {
+pub(crate) struct StaleCache {
     cache: moka::sync::Cache<String, Arc<StaleEntry>>,
     stale_for: Duration,
 }
 
 impl StaleCache {
     /// A cache serving entries up to `stale_for` old; `None` when `stale_for` is zero.
-    pub fn new(stale_for: Duration) -> Option<Self> {
+    pub(crate) fn new(stale_for: Duration) -> Option<Self> {
         if stale_for.is_zero() {
             return None;
         }
@@ -56,17 +56,17 @@ impl StaleCache {
     }
 
     /// The cache key of some arguments.
-    pub fn key(arguments: &Value) -> String {
+    pub(crate) fn key(arguments: &Value) -> String {
         canonical_json(arguments)
     }
 
     /// Remembers a good result.
-    pub fn put(&self, key: String, entry: StaleEntry) {
+    pub(crate) fn put(&self, key: String, entry: StaleEntry) {
         self.cache.insert(key, Arc::new(entry));
     }
 
     /// The entry and its age, if one exists and is at most `stale_for` old at `now`.
-    pub fn get(&self, key: &str, now: Instant) -> Option<(Arc<StaleEntry>, Duration)> {
+    pub(crate) fn get(&self, key: &str, now: Instant) -> Option<(Arc<StaleEntry>, Duration)> {
         let entry = self.cache.get(key)?;
         let age = now.saturating_duration_since(entry.fetched_at);
         (age <= self.stale_for).then_some((entry, age))

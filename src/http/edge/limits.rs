@@ -192,7 +192,7 @@ fn retry_after_secs(wait: Duration) -> u64 {
 }
 
 /// The 429 for a refusal.
-pub fn too_many(refusal: Refusal) -> Response {
+pub(crate) fn too_many(refusal: Refusal) -> Response {
     let (secs, message, limit) = match refusal {
         Refusal::Rate(wait) => {
             let secs = retry_after_secs(wait);
@@ -224,7 +224,7 @@ pub fn too_many(refusal: Refusal) -> Response {
 
 /// Middleware for the tool-call routes: behind authentication, before the handler. Refusals
 /// are counted in `telemetry`'s metrics.
-pub async fn limit_calls(
+pub(crate) async fn limit_calls(
     State((limits, telemetry)): State<(Arc<ClientLimits>, Arc<Telemetry>)>,
     request: Request,
     next: Next,

@@ -166,7 +166,7 @@ async fn connection(
 }
 
 /// Middleware: 503 with a JSON message when a request takes longer than the request timeout.
-pub async fn request_timeout(
+pub(crate) async fn request_timeout(
     State(limit): State<Duration>,
     request: Request,
     next: Next,
