@@ -2,7 +2,8 @@
 //! OpenTelemetry SDK into memory, with their names, attributes and parent/child structure.
 //!
 //! Everything runs on this test's single thread (the default `#[tokio::test]` runtime), so the
-//! thread-local subscriber set here sees the gateway's spans, server tasks included.
+//! thread-local subscriber set here sees the gateway's spans, server tasks included, and none of
+//! the spans of the other tests running beside it in this binary.
 
 use std::collections::HashMap;
 
@@ -71,6 +72,12 @@ async fn calls_are_traced_with_genai_spans_and_attempt_children() {
         .build();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("faregate-test")));
+    // tracing caches, per span callsite, whether anyone listens. While one dispatcher is
+    // registered it asks the subscriber of whichever thread reaches a callsite first: in this
+    // binary often another test's thread, which has none, so "never" would be cached and the
+    // span lost here too. A second, silent dispatcher kept alive makes tracing cache "sometimes"
+    // instead and ask each thread's own subscriber every time.
+    let _silent = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
     let _guard = tracing::subscriber::set_default(subscriber);
 
     // One flight provider: the spans below are one breaker's attempts, not a chain's.
@@ -78,6 +85,9 @@ async fn calls_are_traced_with_genai_spans_and_attempt_children() {
         .config(one_provider_per_tool)
         .start()
         .await;
+    // A callsite another thread was registering while the dispatchers above were installed
+    // may still hold the "never" it computed before them: recompute the cache once more.
+    tracing::callsite::rebuild_interest_cache();
     let call = |call_id: &str, days: i64| {
         let body = json!({"arguments": {"origin": "JFK", "destination": "LHR",
                                         "departure_date": in_days(days)},
