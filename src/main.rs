@@ -48,16 +48,9 @@ enum Command {
         #[arg(long)]
         store: Option<String>,
     },
-    /// The provider simulator alone (Duffel wire format, with fault injection).
+    /// The provider simulator alone (Duffel and Amadeus wire formats, with fault injection).
     #[cfg(feature = "demo")]
-    Sim {
-        /// Where the simulator listens.
-        #[arg(long, default_value = "127.0.0.1:8081")]
-        listen: SocketAddr,
-        /// Seed of the deterministic data.
-        #[arg(long, default_value_t = 7)]
-        seed: u64,
-    },
+    Sim(faregate_sim::SimArgs),
     /// Validate the configuration, tools and prompts; list every problem.
     Check {
         /// The configuration file.
@@ -99,7 +92,7 @@ fn main() -> ExitCode {
                 store,
             } => cli::demo::demo(listen, sim_listen, config.as_deref(), store.as_deref()).await,
             #[cfg(feature = "demo")]
-            Command::Sim { listen, seed } => cli::demo::sim(listen, seed).await,
+            Command::Sim(args) => cli::demo::sim(&args).await,
             Command::Check { config } => cli::check(&config),
             Command::Manifest { config, format } => cli::manifest(&config, &format),
         }

@@ -15,20 +15,10 @@ use faregate::config::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles};
 
 use super::{build, init_telemetry, load_quiet, shutdown_signal};
 
-/// `faregate sim`.
-pub(crate) async fn sim(listen: SocketAddr, seed: u64) -> anyhow::Result<ExitCode> {
+/// `faregate sim`: the simulator alone, as the `faregate-sim` binary runs it.
+pub(crate) async fn sim(args: &faregate_sim::SimArgs) -> anyhow::Result<ExitCode> {
     faregate::telemetry::init_default();
-    let listener = TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    let addr = listener.local_addr()?;
-    print!("{}", faregate_sim::banner(addr));
-    faregate_sim::serve(
-        listener,
-        faregate_sim::Simulator::new(seed),
-        shutdown_signal(),
-    )
-    .await?;
+    faregate_sim::run(args, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
 }
 

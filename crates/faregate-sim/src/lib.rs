@@ -1,5 +1,6 @@
 //! faregate's provider simulator: fake Duffel (Air and Stays) and Amadeus APIs with fault
-//! injection, as a library ([`Simulator`], [`serve`]) and as the `faregate-sim` binary.
+//! injection, as a library ([`Simulator`], [`serve`]) and as a command ([`SimArgs`], [`run`]) that
+//! the `faregate-sim` binary and the gateway's `faregate sim` both start.
 //!
 //! # Why
 //! faregate's value is how it behaves when providers are slow, failing or rate limiting. The
@@ -123,6 +124,7 @@ mod amadeus_flights;
 mod amadeus_hotels;
 mod amadeus_status;
 mod amadeus_wire;
+mod command;
 mod data;
 mod duffel_air;
 mod duffel_air_orders;
@@ -147,6 +149,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
+pub use command::{SimArgs, run};
 pub use faults::{Fault, RateLimitFault};
 
 /// A group of provider routes that share one fault setting and one set of counters.
@@ -533,12 +536,4 @@ pub async fn serve(
     axum::serve(listener, sim.router())
         .with_graceful_shutdown(signal)
         .await
-}
-
-/// What a simulator serving on `addr` prints for the human who started it: where it is, and
-/// where its faults and counters are.
-pub fn banner(addr: std::net::SocketAddr) -> String {
-    format!(
-        "faregate provider simulator on http://{addr}\n  faults: curl http://{addr}/_sim/faults   stats: curl http://{addr}/_sim/stats\n"
-    )
 }
