@@ -30,6 +30,7 @@ pub mod http;
 pub mod jobs;
 pub mod policy;
 pub mod providers;
+pub mod store;
 pub mod telemetry;
 pub mod texts;
 pub mod tools;

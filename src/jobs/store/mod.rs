@@ -1,13 +1,12 @@
 //! Where jobs are kept: the job record and the store interface (`model.rs`), and the one SQL
 //! store that implements it on SQLite and PostgreSQL (`sql.rs`, every statement once; the few
-//! differences between the two in `dialect.rs`).
+//! differences between the two databases live in the shared `store` room).
 //!
 //! A store takes every time as an epoch-millisecond argument, so the conformance suite
 //! (`tests.rs`) controls time without a clock and runs the same rules against every store:
 //! SQLite, PostgreSQL (through `FAREGATE_TEST_POSTGRES_URL`) and the in-memory store that the
 //! paused-clock tests of the job system use.
 
-mod dialect;
 #[cfg(test)]
 pub(crate) mod memory;
 mod model;

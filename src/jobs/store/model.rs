@@ -1,10 +1,11 @@
 //! The job record and the store interface: what a job is and what a store does with it, in
 //! terms of neither database (the SQL lives in `sql.rs`, the differences in `dialect.rs`).
 
-use std::fmt;
 use std::future::Future;
 
 use serde_json::Value;
+
+pub use crate::store::StoreError;
 
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,18 +156,6 @@ pub struct QueueStats {
     /// Per tool with due jobs: the age in ms of its oldest job that is due now and not running.
     pub oldest_due_age_ms: Vec<(String, i64)>,
 }
-
-/// A store failure (the database is unreachable or refused a statement).
-#[derive(Debug)]
-pub struct StoreError(pub String);
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "job store: {}", self.0)
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 /// How a leased job's run ends: the one state change a worker makes after its claim.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,13 +6,20 @@
 
 use serde_json::Value;
 
-use super::dialect::{Arg, Pool, StoreRow};
 use super::model::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
 };
+use crate::store::{Arg, Db, Migration, StoreRow};
 
-/// The table and its indexes, created when missing.
-const SCHEMA: &[&str] = &[
+/// The job queue's schema changes, oldest first (see `store::Migration`).
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    name: "jobs_1_queue",
+    statements: QUEUE,
+}];
+
+/// The table and its indexes, created when missing (so databases made before migrations were
+/// recorded by name take this one unchanged).
+const QUEUE: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS faregate_jobs (
         id TEXT PRIMARY KEY,
         tool TEXT NOT NULL,
@@ -114,24 +121,26 @@ const OLDEST_DUE: &str = "SELECT tool, MIN(created_at) AS oldest FROM faregate_j
 /// The job store: SQLite or PostgreSQL, by the URL it was opened with.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: Pool,
+    db: Db,
 }
 
 impl Store {
     /// Opens the store named by a `sqlite://…` or `postgres://…` URL and creates its schema.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let pool = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Pool::open_postgres(url, None).await?
-        } else if url.starts_with("sqlite:") {
-            Pool::open_sqlite(url).await?
-        } else {
-            return Err(StoreError(format!(
-                "unknown store URL {url:?}; use sqlite://FILE or postgres://USER@HOST/DB"
-            )));
-        };
-        let store = Store { pool };
+        let store = Store::new(Db::open(url).await?);
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// The job queue in an open database (shared with the other rooms that keep state there);
+    /// [`JobStore::migrate`] creates its tables.
+    pub fn new(db: Db) -> Self {
+        Store { db }
+    }
+
+    /// The database this queue lives in, for the other rooms that keep state there.
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     /// Connects to PostgreSQL without creating the schema. With `schema`, every statement runs
@@ -139,7 +148,7 @@ impl Store {
     /// each other's rows.
     pub async fn open_postgres(url: &str, schema: Option<&str>) -> Result<Self, StoreError> {
         Ok(Store {
-            pool: Pool::open_postgres(url, schema).await?,
+            db: Db::open_postgres(url, schema).await?,
         })
     }
 
@@ -148,15 +157,15 @@ impl Store {
         sqlx::AssertSqlSafe(
             CLAIM
                 .replace("{due}", DUE)
-                .replace("{not_skipped}", &self.pool.excluding("tool", "$4"))
-                .replace("{lock}", self.pool.claim_lock()),
+                .replace("{not_skipped}", &self.db.excluding("tool", "$4"))
+                .replace("{lock}", self.db.claim_lock()),
         )
     }
 }
 
 impl JobStore for Store {
     async fn migrate(&self) -> Result<(), StoreError> {
-        self.pool.migrate(SCHEMA).await
+        self.db.migrate(MIGRATIONS, crate::clock::epoch_ms()).await
     }
 
     async fn enqueue(&self, job: NewJob, now_ms: i64) -> Result<(Job, bool), StoreError> {
@@ -168,7 +177,7 @@ impl JobStore for Store {
         };
         let arguments = job.arguments.to_string();
         let inserted = self
-            .pool
+            .db
             .execute(
                 ENQUEUE,
                 &[
@@ -185,7 +194,7 @@ impl JobStore for Store {
             .await?
             == 1;
         let stored = if inserted {
-            self.pool
+            self.db
                 .fetch(BY_ID, &[Arg::Text(Some(&id))], job_from_row)
                 .await?
         } else {
@@ -193,7 +202,7 @@ impl JobStore for Store {
                 Arg::Text(Some(&job.tool)),
                 Arg::Text(job.idempotency_key.as_deref()),
             ];
-            self.pool
+            self.db
                 .fetch(BY_IDEMPOTENCY_KEY, &key, job_from_row)
                 .await?
         };
@@ -206,7 +215,7 @@ impl JobStore for Store {
 
     async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {
         let args = [Arg::Text(Some(id))];
-        let found = self.pool.fetch(BY_ID, &args, job_from_row).await?;
+        let found = self.db.fetch(BY_ID, &args, job_from_row).await?;
         Ok(found.into_iter().next())
     }
 
@@ -221,7 +230,7 @@ impl JobStore for Store {
             Arg::Text(tool),
             Arg::Int(Some(i64::from(limit))),
         ];
-        self.pool.fetch(LIST, &args, job_from_row).await
+        self.db.fetch(LIST, &args, job_from_row).await
     }
 
     async fn claim(
@@ -240,7 +249,7 @@ impl JobStore for Store {
             Arg::Int(Some(i64::from(limit))),
         ];
         let mut jobs = self
-            .pool
+            .db
             .claim(self.claim_statement(), &args, job_from_row)
             .await?;
         // RETURNING does not keep the subquery's order: oldest due first, as documented.
@@ -280,7 +289,7 @@ impl JobStore for Store {
             Arg::Int(next_attempt_at_ms),
             Arg::Int(Some(now_ms)),
         ];
-        Ok(self.pool.execute(FINISH, &args).await? == 1)
+        Ok(self.db.execute(FINISH, &args).await? == 1)
     }
 
     async fn claim_callbacks(
@@ -289,13 +298,13 @@ impl JobStore for Store {
         lease_ms: i64,
         limit: u32,
     ) -> Result<Vec<Job>, StoreError> {
-        let sql = sqlx::AssertSqlSafe(CLAIM_CALLBACKS.replace("{lock}", self.pool.claim_lock()));
+        let sql = sqlx::AssertSqlSafe(CLAIM_CALLBACKS.replace("{lock}", self.db.claim_lock()));
         let args = [
             Arg::Int(Some(now_ms)),
             Arg::Int(Some(lease_ms)),
             Arg::Int(Some(i64::from(limit))),
         ];
-        self.pool.claim(sql, &args, job_from_row).await
+        self.db.claim(sql, &args, job_from_row).await
     }
 
     async fn callback_result(
@@ -316,24 +325,24 @@ impl JobStore for Store {
             Arg::Int(next_at_ms),
             Arg::Int(Some(now_ms)),
         ];
-        self.pool.execute(CALLBACK_RESULT, &args).await?;
+        self.db.execute(CALLBACK_RESULT, &args).await?;
         Ok(())
     }
 
     async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {
         let args = [Arg::Text(Some(owner)), Arg::Int(Some(now_ms))];
-        self.pool.execute(RELEASE, &args).await
+        self.db.execute(RELEASE, &args).await
     }
 
     async fn due_tools(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
         let args = [Arg::Int(Some(now_ms))];
-        self.pool.fetch(DUE_TOOLS, &args, tool_from_row).await
+        self.db.fetch(DUE_TOOLS, &args, tool_from_row).await
     }
 
     async fn stats(&self, now_ms: i64) -> Result<QueueStats, StoreError> {
-        let depth = self.pool.fetch(DEPTH, &[], depth_from_row).await?;
+        let depth = self.db.fetch(DEPTH, &[], depth_from_row).await?;
         let oldest = self
-            .pool
+            .db
             .fetch(OLDEST_DUE, &[Arg::Int(Some(now_ms))], oldest_from_row)
             .await?;
         Ok(QueueStats {

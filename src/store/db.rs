@@ -1,6 +1,6 @@
-//! What differs between SQLite and PostgreSQL, and nothing else: opening a pool, binding a list
-//! of names, how a claim keeps two claimers off the same rows, and how replicas starting together
-//! keep out of each other's migrations.
+//! The database handle every room shares, and what differs between SQLite and PostgreSQL:
+//! opening a pool, binding a list of names, how a claim keeps two claimers off the same rows,
+//! and how replicas starting together keep out of each other's migrations.
 //!
 //! Placeholders do not differ: every statement is written with `$1`, `$2`, …, which PostgreSQL
 //! reads natively and sqlx's SQLite driver binds by their number.
@@ -12,8 +12,8 @@
 //!   twice.
 //! - **Lists.** The tools a claim skips are bound as a JSON array read with `json_each` on
 //!   SQLite, and as a `text[]` compared with `<> ALL` on PostgreSQL.
-//! - **Migrations.** PostgreSQL replicas take an advisory lock around `CREATE TABLE`; a SQLite
-//!   file has one writer anyway.
+//! - **Migrations.** PostgreSQL replicas take an advisory lock around a migration run; SQLite
+//!   runs it inside `BEGIN IMMEDIATE`, its one-writer lock (see `migrate.rs`).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -25,15 +25,12 @@ use sqlx::sqlite::{
 };
 use sqlx::{ColumnIndex, Database, Decode, PgPool, Row, SqlSafeStr, SqlitePool, Type};
 
-use super::model::StoreError;
+use super::StoreError;
 
-/// The advisory lock PostgreSQL replicas hold while creating the schema (any constant works, as
-/// long as every replica uses the same one).
-const MIGRATION_LOCK: i64 = 7_305_727_871;
-
-/// The connection pool of the configured database; the one place that knows which it is.
+/// The connection pool of the configured database; the one place that knows which it is. Cheap
+/// to clone: every room (jobs, and whatever else keeps state) shares the one pool.
 #[derive(Debug, Clone)]
-pub(super) enum Pool {
+pub enum Db {
     /// One file, WAL, nothing to install: the embedded default.
     Sqlite(SqlitePool),
     /// One queue shared by a fleet of gateway replicas.
@@ -47,17 +44,17 @@ pub(super) enum Pool {
 
 /// A value bound to a statement parameter; the n-th value is `$n`.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Arg<'a> {
+pub enum Arg<'a> {
     /// Text, or NULL.
     Text(Option<&'a str>),
     /// A 64-bit integer, or NULL.
     Int(Option<i64>),
-    /// A list of names, read by the clause [`Pool::excluding`] writes.
+    /// A list of names, read by the clause [`Db::excluding`] writes.
     Names(&'a [String]),
 }
 
 /// A row of either database, read as the statements need it: text and 64-bit integers.
-pub(super) trait StoreRow {
+pub trait StoreRow {
     /// A text column, or NULL.
     fn text(&self, column: &str) -> Result<Option<String>, StoreError>;
     /// An integer column, or NULL.
@@ -81,7 +78,7 @@ where
 }
 
 /// Turns one row into a value.
-pub(super) type Decoder<T> = fn(&dyn StoreRow) -> Result<T, StoreError>;
+pub type Decoder<T> = fn(&dyn StoreRow) -> Result<T, StoreError>;
 
 /// Driver errors stay in the implementation: the store interface reports text.
 impl From<sqlx::Error> for StoreError {
@@ -90,10 +87,10 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-impl Pool {
+impl Db {
     /// Opens (creating when missing) the SQLite database at a `sqlite://path` or
     /// `sqlite::memory:` URL.
-    pub(super) async fn open_sqlite(url: &str) -> Result<Self, StoreError> {
+    pub async fn open_sqlite(url: &str) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)
             .map_err(|e| StoreError(format!("bad SQLite URL {url}: {e}")))?
             .create_if_missing(true)
@@ -103,12 +100,12 @@ impl Pool {
             .max_connections(4)
             .connect_with(options)
             .await?;
-        Ok(Pool::Sqlite(pool))
+        Ok(Db::Sqlite(pool))
     }
 
     /// Connects to a `postgres://` URL. With `schema`, every statement runs in that schema
     /// (created when missing): tests use one schema each so they never see each other's rows.
-    pub(super) async fn open_postgres(url: &str, schema: Option<&str>) -> Result<Self, StoreError> {
+    pub async fn open_postgres(url: &str, schema: Option<&str>) -> Result<Self, StoreError> {
         let mut options = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError(format!("bad PostgreSQL URL: {e}")))?;
         if let Some(schema) = schema {
@@ -127,105 +124,68 @@ impl Pool {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        Ok(Pool::Postgres {
+        Ok(Db::Postgres {
             pool,
             schema: schema.map(str::to_string),
         })
     }
 
     /// The condition "`column` is not one of the names bound at `param`" (an [`Arg::Names`]).
-    pub(super) fn excluding(&self, column: &str, param: &str) -> String {
+    pub fn excluding(&self, column: &str, param: &str) -> String {
         match self {
-            Pool::Sqlite(_) => format!("{column} NOT IN (SELECT value FROM json_each({param}))"),
-            Pool::Postgres { .. } => format!("{column} <> ALL({param})"),
+            Db::Sqlite(_) => format!("{column} NOT IN (SELECT value FROM json_each({param}))"),
+            Db::Postgres { .. } => format!("{column} <> ALL({param})"),
         }
     }
 
     /// What ends a claim's select so concurrent claimers take different rows.
-    pub(super) fn claim_lock(&self) -> &'static str {
+    pub fn claim_lock(&self) -> &'static str {
         match self {
             // The transaction's BEGIN IMMEDIATE does it (see `claim`).
-            Pool::Sqlite(_) => "",
-            Pool::Postgres { .. } => "FOR UPDATE SKIP LOCKED",
+            Db::Sqlite(_) => "",
+            Db::Postgres { .. } => "FOR UPDATE SKIP LOCKED",
         }
-    }
-
-    /// Runs `statements` in order, one replica at a time.
-    pub(super) async fn migrate(&self, statements: &[&'static str]) -> Result<(), StoreError> {
-        match self {
-            Pool::Sqlite(pool) => {
-                for statement in statements {
-                    sqlx::query(*statement).execute(pool).await?;
-                }
-            }
-            Pool::Postgres { pool, schema } => {
-                let mut tx = pool.begin().await?;
-                sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                    .bind(MIGRATION_LOCK)
-                    .execute(&mut *tx)
-                    .await?;
-                if let Some(schema) = schema {
-                    // Checked to be [A-Za-z0-9_] when the pool was opened.
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "CREATE SCHEMA IF NOT EXISTS {schema}"
-                    )))
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                for statement in statements {
-                    sqlx::query(*statement).execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
-            }
-        }
-        Ok(())
     }
 
     /// Runs a statement and decodes the rows it returns.
-    pub(super) async fn fetch<T>(
+    pub async fn fetch<T>(
         &self,
         sql: impl SqlSafeStr,
         args: &[Arg<'_>],
         decode: Decoder<T>,
     ) -> Result<Vec<T>, StoreError> {
         match self {
-            Pool::Sqlite(pool) => {
-                decode_all(&sqlite_query(sql, args).fetch_all(pool).await?, decode)
-            }
-            Pool::Postgres { pool, .. } => {
+            Db::Sqlite(pool) => decode_all(&sqlite_query(sql, args).fetch_all(pool).await?, decode),
+            Db::Postgres { pool, .. } => {
                 decode_all(&pg_query(sql, args).fetch_all(pool).await?, decode)
             }
         }
     }
 
     /// Runs a statement; the number of rows it changed.
-    pub(super) async fn execute(
-        &self,
-        sql: impl SqlSafeStr,
-        args: &[Arg<'_>],
-    ) -> Result<u64, StoreError> {
+    pub async fn execute(&self, sql: impl SqlSafeStr, args: &[Arg<'_>]) -> Result<u64, StoreError> {
         Ok(match self {
-            Pool::Sqlite(pool) => sqlite_query(sql, args).execute(pool).await?.rows_affected(),
-            Pool::Postgres { pool, .. } => pg_query(sql, args).execute(pool).await?.rows_affected(),
+            Db::Sqlite(pool) => sqlite_query(sql, args).execute(pool).await?.rows_affected(),
+            Db::Postgres { pool, .. } => pg_query(sql, args).execute(pool).await?.rows_affected(),
         })
     }
 
     /// Runs a claim (an `UPDATE … RETURNING` of rows picked by a select) in a transaction that
     /// keeps concurrent claimers apart, and decodes what it took.
-    pub(super) async fn claim<T>(
+    pub async fn claim<T>(
         &self,
         sql: impl SqlSafeStr,
         args: &[Arg<'_>],
         decode: Decoder<T>,
     ) -> Result<Vec<T>, StoreError> {
         match self {
-            Pool::Sqlite(pool) => {
+            Db::Sqlite(pool) => {
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
                 let rows = sqlite_query(sql, args).fetch_all(&mut *tx).await?;
                 tx.commit().await?;
                 decode_all(&rows, decode)
             }
-            Pool::Postgres { pool, .. } => {
+            Db::Postgres { pool, .. } => {
                 let mut tx = pool.begin().await?;
                 let rows = pg_query(sql, args).fetch_all(&mut *tx).await?;
                 tx.commit().await?;
