@@ -1,7 +1,6 @@
 //! The gate: the thread-safe face of one breaker ([`Breaker`]), the [`Permit`] an admitted call
 //! carries, and the [`Rejected`] answer for the others.
 
-use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -10,7 +9,8 @@ use tokio::time::Instant;
 
 use super::state::{Machine, Ticket};
 use super::{
-    BreakerConfig, BreakerKey, BreakerSnapshot, BreakerState, ForceMode, Outcome, TransitionEvent,
+    BreakerConfig, BreakerKey, BreakerSnapshot, BreakerState, Caller, ForceMode, Outcome,
+    PermitKind, Rejected, TransitionEvent,
 };
 
 /// One key's breaker. Share it as `Arc<Breaker>`; every method takes `now` so that tests can run on
@@ -24,35 +24,6 @@ pub struct Breaker {
     /// nanoseconds is both correct and several times cheaper than an async mutex. Atomics alone
     /// would not do: half-open and ramp admission must update several fields together.
     machine: Mutex<Machine>,
-}
-
-/// What kind of call a permit admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PermitKind {
-    /// A call admitted while closed or forced closed.
-    Normal,
-    /// A half-open probe (see [`Caller`] for who gets one first).
-    Probe,
-    /// A call admitted within a ramp stage's share.
-    Ramp,
-}
-
-/// Who asks for a permit, as far as half-open probes care.
-///
-/// Probes go to background work first: a job can wait for the verdict (it is requeued anyway),
-/// while an interactive call would spend a waiting model's turn on a provider that is probably
-/// still sick. So while background jobs of the same tool are due, a half-open breaker refuses an
-/// interactive call (its caller answers at once with the fallback) and leaves the probes to the
-/// jobs. In every other state both callers are admitted alike.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Caller {
-    /// A background job.
-    Background,
-    /// An interactive call.
-    Interactive {
-        /// Whether background jobs of the same tool are due now.
-        background_due: bool,
-    },
 }
 
 /// Permission for one upstream attempt. Record its outcome with [`Permit::record`].
@@ -72,46 +43,6 @@ pub struct Permit {
     /// Set by `record` so that `Drop` does nothing more.
     recorded: bool,
 }
-
-/// Why a call was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RejectReason {
-    /// The breaker is open.
-    Open,
-    /// Half-open, and every probe is in use or the next one is not due yet.
-    HalfOpenFull,
-    /// Ramping, and this call is over the stage's share.
-    RampShare,
-    /// An operator forced the breaker open.
-    ForcedOpen,
-}
-
-/// A call the breaker would not admit: answer with the fallback (interactive) or requeue after
-/// `retry_after` (background).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rejected {
-    /// When trying again may succeed: the rest of the open time; the time to the next probe slot;
-    /// at most 1 s over the ramp's share; `open_for` when forced open (a hint only).
-    pub retry_after: Duration,
-    /// The state that rejected the call.
-    pub state: BreakerState,
-    /// Why.
-    pub reason: RejectReason,
-}
-
-impl fmt::Display for Rejected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "breaker {} rejected the call ({:?}); retry after {:?}",
-            self.state.as_str(),
-            self.reason,
-            self.retry_after
-        )
-    }
-}
-
-impl std::error::Error for Rejected {}
 
 // === impl Breaker ===
 

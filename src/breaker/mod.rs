@@ -59,9 +59,11 @@
 //! Every transition is broadcast as a [`TransitionEvent`]; [`is_legal_transition`] is the table of
 //! allowed transitions.
 
+mod admission;
 mod config;
 mod event;
 mod gate;
+mod key;
 mod outcome;
 mod probes;
 mod registry;
@@ -74,11 +76,13 @@ mod window;
 #[cfg(test)]
 mod tests;
 
+pub use admission::{Caller, PermitKind, RejectReason, Rejected};
 pub use config::{
     AUTO_FLOOR, AUTO_MIN_SAMPLES, BreakerBuilder, BreakerConfig, REOPEN_JITTER, RampStage, SlowCall,
 };
 pub use event::{BreakerState, ForceMode, TransitionEvent, TransitionReason, is_legal_transition};
-pub use gate::{Breaker, Caller, Permit, PermitKind, RejectReason, Rejected};
+pub use gate::{Breaker, Permit};
+pub use key::BreakerKey;
 pub use outcome::{FailureReason, Outcome};
-pub use registry::{BreakerKey, BreakerRegistry};
+pub use registry::BreakerRegistry;
 pub use snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};

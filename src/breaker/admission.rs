@@ -1,0 +1,80 @@
+//! What the gate answers when asked for a permit: who is asking ([`Caller`]), what kind of call
+//! an admitted permit is ([`PermitKind`]), and why a call was refused ([`Rejected`]).
+//!
+//! Their own file because both halves of the breaker speak them: the state machine decides
+//! them (`state.rs`) and the gate hands them out (`gate.rs`), so neither imports the other for
+//! its vocabulary.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::BreakerState;
+
+/// What kind of call a permit admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PermitKind {
+    /// A call admitted while closed or forced closed.
+    Normal,
+    /// A half-open probe (see [`Caller`] for who gets one first).
+    Probe,
+    /// A call admitted within a ramp stage's share.
+    Ramp,
+}
+
+/// Who asks for a permit, as far as half-open probes care.
+///
+/// Probes go to background work first: a job can wait for the verdict (it is requeued anyway),
+/// while an interactive call would spend a waiting model's turn on a provider that is probably
+/// still sick. So while background jobs of the same tool are due, a half-open breaker refuses an
+/// interactive call (its caller answers at once with the fallback) and leaves the probes to the
+/// jobs. In every other state both callers are admitted alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Caller {
+    /// A background job.
+    Background,
+    /// An interactive call.
+    Interactive {
+        /// Whether background jobs of the same tool are due now.
+        background_due: bool,
+    },
+}
+
+/// Why a call was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectReason {
+    /// The breaker is open.
+    Open,
+    /// Half-open, and every probe is in use or the next one is not due yet.
+    HalfOpenFull,
+    /// Ramping, and this call is over the stage's share.
+    RampShare,
+    /// An operator forced the breaker open.
+    ForcedOpen,
+}
+
+/// A call the breaker would not admit: answer with the fallback (interactive) or requeue after
+/// `retry_after` (background).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rejected {
+    /// When trying again may succeed: the rest of the open time; the time to the next probe slot;
+    /// at most 1 s over the ramp's share; `open_for` when forced open (a hint only).
+    pub retry_after: Duration,
+    /// The state that rejected the call.
+    pub state: BreakerState,
+    /// Why.
+    pub reason: RejectReason,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "breaker {} rejected the call ({:?}); retry after {:?}",
+            self.state.as_str(),
+            self.reason,
+            self.retry_after
+        )
+    }
+}
+
+impl std::error::Error for Rejected {}
