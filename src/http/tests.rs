@@ -9,7 +9,7 @@ use axum::http::{Method, Request, header};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
-use super::api::openapi::document;
+use super::routes::openapi::document;
 use super::routes::{ROUTED_PATHS, ROUTES, Verb};
 use super::state::AppState;
 use crate::config::{EMBEDDED_CONFIG, EmbeddedFiles};

@@ -1,9 +1,8 @@
-//! The gateway's own API: the native call endpoint, the catalog, the job API, the OpenAPI
-//! document, and the OpenAI and Anthropic tool-call routes (their shapes are
-//! [`crate::agents`]'; running them is [`super::calls`]).
+//! The gateway's own API: the native call endpoint, the catalog, the job API, and the OpenAI
+//! and Anthropic tool-call routes (their shapes are [`crate::agents`]'; running them is
+//! [`super::calls`]).
 
 pub(crate) mod agents;
 pub(crate) mod catalog;
 pub(crate) mod jobs;
 pub(crate) mod native;
-pub(crate) mod openapi;

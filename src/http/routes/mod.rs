@@ -2,17 +2,18 @@
 //! OpenAPI description, in one place.
 //!
 //! [`super::router`] builds the axum router from it, [`ROUTED_PATHS`] lists its paths, and
-//! `api/openapi.rs` renders the document's `paths` from it, so the three cannot drift apart:
+//! `openapi.rs` renders the OpenAPI document's `paths` from it, so the three cannot drift apart:
 //! a route is added by adding one row. A route's [`Guard`] decides which edge layers wrap it,
 //! and with them the answers those layers give (401, 413, 429, 503), which the document adds to
 //! each operation by itself.
 
+pub(crate) mod openapi;
 mod row;
 mod table;
 
-pub(crate) use row::{
-    Answer, Guard, Handler, Operation, ParamSchema, Place, Reply, Route, Security, Verb,
-};
+pub(crate) use row::{Guard, Handler};
+#[cfg(test)]
+pub(crate) use row::Verb;
 pub(crate) use table::ROUTES;
 
 /// Every path the router serves, in table order.

@@ -1,6 +1,6 @@
 //! `GET /openapi.json`: the gateway's own OpenAPI 3.1 document.
 //!
-//! The `paths` are rendered from the route table (`http/routes.rs`), the same table the router
+//! The `paths` are rendered from the route table (`table.rs`), the same table the router
 //! is built from, so every routed path is documented and every documented path is routed. Each
 //! operation lists the answers of its handler and, added here, those of the edge layers its
 //! guard puts in front of it (401 without a key, 413 for a body over the limit, 429 over a
@@ -19,10 +19,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::row::{Answer, Guard, Operation, ParamSchema, Place, Reply, Route, Security, Verb};
 use crate::agents::manifest;
-use crate::http::routes::{
-    Answer, Guard, Operation, ParamSchema, Place, Reply, Route, Security, Verb,
-};
 use crate::http::state::AppState;
 
 /// The document of `routes` (the route table) for the served tools.

@@ -6,11 +6,12 @@ use axum::extract::State;
 use axum::routing::on;
 use serde_json::{Value, json};
 
+use super::openapi;
 use super::row::{
     Answer, BREAKER_KEY, Guard, Handler, Operation, Param, ParamSchema, Place, Reply, Route,
     Schema, Security, TOOL, Verb, answer, error, op, route,
 };
-use crate::http::api::{agents, catalog, jobs, native, openapi};
+use crate::http::api::{agents, catalog, jobs, native};
 use crate::http::ops;
 use crate::http::state::AppState;
 use Verb::{Delete, Get, Post};
