@@ -38,7 +38,7 @@ def modules():
 
 def source(path):
     text = open(path, encoding="utf-8").read()
-    cut = text.find("#[cfg(test)]\nmod tests")
+    cut = text.find("#[cfg(test)]\nmod tests {")
     if cut >= 0:
         text = text[:cut]
     return "\n".join(l for l in text.split("\n") if not l.lstrip().startswith("//"))

@@ -11,9 +11,9 @@ pub(crate) mod openapi;
 mod row;
 mod table;
 
-pub(crate) use row::{Guard, Handler};
 #[cfg(test)]
 pub(crate) use row::Verb;
+pub(crate) use row::{Guard, Handler};
 pub(crate) use table::ROUTES;
 
 /// Every path the router serves, in table order.
