@@ -1,6 +1,9 @@
-//! The alerts the gateway raises itself (SPEC "Alerts"; seeds 000 and 001), as a pure state
-//! machine: inputs are breaker transitions and ticks, each with its instant; outputs are
-//! [`AlertChange`]s. No clock reads, no I/O, so every rule is tested on a paused clock.
+//! The alerts the gateway raises itself, so that an operator hears of a sick provider before
+//! its callers do.
+//!
+//! A pure state machine: inputs are breaker transitions and ticks, each with its instant;
+//! outputs are [`AlertChange`]s. No clock reads, no I/O, so every rule is tested on a paused
+//! clock.
 //!
 //! | alert | fires when | resolves when |
 //! |---|---|---|
@@ -85,7 +88,7 @@ pub enum AlertChange {
     Resolved(Alert, Instant),
 }
 
-/// The thresholds. [`AlertRules::spec`] gives SPEC's; tests may tighten them.
+/// The thresholds. [`AlertRules::spec`] gives the gateway's own; tests may tighten them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertRules {
     /// How long a breaker may reject before `breaker_open_too_long`.
@@ -105,7 +108,8 @@ pub struct AlertRules {
 }
 
 impl AlertRules {
-    /// SPEC "Alerts": open > 5 min; ≥ 3 opens in 10 min; ≥ 3 trips per minute; 3 breakers in 30 s.
+    /// The thresholds the gateway runs with (the same as `ops/prometheus/faregate.rules.yml`):
+    /// open > 5 min; ≥ 3 opens in 10 min; ≥ 3 trips per minute; 3 breakers in 30 s.
     pub fn spec() -> Self {
         AlertRules {
             open_too_long: Duration::from_secs(5 * 60),

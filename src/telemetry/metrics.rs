@@ -31,8 +31,8 @@ pub const BREAKER_STATES: [&str; 6] = [
     "forced_closed",
 ];
 
-/// Latency buckets in seconds, from the OTel HTTP server duration buckets up to a slow
-/// provider's 15 s (seed 000) and beyond.
+/// Latency buckets in seconds, from the OTel HTTP server duration buckets up to 15 s (a flight
+/// search that normally takes 2 s, on a bad day) and beyond.
 const LATENCY_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 15.0, 30.0, 60.0,
 ];
@@ -448,7 +448,8 @@ impl Metrics {
     }
 
     /// For the jobs engine: the age of the oldest job of `tool` whose next attempt is due (zero
-    /// when none is due). Seed 002's runbook reads it with the queue depth.
+    /// when none is due). An operator reads it with the queue depth: a deep queue whose oldest
+    /// job is young is draining, one whose oldest job keeps ageing is stuck.
     pub fn set_oldest_due_job_age(&self, tool: &str, age: Duration) {
         self.oldest_due_job_age
             .with_label_values(&[tool])

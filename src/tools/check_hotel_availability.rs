@@ -1,5 +1,6 @@
-//! `check_hotel_availability`: rooms and rates bookable now at one hotel (seed 003: never
-//! promise a room that was not confirmed).
+//! `check_hotel_availability`: rooms and rates bookable now at one hotel. A model must never
+//! promise rooms that may be gone, so the shipped configuration never serves it stale
+//! (`stale_for = "0s"` in `tools/check_hotel_availability.toml`).
 
 use chrono::NaiveDate;
 use schemars::JsonSchema;

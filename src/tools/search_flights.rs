@@ -1,4 +1,6 @@
-//! `search_flights`: bookable offers between two airports on a date (seed 000's tool).
+//! `search_flights`: bookable offers between two airports on a date. The tool whose slow
+//! provider, in the outage this gateway exists to prevent, held every connection and took down
+//! unrelated features.
 
 use chrono::NaiveDate;
 use schemars::JsonSchema;

@@ -4,7 +4,7 @@
 //! Amadeus FlightOffer shape: same carriers, flight numbers, local times and prices for the
 //! same search. Every offer served is remembered (bounded) by a hash of its JSON, so pricing
 //! accepts exactly the offers search returned, unchanged, and answers 400 4926 "INVALID DATA
-//! RECEIVED" for anything else, as A-DG's FAQ describes.
+//! RECEIVED" for anything else, as Amadeus's developer-guide FAQ describes.
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};

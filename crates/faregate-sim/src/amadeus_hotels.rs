@@ -5,7 +5,7 @@
 //! 8-character ids (`HLPAR266`: chain, city, number) remembered (bounded) when listed, so offers
 //! are asked for hotels a list returned. Per hotel and stay, deterministically: about one in six
 //! has no rooms (`available: false`, no offers), one in six sells out between search and the
-//! offer check (`GET …/{offerId}` answers 400 3664, A-DG's no-availability error), the rest are
+//! offer check (`GET …/{offerId}` answers 400 3664, Amadeus's no-availability error), the rest are
 //! available. A batch with no offers at all is 400 3664. City centres are the centroid of the
 //! city's airports in the built-in table; an unknown city is 400 895 "NOTHING FOUND FOR
 //! REQUESTED CITY". An unknown offer id is 404 38196 with detail "Hotel or offer not found"

@@ -3,7 +3,7 @@
 //!
 //! Errors are `{"errors":[{status, code, title, detail?, source?}]}` with integer `status` and
 //! `code`, as the specs type them, except the 401 "Invalid HTTP header" (38191), which uses
-//! strings as A-DG's example does, so clients meet both forms. Every API answer is
+//! strings as the example in Amadeus's developer guides does, so clients meet both forms. Every API answer is
 //! `application/vnd.amadeus+json`; the token endpoint answers `application/json`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -39,7 +39,8 @@ pub(crate) struct Issue {
 pub(crate) struct AmadeusError {
     pub(crate) status: StatusCode,
     pub(crate) issues: Vec<Issue>,
-    /// Render `status` and `code` as strings (A-DG's 401 example).
+    /// Render `status` and `code` as strings (as the 401 example of Amadeus's developer guides
+    /// does).
     pub(crate) string_codes: bool,
 }
 

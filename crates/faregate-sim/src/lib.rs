@@ -40,7 +40,7 @@
 //! The token endpoint accepts any non-empty `client_id`/`client_secret` and issues tokens with
 //! `expires_in` (1799 s; [`Simulator::set_amadeus_token_lifetime`] shortens it for tests). Every
 //! other Amadeus route needs `Authorization: Bearer <issued token>`: missing or malformed is
-//! 401 38191 (with `code`/`status` as strings, like A-DG's example), unknown 38190, expired
+//! 401 38191 (with `code`/`status` as strings, like Amadeus's own example), unknown 38190, expired
 //! 38192 ([`Simulator::revoke_amadeus_tokens`] forgets all tokens). POST searches and pricing
 //! without `X-HTTP-Method-Override: GET` are 400. Answers are `application/vnd.amadeus+json`
 //! (the token endpoint's `application/json`); errors are `{"errors":[{status, code, title,

@@ -1,6 +1,6 @@
 //! Amadeus's documented error semantics, mapped onto [`ErrorKind`].
 //!
-//! From `reference/travel-apis.md` 1.2 and 1.3 (A-OAS, A-DG common-errors):
+//! From Amadeus's OpenAPI specifications and the common errors of its developer guides:
 //! - Bodies are `{"errors":[{status, code, title, detail, source}]}`; `status` and `code` are
 //!   integers in the specs and strings in some answers: both are read. The token endpoint has
 //!   its own shape (`error`, `error_description`, `code`, `title`).

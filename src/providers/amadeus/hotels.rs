@@ -195,7 +195,8 @@ pub(super) fn availability_output(
         available: false,
         rooms: Vec::new(),
     };
-    // A-DG: "an empty response means the hotel is full"; 3664 says so explicitly.
+    // Amadeus's developer guides: "an empty response means the hotel is full"; 3664 says so
+    // explicitly.
     if AmadeusClient::is_400_with(reply, &[3664])
         || (reply.status.is_success() && reply.body.iter().all(u8::is_ascii_whitespace))
     {

@@ -1,9 +1,9 @@
 //! The Amadeus adapter: flight offers search and pricing, hotel list and hotel offers, and
-//! on-demand flight status, in the Amadeus Self-Service wire format (`reference/travel-apis.md`
-//! §1; enterprise customers use the same shapes).
+//! on-demand flight status, in the Amadeus Self-Service wire format (as its OpenAPI
+//! specifications and developer guides document it; enterprise customers use the same shapes).
 //!
 //! - **Auth**: an OAuth2 client-credentials token, cached, shared and fetched single-flight
-//!   ([`token`]). A 401 that a new token cures refreshes it once and retries the call once.
+//!   (`token.rs`). A 401 that a new token cures refreshes it once and retries the call once.
 //!   Token endpoint failures are this call's `UpstreamError`, so they count against the
 //!   tool's breaker like any other failure.
 //! - **Media types**: requests send `Accept: application/json, application/vnd.amadeus+json`
@@ -26,7 +26,7 @@
 //! - **`get_flight_status`**: `GET /v2/schedule/flights`.
 //! - **`book_flight` is not served**: Flight Create Orders needs an airline consolidator
 //!   contract in production and documents no idempotency key, so a booking could never be
-//!   safely retried (travel-apis §1.6).
+//!   safely retried.
 //!
 //! Ids are provider-specific: Amadeus ids start with [`OFFER_PREFIX`] or [`HOTEL_PREFIX`], and
 //! [`AmadeusClient::refuse`] answers `Rejected` at once for ids it did not issue (Duffel's

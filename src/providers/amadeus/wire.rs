@@ -21,7 +21,7 @@ use serde_json::Value;
 pub(crate) enum Code {
     /// As the specs type it.
     Int(i64),
-    /// As A-DG's 401 example writes it.
+    /// As the 401 example of Amadeus's developer guides writes it.
     Str(String),
 }
 

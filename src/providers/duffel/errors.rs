@@ -1,6 +1,6 @@
 //! Duffel's documented error semantics, mapped onto [`ErrorKind`].
 //!
-//! From Duffel's "Errors" page and changelog (see `reference/travel-apis.md` 2.2):
+//! Duffel's documented error codes, from its "Errors" page and changelog:
 //! - 422 `validation_error` / `invalid_state_error` (e.g. `offer_no_longer_available`,
 //!   `duplicate_booking`) and 404 `not_found` are about the request: the model can fix them.
 //! - 400 `invalid_request_error` (headers), 401/403 (token) are ours to fix: an operator acts.

@@ -1,7 +1,7 @@
 //! The Duffel adapter: Air (offer requests, offers, orders) and Stays (search, all rates).
 //!
-//! It speaks Duffel's documented wire format (`reference/travel-apis.md` §2, §3.1): bearer
-//! token, `Duffel-Version: v2`, `{"data": …}` bodies, the documented error body and rate-limit
+//! It speaks Duffel's documented wire format (API v2, Air and Stays): bearer token,
+//! `Duffel-Version: v2`, `{"data": …}` bodies, the documented error body and rate-limit
 //! headers. Wire types stay inside this module; callers see [`ToolRequest`] in and
 //! [`ToolOutput`] out, or an [`UpstreamError`] saying what went wrong.
 //!
