@@ -6,13 +6,19 @@
 //! fallback in milliseconds; nothing is ever invented.
 //!
 //! # Layout
-//! Modules stand on floors and import only from floors below (see `ARCHITECTURE.md`):
-//! - [`tools`] (floor 1): the catalog — typed arguments, results and schemas. Pure.
-//! - [`config`], [`providers`], [`telemetry`] (floor 2): configuration, provider adapters
-//!   (wire formats stay inside), and metrics, alerts and tracing set-up.
-//! - [`call`] (floor 3): the one function every tool call goes through.
-//! - [`http`] (floor 5): axum routes; the only place that knows the gateway's own wire JSON.
-//! - [`app`] (floor 6): wiring and `run(listener, shutdown)`.
+//! Modules stand on floors and import only from floors below; `.ci/layering.py` measures the
+//! floors from the imports, and `ARCHITECTURE.md` maps each module:
+//! - floor 1: [`tools`] (the catalog, pure), [`policy`] (backoff, jitter, retry policy),
+//!   [`texts`] (every sentence a model reads), [`store`] (the database and named migrations),
+//!   [`fingerprint`] (canonical JSON, FNV) and [`clock`] (the one place that reads the wall clock);
+//! - floor 2: [`breaker`], the circuit breaker (pure; time passed in);
+//! - floor 3: [`config`], configuration read and validated once;
+//! - floor 4: [`providers`], the Duffel and Amadeus adapters (wire formats stay inside);
+//! - floor 5: [`telemetry`], metrics, the gateway's own alerts and tracing set-up;
+//! - floor 6: [`call`], the path every tool call takes to a provider and back;
+//! - floor 7: [`agents`] (the agent protocols, pure) and [`jobs`] (background calls);
+//! - floor 8: [`http`], the HTTP server: the edge, the API, `/mcp` and operations;
+//! - floor 9: [`app`], wiring and `run(listener, app, shutdown)`.
 //!
 //! The command layer (`faregate serve`, `demo`, …) belongs to the binary (`src/main.rs`,
 //! `src/cli.rs`), and the provider simulator is a crate of its own (`crates/faregate-sim`): the

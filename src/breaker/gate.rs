@@ -14,7 +14,8 @@ use super::{
 };
 
 /// One key's breaker. Share it as `Arc<Breaker>`; every method takes `now` so that tests can run on
-/// a paused clock and the breaker itself never reads time (except when a permit is dropped).
+/// a paused clock and the breaker itself never reads time (except tokio's clock when it is made
+/// and when a permit is dropped).
 #[derive(Debug)]
 pub struct Breaker {
     /// Cached outside the lock so that [`Breaker::key`] is free.

@@ -9,8 +9,8 @@
 //!   from;
 //! - `edge/`: the accept loop, the request timeout, authentication, per-client limits, body
 //!   reading and the one error → JSON mapping;
-//! - `api/`: the native call endpoint, the catalog, the job API, the OpenAPI document and the
-//!   OpenAI and Anthropic routes;
+//! - `api/`: the native call endpoint, the catalog, the job API and the OpenAI and Anthropic
+//!   routes (the OpenAPI document is rendered in `routes/`, from the table);
 //! - `mcp/`: `/mcp`, the only module that imports rmcp;
 //! - `ops/`: breakers, alerts, events, metrics and the dashboard;
 //! - `calls`: running parsed calls; `state`: what every handler can reach.
@@ -40,7 +40,7 @@ pub use state::AppState;
 
 use routes::{Guard, Handler, ROUTES};
 
-/// The whole HTTP API, built from the route table (`routes.rs`).
+/// The whole HTTP API, built from the route table (`routes/table.rs`).
 ///
 /// Layer order (axum's `Router::layer` wraps outward, so the last added runs first):
 /// 1. every refusal as JSON (axum's own 405, rmcp's plain-text refusals), around the whole

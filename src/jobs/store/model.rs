@@ -1,5 +1,5 @@
 //! The job record and the store interface: what a job is and what a store does with it, in
-//! terms of neither database (the SQL lives in `sql.rs`, the differences in `dialect.rs`).
+//! terms of neither database (the SQL lives in `sql.rs`, the differences in `store/db.rs`).
 
 use std::future::Future;
 

@@ -2,7 +2,7 @@
 //!
 //! The schema uses only what both databases share (text, `BIGINT` epoch milliseconds, no
 //! engine-specific types), and so do the statements; what little differs (claim locking, list
-//! binding, the migration lock) is asked of the [`Pool`] in `dialect.rs`.
+//! binding, the migration lock) is asked of the shared database handle, [`Db`] (`store/db.rs`).
 
 use serde_json::Value;
 
