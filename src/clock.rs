@@ -1,5 +1,5 @@
-//! The one place that reads the time: tokio instants for durations, and wall-clock time
-//! (epoch milliseconds, `SystemTime`, UTC dates) that moves with tokio's clock.
+//! The one place that reads the wall clock: wall-clock time (epoch milliseconds, `SystemTime`,
+//! UTC dates) that moves with tokio's clock, beside tokio instants for durations.
 //!
 //! Durations are measured on `tokio::time::Instant`, so tests can pause and advance time. Stored
 //! times (job due times, leases) and dates must be wall-clock time, because several gateway
