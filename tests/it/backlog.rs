@@ -4,7 +4,7 @@
 //! dispatcher paces the rest of the backlog under it instead of hitting it once per window.
 //!
 //! Real sockets (the simulator and the gateway on `127.0.0.1:0`), so real time with a 4 s window;
-//! the drain rate itself is a benchmark (`benches/load/seed001.sh`, figures in BENCHMARKS.md),
+//! the drain rate itself is a benchmark (`benches/load/backlog.sh`, figures in BENCHMARKS.md),
 //! not asserted here.
 
 use std::time::Duration;

@@ -3,7 +3,7 @@
 # minute and answers 429 with Retry-After beyond that; a backlog of background jobs must drain at
 # close to the allowed rate, with few 429s and no job lost.
 #
-# Usage: benches/load/seed001.sh [RPM] [JOBS]     (defaults: 60 per minute, 150 jobs)
+# Usage: benches/load/backlog.sh [RPM] [JOBS]     (defaults: 60 per minute, 150 jobs)
 # Starts `faregate sim` and `faregate serve` (SQLite store in a temp dir) on loopback, submits
 # the backlog of get_flight_status jobs (Amadeus flight status, background mode), waits until
 # every job has ended, prints a table, and stops everything it started.
