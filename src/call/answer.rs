@@ -6,10 +6,14 @@
 //! - [`interactive`]: a model is waiting, so it gets an envelope now, in this order: the
 //!   provider's refusal (the model can fix it), else the last good result for the same
 //!   arguments (`stale`, with its age), else for a write that may have reached the provider
-//!   "outcome unknown" (never "nothing was booked"), else the tool's fallback text;
+//!   "outcome unknown" (never "nothing was booked"), else for a write the provider says it did
+//!   not carry out "not booked", else the tool's fallback text (a write that failed before its
+//!   request was sent gets it too: nothing was booked);
 //! - [`background`]: nobody waits, so a job gets a [`Verdict`]: later (with the wait the
-//!   provider side asked for as its anchor), or never (a refusal, or a write whose outcome is
-//!   unknown: repeating it could book twice).
+//!   provider side asked for as its anchor; also a write that failed before its request was
+//!   sent, which is as safe to repeat as a read), or never (a refusal, a write the provider
+//!   says it did not carry out, or a write whose outcome is unknown: repeating it could book
+//!   twice).
 //!
 //! They take everything they need as values ([`Interactive`], [`Background`]), gathered by the
 //! gateway at the moment of answering, so their tables are tested without a clock or a provider.
@@ -20,7 +24,7 @@ use super::envelope::{CallInfo, Data, Envelope};
 use super::outcome::{Failure, Success};
 use super::stale::StaleEntry;
 use crate::breaker::BreakerState;
-use crate::providers::{ErrorKind, UpstreamError};
+use crate::providers::{ErrorKind, UpstreamError, WriteEffect};
 use crate::texts::call as texts;
 
 /// The retry estimate after a transient failure that left the breaker closed.
@@ -142,6 +146,8 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
 
     let content = if facts.write && may_have_executed(failure) {
         texts::uncertain_write(&info.tool, &provider)
+    } else if facts.write && provider_says_not_done(failure) {
+        texts::write_not_done(&info.tool, &provider)
     } else {
         let mut text = texts::fallback(
             facts.fallback,
@@ -173,11 +179,25 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
                 }
             }
             // Never repeat a write that may have been carried out.
-            kind if facts.write && may_have_executed_kind(kind) => Verdict::Never {
+            _ if facts.write && error.write_may_have_happened() => Verdict::Never {
                 envelope: None,
                 error: texts::uncertain_write(&facts.info.tool, &provider),
                 attempted: true,
             },
+            // The provider says the write was not carried out: final for the job, which says so.
+            _ if facts.write && error.effect == WriteEffect::NotDone => {
+                let content = texts::write_not_done(&facts.info.tool, &provider);
+                Verdict::Never {
+                    error: content.clone(),
+                    envelope: Some(Envelope::unavailable(
+                        facts.info,
+                        content,
+                        None,
+                        Some(provider),
+                    )),
+                    attempted: true,
+                }
+            }
             kind => Verdict::Later {
                 anchor: kind.retry_after().or(facts.remaining_open),
                 rate_limited: matches!(kind, ErrorKind::RateLimited { .. }).then(|| RateLimitHit {
@@ -219,23 +239,18 @@ fn refusal(failure: &Failure) -> Option<(&str, &UpstreamError)> {
     }
 }
 
-/// Whether a failed write may still have been carried out by the provider: it was sent, and
-/// nothing says it was refused.
+/// Whether a failed write may still have been carried out by the provider: it may have been
+/// sent, and nothing says it was refused (see [`UpstreamError::write_may_have_happened`]).
 fn may_have_executed(failure: &Failure) -> bool {
     match failure {
-        Failure::Upstream { error, .. } => may_have_executed_kind(&error.kind),
+        Failure::Upstream { error, .. } => error.write_may_have_happened(),
         Failure::BulkheadFull | Failure::Breaker { .. } | Failure::DeadlinePassed => false,
     }
 }
 
-fn may_have_executed_kind(kind: &ErrorKind) -> bool {
-    !matches!(
-        kind,
-        ErrorKind::Connect
-            | ErrorKind::RateLimited { .. }
-            | ErrorKind::Misconfigured { .. }
-            | ErrorKind::Rejected { .. }
-    )
+/// Whether the provider answered that the write was not carried out.
+fn provider_says_not_done(failure: &Failure) -> bool {
+    matches!(failure, Failure::Upstream { error, .. } if error.effect == WriteEffect::NotDone)
 }
 
 /// When calling again is worth it: the provider's own wait, else the breaker's remaining open

@@ -16,6 +16,25 @@ pub struct UpstreamError {
     pub detail: String,
     /// The provider's request id, when it sent one.
     pub request_id: Option<String>,
+    /// What a failed write may have done at the provider; reads leave it `Possible`, which
+    /// nothing reads for them.
+    pub effect: WriteEffect,
+}
+
+/// What a failed write may have done at the provider. Only the adapter knows which of its
+/// requests failed, so it says so here; the answer policies decide what that means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteEffect {
+    /// The write request may have reached the provider: the outcome is unknown unless the kind
+    /// of failure proves otherwise (a refused connection, a refusal, a rate limit).
+    #[default]
+    Possible,
+    /// The failure came before the write request was sent (the read a booking does first):
+    /// nothing was written, and trying again is as safe as a read.
+    NotSent,
+    /// The provider answered that the write was not carried out (Duffel `order_not_created`):
+    /// nothing was written, and the answer is final for this attempt.
+    NotDone,
 }
 
 /// The classes of upstream failure.
@@ -106,7 +125,29 @@ impl UpstreamError {
             kind,
             detail: detail.into(),
             request_id: None,
+            effect: WriteEffect::Possible,
         }
+    }
+
+    /// The same error, marked as happening before the write request was sent.
+    pub fn before_write(self) -> Self {
+        UpstreamError {
+            effect: WriteEffect::NotSent,
+            ..self
+        }
+    }
+
+    /// Whether a failed write may have been carried out by the provider: it may have been
+    /// sent, and neither the provider nor the kind of failure says it was not.
+    pub fn write_may_have_happened(&self) -> bool {
+        self.effect == WriteEffect::Possible
+            && !matches!(
+                self.kind,
+                ErrorKind::Connect
+                    | ErrorKind::RateLimited { .. }
+                    | ErrorKind::Misconfigured { .. }
+                    | ErrorKind::Rejected { .. }
+            )
     }
 }
 

@@ -20,7 +20,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use error::{ErrorKind, UpstreamError};
+pub use error::{ErrorKind, UpstreamError, WriteEffect};
 pub use secret::Secret;
 
 use crate::config::{Config, ProviderKind};

@@ -90,6 +90,13 @@ pub fn uncertain_write(tool: &str, provider: &str) -> String {
     )
 }
 
+/// A write the provider answered it did not carry out (Duffel `order_not_created`).
+pub fn write_not_done(tool: &str, provider: &str) -> String {
+    format!(
+        "The {tool} request was not carried out: the provider ({provider}) answered that it could not create the order, so nothing was booked and nothing was charged. Tell the traveller exactly that. Do not retry on your own; if the traveller wants, check the price again and call {tool} again."
+    )
+}
+
 /// A stored job whose tool this gateway does not serve (any more).
 pub fn not_served(tool: &str) -> String {
     format!("tool {tool} is not served by this gateway")

@@ -95,18 +95,13 @@ fn parse(
     today: NaiveDate,
     idempotency_key: Option<&str>,
 ) -> Result<ToolRequest, Vec<FieldError>> {
-    let key = idempotency_key.map(str::trim).filter(|k| !k.is_empty());
-    let args = super::parse_args(arguments, today, check);
-    match (args, key) {
-        (Ok(args), Some(key)) if key.len() <= 200 => {
-            Ok(ToolRequest::BookFlight(args, key.to_string()))
-        }
-        (args, _) => {
+    let key = super::idempotency_key(SPEC.name, idempotency_key);
+    match (super::parse_args(arguments, today, check), key) {
+        (Ok(args), Ok(key)) => Ok(ToolRequest::BookFlight(args, key)),
+        (args, key) => {
+            // Only what is wrong: a good key is not mentioned next to bad arguments.
             let mut errors = args.err().unwrap_or_default();
-            errors.push(FieldError {
-                field: "idempotency_key".into(),
-                message: "book_flight needs an idempotency_key on the call (1 to 200 characters, e.g. a UUID); reuse the same key when repeating the request so it can never book twice".into(),
-            });
+            errors.extend(key.err());
             Err(errors)
         }
     }

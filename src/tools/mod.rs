@@ -248,6 +248,23 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
     Ok(args)
 }
 
+/// The call's idempotency key for a tool that needs one, trimmed, or the field error that says
+/// what is wrong with it (missing, blank or too long).
+pub(crate) fn idempotency_key(tool: &str, given: Option<&str>) -> Result<String, FieldError> {
+    let problem = match given.map(str::trim) {
+        None => "is missing",
+        Some("") => "is blank",
+        Some(key) if key.len() > 200 => "is longer than 200 characters",
+        Some(key) => return Ok(key.to_string()),
+    };
+    Err(FieldError {
+        field: "idempotency_key".into(),
+        message: format!(
+            "{problem}: {tool} needs an idempotency_key on the call (1 to 200 characters, e.g. a UUID); reuse the same key when repeating the request so it can never book twice"
+        ),
+    })
+}
+
 /// Formats minutes as `7h05m`.
 pub(crate) fn format_minutes(minutes: u32) -> String {
     format!("{}h{:02}m", minutes / 60, minutes % 60)

@@ -184,7 +184,23 @@ fn booking_needs_an_idempotency_key_and_valid_travellers() {
     let bad = json!({"offer_id": "off_123", "travellers": [{"given_name": "Ana", "family_name": "Garcia",
         "born_on": "2030-01-01", "gender": "x", "title": "ms", "email": "not-an-email",
         "phone_number": "0600"}]});
-    let f = fields(check("book_flight", bad, Some("k")));
+    let f = fields(check("book_flight", bad.clone(), Some("k")));
+    // The whole check (schema and parse together) names the key only when it is wrong.
+    let validator = ArgumentValidator::new(spec("book_flight").unwrap_or_else(|| panic!("spec")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let whole = |key: Option<&str>| fields(validator.check(&bad, today(), key));
+    let key_named = |f: Vec<String>| f.contains(&"idempotency_key".to_string());
+    assert!(!key_named(whole(Some("k"))), "a good key is not named");
+    assert!(key_named(whole(None)));
+    assert!(key_named(whole(Some("  "))));
+    assert!(key_named(whole(Some(&"k".repeat(201)))));
+    let born_later = json!({"offer_id": "off_123", "travellers": [{"given_name": "Ana", "family_name": "Garcia",
+        "born_on": "2030-01-01", "gender": "f", "title": "ms", "email": "ana@example.com",
+        "phone_number": "+34600000000"}]});
+    assert_eq!(
+        fields(validator.check(&born_later, today(), Some("k"))),
+        ["travellers[0].born_on"]
+    );
     assert!(f.contains(&"travellers[0].gender".to_string()), "{f:?}");
     assert!(f.contains(&"travellers[0].email".to_string()), "{f:?}");
     assert!(

@@ -7,6 +7,7 @@ mod support;
 mod amadeus;
 mod backlog;
 mod bad_input;
+mod bookings;
 mod chain;
 mod crash;
 mod duffel;

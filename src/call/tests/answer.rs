@@ -18,6 +18,17 @@ fn upstream(kind: ErrorKind) -> Failure {
     }
 }
 
+/// A failure of a write's provider with `kind` and what it may have done.
+fn write_failed(kind: ErrorKind, effect: WriteEffect) -> Failure {
+    Failure::Upstream {
+        provider: "duffel".into(),
+        error: UpstreamError {
+            effect,
+            ..UpstreamError::new(kind, "test")
+        },
+    }
+}
+
 fn open_breaker() -> Failure {
     Failure::Breaker {
         provider: "duffel".into(),
@@ -182,6 +193,24 @@ fn the_interactive_answer_table() {
             format!("unavailable duffel closed 10 s: {fallback}"),
         ),
         (
+            "a write whose read before the order timed out: nothing was booked, the fallback",
+            write_failed(ErrorKind::Timeout, WriteEffect::NotSent),
+            write(),
+            format!("unavailable duffel closed 10 s: {fallback}"),
+        ),
+        (
+            "a write whose read before the order failed with a 5xx: the fallback",
+            write_failed(server_error(), WriteEffect::NotSent),
+            write(),
+            format!("unavailable duffel closed 10 s: {fallback}"),
+        ),
+        (
+            "a write the provider says it did not carry out: not booked",
+            write_failed(server_error(), WriteEffect::NotDone),
+            write(),
+            "unavailable duffel closed 10 s: The search_flights request was not carri".into(),
+        ),
+        (
             "a write refused because it was already made",
             refused("already booked: order ord_1"),
             write(),
@@ -286,6 +315,18 @@ fn the_background_verdict_table() {
             Some((None, true, None)),
         ),
         (
+            "a write whose read before the order failed goes again, like a read",
+            write_failed(server_error(), WriteEffect::NotSent),
+            job(true, Some(secs(20))),
+            Some((Some(secs(20)), true, None)),
+        ),
+        (
+            "a write the provider says it did not carry out is final",
+            write_failed(server_error(), WriteEffect::NotDone),
+            job(true, None),
+            None,
+        ),
+        (
             "an open breaker: its remaining time, and no attempt counted",
             open_breaker(),
             job(false, None),
@@ -358,6 +399,23 @@ fn the_background_never_says_why() {
         Verdict::Never { envelope: None, ref error, attempted: true }
             if error.starts_with("The book_flight request reached the provider (duffel)")
     ));
+    let not_done = answer::background(
+        write_failed(server_error(), WriteEffect::NotDone),
+        job(true, None),
+    );
+    let Verdict::Never {
+        envelope: Some(env),
+        error,
+        attempted: true,
+    } = not_done
+    else {
+        panic!("never, saying nothing was booked: {not_done:?}");
+    };
+    assert_eq!(env.status, Status::Unavailable);
+    assert!(
+        error.contains("nothing was booked and nothing was charged"),
+        "{error}"
+    );
     let later = answer::background(upstream(ErrorKind::Timeout), job(false, None));
     assert!(matches!(
         later,

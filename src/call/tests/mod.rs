@@ -30,7 +30,7 @@ use super::upstream::Upstream;
 use crate::breaker::BreakerRegistry;
 use crate::config::{self, Config, EMBEDDED_CONFIG, EmbeddedFiles, ToolConfig};
 use crate::policy::SplitMix;
-use crate::providers::{ErrorKind, UpstreamError};
+use crate::providers::{ErrorKind, UpstreamError, WriteEffect};
 use crate::telemetry::{AlertRules, Telemetry};
 use crate::tools::{self, ToolOutput, ToolRequest, book_flight, search_flights};
 

@@ -14,7 +14,7 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
 use super::wire::ErrorBody;
-use crate::providers::error::{ALREADY_DONE, ErrorKind, UpstreamError};
+use crate::providers::error::{ALREADY_DONE, ErrorKind, UpstreamError, WriteEffect};
 use crate::providers::http::{parse_delay, retry_after};
 
 /// Classifies a non-success Duffel response.
@@ -105,10 +105,17 @@ pub(crate) fn classify(
             retry_after: None,
         },
     };
+    // Duffel documents `order_not_created` as the one answer that guarantees no order exists.
+    let effect = if code == "order_not_created" {
+        WriteEffect::NotDone
+    } else {
+        WriteEffect::Possible
+    };
     UpstreamError {
         kind,
         detail,
         request_id,
+        effect,
     }
 }
 
@@ -170,6 +177,19 @@ mod tests {
             );
             assert_eq!(e.kind, ErrorKind::Misconfigured { status });
         }
+    }
+
+    #[test]
+    fn order_not_created_says_nothing_was_booked_and_other_5xx_do_not() {
+        let body = br#"{"errors":[{"type":"api_error","code":"order_not_created","title":"Order not created","message":"The order could not be created"}]}"#;
+        let e = classify(StatusCode::BAD_GATEWAY, &HeaderMap::new(), body, now());
+        assert_eq!(e.effect, WriteEffect::NotDone);
+        assert!(!e.write_may_have_happened());
+        let body =
+            br#"{"errors":[{"type":"api_error","code":"internal_server_error","message":"oops"}]}"#;
+        let e = classify(StatusCode::BAD_GATEWAY, &HeaderMap::new(), body, now());
+        assert_eq!(e.effect, WriteEffect::Possible);
+        assert!(e.write_may_have_happened());
     }
 
     #[test]

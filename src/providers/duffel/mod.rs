@@ -84,7 +84,9 @@ impl DuffelClient {
                 .hotel_availability(a)
                 .await
                 .map(ToolOutput::CheckHotelAvailability),
-            ToolRequest::BookFlight(a, key) => self.book(a, key).await.map(ToolOutput::BookFlight),
+            ToolRequest::BookFlight(a, key) => {
+                self.book(a, key, timeout).await.map(ToolOutput::BookFlight)
+            }
             ToolRequest::GetFlightStatus(_) => Err(UpstreamError::new(
                 ErrorKind::Rejected {
                     message: "Duffel has no flight status API; configure a provider that does"
@@ -186,13 +188,52 @@ impl DuffelClient {
         Ok(price_output(&o))
     }
 
+    /// Reads the offer, then orders it. Every failure before the order request is marked
+    /// [`UpstreamError::before_write`]: nothing can have been booked, so the caller may say so
+    /// and a background job may be requeued like a read.
     async fn book(
         &self,
         a: &book_flight::Args,
         idempotency_key: &str,
+        timeout: Duration,
     ) -> Result<book_flight::Output, UpstreamError> {
-        // The order needs the offer's passenger ids and its current total: read them first.
-        let offer = self.get_offer(&a.offer_id).await?;
+        let offer = self
+            .offer_for_order(&a.offer_id, timeout)
+            .await
+            .map_err(UpstreamError::before_write)?;
+        self.order(a, idempotency_key, offer).await
+    }
+
+    /// The offer an order needs (its passenger ids and current total), read within half the
+    /// attempt's time. The bound is the adapter's own, so a slow read ends here as "not sent"
+    /// instead of at the pipeline's attempt timeout, where it could not be told from a slow
+    /// order; the order keeps the other half.
+    async fn offer_for_order(
+        &self,
+        offer_id: &str,
+        timeout: Duration,
+    ) -> Result<wire::Offer, UpstreamError> {
+        let bound = timeout / 2;
+        match tokio::time::timeout(bound, self.get_offer(offer_id)).await {
+            Ok(read) => read,
+            Err(_) => Err(UpstreamError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the offer read before the order got no answer within {}",
+                    humantime::format_duration(bound)
+                ),
+            )),
+        }
+    }
+
+    /// Orders the offer read just before, after checking the call against it (those refusals
+    /// come before the order request, so they are marked so).
+    async fn order(
+        &self,
+        a: &book_flight::Args,
+        idempotency_key: &str,
+        offer: wire::Offer,
+    ) -> Result<book_flight::Output, UpstreamError> {
         if offer.passengers.len() != a.travellers.len() {
             return Err(UpstreamError::new(
                 ErrorKind::Rejected {
@@ -203,7 +244,8 @@ impl DuffelClient {
                     ),
                 },
                 "traveller count does not match the offer",
-            ));
+            )
+            .before_write());
         }
         if let Some(confirmed) = &a.confirmed_total_amount
             && !same_amount(confirmed, &offer.total_amount)
@@ -216,7 +258,8 @@ impl DuffelClient {
                     ),
                 },
                 "confirmed amount differs from the offer total",
-            ));
+            )
+            .before_write());
         }
         let body = wire::CreateOrder {
             kind: "instant",

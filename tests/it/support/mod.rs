@@ -16,7 +16,7 @@ use faregate::providers::Env;
 use serde_json::Value;
 
 pub(crate) use servers::{TestGateway, TestSim, requests, start_sim};
-pub(crate) use stack::Stack;
+pub(crate) use stack::{Stack, StackBuilder};
 pub(crate) use wait::{wait_until, wait_until_upstream};
 
 /// An environment with no variables set: tests never touch the process environment.

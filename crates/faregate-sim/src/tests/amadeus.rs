@@ -88,7 +88,11 @@ async fn tokens_are_issued_and_checked() {
     );
     let r = h.send(h.client.get(h.url(&path))).await;
     assert_eq!(r.status, 401);
-    assert_eq!(code(&r), "38191", "string codes, as in Amadeus's documented 401 example");
+    assert_eq!(
+        code(&r),
+        "38191",
+        "string codes, as in Amadeus's documented 401 example"
+    );
     assert_eq!(r.body["errors"][0]["status"], "401");
     let r = h.amadeus(Method::GET, &path, "not-issued", None).await;
     assert_eq!(r.status, 401);

@@ -1,0 +1,120 @@
+//! What a booking says when something fails before, at or after its order request: "nothing
+//! was booked" only when the order request cannot have been carried out, "outcome unknown" only
+//! when it may have been.
+
+use std::time::Duration;
+
+use faregate_sim::{Fault, RouteGroup};
+
+use super::{booking, builder, fresh_offer, orders_for};
+
+#[tokio::test]
+async fn a_failing_offer_read_says_nothing_was_booked() {
+    let s = builder(31, Duration::from_secs(2)).start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.down(RouteGroup::DuffelAirOffers);
+    let (status, env) = s.call("book_flight", booking(&offer, "read-fails-1")).await;
+    assert_eq!(
+        (status, env["status"].as_str()),
+        (200, Some("unavailable")),
+        "{env:#}"
+    );
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(text.contains("nothing was booked"), "{text}");
+    assert!(!text.contains("not known whether"), "{text}");
+    assert_eq!(
+        orders_for(&s, "read-fails-1"),
+        (0, 0),
+        "no order request was sent"
+    );
+}
+
+#[tokio::test]
+async fn a_slow_offer_read_says_nothing_was_booked() {
+    let s = builder(32, Duration::from_millis(800)).start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOffers,
+        Fault {
+            latency_ms: 5_000,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s.call("book_flight", booking(&offer, "read-slow-1")).await;
+    assert_eq!(env["status"], "unavailable", "{env:#}");
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(text.contains("nothing was booked"), "{text}");
+    assert_eq!(orders_for(&s, "read-slow-1"), (0, 0));
+}
+
+#[tokio::test]
+async fn order_not_created_says_not_booked() {
+    let s = builder(33, Duration::from_secs(2)).start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            error_rate: 1.0,
+            error_status: 502,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s
+        .call("book_flight", booking(&offer, "not-created-1"))
+        .await;
+    assert_eq!(env["status"], "unavailable", "{env:#}");
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(text.contains("was not carried out"), "{text}");
+    assert!(text.contains("nothing was booked"), "{text}");
+    assert_eq!(
+        orders_for(&s, "not-created-1"),
+        (1, 0),
+        "asked once, not retried"
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_after_the_order_request_says_the_outcome_is_unknown() {
+    let s = builder(34, Duration::from_millis(800)).start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            latency_ms: 5_000,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s.call("book_flight", booking(&offer, "order-slow-1")).await;
+    assert_eq!(env["status"], "unavailable", "{env:#}");
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(text.contains("not known whether it went through"), "{text}");
+    assert_eq!(s.requests(RouteGroup::DuffelAirOrders), 1);
+}
+
+#[tokio::test]
+async fn a_background_booking_whose_offer_read_fails_is_requeued_and_booked_once() {
+    let s = builder(35, Duration::from_secs(2)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.down(RouteGroup::DuffelAirOffers);
+    let (status, queued) = s.submit("book_flight", booking(&offer, "bg-book-1")).await;
+    assert_eq!(status, 202, "{queued:#}");
+    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
+    let waiting = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
+            j["status"] == "retry_scheduled" && j["attempts"].as_u64() >= Some(1)
+        })
+        .await;
+    assert!(
+        waiting["last_error"]
+            .as_str()
+            .is_some_and(|e| !e.contains("not known whether")),
+        "{waiting:#}"
+    );
+    assert_eq!(orders_for(&s, "bg-book-1"), (0, 0));
+    s.sim.clear_faults();
+    let done = s
+        .wait_for_job(&id, Duration::from_secs(20), |j| j["status"] == "succeeded")
+        .await;
+    assert_eq!(done["result"]["status"], "ok", "{done:#}");
+    assert_eq!(orders_for(&s, "bg-book-1"), (1, 1), "booked exactly once");
+}
