@@ -10,7 +10,8 @@
 //! floors from the imports, and `ARCHITECTURE.md` maps each module:
 //! - floor 1: [`tools`] (the catalog, pure), [`policy`] (backoff, jitter, retry policy),
 //!   [`texts`] (every sentence a model reads), [`store`] (the database and named migrations),
-//!   [`fingerprint`] (canonical JSON, FNV) and [`clock`] (the one place that reads the wall clock);
+//!   [`fingerprint`] (canonical JSON, FNV), [`clock`] (the one place that reads the wall clock)
+//!   and [`clients`] (who a call is for);
 //! - floor 2: [`breaker`], the circuit breaker (pure; time passed in);
 //! - floor 3: [`config`], configuration read and validated once;
 //! - floor 4: [`providers`], the Duffel and Amadeus adapters (wire formats stay inside);
@@ -29,6 +30,7 @@ pub mod agents;
 pub mod app;
 pub mod breaker;
 pub mod call;
+pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod fingerprint;

@@ -24,6 +24,7 @@ use super::served::ServedTool;
 use super::stale::{StaleCache, StaleEntry};
 use super::upstream::Upstream;
 use crate::breaker::BreakerRegistry;
+use crate::clients::ClientName;
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
 use crate::policy::SplitMix;
@@ -44,6 +45,8 @@ pub struct CallRequest {
     pub idempotency_key: Option<String>,
     /// The caller's deadline, capped by the tool's.
     pub deadline: Option<Duration>,
+    /// The client the call is made for (a background job's owner), as the edge identified it.
+    pub client: ClientName,
 }
 
 /// Why a call could not even start.

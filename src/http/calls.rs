@@ -10,17 +10,16 @@
 //! Why a call did not run ([`NotRun`]) is answered by the native endpoint as an HTTP error and
 //! by the agent protocols as an error result the model reads.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::edge::ApiError;
 use super::state::AppState;
 use crate::agents::manifest::drop_optional_nulls;
 use crate::agents::{AgentCall, AgentResult, CallOptions, idempotency};
 use crate::call::{CallError, CallInfo, CallRequest, Envelope};
-use crate::jobs::SubmitError;
+use crate::clients::ClientName;
+use crate::jobs::{NewJob, SubmitError};
 use crate::texts::agents as texts;
 use crate::tools::{CallMode, FieldError, describe_field_errors};
 
@@ -76,23 +75,6 @@ fn known(state: &AppState) -> Vec<&'static str> {
     state.gateway.tools().iter().map(|t| t.spec.name).collect()
 }
 
-/// What an interactive call runs with, whichever protocol it came in.
-pub(crate) fn request(
-    tool: String,
-    arguments: Value,
-    call_id: Option<String>,
-    idempotency_key: Option<String>,
-    deadline: Option<Duration>,
-) -> CallRequest {
-    CallRequest {
-        tool,
-        arguments,
-        call_id,
-        idempotency_key,
-        deadline,
-    }
-}
-
 /// Runs one interactive call.
 pub(crate) async fn call(state: &AppState, request: CallRequest) -> Result<Envelope, NotRun> {
     state
@@ -102,39 +84,16 @@ pub(crate) async fn call(state: &AppState, request: CallRequest) -> Result<Envel
         .map_err(|CallError::UnknownTool { name, .. }| NotRun::UnknownTool(name))
 }
 
-/// A background call to store.
-#[derive(Debug)]
-pub(crate) struct Submission {
-    pub(crate) tool: String,
-    pub(crate) arguments: Value,
-    pub(crate) call_id: Option<String>,
-    pub(crate) idempotency_key: Option<String>,
-    pub(crate) callback_url: Option<String>,
-}
-
 /// Stores a background call: a `queued` envelope with the job (or the existing job for a
-/// repeated idempotency key), or an `invalid_arguments` envelope naming every bad field.
-pub(crate) async fn submit(state: &AppState, job: Submission) -> Result<Envelope, NotRun> {
+/// repeated idempotency key of the same client), or an `invalid_arguments` envelope naming
+/// every bad field.
+pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, NotRun> {
     let Some(jobs) = &state.jobs else {
         return Err(NotRun::NoJobStore);
     };
-    let Submission {
-        tool,
-        arguments,
-        call_id,
-        idempotency_key,
-        callback_url,
-    } = job;
-    match jobs
-        .submit(
-            &tool,
-            arguments,
-            call_id.clone(),
-            idempotency_key,
-            callback_url,
-        )
-        .await
-    {
+    let tool = job.tool.clone();
+    let call_id = job.call_id.clone();
+    match jobs.submit(job).await {
         Ok((job, created)) => {
             let content = if created {
                 texts::job_accepted(&job.id)
@@ -161,18 +120,24 @@ pub(crate) async fn submit(state: &AppState, job: Submission) -> Result<Envelope
     }
 }
 
-/// Runs the calls of one agent request concurrently; the results come back in their order.
+/// Runs the calls of one agent request of `client` concurrently; the results come back in
+/// their order.
 pub(crate) async fn run_agent_calls(
     state: &AppState,
+    client: &ClientName,
     calls: Vec<AgentCall>,
     options: CallOptions,
 ) -> Vec<AgentResult> {
-    futures::future::join_all(calls.into_iter().map(|c| run_agent_call(state, c, options))).await
+    let runs = calls
+        .into_iter()
+        .map(|c| run_agent_call(state, client, c, options));
+    futures::future::join_all(runs).await
 }
 
-/// Runs one agent call to its model-readable result.
+/// Runs one agent call of `client` to its model-readable result.
 pub(crate) async fn run_agent_call(
     state: &AppState,
+    client: &ClientName,
     call: AgentCall,
     options: CallOptions,
 ) -> AgentResult {
@@ -203,22 +168,24 @@ pub(crate) async fn run_agent_call(
     let answer = if options.mode == CallMode::Background {
         // Stored as a job, exactly as the native endpoint does; the model is told where the
         // result will be, and never waits for it.
-        let job = Submission {
+        let job = NewJob {
             tool: name,
             arguments,
             call_id: call_id.clone(),
+            client: client.clone(),
             idempotency_key,
             callback_url: None,
         };
         submit(state, job).await
     } else {
-        let request = request(
-            name,
+        let request = CallRequest {
+            tool: name,
             arguments,
-            call_id.clone(),
+            call_id: call_id.clone(),
             idempotency_key,
-            options.deadline,
-        );
+            deadline: options.deadline,
+            client: client.clone(),
+        };
         self::call(state, request).await
     };
     match answer {

@@ -118,6 +118,7 @@ impl Runner {
                 call_id: job.call_id.clone(),
                 idempotency_key: job.idempotency_key.clone(),
                 deadline: None,
+                client: job.client.clone(),
             })
             .await;
         self.pacing.observe(&job.tool, &outcome, claimed_at);

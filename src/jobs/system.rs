@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
-use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -114,23 +113,9 @@ impl JobSystem {
         &self.store
     }
 
-    /// Validates and stores a background call. With an idempotency key already used for the
-    /// tool, answers the existing job (`false`) instead of a new one.
-    pub async fn submit(
-        &self,
-        tool: &str,
-        arguments: Value,
-        call_id: Option<String>,
-        idempotency_key: Option<String>,
-        callback_url: Option<String>,
-    ) -> Result<(Job, bool), SubmitError> {
-        let job = NewJob {
-            tool: tool.to_string(),
-            arguments,
-            call_id,
-            idempotency_key,
-            callback_url,
-        };
+    /// Validates and stores a background call of `job.client`. With an idempotency key that
+    /// client already used for the tool, answers the existing job (`false`) instead of a new one.
+    pub async fn submit(&self, job: NewJob) -> Result<(Job, bool), SubmitError> {
         let res = submit::submit(&self.store, &self.gateway, &self.callback_rules, job).await?;
         self.wake.notify_one();
         Ok(res)

@@ -46,6 +46,7 @@ impl Queue {
             tool: tool.into(),
             arguments: json!({}),
             call_id: None,
+            client: crate::clients::ClientName::local(),
             idempotency_key: None,
             callback_url: None,
         };

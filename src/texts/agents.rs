@@ -102,3 +102,8 @@ pub const MCP_BACKGROUND: &str = "Background mode is not available over MCP: a q
 pub fn invalid_meta(key: &str, problem: &str) -> String {
     format!("_meta {key}: {problem}")
 }
+
+/// An MCP tool call that reached the handler without the client the edge identified (a
+/// gateway bug): refused rather than run for a client it may not be.
+pub const CLIENT_UNKNOWN: &str =
+    "The gateway could not tell which client made this call, so it did not run it; retry the call.";

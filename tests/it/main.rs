@@ -20,4 +20,5 @@ mod observability;
 mod pipeline;
 mod protocols;
 mod security;
+mod tenants;
 mod traces;

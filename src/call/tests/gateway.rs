@@ -14,6 +14,7 @@ fn request(tool: &str, arguments: Value) -> CallRequest {
         call_id: None,
         idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
         deadline: None,
+        client: crate::clients::ClientName::local(),
     }
 }
 

@@ -4,38 +4,40 @@
 //! results are rendered in the order the calls came. A call that cannot run (unknown tool,
 //! malformed arguments) is that call's error text, never a failed batch.
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
+use axum::{Extension, Json};
 use serde_json::Value;
 
 use crate::agents::{anthropic, body::read_json, openai};
 use crate::http::calls::run_agent_calls;
-use crate::http::edge::{ApiError, read_body};
+use crate::http::edge::{ApiError, Caller, read_body};
 use crate::http::state::AppState;
 
 /// `POST /v1/openai/tool_calls`.
 pub(crate) async fn openai_tool_calls(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let bytes = read_body(&headers, body, state.max_body_bytes)?;
     let read = openai::parse(read_json(&bytes)?)?;
-    let results = run_agent_calls(&state, read.calls, read.options).await;
+    let results = run_agent_calls(&state, &caller.client(), read.calls, read.options).await;
     Ok(Json(openai::render(read.api, &results)))
 }
 
 /// `POST /v1/anthropic/tool_use`.
 pub(crate) async fn anthropic_tool_use(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let bytes = read_body(&headers, body, state.max_body_bytes)?;
     let read = anthropic::parse(read_json(&bytes)?)?;
-    let results = run_agent_calls(&state, read.calls, read.options).await;
+    let results = run_agent_calls(&state, &caller.client(), read.calls, read.options).await;
     Ok(Json(anthropic::render(&results)))
 }

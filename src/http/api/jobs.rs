@@ -22,6 +22,7 @@ pub(crate) fn describe(job: &Job) -> Value {
     json!({
         "job_id": job.id,
         "tool": job.tool,
+        "client": job.client.as_str(),
         "status": job.status.as_str(),
         "attempts": job.attempts,
         "next_attempt_at": matches!(job.status, JobStatus::Queued | JobStatus::RetryScheduled)

@@ -3,24 +3,26 @@
 //! to the HTTP request (200 for every tool result, 202 for a queued job, 422 for invalid
 //! arguments).
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 
 use crate::agents::{self, native::NativeCall};
-use crate::call::Status;
-use crate::http::calls::{self, Submission};
-use crate::http::edge::{ApiError, PathParam, read_body};
+use crate::call::{CallRequest, Status};
+use crate::http::calls;
+use crate::http::edge::{ApiError, Caller, PathParam, read_body};
 use crate::http::state::AppState;
+use crate::jobs::NewJob;
 use crate::tools::CallMode;
 
 /// The handler.
 pub(crate) async fn call_tool(
     State(state): State<AppState>,
     PathParam(tool): PathParam,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -30,15 +32,16 @@ pub(crate) async fn call_tool(
     let bytes = read_body(&headers, body, state.max_body_bytes)?;
     let call = agents::native::parse(&tool, agents::body::read_json(&bytes)?)?;
     if call.options.mode == CallMode::Background {
-        return submit_background(&state, call).await;
+        return submit_background(&state, &caller, call).await;
     }
-    let request = calls::request(
-        call.tool,
-        call.arguments,
-        call.call_id,
-        call.idempotency_key,
-        call.options.deadline,
-    );
+    let request = CallRequest {
+        tool: call.tool,
+        arguments: call.arguments,
+        call_id: call.call_id,
+        idempotency_key: call.idempotency_key,
+        deadline: call.options.deadline,
+        client: caller.client(),
+    };
     let envelope = calls::call(&state, request)
         .await
         .map_err(|e| e.into_api_error(&state))?;
@@ -59,11 +62,16 @@ pub(crate) async fn call_tool(
 
 /// Accepts a background call: 202 with the job, or the existing job for a repeated
 /// idempotency key; 422 for invalid arguments, as interactive calls get.
-async fn submit_background(state: &AppState, call: NativeCall) -> Result<Response, ApiError> {
-    let job = Submission {
+async fn submit_background(
+    state: &AppState,
+    caller: &Caller,
+    call: NativeCall,
+) -> Result<Response, ApiError> {
+    let job = NewJob {
         tool: call.tool,
         arguments: call.arguments,
         call_id: call.call_id,
+        client: caller.client(),
         idempotency_key: call.idempotency_key,
         callback_url: call.callback_url,
     };

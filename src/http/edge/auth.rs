@@ -13,8 +13,13 @@
 //!   key, 403 with a valid client key;
 //! - `/healthz`, `/readyz`, `/dashboard` and (by default) `/metrics`: open.
 //!
-//! The middleware records the caller as a [`Caller`] request extension, so the rate limiter
-//! and admin checks downstream need not look at headers again.
+//! A key names a client ([`ClientName`]): a key of the flat list (`FAREGATE_CLIENT_KEYS` by
+//! default) is an anonymous client named `key-<first 8 hex of its SHA-256>`, the admin key is
+//! `admin`, and with auth off every caller is the one `local` client.
+//!
+//! The middleware records the caller as a [`Caller`] request extension, so the rate limiter,
+//! the handlers (which hand the client to every call and job) and admin checks downstream need
+//! not look at headers again.
 
 use std::sync::Arc;
 
@@ -25,19 +30,28 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
+use crate::clients::ClientName;
 
 /// A key's SHA-256 digest: how keys are held and how clients are told apart.
 pub type KeyDigest = [u8; 32];
 
-/// The accepted keys of one kind (client keys, or the admin key), as digests.
+/// One accepted key: its digest and the client it names.
+#[derive(Clone)]
+struct KeyEntry {
+    digest: KeyDigest,
+    client: ClientName,
+}
+
+/// The accepted keys of one kind (client keys, or the admin key), as digests, each with the
+/// client it identifies.
 #[derive(Clone, Default)]
 pub struct ClientKeys {
-    digests: Arc<Vec<KeyDigest>>,
+    entries: Arc<Vec<KeyEntry>>,
 }
 
 impl std::fmt::Debug for ClientKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ClientKeys({} keys, redacted)", self.digests.len())
+        write!(f, "ClientKeys({} keys, redacted)", self.entries.len())
     }
 }
 
@@ -46,14 +60,21 @@ fn digest(key: &[u8]) -> KeyDigest {
 }
 
 impl ClientKeys {
-    /// Keys from a comma-separated list; empty entries are ignored. Only digests are kept.
+    /// Keys from a comma-separated list; empty entries are ignored. Only digests are kept, and
+    /// each key is an anonymous client named after its digest (`key-<8 hex>`).
     pub fn from_list(list: &str) -> Self {
         ClientKeys {
-            digests: Arc::new(
+            entries: Arc::new(
                 list.split(',')
                     .map(str::trim)
                     .filter(|k| !k.is_empty())
-                    .map(|k| digest(k.as_bytes()))
+                    .map(|k| {
+                        let digest = digest(k.as_bytes());
+                        KeyEntry {
+                            digest,
+                            client: ClientName::for_key_digest(&digest),
+                        }
+                    })
                     .collect(),
             ),
         }
@@ -61,18 +82,20 @@ impl ClientKeys {
 
     /// True when no key of this kind is configured.
     pub fn is_empty(&self) -> bool {
-        self.digests.is_empty()
+        self.entries.is_empty()
     }
 
-    /// The digest of `presented` when it is one of the keys. Every stored digest is compared
-    /// (no early exit), each in constant time.
-    pub fn identify(&self, presented: &[u8]) -> Option<KeyDigest> {
+    /// The digest of `presented` and the client it names, when it is one of the keys. Every
+    /// stored digest is compared (no early exit), each in constant time.
+    pub fn identify(&self, presented: &[u8]) -> Option<(KeyDigest, ClientName)> {
         let candidate = digest(presented);
-        let mut found = false;
-        for key in self.digests.iter() {
-            found |= constant_time_eq(key, &candidate);
+        let mut found = None;
+        for entry in self.entries.iter() {
+            if constant_time_eq(&entry.digest, &candidate) {
+                found = Some(entry.client.clone());
+            }
         }
-        found.then_some(candidate)
+        found.map(|client| (candidate, client))
     }
 
     /// Whether `presented` is one of the keys.
@@ -86,10 +109,15 @@ fn constant_time_eq(a: &KeyDigest, b: &KeyDigest) -> bool {
 }
 
 /// Who is calling, as authentication established it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
-    /// A valid client key (its digest).
-    Client(KeyDigest),
+    /// A valid client key: its digest and the client it names.
+    Client {
+        /// The key's digest (per-client limits count by it).
+        digest: KeyDigest,
+        /// The client the key belongs to.
+        name: ClientName,
+    },
     /// The admin key (its digest).
     Admin(KeyDigest),
     /// Nobody in particular: auth is off (no client keys configured).
@@ -100,8 +128,18 @@ impl Caller {
     /// The digest of the key, for per-client limits; `None` when anonymous.
     pub fn digest(&self) -> Option<KeyDigest> {
         match self {
-            Caller::Client(d) | Caller::Admin(d) => Some(*d),
+            Caller::Client { digest, .. } | Caller::Admin(digest) => Some(*digest),
             Caller::Anonymous => None,
+        }
+    }
+
+    /// The client calls are made for: the key's client, `admin` for the admin key, `local`
+    /// when auth is off.
+    pub fn client(&self) -> ClientName {
+        match self {
+            Caller::Client { name, .. } => name.clone(),
+            Caller::Admin(_) => ClientName::admin(),
+            Caller::Anonymous => ClientName::local(),
         }
     }
 }
@@ -156,12 +194,12 @@ impl Keys {
         let presented = bearer(headers);
         let admin = presented.and_then(|k| self.admin.identify(k));
         let client = presented.and_then(|k| self.clients.identify(k));
-        if let Some(d) = admin {
-            return Ok(Caller::Admin(d));
+        if let Some((digest, _)) = admin {
+            return Ok(Caller::Admin(digest));
         }
         match role {
             Role::Client => match (client, presented) {
-                (Some(d), _) => Ok(Caller::Client(d)),
+                (Some((digest, name)), _) => Ok(Caller::Client { digest, name }),
                 _ if self.clients.is_empty() => Ok(Caller::Anonymous),
                 (None, None) => Err(Box::new(unauthorized(
                     "missing credentials; send `Authorization: Bearer <client key>`",
@@ -255,7 +293,7 @@ mod tests {
     fn only_digests_are_held() {
         let keys = ClientKeys::from_list("sk-live-very-secret");
         assert_eq!(format!("{keys:?}"), "ClientKeys(1 keys, redacted)");
-        let held: Vec<u8> = keys.digests.iter().flatten().copied().collect();
+        let held: Vec<u8> = keys.entries.iter().flat_map(|e| e.digest).collect();
         assert_eq!(held.len(), 32);
         assert!(
             !held
@@ -263,9 +301,10 @@ mod tests {
                 .any(|w| w == b"very-secret"),
             "the plaintext key is not in memory"
         );
+        let expected = digest(b"sk-live-very-secret");
         assert_eq!(
             keys.identify(b"sk-live-very-secret"),
-            Some(digest(b"sk-live-very-secret"))
+            Some((expected, ClientName::for_key_digest(&expected)))
         );
     }
 
@@ -285,20 +324,25 @@ mod tests {
         assert_eq!(admin(Some("nope")), 401);
         assert_eq!(admin(Some("c1")), 403);
         assert_eq!(admin(Some("adm")), 200);
-        assert!(matches!(
-            keys.authorize(&headers(Some("c1")), Role::Client, "x", "A"),
-            Ok(Caller::Client(_))
-        ));
+        let c1 = keys.authorize(&headers(Some("c1")), Role::Client, "x", "A");
+        let c1_name = ClientName::for_key_digest(&digest(b"c1"));
+        assert!(matches!(&c1, Ok(Caller::Client { name, .. }) if *name == c1_name));
+        let c2 = keys.authorize(&headers(Some("c2")), Role::Client, "x", "A");
+        assert!(
+            matches!(&c2, Ok(c) if c.client() != c1_name),
+            "two keys are two clients"
+        );
+        let adm = keys.authorize(&headers(Some("adm")), Role::Client, "x", "A");
+        assert!(matches!(&adm, Ok(c) if c.client() == ClientName::admin()));
     }
 
     #[test]
     fn auth_is_off_only_without_client_keys() {
         let open = Keys::default();
         for role in [Role::Client, Role::Admin] {
-            assert!(matches!(
-                open.authorize(&headers(None), role, "x", "A"),
-                Ok(Caller::Anonymous)
-            ));
+            let caller = open.authorize(&headers(None), role, "x", "A");
+            assert!(matches!(&caller, Ok(Caller::Anonymous)));
+            assert!(matches!(&caller, Ok(c) if c.client() == ClientName::local()));
         }
         let no_admin = Keys {
             clients: ClientKeys::from_list("c1"),

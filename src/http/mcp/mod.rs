@@ -43,7 +43,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agents::{self, manifest};
 use crate::http::calls::{run_agent_call, unknown_tool_text};
+use crate::http::edge::Caller;
 use crate::http::state::AppState;
+use crate::texts::agents as texts;
 
 /// What is mounted at `/mcp`: rmcp's service for every method, behind [`parse_errors`]
 /// (JSON-RPC's own 400s for bodies rmcp cannot read).
@@ -169,7 +171,18 @@ impl ServerHandler for Handler {
             Ok(read) => read,
             Err(text) => return Ok(error_result(text).into()),
         };
-        let result = run_agent_call(&self.state, call, options).await;
+        // The edge authenticated this request and recorded its caller; rmcp hands the HTTP
+        // request's parts over in the context. Without them no client is known, and the call
+        // is refused rather than run for a client it may not be.
+        let caller = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>());
+        let Some(caller) = caller else {
+            tracing::error!("an MCP tool call arrived without the caller the edge records");
+            return Err(ErrorData::internal_error(texts::CLIENT_UNKNOWN, None));
+        };
+        let result = run_agent_call(&self.state, &caller.client(), call, options).await;
         let mut out = CallToolResult::success(vec![ContentBlock::text(result.text.clone())]);
         out.structured_content = result.data().cloned();
         out.is_error = Some(result.is_error);

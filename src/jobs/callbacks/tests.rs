@@ -39,6 +39,7 @@ fn dead_job(call_id: Option<&str>, result: Option<Value>) -> Job {
         tool: "book_flight".into(),
         arguments: json!({}),
         call_id: call_id.map(str::to_string),
+        client: crate::clients::ClientName::local(),
         idempotency_key: Some("k".into()),
         callback_url: Some("https://chat.example.com/hooks/x".into()),
         status: JobStatus::Dead,

@@ -31,6 +31,7 @@ fn job(attempts: u32, age_ms: i64) -> Job {
         tool: "search_flights".into(),
         arguments: json!({}),
         call_id: Some("c-1".into()),
+        client: crate::clients::ClientName::local(),
         idempotency_key: None,
         callback_url: None,
         status: JobStatus::Running,

@@ -36,9 +36,11 @@ impl JobStore for MemoryStore {
     async fn enqueue(&self, job: NewJob, now_ms: i64) -> Result<(Job, bool), StoreError> {
         let mut jobs = self.jobs();
         if let Some(key) = &job.idempotency_key {
-            let existing = jobs
-                .iter()
-                .find(|j| j.tool == job.tool && j.idempotency_key.as_ref() == Some(key));
+            let existing = jobs.iter().find(|j| {
+                j.client == job.client
+                    && j.tool == job.tool
+                    && j.idempotency_key.as_ref() == Some(key)
+            });
             if let Some(existing) = existing {
                 return Ok((existing.clone(), false));
             }
@@ -53,6 +55,7 @@ impl JobStore for MemoryStore {
             tool: job.tool,
             arguments: job.arguments,
             call_id: job.call_id,
+            client: job.client,
             idempotency_key: job.idempotency_key,
             callback_url: job.callback_url,
             status: JobStatus::Queued,

@@ -5,6 +5,7 @@ use std::future::Future;
 
 use serde_json::Value;
 
+use crate::clients::ClientName;
 pub use crate::store::StoreError;
 
 /// Where a job stands.
@@ -67,7 +68,9 @@ pub struct Job {
     pub arguments: Value,
     /// The caller's call id.
     pub call_id: Option<String>,
-    /// The caller's idempotency key; unique per tool.
+    /// The client that submitted the job: only it (and the admin) may read it.
+    pub client: ClientName,
+    /// The caller's idempotency key; unique per client and tool.
     pub idempotency_key: Option<String>,
     /// Where to POST the result.
     pub callback_url: Option<String>,
@@ -142,6 +145,8 @@ pub struct NewJob {
     pub arguments: Value,
     /// The caller's call id.
     pub call_id: Option<String>,
+    /// The client submitting it.
+    pub client: ClientName,
     /// The caller's idempotency key.
     pub idempotency_key: Option<String>,
     /// An allowlisted callback URL.
@@ -206,8 +211,8 @@ impl Transition {
 pub trait JobStore: Send + Sync {
     /// Creates the table and indexes when missing.
     fn migrate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
-    /// Accepts a job; with an idempotency key already used for the tool, returns that job and
-    /// `false` instead.
+    /// Accepts a job; with an idempotency key the same client already used for the tool,
+    /// returns that job and `false` instead (another client's key is another namespace).
     fn enqueue(
         &self,
         job: NewJob,

@@ -9,13 +9,20 @@ use serde_json::Value;
 use super::model::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
 };
+use crate::clients::ClientName;
 use crate::store::{Arg, Db, Migration, StoreRow};
 
 /// The job queue's schema changes, oldest first (see `store::Migration`).
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    name: "jobs_1_queue",
-    statements: QUEUE,
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "jobs_1_queue",
+        statements: QUEUE,
+    },
+    Migration {
+        name: "jobs_2_client",
+        statements: CLIENT,
+    },
+];
 
 /// The table and its indexes, created when missing (so databases made before migrations were
 /// recorded by name take this one unchanged).
@@ -47,20 +54,54 @@ const QUEUE: &[&str] = &[
         ON faregate_jobs (callback_state, next_callback_at)",
 ];
 
+/// Every job belongs to the client that submitted it, and idempotency keys are per client:
+/// the same key from two clients is two jobs. Jobs stored before clients were recorded belong
+/// to the `local` client (which only auth-off callers and the admin key see).
+const CLIENT: &[&str] = &[
+    "ALTER TABLE faregate_jobs ADD COLUMN client TEXT NOT NULL DEFAULT 'local'",
+    "DROP INDEX IF EXISTS faregate_jobs_idempotency",
+    "CREATE UNIQUE INDEX IF NOT EXISTS faregate_jobs_client_idempotency
+        ON faregate_jobs (client, tool, idempotency_key) WHERE idempotency_key IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS faregate_jobs_client ON faregate_jobs (client, id)",
+];
+
+/// The columns a [`Job`] is read from, named rather than `*`: a SQLite connection that loaded
+/// the schema before a migration added a column would otherwise prepare `*` with the old
+/// column count and read the new row with it (named columns make SQLite reload its schema).
+macro_rules! job_columns {
+    () => {
+        "id, tool, arguments, call_id, client, idempotency_key, callback_url, status, attempts,
+         next_attempt_at, lease_owner, lease_until, created_at, updated_at, result, last_error,
+         callback_state, callback_attempts, next_callback_at"
+    };
+}
+
 const ENQUEUE: &str = "INSERT INTO faregate_jobs (id, tool, arguments, call_id, idempotency_key,
-        callback_url, status, attempts, next_attempt_at, created_at, updated_at, callback_state)
-     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8)
+        callback_url, status, attempts, next_attempt_at, created_at, updated_at, callback_state,
+        client)
+     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8, $9)
      ON CONFLICT DO NOTHING";
 
-const BY_ID: &str = "SELECT * FROM faregate_jobs WHERE id = $1";
+const BY_ID: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM faregate_jobs WHERE id = $1"
+);
 
-const BY_IDEMPOTENCY_KEY: &str =
-    "SELECT * FROM faregate_jobs WHERE tool = $1 AND idempotency_key = $2";
+const BY_IDEMPOTENCY_KEY: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM faregate_jobs WHERE tool = $1 AND idempotency_key = $2 AND client = $3"
+);
 
-const LIST: &str = "SELECT * FROM faregate_jobs
+const LIST: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM faregate_jobs
      WHERE (CAST($1 AS TEXT) IS NULL OR status = CAST($1 AS TEXT))
        AND (CAST($2 AS TEXT) IS NULL OR tool = CAST($2 AS TEXT))
-     ORDER BY id DESC LIMIT $3";
+     ORDER BY id DESC LIMIT $3"
+);
 
 /// The condition of a claimable job (`$1` = now): due, or running on an expired lease.
 const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
@@ -68,14 +109,17 @@ const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at
 
 /// `$1` now, `$2` owner, `$3` lease, `$4` tools to skip, `$5` limit; `{due}`, `{not_skipped}` and
 /// `{lock}` are filled in by [`claim_statement`].
-const CLAIM: &str = "UPDATE faregate_jobs
+const CLAIM: &str = concat!(
+    "UPDATE faregate_jobs
      SET status = 'running', lease_owner = $2, lease_until = $1 + $3, updated_at = $1
      WHERE id IN (
          SELECT id FROM faregate_jobs
          WHERE {due} AND {not_skipped}
          ORDER BY next_attempt_at, id LIMIT $5
          {lock})
-     RETURNING *";
+     RETURNING ",
+    job_columns!()
+);
 
 /// Every end of a run, in one statement: `$3` the new status, `$4` the result, `$5` the error,
 /// `$6` whether the attempt counts, `$7` the next due time (kept when NULL), `$8` now. A final
@@ -89,14 +133,17 @@ const FINISH: &str = "UPDATE faregate_jobs
      WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
 
 /// `$1` now, `$2` lease, `$3` limit; `{lock}` as for claims.
-const CLAIM_CALLBACKS: &str = "UPDATE faregate_jobs SET next_callback_at = $1 + $2
+const CLAIM_CALLBACKS: &str = concat!(
+    "UPDATE faregate_jobs SET next_callback_at = $1 + $2
      WHERE id IN (
          SELECT id FROM faregate_jobs
          WHERE callback_state = 'pending' AND status IN ('succeeded', 'dead')
            AND next_callback_at <= $1
          ORDER BY next_callback_at LIMIT $3
          {lock})
-     RETURNING *";
+     RETURNING ",
+    job_columns!()
+);
 
 const CALLBACK_RESULT: &str = "UPDATE faregate_jobs
      SET callback_state = $2, callback_attempts = callback_attempts + 1,
@@ -189,6 +236,7 @@ impl JobStore for Store {
                     Arg::Text(job.callback_url.as_deref()),
                     Arg::Int(Some(now_ms)),
                     Arg::Text(Some(callback.as_str())),
+                    Arg::Text(Some(job.client.as_str())),
                 ],
             )
             .await?
@@ -201,6 +249,7 @@ impl JobStore for Store {
             let key = [
                 Arg::Text(Some(&job.tool)),
                 Arg::Text(job.idempotency_key.as_deref()),
+                Arg::Text(Some(job.client.as_str())),
             ];
             self.db
                 .fetch(BY_IDEMPOTENCY_KEY, &key, job_from_row)
@@ -382,6 +431,7 @@ fn job_from_row(r: &dyn StoreRow) -> Result<Job, StoreError> {
         tool: required_text("tool")?,
         arguments: json(Some(required_text("arguments")?))?.unwrap_or(Value::Null),
         call_id: text("call_id")?,
+        client: ClientName::stored(&required_text("client")?),
         idempotency_key: text("idempotency_key")?,
         callback_url: text("callback_url")?,
         status: status(&required_text("status")?)?,

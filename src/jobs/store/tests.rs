@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::memory::MemoryStore;
 use super::*;
+use crate::clients::ClientName;
 
 const T0: i64 = 1_800_000_000_000;
 
@@ -19,6 +20,7 @@ fn new_job(tool: &str, key: Option<&str>) -> NewJob {
         tool: tool.into(),
         arguments: json!({"origin": "JFK", "destination": "LHR", "departure_date": "2030-01-01"}),
         call_id: Some("call_1".into()),
+        client: ClientName::local(),
         idempotency_key: key.map(str::to_string),
         callback_url: None,
     }
@@ -136,6 +138,90 @@ async fn check_idempotency<S: JobStore>(s: Arc<S>) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_ne!(d.id, e.id, "no key, no dedup");
+    let other_client = NewJob {
+        client: ClientName::stored("travel-app"),
+        ..new_job("book_flight", Some("k1"))
+    };
+    let (f, created_f) = s
+        .enqueue(other_client, T0 + 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        created_f,
+        "keys are per client: another client's k1 is a new job"
+    );
+    assert_ne!(f.id, a.id);
+    assert_eq!(f.client.as_str(), "travel-app");
+    assert_eq!(stored(&*s, &a.id).await.client, ClientName::local());
+}
+
+/// Jobs stored before jobs recorded their client belong to the `local` client after the
+/// migration, and keep their idempotency keys (now in `local`'s namespace).
+#[tokio::test]
+async fn jobs_stored_before_clients_belong_to_the_local_client() {
+    let (sqlite, _dir) = sqlite_unmigrated().await;
+    check_client_migration(sqlite).await;
+    if let Some(store) = postgres_unmigrated("jobs_stored_before_clients").await {
+        check_client_migration(store).await;
+    }
+}
+
+async fn sqlite_unmigrated() -> (Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
+    let db = crate::store::Db::open(&url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    (Store::new(db), dir)
+}
+
+async fn postgres_unmigrated(test: &str) -> Option<Store> {
+    let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+        eprintln!("note: {test}: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set");
+        return None;
+    };
+    let schema = format!("fg_{}", uuid::Uuid::now_v7().simple());
+    Some(
+        Store::open_postgres(&url, Some(&schema))
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}")),
+    )
+}
+
+async fn check_client_migration(store: Store) {
+    let first = &super::sql::MIGRATIONS[..1];
+    assert_eq!(first[0].name, "jobs_1_queue");
+    store
+        .db()
+        .migrate(first, T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    store
+        .db()
+        .execute(
+            "INSERT INTO faregate_jobs (id, tool, arguments, idempotency_key, status,
+                next_attempt_at, created_at, updated_at, callback_state)
+             VALUES ('old-1', 'book_flight', '{}', 'k1', 'queued', $1, $1, $1, 'none')",
+            &[crate::store::Arg::Int(Some(T0))],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored(&store, "old-1").await.client, ClientName::local());
+    let (same, created) = store
+        .enqueue(new_job("book_flight", Some("k1")), T0 + 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!created && same.id == "old-1", "local's k1 is the old job");
+    let other = NewJob {
+        client: ClientName::stored("key-0abcdef1"),
+        ..new_job("book_flight", Some("k1"))
+    };
+    let (new, created) = store
+        .enqueue(other, T0 + 2)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(created && new.id != "old-1");
 }
 
 conformance!(

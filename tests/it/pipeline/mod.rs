@@ -74,6 +74,7 @@ pub(crate) async fn call(
         call_id: None,
         idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
         deadline: None,
+        client: faregate::clients::ClientName::local(),
     })
     .await
     .unwrap_or_else(|e| panic!("{e:?}"))

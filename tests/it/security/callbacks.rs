@@ -152,6 +152,7 @@ async fn at_delivery_a_name_resolving_inward_is_not_contacted() {
                 tool: "search_hotels".into(),
                 arguments: hotels("")["arguments"].clone(),
                 call_id: None,
+                client: faregate::clients::ClientName::local(),
                 idempotency_key: None,
                 callback_url: Some(format!("http://localhost:{port}/hooks/x")),
             },

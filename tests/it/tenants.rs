@@ -1,0 +1,94 @@
+//! Clients kept apart: each call and job carries the client whose key authenticated it, and a
+//! background call's idempotency key is that client's alone.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::protocols::{chat_call, hotels_args};
+use crate::support::{MapEnv, Stack, send};
+
+/// The name the gateway gives a key of the flat key list: `key-` and 8 hex of its SHA-256.
+fn key_client(key: &str) -> String {
+    let digest = Sha256::digest(key.as_bytes());
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("key-{hex}")
+}
+
+async fn two_clients() -> Stack {
+    Stack::builder(21)
+        .env(MapEnv(vec![("FAREGATE_CLIENT_KEYS", "key-a,key-b")]))
+        .jobs()
+        .start()
+        .await
+}
+
+async fn post_as(s: &Stack, key: &str, path: &str, body: Value) -> (u16, Value) {
+    let (status, _, body) = send(s.http.post(s.url(path)).bearer_auth(key).json(&body)).await;
+    (status, body)
+}
+
+async fn job_as(s: &Stack, key: &str, id: &str) -> (u16, Value) {
+    let (status, _, body) = send(
+        s.http
+            .get(s.url(&format!("/v1/jobs/{id}")))
+            .bearer_auth(key),
+    )
+    .await;
+    (status, body)
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_from_two_clients_is_two_jobs() {
+    let s = two_clients().await;
+    let body = json!({"mode": "background", "idempotency_key": "same", "arguments": hotels_args()});
+    let submit = |key: &'static str| {
+        let (s, body) = (&s, body.clone());
+        async move {
+            let (status, envelope) = post_as(s, key, "/v1/tools/search_hotels/call", body).await;
+            assert_eq!(status, 202, "{envelope:#}");
+            envelope["job_id"].as_str().unwrap_or_default().to_string()
+        }
+    };
+    let a = submit("key-a").await;
+    let a_again = submit("key-a").await;
+    let b = submit("key-b").await;
+    assert_eq!(a, a_again, "one client's repeated key is its one job");
+    assert_ne!(a, b, "another client's same key is another job");
+    let (_, job_a) = job_as(&s, "key-a", &a).await;
+    let (_, job_b) = job_as(&s, "key-b", &b).await;
+    assert_eq!(job_a["client"], key_client("key-a"), "{job_a:#}");
+    assert_eq!(job_b["client"], key_client("key-b"), "{job_b:#}");
+}
+
+#[tokio::test]
+async fn agent_protocol_jobs_belong_to_the_calling_client() {
+    let s = two_clients().await;
+    let body = json!({"mode": "background", "tool_calls": [
+        chat_call("c1", "search_hotels", &hotels_args().to_string())
+    ]});
+    let (status, answer) = post_as(&s, "key-b", "/v1/openai/tool_calls", body).await;
+    assert_eq!(status, 200, "{answer:#}");
+    let text = answer["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    let id = text
+        .trim_start_matches("[queued: job ")
+        .split(']')
+        .next()
+        .unwrap_or_default();
+    let (status, job) = job_as(&s, "key-b", id).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(job["client"], key_client("key-b"), "{job:#}");
+}
+
+#[tokio::test]
+async fn with_auth_off_every_job_belongs_to_the_local_client() {
+    let s = Stack::builder(22).jobs().start().await;
+    let (status, envelope) = s
+        .submit("search_hotels", json!({"arguments": hotels_args()}))
+        .await;
+    assert_eq!(status, 202, "{envelope:#}");
+    let id = envelope["job_id"].as_str().unwrap_or_default();
+    let (_, job) = s.get_json(&format!("/v1/jobs/{id}")).await;
+    assert_eq!(job["client"], "local", "{job:#}");
+}
