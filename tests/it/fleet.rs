@@ -89,7 +89,7 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
     })
     .await;
     let all = check
-        .list(Some(JobStatus::Succeeded), None, 2000)
+        .list(Some(JobStatus::Succeeded), None, None, 2000)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(all.len(), JOBS);

@@ -14,9 +14,14 @@ fn key_client(key: &str) -> String {
     format!("key-{hex}")
 }
 
+const ADMIN: &str = "admin-key";
+
 async fn two_clients() -> Stack {
     Stack::builder(21)
-        .env(MapEnv(vec![("FAREGATE_CLIENT_KEYS", "key-a,key-b")]))
+        .env(MapEnv(vec![
+            ("FAREGATE_CLIENT_KEYS", "key-a,key-b"),
+            ("FAREGATE_ADMIN_KEY", ADMIN),
+        ]))
         .jobs()
         .start()
         .await
@@ -27,14 +32,71 @@ async fn post_as(s: &Stack, key: &str, path: &str, body: Value) -> (u16, Value) 
     (status, body)
 }
 
-async fn job_as(s: &Stack, key: &str, id: &str) -> (u16, Value) {
-    let (status, _, body) = send(
-        s.http
-            .get(s.url(&format!("/v1/jobs/{id}")))
-            .bearer_auth(key),
-    )
-    .await;
+async fn get_as(s: &Stack, key: &str, path: &str) -> (u16, Value) {
+    let (status, _, body) = send(s.http.get(s.url(path)).bearer_auth(key)).await;
     (status, body)
+}
+
+async fn job_as(s: &Stack, key: &str, id: &str) -> (u16, Value) {
+    get_as(s, key, &format!("/v1/jobs/{id}")).await
+}
+
+/// The ids `GET /v1/jobs` shows the holder of `key`.
+async fn listed_as(s: &Stack, key: &str) -> Vec<String> {
+    let (status, body) = get_as(s, key, "/v1/jobs").await;
+    assert_eq!(status, 200, "{body:#}");
+    body["jobs"]
+        .as_array()
+        .map(|jobs| {
+            jobs.iter()
+                .filter_map(|j| j["job_id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn submit_as(s: &Stack, key: &str, idempotency_key: &str) -> String {
+    let body = json!({"mode": "background", "idempotency_key": idempotency_key, "arguments": hotels_args()});
+    let (status, envelope) = post_as(s, key, "/v1/tools/search_hotels/call", body).await;
+    assert_eq!(status, 202, "{envelope:#}");
+    envelope["job_id"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn a_client_sees_only_its_own_jobs_and_the_admin_sees_all() {
+    let s = two_clients().await;
+    let a = submit_as(&s, "key-a", "a-1").await;
+    let b = submit_as(&s, "key-b", "b-1").await;
+    // Another client's job id reads exactly as an id that does not exist.
+    let (status, foreign) = job_as(&s, "key-b", &a).await;
+    assert_eq!(status, 404, "{foreign:#}");
+    let unknown = "0190a000-0000-7000-8000-000000000000";
+    let (status, missing) = job_as(&s, "key-b", unknown).await;
+    assert_eq!(status, 404, "{missing:#}");
+    assert_eq!(
+        foreign["message"].as_str().map(|m| m.replace(&a, "ID")),
+        missing["message"]
+            .as_str()
+            .map(|m| m.replace(unknown, "ID")),
+        "no hint that the job exists"
+    );
+    assert_eq!(job_as(&s, "key-a", &a).await.0, 200);
+    assert_eq!(
+        job_as(&s, ADMIN, &a).await.0,
+        200,
+        "the admin reads any job"
+    );
+    assert_eq!(listed_as(&s, "key-a").await, std::slice::from_ref(&a));
+    assert_eq!(listed_as(&s, "key-b").await, std::slice::from_ref(&b));
+    let all = listed_as(&s, ADMIN).await;
+    assert!(
+        all.len() == 2 && all.contains(&a) && all.contains(&b),
+        "{all:?}"
+    );
+    // Another client's idempotency key takes nothing: it makes a job of one's own.
+    let taken = submit_as(&s, "key-b", "a-1").await;
+    assert_ne!(taken, a);
+    assert_eq!(listed_as(&s, "key-a").await, [a]);
 }
 
 #[tokio::test]

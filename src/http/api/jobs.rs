@@ -1,19 +1,19 @@
 //! `GET /v1/jobs/{job_id}` and `GET /v1/jobs?status=&tool=&limit=`: background jobs as callers
 //! see them.
 //!
-//! A job is read by its id with any client key (the id is the capability: a UUIDv7 with 74
-//! random bits, handed only to the caller that submitted it). Listing jobs shows every
-//! client's arguments and results, so it is job administration and needs the admin key.
+//! A job belongs to the client that submitted it: that client reads it by id and finds it in
+//! its listing, and the admin key sees every client's. Another client's job id answers 404,
+//! exactly as an id that does not exist, so a client cannot even learn that a job exists.
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::http::edge::{ApiError, PathParam, Role};
+use crate::clients::ClientName;
+use crate::http::edge::{ApiError, Caller, PathParam};
 use crate::http::state::AppState;
 use crate::jobs::{Job, JobStatus, JobStore, Jobs, rfc3339};
 
@@ -58,15 +58,29 @@ fn store_error(e: crate::jobs::StoreError) -> ApiError {
     )
 }
 
-/// `GET /v1/jobs/{job_id}`.
+/// The client whose jobs `caller` sees; `None` for the admin key, which sees every client's.
+fn visible_client(caller: &Caller) -> Option<ClientName> {
+    match caller {
+        Caller::Admin(_) => None,
+        other => Some(other.client()),
+    }
+}
+
+/// `GET /v1/jobs/{job_id}`: the caller's own job (any job for the admin key); 404 otherwise.
 pub(crate) async fn one(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
     let jobs = jobs(&state)?;
-    match jobs.store().get(&id).await.map_err(store_error)? {
-        Some(job) => Ok(Json(describe(&job))),
-        None => Err(ApiError::not_found(format!("no job {id}"))),
+    let found = jobs.store().get(&id).await.map_err(store_error)?;
+    let visible = visible_client(&caller);
+    match found {
+        Some(job) if visible.as_ref().is_none_or(|client| job.client == *client) => {
+            Ok(Json(describe(&job)))
+        }
+        // Another client's job reads as no job at all: the same answer, the same text.
+        _ => Err(ApiError::not_found(format!("no job {id}"))),
     }
 }
 
@@ -81,15 +95,12 @@ pub(crate) struct ListQuery {
     limit: Option<u32>,
 }
 
-/// `GET /v1/jobs` (admin).
+/// `GET /v1/jobs`: the caller's own jobs (every client's for the admin key).
 pub(crate) async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Response, ApiError> {
-    if let Err(res) = state.authorize(&headers, Role::Admin, "listing every job") {
-        return Ok(*res);
-    }
+) -> Result<Json<Value>, ApiError> {
     // axum's own rejection is text/plain; every error of this API is JSON (schemathesis found it).
     let Query(q) = query.map_err(|e| {
         ApiError::bad_request(format!(
@@ -108,10 +119,13 @@ pub(crate) async fn list(
         })?),
     };
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let client = visible_client(&caller);
     let list = jobs
         .store()
-        .list(status, q.tool.as_deref(), limit)
+        .list(status, q.tool.as_deref(), client.as_ref(), limit)
         .await
         .map_err(store_error)?;
-    Ok(Json(json!({ "jobs": list.iter().map(describe).collect::<Vec<_>>() })).into_response())
+    Ok(Json(
+        json!({ "jobs": list.iter().map(describe).collect::<Vec<_>>() }),
+    ))
 }

@@ -7,9 +7,9 @@
 //! only), and start-up says so loudly.
 //!
 //! Who may do what:
-//! - client routes (tool calls, catalog, jobs by id, reads of breakers and alerts): a client
-//!   key or the admin key; 401 without a valid one;
-//! - admin routes (forcing breakers, listing every job): the admin key; 401 without a valid
+//! - client routes (tool calls, catalog, the caller's own jobs, reads of breakers and alerts):
+//!   a client key or the admin key (which sees every client's jobs); 401 without a valid one;
+//! - admin routes (forcing breakers): the admin key; 401 without a valid
 //!   key, 403 with a valid client key;
 //! - `/healthz`, `/readyz`, `/dashboard` and (by default) `/metrics`: open.
 //!

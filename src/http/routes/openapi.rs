@@ -210,9 +210,10 @@ fn schemas() -> Map<String, Value> {
                 "stale_age_s": nullable_int.clone(), "retry_after_s": nullable_int,
                 "breaker": {"type": "string"}, "job_id": nullable_string.clone(), "provider": nullable_string.clone()}},
         "Job": {"type": "object",
-            "required": ["job_id", "tool", "status", "attempts", "next_attempt_at", "created_at", "updated_at", "result", "last_error"],
+            "required": ["job_id", "tool", "client", "status", "attempts", "next_attempt_at", "created_at", "updated_at", "result", "last_error"],
             "properties": {
                 "job_id": {"type": "string"}, "tool": {"type": "string"},
+                "client": {"type": "string", "description": "The client that submitted the job."},
                 "status": {"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead"]},
                 "attempts": {"type": "integer", "minimum": 0},
                 "next_attempt_at": {"type": ["string", "null"], "format": "date-time"},

@@ -224,7 +224,7 @@ pub(crate) const ROUTES: &[Route] = &[
                 Get,
                 Handler::Axum(|m| on(m, jobs::list)),
                 "listJobs",
-                "Background jobs of every client, newest first (admin key).",
+                "The caller's background jobs, newest first; every client's with the admin key.",
                 &[
                     answer(
                         200,
@@ -234,10 +234,6 @@ pub(crate) const ROUTES: &[Route] = &[
                         )),
                     ),
                     error(400, "Unknown status or query parameter."),
-                    error(
-                        403,
-                        "A client key cannot list every job; use the admin key.",
-                    ),
                     NO_JOB_STORE,
                     JOB_STORE,
                 ],
@@ -262,7 +258,7 @@ pub(crate) const ROUTES: &[Route] = &[
                 &[
                     answer(200, "The job.", Reply::Json(Schema::Ref("Job"))),
                     error(400, "A job id that is not UTF-8 once percent-decoded."),
-                    error(404, "No such job."),
+                    error(404, "No such job, or another client's."),
                     NO_JOB_STORE,
                     JOB_STORE,
                 ],

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use super::model::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
 };
+use crate::clients::ClientName;
 
 /// Jobs in a vector behind a lock (tests hold a few hundred at most).
 #[derive(Debug, Default)]
@@ -82,12 +83,17 @@ impl JobStore for MemoryStore {
         &self,
         status: Option<JobStatus>,
         tool: Option<&str>,
+        client: Option<&ClientName>,
         limit: u32,
     ) -> Result<Vec<Job>, StoreError> {
         let mut found: Vec<Job> = self
             .jobs()
             .iter()
-            .filter(|j| status.is_none_or(|s| j.status == s) && tool.is_none_or(|t| j.tool == t))
+            .filter(|j| {
+                status.is_none_or(|s| j.status == s)
+                    && tool.is_none_or(|t| j.tool == t)
+                    && client.is_none_or(|c| j.client == *c)
+            })
             .cloned()
             .collect();
         found.sort_by(|a, b| b.id.cmp(&a.id));

@@ -220,11 +220,12 @@ pub trait JobStore: Send + Sync {
     ) -> impl Future<Output = Result<(Job, bool), StoreError>> + Send;
     /// One job.
     fn get(&self, id: &str) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
-    /// Jobs, newest first, optionally filtered.
+    /// Jobs, newest first, optionally filtered by status, tool and client.
     fn list(
         &self,
         status: Option<JobStatus>,
         tool: Option<&str>,
+        client: Option<&ClientName>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
     /// Leases up to `limit` due jobs (queued or retry-scheduled and due, or running with an

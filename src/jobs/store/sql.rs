@@ -100,7 +100,8 @@ const LIST: &str = concat!(
     " FROM faregate_jobs
      WHERE (CAST($1 AS TEXT) IS NULL OR status = CAST($1 AS TEXT))
        AND (CAST($2 AS TEXT) IS NULL OR tool = CAST($2 AS TEXT))
-     ORDER BY id DESC LIMIT $3"
+       AND (CAST($3 AS TEXT) IS NULL OR client = CAST($3 AS TEXT))
+     ORDER BY id DESC LIMIT $4"
 );
 
 /// The condition of a claimable job (`$1` = now): due, or running on an expired lease.
@@ -272,11 +273,13 @@ impl JobStore for Store {
         &self,
         status: Option<JobStatus>,
         tool: Option<&str>,
+        client: Option<&ClientName>,
         limit: u32,
     ) -> Result<Vec<Job>, StoreError> {
         let args = [
             Arg::Text(status.map(JobStatus::as_str)),
             Arg::Text(tool),
+            Arg::Text(client.map(ClientName::as_str)),
             Arg::Int(Some(i64::from(limit))),
         ];
         self.db.fetch(LIST, &args, job_from_row).await

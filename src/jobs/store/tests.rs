@@ -153,6 +153,17 @@ async fn check_idempotency<S: JobStore>(s: Arc<S>) {
     assert_ne!(f.id, a.id);
     assert_eq!(f.client.as_str(), "travel-app");
     assert_eq!(stored(&*s, &a.id).await.client, ClientName::local());
+    let travel_app = ClientName::stored("travel-app");
+    let listed = s
+        .list(None, None, Some(&travel_app), 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(listed, [f], "a client's listing holds its jobs only");
+    let everyone = s
+        .list(None, None, None, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(everyone.len(), 5);
 }
 
 /// Jobs stored before jobs recorded their client belong to the `local` client after the
