@@ -33,6 +33,7 @@ pub struct App {
 pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     let built = providers::build(&config, env);
     let mut errors = built.errors;
+    let rate_limits = built.rate_limits;
     let upstreams = built
         .providers
         .into_iter()
@@ -40,7 +41,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
         .collect();
     let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
     let gateway = match Gateway::new(&config, &upstreams, Arc::clone(&telemetry)) {
-        Ok(g) => Some(g),
+        Ok(g) => Some(g.with_rate_limits(rate_limits)),
         Err(e) => {
             errors.extend(e);
             None

@@ -28,6 +28,7 @@ use crate::clients::ClientName;
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
 use crate::policy::SplitMix;
+use crate::providers::RateLimits;
 use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
 use crate::tools::{self, CallMode, ToolRequest};
@@ -80,6 +81,9 @@ pub struct Gateway {
     /// The retry backoff's random source.
     jitter: SplitMix,
     observer: Observer,
+    /// What the providers announce about their rate limits (and are configured with): the job
+    /// system paces background claims by it.
+    rate_limits: Arc<RateLimits>,
 }
 
 impl Gateway {
@@ -128,7 +132,20 @@ impl Gateway {
                 fnv1a_64(*b"faregate-retry-jitter") ^ u64::from(std::process::id()),
             ),
             observer,
+            rate_limits: Arc::default(),
         })
+    }
+
+    /// The same gateway, reading the providers' rate limits from `limits` (the board their
+    /// adapters write into).
+    pub fn with_rate_limits(mut self, limits: Arc<RateLimits>) -> Self {
+        self.rate_limits = limits;
+        self
+    }
+
+    /// What the providers announce about their rate limits.
+    pub fn rate_limits(&self) -> &Arc<RateLimits> {
+        &self.rate_limits
     }
 
     /// The served tools, in manifest order (the catalog's).

@@ -300,11 +300,29 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
             return None;
         }
     };
+    let base_url = base_url?;
+    let requests_per_second = s
+        .integer("requests_per_second", 1, 100_000)
+        .map(|n| n as u32)
+        .or_else(|| documented_requests_per_second(&kind, &base_url));
     Some(ProviderConfig {
         name: name.to_string(),
         kind,
-        base_url: base_url?,
+        base_url,
+        requests_per_second,
     })
+}
+
+/// The rate a provider documents as a fixed limit, for providers that send no rate-limit
+/// headers: Amadeus allows 40 transactions per second per user in production
+/// (`api.amadeus.com`) and 10 in its test environment (every other host, the simulator too).
+/// Duffel says its limit on every answer, so nothing is assumed for it.
+fn documented_requests_per_second(kind: &ProviderKind, base_url: &Url) -> Option<u32> {
+    match kind {
+        ProviderKind::Amadeus { .. } if base_url.host_str() == Some("api.amadeus.com") => Some(40),
+        ProviderKind::Amadeus { .. } => Some(10),
+        ProviderKind::Duffel { .. } => None,
+    }
 }
 
 fn read_prompts(

@@ -180,6 +180,10 @@ pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// Where the provider's API lives; tool arguments never change the host.
     pub base_url: Url,
+    /// The provider's fixed limit, when it documents one instead of rate-limit headers
+    /// (`requests_per_second`; Amadeus's documented per-environment limit by default).
+    /// Background claims are paced below it.
+    pub requests_per_second: Option<u32>,
 }
 
 /// The provider wire formats faregate speaks, with the env variables holding their credentials.

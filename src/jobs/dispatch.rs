@@ -1,9 +1,10 @@
 //! Dispatch: which due jobs this process claims now, and how many.
 //!
 //! A pass never claims more jobs than there are free workers, never claims for a tool whose
-//! breakers are all open (its jobs would only be requeued), and claims a tool whose provider
-//! limit is known ([`Pacing`]) on its own, at most what its pacer allows now, so a backlog
-//! stays under the limit instead of finding it once per window. Every claimed job takes a
+//! breakers are all open (its jobs would only be requeued), and claims the tools of a provider
+//! whose limit is known ([`Pacing`]) on their own, at most what that provider's pacer allows
+//! now, so a backlog stays under the limit instead of finding it once per window. A provider's
+//! limit is one allowance for every tool it serves: its tools share one pacer. Every claimed job takes a
 //! worker permit at once, so the next claim of the same pass sees the workers it left.
 //!
 //! Time comes from [`crate::clock`] (epoch milliseconds for the store, tokio instants for the
@@ -19,6 +20,7 @@ use super::pace::Pacer;
 use super::store::{Job, JobStore, StoreError};
 use crate::call::Verdict;
 use crate::clock;
+use crate::providers::RateLimits;
 
 /// A served tool as a dispatch pass sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +29,9 @@ pub(super) struct ToolState {
     pub(super) name: String,
     /// Every breaker of the tool rejects everything now (open or forced open).
     pub(super) all_open: bool,
+    /// The provider whose rate limit paces the tool's jobs: the first of its chain, which a
+    /// background call reaches unless its breaker is open.
+    pub(super) provider: String,
 }
 
 /// A job this process claimed, with the worker that will run it.
@@ -36,40 +41,62 @@ pub(super) struct Claimed {
     pub(super) job: Job,
     /// When it was claimed (the pacer counts successes of jobs claimed in its window).
     pub(super) claimed_at: Instant,
+    /// The provider whose pacer it was claimed under.
+    pub(super) provider: String,
     /// The worker slot; dropping it frees the worker.
     pub(super) worker: OwnedSemaphorePermit,
 }
 
-/// Per tool: the rate limit learned from its providers' 429s. Shared by dispatch (which asks
-/// how many jobs may be claimed) and the workers (which report what the provider answered).
+/// Per provider: its pacer, fed by what the provider announces, its configured limit and the
+/// 429s of its tools' jobs. Shared by dispatch (which asks how many jobs may be claimed) and
+/// the workers (which report what the provider answered).
 #[derive(Debug, Default)]
 pub(super) struct Pacing {
     /// A short `std::sync::Mutex`: held for a few arithmetic steps, never across an await.
     pacers: Mutex<HashMap<String, Pacer>>,
+    /// What the providers' answers and configuration say about their limits.
+    pub(super) limits: Arc<RateLimits>,
 }
 
 impl Pacing {
+    /// Pacing from the limits the providers announce (and are configured with).
+    pub(super) fn new(limits: Arc<RateLimits>) -> Self {
+        Pacing {
+            pacers: Mutex::default(),
+            limits,
+        }
+    }
+
     fn pacers(&self) -> MutexGuard<'_, HashMap<String, Pacer>> {
         // A poisoned lock only means a panic elsewhere; the map is still usable.
         self.pacers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// How many jobs of `tool` may be claimed now; `None` when nothing limits them.
-    fn allowance(&self, tool: &str, now: Instant) -> Option<u32> {
-        self.pacers().get_mut(tool).and_then(|p| p.allowance(now))
+    /// How many jobs of `provider`'s tools may be claimed now; `None` when nothing limits them.
+    fn allowance(&self, provider: &str, now: Instant) -> Option<u32> {
+        let known = self.limits.get(provider);
+        let mut pacers = self.pacers();
+        match pacers.get_mut(provider) {
+            Some(p) => p.allowance(now, known.as_ref()),
+            None if known.is_some() => pacers
+                .entry(provider.to_string())
+                .or_default()
+                .allowance(now, known.as_ref()),
+            None => None,
+        }
     }
 
-    fn claimed(&self, tool: &str, at: Instant) {
+    fn claimed(&self, provider: &str, at: Instant) {
         self.pacers()
-            .entry(tool.to_string())
+            .entry(provider.to_string())
             .or_default()
             .claimed(1, at);
     }
 
-    /// Learns from a background outcome of `tool`'s job claimed at `claimed_at`.
-    pub(super) fn observe(&self, tool: &str, outcome: &Verdict, claimed_at: Instant) {
+    /// Learns from a background outcome of a job claimed at `claimed_at` under `provider`.
+    pub(super) fn observe(&self, provider: &str, outcome: &Verdict, claimed_at: Instant) {
         let mut pacers = self.pacers();
-        let Some(pacer) = pacers.get_mut(tool) else {
+        let Some(pacer) = pacers.get_mut(provider) else {
             return;
         };
         match outcome {
@@ -80,7 +107,7 @@ impl Pacing {
             } => {
                 pacer.rate_limited(clock::now(), hit.retry_after);
                 if let Some(rate) = pacer.rate() {
-                    tracing::info!(%tool, jobs_per_s = rate, "pacing background jobs to the provider's rate limit");
+                    tracing::info!(%provider, jobs_per_s = rate, "pacing background jobs to the provider's rate limit");
                 }
             }
             _ => {}
@@ -115,27 +142,38 @@ impl Dispatcher {
             .filter(|t| t.all_open)
             .map(|t| t.name.clone())
             .collect();
-        // Tools whose provider limit is known are claimed on their own, at most what their
-        // pacer allows now; the rest together, as many as there are free workers.
+        // The tools of a provider whose limit is known are claimed on their own, at most what
+        // its pacer allows now; the rest together, as many as there are free workers.
+        let mut providers: Vec<&str> = tools.iter().map(|t| t.provider.as_str()).collect();
+        providers.sort_unstable();
+        providers.dedup();
         let mut paced = Vec::new();
-        for name in &names {
-            if skip.contains(name) {
+        for provider in providers {
+            let Some(allowed) = self.pacing.allowance(provider, now) else {
                 continue;
+            };
+            let mine: Vec<&ToolState> = tools.iter().filter(|t| t.provider == provider).collect();
+            let due_here = mine
+                .iter()
+                .any(|t| !skip.contains(&t.name) && due.contains(&t.name));
+            if allowed > 0 && due_here {
+                let others: Vec<String> = names
+                    .iter()
+                    .filter(|n| {
+                        skip.contains(n) || !mine.iter().any(|t| &t.name == *n)
+                    })
+                    .cloned()
+                    .collect();
+                paced.push((allowed, others));
             }
-            if let Some(allowed) = self.pacing.allowance(name, now) {
-                skip.push(name.clone());
-                if allowed > 0 && due.contains(name) {
-                    paced.push((name.clone(), allowed));
-                }
-            }
+            skip.extend(mine.iter().map(|t| t.name.clone()));
         }
         let mut claimed = Vec::new();
-        for (name, allowed) in paced {
-            let others: Vec<String> = names.iter().filter(|n| **n != name).cloned().collect();
-            self.claim_some(store, workers, allowed, &others, &mut claimed)
+        for (allowed, others) in paced {
+            self.claim_some(store, workers, allowed, &others, tools, &mut claimed)
                 .await?;
         }
-        self.claim_some(store, workers, u32::MAX, &skip, &mut claimed)
+        self.claim_some(store, workers, u32::MAX, &skip, tools, &mut claimed)
             .await?;
         Ok(claimed)
     }
@@ -148,6 +186,7 @@ impl Dispatcher {
         workers: &Arc<Semaphore>,
         max: u32,
         skip: &[String],
+        tools: &[ToolState],
         claimed: &mut Vec<Claimed>,
     ) -> Result<(), StoreError> {
         let free = u32::try_from(workers.available_permits())
@@ -161,7 +200,11 @@ impl Dispatcher {
             .await?;
         let claimed_at = clock::now();
         for job in jobs {
-            self.pacing.claimed(&job.tool, claimed_at);
+            let provider = tools
+                .iter()
+                .find(|t| t.name == job.tool)
+                .map_or_else(|| job.tool.clone(), |t| t.provider.clone());
+            self.pacing.claimed(&provider, claimed_at);
             // Only this pass takes permits, and it claimed no more than were free.
             let Ok(worker) = Arc::clone(workers).try_acquire_owned() else {
                 break;
@@ -169,6 +212,7 @@ impl Dispatcher {
             claimed.push(Claimed {
                 job,
                 claimed_at,
+                provider,
                 worker,
             });
         }

@@ -1,6 +1,16 @@
-//! Pacing background work to a provider's rate limit, learned from its 429s.
+//! Pacing background work to a provider's rate limit: the one it announces, the one it is
+//! configured with, or the one learned from its 429s.
 //!
-//! The breaker and the requeue policy stop a backlog from hammering a provider that says "too
+//! A provider that sends rate-limit headers on every answer (Duffel's `ratelimit-*`, read by
+//! the adapter into [`Known`]) is paced from its first answer, before any 429: the rate is the
+//! requests left in its window spread over the time until the reset, and never more than the
+//! window's whole limit spread over the window (the longest time-to-reset seen). Once the
+//! announced reset has passed and no newer answer has told what is left, the whole-window rate
+//! applies. A provider with a documented fixed limit (Amadeus's transactions per second) is
+//! paced below the configured figure. The lowest of what is known wins, always times
+//! [`SAFETY`].
+//!
+//! Without either, the breaker and the requeue policy stop a backlog from hammering a provider that says "too
 //! many requests", but on their own they still find the limit the hard way once per
 //! rate-limit window: claim until a 429, wait for the reset, claim until a 429 again. Every
 //! window then costs a 429 for each request in flight when the limit was hit. The pacer learns
@@ -27,6 +37,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::providers::limits::Known;
+
 /// The share of the learned allowance the dispatcher uses: room for requests that land in the
 /// next window and for interactive calls that share the provider's quota.
 pub const SAFETY: f64 = 0.95;
@@ -38,6 +50,10 @@ pub const FORGET_AFTER_AT_LEAST: Duration = Duration::from_secs(600);
 pub const IDLE_GAP: Duration = Duration::from_secs(2);
 /// The pause after a 429 without `Retry-After` (nothing is learned from it).
 pub const PAUSE_WITHOUT_RETRY_AFTER: Duration = Duration::from_secs(1);
+/// How much later than announced a window may reset: an HTTP-date is whole seconds (cut, not
+/// rounded), so the window ends up to a second after the announced reset. The pacer counts
+/// from the later end, and never spreads what is left over less than this.
+pub const RESET_SLACK: Duration = Duration::from_secs(1);
 
 /// One tool's pacing state.
 #[derive(Debug, Clone)]
@@ -59,6 +75,8 @@ pub struct Pacer {
     refilled_at: Option<Instant>,
     /// The last claim, to notice idle gaps.
     last_claim: Option<Instant>,
+    /// The longest time-to-reset the provider announced: its window, once seen from its start.
+    window_announced: Duration,
 }
 
 impl Default for Pacer {
@@ -80,6 +98,7 @@ impl Pacer {
             tokens: 0.0,
             refilled_at: None,
             last_claim: None,
+            window_announced: Duration::ZERO,
         }
     }
 
@@ -88,24 +107,28 @@ impl Pacer {
         self.rate
     }
 
-    /// How many jobs may be claimed now: `None` when nothing limits them.
-    pub fn allowance(&mut self, now: Instant) -> Option<u32> {
+    /// How many jobs may be claimed now: `None` when nothing limits them. `known` is what the
+    /// provider announced and what it is configured with.
+    pub fn allowance(&mut self, now: Instant, known: Option<&Known>) -> Option<u32> {
         if let Some(until) = self.paused_until {
             if now < until {
                 return Some(0);
             }
             self.paused_until = None;
         }
-        let rate = self.rate?;
         if let Some(reset) = self.last_reset
+            && self.rate.is_some()
             && now.saturating_duration_since(reset)
                 > (self.window * FORGET_AFTER_WINDOWS).max(FORGET_AFTER_AT_LEAST)
         {
-            // No 429 for many windows: stop pacing; the next 429 (if any) teaches the limit again,
-            // counted from scratch.
-            *self = Pacer::new();
-            return None;
+            // No 429 for many windows: stop pacing by it; the next 429 (if any) teaches the
+            // limit again, counted from scratch.
+            self.forget();
         }
+        let rate = [self.rate, self.announced_rate(now, known), configured_rate(known)]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp)?;
         let since = self.refilled_at.unwrap_or(now);
         // A second's worth (at least one job) plus one, so that a fraction is never cut off.
         let capacity = rate.max(1.0) + 1.0;
@@ -113,6 +136,32 @@ impl Pacer {
             (self.tokens + rate * now.saturating_duration_since(since).as_secs_f64()).min(capacity);
         self.refilled_at = Some(now);
         Some(self.tokens.floor() as u32)
+    }
+
+    /// The 429-learned limit is forgotten; what the provider announces still paces.
+    fn forget(&mut self) {
+        self.rate = None;
+        self.window = Duration::ZERO;
+        self.last_reset = None;
+        self.counting_since = None;
+        self.successes = 0;
+    }
+
+    /// The rate the provider's latest rate-limit headers allow, times [`SAFETY`].
+    fn announced_rate(&mut self, now: Instant, known: Option<&Known>) -> Option<f64> {
+        let (reading, at) = known?.latest?;
+        let reset_in = reading.reset_in + RESET_SLACK;
+        self.window_announced = self.window_announced.max(reset_in);
+        let whole_window = f64::from(reading.limit) / self.window_announced.as_secs_f64();
+        let elapsed = now.saturating_duration_since(at);
+        let rate = if elapsed < reset_in {
+            let left = (reset_in - elapsed).max(RESET_SLACK).as_secs_f64();
+            whole_window.min(f64::from(reading.remaining) / left)
+        } else {
+            // The window reset since: what is left in the new one is not known yet.
+            whole_window
+        };
+        Some(SAFETY * rate)
     }
 
     /// `n` jobs were claimed at `now`.
@@ -135,9 +184,8 @@ impl Pacer {
             self.last_reset = None;
         }
         self.last_claim = Some(now);
-        if self.rate.is_some() {
-            self.tokens = (self.tokens - f64::from(n)).max(0.0);
-        }
+        // Only a paced provider's tokens are ever above zero.
+        self.tokens = (self.tokens - f64::from(n)).max(0.0);
     }
 
     /// A job claimed at `claimed_at` succeeded.
@@ -176,9 +224,15 @@ impl Pacer {
     }
 }
 
+/// The configured ceiling, times [`SAFETY`].
+fn configured_rate(known: Option<&Known>) -> Option<f64> {
+    known?.configured_per_s.map(|per_s| SAFETY * per_s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::limits::Reading;
 
     fn secs(s: f64) -> Duration {
         Duration::from_secs_f64(s)
@@ -187,7 +241,7 @@ mod tests {
     /// A provider allowing 60 per fixed minute, as the simulator enforces it (the window starts
     /// with the first request after the previous one ended).
     fn first_window(p: &mut Pacer, t0: Instant) {
-        assert_eq!(p.allowance(t0), None, "nothing learned yet: unpaced");
+        assert_eq!(p.allowance(t0, None), None, "nothing learned yet: unpaced");
         p.claimed(16, t0);
         for _ in 0..60 {
             p.succeeded(t0);
@@ -204,7 +258,7 @@ mod tests {
         for _ in 0..100 {
             p.succeeded(t0);
         }
-        assert_eq!(p.allowance(t0 + secs(1.0)), None);
+        assert_eq!(p.allowance(t0 + secs(1.0), None), None);
         assert_eq!(p.rate(), None);
     }
 
@@ -218,11 +272,11 @@ mod tests {
             (rate - SAFETY * 1.0).abs() < 1e-9,
             "60 per 60 s × safety, got {rate}"
         );
-        assert_eq!(p.allowance(t0 + secs(30.0)), Some(0));
-        assert_eq!(p.allowance(t0 + secs(59.9)), Some(0));
+        assert_eq!(p.allowance(t0 + secs(30.0), None), Some(0));
+        assert_eq!(p.allowance(t0 + secs(59.9), None), Some(0));
         // At the reset the bucket starts empty and fills at the learned rate.
-        assert_eq!(p.allowance(t0 + secs(60.0)), Some(0));
-        assert_eq!(p.allowance(t0 + secs(61.1)), Some(1));
+        assert_eq!(p.allowance(t0 + secs(60.0), None), Some(0));
+        assert_eq!(p.allowance(t0 + secs(61.1), None), Some(1));
     }
 
     #[test]
@@ -235,7 +289,7 @@ mod tests {
         let mut claimed = 0;
         let mut t = reset;
         while t < reset + secs(60.0) {
-            let n = p.allowance(t).expect("paced");
+            let n = p.allowance(t, None).expect("paced");
             p.claimed(n, t);
             claimed += n;
             t += secs(0.25);
@@ -252,7 +306,7 @@ mod tests {
         let rate = p.rate();
         p.rate_limited(t0 + secs(2.1), Some(secs(57.9)));
         assert_eq!(p.rate(), rate);
-        assert_eq!(p.allowance(t0 + secs(59.0)), Some(0));
+        assert_eq!(p.allowance(t0 + secs(59.0), None), Some(0));
     }
 
     #[test]
@@ -306,8 +360,8 @@ mod tests {
         p.succeeded(t0);
         p.rate_limited(t0 + secs(1.0), None);
         assert_eq!(p.rate(), None);
-        assert_eq!(p.allowance(t0 + secs(1.5)), Some(0));
-        assert_eq!(p.allowance(t0 + secs(2.0)), None);
+        assert_eq!(p.allowance(t0 + secs(1.5), None), Some(0));
+        assert_eq!(p.allowance(t0 + secs(2.0), None), None);
     }
 
     #[test]
@@ -342,8 +396,8 @@ mod tests {
             p.succeeded(t0);
         }
         p.rate_limited(t0 + secs(0.5), Some(secs(0.5)));
-        assert!(p.allowance(t0 + secs(300.0)).is_some());
-        assert_eq!(p.allowance(t0 + secs(602.0)), None);
+        assert!(p.allowance(t0 + secs(300.0), None).is_some());
+        assert_eq!(p.allowance(t0 + secs(602.0), None), None);
     }
 
     #[test]
@@ -352,8 +406,111 @@ mod tests {
         let mut p = Pacer::new();
         first_window(&mut p, t0);
         let reset = t0 + secs(60.0);
-        assert!(p.allowance(reset + secs(60.0 * 9.0)).is_some());
-        assert_eq!(p.allowance(reset + secs(60.0 * 10.0 + 1.0)), None);
+        assert!(p.allowance(reset + secs(60.0 * 9.0), None).is_some());
+        assert_eq!(p.allowance(reset + secs(60.0 * 10.0 + 1.0), None), None);
         assert_eq!(p.rate(), None);
+    }
+
+    fn announced(limit: u32, remaining: u32, reset_in: f64, at: Instant) -> Known {
+        Known {
+            latest: Some((
+                Reading {
+                    limit,
+                    remaining,
+                    reset_in: secs(reset_in),
+                },
+                at,
+            )),
+            configured_per_s: None,
+        }
+    }
+
+    /// A provider allowing `limit` per fixed window of `window` seconds that answers every
+    /// claimed job at once with its headers; the pacer polled every 250 ms claims all it may
+    /// for `windows` windows. Returns the claims per window; panics on a request over the limit.
+    fn drive(p: &mut Pacer, limit: u32, window: f64, windows: u32) -> Vec<u32> {
+        let t0 = Instant::now();
+        // Nothing is known before the first answer: the first pass is one unpaced claim.
+        assert_eq!(p.allowance(t0, None), None);
+        p.claimed(1, t0);
+        let mut counts = vec![1];
+        let mut known = announced(limit, limit - 1, window, t0);
+        let mut t = t0 + secs(0.25);
+        let mut window_start = t0;
+        while t < t0 + secs(window * f64::from(windows)) {
+            if t >= window_start + secs(window) {
+                window_start += secs(window);
+                counts.push(0);
+            }
+            let n = p.allowance(t, Some(&known)).expect("paced from the headers");
+            p.claimed(n, t);
+            let used = counts.last_mut().expect("a window");
+            *used += n;
+            assert!(*used <= limit, "over the limit: {counts:?}");
+            if n > 0 {
+                let reset_in = (window_start + secs(window)).saturating_duration_since(t);
+                known = announced(limit, limit - *used, reset_in.as_secs_f64(), t);
+            }
+            t += secs(0.25);
+        }
+        counts
+    }
+
+    #[test]
+    fn announced_limits_pace_from_the_first_answer_without_a_429() {
+        let mut p = Pacer::new();
+        let counts = drive(&mut p, 120, 60.0, 3);
+        assert_eq!(p.rate(), None, "nothing was learned from a 429");
+        for used in &counts {
+            assert!(*used >= 108, "≥ 90 % of 120 in every window: {counts:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_left_pauses_until_the_announced_reset() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        let known = announced(60, 0, 10.0, t0);
+        assert_eq!(p.allowance(t0, Some(&known)), Some(0));
+        // The announced reset is whole seconds, so the window may last a second longer.
+        assert_eq!(p.allowance(t0 + secs(10.9), Some(&known)), Some(0));
+        // After it the whole window's rate applies (60 per 11 s × safety, 5.2/s) until an
+        // answer says what is left.
+        assert_eq!(p.allowance(t0 + secs(11.0), Some(&known)), Some(0));
+        assert_eq!(p.allowance(t0 + secs(12.0), Some(&known)), Some(5));
+    }
+
+    #[test]
+    fn a_configured_ceiling_paces_and_the_lowest_known_rate_wins() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        let configured = Known {
+            latest: None,
+            configured_per_s: Some(10.0),
+        };
+        let mut claimed = 0;
+        let mut t = t0;
+        while t < t0 + secs(10.0) {
+            let n = p.allowance(t, Some(&configured)).expect("paced");
+            p.claimed(n, t);
+            claimed += n;
+            t += secs(0.1);
+        }
+        assert!((90..=100).contains(&claimed), "95 % of 10/s for 10 s: {claimed}");
+        // Headers allowing 1/s under a 10/s ceiling: 1/s.
+        let both = Known {
+            configured_per_s: Some(10.0),
+            ..announced(60, 60, 60.0, t)
+        };
+        let mut p = Pacer::new();
+        let mut claimed = 0;
+        let start = t;
+        while t < start + secs(20.0) {
+            let n = p.allowance(t, Some(&both)).expect("paced");
+            p.claimed(n, t);
+            claimed += n;
+            t += secs(0.1);
+        }
+        assert!((17..=20).contains(&claimed), "95 % of 1/s for 20 s: {claimed}");
     }
 }

@@ -108,8 +108,9 @@ pub(super) struct Runner {
 }
 
 impl Runner {
-    /// Runs `job` (claimed at `claimed_at`) once and stores what came of it.
-    pub(super) async fn run(&self, job: Job, claimed_at: Instant) {
+    /// Runs `job` (claimed at `claimed_at` under `provider`'s pacer) once and stores what came
+    /// of it.
+    pub(super) async fn run(&self, job: Job, claimed_at: Instant, provider: &str) {
         let outcome = self
             .gateway
             .run_background(CallRequest {
@@ -121,7 +122,7 @@ impl Runner {
                 client: job.client.clone(),
             })
             .await;
-        self.pacing.observe(&job.tool, &outcome, claimed_at);
+        self.pacing.observe(provider, &outcome, claimed_at);
         let now = clock::epoch_ms();
         let transition = decide(
             outcome,

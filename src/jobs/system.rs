@@ -73,7 +73,7 @@ impl JobSystem {
             .max()
             .unwrap_or(DEFAULT_DEADLINE)
             + config.lease_margin;
-        let pacing = Arc::new(Pacing::default());
+        let pacing = Arc::new(Pacing::new(Arc::clone(gateway.rate_limits())));
         JobSystem {
             callback_rules: CallbackRules {
                 allowlist: allowlist.clone(),
@@ -186,6 +186,10 @@ impl JobSystem {
                 ToolState {
                     name: name.to_string(),
                     all_open: tool.all_open(now),
+                    provider: tool
+                        .provider_names()
+                        .first()
+                        .map_or_else(|| name.to_string(), |p| p.to_string()),
                 }
             })
             .collect();
@@ -196,7 +200,7 @@ impl JobSystem {
         for claim in claimed {
             let runner = Arc::clone(&self.runner);
             tasks.spawn(async move {
-                runner.run(claim.job, claim.claimed_at).await;
+                runner.run(claim.job, claim.claimed_at, &claim.provider).await;
                 drop(claim.worker);
             });
         }

@@ -71,6 +71,7 @@ impl Queue {
             .map(|name| ToolState {
                 name: name.to_string(),
                 all_open: open.contains(name),
+                provider: name.to_string(),
             })
             .collect();
         self.dispatcher
@@ -83,7 +84,7 @@ impl Queue {
     async fn finish(&self, claimed: Claimed, outcome: Verdict) {
         self.dispatcher
             .pacing
-            .observe(&claimed.job.tool, &outcome, claimed.claimed_at);
+            .observe(&claimed.provider, &outcome, claimed.claimed_at);
         let config = JobsConfig {
             max_attempts: 20,
             max_age: Duration::from_secs(24 * 3600),

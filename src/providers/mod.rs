@@ -12,15 +12,18 @@ pub mod duffel;
 mod duration;
 pub mod error;
 pub mod http;
+pub mod limits;
 mod secret;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::{ErrorKind, UpstreamError, WriteEffect};
+pub use limits::RateLimits;
 pub use secret::Secret;
 
 use crate::config::{Config, ProviderKind};
@@ -110,6 +113,8 @@ pub struct Built {
     pub errors: Vec<String>,
     /// Things worth saying that do not stop start-up.
     pub warnings: Vec<String>,
+    /// What each provider says (or its configuration says) about its rate limit.
+    pub rate_limits: Arc<RateLimits>,
 }
 
 /// Builds a client for every configured provider that a tool uses.
@@ -121,8 +126,12 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
         providers: BTreeMap::new(),
         errors: Vec::new(),
         warnings: Vec::new(),
+        rate_limits: Arc::default(),
     };
     for (name, p) in &config.providers {
+        if let Some(per_s) = p.requests_per_second {
+            out.rate_limits.configure(name, f64::from(per_s));
+        }
         let users: Vec<&crate::config::ToolConfig> = config
             .tools
             .iter()
@@ -182,9 +191,12 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         continue;
                     }
                 };
+                let sink = limits::LimitsSink::new(Arc::clone(&out.rate_limits), name);
                 out.providers.insert(
                     name.clone(),
-                    Provider::Duffel(duffel::DuffelClient::new(http, p.base_url.clone(), token)),
+                    Provider::Duffel(
+                        duffel::DuffelClient::new(http, p.base_url.clone(), token).with_limits(sink),
+                    ),
                 );
             }
             ProviderKind::Amadeus {

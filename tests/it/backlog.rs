@@ -3,6 +3,9 @@
 //! succeed exactly once, and the 429s must be the one-time cost of learning the limit: the
 //! dispatcher paces the rest of the backlog under it instead of hitting it once per window.
 //!
+//! A provider that announces its limit on every answer (Duffel's `ratelimit-*` headers) is paced
+//! from its first answer: its backlog drains without a single 429.
+//!
 //! Real sockets (the simulator and the gateway on `127.0.0.1:0`), so real time with a 4 s window;
 //! the drain rate itself is a benchmark (`benches/load/backlog.sh`, figures in BENCHMARKS.md),
 //! not asserted here.
@@ -128,6 +131,73 @@ async fn drain_backlog(store: Store) {
     assert!(
         too_many >= 1 && too_many <= u64::from(WORKERS) + 1,
         "429s: {too_many} (statuses {:?})",
+        group.statuses
+    );
+}
+
+/// Duffel's limit, announced on every answer: requests per window, the window, and the jobs
+/// (more than a window's worth, so that an unpaced backlog would run into the limit).
+const ANNOUNCED_LIMIT: u32 = 12;
+const ANNOUNCED_WINDOW_MS: u64 = 6_000;
+const ANNOUNCED_JOBS: usize = 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_is_paced_from_the_announced_limit_before_any_429() {
+    let (store, _dir) = sqlite_store().await;
+    let s = Stack::builder(1)
+        .config(|mut config| {
+            config.jobs.workers = WORKERS;
+            config.limits.client_rate = None;
+            config.limits.client_max_concurrent_calls = None;
+            // Duffel only: a 429 must not be hidden by a failover to Amadeus.
+            for t in &mut config.tools {
+                if t.name == "search_flights" {
+                    t.providers = vec!["duffel".into()];
+                }
+            }
+            config
+        })
+        .jobs_in(store)
+        .start()
+        .await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            requests_per_minute: Some(ANNOUNCED_LIMIT),
+            window_ms: Some(ANNOUNCED_WINDOW_MS),
+            ..Fault::default()
+        },
+    );
+    for n in 0..ANNOUNCED_JOBS {
+        let args = json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(3 + n as i64)});
+        let (status, body) = s
+            .submit("search_flights", json!({"arguments": args}))
+            .await;
+        assert_eq!(status, 202, "{body:#}");
+    }
+    let jobs = wait_until(Duration::from_secs(60), "the backlog to drain", || async {
+        let (_, list) = s.get_json("/v1/jobs?tool=search_flights&limit=1000").await;
+        let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
+        let succeeded = jobs.iter().filter(|j| j["status"] == "succeeded").count();
+        match succeeded {
+            ANNOUNCED_JOBS => Ok(jobs),
+            _ => Err(format!("{succeeded} of {ANNOUNCED_JOBS} jobs succeeded: {jobs:?}")),
+        }
+    })
+    .await;
+    assert_eq!(jobs.len(), ANNOUNCED_JOBS);
+    let stats = s.sim.stats();
+    let group = &stats.groups[&RouteGroup::DuffelAirSearch];
+    assert_eq!(
+        group.statuses.get(&201).copied(),
+        Some(ANNOUNCED_JOBS as u64),
+        "one offer request created (201) per job: {:?}",
+        group.statuses
+    );
+    assert_eq!(
+        group.statuses.get(&429),
+        None,
+        "the announced limit paces the backlog before any 429: {:?}",
         group.statuses
     );
 }

@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, transport_error};
+use super::limits::LimitsSink;
 use super::secret::Secret;
 use crate::tools::search_flights::CabinClass;
 use crate::tools::{
@@ -50,6 +51,8 @@ pub struct DuffelClient {
     http: reqwest::Client,
     base_url: Url,
     token: Secret,
+    /// Where the `ratelimit-*` headers of every answer go, for the background pacer.
+    limits: Option<LimitsSink>,
 }
 
 impl DuffelClient {
@@ -59,7 +62,14 @@ impl DuffelClient {
             http,
             base_url,
             token,
+            limits: None,
         }
+    }
+
+    /// The same client, recording the rate-limit headers of every answer into `sink`.
+    pub fn with_limits(mut self, sink: LimitsSink) -> Self {
+        self.limits = Some(sink);
+        self
     }
 
     /// Runs one tool request. `timeout` is the attempt's budget; Duffel's own
@@ -126,6 +136,9 @@ impl DuffelClient {
         let response = req.send().await.map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
+        if let Some(sink) = &self.limits {
+            sink.observe(&headers);
+        }
         let bytes = read_body(response).await?;
         decode(status, &headers, &bytes)
     }

@@ -315,6 +315,7 @@ async fn a_chain_moves_to_the_next_provider_and_both_down_gives_the_fallback() {
                     token_env: "BACKUP_TOKEN".into(),
                 },
                 base_url: reqwest::Url::parse(&backup.uri()).unwrap_or_else(|e| panic!("{e}")),
+                requests_per_second: None,
             },
         );
         for t in &mut c.tools {

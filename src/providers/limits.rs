@@ -1,0 +1,218 @@
+//! What providers say about their rate limits on every answer, kept per provider.
+//!
+//! A provider that documents rate-limit headers (Duffel: `ratelimit-limit`,
+//! `ratelimit-remaining`, `ratelimit-reset`) tells on every answer, successful or not, how many
+//! requests its window allows, how many are left and when the window resets. The background
+//! pacer reads that instead of finding the limit by running every worker into it: pacing starts
+//! with the first answer, before the first 429. A provider that documents only a fixed limit
+//! (Amadeus: transactions per second per environment) has it configured instead, and
+//! [`RateLimits`] holds that too, so the pacer has one place to ask.
+//!
+//! The adapters write here and know nothing of pacing; the job system reads.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::HeaderMap;
+use tokio::time::Instant;
+
+use super::http::parse_delay;
+
+/// One answer's rate-limit headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// Requests the provider's window allows.
+    pub limit: u32,
+    /// Requests left in the current window.
+    pub remaining: u32,
+    /// Time from the answer until the window resets.
+    pub reset_in: Duration,
+}
+
+impl Reading {
+    /// The `ratelimit-*` headers of `headers`, when all three are present and readable.
+    ///
+    /// `ratelimit-reset` is an HTTP-date in Duffel's documentation; a number of seconds (the
+    /// IETF draft's form) is read too, so a provider that sends either is understood.
+    pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Option<Reading> {
+        let number = |name: &str| -> Option<u32> {
+            headers.get(name)?.to_str().ok()?.trim().parse().ok()
+        };
+        let limit = number("ratelimit-limit")?;
+        let remaining = number("ratelimit-remaining")?;
+        let reset = headers.get("ratelimit-reset")?.to_str().ok()?;
+        let reset_in = parse_delay(reset, now)?;
+        (limit > 0).then_some(Reading {
+            limit,
+            remaining: remaining.min(limit),
+            reset_in,
+        })
+    }
+}
+
+/// A provider's rate limit as the gateway knows it now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Known {
+    /// The latest headers and when they arrived, if the provider sends any.
+    pub latest: Option<(Reading, Instant)>,
+    /// The configured ceiling in requests per second, if any.
+    pub configured_per_s: Option<f64>,
+}
+
+/// The rate limits of every provider, by the operator's provider name.
+#[derive(Debug, Default)]
+pub struct RateLimits {
+    /// A short `std::sync::Mutex`: held to copy or replace one small value, never across an await.
+    by_provider: Mutex<HashMap<String, Known>>,
+}
+
+impl RateLimits {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Known>> {
+        // A poisoned lock only means a panic elsewhere; the map is still usable.
+        self.by_provider.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets `provider`'s configured ceiling.
+    pub fn configure(&self, provider: &str, per_s: f64) {
+        if per_s.is_finite() && per_s > 0.0 {
+            self.map()
+                .entry(provider.to_string())
+                .or_insert(Known {
+                    latest: None,
+                    configured_per_s: None,
+                })
+                .configured_per_s = Some(per_s);
+        }
+    }
+
+    /// Records the headers of an answer of `provider` that arrived at `at`.
+    pub fn record(&self, provider: &str, reading: Reading, at: Instant) {
+        self.map()
+            .entry(provider.to_string())
+            .or_insert(Known {
+                latest: None,
+                configured_per_s: None,
+            })
+            .latest = Some((reading, at));
+    }
+
+    /// What is known of `provider`'s limit.
+    pub fn get(&self, provider: &str) -> Option<Known> {
+        self.map().get(provider).copied()
+    }
+}
+
+/// Where one adapter records its answers' headers: the shared board and its provider's name.
+#[derive(Debug, Clone)]
+pub struct LimitsSink {
+    limits: std::sync::Arc<RateLimits>,
+    provider: String,
+}
+
+impl LimitsSink {
+    /// A sink writing `provider`'s readings into `limits`.
+    pub fn new(limits: std::sync::Arc<RateLimits>, provider: &str) -> Self {
+        LimitsSink {
+            limits,
+            provider: provider.to_string(),
+        }
+    }
+
+    /// Records the rate-limit headers of one answer, if it carries them.
+    pub fn observe(&self, headers: &HeaderMap) {
+        if let Some(reading) = Reading::from_headers(headers, crate::clock::system_now()) {
+            self.limits
+                .record(&self.provider, reading, crate::clock::now());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).expect("header value"));
+        }
+        h
+    }
+
+    #[test]
+    fn duffel_headers_are_read_with_an_http_date_reset() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let reset = httpdate::fmt_http_date(now + Duration::from_secs(42));
+        let h = headers(&[
+            ("ratelimit-limit", "120"),
+            ("ratelimit-remaining", "77"),
+            ("ratelimit-reset", &reset),
+        ]);
+        assert_eq!(
+            Reading::from_headers(&h, now),
+            Some(Reading {
+                limit: 120,
+                remaining: 77,
+                reset_in: Duration::from_secs(42)
+            })
+        );
+    }
+
+    #[test]
+    fn seconds_are_read_too_and_bad_or_missing_headers_give_nothing() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let ok = headers(&[
+            ("ratelimit-limit", "60"),
+            ("ratelimit-remaining", "99"),
+            ("ratelimit-reset", "5"),
+        ]);
+        let reading = Reading::from_headers(&ok, now).expect("read");
+        assert_eq!(reading.remaining, 60, "remaining is capped at the limit");
+        assert_eq!(reading.reset_in, Duration::from_secs(5));
+        for bad in [
+            headers(&[("ratelimit-limit", "60"), ("ratelimit-remaining", "1")]),
+            headers(&[
+                ("ratelimit-limit", "sixty"),
+                ("ratelimit-remaining", "1"),
+                ("ratelimit-reset", "5"),
+            ]),
+            headers(&[
+                ("ratelimit-limit", "0"),
+                ("ratelimit-remaining", "0"),
+                ("ratelimit-reset", "5"),
+            ]),
+            headers(&[
+                ("ratelimit-limit", "60"),
+                ("ratelimit-remaining", "1"),
+                ("ratelimit-reset", "tomorrow"),
+            ]),
+        ] {
+            assert_eq!(Reading::from_headers(&bad, now), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_board_keeps_the_latest_reading_and_the_configured_ceiling() {
+        let limits = RateLimits::default();
+        assert_eq!(limits.get("amadeus"), None);
+        limits.configure("amadeus", 10.0);
+        limits.configure("amadeus", f64::NAN);
+        let at = Instant::now();
+        let r = Reading {
+            limit: 60,
+            remaining: 10,
+            reset_in: Duration::from_secs(3),
+        };
+        limits.record("amadeus", r, at);
+        assert_eq!(
+            limits.get("amadeus"),
+            Some(Known {
+                latest: Some((r, at)),
+                configured_per_s: Some(10.0)
+            })
+        );
+    }
+}
