@@ -15,9 +15,11 @@ use tokio_util::sync::CancellationToken;
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::{Gateway, Upstream};
 use crate::config::Config;
+use crate::fleet::Fleet;
 use crate::http::{self, AppState, ClientKeys, ClientLimits, Keys, ServeOptions};
 use crate::jobs::{JobSystem, Store};
 use crate::providers::{self, Env, Secret};
+use crate::store::StoreError;
 use crate::telemetry::{AlertRules, Telemetry};
 
 /// A gateway ready to serve.
@@ -87,6 +89,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             config: Arc::new(config),
             max_body_bytes,
             jobs: None,
+            fleet: None,
             keys: Keys {
                 clients: keys,
                 admin: admin_key,
@@ -116,6 +119,15 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         config.auth.callback_allowlist.clone(),
         secret,
     )));
+}
+
+/// Shares the breakers' state through `fleet` (PostgreSQL: with the other replicas; SQLite:
+/// with the next start): restores forced states, opens still running and the history before
+/// the gateway serves, and lets `run` keep them in step.
+pub async fn attach_fleet(app: &mut App, fleet: Arc<Fleet>) -> Result<(), StoreError> {
+    fleet.restore(app.state.gateway.breakers()).await?;
+    app.state.fleet = Some(fleet);
+    Ok(())
 }
 
 /// How often breaker timers are evaluated for events (state itself is always exact).
@@ -173,6 +185,12 @@ pub async fn run(
         max_connections: server_config.max_connections,
         shutdown_grace: server_config.shutdown_grace,
     };
+    let fleet_stop = CancellationToken::new();
+    let fleet_task = app.state.fleet.clone().map(|fleet| {
+        let gateway = app.state.gateway.clone();
+        let stop = fleet_stop.clone();
+        tokio::spawn(async move { fleet.run(gateway.breakers(), stop).await })
+    });
     let jobs_stop = CancellationToken::new();
     let jobs_task = app
         .state
@@ -199,6 +217,11 @@ pub async fn run(
         let _ = task.await;
     }
     breaker_task.abort();
+    // After the jobs, so that the transitions of their last calls are published.
+    fleet_stop.cancel();
+    if let Some(task) = fleet_task {
+        let _ = task.await;
+    }
     result
 }
 

@@ -13,7 +13,8 @@
 //!   [`fingerprint`] (canonical JSON, FNV), [`clock`] (the one place that reads the wall clock)
 //!   and [`clients`] (who a call is for);
 //! - floor 2: [`breaker`], the circuit breaker (pure; time passed in);
-//! - floor 3: [`config`], configuration read and validated once;
+//! - floor 3: [`config`], configuration read and validated once, and [`fleet`], the breakers'
+//!   state shared through the store (across replicas and restarts);
 //! - floor 4: [`providers`], the Duffel and Amadeus adapters (wire formats stay inside);
 //! - floor 5: [`telemetry`], metrics, the gateway's own alerts and tracing set-up;
 //! - floor 6: [`call`], the path every tool call takes to a provider and back;
@@ -34,6 +35,7 @@ pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod fingerprint;
+pub mod fleet;
 pub mod http;
 pub mod jobs;
 pub mod policy;

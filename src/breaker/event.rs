@@ -102,6 +102,21 @@ pub enum TransitionReason {
     RampCompleted,
     /// An operator forced the state.
     Forced(ForceMode),
+    /// Another replica of the fleet opened the breaker or saw its probes succeed, and this one
+    /// follows (with the same open-until, or into the same recovery); nothing of this replica's
+    /// own traffic is counted for it.
+    Followed,
+}
+
+/// Who decided a transition: this replica (its own calls, timers or operator), or another
+/// replica of the fleet that this one follows. Only local transitions are published to the
+/// fleet, so a followed transition never echoes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// This replica's own outcomes, timers, or an operator's request to it.
+    Local,
+    /// Another replica's transition, read from the shared store.
+    Fleet,
 }
 
 impl TransitionReason {
@@ -123,6 +138,7 @@ impl TransitionReason {
             TransitionReason::Forced(ForceMode::Open) => "forced_open",
             TransitionReason::Forced(ForceMode::Closed) => "forced_closed",
             TransitionReason::Forced(ForceMode::Auto) => "forced_auto",
+            TransitionReason::Followed => "followed",
         }
     }
 }
@@ -148,6 +164,8 @@ pub struct TransitionEvent {
     pub slow_rate: f64,
     /// Calls in that population.
     pub calls: u32,
+    /// Whether this replica decided it or follows another replica.
+    pub origin: Origin,
 }
 
 /// Whether `from → to` for `reason` is a transition the breaker may make. This is the
@@ -156,12 +174,16 @@ pub fn is_legal_transition(from: BreakerState, to: BreakerState, reason: Transit
     use BreakerState as S;
     use TransitionReason as R;
     match (from, to) {
+        // Following a peer: any automatic state may open, and an open or half-open one may
+        // recover with the peer's probes.
+        (S::Closed | S::HalfOpen | S::Ramp, S::Open) if reason == R::Followed => true,
+        (S::Open | S::HalfOpen, S::Ramp | S::Closed) if reason == R::Followed => true,
         (S::Closed, S::Open) => matches!(
             reason,
             R::FailureRate | R::SlowCallRate | R::ConsecutiveFailures | R::RetryAfter { .. }
         ),
         (S::Open, S::HalfOpen) => reason == R::OpenElapsed,
-        (S::Open, S::Open) => matches!(reason, R::RetryAfter { .. }),
+        (S::Open, S::Open) => matches!(reason, R::RetryAfter { .. } | R::Followed),
         (S::HalfOpen, S::Open) => matches!(
             reason,
             R::ProbeFailed | R::ProbeTimedOut | R::ProbesInconclusive | R::RetryAfter { .. }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::state::{Machine, Ticket};
 use super::{
-    BreakerConfig, BreakerKey, BreakerSnapshot, BreakerState, Caller, ForceMode, Outcome,
+    BreakerConfig, BreakerKey, BreakerSnapshot, BreakerState, Caller, ForceMode, Origin, Outcome,
     PermitKind, Rejected, TransitionEvent,
 };
 
@@ -95,7 +95,46 @@ impl Breaker {
 
     /// Forces the breaker open or closed, or hands it back to the automatic policy.
     pub fn force(&self, mode: ForceMode, now: Instant) {
-        self.lock().force(mode, now);
+        self.lock().force(mode, now, Origin::Local);
+    }
+
+    /// Applies a force another replica of the fleet was asked for (its event says so, and is
+    /// not published again).
+    pub fn force_followed(&self, mode: ForceMode, now: Instant) {
+        self.lock().force(mode, now, Origin::Fleet);
+    }
+
+    /// Another replica opened this breaker until `until`: follow it, unless forced or already
+    /// open as long. Nothing is counted as a failure of this replica's calls.
+    pub fn follow_open(&self, until: Instant, now: Instant) {
+        self.lock().follow_open(until, now);
+    }
+
+    /// Another replica's probes succeeded: an open or half-open breaker recovers too, into the
+    /// ramp (`ramp`) or straight to closed.
+    pub fn follow_recovery(&self, ramp: bool, now: Instant) {
+        self.lock().follow_recovery(ramp, now);
+    }
+
+    /// Whether half-open probes need the fleet's lease ([`Breaker::grant_probe_lease`]): on in a
+    /// connected fleet, off for a single node or while the fleet's database is away.
+    pub fn require_probe_lease(&self, needed: bool) {
+        self.lock().require_probe_lease(needed);
+    }
+
+    /// Whether this breaker is half-open and waits for the fleet's probe lease.
+    pub fn wants_probe_lease(&self, now: Instant) -> bool {
+        self.lock().wants_probe_lease(now)
+    }
+
+    /// Whether this breaker holds the probe lease of its current half-open period.
+    pub fn holds_probe_lease(&self, now: Instant) -> bool {
+        self.lock().holds_probe_lease(now)
+    }
+
+    /// The fleet granted this replica the probes of the current half-open period until `until`.
+    pub fn grant_probe_lease(&self, until: Instant, now: Instant) {
+        self.lock().grant_probe_lease(until, now);
     }
 
     /// A consistent view of the breaker at `now`.

@@ -80,7 +80,9 @@ pub use admission::{Caller, PermitKind, RejectReason, Rejected};
 pub use config::{
     AUTO_FLOOR, AUTO_MIN_SAMPLES, BreakerBuilder, BreakerConfig, REOPEN_JITTER, RampStage, SlowCall,
 };
-pub use event::{BreakerState, ForceMode, TransitionEvent, TransitionReason, is_legal_transition};
+pub use event::{
+    BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason, is_legal_transition,
+};
 pub use gate::{Breaker, Permit};
 pub use key::BreakerKey;
 pub use outcome::{FailureReason, Outcome};

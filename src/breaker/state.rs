@@ -9,13 +9,15 @@
 //! after the breaker opened, a probe from an earlier half-open) never counts towards the new period.
 //! Half-open → ramp → closed keep the epoch: those results are real traffic of the same recovery.
 
+mod follow;
+
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::config::BreakerConfig;
-use super::event::{BreakerState, ForceMode, TransitionEvent, TransitionReason};
+use super::event::{BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason};
 use super::outcome::{FailureReason, Outcome};
 use super::probes::{Probes, Slot};
 use super::reopen::Reopen;
@@ -80,6 +82,8 @@ pub(super) struct Machine {
     /// has reset serves at full rate at once, and ramping it would only waste the new window
     /// (the job system paces a backlog to the learned limit instead).
     quota_pause: bool,
+    /// Whether half-open probes need the fleet's lease, and until when this replica holds it.
+    lease: follow::ProbeLease,
 }
 
 /// Whether an outcome is a provider's "too many requests".
@@ -157,6 +161,7 @@ impl Machine {
             history: BreakerHistory::default(),
             opened_at: now,
             quota_pause: false,
+            lease: follow::ProbeLease::default(),
             config,
         }
     }
@@ -248,6 +253,8 @@ impl Machine {
                     Caller::Interactive {
                         background_due: true,
                     } => Err(probes.reserved(now, gap, timeout)),
+                    // In a fleet, one replica at a time probes: the one holding the lease.
+                    _ if !self.lease.admits(now) => Err(probes.reserved(now, gap, timeout)),
                     _ => probes
                         .admit(now, gap, timeout)
                         .map(|slot| ticket(PermitKind::Probe, slot)),
@@ -317,23 +324,23 @@ impl Machine {
         }
     }
 
-    /// Applies an operator override.
-    pub(super) fn force(&mut self, mode: ForceMode, now: Instant) {
+    /// Applies an operator override, asked of this replica or of another one (`origin`).
+    pub(super) fn force(&mut self, mode: ForceMode, now: Instant, origin: Origin) {
         let now = self.advance(now);
         let reason = TransitionReason::Forced(mode);
         match (mode, &self.phase) {
             (ForceMode::Open, Phase::ForcedOpen) | (ForceMode::Closed, Phase::ForcedClosed) => {}
             (ForceMode::Open, _) => {
                 self.epoch += 1;
-                self.transition(now, Phase::ForcedOpen, reason);
+                self.transition_as(now, Phase::ForcedOpen, reason, origin);
             }
             (ForceMode::Closed, _) => {
                 self.epoch += 1;
-                self.transition(now, Phase::ForcedClosed, reason);
+                self.transition_as(now, Phase::ForcedClosed, reason, origin);
             }
             (ForceMode::Auto, Phase::ForcedOpen | Phase::ForcedClosed) => {
                 self.epoch += 1;
-                self.transition(now, Phase::Closed, reason);
+                self.transition_as(now, Phase::Closed, reason, origin);
                 self.window.clear();
                 self.consecutive = 0;
                 self.reopens = 0;
@@ -533,8 +540,13 @@ impl Machine {
         );
     }
 
-    /// Replaces the phase, keeps the history, and emits the event.
+    /// Replaces the phase, keeps the history, and emits the event of a local decision.
     fn transition(&mut self, at: Instant, to: Phase, reason: TransitionReason) {
+        self.transition_as(at, to, reason, Origin::Local);
+    }
+
+    /// Replaces the phase, keeps the history, and emits the event, decided by `origin`.
+    fn transition_as(&mut self, at: Instant, to: Phase, reason: TransitionReason, origin: Origin) {
         let counts = match &self.phase {
             Phase::HalfOpen(probes) => probes.counts,
             _ => self.window.counts(at),
@@ -552,6 +564,10 @@ impl Machine {
         if from != to_state {
             self.since = at;
         }
+        if from == BreakerState::HalfOpen {
+            // A lease covers one half-open period.
+            self.lease.end();
+        }
         self.phase = to;
         // An error only means nobody is subscribed, which is fine.
         let _ = self.events.send(TransitionEvent {
@@ -563,6 +579,7 @@ impl Machine {
             failure_rate: counts.failure_rate(),
             slow_rate: counts.slow_rate(),
             calls: counts.calls,
+            origin,
         });
     }
 }

@@ -14,6 +14,7 @@ use super::*;
 
 mod closed;
 mod events;
+mod fleet;
 mod forced;
 mod half_open;
 mod open;

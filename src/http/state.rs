@@ -23,6 +23,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Background mode, when a job store is configured.
     pub jobs: Option<crate::jobs::Jobs>,
+    /// The breaker state shared with the fleet (or kept across restarts), when attached.
+    pub fleet: Option<Arc<crate::fleet::Fleet>>,
     /// Client keys and the admin key (as digests).
     pub keys: Keys,
     /// Per-client rate and in-flight limits of the tool-call routes.

@@ -2,21 +2,24 @@
 //! PostgreSQL (shared by a fleet of replicas).
 //!
 //! This room holds what every stateful room shares and nothing of theirs: the connection pool
-//! and the few places SQLite and PostgreSQL differ ([`Db`], `db.rs`), and named migrations
-//! (`migrate.rs`). Each room keeps its own statements and migrations next to its own types
-//! (the job queue in `jobs/store/`), so a room's SQL reads beside the rules it implements, and
-//! rooms never see each other's tables through this one.
+//! and the few places SQLite and PostgreSQL differ ([`Db`], `db.rs`), named migrations
+//! (`migrate.rs`), and notifications between replicas (`notify.rs`). Each room keeps its own
+//! statements and migrations next to its own types (the job queue in `jobs/store/`, the
+//! fleet's shared breaker state in `fleet/`), so a room's SQL reads beside the rules it
+//! implements, and rooms never see each other's tables through this one.
 //!
 //! Every time a room stores is an epoch-millisecond argument taken from the clock module, so
 //! their conformance suites control time without a clock.
 
 mod db;
 mod migrate;
+mod notify;
 
 use std::fmt;
 
 pub use db::{Arg, Db, Decoder, StoreRow};
 pub use migrate::Migration;
+pub use notify::Listener;
 
 /// A database failure, as text: the driver's errors stay inside this room.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -50,6 +50,7 @@ pub struct Metrics {
     bulkhead_rejected: IntCounterVec,
     fallbacks: IntCounterVec,
     bulkhead_in_use: IntGaugeVec,
+    fleet_connected: IntGaugeVec,
     bulkhead_capacity: IntGaugeVec,
     breaker_state: IntGaugeVec,
     breaker_failure_rate: prometheus::GaugeVec,
@@ -200,6 +201,12 @@ impl Metrics {
                 "faregate_bulkhead_in_use",
                 "Calls of the tool upstream right now (bulkhead slots taken).",
                 &["tool"],
+            ),
+            fleet_connected: gauge(
+                &r,
+                "faregate_fleet_connected",
+                "1 while the fleet's store answers, 0 while this replica serves on its own breakers (only with a fleet store).",
+                &[],
             ),
             bulkhead_capacity: gauge(
                 &r,
@@ -372,6 +379,13 @@ impl Metrics {
         self.bulkhead_in_use
             .with_label_values(&[tool])
             .set(i64::try_from(in_use).unwrap_or(i64::MAX));
+    }
+
+    /// Whether the fleet's store answers (1) or this replica serves on its own breakers (0).
+    pub fn set_fleet_connected(&self, connected: bool) {
+        self.fleet_connected
+            .with_label_values(&[] as &[&str])
+            .set(i64::from(connected));
     }
 
     /// A breaker transition (counted; the state gauge follows).

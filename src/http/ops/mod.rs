@@ -31,6 +31,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
+use crate::fleet::StoredTransition;
 use crate::http::edge::{ApiError, PathParam, Role};
 use crate::http::state::AppState;
 use crate::telemetry::{Alert, AlertChange};
@@ -46,9 +47,19 @@ pub(crate) async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// `GET /readyz`: ready when at least one tool is served.
+/// `GET /readyz`: ready when at least one tool is served. A replica whose fleet store is away
+/// is still ready (it serves on its own breakers); `fleet` says so.
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     let tools = state.gateway.tools().len();
+    let fleet = state.fleet.as_ref().map(|f| {
+        let status = f.status();
+        json!({
+            "replica": status.replica,
+            "shared": status.shared,
+            "connected": status.connected,
+            "mode": if status.connected { "fleet" } else { "degraded: the store does not answer; this replica serves on its own breakers" },
+        })
+    });
     if tools == 0 {
         (
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -56,7 +67,11 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
         )
             .into_response()
     } else {
-        Json(json!({ "status": "ready", "tools": tools })).into_response()
+        let mut body = json!({ "status": "ready", "tools": tools });
+        if let Some(fleet) = fleet {
+            body["fleet"] = fleet;
+        }
+        Json(body).into_response()
     }
 }
 
@@ -121,13 +136,39 @@ fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
+fn stored_transition_json(t: &StoredTransition) -> Value {
+    json!({
+        "key": url_key(&t.key),
+        "breaker": t.key.to_string(),
+        "tool": t.key.tool,
+        "provider": t.key.provider,
+        "from": t.from,
+        "to": t.to,
+        "reason": t.reason,
+        "at": crate::jobs::rfc3339(t.at_ms),
+        "failure_rate": t.failure_rate,
+        "slow_rate": t.slow_rate,
+        "calls": t.calls,
+        "replica": t.replica,
+    })
+}
+
 fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
-    let transitions: Vec<Value> = state
-        .telemetry
-        .recent_transitions(Some(&s.key), TRANSITIONS_PER_BREAKER)
-        .iter()
-        .map(|e| transition_json(e, now))
-        .collect();
+    // With a fleet, the history is the fleet's (every replica's, across restarts); without
+    // one, this process's.
+    let transitions: Vec<Value> = match &state.fleet {
+        Some(fleet) => fleet
+            .recent_transitions(Some(&s.key), TRANSITIONS_PER_BREAKER)
+            .iter()
+            .map(stored_transition_json)
+            .collect(),
+        None => state
+            .telemetry
+            .recent_transitions(Some(&s.key), TRANSITIONS_PER_BREAKER)
+            .iter()
+            .map(|e| transition_json(e, now))
+            .collect(),
+    };
     json!({
         "key": url_key(&s.key),
         "breaker": s.key.to_string(),
@@ -355,6 +396,9 @@ pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
     }
     for tool in state.gateway.tools() {
         metrics.set_bulkhead_in_use(tool.spec.name, tool.in_flight());
+    }
+    if let Some(fleet) = &state.fleet {
+        metrics.set_fleet_connected(fleet.status().connected);
     }
     (
         [(header::CONTENT_TYPE, metrics.content_type())],

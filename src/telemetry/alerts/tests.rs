@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::time::{Instant, advance};
 
 use super::*;
-use crate::breaker::{ForceMode, TransitionReason};
+use crate::breaker::{ForceMode, Origin, TransitionReason};
 
 fn key(tool: &str) -> BreakerKey {
     BreakerKey::new(tool, "duffel")
@@ -31,6 +31,7 @@ fn event(k: &BreakerKey, from: BreakerState, to: BreakerState) -> TransitionEven
         failure_rate: 1.0,
         slow_rate: 0.0,
         calls: 5,
+        origin: Origin::Local,
     }
 }
 

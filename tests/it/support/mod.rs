@@ -3,6 +3,7 @@
 //! ([`Stack`]), waiting for something to happen ([`wait_until`]), and the recorded provider
 //! answers in `tests/fixtures/` ([`fixture`]).
 
+mod proxy;
 mod servers;
 mod stack;
 mod wait;
@@ -15,6 +16,7 @@ use faregate::jobs::Store;
 use faregate::providers::Env;
 use serde_json::Value;
 
+pub(crate) use proxy::CutProxy;
 pub(crate) use servers::{TestGateway, TestSim, requests, start_sim};
 pub(crate) use stack::{Stack, StackBuilder};
 pub(crate) use wait::{wait_until, wait_until_upstream};

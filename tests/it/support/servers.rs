@@ -99,6 +99,25 @@ impl TestGateway {
         Self::serve(app).await
     }
 
+    /// Starts the gateway as `faregate serve` does: its breakers' state in `store`'s database
+    /// (shared with the other replicas on PostgreSQL, kept across restarts on SQLite), and
+    /// background jobs over `store`.
+    pub(crate) async fn start_in_fleet(
+        config: Config,
+        env: &dyn Env,
+        store: faregate::jobs::Store,
+    ) -> Self {
+        let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
+        let fleet = faregate::fleet::Fleet::open(store.db().clone())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        faregate::app::attach_fleet(&mut app, fleet)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        faregate::app::attach_jobs(&mut app, store, env);
+        Self::serve(app).await
+    }
+
     /// `http://addr` + `path`.
     pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)

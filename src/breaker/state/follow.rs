@@ -1,0 +1,110 @@
+//! What a breaker takes from the rest of a fleet: another replica's open (with its open-until),
+//! another replica's successful probes, and the lease that lets one replica at a time probe.
+//!
+//! The fleet room reads these from the shared store and calls in here; the machine stays pure.
+//! A followed transition counts nothing of this replica's own traffic: the window, the run of
+//! failures and the slow-call threshold are left as they are (a followed open clears the run
+//! only, as any open does), so each replica keeps recording its own outcomes.
+
+use tokio::time::Instant;
+
+use super::{Machine, Phase, Ramp};
+use crate::breaker::event::{Origin, TransitionReason};
+
+/// The fleet's half-open lease as one breaker sees it.
+#[derive(Debug, Default)]
+pub(in crate::breaker) struct ProbeLease {
+    /// Probes need the lease (a replica of a connected fleet); off for a single node.
+    needed: bool,
+    /// Until when this replica holds the lease of the current half-open period.
+    held_until: Option<Instant>,
+}
+
+impl ProbeLease {
+    /// Whether a probe may be admitted at `now`.
+    pub(super) fn admits(&self, now: Instant) -> bool {
+        !self.needed || self.held_until.is_some_and(|until| until > now)
+    }
+
+    /// The half-open period ended: its lease with it.
+    pub(super) fn end(&mut self) {
+        self.held_until = None;
+    }
+}
+
+impl Machine {
+    /// Another replica opened until `until`: open until then too, unless already open as long,
+    /// forced, or the time has passed.
+    pub(in crate::breaker) fn follow_open(&mut self, until: Instant, now: Instant) {
+        let now = self.advance(now);
+        if until <= now {
+            return;
+        }
+        match self.phase {
+            Phase::ForcedOpen | Phase::ForcedClosed => return,
+            Phase::Open { until: mine } if mine >= until => return,
+            Phase::Open { .. } => {}
+            // The next open of this replica's own backs off from this one.
+            _ => self.reopens = self.reopens.saturating_add(1),
+        }
+        self.epoch += 1;
+        self.consecutive = 0;
+        self.quota_pause = false;
+        let reason = TransitionReason::Followed;
+        self.transition_as(now, Phase::Open { until }, reason, Origin::Fleet);
+    }
+
+    /// Another replica's probes succeeded: leave open or half-open into the first ramp stage, or
+    /// straight to closed when `ramp` is false (the pause was a rate limit, or there is no ramp).
+    pub(in crate::breaker) fn follow_recovery(&mut self, ramp: bool, now: Instant) {
+        let now = self.advance(now);
+        if !matches!(self.phase, Phase::Open { .. } | Phase::HalfOpen(_)) {
+            return;
+        }
+        let phase = match self.config.ramp.first().filter(|_| ramp) {
+            Some(stage) => Phase::Ramp(Ramp {
+                stage: 0,
+                until: now + stage.duration,
+                offered: 0,
+                admitted: 0,
+            }),
+            None => {
+                self.reopens = 0;
+                Phase::Closed
+            }
+        };
+        // Calls admitted before the recovery belong to the sick period, as after an open.
+        self.epoch += 1;
+        self.transition_as(now, phase, TransitionReason::Followed, Origin::Fleet);
+        self.window.clear();
+        self.consecutive = 0;
+    }
+
+    /// Whether half-open probes need the fleet's lease from now on.
+    pub(in crate::breaker) fn require_probe_lease(&mut self, needed: bool) {
+        self.lease.needed = needed;
+    }
+
+    /// Whether this replica is half-open, needs the lease for its probes and does not hold it.
+    pub(in crate::breaker) fn wants_probe_lease(&mut self, now: Instant) -> bool {
+        let now = self.advance(now);
+        matches!(self.phase, Phase::HalfOpen(_)) && !self.lease.admits(now)
+    }
+
+    /// Whether this replica holds the lease of its current half-open period.
+    pub(in crate::breaker) fn holds_probe_lease(&mut self, now: Instant) -> bool {
+        let now = self.advance(now);
+        matches!(self.phase, Phase::HalfOpen(_))
+            && self.lease.needed
+            && self.lease.held_until.is_some_and(|until| until > now)
+    }
+
+    /// The fleet granted (or renewed) this replica the lease until `until`; ignored unless
+    /// half-open, since a lease covers one half-open period.
+    pub(in crate::breaker) fn grant_probe_lease(&mut self, until: Instant, now: Instant) {
+        self.advance(now);
+        if matches!(self.phase, Phase::HalfOpen(_)) {
+            self.lease.held_until = Some(until);
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! What a breaker takes from the rest of a fleet: a followed open, a followed recovery, a
+//! followed force, and the half-open lease.
+
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn a_followed_open_keeps_the_peers_open_until_and_counts_nothing_local() {
+    let mut h = Harness::new(config());
+    h.calls(h.at(0.0), FAIL, 4);
+    h.breaker.follow_open(h.at(40.0), h.at(1.0));
+    assert_eq!(h.breaker.remaining_open(h.at(1.0)), Some(secs(39.0)));
+    let events = h.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].from, events[0].to, events[0].reason),
+        (
+            BreakerState::Closed,
+            BreakerState::Open,
+            TransitionReason::Followed
+        )
+    );
+    assert_eq!(events[0].origin, Origin::Fleet);
+    // The local window still holds only this replica's four failures.
+    assert_eq!(h.breaker.snapshot(h.at(1.0)).calls_in_window, 4);
+    // A shorter open of another peer does not shorten it; a longer one extends it.
+    h.breaker.follow_open(h.at(20.0), h.at(2.0));
+    assert_eq!(h.breaker.remaining_open(h.at(2.0)), Some(secs(38.0)));
+    h.breaker.follow_open(h.at(50.0), h.at(2.0));
+    assert_eq!(h.breaker.remaining_open(h.at(2.0)), Some(secs(48.0)));
+    // An open-until already past is stale news.
+    h.breaker.force(ForceMode::Closed, h.at(3.0));
+    h.breaker.force(ForceMode::Auto, h.at(3.0));
+    h.breaker.follow_open(h.at(2.5), h.at(3.0));
+    assert_eq!(h.state(h.at(3.0)), BreakerState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn local_opens_are_published_as_local() {
+    let mut h = Harness::new(config());
+    h.trip(h.at(0.0));
+    let events = h.events();
+    assert!(events.iter().all(|e| e.origin == Origin::Local));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_followed_recovery_ramps_or_closes() {
+    let mut h = Harness::new(config());
+    h.trip(h.at(0.0));
+    h.breaker.follow_recovery(true, h.at(31.0));
+    assert_eq!(h.state(h.at(31.0)), BreakerState::Ramp);
+    let h2 = Harness::new(config());
+    h2.trip(h2.at(0.0));
+    h2.breaker.follow_recovery(false, h2.at(5.0));
+    assert_eq!(h2.state(h2.at(5.0)), BreakerState::Closed);
+    // A closed breaker has nothing to recover from.
+    h.events();
+    h.breaker.follow_recovery(true, h.at(200.0));
+    assert_eq!(
+        h.transitions().last().map(|t| t.2),
+        Some(TransitionReason::RampCompleted)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn forced_states_win_over_followed_opens() {
+    let mut h = Harness::new(config());
+    h.breaker.force_followed(ForceMode::Closed, h.at(0.0));
+    h.breaker.follow_open(h.at(40.0), h.at(1.0));
+    assert_eq!(h.state(h.at(1.0)), BreakerState::ForcedClosed);
+    let events = h.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].origin, Origin::Fleet);
+}
+
+#[tokio::test(start_paused = true)]
+async fn half_open_probes_need_the_lease_in_a_fleet() {
+    let h = Harness::new(config());
+    h.breaker.require_probe_lease(true);
+    h.trip(h.at(0.0));
+    let half_open = h.at(30.0);
+    assert!(h.breaker.wants_probe_lease(half_open));
+    let refused = h.call(half_open, FAST).unwrap_err();
+    assert_eq!(refused.reason, RejectReason::HalfOpenFull);
+    h.breaker.grant_probe_lease(h.at(40.0), half_open);
+    assert!(h.breaker.holds_probe_lease(half_open));
+    assert!(!h.breaker.wants_probe_lease(half_open));
+    assert_eq!(h.call(half_open, FAST), Ok(PermitKind::Probe));
+    // An expired lease admits no more probes.
+    let gap = config().probe_interval / config().half_open_probes;
+    let late = h.at(40.0) + gap;
+    assert!(h.call(late, FAST).is_err());
+    assert!(h.breaker.wants_probe_lease(late));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_covers_one_half_open_period() {
+    let h = Harness::new(config());
+    h.breaker.require_probe_lease(true);
+    h.trip(h.at(0.0));
+    h.breaker.grant_probe_lease(h.at(100.0), h.at(30.0));
+    h.call(h.at(30.0), FAIL).expect("the lease holder probes");
+    assert_eq!(h.state(h.at(30.0)), BreakerState::Open);
+    // The next half-open period needs a new lease.
+    let next = h.at(30.0) + h.breaker.remaining_open(h.at(30.0)).unwrap_or_default();
+    assert!(h.breaker.wants_probe_lease(next));
+    // A grant outside half-open is ignored, and a single node needs none.
+    h.breaker.require_probe_lease(false);
+    assert!(!h.breaker.wants_probe_lease(next));
+    assert_eq!(h.call(next, FAST), Ok(PermitKind::Probe));
+}

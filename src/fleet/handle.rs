@@ -1,0 +1,185 @@
+//! [`Fleet`]: this replica's membership in the fleet, shared by the task that keeps it in step
+//! (`run.rs`) and the operations API (its status and the fleet's breaker history).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::follow::follow;
+use super::record::{SharedBreaker, StoredTransition};
+use super::sql::SharedStore;
+use crate::breaker::{BreakerKey, BreakerRegistry};
+use crate::clock;
+use crate::store::{Db, StoreError};
+
+/// How many transitions of the whole fleet each replica keeps at hand for the API.
+pub const RECENT_TRANSITIONS: usize = 256;
+
+/// This replica's part in the fleet. Built once at start ([`Fleet::open`]), driven by
+/// [`Fleet::run`], read by the operations API.
+#[derive(Debug)]
+pub struct Fleet {
+    /// The fleet's tables in the shared database.
+    pub(super) store: SharedStore,
+    /// This process's name in the fleet: in the history it writes and the leases it holds.
+    pub(super) replica: String,
+    /// PostgreSQL: the state is shared with other replicas (notifications, probe leases).
+    /// SQLite: one node, whose forced states and history outlive a restart.
+    pub(super) shared: bool,
+    /// Whether the last statement reached the database.
+    connected: AtomicBool,
+    /// The fleet's latest transitions, oldest first, merged by id from the store and from this
+    /// replica's own (published or waiting to be). A short `std::sync::Mutex`: held for a copy.
+    recent: Mutex<Vec<StoredTransition>>,
+    /// Per breaker, the version of the shared row this replica applied last.
+    applied: Mutex<HashMap<BreakerKey, i64>>,
+}
+
+/// What `/readyz` and the metrics say about the fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetStatus {
+    /// This replica's name.
+    pub replica: String,
+    /// Whether the state is shared with other replicas (a PostgreSQL store).
+    pub shared: bool,
+    /// Whether the store answered the last statement.
+    pub connected: bool,
+}
+
+impl Fleet {
+    /// Joins the fleet kept in `db`: creates its tables when missing. Fails when the database
+    /// does not answer: a replica may refuse to start without it.
+    pub async fn open(db: Db) -> Result<Arc<Fleet>, StoreError> {
+        let shared = db.is_postgres();
+        let store = SharedStore { db };
+        store.migrate(clock::epoch_ms()).await?;
+        let replica = format!(
+            "replica-{}",
+            &uuid::Uuid::now_v7().simple().to_string()[20..]
+        );
+        Ok(Arc::new(Fleet {
+            store,
+            replica,
+            shared,
+            connected: AtomicBool::new(true),
+            recent: Mutex::new(Vec::new()),
+            applied: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Brings `breakers` to the shared state before the replica serves: forced states, opens
+    /// still running, and the history.
+    pub async fn restore(&self, breakers: &BreakerRegistry) -> Result<(), StoreError> {
+        self.require_leases(breakers, self.shared);
+        self.catch_up(breakers).await
+    }
+
+    /// This replica's standing in the fleet.
+    pub fn status(&self) -> FleetStatus {
+        FleetStatus {
+            replica: self.replica.clone(),
+            shared: self.shared,
+            connected: self.connected.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The fleet's latest transitions of `key` (every breaker when `None`), newest first.
+    pub fn recent_transitions(
+        &self,
+        key: Option<&BreakerKey>,
+        limit: usize,
+    ) -> Vec<StoredTransition> {
+        self.recent()
+            .iter()
+            .rev()
+            .filter(|t| key.is_none_or(|k| &t.key == k))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    /// Reads every shared row and the latest history, and follows what changed.
+    pub(super) async fn catch_up(&self, breakers: &BreakerRegistry) -> Result<(), StoreError> {
+        for shared in self.store.all().await? {
+            self.apply(&shared, breakers);
+        }
+        let latest = self.store.latest(RECENT_TRANSITIONS as i64).await?;
+        self.remember(latest);
+        Ok(())
+    }
+
+    /// Follows `shared` unless it was applied already or this replica wrote it.
+    pub(super) fn apply(&self, shared: &SharedBreaker, breakers: &BreakerRegistry) {
+        {
+            let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+            let seen = applied.entry(shared.key.clone()).or_insert(i64::MIN);
+            if *seen >= shared.version {
+                return;
+            }
+            *seen = shared.version;
+        }
+        if shared.replica == self.replica {
+            return;
+        }
+        // A breaker this replica does not serve has nothing to follow.
+        if let Some(breaker) = breakers.get(&shared.key) {
+            follow(&breaker, shared, clock::now());
+        }
+    }
+
+    /// Notes that this replica wrote version `version` of `key`'s row itself.
+    pub(super) fn wrote(&self, key: &BreakerKey, version: i64) {
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = applied.entry(key.clone()).or_insert(i64::MIN);
+        *seen = (*seen).max(version);
+    }
+
+    /// Merges `transitions` into the history at hand (by id; the latest kept).
+    pub(super) fn remember(&self, transitions: Vec<StoredTransition>) {
+        let mut recent = self.recent();
+        for t in transitions {
+            if !recent.iter().any(|r| r.id == t.id) {
+                recent.push(t);
+            }
+        }
+        recent.sort_by(|a, b| (a.at_ms, &a.id).cmp(&(b.at_ms, &b.id)));
+        let excess = recent.len().saturating_sub(RECENT_TRANSITIONS);
+        recent.drain(..excess);
+    }
+
+    /// Records whether the store answered; says so once per change, and hands probing back to
+    /// the local breakers while the fleet is away (or back to the lease when it returns).
+    pub(super) fn set_connected(&self, connected: bool, breakers: &BreakerRegistry) {
+        if self.connected.swap(connected, Ordering::Relaxed) == connected {
+            return;
+        }
+        self.require_leases(breakers, connected && self.shared);
+        if connected {
+            tracing::info!(
+                replica = %self.replica,
+                "fleet: the store answers again; rejoined the shared breaker state"
+            );
+        } else {
+            tracing::warn!(
+                replica = %self.replica,
+                "fleet: the store does not answer; serving with this replica's own breakers until it returns"
+            );
+        }
+    }
+
+    pub(super) fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+
+    /// Half-open probes of every breaker need the fleet's lease (`needed`) or not.
+    pub(super) fn require_leases(&self, breakers: &BreakerRegistry, needed: bool) {
+        for breaker in breakers.all() {
+            breaker.require_probe_lease(needed);
+        }
+    }
+
+    fn recent(&self) -> MutexGuard<'_, Vec<StoredTransition>> {
+        // Poisoning needs a panic while copying; the list is still whole.
+        self.recent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

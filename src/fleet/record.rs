@@ -1,0 +1,142 @@
+//! What a fleet shares about one breaker ([`SharedBreaker`]), one stored transition
+//! ([`StoredTransition`]), and the conversions between tokio instants and the epoch
+//! milliseconds that mean the same instant on every replica.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::breaker::{BreakerKey, ForceMode};
+use crate::clock;
+
+/// The automatic state a replica last published for a breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AutoState {
+    /// Nothing to follow (never opened, or an operator handed it back to the policy).
+    Closed,
+    /// Opened until this epoch millisecond.
+    Open {
+        /// The end of the open period, the same instant on every replica.
+        until_ms: i64,
+    },
+    /// The probes succeeded, into the ramp (`ramp`) or straight to closed.
+    Recovered {
+        /// Whether the recovery goes through the ramp.
+        ramp: bool,
+    },
+}
+
+/// One breaker's shared row: the operator's force, and the automatic state to follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedBreaker {
+    /// Which breaker.
+    pub(crate) key: BreakerKey,
+    /// The operator's override, if any (`Open` or `Closed`).
+    pub(crate) forced: Option<ForceMode>,
+    /// The automatic state, followed when not forced.
+    pub(crate) auto: AutoState,
+    /// Grows by one on every write, so a replica applies each change once.
+    pub(crate) version: i64,
+    /// The replica that wrote it last.
+    pub(crate) replica: String,
+}
+
+/// A transition as the store keeps it: the history every replica shows, across restarts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTransition {
+    /// Time-ordered, unique across the fleet.
+    pub id: String,
+    /// Which breaker.
+    pub key: BreakerKey,
+    /// The state before (`BreakerState::detail_str`).
+    pub from: String,
+    /// The state after.
+    pub to: String,
+    /// Why (`TransitionReason::as_str`).
+    pub reason: String,
+    /// When, in epoch milliseconds.
+    pub at_ms: i64,
+    /// Failures / calls of the deciding population.
+    pub failure_rate: f64,
+    /// Slow successes / calls of the same population.
+    pub slow_rate: f64,
+    /// Calls in that population.
+    pub calls: u32,
+    /// The replica whose breaker made the transition.
+    pub replica: String,
+}
+
+/// A notification's payload: the row just written, so a listener applies it without a read.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Payload {
+    pub(crate) tool: String,
+    pub(crate) provider: String,
+    pub(crate) forced: Option<String>,
+    pub(crate) auto_state: String,
+    pub(crate) open_until: Option<i64>,
+    pub(crate) ramp: bool,
+    pub(crate) version: i64,
+    pub(crate) replica: String,
+}
+
+/// The stored name of a force.
+pub(crate) fn force_name(mode: ForceMode) -> Option<&'static str> {
+    match mode {
+        ForceMode::Open => Some("open"),
+        ForceMode::Closed => Some("closed"),
+        ForceMode::Auto => None,
+    }
+}
+
+impl Payload {
+    /// The typed record, or `None` for a row this version does not understand.
+    pub(crate) fn into_record(self) -> Option<SharedBreaker> {
+        let forced = match self.forced.as_deref() {
+            None => None,
+            Some("open") => Some(ForceMode::Open),
+            Some("closed") => Some(ForceMode::Closed),
+            Some(_) => return None,
+        };
+        let auto = match (self.auto_state.as_str(), self.open_until) {
+            ("closed", _) => AutoState::Closed,
+            ("open", Some(until_ms)) => AutoState::Open { until_ms },
+            ("recovered", _) => AutoState::Recovered { ramp: self.ramp },
+            _ => return None,
+        };
+        Some(SharedBreaker {
+            key: BreakerKey::new(self.tool, self.provider),
+            forced,
+            auto,
+            version: self.version,
+            replica: self.replica,
+        })
+    }
+}
+
+/// `at` as epoch milliseconds.
+pub(crate) fn epoch_ms_of(at: Instant) -> i64 {
+    let now = clock::now();
+    let now_ms = clock::epoch_ms();
+    if at >= now {
+        now_ms.saturating_add(millis(at - now))
+    } else {
+        now_ms.saturating_sub(millis(now - at))
+    }
+}
+
+/// The local instant of epoch millisecond `ms` (never before the process's clock can say).
+pub(crate) fn instant_of(ms: i64) -> Instant {
+    let now = clock::now();
+    let offset = ms.saturating_sub(clock::epoch_ms());
+    let span = Duration::from_millis(offset.unsigned_abs());
+    if offset >= 0 {
+        now + span
+    } else {
+        now.checked_sub(span).unwrap_or(now)
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

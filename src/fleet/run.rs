@@ -1,0 +1,329 @@
+//! The task that keeps this replica in step with the fleet, beside the server and off the call
+//! path: it publishes this replica's own transitions, follows the others' (notified at once,
+//! and read again every second in case a notification was missed), holds the half-open probe
+//! lease while this replica probes, and notices when the store stops answering.
+//!
+//! Calls never wait for it: a breaker's transition is a broadcast event this task receives
+//! later, so a healthy call's path makes no database round trip, and a store that is away
+//! delays nothing but the fleet's view. What could not be written waits here, in order, and is
+//! written when the store answers again.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::handle::Fleet;
+use super::record::{AutoState, Payload, StoredTransition, epoch_ms_of, instant_of};
+use crate::breaker::{
+    BreakerKey, BreakerRegistry, BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason,
+};
+use crate::clock;
+use crate::store::{Db, StoreError};
+
+/// The notification channel of shared breaker rows.
+const TOPIC: &str = "faregate_breakers";
+
+/// How often leases are taken or renewed, and whether the store is back is asked.
+const TICK: Duration = Duration::from_millis(250);
+
+/// Every this many ticks, the shared rows and the history are read again.
+const CATCH_UP_TICKS: u64 = 4;
+
+/// How long a probe lease lasts unless renewed; the holder renews it every tick, so a replica
+/// that dies hands the probes to another one within this.
+const LEASE: Duration = Duration::from_secs(3);
+
+/// The most writes that wait for a store that is away; the oldest are dropped beyond it.
+const MAX_PENDING: usize = 4096;
+
+/// One write to the store, waiting for its turn.
+#[derive(Debug)]
+enum Write {
+    /// A transition for the history.
+    Event(StoredTransition),
+    /// An operator's force (or its end).
+    Force(BreakerKey, ForceMode),
+    /// The automatic state the others follow.
+    Auto(BreakerKey, AutoState),
+    /// The end of this replica's half-open lease.
+    DropLease(BreakerKey),
+}
+
+/// What the listener hands the task.
+#[derive(Debug)]
+enum Heard {
+    /// A row another replica wrote.
+    Row(String),
+    /// The listener (re)connected, and may have missed notifications: read everything again.
+    Reconnected,
+}
+
+/// The task's own state.
+#[derive(Debug, Default)]
+struct Pending {
+    writes: VecDeque<Write>,
+    /// Breakers whose probe lease this replica holds.
+    leases: HashSet<BreakerKey>,
+}
+
+impl Fleet {
+    /// Keeps this replica in step with the fleet until `stop`.
+    pub async fn run(self: Arc<Self>, breakers: &BreakerRegistry, stop: CancellationToken) {
+        let mut events = breakers.subscribe();
+        let (heard_tx, mut heard) = mpsc::channel(256);
+        let listener = self
+            .shared
+            .then(|| tokio::spawn(listen(self.store.db.clone(), heard_tx, stop.clone())));
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut pending = Pending::default();
+        let mut ticks = 0u64;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                event = events.recv() => match event {
+                    Ok(e) => {
+                        self.publish(&e, breakers, &mut pending);
+                        self.flush(breakers, &mut pending).await;
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "fleet: breaker transitions were not published");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+                Some(h) = heard.recv() => match h {
+                    Heard::Row(payload) => self.heard(&payload, breakers),
+                    Heard::Reconnected => self.refresh(breakers, &mut pending).await,
+                },
+                _ = tick.tick() => {
+                    ticks += 1;
+                    if !self.is_connected() || ticks.is_multiple_of(CATCH_UP_TICKS) {
+                        self.refresh(breakers, &mut pending).await;
+                    }
+                    if self.is_connected() && self.shared {
+                        self.leases(breakers, &mut pending).await;
+                    }
+                }
+            }
+        }
+        if let Some(listener) = listener {
+            listener.abort();
+        }
+        // The last transitions (a force just before a shutdown) still reach the store.
+        while let Ok(e) = events.try_recv() {
+            self.publish(&e, breakers, &mut pending);
+        }
+        self.flush(breakers, &mut pending).await;
+        for key in pending.leases.drain() {
+            let _ = self.store.drop_lease(&key, &self.replica).await;
+        }
+    }
+
+    /// Queues what a local transition changes in the store.
+    fn publish(&self, e: &TransitionEvent, breakers: &BreakerRegistry, pending: &mut Pending) {
+        if e.origin != Origin::Local {
+            return;
+        }
+        let stored = StoredTransition {
+            id: uuid::Uuid::now_v7().to_string(),
+            key: e.key.clone(),
+            from: e.from.detail_str().to_string(),
+            to: e.to.detail_str().to_string(),
+            reason: e.reason.as_str().to_string(),
+            at_ms: epoch_ms_of(e.at),
+            failure_rate: e.failure_rate,
+            slow_rate: e.slow_rate,
+            calls: e.calls,
+            replica: self.replica.clone(),
+        };
+        self.remember(vec![stored.clone()]);
+        pending.writes.push_back(Write::Event(stored));
+        let key = e.key.clone();
+        match (e.from, e.to, e.reason) {
+            (_, _, TransitionReason::Forced(mode)) => {
+                pending.writes.push_back(Write::Force(key.clone(), mode));
+            }
+            (_, BreakerState::Open, _) => {
+                let until = breakers
+                    .get(&key)
+                    .and_then(|b| b.snapshot(clock::now()).open_until);
+                if let Some(until) = until {
+                    let auto = AutoState::Open {
+                        until_ms: epoch_ms_of(until),
+                    };
+                    pending.writes.push_back(Write::Auto(key.clone(), auto));
+                }
+            }
+            (BreakerState::HalfOpen, to, TransitionReason::ProbesSucceeded) => {
+                let ramp = to == BreakerState::Ramp;
+                let auto = AutoState::Recovered { ramp };
+                pending.writes.push_back(Write::Auto(key.clone(), auto));
+            }
+            _ => {}
+        }
+        // After the state it leads to, so no replica takes the lease of a period that ended.
+        if e.from == BreakerState::HalfOpen && pending.leases.remove(&key) {
+            pending.writes.push_back(Write::DropLease(key));
+        }
+        let excess = pending.writes.len().saturating_sub(MAX_PENDING);
+        if excess > 0 {
+            pending.writes.drain(..excess);
+            tracing::warn!(
+                dropped = excess,
+                "fleet: the store is away too long; oldest writes dropped"
+            );
+        }
+    }
+
+    /// Writes what waits, in order, while the store answers.
+    async fn flush(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
+        if !self.is_connected() {
+            return;
+        }
+        while let Some(write) = pending.writes.front() {
+            match self.write(write).await {
+                Ok(()) => {
+                    pending.writes.pop_front();
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "fleet: a write did not reach the store");
+                    self.set_connected(false, breakers);
+                    pending.leases.clear();
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn write(&self, write: &Write) -> Result<(), StoreError> {
+        let now_ms = clock::epoch_ms();
+        let row = match write {
+            Write::Event(t) => return self.store.record(t).await,
+            Write::DropLease(key) => return self.store.drop_lease(key, &self.replica).await,
+            Write::Force(key, mode) => self.store.force(key, *mode, &self.replica, now_ms).await?,
+            Write::Auto(key, auto) => {
+                self.store
+                    .set_auto(key, *auto, &self.replica, now_ms)
+                    .await?
+            }
+        };
+        let Some(row) = row else {
+            return Ok(());
+        };
+        let key = BreakerKey::new(row.tool.clone(), row.provider.clone());
+        self.wrote(&key, row.version);
+        if self.shared {
+            // A row always serializes; the payload is a few hundred bytes. The row is written
+            // already: a notification that does not go out is caught up by the others' next
+            // read, so it is not retried.
+            let payload = serde_json::to_string(&row).unwrap_or_default();
+            let notify = self.store.db.notify(TOPIC, &payload);
+            match tokio::time::timeout(super::sql::DB_TIMEOUT, notify).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "fleet: a notification did not go out"),
+                Err(_) => tracing::debug!("fleet: a notification did not go out in time"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Follows a notified row.
+    fn heard(&self, payload: &str, breakers: &BreakerRegistry) {
+        let row = serde_json::from_str::<Payload>(payload)
+            .ok()
+            .and_then(Payload::into_record);
+        match row {
+            Some(shared) => self.apply(&shared, breakers),
+            None => tracing::debug!("fleet: a notification this version cannot read"),
+        }
+    }
+
+    /// Reads the shared state again; the store answering (or not) sets the connection state,
+    /// and a store that answers again gets what waited.
+    async fn refresh(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
+        match self.catch_up(breakers).await {
+            Ok(()) => {
+                let rejoined = !self.is_connected();
+                self.set_connected(true, breakers);
+                if rejoined {
+                    self.flush(breakers, pending).await;
+                } else {
+                    // New breakers (first seen since) need the lease too.
+                    self.require_leases(breakers, self.shared);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "fleet: the store did not answer");
+                self.set_connected(false, breakers);
+                pending.leases.clear();
+            }
+        }
+    }
+
+    /// Takes the probe lease of each breaker that waits for one, and renews the ones held.
+    async fn leases(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
+        let now = clock::now();
+        for breaker in breakers.all() {
+            let key = breaker.key().clone();
+            let holds = breaker.holds_probe_lease(now);
+            if !holds && !breaker.wants_probe_lease(now) {
+                continue;
+            }
+            let now_ms = clock::epoch_ms();
+            let until_ms = now_ms + LEASE.as_millis() as i64;
+            match self
+                .store
+                .take_lease(&key, &self.replica, until_ms, now_ms)
+                .await
+            {
+                Ok(true) => {
+                    breaker.grant_probe_lease(instant_of(until_ms), clock::now());
+                    pending.leases.insert(key);
+                }
+                Ok(false) => {
+                    pending.leases.remove(&key);
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "fleet: the probe lease could not be taken");
+                    self.set_connected(false, breakers);
+                    pending.leases.clear();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Listens for rows other replicas write, reconnecting after a lost connection (and saying so,
+/// so that the task reads what it missed) until `stop`.
+async fn listen(db: Db, heard: mpsc::Sender<Heard>, stop: CancellationToken) {
+    loop {
+        let connected = tokio::time::timeout(super::sql::DB_TIMEOUT, db.listen(TOPIC)).await;
+        if let Ok(Ok(Some(mut listener))) = connected {
+            if heard.send(Heard::Reconnected).await.is_err() {
+                return;
+            }
+            loop {
+                let next = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    next = listener.next() => next,
+                };
+                let sent = match next {
+                    Ok(Some(payload)) => heard.send(Heard::Row(payload)).await,
+                    Ok(None) => heard.send(Heard::Reconnected).await,
+                    Err(_) => break,
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}

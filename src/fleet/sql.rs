@@ -1,0 +1,279 @@
+//! The fleet's tables and statements, for SQLite and PostgreSQL alike, each bounded in time.
+//!
+//! - `faregate_breakers`: one row per breaker that was ever forced or changed state in a way the
+//!   fleet follows (an open with its open-until, a recovery), with a version that grows on every
+//!   write, so each replica applies each change once.
+//! - `faregate_breaker_events`: every transition a replica decided itself, with the replica's
+//!   name: the history `/v1/breakers` and the dashboard show on every replica, across restarts.
+//! - `faregate_probe_leases`: which replica probes a half-open breaker now (PostgreSQL fleets).
+//!
+//! Every statement runs under [`DB_TIMEOUT`]: a replica whose database went away finds out in a
+//! second and goes on with its local breakers, instead of waiting on a pool for ten.
+
+use std::future::Future;
+use std::time::Duration;
+
+use super::record::{AutoState, Payload, SharedBreaker, StoredTransition, force_name};
+use crate::breaker::{BreakerKey, ForceMode};
+use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
+
+/// The longest any statement of the fleet may take.
+pub(crate) const DB_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The fleet's schema changes, oldest first.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    name: "breakers_1_state",
+    statements: STATE,
+}];
+
+const STATE: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS faregate_breakers (
+        tool TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        forced TEXT,
+        auto_state TEXT NOT NULL,
+        open_until BIGINT,
+        ramp BIGINT NOT NULL,
+        version BIGINT NOT NULL,
+        replica TEXT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (tool, provider)
+    )",
+    "CREATE TABLE IF NOT EXISTS faregate_breaker_events (
+        id TEXT PRIMARY KEY,
+        tool TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        from_state TEXT NOT NULL,
+        to_state TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        at_ms BIGINT NOT NULL,
+        failure_rate_ppm BIGINT NOT NULL,
+        slow_rate_ppm BIGINT NOT NULL,
+        calls BIGINT NOT NULL,
+        replica TEXT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS faregate_probe_leases (
+        tool TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        until_ms BIGINT NOT NULL,
+        PRIMARY KEY (tool, provider)
+    )",
+];
+
+/// `$1` tool, `$2` provider, `$3` forced (NULL = auto), `$4` replica, `$5` now. A force (or
+/// its end) also resets the automatic state: after it, every replica starts from closed.
+const FORCE: &str = "INSERT INTO faregate_breakers
+        (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at)
+     VALUES ($1, $2, $3, 'closed', NULL, 0, 1, $4, $5)
+     ON CONFLICT (tool, provider) DO UPDATE SET forced = excluded.forced,
+         auto_state = 'closed', open_until = NULL, ramp = 0,
+         version = faregate_breakers.version + 1, replica = excluded.replica,
+         updated_at = excluded.updated_at
+     RETURNING *";
+
+/// `$1` tool, `$2` provider, `$3` state, `$4` open-until, `$5` ramp, `$6` replica, `$7` now. Two
+/// replicas opening together keep the later open-until.
+const AUTO: &str = "INSERT INTO faregate_breakers
+        (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at)
+     VALUES ($1, $2, NULL, $3, $4, $5, 1, $6, $7)
+     ON CONFLICT (tool, provider) DO UPDATE SET auto_state = excluded.auto_state,
+         open_until = CASE
+             WHEN excluded.auto_state = 'open' AND faregate_breakers.auto_state = 'open'
+                  AND faregate_breakers.open_until > excluded.open_until
+             THEN faregate_breakers.open_until ELSE excluded.open_until END,
+         ramp = excluded.ramp, version = faregate_breakers.version + 1,
+         replica = excluded.replica, updated_at = excluded.updated_at
+     RETURNING *";
+
+const ALL: &str = "SELECT * FROM faregate_breakers";
+
+const RECORD_EVENT: &str = "INSERT INTO faregate_breaker_events (id, tool, provider, from_state,
+        to_state, reason, at_ms, failure_rate_ppm, slow_rate_ppm, calls, replica)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+
+const LATEST_EVENTS: &str = "SELECT * FROM faregate_breaker_events ORDER BY id DESC LIMIT $1";
+
+/// `$1` tool, `$2` provider, `$3` owner, `$4` until, `$5` now. Taken when free, expired or
+/// already ours, and never while the shared row says another replica has just reopened it.
+const TAKE_LEASE: &str = "INSERT INTO faregate_probe_leases (tool, provider, owner, until_ms)
+     SELECT $1, $2, $3, $4
+     WHERE NOT EXISTS (SELECT 1 FROM faregate_breakers
+                       WHERE tool = $1 AND provider = $2 AND forced IS NULL
+                         AND auto_state = 'open' AND open_until > $5)
+     ON CONFLICT (tool, provider) DO UPDATE SET owner = excluded.owner,
+         until_ms = excluded.until_ms
+     WHERE faregate_probe_leases.until_ms < $5 OR faregate_probe_leases.owner = excluded.owner
+     RETURNING owner";
+
+const DROP_LEASE: &str =
+    "DELETE FROM faregate_probe_leases WHERE tool = $1 AND provider = $2 AND owner = $3";
+
+/// The fleet's tables in the shared database.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedStore {
+    pub(crate) db: Db,
+}
+
+/// Runs `work` within [`DB_TIMEOUT`].
+async fn bounded<T>(work: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+    tokio::time::timeout(DB_TIMEOUT, work)
+        .await
+        .unwrap_or_else(|_| Err(StoreError(format!("no answer within {DB_TIMEOUT:?}"))))
+}
+
+impl SharedStore {
+    /// Creates the fleet's tables when missing.
+    pub(crate) async fn migrate(&self, now_ms: i64) -> Result<(), StoreError> {
+        self.db.migrate(MIGRATIONS, now_ms).await
+    }
+
+    /// Every shared row.
+    pub(crate) async fn all(&self) -> Result<Vec<SharedBreaker>, StoreError> {
+        let rows = bounded(self.db.fetch(ALL, &[], payload_from_row)).await?;
+        Ok(rows.into_iter().filter_map(Payload::into_record).collect())
+    }
+
+    /// Records an operator's force of `key` (`Auto` ends it); the row as written.
+    pub(crate) async fn force(
+        &self,
+        key: &BreakerKey,
+        mode: ForceMode,
+        replica: &str,
+        now_ms: i64,
+    ) -> Result<Option<Payload>, StoreError> {
+        let args = [
+            Arg::Text(Some(&key.tool)),
+            Arg::Text(Some(&key.provider)),
+            Arg::Text(force_name(mode)),
+            Arg::Text(Some(replica)),
+            Arg::Int(Some(now_ms)),
+        ];
+        Ok(bounded(self.db.fetch(FORCE, &args, payload_from_row))
+            .await?
+            .pop())
+    }
+
+    /// Records the automatic state of `key` that the others follow; the row as written.
+    pub(crate) async fn set_auto(
+        &self,
+        key: &BreakerKey,
+        auto: AutoState,
+        replica: &str,
+        now_ms: i64,
+    ) -> Result<Option<Payload>, StoreError> {
+        let (state, until, ramp) = match auto {
+            AutoState::Closed => ("closed", None, false),
+            AutoState::Open { until_ms } => ("open", Some(until_ms), false),
+            AutoState::Recovered { ramp } => ("recovered", None, ramp),
+        };
+        let args = [
+            Arg::Text(Some(&key.tool)),
+            Arg::Text(Some(&key.provider)),
+            Arg::Text(Some(state)),
+            Arg::Int(until),
+            Arg::Int(Some(i64::from(ramp))),
+            Arg::Text(Some(replica)),
+            Arg::Int(Some(now_ms)),
+        ];
+        Ok(bounded(self.db.fetch(AUTO, &args, payload_from_row))
+            .await?
+            .pop())
+    }
+
+    /// Stores one transition.
+    pub(crate) async fn record(&self, t: &StoredTransition) -> Result<(), StoreError> {
+        let args = [
+            Arg::Text(Some(&t.id)),
+            Arg::Text(Some(&t.key.tool)),
+            Arg::Text(Some(&t.key.provider)),
+            Arg::Text(Some(&t.from)),
+            Arg::Text(Some(&t.to)),
+            Arg::Text(Some(&t.reason)),
+            Arg::Int(Some(t.at_ms)),
+            Arg::Int(Some(ppm(t.failure_rate))),
+            Arg::Int(Some(ppm(t.slow_rate))),
+            Arg::Int(Some(i64::from(t.calls))),
+            Arg::Text(Some(&t.replica)),
+        ];
+        bounded(self.db.execute(RECORD_EVENT, &args)).await?;
+        Ok(())
+    }
+
+    /// The latest `limit` transitions of the fleet, newest first.
+    pub(crate) async fn latest(&self, limit: i64) -> Result<Vec<StoredTransition>, StoreError> {
+        let args = [Arg::Int(Some(limit))];
+        bounded(self.db.fetch(LATEST_EVENTS, &args, transition_from_row)).await
+    }
+
+    /// Takes (or renews) the probe lease of `key` until `until_ms`; whether this replica holds it.
+    pub(crate) async fn take_lease(
+        &self,
+        key: &BreakerKey,
+        owner: &str,
+        until_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let args = [
+            Arg::Text(Some(&key.tool)),
+            Arg::Text(Some(&key.provider)),
+            Arg::Text(Some(owner)),
+            Arg::Int(Some(until_ms)),
+            Arg::Int(Some(now_ms)),
+        ];
+        let taken = bounded(self.db.fetch(TAKE_LEASE, &args, |r| r.text("owner"))).await?;
+        Ok(!taken.is_empty())
+    }
+
+    /// Gives the probe lease of `key` back, if this replica holds it.
+    pub(crate) async fn drop_lease(&self, key: &BreakerKey, owner: &str) -> Result<(), StoreError> {
+        let args = [
+            Arg::Text(Some(&key.tool)),
+            Arg::Text(Some(&key.provider)),
+            Arg::Text(Some(owner)),
+        ];
+        bounded(self.db.execute(DROP_LEASE, &args)).await?;
+        Ok(())
+    }
+}
+
+fn ppm(rate: f64) -> i64 {
+    (rate.clamp(0.0, 1.0) * 1e6).round() as i64
+}
+
+fn required<T>(value: Option<T>, column: &str) -> Result<T, StoreError> {
+    value.ok_or_else(|| StoreError(format!("column {column} is NULL")))
+}
+
+fn payload_from_row(r: &dyn StoreRow) -> Result<Payload, StoreError> {
+    Ok(Payload {
+        tool: required(r.text("tool")?, "tool")?,
+        provider: required(r.text("provider")?, "provider")?,
+        forced: r.text("forced")?,
+        auto_state: required(r.text("auto_state")?, "auto_state")?,
+        open_until: r.int("open_until")?,
+        ramp: r.int("ramp")?.unwrap_or(0) != 0,
+        version: required(r.int("version")?, "version")?,
+        replica: required(r.text("replica")?, "replica")?,
+    })
+}
+
+fn transition_from_row(r: &dyn StoreRow) -> Result<StoredTransition, StoreError> {
+    let rate =
+        |column: &str| -> Result<f64, StoreError> { Ok(r.int(column)?.unwrap_or(0) as f64 / 1e6) };
+    Ok(StoredTransition {
+        id: required(r.text("id")?, "id")?,
+        key: BreakerKey::new(
+            required(r.text("tool")?, "tool")?,
+            required(r.text("provider")?, "provider")?,
+        ),
+        from: required(r.text("from_state")?, "from_state")?,
+        to: required(r.text("to_state")?, "to_state")?,
+        reason: required(r.text("reason")?, "reason")?,
+        at_ms: required(r.int("at_ms")?, "at_ms")?,
+        failure_rate: rate("failure_rate_ppm")?,
+        slow_rate: rate("slow_rate_ppm")?,
+        calls: u32::try_from(r.int("calls")?.unwrap_or(0)).unwrap_or(0),
+        replica: required(r.text("replica")?, "replica")?,
+    })
+}

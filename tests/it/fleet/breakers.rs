@@ -1,0 +1,239 @@
+//! Replicas on one PostgreSQL act as one gateway's breakers: an open propagates with its
+//! open-until, half-open probes are leased fleet-wide, and a forced state survives restarts
+//! and shows on every replica (on SQLite, for one node, across its restart).
+
+use std::time::Duration;
+
+use faregate::jobs::Store;
+use faregate_sim::{Fault, RouteGroup};
+use serde_json::{Value, json};
+
+use super::{
+    breaker, drop_schema, fleet_config, postgres_url, replica, replica_name, schema,
+    search_flights, wait_for_state,
+};
+use crate::support::{self, NoEnv, TestGateway, requests, send, wait_until};
+
+const FLIGHTS: &str = "search_flights.duffel";
+
+fn outage() -> Fault {
+    Fault {
+        outage: true,
+        ..Fault::default()
+    }
+}
+
+/// Epoch milliseconds of an RFC 3339 field.
+fn epoch_ms(value: &Value) -> i64 {
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a time: {value}"));
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+        .timestamp_millis()
+}
+
+#[tokio::test]
+async fn an_open_propagates_with_its_open_until_and_shows_in_every_history() {
+    let Some(url) = postgres_url("an_open_propagates") else {
+        return;
+    };
+    let schema = schema("fg_fleet_open");
+    let sim = support::start_sim(21).await;
+    sim.sim.set_fault(RouteGroup::DuffelAirSearch, outage());
+    let mut gateways = Vec::new();
+    for _ in 0..3 {
+        let config = fleet_config(&sim.url(), |_| {});
+        gateways.push(replica(&url, &schema, config).await);
+    }
+    // Trip the first replica's breaker with its own calls.
+    let first = wait_until(
+        Duration::from_secs(10),
+        "the first replica to open",
+        || async {
+            search_flights(&gateways[0]).await;
+            let b = breaker(&gateways[0], FLIGHTS).await;
+            if b["state"] == "open" {
+                Ok(b)
+            } else {
+                Err(format!("{b:#}"))
+            }
+        },
+    )
+    .await;
+    let open_until = epoch_ms(&first["open_until"]);
+    let before = requests(&sim.sim, RouteGroup::DuffelAirSearch);
+    for gateway in &gateways[1..] {
+        let followed = wait_for_state(gateway, FLIGHTS, "open").await;
+        let until = epoch_ms(&followed["open_until"]);
+        assert!(
+            (until - open_until).abs() <= 20,
+            "the same open-until: {until} vs {open_until}"
+        );
+        // A followed open counts nothing of this replica's own traffic.
+        assert_eq!(followed["calls_in_window"], 0, "{followed:#}");
+        let (status, envelope) = search_flights(gateway).await;
+        assert_eq!(status, 200);
+        assert_eq!(envelope["status"], "unavailable", "{envelope:#}");
+    }
+    assert_eq!(
+        requests(&sim.sim, RouteGroup::DuffelAirSearch),
+        before,
+        "the replicas that followed sent the provider nothing"
+    );
+    // Every replica shows the fleet's history: the first replica's own open, by its name.
+    let name = replica_name(&gateways[0]).await;
+    wait_until(
+        Duration::from_secs(10),
+        "the open in the last replica's history",
+        || async {
+            let b = breaker(&gateways[2], FLIGHTS).await;
+            let transitions = b["transitions"].as_array().cloned().unwrap_or_default();
+            let found = transitions.iter().any(|t| {
+                t["to"] == "open"
+                    && t["reason"] == "consecutive_failures"
+                    && t["replica"] == name.as_str()
+            });
+            if found { Ok(()) } else { Err(format!("{b:#}")) }
+        },
+    )
+    .await;
+    drop(gateways);
+    drop_schema(&url, &schema).await;
+}
+
+#[tokio::test]
+async fn half_open_probes_are_leased_fleet_wide() {
+    let Some(url) = postgres_url("half_open_probes_are_leased_fleet_wide") else {
+        return;
+    };
+    let schema = schema("fg_fleet_probes");
+    let sim = support::start_sim(22).await;
+    sim.sim.set_fault(RouteGroup::DuffelAirSearch, outage());
+    let probes = 1;
+    let mut gateways = Vec::new();
+    for _ in 0..3 {
+        let config = fleet_config(&sim.url(), |b| {
+            b.open_for(Duration::from_secs(1))
+                .open_for_max(Duration::from_secs(60))
+                .half_open_probes(probes)
+                .half_open_successes(1);
+        });
+        gateways.push(replica(&url, &schema, config).await);
+    }
+    wait_until(
+        Duration::from_secs(10),
+        "the first replica to open",
+        || async {
+            search_flights(&gateways[0]).await;
+            let b = breaker(&gateways[0], FLIGHTS).await;
+            if b["state"] == "open" {
+                Ok(())
+            } else {
+                Err(format!("{b:#}"))
+            }
+        },
+    )
+    .await;
+    for gateway in &gateways[1..] {
+        wait_for_state(gateway, FLIGHTS, "open").await;
+    }
+    let opened = requests(&sim.sim, RouteGroup::DuffelAirSearch);
+    // Every replica keeps calling through the half-open period, until the probe's failure has
+    // reopened the breaker (the next open lasts twice as long, so no second period starts).
+    wait_until(
+        Duration::from_secs(20),
+        "a probe to fail and reopen the breaker",
+        || async {
+            for gateway in &gateways {
+                search_flights(gateway).await;
+            }
+            let b = breaker(&gateways[0], FLIGHTS).await;
+            let reopened = b["transitions"].as_array().is_some_and(|ts| {
+                ts.iter()
+                    .any(|t| t["from"] == "half_open" && t["to"] == "open")
+            });
+            if reopened {
+                Ok(())
+            } else {
+                Err(format!("{b:#}"))
+            }
+        },
+    )
+    .await;
+    for gateway in &gateways {
+        wait_for_state(gateway, FLIGHTS, "open").await;
+    }
+    let probed = requests(&sim.sim, RouteGroup::DuffelAirSearch) - opened;
+    assert!(
+        probed >= 1 && probed <= u64::from(probes),
+        "the fleet sent {probed} half-open probes; at most {probes} may go, one replica probing"
+    );
+    drop(gateways);
+    drop_schema(&url, &schema).await;
+}
+
+async fn force(gateway: &TestGateway, key: &str, state: &str) -> Value {
+    let url = gateway.url(&format!("/v1/breakers/{key}/force"));
+    let (status, _, body) = send(
+        reqwest::Client::new()
+            .post(url)
+            .json(&json!({ "state": state })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body:#}");
+    body
+}
+
+#[tokio::test]
+async fn a_forced_state_shows_on_every_replica_and_survives_a_restart() {
+    let Some(url) = postgres_url("a_forced_state_survives_a_restart") else {
+        return;
+    };
+    let schema = schema("fg_fleet_forced");
+    let sim = support::start_sim(23).await;
+    let hotels = "search_hotels.duffel";
+    let first = replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await;
+    let second = replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await;
+    force(&first, hotels, "open").await;
+    wait_for_state(&second, hotels, "forced_open").await;
+    drop((first, second));
+    // A replica started after all of them stopped is forced open before its first call.
+    let later = replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await;
+    let b = breaker(&later, hotels).await;
+    assert_eq!(b["state"], "forced_open", "{b:#}");
+    let forced = b["transitions"].as_array().cloned().unwrap_or_default();
+    assert!(
+        forced.iter().any(|t| t["to"] == "forced_open"),
+        "the history came back with the state: {b:#}"
+    );
+    // And handing it back to the policy is shared too.
+    let another = replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await;
+    force(&later, hotels, "auto").await;
+    wait_for_state(&another, hotels, "closed").await;
+    drop((later, another));
+    drop_schema(&url, &schema).await;
+}
+
+#[tokio::test]
+async fn a_single_node_keeps_its_forced_state_across_a_restart() {
+    let sim = support::start_sim(24).await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store_url = format!("sqlite://{}", dir.path().join("faregate.db").display());
+    let start = || async {
+        let store = Store::open(&store_url)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        TestGateway::start_in_fleet(fleet_config(&sim.url(), |_| {}), &NoEnv, store).await
+    };
+    let mut gateway = start().await;
+    force(&gateway, FLIGHTS, "closed").await;
+    let _ = gateway.begin_shutdown().await;
+    let restarted = start().await;
+    let b = breaker(&restarted, FLIGHTS).await;
+    assert_eq!(b["state"], "forced_closed", "{b:#}");
+    let ready = send(reqwest::Client::new().get(restarted.url("/readyz")))
+        .await
+        .2;
+    assert_eq!(ready["fleet"]["shared"], false, "{ready:#}");
+}

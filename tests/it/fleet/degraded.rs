@@ -1,0 +1,156 @@
+//! A replica that loses PostgreSQL keeps answering with its own breakers, says so, and rejoins
+//! when PostgreSQL returns: what it decided meanwhile reaches the others.
+//!
+//! PostgreSQL is taken away from one replica only, through a proxy the test cuts: the server
+//! itself is shared with every other test and must keep running.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use faregate_sim::{Fault, RouteGroup};
+use serde_json::Value;
+
+use super::{
+    breaker, drop_schema, fleet_config, postgres_url, replica, schema, search_flights,
+    wait_for_state,
+};
+use crate::support::{self, CutProxy, TestGateway, send, wait_until};
+
+const FLIGHTS: &str = "search_flights.duffel";
+
+/// `url` with its host and port replaced by `addr`.
+fn through(url: &str, addr: SocketAddr) -> String {
+    let mut parsed = reqwest::Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    parsed
+        .set_host(Some(&addr.ip().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    parsed
+        .set_port(Some(addr.port()))
+        .unwrap_or_else(|()| panic!("{url} takes no port"));
+    parsed.to_string()
+}
+
+/// The address of the PostgreSQL server `url` names.
+async fn server_of(url: &str) -> SocketAddr {
+    let parsed = reqwest::Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
+    let port = parsed.port().unwrap_or(5432);
+    tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .next()
+        .unwrap_or_else(|| panic!("{host} has no address"))
+}
+
+async fn ready(gateway: &TestGateway) -> Value {
+    send(reqwest::Client::new().get(gateway.url("/readyz")))
+        .await
+        .2
+}
+
+async fn metrics(gateway: &TestGateway) -> String {
+    let res = reqwest::Client::new()
+        .get(gateway.url("/metrics"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    res.text().await.unwrap_or_default()
+}
+
+async fn wait_connected(gateway: &TestGateway, connected: bool) {
+    wait_until(
+        Duration::from_secs(15),
+        "the fleet connection state",
+        || async {
+            let r = ready(gateway).await;
+            if r["fleet"]["connected"] == connected {
+                Ok(())
+            } else {
+                Err(format!("{r:#}"))
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
+    let Some(url) = postgres_url("a_replica_without_postgres_serves_on_its_own") else {
+        return;
+    };
+    let schema = schema("fg_fleet_degraded");
+    let sim = support::start_sim(25).await;
+    let proxy = CutProxy::start(server_of(&url).await).await;
+    let cut_off = replica(
+        &through(&url, proxy.addr),
+        &schema,
+        fleet_config(&sim.url(), |_| {}),
+    )
+    .await;
+    let other = replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await;
+    assert_eq!(ready(&cut_off).await["fleet"]["connected"], true);
+
+    proxy.cut();
+    // Callers see no error while the store is away: the answers are the provider's.
+    for _ in 0..20 {
+        let (status, envelope) = search_flights(&cut_off).await;
+        assert_eq!(status, 200);
+        assert_eq!(envelope["status"], "ok", "{envelope:#}");
+    }
+    wait_connected(&cut_off, false).await;
+    let r = ready(&cut_off).await;
+    assert_eq!(
+        r["status"], "ready",
+        "a degraded replica still serves: {r:#}"
+    );
+    assert!(
+        metrics(&cut_off)
+            .await
+            .contains("faregate_fleet_connected 0"),
+        "the gauge says so"
+    );
+
+    // Its own breakers still work: the provider fails, and it opens on its own calls.
+    sim.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    wait_until(
+        Duration::from_secs(10),
+        "the cut-off replica to open",
+        || async {
+            let (status, _) = search_flights(&cut_off).await;
+            assert_eq!(
+                status, 200,
+                "an open provider is a tool result, not an error"
+            );
+            let b = breaker(&cut_off, FLIGHTS).await;
+            if b["state"] == "open" {
+                Ok(())
+            } else {
+                Err(format!("{b:#}"))
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        breaker(&other, FLIGHTS).await["state"],
+        "closed",
+        "the other replica cannot have heard of it yet"
+    );
+
+    // PostgreSQL returns: the replica rejoins and its open reaches the other one.
+    proxy.restore();
+    wait_connected(&cut_off, true).await;
+    wait_for_state(&other, FLIGHTS, "open").await;
+    assert!(
+        metrics(&cut_off)
+            .await
+            .contains("faregate_fleet_connected 1")
+    );
+    drop((cut_off, other));
+    drop_schema(&url, &schema).await;
+}

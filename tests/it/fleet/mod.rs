@@ -1,0 +1,114 @@
+//! Fleets: gateways sharing one store. `queue` runs 1,000 jobs on three replicas of one
+//! PostgreSQL queue; `breakers` checks that the replicas act as one gateway's breakers (an open
+//! propagates, half-open probes are leased fleet-wide, forced states survive restarts); and
+//! `degraded` takes PostgreSQL away from one replica and gives it back.
+//!
+//! The PostgreSQL tests need `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it each
+//! says so on stderr and checks nothing. Each uses a schema of its own, dropped at the end.
+
+mod breakers;
+mod degraded;
+mod queue;
+
+use std::time::Duration;
+
+use faregate::config::Config;
+use faregate::jobs::{JobStore, Store};
+use serde_json::{Value, json};
+
+use crate::support::{self, NoEnv, TestGateway, send, wait_until};
+
+/// The PostgreSQL URL, or `None` after saying on stderr that `test` did not run.
+fn postgres_url(test: &str) -> Option<String> {
+    let url = std::env::var("FAREGATE_TEST_POSTGRES_URL").ok();
+    if url.is_none() {
+        eprintln!("note: {test} skipped: FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)");
+    }
+    url
+}
+
+/// A fresh schema name.
+fn schema(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// The configuration of a fleet test against the simulator at `sim_url`: one provider per tool
+/// (one breaker to watch), no per-client limits, and `breaker` applied to every tool's policy.
+fn fleet_config(sim_url: &str, breaker: impl Fn(&mut faregate::breaker::BreakerBuilder)) -> Config {
+    let mut config = support::one_provider_per_tool(support::config_for(sim_url));
+    config.limits.client_rate = None;
+    config.limits.client_max_concurrent_calls = None;
+    for tool in &mut config.tools {
+        let mut builder = tool.breaker.to_builder();
+        builder.jitter(0.0);
+        breaker(&mut builder);
+        tool.breaker = builder.build().unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    config
+}
+
+/// A replica on `url` (PostgreSQL, in `schema`), as `faregate serve` starts one.
+async fn replica(url: &str, schema: &str, config: Config) -> TestGateway {
+    let store = Store::open_postgres(url, Some(schema))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+    TestGateway::start_in_fleet(config, &NoEnv, store).await
+}
+
+/// `GET /v1/breakers/{key}` on `gateway`.
+async fn breaker(gateway: &TestGateway, key: &str) -> Value {
+    let url = gateway.url(&format!("/v1/breakers/{key}"));
+    send(reqwest::Client::new().get(url)).await.2
+}
+
+/// Waits until `gateway`'s breaker `key` is in `state` (the published name); returns its JSON.
+async fn wait_for_state(gateway: &TestGateway, key: &str, state: &str) -> Value {
+    wait_until(Duration::from_secs(10), state, || async {
+        let b = breaker(gateway, key).await;
+        if b["state"] == state {
+            Ok(b)
+        } else {
+            Err(format!("{b:#}"))
+        }
+    })
+    .await
+}
+
+/// This replica's name in the fleet (from `/readyz`).
+async fn replica_name(gateway: &TestGateway) -> String {
+    let ready = send(reqwest::Client::new().get(gateway.url("/readyz")))
+        .await
+        .2;
+    ready["fleet"]["replica"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{ready:#}"))
+        .to_string()
+}
+
+/// One flight search on `gateway`; the HTTP status and the envelope.
+async fn search_flights(gateway: &TestGateway) -> (u16, Value) {
+    let body = json!({"arguments": {"origin": "LHR", "destination": "JFK",
+                                    "departure_date": support::in_days(30)}});
+    let url = gateway.url("/v1/tools/search_flights/call");
+    let (status, _, envelope) = send(reqwest::Client::new().post(url).json(&body)).await;
+    (status, envelope)
+}
+
+/// Drops `schema` and everything in it.
+async fn drop_schema(url: &str, schema: &str) {
+    let db = faregate::store::Db::open_postgres(url, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    db.execute(
+        sqlx_safe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")),
+        &[],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A statement built at run time from a checked schema name.
+fn sqlx_safe(sql: String) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(sql)
+}
