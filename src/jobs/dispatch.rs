@@ -159,9 +159,7 @@ impl Dispatcher {
             if allowed > 0 && due_here {
                 let others: Vec<String> = names
                     .iter()
-                    .filter(|n| {
-                        skip.contains(n) || !mine.iter().any(|t| &t.name == *n)
-                    })
+                    .filter(|n| skip.contains(n) || !mine.iter().any(|t| &t.name == *n))
                     .cloned()
                     .collect();
                 paced.push((allowed, others));

@@ -125,10 +125,14 @@ impl Pacer {
             // limit again, counted from scratch.
             self.forget();
         }
-        let rate = [self.rate, self.announced_rate(now, known), configured_rate(known)]
-            .into_iter()
-            .flatten()
-            .min_by(f64::total_cmp)?;
+        let rate = [
+            self.rate,
+            self.announced_rate(now, known),
+            configured_rate(known),
+        ]
+        .into_iter()
+        .flatten()
+        .min_by(f64::total_cmp)?;
         let since = self.refilled_at.unwrap_or(now);
         // A second's worth (at least one job) plus one, so that a fraction is never cut off.
         let capacity = rate.max(1.0) + 1.0;
@@ -442,7 +446,9 @@ mod tests {
                 window_start += secs(window);
                 counts.push(0);
             }
-            let n = p.allowance(t, Some(&known)).expect("paced from the headers");
+            let n = p
+                .allowance(t, Some(&known))
+                .expect("paced from the headers");
             p.claimed(n, t);
             let used = counts.last_mut().expect("a window");
             *used += n;
@@ -496,7 +502,10 @@ mod tests {
             claimed += n;
             t += secs(0.1);
         }
-        assert!((90..=100).contains(&claimed), "95 % of 10/s for 10 s: {claimed}");
+        assert!(
+            (90..=100).contains(&claimed),
+            "95 % of 10/s for 10 s: {claimed}"
+        );
         // Headers allowing 1/s under a 10/s ceiling: 1/s.
         let both = Known {
             configured_per_s: Some(10.0),
@@ -511,6 +520,9 @@ mod tests {
             claimed += n;
             t += secs(0.1);
         }
-        assert!((17..=20).contains(&claimed), "95 % of 1/s for 20 s: {claimed}");
+        assert!(
+            (17..=20).contains(&claimed),
+            "95 % of 1/s for 20 s: {claimed}"
+        );
     }
 }

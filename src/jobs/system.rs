@@ -200,7 +200,9 @@ impl JobSystem {
         for claim in claimed {
             let runner = Arc::clone(&self.runner);
             tasks.spawn(async move {
-                runner.run(claim.job, claim.claimed_at, &claim.provider).await;
+                runner
+                    .run(claim.job, claim.claimed_at, &claim.provider)
+                    .await;
                 drop(claim.worker);
             });
         }

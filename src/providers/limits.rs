@@ -36,9 +36,8 @@ impl Reading {
     /// `ratelimit-reset` is an HTTP-date in Duffel's documentation; a number of seconds (the
     /// IETF draft's form) is read too, so a provider that sends either is understood.
     pub fn from_headers(headers: &HeaderMap, now: SystemTime) -> Option<Reading> {
-        let number = |name: &str| -> Option<u32> {
-            headers.get(name)?.to_str().ok()?.trim().parse().ok()
-        };
+        let number =
+            |name: &str| -> Option<u32> { headers.get(name)?.to_str().ok()?.trim().parse().ok() };
         let limit = number("ratelimit-limit")?;
         let remaining = number("ratelimit-remaining")?;
         let reset = headers.get("ratelimit-reset")?.to_str().ok()?;

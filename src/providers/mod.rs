@@ -195,7 +195,8 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                 out.providers.insert(
                     name.clone(),
                     Provider::Duffel(
-                        duffel::DuffelClient::new(http, p.base_url.clone(), token).with_limits(sink),
+                        duffel::DuffelClient::new(http, p.base_url.clone(), token)
+                            .with_limits(sink),
                     ),
                 );
             }

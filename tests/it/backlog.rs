@@ -169,10 +169,9 @@ async fn a_backlog_is_paced_from_the_announced_limit_before_any_429() {
         },
     );
     for n in 0..ANNOUNCED_JOBS {
-        let args = json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(3 + n as i64)});
-        let (status, body) = s
-            .submit("search_flights", json!({"arguments": args}))
-            .await;
+        let args =
+            json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(3 + n as i64)});
+        let (status, body) = s.submit("search_flights", json!({"arguments": args})).await;
         assert_eq!(status, 202, "{body:#}");
     }
     let jobs = wait_until(Duration::from_secs(60), "the backlog to drain", || async {
@@ -181,7 +180,9 @@ async fn a_backlog_is_paced_from_the_announced_limit_before_any_429() {
         let succeeded = jobs.iter().filter(|j| j["status"] == "succeeded").count();
         match succeeded {
             ANNOUNCED_JOBS => Ok(jobs),
-            _ => Err(format!("{succeeded} of {ANNOUNCED_JOBS} jobs succeeded: {jobs:?}")),
+            _ => Err(format!(
+                "{succeeded} of {ANNOUNCED_JOBS} jobs succeeded: {jobs:?}"
+            )),
         }
     })
     .await;
