@@ -87,12 +87,14 @@ async fn build(config: Config, store_override: Option<&str>) -> anyhow::Result<a
     let store = jobs::Store::open(&url)
         .await
         .with_context(|| format!("cannot open the job store {}", redact_url(&url)))?;
-    let fleet = faregate::fleet::Fleet::open(store.db().clone())
-        .await
-        .with_context(|| format!("cannot open the breaker state in {}", redact_url(&url)))?;
-    app::attach_fleet(&mut app, fleet)
-        .await
-        .with_context(|| format!("cannot read the breaker state in {}", redact_url(&url)))?;
+    if app.state.config.store.share_breakers {
+        let fleet = faregate::fleet::Fleet::open(store.db().clone())
+            .await
+            .with_context(|| format!("cannot open the breaker state in {}", redact_url(&url)))?;
+        app::attach_fleet(&mut app, fleet)
+            .await
+            .with_context(|| format!("cannot read the breaker state in {}", redact_url(&url)))?;
+    }
     app::attach_jobs(&mut app, store, &ProcessEnv);
     for w in &app.warnings {
         tracing::warn!("{w}");

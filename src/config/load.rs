@@ -90,6 +90,7 @@ fn load_into(
     // [store]
     let mut store = StoreConfig {
         url: "sqlite://faregate.db".into(),
+        share_breakers: true,
     };
     if let Some(s) = root.table("store") {
         if let Some(url) = s.string("url") {
@@ -106,6 +107,9 @@ fn load_into(
                     ),
                 );
             }
+        }
+        if let Some(share) = s.boolean("share_breakers") {
+            store.share_breakers = share;
         }
         s.finish();
     }

@@ -169,6 +169,10 @@ pub struct TelemetryConfig {
 pub struct StoreConfig {
     /// `sqlite://…` or `postgres://…`.
     pub url: String,
+    /// Whether the breakers' state lives in the store (default): shared with the other replicas
+    /// on PostgreSQL, kept across restarts on SQLite. Off, each process's breakers are its own
+    /// and forget forced states on restart (for comparisons, and for fleets that want that).
+    pub share_breakers: bool,
 }
 
 /// One `[providers.NAME]` table.

@@ -6,9 +6,10 @@
 //! jobs with a lease and run them through the same per-tool pipeline as interactive calls
 //! ([`crate::call::Gateway::run_background`]), then:
 //! - success → `succeeded`, result stored, callback sent if asked;
-//! - breaker rejected, or a retryable failure → `retry_scheduled`, silently, with a delay
-//!   anchored on the breaker's remaining open time or the provider's `Retry-After`, growing per
-//!   attempt, with jitter ([`policy`]); no callback, no error;
+//! - breaker rejected → `retry_scheduled`, silently, due exactly when the breaker admits again
+//!   (its half-open instant), so the probes go to due jobs; a retryable failure → the same, with
+//!   a delay anchored on the breaker's remaining open time or the provider's `Retry-After`,
+//!   growing per attempt, with jitter ([`policy`]); no callback, no error;
 //! - a refusal the model must fix, or `max_attempts` / `max_age` reached → `dead`, callback
 //!   with the last error.
 //!

@@ -77,7 +77,14 @@ pub(super) fn decide(
                 None => Transition::Retry {
                     next_attempt_at_ms: clock::ms_after(
                         now_ms,
-                        policy.delay(attempts, anchor, jitter),
+                        match (attempted, anchor) {
+                            // Refused by a breaker before reaching a provider: the breaker
+                            // knows when it admits again (its half-open instant, its next probe
+                            // slot), so the job is due exactly then, without growth or jitter.
+                            // Due jobs make an interactive caller leave the probes to them.
+                            (false, Some(breaker_says)) => breaker_says,
+                            _ => policy.delay(attempts, anchor, jitter),
+                        },
                     ),
                     error,
                     attempted,

@@ -82,6 +82,11 @@ impl Queue {
 
     /// Ends a claimed job's run with `outcome`, as a worker does (without jitter).
     async fn finish(&self, claimed: Claimed, outcome: Verdict) {
+        self.finish_jittered(claimed, outcome, 0.0).await;
+    }
+
+    /// Ends a claimed job's run with `outcome` and the jitter draw `jitter`.
+    async fn finish_jittered(&self, claimed: Claimed, outcome: Verdict, jitter: f64) {
         self.dispatcher
             .pacing
             .observe(&claimed.provider, &outcome, claimed.claimed_at);
@@ -93,7 +98,7 @@ impl Queue {
         };
         let now = clock::epoch_ms();
         let policy = RequeuePolicy::standard();
-        let transition = decide(outcome, &claimed.job, &config, &policy, now, 0.0);
+        let transition = decide(outcome, &claimed.job, &config, &policy, now, jitter);
         let stored = self
             .store
             .finish(&claimed.job.id, "w", transition, now)
@@ -234,5 +239,71 @@ async fn after_a_429_a_tool_is_paced_to_the_learned_rate() {
     assert!(
         (2..=6).contains(&total),
         "{total} claims in 6 s at about 0.63 jobs/s"
+    );
+}
+
+/// The breaker's probes go to the background jobs it refused: a refused job is due exactly at
+/// the half-open instant (no growth, no jitter, whatever it drew), so at that instant the job
+/// takes the first probe and an interactive caller is told to leave it to the job.
+#[tokio::test(start_paused = true)]
+async fn a_job_refused_by_an_open_breaker_is_due_at_the_half_open_instant_and_takes_the_probe() {
+    use crate::breaker::{
+        Breaker, BreakerConfig, BreakerKey, Caller, FailureReason, Outcome, PermitKind,
+    };
+    let config = BreakerConfig::builder()
+        .jitter(0.0)
+        .build()
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let (events, _) = tokio::sync::broadcast::channel(16);
+    let breaker = Breaker::new(BreakerKey::new(FLIGHTS, "duffel"), config, events);
+    for _ in 0..5 {
+        let permit = breaker
+            .try_acquire(clock::now())
+            .unwrap_or_else(|e| panic!("{e}"));
+        permit.record(Outcome::Failure(FailureReason::Timeout), clock::now());
+    }
+    let q = Queue::new(4);
+    let id = q.submit(FLIGHTS).await;
+    // The job has run before (one attempt), so growth and jitter would push it past the
+    // half-open instant if they applied to a breaker's refusal.
+    let mut claimed = q.pass(&[]).await;
+    claimed[0].job.attempts = 1;
+    let refused = breaker
+        .try_acquire(clock::now())
+        .expect_err("the breaker is open");
+    let half_open = clock::now() + refused.retry_after;
+    let verdict = Verdict::Later {
+        anchor: Some(refused.retry_after),
+        error: "duffel: breaker open".into(),
+        attempted: false,
+        rate_limited: None,
+    };
+    q.finish_jittered(claimed.remove(0), verdict, 0.99).await;
+
+    tokio::time::advance(half_open - clock::now() - Duration::from_millis(1)).await;
+    assert!(
+        q.pass(&[]).await.is_empty(),
+        "not due before the half-open instant"
+    );
+    tokio::time::advance(Duration::from_millis(1)).await;
+    let now = clock::now();
+    let due = q.pass(&[]).await;
+    assert_eq!(ids(&due), [id.as_str()], "due at the half-open instant");
+    let interactive = breaker.try_acquire_as(
+        now,
+        Caller::Interactive {
+            background_due: true,
+        },
+    );
+    assert!(interactive.is_err(), "the probe is left to the due job");
+    let probe = breaker
+        .try_acquire_as(now, Caller::Background)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(probe.kind(), PermitKind::Probe);
+    probe.record(
+        Outcome::Success {
+            latency: Duration::from_millis(50),
+        },
+        now,
     );
 }

@@ -194,11 +194,18 @@ fn outcomes_become_transitions() {
             ),
         ),
         (
-            "a refusal without an attempt does not count (the two before grow the wait)",
+            "a refusal without an attempt does not count, and is due at the half-open instant whatever the attempts before",
             later(Some(secs(30)), false),
             job(2, 0),
             0.0,
-            retry_in(32_000, false),
+            retry_in(30_000, false),
+        ),
+        (
+            "a breaker's refusal gets no jitter: due at the half-open instant, not after it",
+            later(Some(secs(30)), false),
+            job(1, 0),
+            0.9,
+            retry_in(30_000, false),
         ),
         (
             "too old: given up, whatever the attempts",
