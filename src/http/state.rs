@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::edge::{Caller, ClientLimits, Keys, Role};
+use super::edge::{Browsers, Caller, ClientLimits, Keys, Role};
 use crate::call::Gateway;
 use crate::config::Config;
 
@@ -34,6 +34,16 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Whether the call routes must refuse what a browser on another site can send unasked:
+    /// exactly when client keys are off.
+    pub(crate) fn browsers(&self) -> Browsers {
+        if self.keys.clients.is_empty() {
+            Browsers::Refused
+        } else {
+            Browsers::KeyProtected
+        }
+    }
+
     /// Authorizes a request for a route that needs `role`; `what` names an admin action in
     /// messages.
     pub(crate) fn authorize(

@@ -210,11 +210,26 @@ async fn transport_errors_are_json_with_a_message() {
     let url = s.url("/v1/tools/search_flights/call");
     let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
         (
-            s.http.post(&url).body("{\"arguments\": {"),
+            s.http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body("{\"arguments\": {"),
             400,
             "malformed JSON",
         ),
-        (s.http.post(&url).body(""), 400, "empty"),
+        (
+            s.http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(""),
+            400,
+            "empty",
+        ),
+        (
+            s.http.post(&url).body("{}"),
+            415,
+            "send it with `Content-Type: application/json`",
+        ),
         (
             s.http.post(&url).json(&json!({"args": {}})),
             400,

@@ -23,7 +23,7 @@ pub(crate) async fn openai_tool_calls(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let bytes = read_body(&headers, body, state.max_body_bytes)?;
+    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let read = openai::parse(read_json(&bytes)?)?;
     let results = run_agent_calls(&state, &caller.client(), read.calls, read.options).await;
     Ok(Json(openai::render(read.api, &results)))
@@ -36,7 +36,7 @@ pub(crate) async fn anthropic_tool_use(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let bytes = read_body(&headers, body, state.max_body_bytes)?;
+    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let read = anthropic::parse(read_json(&bytes)?)?;
     let results = run_agent_calls(&state, &caller.client(), read.calls, read.options).await;
     Ok(Json(anthropic::render(&results)))

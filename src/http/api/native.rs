@@ -29,7 +29,7 @@ pub(crate) async fn call_tool(
     if state.gateway.tool(&tool).is_none() {
         return Err(calls::unknown_tool(&state, &tool));
     }
-    let bytes = read_body(&headers, body, state.max_body_bytes)?;
+    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let call = agents::native::parse(&tool, agents::body::read_json(&bytes)?)?;
     if call.options.mode == CallMode::Background {
         return submit_background(&state, &caller, call).await;

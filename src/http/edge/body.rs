@@ -6,9 +6,16 @@
 //!   would hold the connection until the request timeout.
 //! - The body limit is enforced while reading too (a chunked body declares no length); 413
 //!   names the limit.
-//! - Content types that are plainly not JSON (XML, multipart forms, HTML) get 415. A missing
-//!   type, `text/plain` and `application/x-www-form-urlencoded` are read as JSON: that is what
-//!   `curl -d` sends, and the body says what it is.
+//! - Content types that are plainly not JSON (XML, multipart forms, HTML) get 415. With client
+//!   keys on, a missing type, `text/plain` and `application/x-www-form-urlencoded` are read as
+//!   JSON: that is what `curl -d` sends, and the body says what it is.
+//! - With client keys off ([`Browsers::Refused`]), only `application/json` (or a `+json` type)
+//!   is read, and a request a browser marks `Sec-Fetch-Site: cross-site` is refused (403).
+//!   Without keys nothing else stops a web page the user happens to open from making the
+//!   browser POST a tool call to a gateway on the user's machine: a form or `fetch` with a
+//!   missing, `text/plain`, form or multipart body is a "simple" request a browser sends to
+//!   any site without asking it first, while `application/json` makes it ask (a CORS
+//!   preflight), which the gateway never grants.
 //!
 //! The bytes are then read as strict JSON by [`crate::agents::body`], whose refusals are 400s.
 
@@ -38,12 +45,26 @@ pub(crate) async fn refuse_declared_too_large(
     }
 }
 
-/// The body's bytes, or the 413/415/400 that says what is wrong with it as HTTP.
+/// Whether a call route must refuse what a browser can send from another site without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Browsers {
+    /// Client keys are on: a browser cannot add the key without a preflight, so any JSON-like
+    /// body is read.
+    KeyProtected,
+    /// Client keys are off: only `application/json` bodies, never a cross-site request.
+    Refused,
+}
+
+/// The body's bytes, or the 403/413/415/400 that says what is wrong with it as HTTP.
 pub(crate) fn read_body(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     limit: usize,
+    browsers: Browsers,
 ) -> Result<Bytes, ApiError> {
+    if browsers == Browsers::Refused {
+        refuse_browser_requests(headers)?;
+    }
     check_content_type(headers)?;
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -54,19 +75,52 @@ pub(crate) fn read_body(
     })
 }
 
-/// 415 for content types that are plainly not JSON.
-fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+/// With client keys off: 403 for a request a browser marks cross-site, 415 for any body not
+/// declared as JSON (what a page on another site could make a browser send unasked).
+fn refuse_browser_requests(headers: &HeaderMap) -> Result<(), ApiError> {
+    let cross_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("cross-site"));
+    if cross_site {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross-site requests are refused while client keys are off: a web page must not call tools through the user's browser. Call from a program, or set client keys on the gateway",
+        ));
+    }
+    let essence = essence(headers);
+    if essence == "application/json" || essence.ends_with("+json") {
         return Ok(());
+    }
+    let declared = if essence.is_empty() {
+        "no content type".to_string()
+    } else {
+        essence
     };
-    let essence = value
-        .to_str()
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!(
+            "the body is declared as {declared}; send it with `Content-Type: application/json` (while client keys are off, nothing else is read, so that a web page cannot make a browser call tools)"
+        ),
+    ))
+}
+
+/// The media type of the body, lower case, without parameters; empty when none is declared.
+fn essence(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .split(';')
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// 415 for content types that are plainly not JSON.
+fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let essence = essence(headers);
     let json_like = essence == "application/json"
         || essence.ends_with("+json")
         || essence == "text/plain"
@@ -103,5 +157,45 @@ mod tests {
         assert!(with("application/x-www-form-urlencoded"), "curl -d");
         assert!(!with("application/xml"));
         assert!(!with("multipart/form-data; boundary=x"));
+    }
+
+    #[test]
+    fn with_keys_off_only_json_and_never_cross_site() {
+        let refused = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (name, value) in pairs {
+                h.insert(*name, value.parse().unwrap_or_else(|_| panic!("{value}")));
+            }
+            refuse_browser_requests(&h)
+                .err()
+                .map(|e| e.into_response().status().as_u16())
+        };
+        assert_eq!(refused(&[("content-type", "application/json")]), None);
+        assert_eq!(
+            refused(&[("content-type", "Application/JSON; charset=utf-8")]),
+            None
+        );
+        assert_eq!(
+            refused(&[("content-type", "application/vnd.api+json")]),
+            None
+        );
+        for simple in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+        ] {
+            assert_eq!(refused(&[("content-type", simple)]), Some(415), "{simple}");
+        }
+        assert_eq!(refused(&[]), Some(415), "no content type");
+        let cross = [
+            ("content-type", "application/json"),
+            ("sec-fetch-site", "cross-site"),
+        ];
+        assert_eq!(refused(&cross), Some(403));
+        let same = [
+            ("content-type", "application/json"),
+            ("sec-fetch-site", "same-origin"),
+        ];
+        assert_eq!(refused(&same), None);
     }
 }

@@ -23,7 +23,7 @@ pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};
 
 pub(crate) use auth::require_client;
-pub(crate) use body::{read_body, refuse_declared_too_large};
+pub(crate) use body::{Browsers, read_body, refuse_declared_too_large};
 pub(crate) use error::{PathParam, no_route, refusals_as_json};
 pub(crate) use limits::limit_calls;
 pub(crate) use server::request_timeout;

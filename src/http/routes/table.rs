@@ -18,7 +18,14 @@ use Verb::{Delete, Get, Post};
 
 const JOB_STORE: Answer = error(503, "The job store did not answer.");
 const NO_JOB_STORE: Answer = error(501, "No job store.");
-const NOT_JSON: Answer = error(415, "The body is declared as something other than JSON.");
+const NOT_JSON: Answer = error(
+    415,
+    "The body is declared as something other than JSON (with client keys off: anything but application/json).",
+);
+const CROSS_SITE: Answer = error(
+    403,
+    "With client keys off: a request the browser marks Sec-Fetch-Site: cross-site.",
+);
 const KEY: Answer = error(401, "Missing or wrong key.");
 
 /// Every route, in the order the document lists them.
@@ -154,6 +161,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     ),
                     error(404, "Unknown tool; the body lists the known ones."),
                     NOT_JSON,
+                    CROSS_SITE,
                     answer(
                         422,
                         "invalid_arguments (an envelope naming each bad field), or a callback_url refused by the allowlist or the private-address check (an error naming the field).",
@@ -408,6 +416,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     ),
                     error(400, "No tool calls found, or malformed JSON."),
                     NOT_JSON,
+                    CROSS_SITE,
                 ],
             )
         }],
@@ -430,6 +439,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     ),
                     error(400, "No tool_use blocks found, or malformed JSON."),
                     NOT_JSON,
+                    CROSS_SITE,
                 ],
             )
         }],

@@ -324,4 +324,5 @@ async fn calls_in_flight_are_capped_per_client() {
 }
 
 mod callbacks;
+mod cross_site;
 mod secrets;

@@ -1,0 +1,117 @@
+//! With client keys off, a web page the user opens must not be able to make the browser call
+//! tools on a gateway on the user's machine: what a browser sends to another site without
+//! asking first (a form, `text/plain`, no content type, or anything marked cross-site) is
+//! refused before a provider is reached.
+
+use faregate_sim::RouteGroup;
+use serde_json::json;
+
+use crate::support::{MapEnv, Stack, in_days, send};
+
+fn flights() -> String {
+    json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(30)}})
+        .to_string()
+}
+
+/// The gateway's own call routes answer 403 or 415; `/mcp` is rmcp's, which refuses such a
+/// request too (406 or 415, as the MCP transport specifies).
+fn refused(path: &str, status: u16) -> bool {
+    if path == "/mcp" {
+        (400..500).contains(&status)
+    } else {
+        status == 403 || status == 415
+    }
+}
+
+#[tokio::test]
+async fn a_cross_site_simple_post_is_refused_with_auth_off() {
+    let s = Stack::start(31).await;
+    let openai = json!({"tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "search_flights", "arguments": json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(30)}).to_string()}}]})
+    .to_string();
+    let routes = [
+        ("/v1/tools/search_flights/call", flights()),
+        ("/v1/openai/tool_calls", openai),
+        ("/mcp", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_flights", "arguments": {}}}).to_string()),
+    ];
+    for (path, body) in routes {
+        // What an HTML form or a no-cors fetch on evil.example sends: no preflight.
+        for content_type in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+        ] {
+            let request = s
+                .http
+                .post(s.url(path))
+                .header("content-type", content_type)
+                .header("origin", "https://evil.example")
+                .header("sec-fetch-site", "cross-site")
+                .body(body.clone());
+            let (status, _, answer) = send(request).await;
+            assert!(
+                refused(path, status),
+                "{path} {content_type}: {status} {answer}"
+            );
+        }
+        let untyped = s.http.post(s.url(path)).body(body.clone());
+        let (status, _, answer) = send(untyped).await;
+        assert!(
+            refused(path, status),
+            "{path} without a content type: {status} {answer}"
+        );
+    }
+    // A JSON body marked cross-site (only sent after a preflight the gateway never grants) is
+    // refused too.
+    let marked = s
+        .http
+        .post(s.url("/v1/tools/search_flights/call"))
+        .header("content-type", "application/json")
+        .header("sec-fetch-site", "cross-site")
+        .body(flights());
+    let (status, _, answer) = send(marked).await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cross-site requests are refused")),
+        "{answer}"
+    );
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirSearch),
+        0,
+        "nothing reached a provider"
+    );
+    assert_eq!(
+        s.requests(RouteGroup::AmadeusFlights),
+        0,
+        "nothing reached a provider"
+    );
+    // A program's JSON call passes.
+    let (status, envelope) = s
+        .post(
+            "/v1/tools/search_flights/call",
+            serde_json::from_str(&flights()).unwrap_or_default(),
+        )
+        .await;
+    assert_eq!(status, 200, "{envelope:#}");
+    assert_eq!(envelope["status"], "ok", "{envelope:#}");
+}
+
+#[tokio::test]
+async fn with_client_keys_a_plain_text_body_is_still_read() {
+    // A browser cannot add the key without a preflight, so `curl -d` keeps working.
+    let s = Stack::builder(32)
+        .env(MapEnv(vec![("FAREGATE_CLIENT_KEYS", "k1")]))
+        .start()
+        .await;
+    let request = s
+        .http
+        .post(s.url("/v1/tools/search_flights/call"))
+        .bearer_auth("k1")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(flights());
+    let (status, _, envelope) = send(request).await;
+    assert_eq!(status, 200, "{envelope:#}");
+    assert_eq!(envelope["status"], "ok", "{envelope:#}");
+}
