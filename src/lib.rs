@@ -16,7 +16,8 @@
 //! - floor 3: [`config`], configuration read and validated once, and [`fleet`], the breakers'
 //!   state shared through the store (across replicas and restarts);
 //! - floor 4: [`providers`], the Duffel and Amadeus adapters (wire formats stay inside);
-//! - floor 5: [`telemetry`], metrics, the gateway's own alerts and tracing set-up;
+//! - floor 5: [`telemetry`], metrics, the gateway's own alerts and tracing set-up, and
+//!   [`quota`], the providers' allowances for background jobs (shared by a fleet);
 //! - floor 6: [`call`], the path every tool call takes to a provider and back;
 //! - floor 7: [`agents`] (the agent protocols, pure) and [`jobs`] (background calls);
 //! - floor 8: [`http`], the HTTP server: the edge, the API, `/mcp` and operations;
@@ -40,6 +41,7 @@ pub mod http;
 pub mod jobs;
 pub mod policy;
 pub mod providers;
+pub mod quota;
 pub mod store;
 pub mod telemetry;
 pub mod texts;

@@ -288,6 +288,7 @@ impl Gateway {
         Context {
             observer: &self.observer,
             jitter: &self.jitter,
+            rate_limits: &self.rate_limits,
         }
     }
 

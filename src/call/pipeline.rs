@@ -41,7 +41,7 @@ use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
 use crate::breaker::Caller;
 use crate::policy::SplitMix;
-use crate::providers::{ErrorKind, UpstreamError};
+use crate::providers::{ErrorKind, RateLimits, UpstreamError};
 use crate::tools::{CallMode, ToolOutput, ToolRequest};
 
 /// What a run of the pipeline reports to, and draws its jitter from.
@@ -51,6 +51,9 @@ pub(super) struct Context<'a> {
     pub(super) observer: &'a Observer,
     /// The retry backoff's random source.
     pub(super) jitter: &'a SplitMix,
+    /// Where an interactive attempt counts the request it sends (in memory; the job system
+    /// spends the counts from the providers' buckets, so background claims make room).
+    pub(super) rate_limits: &'a RateLimits,
 }
 
 /// Runs a validated request upstream: the bulkhead, then the provider chain.
@@ -147,6 +150,9 @@ async fn run_route(
             }
         };
         Observer::admitted(&span, permit.kind());
+        if mode == CallMode::Interactive {
+            cx.rate_limits.spent_interactive(&route.name);
+        }
         let started = Instant::now();
         let timeout = tool.config.timeout.min(remaining);
         let result = attempt_once(route.upstream.as_ref(), request, timeout)

@@ -8,19 +8,20 @@
 //! worker permit at once, so the next claim of the same pass sees the workers it left.
 //!
 //! Time comes from [`crate::clock`] (epoch milliseconds for the store, tokio instants for the
-//! pacers), so the whole pass runs on a paused clock in tests.
+//! pacers), so the whole pass runs on a paused clock in tests. The pacers are the quota room's
+//! ([`Quotas`]): a paced provider's claims are reserved from its bucket before they are made,
+//! and what was not claimed is handed back, so replicas sharing the bucket never claim the
+//! same tokens.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use super::pace::Pacer;
 use super::store::{Job, JobStore, StoreError};
 use crate::call::Verdict;
 use crate::clock;
-use crate::providers::RateLimits;
+use crate::quota::{Answer, Quotas};
 
 /// A served tool as a dispatch pass sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,71 +48,15 @@ pub(super) struct Claimed {
     pub(super) worker: OwnedSemaphorePermit,
 }
 
-/// Per provider: its pacer, fed by what the provider announces, its configured limit and the
-/// 429s of its tools' jobs. Shared by dispatch (which asks how many jobs may be claimed) and
-/// the workers (which report what the provider answered).
-#[derive(Debug, Default)]
-pub(super) struct Pacing {
-    /// A short `std::sync::Mutex`: held for a few arithmetic steps, never across an await.
-    pacers: Mutex<HashMap<String, Pacer>>,
-    /// What the providers' answers and configuration say about their limits.
-    pub(super) limits: Arc<RateLimits>,
-}
-
-impl Pacing {
-    /// Pacing from the limits the providers announce (and are configured with).
-    pub(super) fn new(limits: Arc<RateLimits>) -> Self {
-        Pacing {
-            pacers: Mutex::default(),
-            limits,
-        }
-    }
-
-    fn pacers(&self) -> MutexGuard<'_, HashMap<String, Pacer>> {
-        // A poisoned lock only means a panic elsewhere; the map is still usable.
-        self.pacers.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// How many jobs of `provider`'s tools may be claimed now; `None` when nothing limits them.
-    fn allowance(&self, provider: &str, now: Instant) -> Option<u32> {
-        let known = self.limits.get(provider);
-        let mut pacers = self.pacers();
-        match pacers.get_mut(provider) {
-            Some(p) => p.allowance(now, known.as_ref()),
-            None if known.is_some() => pacers
-                .entry(provider.to_string())
-                .or_default()
-                .allowance(now, known.as_ref()),
-            None => None,
-        }
-    }
-
-    fn claimed(&self, provider: &str, at: Instant) {
-        self.pacers()
-            .entry(provider.to_string())
-            .or_default()
-            .claimed(1, at);
-    }
-
-    /// Learns from a background outcome of a job claimed at `claimed_at` under `provider`.
-    pub(super) fn observe(&self, provider: &str, outcome: &Verdict, claimed_at: Instant) {
-        let mut pacers = self.pacers();
-        let Some(pacer) = pacers.get_mut(provider) else {
-            return;
-        };
-        match outcome {
-            Verdict::Done(_) => pacer.succeeded(claimed_at),
-            Verdict::Later {
-                rate_limited: Some(hit),
-                ..
-            } => {
-                pacer.rate_limited(clock::now(), hit.retry_after);
-                if let Some(rate) = pacer.rate() {
-                    tracing::info!(%provider, jobs_per_s = rate, "pacing background jobs to the provider's rate limit");
-                }
-            }
-            _ => {}
-        }
+/// What a background verdict teaches a provider's pacer.
+pub(super) fn answer(verdict: &Verdict) -> Answer {
+    match verdict {
+        Verdict::Done(_) => Answer::Succeeded,
+        Verdict::Later {
+            rate_limited: Some(hit),
+            ..
+        } => Answer::RateLimited(hit.retry_after),
+        _ => Answer::Other,
     }
 }
 
@@ -122,7 +67,8 @@ pub(super) struct Dispatcher {
     pub(super) owner: String,
     /// What each claimed job's lease lasts (the longest tool deadline plus a margin).
     pub(super) lease_ms: i64,
-    pub(super) pacing: Arc<Pacing>,
+    /// The providers' allowances (shared by the fleet on PostgreSQL).
+    pub(super) quotas: Arc<Quotas>,
 }
 
 impl Dispatcher {
@@ -135,7 +81,6 @@ impl Dispatcher {
         due: &[String],
         workers: &Arc<Semaphore>,
     ) -> Result<Vec<Claimed>, StoreError> {
-        let now = clock::now();
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let mut skip: Vec<String> = tools
             .iter()
@@ -143,36 +88,57 @@ impl Dispatcher {
             .map(|t| t.name.clone())
             .collect();
         // The tools of a provider whose limit is known are claimed on their own, at most what
-        // its pacer allows now; the rest together, as many as there are free workers.
+        // its pacer grants now; the rest together, as many as there are free workers. A
+        // provider none of whose tools has due jobs is left out of this pass.
         let mut providers: Vec<&str> = tools.iter().map(|t| t.provider.as_str()).collect();
         providers.sort_unstable();
         providers.dedup();
         let mut paced = Vec::new();
         for provider in providers {
-            let Some(allowed) = self.pacing.allowance(provider, now) else {
-                continue;
-            };
             let mine: Vec<&ToolState> = tools.iter().filter(|t| t.provider == provider).collect();
             let due_here = mine
                 .iter()
                 .any(|t| !skip.contains(&t.name) && due.contains(&t.name));
-            if allowed > 0 && due_here {
-                let others: Vec<String> = names
-                    .iter()
-                    .filter(|n| skip.contains(n) || !mine.iter().any(|t| &t.name == *n))
-                    .cloned()
-                    .collect();
-                paced.push((allowed, others));
+            let free = u32::try_from(workers.available_permits()).unwrap_or(u32::MAX);
+            if due_here && free > 0 {
+                let Some(granted) = self.quotas.reserve(provider, free).await else {
+                    continue;
+                };
+                if granted > 0 {
+                    let others: Vec<String> = names
+                        .iter()
+                        .filter(|n| skip.contains(n) || !mine.iter().any(|t| &t.name == *n))
+                        .cloned()
+                        .collect();
+                    paced.push((provider, granted, others));
+                }
             }
             skip.extend(mine.iter().map(|t| t.name.clone()));
         }
         let mut claimed = Vec::new();
-        for (allowed, others) in paced {
-            self.claim_some(store, workers, allowed, &others, tools, &mut claimed)
-                .await?;
+        for (provider, granted, others) in paced {
+            let got = self
+                .claim_some(store, workers, granted, &others, tools, &mut claimed)
+                .await;
+            // What was granted and not claimed goes back to the bucket.
+            let unused = granted - got.as_ref().map_or(0, |n| (*n).min(granted));
+            self.quotas.refund(provider, unused).await;
+            got?;
         }
+        let first_unpaced = claimed.len();
         self.claim_some(store, workers, u32::MAX, &skip, tools, &mut claimed)
             .await?;
+        // Unpaced claims start their provider's counting window (learning from a 429).
+        let mut unpaced: Vec<(&str, u32, Instant)> = Vec::new();
+        for c in &claimed[first_unpaced..] {
+            match unpaced.iter_mut().find(|(p, _, _)| *p == c.provider) {
+                Some((_, n, _)) => *n += 1,
+                None => unpaced.push((&c.provider, 1, c.claimed_at)),
+            }
+        }
+        for (provider, n, at) in unpaced {
+            self.quotas.claimed(provider, n, at).await;
+        }
         Ok(claimed)
     }
 
@@ -186,23 +152,23 @@ impl Dispatcher {
         skip: &[String],
         tools: &[ToolState],
         claimed: &mut Vec<Claimed>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u32, StoreError> {
         let free = u32::try_from(workers.available_permits())
             .unwrap_or(u32::MAX)
             .min(max);
         if free == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let jobs = store
             .claim(&self.owner, clock::epoch_ms(), self.lease_ms, free, skip)
             .await?;
         let claimed_at = clock::now();
+        let mut n = 0;
         for job in jobs {
             let provider = tools
                 .iter()
                 .find(|t| t.name == job.tool)
                 .map_or_else(|| job.tool.clone(), |t| t.provider.clone());
-            self.pacing.claimed(&provider, claimed_at);
             // Only this pass takes permits, and it claimed no more than were free.
             let Ok(worker) = Arc::clone(workers).try_acquire_owned() else {
                 break;
@@ -213,7 +179,8 @@ impl Dispatcher {
                 provider,
                 worker,
             });
+            n += 1;
         }
-        Ok(())
+        Ok(n)
     }
 }

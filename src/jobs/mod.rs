@@ -24,7 +24,8 @@
 //! - `dispatch.rs`: which due jobs this process claims (breaker-aware, paced);
 //! - `run.rs`: running one job, and the pure `decide` from outcome to [`Transition`];
 //! - `callbacks/`: claiming, signing and delivering callbacks, and the SSRF guard;
-//! - [`policy`] and [`pace`]: the requeue delay and the learned rate limit (pure);
+//! - [`policy`]: the requeue delay (pure); the pacers that limit claims per provider are the
+//!   quota room's ([`crate::quota`]);
 //! - `system.rs`: the [`JobSystem`] the edge submits to, and its loops.
 //!
 //! A lease that expires (a crashed worker) returns its job to the queue; every write after a
@@ -34,7 +35,6 @@
 
 pub mod callbacks;
 mod dispatch;
-pub mod pace;
 pub mod policy;
 mod run;
 mod store;

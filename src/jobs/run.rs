@@ -10,13 +10,14 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::dispatch::Pacing;
+use super::dispatch::answer;
 use super::policy::RequeuePolicy;
 use super::store::{Job, JobStore, Store, Transition};
 use crate::call::{CallRequest, Envelope, Gateway, Verdict};
 use crate::clock;
 use crate::config::JobsConfig;
 use crate::policy::SplitMix;
+use crate::quota::Quotas;
 
 /// What an outcome of `job`'s run at `now_ms` means for it.
 ///
@@ -111,7 +112,8 @@ pub(super) struct Runner {
     pub(super) owner: String,
     pub(super) policy: RequeuePolicy,
     pub(super) jitter: SplitMix,
-    pub(super) pacing: Arc<Pacing>,
+    /// The providers' allowances, taught by what each job's provider answered.
+    pub(super) quotas: Arc<Quotas>,
 }
 
 impl Runner {
@@ -129,7 +131,9 @@ impl Runner {
                 client: job.client.clone(),
             })
             .await;
-        self.pacing.observe(provider, &outcome, claimed_at);
+        self.quotas
+            .observe(provider, answer(&outcome), claimed_at)
+            .await;
         let now = clock::epoch_ms();
         let transition = decide(
             outcome,

@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::callbacks::{Sender, guard};
-use super::dispatch::{Dispatcher, Pacing, ToolState};
+use super::dispatch::{Dispatcher, ToolState};
 use super::policy::RequeuePolicy;
 use super::run::Runner;
 use super::store::{Job, JobStatus, JobStore, NewJob, Store, StoreError};
@@ -26,6 +26,8 @@ use crate::clock;
 use crate::config::JobsConfig;
 use crate::policy::SplitMix;
 use crate::providers::Secret;
+use crate::quota::{self, Quotas};
+use crate::store::Db;
 use crate::telemetry::Telemetry;
 
 /// How often the dispatcher looks for due jobs when nothing wakes it.
@@ -49,6 +51,8 @@ pub struct JobSystem {
     dispatcher: Dispatcher,
     runner: Arc<Runner>,
     callbacks: Arc<Sender>,
+    /// The providers' allowances (the dispatcher's and the runner's too).
+    quotas: Arc<Quotas>,
 }
 
 impl JobSystem {
@@ -73,7 +77,12 @@ impl JobSystem {
             .max()
             .unwrap_or(DEFAULT_DEADLINE)
             + config.lease_margin;
-        let pacing = Arc::new(Pacing::new(Arc::clone(gateway.rate_limits())));
+        // A fleet on PostgreSQL paces from one shared bucket per provider; one node on its own.
+        let limits = Arc::clone(gateway.rate_limits());
+        let quotas = Arc::new(match store.db() {
+            Db::Postgres { .. } => Quotas::shared(limits, store.db().clone()),
+            Db::Sqlite(_) => Quotas::local(limits),
+        });
         JobSystem {
             callback_rules: CallbackRules {
                 allowlist: allowlist.clone(),
@@ -84,7 +93,7 @@ impl JobSystem {
             dispatcher: Dispatcher {
                 owner: owner.clone(),
                 lease_ms: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
-                pacing: Arc::clone(&pacing),
+                quotas: Arc::clone(&quotas),
             },
             runner: Arc::new(Runner {
                 store: store.clone(),
@@ -93,7 +102,7 @@ impl JobSystem {
                 owner,
                 policy: RequeuePolicy::standard(),
                 jitter: SplitMix::new(clock::epoch_ms() as u64),
-                pacing,
+                quotas: Arc::clone(&quotas),
             }),
             callbacks: Arc::new(Sender {
                 store: store.clone(),
@@ -105,7 +114,13 @@ impl JobSystem {
             store,
             gateway,
             telemetry,
+            quotas,
         }
+    }
+
+    /// The providers' allowances for background jobs.
+    pub fn quotas(&self) -> &Arc<Quotas> {
+        &self.quotas
     }
 
     /// The store (for the job API and metrics).
@@ -128,6 +143,20 @@ impl JobSystem {
         let workers = Arc::new(Semaphore::new(self.workers as usize));
         let mut tasks = JoinSet::new();
         let callbacks = tokio::spawn(Arc::clone(&self.callbacks).run(shutdown.clone()));
+        self.quotas.prepare().await;
+        // Interactive calls count what they send in memory; this spends it from the buckets.
+        let flush = {
+            let quotas = Arc::clone(&self.quotas);
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(quota::FLUSH_EVERY) => quotas.flush_interactive().await,
+                    }
+                }
+            })
+        };
         let mut polls: u32 = 0;
         loop {
             tokio::select! {
@@ -156,6 +185,7 @@ impl JobSystem {
             while tasks.join_next().await.is_some() {}
         }
         callbacks.abort();
+        flush.abort();
         match self
             .store
             .release(&self.dispatcher.owner, clock::epoch_ms())

@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::time::advance;
 
-use super::dispatch::{Claimed, Dispatcher, ToolState};
+use super::dispatch::{Claimed, Dispatcher, ToolState, answer};
 use super::policy::RequeuePolicy;
 use super::run::decide;
 use super::store::memory::MemoryStore;
@@ -18,6 +18,7 @@ use super::store::{JobStatus, JobStore, NewJob};
 use crate::call::{CallInfo, Data, Envelope, RateLimitHit, Verdict};
 use crate::clock;
 use crate::config::JobsConfig;
+use crate::quota::Quotas;
 
 const FLIGHTS: &str = "search_flights";
 const HOTELS: &str = "search_hotels";
@@ -35,7 +36,7 @@ impl Queue {
             dispatcher: Dispatcher {
                 owner: "w".into(),
                 lease_ms: 60_000,
-                pacing: Arc::default(),
+                quotas: Arc::new(Quotas::local(Arc::default())),
             },
             workers: Arc::new(Semaphore::new(workers)),
         }
@@ -88,8 +89,9 @@ impl Queue {
     /// Ends a claimed job's run with `outcome` and the jitter draw `jitter`.
     async fn finish_jittered(&self, claimed: Claimed, outcome: Verdict, jitter: f64) {
         self.dispatcher
-            .pacing
-            .observe(&claimed.provider, &outcome, claimed.claimed_at);
+            .quotas
+            .observe(&claimed.provider, answer(&outcome), claimed.claimed_at)
+            .await;
         let config = JobsConfig {
             max_attempts: 20,
             max_age: Duration::from_secs(24 * 3600),

@@ -64,6 +64,9 @@ pub struct Known {
 pub struct RateLimits {
     /// A short `std::sync::Mutex`: held to copy or replace one small value, never across an await.
     by_provider: Mutex<HashMap<String, Known>>,
+    /// Requests interactive calls sent per provider since the quota room last took them: a
+    /// count in memory, so an interactive call never waits on the database.
+    interactive: Mutex<HashMap<String, u32>>,
 }
 
 impl RateLimits {
@@ -94,6 +97,23 @@ impl RateLimits {
                 configured_per_s: None,
             })
             .latest = Some((reading, at));
+    }
+
+    /// An interactive call sent one request to `provider`.
+    pub fn spent_interactive(&self, provider: &str) {
+        let mut spent = self.interactive.lock().unwrap_or_else(|e| e.into_inner());
+        match spent.get_mut(provider) {
+            Some(n) => *n = n.saturating_add(1),
+            None => {
+                spent.insert(provider.to_string(), 1);
+            }
+        }
+    }
+
+    /// The interactive requests counted since the last call, per provider, and a fresh count.
+    pub fn take_interactive(&self) -> Vec<(String, u32)> {
+        let mut spent = self.interactive.lock().unwrap_or_else(|e| e.into_inner());
+        spent.drain().filter(|(_, n)| *n > 0).collect()
     }
 
     /// What is known of `provider`'s limit.

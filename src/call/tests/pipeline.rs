@@ -19,7 +19,12 @@ async fn run(
         .check(args, Gateway::today(), key)
         .unwrap_or_else(|e| panic!("{e}"));
     let deadline = Instant::now() + tool.deadline(None);
-    let cx = Context { observer, jitter };
+    let rate_limits = crate::providers::RateLimits::default();
+    let cx = Context {
+        observer,
+        jitter,
+        rate_limits: &rate_limits,
+    };
     pipeline::run(tool, &request, deadline, mode, cx).await
 }
 

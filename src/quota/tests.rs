@@ -1,0 +1,193 @@
+//! The quota room on one node and on a shared store: reservations, refunds, interactive
+//! spending, and going on locally when the database is away.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::providers::limits::Reading;
+
+fn configured(per_s: u32) -> Arc<RateLimits> {
+    let limits = Arc::new(RateLimits::default());
+    limits.configure("amadeus", f64::from(per_s));
+    limits
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unknown_provider_is_not_paced_and_a_configured_one_is() {
+    let quotas = Quotas::local(configured(10));
+    assert_eq!(quotas.reserve("duffel", 16).await, None);
+    // 95 % of 10/s: the bucket fills for a second, then grants what it holds.
+    assert_eq!(quotas.reserve("amadeus", 16).await, Some(0));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(quotas.reserve("amadeus", 16).await, Some(9));
+    assert_eq!(quotas.reserve("amadeus", 16).await, Some(0), "taken");
+}
+
+#[tokio::test(start_paused = true)]
+async fn unclaimed_reservations_go_back_and_interactive_calls_make_background_wait() {
+    let limits = configured(10);
+    let quotas = Quotas::local(Arc::clone(&limits));
+    assert_eq!(quotas.reserve("amadeus", 16).await, Some(0));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(quotas.reserve("amadeus", 4).await, Some(4));
+    quotas.refund("amadeus", 3).await;
+    assert_eq!(
+        quotas.reserve("amadeus", 16).await,
+        Some(8),
+        "5 left + 3 back"
+    );
+    // Twenty interactive requests in the next second: the bucket goes below empty, and
+    // background claims wait until it has refilled past them.
+    for _ in 0..20 {
+        limits.spent_interactive("amadeus");
+    }
+    quotas.flush_interactive().await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(quotas.reserve("amadeus", 16).await, Some(0));
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert!(quotas.reserve("amadeus", 16).await.is_some_and(|n| n > 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_pauses_every_later_reservation_until_the_reset() {
+    let limits = Arc::new(RateLimits::default());
+    let quotas = Quotas::local(Arc::clone(&limits));
+    let t0 = clock::now();
+    assert_eq!(quotas.reserve("amadeus", 4).await, None);
+    quotas.claimed("amadeus", 4, t0).await;
+    for _ in 0..4 {
+        quotas.observe("amadeus", Answer::Succeeded, t0).await;
+    }
+    quotas
+        .observe(
+            "amadeus",
+            Answer::RateLimited(Some(Duration::from_secs(10))),
+            t0,
+        )
+        .await;
+    assert_eq!(quotas.reserve("amadeus", 4).await, Some(0));
+    tokio::time::advance(Duration::from_secs(9)).await;
+    assert_eq!(quotas.reserve("amadeus", 4).await, Some(0));
+}
+
+#[test]
+fn a_pacer_survives_its_record_on_another_clock() {
+    let limits = Arc::new(RateLimits::default());
+    limits.record(
+        "duffel",
+        Reading {
+            limit: 60,
+            remaining: 30,
+            reset_in: Duration::from_secs(30),
+        },
+        tokio::time::Instant::now(),
+    );
+    let known = limits.get("duffel");
+    let t0 = tokio::time::Instant::now();
+    let mut p = Pacer::new();
+    p.allowance(t0, known.as_ref());
+    p.claimed(1, t0);
+    p.rate_limited(t0 + Duration::from_secs(1), Some(Duration::from_secs(5)));
+    // Written by one replica at wall time 1_000_000 ms …
+    let record = p.to_record(t0, 1_000_000);
+    // … read by another whose monotonic clock is elsewhere but whose wall clock agrees.
+    let t1 = t0 + Duration::from_secs(3600);
+    let read = Pacer::from_record(&record, t1, 1_000_000);
+    assert_eq!(read.to_record(t1, 1_000_000), record);
+    assert_eq!(
+        serde_json::from_str::<pacer::PacerRecord>(
+            &serde_json::to_string(&record).unwrap_or_default()
+        )
+        .ok(),
+        Some(record)
+    );
+}
+
+async fn sqlite_db() -> (Db, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("sqlite://{}", dir.path().join("quota.db").display());
+    let db = Db::open_sqlite(&url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    (db, dir)
+}
+
+async fn postgres_db(test: &str) -> Option<Db> {
+    let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+        eprintln!(
+            "note: {test}: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+        );
+        return None;
+    };
+    let schema = format!("fg_quota_{}", uuid::Uuid::now_v7().simple());
+    let db = Db::open_postgres(&url, Some(&schema))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    Some(db)
+}
+
+/// Two replicas on one database: a 429 one of them got pauses the other (which has seen
+/// nothing itself), one bucket is drawn by both, and when the database goes away each goes on
+/// with its last copy, at once.
+async fn two_replicas(db: Db) {
+    let a = Quotas::shared(configured(10), db.clone());
+    let b = Quotas::shared(configured(10), db.clone());
+    a.prepare().await;
+    b.prepare().await;
+    assert!(a.is_shared() && !a.is_degraded() && !b.is_degraded());
+
+    // A 429 with a minute's Retry-After on replica a.
+    let t0 = clock::now();
+    assert_eq!(a.reserve("duffel", 4).await, None, "nothing known yet");
+    a.claimed("duffel", 4, t0).await;
+    for _ in 0..4 {
+        a.observe("duffel", Answer::Succeeded, t0).await;
+    }
+    a.observe(
+        "duffel",
+        Answer::RateLimited(Some(Duration::from_secs(60))),
+        t0,
+    )
+    .await;
+    assert_eq!(
+        b.reserve("duffel", 4).await,
+        Some(0),
+        "replica b pauses too, though it never saw the 429"
+    );
+
+    // One bucket of 95 % of 10/s: let it fill, then a takes what it holds and b, right after,
+    // only what refilled in between.
+    assert_eq!(a.reserve("amadeus", 100).await, Some(0));
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let first = a.reserve("amadeus", 100).await.unwrap_or(0);
+    let between = tokio::time::Instant::now();
+    let second = b.reserve("amadeus", 100).await.unwrap_or(0);
+    let refilled = 9.5 * between.elapsed().as_secs_f64();
+    assert!(first >= 9, "a full bucket: {first}");
+    assert!(
+        f64::from(second) <= refilled + 1.0,
+        "b draws the same bucket: {second} after a took {first}"
+    );
+
+    // The database goes away: both go on locally at once, still paused by the 429.
+    match &db {
+        Db::Postgres { pool, .. } => pool.close().await,
+        Db::Sqlite(pool) => pool.close().await,
+    }
+    assert_eq!(b.reserve("duffel", 4).await, Some(0));
+    assert!(b.is_degraded());
+}
+
+#[tokio::test]
+async fn replicas_share_pacers_on_sqlite() {
+    let (db, _dir) = sqlite_db().await;
+    two_replicas(db).await;
+}
+
+#[tokio::test]
+async fn replicas_share_pacers_on_postgres() {
+    if let Some(db) = postgres_db("replicas_share_pacers_on_postgres").await {
+        two_replicas(db).await;
+    }
+}
