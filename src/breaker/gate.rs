@@ -1,10 +1,10 @@
 //! The gate: the thread-safe face of one breaker ([`Breaker`]), the [`Permit`] an admitted call
 //! carries, and the [`Rejected`] answer for the others.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
 use super::state::{Machine, Ticket};
@@ -25,6 +25,9 @@ pub struct Breaker {
     /// nanoseconds is both correct and several times cheaper than an async mutex. Atomics alone
     /// would not do: half-open and ramp admission must update several fields together.
     machine: Mutex<Machine>,
+    /// In a fleet: where this breaker tells of each failure in a run, so the other replicas
+    /// count it too. A non-blocking send, on failures only; never set on a single node.
+    failures: OnceLock<mpsc::UnboundedSender<BreakerKey>>,
 }
 
 /// Permission for one upstream attempt. Record its outcome with [`Permit::record`].
@@ -59,6 +62,7 @@ impl Breaker {
         Arc::new(Self {
             key,
             machine: Mutex::new(machine),
+            failures: OnceLock::new(),
         })
     }
 
@@ -116,6 +120,16 @@ impl Breaker {
         self.lock().follow_recovery(ramp, now);
     }
 
+    /// Tells `failures` of every failure of a run from now on (once; later calls are ignored).
+    pub fn share_failures(&self, failures: mpsc::UnboundedSender<BreakerKey>) {
+        let _ = self.failures.set(failures);
+    }
+
+    /// Another replica's call failed: it joins this breaker's run of failures.
+    pub fn note_peer_failure(&self, now: Instant) {
+        self.lock().note_peer_failure(now);
+    }
+
     /// Whether half-open probes need the fleet's lease ([`Breaker::grant_probe_lease`]): on in a
     /// connected fleet, off for a single node or while the fleet's database is away.
     pub fn require_probe_lease(&self, needed: bool) {
@@ -167,7 +181,15 @@ impl Permit {
     /// Records the outcome of the call, measured at `now`.
     pub fn record(mut self, outcome: Outcome, now: Instant) {
         self.recorded = true;
-        self.breaker.lock().record(self.ticket, outcome, now);
+        let shared = {
+            let mut machine = self.breaker.lock();
+            machine.record(self.ticket, outcome, now);
+            matches!(outcome, Outcome::Failure(_)) && machine.in_failure_run()
+        };
+        if shared && let Some(failures) = self.breaker.failures.get() {
+            // Fails only when the fleet's task has ended (shutdown): nobody to tell.
+            let _ = failures.send(self.breaker.key.clone());
+        }
     }
 
     /// Whether this is a normal call, a half-open probe or a ramp call.

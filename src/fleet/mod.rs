@@ -9,6 +9,10 @@
 //!   each replica applies to its own traffic, so the fleet's total keeps the share).
 //! - **Forced states.** An operator's force on any replica is written and followed by all, and
 //!   read back by a replica that starts later.
+//! - **Runs of failures.** A failure recorded while a breaker is closed is told to the others
+//!   (a notification only) and joins their runs of consecutive failures; a replica's own success
+//!   ends its run. So the fleet opens on about `consecutive_failures` of its failures, where
+//!   replicas counting alone would send that many each.
 //! - **Half-open probes.** One replica at a time probes a half-open breaker: the one that holds
 //!   its lease row (taken for a few seconds and renewed while it probes). The others refuse
 //!   probes as a full half-open breaker does, and follow the holder's verdict.

@@ -80,6 +80,20 @@ pub(crate) struct Payload {
     pub(crate) replica: String,
 }
 
+/// What a notification says: a row was written, or a call of a replica failed in a run.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Note {
+    /// A breaker's shared row, as just written.
+    Row(Payload),
+    /// A call of `replica` to the breaker's provider failed while its breaker was closed.
+    Failure {
+        tool: String,
+        provider: String,
+        replica: String,
+    },
+}
+
 /// The stored name of a force.
 pub(crate) fn force_name(mode: ForceMode) -> Option<&'static str> {
     match mode {

@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::handle::Fleet;
-use super::record::{AutoState, Payload, StoredTransition, epoch_ms_of, instant_of};
+use super::record::{AutoState, Note, StoredTransition, epoch_ms_of, instant_of};
 use crate::breaker::{
     BreakerKey, BreakerRegistry, BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason,
 };
@@ -81,6 +81,16 @@ impl Fleet {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut pending = Pending::default();
         let mut ticks = 0u64;
+        // In a PostgreSQL fleet every breaker tells of its failures in a run, for the others.
+        let (failures_tx, mut failures) = mpsc::unbounded_channel();
+        let share_failures = |breakers: &BreakerRegistry| {
+            if self.shared {
+                for breaker in breakers.all() {
+                    breaker.share_failures(failures_tx.clone());
+                }
+            }
+        };
+        share_failures(breakers);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -94,6 +104,7 @@ impl Fleet {
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
+                Some(key) = failures.recv() => self.tell_failure(&key).await,
                 Some(h) = heard.recv() => match h {
                     Heard::Row(payload) => self.heard(&payload, breakers),
                     Heard::Reconnected => self.refresh(breakers, &mut pending).await,
@@ -102,6 +113,7 @@ impl Fleet {
                     ticks += 1;
                     if !self.is_connected() || ticks.is_multiple_of(CATCH_UP_TICKS) {
                         self.refresh(breakers, &mut pending).await;
+                        share_failures(breakers);
                     }
                     if self.is_connected() && self.shared {
                         self.leases(breakers, &mut pending).await;
@@ -219,7 +231,7 @@ impl Fleet {
             // A row always serializes; the payload is a few hundred bytes. The row is written
             // already: a notification that does not go out is caught up by the others' next
             // read, so it is not retried.
-            let payload = serde_json::to_string(&row).unwrap_or_default();
+            let payload = serde_json::to_string(&Note::Row(row)).unwrap_or_default();
             let notify = self.store.db.notify(TOPIC, &payload);
             match tokio::time::timeout(super::sql::DB_TIMEOUT, notify).await {
                 Ok(Ok(())) => {}
@@ -230,14 +242,46 @@ impl Fleet {
         Ok(())
     }
 
-    /// Follows a notified row.
+    /// Tells the others that a call of this replica failed in a run (a notification only:
+    /// news that could not go out now is stale later, so it is not kept).
+    async fn tell_failure(&self, key: &BreakerKey) {
+        if !self.is_connected() {
+            return;
+        }
+        let note = Note::Failure {
+            tool: key.tool.clone(),
+            provider: key.provider.clone(),
+            replica: self.replica.clone(),
+        };
+        let payload = serde_json::to_string(&note).unwrap_or_default();
+        let notify = self.store.db.notify(TOPIC, &payload);
+        if !matches!(
+            tokio::time::timeout(super::sql::DB_TIMEOUT, notify).await,
+            Ok(Ok(()))
+        ) {
+            tracing::debug!("fleet: a failure was not told to the others");
+        }
+    }
+
+    /// Follows a notified row, or counts a peer's failure.
     fn heard(&self, payload: &str, breakers: &BreakerRegistry) {
-        let row = serde_json::from_str::<Payload>(payload)
-            .ok()
-            .and_then(Payload::into_record);
-        match row {
-            Some(shared) => self.apply(&shared, breakers),
-            None => tracing::debug!("fleet: a notification this version cannot read"),
+        match serde_json::from_str::<Note>(payload) {
+            Ok(Note::Row(row)) => match row.into_record() {
+                Some(shared) => self.apply(&shared, breakers),
+                None => tracing::debug!("fleet: a row this version cannot read"),
+            },
+            Ok(Note::Failure {
+                tool,
+                provider,
+                replica,
+            }) => {
+                if replica != self.replica
+                    && let Some(breaker) = breakers.get(&BreakerKey::new(tool, provider))
+                {
+                    breaker.note_peer_failure(clock::now());
+                }
+            }
+            Err(_) => tracing::debug!("fleet: a notification this version cannot read"),
         }
     }
 

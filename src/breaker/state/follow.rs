@@ -80,6 +80,27 @@ impl Machine {
         self.consecutive = 0;
     }
 
+    /// Another replica's call failed: it joins this replica's run of failures (a success of
+    /// this replica's own ends the run), so a fleet opens on about `consecutive_failures` of
+    /// its failures, not that many per replica. The open it may cause is this replica's own.
+    pub(in crate::breaker) fn note_peer_failure(&mut self, now: Instant) {
+        let now = self.advance(now);
+        if !matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        self.consecutive += 1;
+        let limit = self.config.consecutive_failures;
+        if limit > 0 && self.consecutive >= limit {
+            self.open(now, TransitionReason::ConsecutiveFailures, None);
+        }
+    }
+
+    /// Whether a failure just recorded is part of a run the fleet should hear of: closed, and
+    /// the run not ended by an open.
+    pub(in crate::breaker) fn in_failure_run(&self) -> bool {
+        matches!(self.phase, Phase::Closed) && self.consecutive > 0
+    }
+
     /// Whether half-open probes need the fleet's lease from now on.
     pub(in crate::breaker) fn require_probe_lease(&mut self, needed: bool) {
         self.lease.needed = needed;

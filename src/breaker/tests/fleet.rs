@@ -108,3 +108,52 @@ async fn a_lease_covers_one_half_open_period() {
     assert!(!h.breaker.wants_probe_lease(next));
     assert_eq!(h.call(next, FAST), Ok(PermitKind::Probe));
 }
+
+#[tokio::test(start_paused = true)]
+async fn peer_failures_join_the_run_and_an_own_success_ends_it() {
+    let mut h = Harness::new(config());
+    h.calls(h.at(0.0), FAIL, 2);
+    h.breaker.note_peer_failure(h.at(0.1));
+    h.breaker.note_peer_failure(h.at(0.1));
+    h.calls(h.at(0.2), FAST, 1);
+    for _ in 0..4 {
+        h.breaker.note_peer_failure(h.at(0.3));
+    }
+    assert_eq!(
+        h.state(h.at(0.3)),
+        BreakerState::Closed,
+        "the run restarted"
+    );
+    h.calls(h.at(0.4), FAIL, 1);
+    assert_eq!(
+        h.state(h.at(0.4)),
+        BreakerState::Open,
+        "4 of the fleet's and 1 of its own"
+    );
+    let events = h.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].reason, TransitionReason::ConsecutiveFailures);
+    assert_eq!(
+        events[0].origin,
+        Origin::Local,
+        "this replica's decision, published"
+    );
+    // The window holds this replica's own calls only.
+    assert_eq!(h.breaker.snapshot(h.at(0.4)).calls_in_window, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_in_a_run_are_told_and_nothing_else() {
+    let h = Harness::new(config());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    h.breaker.share_failures(tx);
+    h.calls(h.at(0.0), FAST, 3);
+    assert!(rx.try_recv().is_err(), "successes are never told");
+    h.calls(h.at(0.1), FAIL, 4);
+    for _ in 0..4 {
+        assert_eq!(rx.try_recv().ok(), Some(key()));
+    }
+    // The fifth opens the breaker: the open is published instead.
+    h.calls(h.at(0.2), FAIL, 1);
+    assert!(rx.try_recv().is_err());
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# A fleet on one PostgreSQL: `faregate serve` replicas sharing one database, in front of the
+# provider simulator (crates/faregate-sim), compared with one replica or with fleet mode off.
+#
+# Usage: benches/load/fleet.sh [SCENARIO ...]      (default: outage latency)
+#   outage   a 20 s outage of the flight provider under the same total interactive load
+#            (RATE calls/s, spread round-robin): provider requests from 3 replicas vs 1.
+#   latency  healthy-call p50 (wrk, one replica of three): fleet mode on vs off
+#            ([store] share_breakers), alternated ROUNDS times.
+# Environment: FAREGATE_BENCH_POSTGRES_URL (default: FAREGATE_TEST_POSTGRES_URL, else
+# postgres://postgres@127.0.0.1:5432/test): a server where this script may create and drop
+# databases named fg_bench_*; BIN, SIM_BIN: the binaries (default: built with --release);
+# RATE (20), OUTAGE_SECS (20), WRK_SECS (10), ROUNDS (2).
+#
+# Each run gets a fresh database (forced states and opens are kept in it, so a run must not
+# inherit the previous one's), dropped at the end; every process started is stopped by pid.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PG=${FAREGATE_BENCH_POSTGRES_URL:-${FAREGATE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}}
+RATE=${RATE:-20}
+OUTAGE_SECS=${OUTAGE_SECS:-20}
+WRK_SECS=${WRK_SECS:-10}
+ROUNDS=${ROUNDS:-2}
+SCENARIOS=("$@")
+[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(outage latency)
+if [[ -z "${BIN:-}" || -z "${SIM_BIN:-}" ]]; then
+  cargo build --release --quiet --bin faregate --bin faregate-sim
+  BIN=${BIN:-target/release/faregate}
+  SIM_BIN=${SIM_BIN:-target/release/faregate-sim}
+fi
+DIR=$(mktemp -d)
+SIM=127.0.0.1:18281
+PIDS=()
+DATABASES=()
+
+stop_all() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  PIDS=()
+}
+cleanup() {
+  stop_all
+  local db
+  for db in "${DATABASES[@]}"; do psql -q "$PG" -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true; done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+wait_http() { # url: up to 10 s for any answer
+  for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "no answer from $1" >&2; return 1
+}
+
+fresh_database() { # prints a URL of a new, empty database
+  local name="fg_bench_$$_$RANDOM"
+  psql -q "$PG" -c "CREATE DATABASE $name" >/dev/null
+  DATABASES+=("$name")
+  python3 - "$PG" "$name" <<'PY'
+import sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+print(urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + sys.argv[2], u.query, u.fragment)))
+PY
+}
+
+# replica n store_url share_breakers: writes its config (Duffel alone serves flight search, so
+# one breaker's requests are counted; per-client limits off: the load is one client) and starts
+# it on port 18290+n.
+replica() {
+  local n=$1 store=$2 share=$3 d="$DIR/replica$1"
+  mkdir -p "$d"
+  cp -r tools "$d/tools"
+  sed -i -e 's|^providers = \["duffel", "amadeus"\]|providers = ["duffel"]|' "$d/tools/search_flights.toml"
+  sed -e "s|^listen = .*|listen = \"127.0.0.1:$((18290 + n))\"|" \
+      -e "s|^tools_dir = .*|tools_dir = \"$d/tools\"|" \
+      -e "s|^prompts_dir = .*|prompts_dir = \"$PWD/prompts\"|" \
+      -e "s|^url = \"sqlite://faregate.db\"|url = \"$store\"|" \
+      -e "s|^share_breakers = .*|share_breakers = $share|" \
+      -e "s|http://127.0.0.1:8081|http://$SIM|" \
+      -e 's|^client_rate = .*|client_rate = "off"|' \
+      -e 's|^client_max_concurrent_calls = .*|client_max_concurrent_calls = 0|' \
+      faregate.toml > "$d/faregate.toml"
+  RUST_LOG=warn "$BIN" serve --config "$d/faregate.toml" 2>"$d/gateway.log" &
+  PIDS+=($!)
+  wait_http "http://127.0.0.1:$((18290 + n))/healthz"
+}
+
+start_sim() {
+  "$SIM_BIN" --listen "$SIM" >"$DIR/sim.log" 2>&1 &
+  PIDS+=($!)
+  wait_http "http://$SIM/_sim/stats"
+}
+
+flight_requests() { # requests the flight search provider has received
+  curl -sf "http://$SIM/_sim/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["groups"]["duffel_air_search"]["requests"])'
+}
+
+fault() { # json
+  curl -sf -X PUT "http://$SIM/_sim/faults/duffel_air_search" -H 'content-type: application/json' -d "$1" >/dev/null
+}
+
+BODY="$DIR/flights.json"
+echo "{\"arguments\":{\"origin\":\"LHR\",\"destination\":\"JFK\",\"departure_date\":\"$(date -u -d '+30 days' +%F)\"}}" > "$BODY"
+
+urls() { # count: the call URLs of replicas 0..count-1
+  local i
+  for i in $(seq 0 $(($1 - 1))); do echo "http://127.0.0.1:$((18290 + i))/v1/tools/search_flights/call"; done
+}
+
+# outage_run count: provider requests during a 20 s outage with `count` replicas.
+outage_run() {
+  local count=$1 store i
+  start_sim
+  store=$(fresh_database)
+  for i in $(seq 0 $((count - 1))); do replica "$i" "$store" true; done
+  # Warm up: connections and the slow-call threshold see healthy traffic first.
+  python3 benches/load/fleet_load.py "$RATE" 3 "$BODY" $(urls "$count") >/dev/null
+  fault '{"outage": true}'
+  local before after load
+  before=$(flight_requests)
+  load=$(python3 benches/load/fleet_load.py "$RATE" "$OUTAGE_SECS" "$BODY" $(urls "$count"))
+  after=$(flight_requests)
+  stop_all
+  echo "replicas=$count outage_requests=$((after - before)) $load"
+}
+
+scenario_outage() {
+  echo "== outage: ${OUTAGE_SECS}s outage of the flight provider at $RATE calls/s in total"
+  local one three
+  one=$(outage_run 1); echo "$one"
+  three=$(outage_run 3); echo "$three"
+  python3 - "$one" "$three" <<'PY'
+import sys
+def field(line, key):
+    return int(dict(kv.split("=") for kv in line.split())[key])
+one, three = (field(l, "outage_requests") for l in sys.argv[1:3])
+print(f"outage: provider requests 3 replicas / 1 replica = {three} / {one} = {three / max(one, 1):.2f}x (target <= 1.5x)")
+PY
+}
+
+wrk_p50_ms() { # url: p50 latency in ms of a 2-thread, 8-connection closed loop
+  local lua="$DIR/post.lua"
+  python3 - "$BODY" > "$lua" <<'PY'
+import json, sys
+print("wrk.method = 'POST'")
+print("wrk.headers['Content-Type'] = 'application/json'")
+print("wrk.body = " + json.dumps(open(sys.argv[1]).read()))
+PY
+  wrk -t2 -c8 -d"${WRK_SECS}s" --latency -s "$lua" "$1" > "$DIR/wrk.txt" 2>&1
+  python3 - "$DIR/wrk.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"^\s*50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+if not m:
+    sys.exit("no p50 in wrk output:\n" + text)
+value, unit = float(m.group(1)), m.group(2)
+print(f"{value / 1000 if unit == 'us' else value * 1000 if unit == 's' else value:.3f}")
+PY
+}
+
+# latency_run share: p50 of healthy calls on replica 0 of three on one database.
+latency_run() {
+  local share=$1 store i
+  start_sim
+  store=$(fresh_database)
+  for i in 0 1 2; do replica "$i" "$store" "$share"; done
+  python3 benches/load/fleet_load.py 50 2 "$BODY" $(urls 3) >/dev/null
+  wrk_p50_ms "$(urls 1)"
+  stop_all
+}
+
+scenario_latency() {
+  echo "== latency: healthy-call p50 on one of three replicas, wrk ${WRK_SECS}s, fleet mode on vs off"
+  local on=() off=() r
+  for r in $(seq "$ROUNDS"); do
+    on+=("$(latency_run true)")
+    off+=("$(latency_run false)")
+    echo "round $r: p50_on_ms=${on[-1]} p50_off_ms=${off[-1]}"
+  done
+  python3 - "${on[*]}" "${off[*]}" <<'PY'
+import statistics, sys
+on = [float(x) for x in sys.argv[1].split()]
+off = [float(x) for x in sys.argv[2].split()]
+a, b = statistics.median(on), statistics.median(off)
+print(f"latency: p50 fleet on / off = {a:.3f} / {b:.3f} ms, difference {a - b:+.3f} ms, ratio {a / b:.3f} (target: within 0.1 ms)")
+PY
+}
+
+echo "fleet bench: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)"
+for s in "${SCENARIOS[@]}"; do
+  "scenario_$s"
+done
