@@ -16,7 +16,7 @@ use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::{Gateway, Upstream};
 use crate::config::Config;
 use crate::fleet::Fleet;
-use crate::http::{self, AppState, ClientKeys, ClientLimits, Keys, ServeOptions};
+use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
 use crate::jobs::{JobSystem, Store};
 use crate::providers::{self, Env, Secret};
 use crate::store::StoreError;
@@ -56,10 +56,11 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
         return Err(errors);
     }
     let mut warnings = built.warnings;
-    let keys = ClientKeys::from_list(&env.var(&config.auth.client_keys_env).unwrap_or_default());
-    if keys.is_empty() {
+    let setup = http::client_setup(&config, env)?;
+    let auth_off = setup.roster.auth_off();
+    if auth_off {
         warnings.push(format!(
-            "AUTH IS OFF: {} is not set, so every client is accepted and may spend provider quota. Set it to comma-separated client keys before exposing this gateway beyond this machine.",
+            "AUTH IS OFF: {} is not set and no [[clients]] are configured, so every client is accepted and may spend provider quota. Set client keys before exposing this gateway beyond this machine.",
             config.auth.client_keys_env
         ));
         if !config.server.listen.ip().is_loopback() {
@@ -69,10 +70,9 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             ));
         }
     }
-    let admin_key = ClientKeys::from_list(&env.var(&config.auth.admin_key_env).unwrap_or_default());
-    if admin_key.is_empty() && !keys.is_empty() {
+    if !setup.roster.has_admin() && !auth_off {
         warnings.push(format!(
-            "{} is not set: forcing breakers (POST /v1/breakers/{{key}}/force) is refused until it is.",
+            "{} is not set: forcing breakers (POST /v1/breakers/{{key}}/force) and reloading clients (POST /v1/admin/reload) are refused until it is.",
             config.auth.admin_key_env
         ));
     }
@@ -81,6 +81,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
         &config.limits,
         config.server.max_body_bytes,
     ));
+    limits.set_own(&setup.own_limits);
     let request_timeout = config.request_timeout();
     Ok(App {
         state: AppState {
@@ -90,12 +91,10 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             max_body_bytes,
             jobs: None,
             fleet: None,
-            keys: Keys {
-                clients: keys,
-                admin: admin_key,
-            },
+            keys: Keys::new(setup.roster),
             limits,
             request_timeout,
+            client_source: None,
         },
         warnings,
     })

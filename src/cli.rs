@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 
 use faregate::app;
 use faregate::config::{self, Config, DiskFiles, Files};
+use faregate::http::{self, AppState, ClientSource};
 use faregate::jobs;
 use faregate::providers::{self, ProcessEnv};
 use faregate::tools;
@@ -125,13 +126,48 @@ pub(crate) async fn serve(
         config.server.listen = addr;
     }
     let addr = config.server.listen;
-    let app = build(config, None).await?;
+    let mut app = build(config, None).await?;
+    let path = config_path.to_path_buf();
+    app.state.client_source = Some(ClientSource::new(move || {
+        let (config, _) = config::load(&DiskFiles, &path, &tools::names())
+            .map_err(|e| e.errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+        http::client_setup(&config, &ProcessEnv)
+    }));
+    reload_on_sighup(app.state.clone());
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     tracing::info!("faregate listening on http://{}", listener.local_addr()?);
     app::run(listener, app, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the clients again on every SIGHUP, as `POST /v1/admin/reload` does; a configuration
+/// with problems changes nothing and is logged.
+fn reload_on_sighup(state: AppState) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        let Ok(mut hangups) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            tracing::warn!("cannot listen for SIGHUP; reload clients with POST /v1/admin/reload");
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            let reloading = state.clone();
+            match tokio::task::spawn_blocking(move || reloading.reload_clients()).await {
+                Ok(Ok(summary)) => tracing::info!(
+                    clients = ?summary.clients,
+                    client_keys = summary.client_keys,
+                    "SIGHUP: clients reloaded"
+                ),
+                Ok(Err(e)) => tracing::error!(problems = ?e, "SIGHUP: clients not reloaded"),
+                Err(e) => tracing::error!(error = %e, "SIGHUP: the reload did not finish"),
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    drop(state);
 }
 
 /// `faregate check`: every problem at once; exit 1 when there is any error.
@@ -155,7 +191,22 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
                 count(&config.auth.client_keys_env),
                 count(&config.auth.admin_key_env),
             );
-            if clients == 0 {
+            // The keys the [[clients]] name must be there too, and no key may name two clients.
+            let setup = match http::client_setup(&config, &ProcessEnv) {
+                Ok(setup) => setup,
+                Err(errors) => {
+                    for e in &errors {
+                        println!("error: {e}");
+                    }
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            if !config.clients.is_empty() {
+                let names: Vec<String> =
+                    config.clients.iter().map(|c| c.name.to_string()).collect();
+                println!("clients: {}", names.join(", "));
+            }
+            if setup.roster.auth_off() {
                 println!(
                     "warning: AUTH IS OFF: {} is not set, so `serve` would accept every client",
                     config.auth.client_keys_env

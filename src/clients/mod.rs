@@ -4,8 +4,18 @@
 //! It is a room of its own, below `call/` and `jobs/`, so those rooms can hold a client's name
 //! without importing the HTTP edge that resolved it.
 //!
-//! - `name.rs`: [`ClientName`], the one way a client is named in jobs, logs and answers.
+//! - `name.rs`: [`ClientName`], the one way a client is named in jobs, logs and answers;
+//! - `scope.rs`: [`Scope`], the tools a client may call and whether it may book;
+//! - `budget.rs`: [`DailyBudget`] and the exact [`Amount`] it is counted in;
+//! - `roster.rs`: [`Roster`], every accepted key as a digest with the [`ClientProfile`] it
+//!   names, and the [`Directory`] that swaps the roster whole on a reload.
 
+mod budget;
 mod name;
+mod roster;
+mod scope;
 
+pub use budget::{Amount, DailyBudget};
 pub use name::{ClientName, InvalidClientName};
+pub use roster::{ClientProfile, Directory, KeyDigest, Roster, digest, digest_from_hex};
+pub use scope::Scope;

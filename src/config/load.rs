@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use reqwest::Url;
 
+use super::clients::{check_scopes, read_clients};
 use super::files::Files;
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::{ConfigErrors, Problems};
-use super::reader::{Section, parse_toml};
+use super::reader::{Section, env_name_message, is_env_name, parse_toml};
 use super::server::{check_request_timeout, read_limits, read_server};
 use super::tools_files::read_tools;
 use crate::breaker::BreakerConfig;
@@ -195,6 +196,7 @@ fn load_into(
         d.finish();
     }
     let telemetry = read_telemetry(&root);
+    let clients = read_clients(&root, &limits);
     root.finish();
 
     let prompts = read_prompts(files, &prompts_dir, problems);
@@ -209,6 +211,7 @@ fn load_into(
         problems,
     );
     check_request_timeout(&root, &server, &tools);
+    check_scopes(&root, &clients, &tools);
 
     Some(Config {
         source: config_path.to_path_buf(),
@@ -222,6 +225,7 @@ fn load_into(
         telemetry,
         tools,
         prompts,
+        clients,
     })
 }
 
@@ -443,19 +447,6 @@ fn check_allowed_origin(o: &str) -> Result<(), String> {
         Ok(_) => Ok(()),
         Err(e) => Err(bad(&e.to_string())),
     }
-}
-
-fn is_env_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-}
-
-fn env_name_message(v: &str) -> String {
-    format!(
-        "\"{v}\" is not an environment variable name; this key names the variable (e.g. \"DUFFEL_ACCESS_TOKEN\"), never the secret itself"
-    )
 }
 
 fn parse_http_url(s: &str) -> Result<Url, String> {

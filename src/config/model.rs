@@ -11,6 +11,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use crate::breaker::BreakerConfig;
+use crate::clients::{ClientName, DailyBudget, Scope};
 use crate::policy::RetryPolicy;
 
 /// The whole gateway configuration: `faregate.toml` plus `tools/*.toml` plus `prompts/`.
@@ -38,6 +39,32 @@ pub struct Config {
     pub tools: Vec<ToolConfig>,
     /// Every file of `prompts/`, by file name.
     pub prompts: BTreeMap<String, String>,
+    /// `[[clients]]`: the named clients, in file order.
+    pub clients: Vec<ClientConfig>,
+}
+
+/// One `[[clients]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// The client's name (checked: not one the gateway gives itself).
+    pub name: ClientName,
+    /// Where its key comes from.
+    pub key: ClientKey,
+    /// The tools it may call and whether it may book.
+    pub scope: Scope,
+    /// Its limits: `[limits]` with its own `rate`, `burst` and `max_concurrent_calls` over them.
+    pub limits: LimitsConfig,
+    /// Its booking budget per UTC day, when it has one.
+    pub budget: Option<DailyBudget>,
+}
+
+/// Where a client's key comes from: never the key itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientKey {
+    /// The environment variable holding the key (read at start; a change needs a restart).
+    Env(String),
+    /// The key's SHA-256 digest (reloadable: rotate a key by changing it and reloading).
+    Sha256([u8; 32]),
 }
 
 /// `[server]`.

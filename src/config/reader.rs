@@ -278,6 +278,40 @@ impl<'a> Section<'a> {
     }
 
     /// Reports every key of this table that no reader asked for, naming the valid ones.
+    /// The tables of an array of tables (`[[clients]]`), each with its index in its path.
+    pub(crate) fn tables(&self, key: &'static str) -> Vec<Section<'a>> {
+        let Some(value) = self.get(key) else {
+            return Vec::new();
+        };
+        let toml::Value::Array(items) = value else {
+            self.error(
+                key,
+                format!(
+                    "expected an array of tables ([[{key}]]), found {}",
+                    value.type_str()
+                ),
+            );
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                toml::Value::Table(t) => out.push(Section {
+                    file: self.file,
+                    prefix: self.path(&format!("{key}[{i}]")),
+                    table: t,
+                    problems: self.problems,
+                    known: RefCell::new(BTreeSet::new()),
+                }),
+                other => self.error(
+                    &format!("{key}[{i}]"),
+                    format!("expected a table, found {}", other.type_str()),
+                ),
+            }
+        }
+        out
+    }
+
     pub(crate) fn finish(&self) {
         let known = self.known.borrow();
         for key in self.table.keys() {
@@ -290,6 +324,21 @@ impl<'a> Section<'a> {
             }
         }
     }
+}
+
+/// Whether `s` can be an environment variable's name (what `*_env` keys hold).
+pub(crate) fn is_env_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// The problem text for a `*_env` key that holds something other than a variable's name.
+pub(crate) fn env_name_message(v: &str) -> String {
+    format!(
+        "\"{v}\" is not an environment variable name; this key names the variable (e.g. \"DUFFEL_ACCESS_TOKEN\"), never the secret itself"
+    )
 }
 
 /// Parses `"250ms"`, `"30s"`, `"5m"`, `"24h"` (and combinations humantime accepts).

@@ -32,11 +32,11 @@ use axum::routing::MethodRouter;
 use tokio_util::sync::CancellationToken;
 
 pub use edge::{
-    ApiError, Caller, ClientId, ClientKeys, ClientLimits, KeyDigest, Keys, Role, ServeOptions,
+    ApiError, Caller, ClientId, ClientLimits, ClientSetup, Keys, Role, ServeOptions, client_setup,
     serve,
 };
 pub use routes::ROUTED_PATHS;
-pub use state::AppState;
+pub use state::{AppState, ClientSource, ReloadError, ReloadSummary};
 
 use routes::{Guard, Handler, ROUTES};
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::*;
 
+mod clients;
 mod server;
 
 /// An in-memory tree of files: the shipped defaults, with edits applied per test.

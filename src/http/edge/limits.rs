@@ -7,7 +7,9 @@
 //! protect the gateway (and its bills) from one client.
 //!
 //! A client is its key (the SHA-256 digest [`auth`](super::auth) established), or its peer
-//! address when auth is off. Over either limit the answer is 429 with `Retry-After` and a JSON
+//! address when auth is off. A `[[clients]]` entry with its own `rate`, `burst` or
+//! `max_concurrent_calls` is counted by limits of its own ([`ClientLimits::set_own`], rebuilt on
+//! a reload; a client whose limits did not change keeps its counts). Over either limit the answer is 429 with `Retry-After` and a JSON
 //! body saying which limit and when to retry; nothing reaches the pipeline.
 //!
 //! Only tool calls count: every `POST` to the native, OpenAI and Anthropic routes, and MCP
@@ -25,7 +27,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
@@ -39,8 +41,9 @@ use governor::{Quota, RateLimiter};
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::auth::{Caller, KeyDigest};
+use super::auth::Caller;
 use super::error::ApiError;
+use crate::clients::{ClientName, KeyDigest};
 use crate::config::LimitsConfig;
 use crate::telemetry::Telemetry;
 
@@ -100,6 +103,9 @@ pub struct ClientLimits {
     in_flight: Mutex<HashMap<ClientId, Arc<Semaphore>>>,
     /// The body limit, for reading an MCP body to find its method.
     max_body_bytes: usize,
+    /// The clients with limits of their own, with those limits as configured. A std lock:
+    /// held only to look up or replace an entry, never across an await.
+    own: RwLock<HashMap<ClientName, (LimitsConfig, Arc<ClientLimits>)>>,
 }
 
 impl std::fmt::Debug for ClientLimits {
@@ -148,7 +154,29 @@ impl ClientLimits {
             max_in_flight: config.client_max_concurrent_calls,
             in_flight: Mutex::new(HashMap::new()),
             max_body_bytes,
+            own: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Gives each listed client limits of its own (replacing the previous list); a client
+    /// whose limits are unchanged keeps its limiter, and with it its counts.
+    pub fn set_own(&self, clients: &[(ClientName, LimitsConfig)]) {
+        let mut own = self.own.write().unwrap_or_else(|e| e.into_inner());
+        let mut next = HashMap::new();
+        for (name, config) in clients {
+            let limiter = match own.remove(name) {
+                Some((old, limiter)) if old == *config => limiter,
+                _ => Arc::new(ClientLimits::new(config, self.max_body_bytes)),
+            };
+            next.insert(name.clone(), (config.clone(), limiter));
+        }
+        *own = next;
+    }
+
+    /// The limits of `name`, when it has its own.
+    fn own(&self, name: &ClientName) -> Option<Arc<ClientLimits>> {
+        let own = self.own.read().unwrap_or_else(|e| e.into_inner());
+        own.get(name).map(|(_, limiter)| Arc::clone(limiter))
     }
 
     /// Admits one tool call of `client`, or says why not. The in-flight slot is taken first,
@@ -241,10 +269,12 @@ pub(crate) async fn limit_calls(
     } else {
         request
     };
-    let digest = request
-        .extensions()
-        .get::<Caller>()
-        .and_then(Caller::digest);
+    let caller = request.extensions().get::<Caller>();
+    let digest = caller.and_then(Caller::digest);
+    let own = match caller {
+        Some(Caller::Client { profile, .. }) => limits.own(&profile.name),
+        _ => None,
+    };
     let client = match digest {
         Some(d) => ClientId::Key(d),
         None => {
@@ -256,7 +286,7 @@ pub(crate) async fn limit_calls(
             ClientId::Peer(peer)
         }
     };
-    match limits.admit(client) {
+    match own.as_deref().unwrap_or(&limits).admit(client) {
         Ok(admission) => {
             let res = next.run(request).await;
             drop(admission);
@@ -357,6 +387,40 @@ mod tests {
             "the second token was not spent by the refusal"
         );
         assert!(matches!(l.admit(A), Err(Refusal::Rate(_))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_with_its_own_limits_is_counted_by_them_alone() {
+        let shared = limits(1, 1, None);
+        let own = LimitsConfig {
+            client_rate: None,
+            client_burst: 1,
+            client_max_concurrent_calls: Some(1),
+        };
+        let vip = ClientName::stored("vip");
+        shared.set_own(&[(vip.clone(), own.clone())]);
+        let vip_limits = shared
+            .own(&vip)
+            .unwrap_or_else(|| panic!("vip has its own"));
+        let held = vip_limits.admit(A);
+        assert!(held.is_ok());
+        assert_eq!(vip_limits.admit(A).err(), Some(Refusal::InFlight(1)));
+        assert!(
+            shared.admit(A).is_ok(),
+            "the shared limits did not count the vip's call"
+        );
+        assert!(shared.own(&ClientName::stored("other")).is_none());
+        shared.set_own(&[(vip.clone(), own)]);
+        let kept = shared.own(&vip).unwrap_or_else(|| panic!("still its own"));
+        assert!(
+            Arc::ptr_eq(&kept, &vip_limits),
+            "unchanged limits keep their counts"
+        );
+        shared.set_own(&[]);
+        assert!(
+            shared.own(&vip).is_none(),
+            "a reload without them drops them"
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! - `server`: the accept loop (connection cap, header timeout, graceful drain) and the
 //!   request timeout; `linger`: closing a connection so its last answer arrives;
-//! - `auth`: client and admin keys, held as digests;
+//! - `auth`: client and admin keys, held as digests in a reloadable roster; `clients`: the
+//!   roster and per-client limits configuration and environment describe;
 //! - `limits`: per-client rate and in-flight limits on the tool-call routes;
 //! - `body`: what HTTP says about a body (declared size, content type, limit) before a
 //!   protocol reads it;
@@ -11,13 +12,15 @@
 
 mod auth;
 mod body;
+mod clients;
 mod error;
 mod limits;
 mod linger;
 mod server;
 mod trace;
 
-pub use auth::{Caller, ClientKeys, KeyDigest, Keys, Role};
+pub use auth::{Caller, Keys, Role};
+pub use clients::{ClientSetup, client_setup};
 pub use error::ApiError;
 pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};

@@ -17,6 +17,10 @@
 //! start-up says so. With client keys but no admin key, forcing is refused (403) rather than
 //! left to any client.
 
+mod reload;
+
+pub(crate) use reload::reload_clients;
+
 use std::convert::Infallible;
 use std::time::Duration;
 

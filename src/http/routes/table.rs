@@ -340,6 +340,33 @@ pub(crate) const ROUTES: &[Route] = &[
         }],
     ),
     route(
+        "/v1/admin/reload",
+        Guard::SelfAuthorized,
+        &[op(
+            Post,
+            Handler::Axum(|m| on(m, ops::reload_clients)),
+            "reloadClients",
+            "Read the clients and keys again without a restart, as SIGHUP does (admin key). A removed key is refused from the next request on; calls already admitted finish.",
+            &[
+                answer(
+                    200,
+                    "The clients holding keys now.",
+                    Reply::Json(Schema::Object),
+                ),
+                KEY,
+                error(
+                    403,
+                    "A client key cannot reload clients; use the admin key.",
+                ),
+                error(
+                    422,
+                    "The configuration has problems (listed); nothing changed.",
+                ),
+                error(501, "Not started from a configuration file."),
+            ],
+        )],
+    ),
+    route(
         "/v1/alerts",
         Guard::SelfAuthorized,
         &[op(

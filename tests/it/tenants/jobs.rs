@@ -1,5 +1,6 @@
-//! Clients kept apart: each call and job carries the client whose key authenticated it, and a
-//! background call's idempotency key is that client's alone.
+//! Jobs belong to their client: each call and job carries the client whose key authenticated
+//! it, a background call's idempotency key is that client's alone, and another client's job
+//! reads as no job at all.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

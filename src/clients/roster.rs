@@ -1,0 +1,266 @@
+//! [`Roster`]: every accepted key, as a SHA-256 digest, with the client it names; and the
+//! [`Directory`] that holds the current roster and swaps it whole on a reload.
+//!
+//! Keys are held only as digests: a heap dump or a stray `Debug` shows no usable key. A
+//! presented key is hashed and compared with every digest in constant time, so response timings
+//! tell a caller nothing about how close a guess was.
+//!
+//! A reload builds a new roster and swaps it in one step. A request reads the roster once, when
+//! it is authenticated, and keeps the client profile it found: a key removed by a reload is
+//! refused from the next request on, while calls already admitted finish as they started.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use sha2::{Digest, Sha256};
+
+use super::{ClientName, DailyBudget, Scope};
+
+/// A key's SHA-256 digest: how keys are held and compared.
+pub type KeyDigest = [u8; 32];
+
+/// The SHA-256 digest of a key.
+pub fn digest(key: &[u8]) -> KeyDigest {
+    Sha256::digest(key).into()
+}
+
+/// A digest written as 64 hex digits (what `sha256sum` prints); `None` otherwise.
+pub fn digest_from_hex(hex: &str) -> Option<KeyDigest> {
+    let hex = hex.trim();
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn constant_time_eq(a: &KeyDigest, b: &KeyDigest) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What one client may do: its name, the tools it may call and its booking budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientProfile {
+    /// The client's name.
+    pub name: ClientName,
+    /// The tools it may call, and whether it may book.
+    pub scope: Scope,
+    /// How much it may book per UTC day; `None` = no budget of its own.
+    pub budget: Option<DailyBudget>,
+}
+
+impl ClientProfile {
+    /// A client allowed everything and given no budget: a key of the flat key list, the admin
+    /// key, and the local client with auth off.
+    pub fn unrestricted(name: ClientName) -> Self {
+        ClientProfile {
+            name,
+            scope: Scope::everything(),
+            budget: None,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct KeyEntry {
+    digest: KeyDigest,
+    profile: Arc<ClientProfile>,
+}
+
+/// Every accepted key, with the client it names, and the admin keys.
+#[derive(Clone, Default)]
+pub struct Roster {
+    clients: Vec<KeyEntry>,
+    admin: Vec<KeyDigest>,
+}
+
+impl std::fmt::Debug for Roster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Roster({} client keys, {} admin keys, redacted)",
+            self.clients.len(),
+            self.admin.len()
+        )
+    }
+}
+
+impl Roster {
+    /// Accepts the key with `digest` as `profile`'s. A key another client already holds is
+    /// refused (the text names both clients, never the key): one key must name one client.
+    pub fn add_client(
+        &mut self,
+        digest: KeyDigest,
+        profile: Arc<ClientProfile>,
+    ) -> Result<(), String> {
+        if let Some(other) = self.clients.iter().find(|e| e.digest == digest) {
+            return Err(if other.profile.name == profile.name {
+                format!("client {} has the same key twice", profile.name)
+            } else {
+                format!(
+                    "clients {} and {} have the same key; give each client its own",
+                    other.profile.name, profile.name
+                )
+            });
+        }
+        self.clients.push(KeyEntry { digest, profile });
+        Ok(())
+    }
+
+    /// Accepts the key with `digest` as an admin key.
+    pub fn add_admin(&mut self, digest: KeyDigest) {
+        self.admin.push(digest);
+    }
+
+    /// True when no client key is accepted: authentication is off.
+    pub fn auth_off(&self) -> bool {
+        self.clients.is_empty()
+    }
+
+    /// True when an admin key is configured.
+    pub fn has_admin(&self) -> bool {
+        !self.admin.is_empty()
+    }
+
+    /// How many client keys are accepted.
+    pub fn client_keys(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// The digest of `presented` and the client it names, when it is a client key. Every
+    /// digest is compared, each in constant time.
+    pub fn identify_client(&self, presented: &[u8]) -> Option<(KeyDigest, Arc<ClientProfile>)> {
+        let candidate = digest(presented);
+        let mut found = None;
+        for entry in &self.clients {
+            if constant_time_eq(&entry.digest, &candidate) {
+                found = Some(Arc::clone(&entry.profile));
+            }
+        }
+        found.map(|profile| (candidate, profile))
+    }
+
+    /// The digest of `presented` when it is an admin key (compared as client keys are).
+    pub fn identify_admin(&self, presented: &[u8]) -> Option<KeyDigest> {
+        let candidate = digest(presented);
+        let mut found = false;
+        for key in &self.admin {
+            found |= constant_time_eq(key, &candidate);
+        }
+        found.then_some(candidate)
+    }
+
+    /// Every client by name (a client may hold several keys of the flat list only if they are
+    /// different keys, so names are unique per profile).
+    pub fn profiles(&self) -> BTreeMap<ClientName, Arc<ClientProfile>> {
+        self.clients
+            .iter()
+            .map(|e| (e.profile.name.clone(), Arc::clone(&e.profile)))
+            .collect()
+    }
+
+    /// The profile of the client named `name`, if it holds a key now.
+    pub fn profile(&self, name: &ClientName) -> Option<Arc<ClientProfile>> {
+        self.clients
+            .iter()
+            .find(|e| e.profile.name == *name)
+            .map(|e| Arc::clone(&e.profile))
+    }
+}
+
+/// The current roster, swapped whole by a reload.
+#[derive(Debug, Default)]
+pub struct Directory {
+    /// A std lock: held only to clone or replace the `Arc`, never across an await.
+    current: RwLock<Arc<Roster>>,
+}
+
+impl Directory {
+    /// A directory holding `roster`.
+    pub fn new(roster: Roster) -> Self {
+        Directory {
+            current: RwLock::new(Arc::new(roster)),
+        }
+    }
+
+    /// The roster now; a request keeps the one it read for its whole life.
+    pub fn current(&self) -> Arc<Roster> {
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Puts `roster` in place of the current one, at once for every later request.
+    pub fn replace(&self, roster: Roster) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(roster);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str) -> Arc<ClientProfile> {
+        Arc::new(ClientProfile::unrestricted(ClientName::stored(name)))
+    }
+
+    #[test]
+    fn keys_are_held_as_digests_and_match_exactly() {
+        let mut roster = Roster::default();
+        roster
+            .add_client(digest(b"sk-live-very-secret"), named("a"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            format!("{roster:?}"),
+            "Roster(1 client keys, 0 admin keys, redacted)"
+        );
+        let found = roster.identify_client(b"sk-live-very-secret");
+        assert_eq!(found.map(|(_, p)| p.name.to_string()).as_deref(), Some("a"));
+        for wrong in [&b"sk-live-very-secre"[..], b"sk-live-very-secret ", b""] {
+            assert!(roster.identify_client(wrong).is_none());
+        }
+        assert!(roster.identify_admin(b"sk-live-very-secret").is_none());
+    }
+
+    #[test]
+    fn one_key_names_one_client() {
+        let mut roster = Roster::default();
+        assert!(roster.add_client(digest(b"k"), named("a")).is_ok());
+        let clash = roster.add_client(digest(b"k"), named("b"));
+        assert_eq!(
+            clash,
+            Err("clients a and b have the same key; give each client its own".to_string())
+        );
+    }
+
+    #[test]
+    fn hex_digests_read_as_sha256sum_prints_them() {
+        let hex: String = digest(b"k").iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(digest_from_hex(&hex), Some(digest(b"k")));
+        assert_eq!(digest_from_hex(&hex.to_uppercase()), Some(digest(b"k")));
+        assert_eq!(digest_from_hex(&hex[1..]), None);
+        assert_eq!(digest_from_hex(&"z".repeat(64)), None);
+    }
+
+    #[test]
+    fn a_replaced_roster_applies_to_the_next_reader_only() {
+        let mut first = Roster::default();
+        first
+            .add_client(digest(b"old"), named("a"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let directory = Directory::new(first);
+        let held = directory.current();
+        let mut second = Roster::default();
+        second
+            .add_client(digest(b"new"), named("a"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        directory.replace(second);
+        assert!(
+            held.identify_client(b"old").is_some(),
+            "a request keeps what it read"
+        );
+        assert!(directory.current().identify_client(b"old").is_none());
+        assert!(directory.current().identify_client(b"new").is_some());
+    }
+}
