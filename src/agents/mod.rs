@@ -13,12 +13,15 @@
 //! - `mcp`: MCP's `_meta` keys and which JSON-RPC messages are tool calls;
 //! - `call`, `text`: one call as a model sent it, and the one text a model reads back;
 //! - `idempotency`: the key a booking gets when the protocol carried none;
-//! - `manifest`: every tool shape a model provider or MCP client reads.
+//! - `manifest`: every tool shape a model provider or MCP client reads;
+//! - `guidance`: the agent guidance as one client reads it (no line about a tool it may not
+//!   call).
 
 pub mod anthropic;
 pub mod body;
 pub mod call;
 pub mod error;
+pub mod guidance;
 pub mod idempotency;
 pub mod manifest;
 pub mod mcp;

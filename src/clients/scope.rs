@@ -23,6 +23,14 @@ impl Scope {
         }
     }
 
+    /// No tool at all: what is said where no caller is known.
+    pub fn nothing() -> Self {
+        Scope {
+            patterns: Vec::new(),
+            may_book: false,
+        }
+    }
+
     /// The tools matching `patterns`; bookings only when `may_book`. A pattern holds lower-case
     /// letters, digits, `_` and `*`; the text says what to fix otherwise.
     pub fn new(patterns: Vec<String>, may_book: bool) -> Result<Self, String> {

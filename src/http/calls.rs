@@ -14,11 +14,13 @@ use axum::http::StatusCode;
 use serde_json::json;
 
 use super::edge::ApiError;
+use super::edge::Caller;
 use super::state::AppState;
 use crate::agents::manifest::drop_optional_nulls;
 use crate::agents::{AgentCall, AgentResult, CallOptions, idempotency};
+use crate::call::ServedTool;
 use crate::call::{CallError, CallInfo, CallRequest, Envelope};
-use crate::clients::ClientName;
+use crate::clients::Scope;
 use crate::jobs::{NewJob, SubmitError};
 use crate::texts::agents as texts;
 use crate::tools::{CallMode, FieldError, describe_field_errors};
@@ -28,6 +30,8 @@ use crate::tools::{CallMode, FieldError, describe_field_errors};
 pub(crate) enum NotRun {
     /// No tool by that name is served.
     UnknownTool(String),
+    /// The tool is served, but not to this client.
+    OutOfScope(String),
     /// Background mode without a job store.
     NoJobStore,
     /// The callback URL was refused (the text says why).
@@ -38,9 +42,10 @@ pub(crate) enum NotRun {
 
 impl NotRun {
     /// As the native endpoint answers it.
-    pub(crate) fn into_api_error(self, state: &AppState) -> ApiError {
+    pub(crate) fn into_api_error(self, state: &AppState, scope: &Scope) -> ApiError {
         match self {
-            NotRun::UnknownTool(name) => unknown_tool(state, &name),
+            NotRun::UnknownTool(name) => unknown_tool(state, scope, &name),
+            NotRun::OutOfScope(name) => out_of_scope(state, scope, &name),
             NotRun::NoJobStore => ApiError::new(StatusCode::NOT_IMPLEMENTED, texts::NO_JOB_STORE),
             NotRun::Callback(text) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, text)
                 .with("field", json!("callback_url")),
@@ -51,9 +56,12 @@ impl NotRun {
     }
 
     /// As the agent protocols answer it: a text the model reads.
-    fn text(&self, state: &AppState) -> String {
+    fn text(&self, state: &AppState, scope: &Scope) -> String {
         match self {
-            NotRun::UnknownTool(name) => texts::invalid_arguments(&unknown_tool_text(state, name)),
+            NotRun::UnknownTool(name) => {
+                texts::invalid_arguments(&unknown_tool_text(state, scope, name))
+            }
+            NotRun::OutOfScope(name) => texts::rejected(&out_of_scope_text(state, scope, name)),
             NotRun::NoJobStore => texts::unavailable(None, texts::NO_JOB_STORE),
             NotRun::Callback(text) => texts::invalid_arguments(text),
             NotRun::StoreDown => texts::unavailable(None, texts::JOB_STORE_DOWN),
@@ -61,18 +69,42 @@ impl NotRun {
     }
 }
 
-/// The 404 for a tool that is not served, listing the ones that are.
-pub(crate) fn unknown_tool(state: &AppState, name: &str) -> ApiError {
-    ApiError::not_found(unknown_tool_text(state, name)).with("known_tools", json!(known(state)))
+/// The 404 for a tool that is not served, listing the ones the client may call.
+pub(crate) fn unknown_tool(state: &AppState, scope: &Scope, name: &str) -> ApiError {
+    ApiError::not_found(unknown_tool_text(state, scope, name))
+        .with("known_tools", json!(allowed_tools(state, scope)))
 }
 
 /// The text for a tool that is not served (the MCP adapter's error message too).
-pub(crate) fn unknown_tool_text(state: &AppState, name: &str) -> String {
-    texts::unknown_tool(name, &known(state))
+pub(crate) fn unknown_tool_text(state: &AppState, scope: &Scope, name: &str) -> String {
+    texts::unknown_tool(name, &allowed_tools(state, scope))
 }
 
-fn known(state: &AppState) -> Vec<&'static str> {
-    state.gateway.tools().iter().map(|t| t.spec.name).collect()
+/// The 403 for a served tool outside the client's scope, naming the tools it may call.
+pub(crate) fn out_of_scope(state: &AppState, scope: &Scope, name: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, out_of_scope_text(state, scope, name))
+        .with("allowed_tools", json!(allowed_tools(state, scope)))
+}
+
+/// The text for a tool outside the client's scope (the MCP adapter's error message too).
+pub(crate) fn out_of_scope_text(state: &AppState, scope: &Scope, name: &str) -> String {
+    texts::not_in_scope(name, &allowed_tools(state, scope))
+}
+
+/// The served tools `scope` allows, in catalog order: every list a client sees.
+pub(crate) fn allowed_tools(state: &AppState, scope: &Scope) -> Vec<&'static str> {
+    state
+        .gateway
+        .tools()
+        .iter()
+        .filter(|t| in_scope(scope, t))
+        .map(|t| t.spec.name)
+        .collect()
+}
+
+/// Whether `scope` allows `tool` (a write tool books, so it needs `may_book` too).
+pub(crate) fn in_scope(scope: &Scope, tool: &ServedTool) -> bool {
+    scope.allows(tool.spec.name, tool.is_write())
 }
 
 /// Runs one interactive call.
@@ -120,27 +152,30 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
     }
 }
 
-/// Runs the calls of one agent request of `client` concurrently; the results come back in
+/// Runs the calls of one agent request of `caller` concurrently; the results come back in
 /// their order.
 pub(crate) async fn run_agent_calls(
     state: &AppState,
-    client: &ClientName,
+    caller: &Caller,
     calls: Vec<AgentCall>,
     options: CallOptions,
 ) -> Vec<AgentResult> {
     let runs = calls
         .into_iter()
-        .map(|c| run_agent_call(state, client, c, options));
+        .map(|c| run_agent_call(state, caller, c, options));
     futures::future::join_all(runs).await
 }
 
-/// Runs one agent call of `client` to its model-readable result.
+/// Runs one agent call of `caller` to its model-readable result: a tool outside the caller's
+/// scope is that call's error text, as an unknown tool is.
 pub(crate) async fn run_agent_call(
     state: &AppState,
-    client: &ClientName,
+    caller: &Caller,
     call: AgentCall,
     options: CallOptions,
 ) -> AgentResult {
+    let client = &caller.client();
+    let scope = &caller.scope();
     let AgentCall {
         tool: name,
         arguments,
@@ -148,9 +183,13 @@ pub(crate) async fn run_agent_call(
         idempotency_key,
     } = call;
     let Some(tool) = state.gateway.tool(&name) else {
-        let text = NotRun::UnknownTool(name).text(state);
+        let text = NotRun::UnknownTool(name).text(state, scope);
         return AgentResult::not_run(call_id, text);
     };
+    if !in_scope(scope, &tool) {
+        let text = NotRun::OutOfScope(name).text(state, scope);
+        return AgentResult::not_run(call_id, text);
+    }
     let arguments = match arguments {
         Ok(v) => drop_optional_nulls(&tool.spec.input_schema(), v),
         Err(why) => {
@@ -190,6 +229,6 @@ pub(crate) async fn run_agent_call(
     };
     match answer {
         Ok(envelope) => AgentResult::answered(call_id, envelope),
-        Err(not_run) => AgentResult::not_run(call_id, not_run.text(state)),
+        Err(not_run) => AgentResult::not_run(call_id, not_run.text(state, scope)),
     }
 }

@@ -103,6 +103,20 @@ pub fn invalid_meta(key: &str, problem: &str) -> String {
     format!("_meta {key}: {problem}")
 }
 
+/// A tool outside the calling client's scope; `allowed` are the tools it may call.
+pub fn not_in_scope(tool: &str, allowed: &[&str]) -> String {
+    if allowed.is_empty() {
+        format!(
+            "This client may not call {tool}, nor any other tool; the gateway's operator decides which tools each client may call."
+        )
+    } else {
+        format!(
+            "This client may not call {tool}. The tools it may call are: {}.",
+            allowed.join(", ")
+        )
+    }
+}
+
 /// An MCP tool call that reached the handler without the client the edge identified (a
 /// gateway bug): refused rather than run for a client it may not be.
 pub const CLIENT_UNKNOWN: &str =

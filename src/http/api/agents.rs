@@ -25,7 +25,7 @@ pub(crate) async fn openai_tool_calls(
 ) -> Result<Json<Value>, ApiError> {
     let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let read = openai::parse(read_json(&bytes)?)?;
-    let results = run_agent_calls(&state, &caller.client(), read.calls, read.options).await;
+    let results = run_agent_calls(&state, &caller, read.calls, read.options).await;
     Ok(Json(openai::render(read.api, &results)))
 }
 
@@ -38,6 +38,6 @@ pub(crate) async fn anthropic_tool_use(
 ) -> Result<Json<Value>, ApiError> {
     let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let read = anthropic::parse(read_json(&bytes)?)?;
-    let results = run_agent_calls(&state, &caller.client(), read.calls, read.options).await;
+    let results = run_agent_calls(&state, &caller, read.calls, read.options).await;
     Ok(Json(anthropic::render(&results)))
 }

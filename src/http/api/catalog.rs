@@ -3,18 +3,20 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::agents::guidance;
 use crate::agents::manifest::{self, Format, ManifestTool};
 use crate::call::ServedTool;
-use crate::http::calls::unknown_tool;
-use crate::http::edge::{ApiError, PathParam};
+use crate::clients::Scope;
+use crate::http::calls::{allowed_tools, in_scope, out_of_scope, unknown_tool};
+use crate::http::edge::{ApiError, Caller, PathParam};
 use crate::http::state::AppState;
 use crate::tools::{Access, CallMode};
 
@@ -57,8 +59,10 @@ fn describe(tool: &ServedTool) -> Value {
 /// breakers admits calls now, for agents that pick their tools per turn.
 pub(crate) async fn list(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     query: Result<Query<CatalogQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let scope = caller.scope();
     let Query(q) = query.map_err(|e| {
         ApiError::bad_request(format!(
             "{}; the parameters are format ({}) and available (true or false)",
@@ -73,6 +77,7 @@ pub(crate) async fn list(
         .gateway
         .tools()
         .into_iter()
+        .filter(|t| in_scope(&scope, t))
         .filter(|t| !q.available.unwrap_or(false) || t.is_available(now))
         .collect();
     if format == Format::Native {
@@ -92,21 +97,42 @@ pub(crate) async fn list(
 /// `GET /v1/tools/{tool}`.
 pub(crate) async fn one(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     PathParam(name): PathParam,
 ) -> Result<Response, ApiError> {
+    let scope = caller.scope();
     let tool = state
         .gateway
         .tool(&name)
-        .ok_or_else(|| unknown_tool(&state, &name))?;
+        .ok_or_else(|| unknown_tool(&state, &scope, &name))?;
+    if !in_scope(&scope, &tool) {
+        return Err(out_of_scope(&state, &scope, &name));
+    }
     Ok(Json(describe(&tool)).into_response())
 }
 
-/// `GET /v1/prompts/agent-guidance`.
-pub(crate) async fn agent_guidance(State(state): State<AppState>) -> Result<Response, ApiError> {
-    match state.config.prompts.get("agent-guidance.md") {
-        Some(text) => Ok(Json(json!({ "guidance": text.trim() })).into_response()),
+/// `GET /v1/prompts/agent-guidance`: the guidance without the lines about tools the caller may
+/// not call.
+pub(crate) async fn agent_guidance(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    match guidance_for(&state, &caller.scope()) {
+        Some(text) => Ok(Json(json!({ "guidance": text })).into_response()),
         None => Err(ApiError::not_found(
             "no agent-guidance.md in the prompts directory",
         )),
     }
+}
+
+/// `prompts/agent-guidance.md` as a client with `scope` reads it (also the MCP server's
+/// instructions); `None` without the file.
+pub(crate) fn guidance_for(state: &AppState, scope: &Scope) -> Option<String> {
+    let text = state.config.prompts.get("agent-guidance.md")?;
+    let catalog: Vec<&str> = state.gateway.tools().iter().map(|t| t.spec.name).collect();
+    Some(guidance::for_tools(
+        text,
+        &catalog,
+        &allowed_tools(state, scope),
+    ))
 }

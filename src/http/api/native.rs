@@ -26,8 +26,13 @@ pub(crate) async fn call_tool(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    if state.gateway.tool(&tool).is_none() {
-        return Err(calls::unknown_tool(&state, &tool));
+    let scope = caller.scope();
+    match state.gateway.tool(&tool) {
+        None => return Err(calls::unknown_tool(&state, &scope, &tool)),
+        Some(served) if !calls::in_scope(&scope, &served) => {
+            return Err(calls::out_of_scope(&state, &scope, &tool));
+        }
+        Some(_) => {}
     }
     let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let call = agents::native::parse(&tool, agents::body::read_json(&bytes)?)?;
@@ -44,7 +49,7 @@ pub(crate) async fn call_tool(
     };
     let envelope = calls::call(&state, request)
         .await
-        .map_err(|e| e.into_api_error(&state))?;
+        .map_err(|e| e.into_api_error(&state, &scope))?;
     let status = match envelope.status {
         Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
         Status::Queued => StatusCode::ACCEPTED,
@@ -77,7 +82,7 @@ async fn submit_background(
     };
     let envelope = calls::submit(state, job)
         .await
-        .map_err(|e| e.into_api_error(state))?;
+        .map_err(|e| e.into_api_error(state, &caller.scope()))?;
     let status = match envelope.status {
         Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::ACCEPTED,

@@ -33,7 +33,8 @@ use axum::routing::{MethodRouter, any_service};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -42,7 +43,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::{self, manifest};
-use crate::http::calls::{run_agent_call, unknown_tool_text};
+use crate::clients::Scope;
+use crate::http::api::catalog::guidance_for;
+use crate::http::calls::{
+    allowed_tools, in_scope, out_of_scope_text, run_agent_call, unknown_tool_text,
+};
 use crate::http::edge::Caller;
 use crate::http::state::AppState;
 use crate::texts::agents as texts;
@@ -85,11 +90,9 @@ fn rmcp_service(
     );
     let handler = Handler {
         tools,
-        instructions: state
-            .config
-            .prompts
-            .get("agent-guidance.md")
-            .map(|t| t.trim().to_string()),
+        // Where no caller is known (rmcp's server info outside `initialize`), the guidance
+        // names no tool at all; `initialize` sends the caller's own.
+        instructions: guidance_for(&state, &Scope::nothing()),
         max_body_bytes: state.max_body_bytes,
         state,
     };
@@ -133,12 +136,35 @@ impl ServerHandler for Handler {
         info
     }
 
+    /// The guidance sent as instructions is the calling client's: without the lines about
+    /// tools it may not call.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        let caller = caller_of(&context)?;
+        result.instructions =
+            guidance_for(&self.state, &caller.scope()).map(|t| t.trim().to_string());
+        Ok(result)
+    }
+
+    /// The tools the calling client may call, in catalog order.
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+        let allowed = allowed_tools(&self.state, &caller_of(&context)?.scope());
+        let tools = self
+            .tools
+            .iter()
+            .filter(|t| allowed.contains(&t.name.as_ref()))
+            .cloned()
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -150,11 +176,23 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.state.gateway.tool(&request.name).is_none() {
-            return Err(ErrorData::invalid_params(
-                unknown_tool_text(&self.state, &request.name),
-                None,
-            ));
+        let caller = caller_of(&context)?;
+        let scope = caller.scope();
+        match self.state.gateway.tool(&request.name) {
+            None => {
+                return Err(ErrorData::invalid_params(
+                    unknown_tool_text(&self.state, &scope, &request.name),
+                    None,
+                ));
+            }
+            Some(tool) if !in_scope(&scope, &tool) => {
+                let allowed = allowed_tools(&self.state, &scope);
+                return Err(ErrorData::invalid_params(
+                    out_of_scope_text(&self.state, &scope, &request.name),
+                    Some(serde_json::json!({ "allowed_tools": allowed })),
+                ));
+            }
+            Some(_) => {}
         }
         // rmcp hands the request's `_meta` over in the context (and may leave it in the params).
         let meta_of = |key: &str| {
@@ -171,23 +209,26 @@ impl ServerHandler for Handler {
             Ok(read) => read,
             Err(text) => return Ok(error_result(text).into()),
         };
-        // The edge authenticated this request and recorded its caller; rmcp hands the HTTP
-        // request's parts over in the context. Without them no client is known, and the call
-        // is refused rather than run for a client it may not be.
-        let caller = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Caller>());
-        let Some(caller) = caller else {
-            tracing::error!("an MCP tool call arrived without the caller the edge records");
-            return Err(ErrorData::internal_error(texts::CLIENT_UNKNOWN, None));
-        };
-        let result = run_agent_call(&self.state, &caller.client(), call, options).await;
+        let result = run_agent_call(&self.state, &caller, call, options).await;
         let mut out = CallToolResult::success(vec![ContentBlock::text(result.text.clone())]);
         out.structured_content = result.data().cloned();
         out.is_error = Some(result.is_error);
         Ok(out.into())
     }
+}
+
+/// The caller the edge authenticated: rmcp hands the HTTP request's parts over in the context.
+/// Without them no client is known, and the request is refused rather than answered for a
+/// client it may not be.
+fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+    let caller = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>());
+    caller.cloned().ok_or_else(|| {
+        tracing::error!("an MCP request arrived without the caller the edge records");
+        ErrorData::internal_error(texts::CLIENT_UNKNOWN, None)
+    })
 }
 
 fn error_result(text: String) -> CallToolResult {

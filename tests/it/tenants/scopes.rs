@@ -1,0 +1,330 @@
+//! Scopes: a client calls and sees only its tools, in every protocol and every manifest, and a
+//! client without `may_book` cannot book.
+
+use faregate::clients::{ClientName, Scope, digest};
+use faregate::config::{ClientConfig, ClientKey};
+use faregate_sim::RouteGroup;
+use serde_json::{Value, json};
+
+use crate::protocols::{chat_call, hotels_args};
+use crate::support::{Stack, in_days, send};
+
+/// `reader` may search only; `pricer` may call every tool but may not book.
+async fn stack() -> Stack {
+    let client = |name: &str, key: &str, tools: &[&str], may_book: bool| ClientConfig {
+        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
+        key: ClientKey::Sha256(digest(key.as_bytes())),
+        scope: Scope::new(tools.iter().map(|t| t.to_string()).collect(), may_book)
+            .unwrap_or_else(|e| panic!("{e}")),
+        limits: faregate::config::default_limits(),
+        budget: None,
+    };
+    Stack::builder(51)
+        .config(move |mut c| {
+            c.clients = vec![
+                client("reader", "reader-key", &["search_*"], false),
+                client("pricer", "pricer-key", &["*"], false),
+            ];
+            c
+        })
+        .start()
+        .await
+}
+
+fn flights() -> Value {
+    json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(30)})
+}
+
+fn booking() -> Value {
+    json!({"offer_id": "off_123", "passengers": [{"given_name": "Ada", "family_name": "Lovelace", "born_on": "1990-01-01", "email": "ada@example.com", "phone_number": "+442071234567", "title": "ms", "gender": "f"}], "idempotency_key": "k-1"})
+}
+
+async fn post_as(s: &Stack, key: &str, path: &str, body: Value) -> (u16, Value) {
+    let (status, _, body) = send(s.http.post(s.url(path)).bearer_auth(key).json(&body)).await;
+    (status, body)
+}
+
+async fn get_as(s: &Stack, key: &str, path: &str) -> (u16, Value) {
+    let (status, _, body) = send(s.http.get(s.url(path)).bearer_auth(key)).await;
+    (status, body)
+}
+
+fn names(v: &Value, path: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(items) = v.as_array() {
+        for item in items {
+            let mut at = item;
+            for p in path {
+                at = &at[*p];
+            }
+            if let Some(n) = at.as_str() {
+                out.push(n.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_tool_outside_the_scope_is_refused_in_every_protocol() {
+    let s = stack().await;
+    // Native: 403 naming the allowed tools.
+    let (status, refused) = post_as(
+        &s,
+        "reader-key",
+        "/v1/tools/price_flight_offer/call",
+        json!({"arguments": {"offer_id": "off_123"}}),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused:#}");
+    let allowed = names(&refused["allowed_tools"], &[]);
+    assert!(
+        allowed.iter().all(|t| t.starts_with("search_")) && allowed.len() >= 2,
+        "{refused:#}"
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("may not call price_flight_offer")),
+        "{refused:#}"
+    );
+    let (status, ok) = post_as(
+        &s,
+        "reader-key",
+        "/v1/tools/search_flights/call",
+        json!({"arguments": flights()}),
+    )
+    .await;
+    assert_eq!(status, 200, "{ok:#}");
+    // OpenAI and Anthropic: that call's error result, the other calls run.
+    let (status, openai) = post_as(
+        &s,
+        "reader-key",
+        "/v1/openai/tool_calls",
+        json!({"tool_calls": [
+            chat_call("c1", "book_flight", &booking().to_string()),
+            chat_call("c2", "search_hotels", &hotels_args().to_string()),
+        ]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{openai:#}");
+    let refused_text = openai["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        refused_text.starts_with("[rejected] This client may not call book_flight"),
+        "{refused_text}"
+    );
+    assert!(
+        !openai["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with('['),
+        "{openai:#}"
+    );
+    let (status, anthropic) = post_as(&s, "reader-key", "/v1/anthropic/tool_use", json!({"content": [
+        {"type": "tool_use", "id": "t1", "name": "price_flight_offer", "input": {"offer_id": "off_123"}}
+    ]})).await;
+    assert_eq!(status, 200, "{anthropic:#}");
+    assert_eq!(anthropic["content"][0]["is_error"], true, "{anthropic:#}");
+    // MCP: a JSON-RPC error naming the allowed tools.
+    let mcp = Mcp::start(&s, "reader-key").await;
+    let refused = mcp
+        .rpc(
+            "tools/call",
+            json!({"name": "book_flight", "arguments": booking()}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused:#}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("may not call book_flight")),
+        "{refused:#}"
+    );
+    assert!(
+        refused["error"]["data"]["allowed_tools"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{refused:#}"
+    );
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirOrders),
+        0,
+        "no booking reached the provider"
+    );
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirOffers),
+        0,
+        "no offer read either"
+    );
+}
+
+#[tokio::test]
+async fn without_may_book_a_client_cannot_book_but_calls_the_rest() {
+    let s = stack().await;
+    let (status, refused) = post_as(
+        &s,
+        "pricer-key",
+        "/v1/tools/book_flight/call",
+        json!({"arguments": booking(), "idempotency_key": "k-1"}),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused:#}");
+    let allowed = names(&refused["allowed_tools"], &[]);
+    assert!(
+        allowed.contains(&"price_flight_offer".to_string()),
+        "{allowed:?}"
+    );
+    assert!(
+        !allowed.iter().any(|t| t.starts_with("book_")),
+        "{allowed:?}"
+    );
+    let (_, native) = get_as(&s, "pricer-key", "/v1/tools").await;
+    let listed = names(&native["tools"], &["name"]);
+    assert!(
+        listed.contains(&"price_flight_offer".to_string())
+            && !listed.contains(&"book_flight".to_string()),
+        "{listed:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_manifest_and_the_guidance_show_a_client_only_its_tools() {
+    let s = stack().await;
+    let only_search = |listed: Vec<String>, what: &str| {
+        assert!(!listed.is_empty(), "{what}: nothing listed");
+        assert!(
+            listed.iter().all(|t| t.starts_with("search_")),
+            "{what}: {listed:?}"
+        );
+    };
+    let (_, native) = get_as(&s, "reader-key", "/v1/tools").await;
+    only_search(names(&native["tools"], &["name"]), "native");
+    let (_, openai) = get_as(&s, "reader-key", "/v1/tools?format=openai").await;
+    only_search(names(&openai["tools"], &["function", "name"]), "openai");
+    let (_, anthropic) = get_as(&s, "reader-key", "/v1/tools?format=anthropic").await;
+    only_search(names(&anthropic["tools"], &["name"]), "anthropic");
+    let (_, gemini) = get_as(&s, "reader-key", "/v1/tools?format=gemini").await;
+    only_search(
+        names(&gemini["tools"][0]["functionDeclarations"], &["name"]),
+        "gemini",
+    );
+    let (_, mcp_manifest) = get_as(&s, "reader-key", "/v1/tools?format=mcp").await;
+    only_search(names(&mcp_manifest["tools"], &["name"]), "mcp manifest");
+    let (status, one) = get_as(&s, "reader-key", "/v1/tools/book_flight").await;
+    assert_eq!(status, 403, "{one:#}");
+    let mcp = Mcp::start(&s, "reader-key").await;
+    let listed = mcp.rpc("tools/list", json!({})).await;
+    only_search(
+        names(&listed["result"]["tools"], &["name"]),
+        "MCP tools/list",
+    );
+    let instructions = mcp.instructions.clone();
+    let (_, guidance) = get_as(&s, "reader-key", "/v1/prompts/agent-guidance").await;
+    let guidance = guidance["guidance"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for text in [&guidance, &instructions] {
+        assert!(
+            text.contains("unavailable"),
+            "the general advice stays: {text}"
+        );
+        assert!(
+            !text.contains("book_flight") && !text.contains("price_flight_offer"),
+            "{text}"
+        );
+    }
+    // A client with every tool reads the whole guidance.
+    let (_, full) = get_as(&s, "pricer-key", "/v1/prompts/agent-guidance").await;
+    assert!(
+        full["guidance"]
+            .as_str()
+            .is_some_and(|g| g.contains("price_flight_offer")),
+        "{full:#}"
+    );
+}
+
+/// A 2025-11-25 MCP session over raw JSON-RPC (the protocol itself is driven by the official
+/// SDK in `.ci/run`; here only what a scope changes is read).
+struct Mcp<'a> {
+    s: &'a Stack,
+    key: &'static str,
+    session: String,
+    instructions: String,
+}
+
+impl<'a> Mcp<'a> {
+    async fn start(s: &'a Stack, key: &'static str) -> Mcp<'a> {
+        let res = s
+            .http
+            .post(s.url("/mcp"))
+            .bearer_auth(key)
+            .header("accept", "application/json, text/event-stream")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "scope-test", "version": "1"}}}),
+            )
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let session = res
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = answer(res).await;
+        let instructions = body["result"]["instructions"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let mcp = Mcp {
+            s,
+            key,
+            session,
+            instructions,
+        };
+        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        mcp
+    }
+
+    async fn send(&self, message: Value) -> Value {
+        let res = self
+            .s
+            .http
+            .post(self.s.url("/mcp"))
+            .bearer_auth(self.key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&message)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        answer(res).await
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}))
+            .await
+    }
+}
+
+/// An MCP answer's JSON: the body, or the data line of a server-sent event stream (a session's
+/// answers may come as one).
+async fn answer(res: reqwest::Response) -> Value {
+    let status = res.status().as_u16();
+    let text = res.text().await.unwrap_or_default();
+    let from_stream = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .find_map(|d| serde_json::from_str::<Value>(d).ok());
+    serde_json::from_str(&text)
+        .ok()
+        .or(from_stream)
+        .unwrap_or_else(|| json!({"status": status, "text": text}))
+}

@@ -1,0 +1,116 @@
+//! `faregate serve` reads `[[clients]]` again on SIGHUP: the real binary, a configuration file
+//! edited while it runs, and a signal.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use faregate::clients::digest;
+
+use crate::support::{send, wait_until};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn hex(key: &str) -> String {
+    digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The shipped configuration, its tools and prompts, in `dir`, with one named client whose key
+/// is `key`.
+fn write_config(dir: &Path, key: &str) {
+    let shipped = std::fs::read_to_string(repo().join("faregate.toml")).unwrap_or_default();
+    let clients = format!(
+        "\n[[clients]]\nname = \"travel-app\"\nkey_sha256 = \"{}\"\n",
+        hex(key)
+    );
+    std::fs::write(dir.join("faregate.toml"), shipped + &clients).unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{e}"));
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{e}")) {
+        let entry = entry.unwrap_or_else(|e| panic!("{e}"));
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_clients_of_a_running_serve() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&repo().join("tools"), &dir.path().join("tools"));
+    copy_dir(&repo().join("prompts"), &dir.path().join("prompts"));
+    write_config(dir.path(), "key-one");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_faregate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(dir.path().join("faregate.toml"))
+        .current_dir(dir.path())
+        .envs([
+            ("DUFFEL_ACCESS_TOKEN", "duffel_test_token"),
+            ("AMADEUS_CLIENT_ID", "id"),
+            ("AMADEUS_CLIENT_SECRET", "secret"),
+            ("FAREGATE_CLIENT_KEYS", ""),
+            ("RUST_LOG", "info"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let addr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("no listening line: {e}"));
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                .collect::<String>();
+        }
+    };
+    let http = reqwest::Client::new();
+    let tools = format!("http://{addr}/v1/tools");
+    let status = |key: &'static str| {
+        let request = http.get(&tools).bearer_auth(key);
+        async move { send(request).await.0 }
+    };
+    assert_eq!(status("key-one").await, 200);
+    assert_eq!(status("key-two").await, 401);
+    write_config(dir.path(), "key-two");
+    let hup = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(hup.success());
+    wait_until(
+        Duration::from_secs(10),
+        "the new key to be accepted",
+        || async {
+            match status("key-two").await {
+                200 => Ok(()),
+                other => Err(format!("key-two: {other}")),
+            }
+        },
+    )
+    .await;
+    assert_eq!(status("key-one").await, 401, "the removed key is refused");
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let exit = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let _ = reader.join();
+    let log: String = rx.try_iter().collect::<Vec<_>>().join("\n");
+    assert!(exit.success(), "{exit:?}\n{log}");
+    assert!(log.contains("SIGHUP: clients reloaded"), "{log}");
+}
