@@ -5,12 +5,12 @@
 # Usage: benches/load/fleet.sh [SCENARIO ...]      (default: outage latency)
 #   outage   a 20 s outage of the flight provider under the same total interactive load
 #            (RATE calls/s, spread round-robin): provider requests from 3 replicas vs 1.
-#   latency  healthy-call p50 (wrk, one replica of three): fleet mode on vs off
+#   latency  healthy-call p50 (wrk, one connection, one replica of three): fleet mode on vs off
 #            ([store] share_breakers), alternated ROUNDS times.
 # Environment: FAREGATE_BENCH_POSTGRES_URL (default: FAREGATE_TEST_POSTGRES_URL, else
 # postgres://postgres@127.0.0.1:5432/test): a server where this script may create and drop
 # databases named fg_bench_*; BIN, SIM_BIN: the binaries (default: built with --release);
-# RATE (20), OUTAGE_SECS (20), WRK_SECS (10), ROUNDS (2).
+# RATE (20), OUTAGE_SECS (20), WRK_SECS (10), ROUNDS (4).
 #
 # Each run gets a fresh database (forced states and opens are kept in it, so a run must not
 # inherit the previous one's), dropped at the end; every process started is stopped by pid.
@@ -20,7 +20,7 @@ PG=${FAREGATE_BENCH_POSTGRES_URL:-${FAREGATE_TEST_POSTGRES_URL:-postgres://postg
 RATE=${RATE:-20}
 OUTAGE_SECS=${OUTAGE_SECS:-20}
 WRK_SECS=${WRK_SECS:-10}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-4}
 SCENARIOS=("$@")
 [[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(outage latency)
 if [[ -z "${BIN:-}" || -z "${SIM_BIN:-}" ]]; then
@@ -107,12 +107,13 @@ urls() { # count: the call URLs of replicas 0..count-1
   for i in $(seq 0 $(($1 - 1))); do echo "http://127.0.0.1:$((18290 + i))/v1/tools/search_flights/call"; done
 }
 
-# outage_run count: provider requests during a 20 s outage with `count` replicas.
+# outage_run count share: provider requests during the outage with `count` replicas, fleet mode
+# on (`true`) or off.
 outage_run() {
-  local count=$1 store i
+  local count=$1 share=$2 store i
   start_sim
   store=$(fresh_database)
-  for i in $(seq 0 $((count - 1))); do replica "$i" "$store" true; done
+  for i in $(seq 0 $((count - 1))); do replica "$i" "$store" "$share"; done
   # Warm up: connections and the slow-call threshold see healthy traffic first.
   python3 benches/load/fleet_load.py "$RATE" 3 "$BODY" $(urls "$count") >/dev/null
   fault '{"outage": true}'
@@ -121,24 +122,26 @@ outage_run() {
   load=$(python3 benches/load/fleet_load.py "$RATE" "$OUTAGE_SECS" "$BODY" $(urls "$count"))
   after=$(flight_requests)
   stop_all
-  echo "replicas=$count outage_requests=$((after - before)) $load"
+  echo "replicas=$count share_breakers=$share outage_requests=$((after - before)) $load"
 }
 
 scenario_outage() {
   echo "== outage: ${OUTAGE_SECS}s outage of the flight provider at $RATE calls/s in total"
-  local one three
-  one=$(outage_run 1); echo "$one"
-  three=$(outage_run 3); echo "$three"
-  python3 - "$one" "$three" <<'PY'
+  local one three alone
+  one=$(outage_run 1 true); echo "$one"
+  three=$(outage_run 3 true); echo "$three"
+  alone=$(outage_run 3 false); echo "$alone"
+  python3 - "$one" "$three" "$alone" <<'PY'
 import sys
 def field(line, key):
     return int(dict(kv.split("=") for kv in line.split())[key])
-one, three = (field(l, "outage_requests") for l in sys.argv[1:3])
+one, three, alone = (field(l, "outage_requests") for l in sys.argv[1:4])
 print(f"outage: provider requests 3 replicas / 1 replica = {three} / {one} = {three / max(one, 1):.2f}x (target <= 1.5x)")
+print(f"outage: the same 3 replicas with fleet mode off = {alone} / {one} = {alone / max(one, 1):.2f}x")
 PY
 }
 
-wrk_p50_ms() { # url: p50 latency in ms of a 2-thread, 8-connection closed loop
+wrk_p50_ms() { # url: p50 latency in ms of one connection in a closed loop (service time, no queueing)
   local lua="$DIR/post.lua"
   python3 - "$BODY" > "$lua" <<'PY'
 import json, sys
@@ -146,7 +149,7 @@ print("wrk.method = 'POST'")
 print("wrk.headers['Content-Type'] = 'application/json'")
 print("wrk.body = " + json.dumps(open(sys.argv[1]).read()))
 PY
-  wrk -t2 -c8 -d"${WRK_SECS}s" --latency -s "$lua" "$1" > "$DIR/wrk.txt" 2>&1
+  wrk -t1 -c1 -d"${WRK_SECS}s" --latency -s "$lua" "$1" > "$DIR/wrk.txt" 2>&1
   python3 - "$DIR/wrk.txt" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
@@ -173,8 +176,12 @@ scenario_latency() {
   echo "== latency: healthy-call p50 on one of three replicas, wrk ${WRK_SECS}s, fleet mode on vs off"
   local on=() off=() r
   for r in $(seq "$ROUNDS"); do
-    on+=("$(latency_run true)")
-    off+=("$(latency_run false)")
+    # Alternate which goes first, so that neither always follows the other's teardown.
+    if (( r % 2 )); then
+      on+=("$(latency_run true)"); off+=("$(latency_run false)")
+    else
+      off+=("$(latency_run false)"); on+=("$(latency_run true)")
+    fi
     echo "round $r: p50_on_ms=${on[-1]} p50_off_ms=${off[-1]}"
   done
   python3 - "${on[*]}" "${off[*]}" <<'PY'
