@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
 use crate::jobs::{JobSystem, Store};
+use crate::ledger::Ledger;
 use crate::providers::{self, Env, Secret};
 use crate::store::StoreError;
 use crate::telemetry::{AlertRules, Telemetry};
@@ -100,9 +101,13 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     })
 }
 
-/// Turns on background mode over `store` (already migrated).
+/// Turns on background mode over `store` (already migrated), and the booking ledger in the
+/// same database: from now on every write call is recorded before its provider is asked.
 pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     let config = &app.state.config;
+    app.state
+        .gateway
+        .attach_ledger(Ledger::new(store.db().clone(), config.bookings.settle));
     let secret = env.var(&config.auth.callback_secret_env).map(Secret::new);
     if secret.is_none() {
         app.warnings.push(format!(
@@ -134,7 +139,8 @@ const BREAKER_TICK: Duration = Duration::from_millis(250);
 
 /// Serves the HTTP API on `listener` until `shutdown` completes, then shuts down gracefully.
 ///
-/// Alongside the server runs one small task owned by this function: it ticks the breakers so
+/// Alongside the server runs the booking reconciliation task (when a ledger is attached) and
+/// one small task owned by this function: it ticks the breakers so
 /// timer-driven transitions (open → half-open, ramp stages) are announced without traffic, logs
 /// every transition, and hands it to telemetry (metrics, alert rules, evaluated on each tick
 /// too). It ends when the server does.
@@ -178,6 +184,10 @@ pub async fn run(
             }
         }
     });
+    let reconciler = reconcile_bookings(
+        app.state.gateway.clone(),
+        app.state.config.bookings.reconcile_every,
+    );
     let server_config = &app.state.config.server;
     let options = ServeOptions {
         header_read_timeout: server_config.header_read_timeout,
@@ -216,12 +226,33 @@ pub async fn run(
         let _ = task.await;
     }
     breaker_task.abort();
+    reconciler.abort();
     // After the jobs, so that the transitions of their last calls are published.
     fleet_stop.cancel();
     if let Some(task) = fleet_task {
         let _ = task.await;
     }
     result
+}
+
+/// The reconciliation task: every `every`, unknown bookings are looked up at their provider
+/// (see `Gateway::reconcile_bookings`). Every replica runs one; two replicas settling the same
+/// entry write the same outcome, and the ledger keeps the first.
+fn reconcile_bookings(gateway: Arc<Gateway>, every: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if gateway.ledger().is_none() {
+            return;
+        }
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let settled = gateway.reconcile_bookings().await;
+            if settled > 0 {
+                tracing::info!(settled, "bookings reconciled with their provider");
+            }
+        }
+    })
 }
 
 fn log_transition(e: &TransitionEvent) {

@@ -39,6 +39,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod http;
 pub mod jobs;
+pub mod ledger;
 pub mod policy;
 pub mod providers;
 pub mod quota;

@@ -6,8 +6,8 @@
 //! this file.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::NaiveDate;
@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::answer::{self, Verdict};
+use super::booking::{self, Write};
 use super::envelope::{CallInfo, Envelope};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
@@ -27,6 +28,7 @@ use crate::breaker::BreakerRegistry;
 use crate::clients::ClientName;
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
+use crate::ledger::{Ledger, arguments_digest};
 use crate::policy::SplitMix;
 use crate::providers::RateLimits;
 use crate::telemetry::Telemetry;
@@ -84,6 +86,10 @@ pub struct Gateway {
     /// What the providers announce about their rate limits (and are configured with): the job
     /// system paces background claims by it.
     rate_limits: Arc<RateLimits>,
+    /// The booking ledger every write call goes through, once a store is attached. A gateway
+    /// without a store (the library without `app::attach_jobs`) books without one, relying on
+    /// the provider's own deduplication.
+    ledger: OnceLock<Ledger>,
 }
 
 impl Gateway {
@@ -133,6 +139,7 @@ impl Gateway {
             ),
             observer,
             rate_limits: Arc::default(),
+            ledger: OnceLock::new(),
         })
     }
 
@@ -146,6 +153,26 @@ impl Gateway {
     /// What the providers announce about their rate limits.
     pub fn rate_limits(&self) -> &Arc<RateLimits> {
         &self.rate_limits
+    }
+
+    /// Routes every write call through `ledger` from now on. False when one was attached
+    /// already (it is kept).
+    pub fn attach_ledger(&self, ledger: Ledger) -> bool {
+        self.ledger.set(ledger).is_ok()
+    }
+
+    /// The booking ledger, once attached.
+    pub fn ledger(&self) -> Option<&Ledger> {
+        self.ledger.get()
+    }
+
+    /// One round of booking reconciliation (see `booking::reconcile`); how many bookings whose
+    /// outcome was unknown it settled.
+    pub async fn reconcile_bookings(&self) -> usize {
+        match self.ledger.get() {
+            Some(ledger) => booking::reconcile(ledger, &self.observer, &self.tools()).await,
+            None => 0,
+        }
     }
 
     /// The served tools, in manifest order (the catalog's).
@@ -184,25 +211,55 @@ impl Gateway {
         answered
     }
 
-    /// An interactive call: look up → check once → pipeline → answer.
+    /// An interactive call: look up → check once → (a write: the ledger) → pipeline → answer.
     async fn answer(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
         let tool = self.look_up(&req.tool)?;
         let info = CallInfo {
             breaker: tool.first_breaker_state(Instant::now()).to_string(),
             ..CallInfo::new(self.call_id(req.call_id), tool.spec.name)
         };
-        // The stale key is taken before the arguments move into the typed parse (no copy).
+        // The stale key and a write's digest are taken before the arguments move into the
+        // typed parse (no copy).
         let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
+        let digest = self.write_digest(&tool, &req.arguments);
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
         let request = match checked {
             Ok(request) => request,
             Err(text) => return Ok(Envelope::invalid_arguments(info, text)),
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
-        match self.run_interactive(&tool, request, deadline).await {
+        let write = Self::write(&tool, &req.client, &request, digest);
+        if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
+            let begun = booking::begin(ledger, write).await;
+            if let Some(envelope) = booking::answered(&self.observer, write, info.clone(), &begun) {
+                return Ok(envelope);
+            }
+        }
+        match self.run_interactive(&tool, request, deadline, write).await {
             Ok(success) => Ok(self.remember(&tool, stale_key, answer::fresh(info, success))),
             Err(failure) => Ok(self.interactive_answer(&tool, info, &failure, stale_key)),
         }
+    }
+
+    /// The digest of a write call's arguments, when a ledger will record it.
+    fn write_digest(&self, tool: &ServedTool, arguments: &Value) -> Option<String> {
+        (tool.is_write() && self.ledger.get().is_some())
+            .then(|| arguments_digest(tool.spec.name, arguments))
+    }
+
+    /// The ledger coordinates of a checked write call (a digest was taken only for writes).
+    fn write(
+        tool: &ServedTool,
+        client: &ClientName,
+        request: &ToolRequest,
+        digest: Option<String>,
+    ) -> Option<Write> {
+        Some(Write {
+            client: client.to_string(),
+            tool: tool.spec.name,
+            key: request.idempotency_key()?.to_string(),
+            digest: digest?,
+        })
     }
 
     /// Runs one background attempt of a stored job: look up → check once → pipeline →
@@ -217,6 +274,7 @@ impl Gateway {
             };
         };
         let info = CallInfo::new(self.call_id(req.call_id), tool.spec.name);
+        let digest = self.write_digest(&tool, &req.arguments);
         // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
         let request = match checked {
@@ -230,14 +288,25 @@ impl Gateway {
             }
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
+        let write = Self::write(&tool, &req.client, &request, digest);
+        if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
+            let begun = booking::begin(ledger, write).await;
+            if let Some(verdict) = self.background_answered(write, info.clone(), &begun) {
+                return verdict;
+            }
+        }
         let ran = pipeline::run(
             &tool,
             &request,
             deadline,
             CallMode::Background,
             self.context(),
-        );
-        match ran.await {
+        )
+        .await;
+        if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
+            booking::finish(ledger, &self.observer, write, &booking::outcome_of(&ran)).await;
+        }
+        match ran {
             Ok(success) => Verdict::Done(answer::fresh(info, success)),
             Err(failure) => {
                 let route = tool.route(failure.provider());
@@ -249,6 +318,37 @@ impl Gateway {
                 answer::background(failure, facts)
             }
         }
+    }
+
+    /// A background write the ledger answered before any provider was asked: a booking made
+    /// earlier is the job's result; a conflict or an outcome still being learned ends the job
+    /// (repeating it could book twice); a ledger that cannot be written sends nothing and the
+    /// job runs again later.
+    fn background_answered(
+        &self,
+        write: &Write,
+        info: CallInfo,
+        begun: &Result<crate::ledger::Begin, crate::store::StoreError>,
+    ) -> Option<Verdict> {
+        let envelope = booking::answered(&self.observer, write, info, begun)?;
+        Some(match begun {
+            Err(e) => Verdict::Later {
+                anchor: None,
+                error: format!("booking ledger: {e}"),
+                attempted: false,
+                rate_limited: None,
+            },
+            Ok(crate::ledger::Begin::Recorded(entry))
+                if entry.state == crate::ledger::State::Booked =>
+            {
+                Verdict::Done(envelope)
+            }
+            Ok(_) => Verdict::Never {
+                error: envelope.content.clone(),
+                envelope: Some(envelope),
+                attempted: false,
+            },
+        })
     }
 
     /// Validates a call for background acceptance: the same check an interactive call gets,
@@ -293,14 +393,16 @@ impl Gateway {
     }
 
     /// Runs the pipeline for a waiting caller. A write runs to completion on its own task even
-    /// if the caller goes away: dropping it halfway could leave a booking made at the provider
-    /// with nobody told. A read is simply cancelled with its caller (its breaker permit, dropped
-    /// unrecorded, records that the attempt told nothing about the provider).
+    /// if the caller goes away, and records its outcome in the ledger there: dropping it halfway
+    /// could leave a booking made at the provider with nobody told. A read is simply cancelled
+    /// with its caller (its breaker permit, dropped unrecorded, records that the attempt told
+    /// nothing about the provider).
     async fn run_interactive(
         self: &Arc<Self>,
         tool: &Arc<ServedTool>,
         request: ToolRequest,
         deadline: Instant,
+        write: Option<Write>,
     ) -> Result<Success, Failure> {
         if !tool.is_write() {
             return pipeline::run(
@@ -314,11 +416,15 @@ impl Gateway {
         }
         let gateway = Arc::clone(self);
         let tool = Arc::clone(tool);
-        let write = async move {
+        let write_task = async move {
             let cx = gateway.context();
-            pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await
+            let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
+            if let (Some(write), Some(ledger)) = (&write, gateway.ledger.get()) {
+                booking::finish(ledger, &gateway.observer, write, &booking::outcome_of(&ran)).await;
+            }
+            ran
         };
-        tokio::spawn(write.in_current_span())
+        tokio::spawn(write_task.in_current_span())
             .await
             .unwrap_or(Err(Failure::DeadlinePassed))
     }

@@ -26,11 +26,14 @@
 //! - `pipeline.rs`: the upstream part, whose module docs say why its steps come in that order;
 //! - `answer.rs`: the two answer policies, pure functions of a `Failure` and the facts around
 //!   it;
+//! - `booking.rs`: write calls through the booking ledger (begin, answer from the ledger,
+//!   finish, reconcile);
 //! - `gateway.rs`: [`Gateway`] and both entry points.
 //!
 //! The words a model reads are in `texts::call`.
 
 mod answer;
+mod booking;
 mod classify;
 mod envelope;
 mod gateway;

@@ -55,6 +55,29 @@ impl Observer {
             .register_tool(tool, providers, max_concurrent);
     }
 
+    /// One write call's audit line and its ledger outcome counted. The line names the client,
+    /// the tool, the idempotency key, the outcome and the order id: ids only, never passenger
+    /// data or arguments.
+    pub(crate) fn booking(
+        &self,
+        client: &str,
+        tool: &str,
+        key: &str,
+        outcome: &'static str,
+        order_id: Option<&str>,
+    ) {
+        tracing::info!(
+            target: "faregate::audit",
+            client,
+            tool,
+            idempotency_key = key,
+            outcome,
+            order_id = order_id.unwrap_or(""),
+            "write call"
+        );
+        self.telemetry.metrics().record_booking(tool, outcome);
+    }
+
     /// The span of one interactive call of `tool`.
     pub(crate) fn call_span(tool: &str) -> Span {
         tracing::info_span!(

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::providers::{Provider, UpstreamError};
+use crate::providers::{ErrorKind, FoundBooking, Provider, UpstreamError};
 use crate::tools::{ToolOutput, ToolRequest};
 
 /// One provider as the pipeline sees it.
@@ -27,6 +27,23 @@ pub trait Upstream: Send + Sync + fmt::Debug {
         request: &'a ToolRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<ToolOutput, UpstreamError>>;
+
+    /// Looks up the booking of `tool` sent under `idempotency_key` (reconciliation of an
+    /// unknown outcome): `None` when the provider holds none. A stand-in that cannot look
+    /// anything up says so as an error, which concludes nothing.
+    fn find_booking<'a>(
+        &'a self,
+        tool: &'a str,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<FoundBooking>, UpstreamError>> {
+        let _ = idempotency_key;
+        Box::pin(async move {
+            Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!("this provider cannot look {tool} bookings up"),
+            ))
+        })
+    }
 }
 
 impl Upstream for Provider {
@@ -40,5 +57,13 @@ impl Upstream for Provider {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<ToolOutput, UpstreamError>> {
         Box::pin(Provider::call(self, request, timeout))
+    }
+
+    fn find_booking<'a>(
+        &'a self,
+        tool: &'a str,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<FoundBooking>, UpstreamError>> {
+        Box::pin(Provider::find_booking(self, tool, idempotency_key))
     }
 }

@@ -115,6 +115,29 @@ fn load_into(
         s.finish();
     }
 
+    // [bookings]
+    let mut bookings = BookingsConfig::defaults();
+    if let Some(s) = root.table("bookings") {
+        if let Some(d) = s.duration("settle") {
+            if d < Duration::from_secs(1) {
+                s.error("settle", "must be at least \"1s\"; the default is \"2m\"");
+            } else {
+                bookings.settle = d;
+            }
+        }
+        if let Some(d) = s.duration("reconcile_every") {
+            if d < Duration::from_millis(100) {
+                s.error(
+                    "reconcile_every",
+                    "must be at least \"100ms\"; the default is \"15s\"",
+                );
+            } else {
+                bookings.reconcile_every = d;
+            }
+        }
+        s.finish();
+    }
+
     // [mcp]
     let mut mcp = McpConfig::default();
     if let Some(s) = root.table("mcp") {
@@ -218,6 +241,7 @@ fn load_into(
         server,
         auth,
         store,
+        bookings,
         mcp,
         limits,
         providers,

@@ -25,6 +25,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// `[store]`.
     pub store: StoreConfig,
+    /// `[bookings]`.
+    pub bookings: BookingsConfig,
     /// `[mcp]`.
     pub mcp: McpConfig,
     /// `[limits]`.
@@ -200,6 +202,27 @@ pub struct StoreConfig {
     /// on PostgreSQL, kept across restarts on SQLite. Off, each process's breakers are its own
     /// and forget forced states on restart (for comparisons, and for fleets that want that).
     pub share_breakers: bool,
+}
+
+/// `[bookings]`: the booking ledger's timings.
+#[derive(Debug, Clone)]
+pub struct BookingsConfig {
+    /// How long a `pending` ledger entry may wait for its outcome before it is treated as
+    /// unknown, and how long an unknown booking must be before "the provider holds no order"
+    /// means "not booked" (default 2 minutes: far longer than any booking attempt).
+    pub settle: Duration,
+    /// How often unknown bookings are reconciled with their provider (default 15 s).
+    pub reconcile_every: Duration,
+}
+
+impl BookingsConfig {
+    /// The defaults `faregate.toml` documents.
+    pub fn defaults() -> Self {
+        BookingsConfig {
+            settle: Duration::from_secs(120),
+            reconcile_every: Duration::from_secs(15),
+        }
+    }
 }
 
 /// One `[providers.NAME]` table.

@@ -8,6 +8,7 @@
 //! come only from configuration.
 
 pub mod amadeus;
+mod booking;
 pub mod duffel;
 mod duration;
 pub mod error;
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use booking::FoundBooking;
 pub use error::{ErrorKind, UpstreamError, WriteEffect};
 pub use limits::RateLimits;
 pub use secret::Secret;
@@ -50,6 +52,22 @@ impl Provider {
         match self {
             Provider::Duffel(c) => c.call(request, timeout).await,
             Provider::Amadeus(c) => c.call(request, timeout).await,
+        }
+    }
+
+    /// Looks up the booking of `tool` the gateway sent under `idempotency_key`: `None` when the
+    /// provider holds none. Only providers that take bookings can answer.
+    pub async fn find_booking(
+        &self,
+        tool: &str,
+        idempotency_key: &str,
+    ) -> Result<Option<FoundBooking>, UpstreamError> {
+        match self {
+            Provider::Duffel(c) => c.find_booking(tool, idempotency_key).await,
+            Provider::Amadeus(_) => Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!("Amadeus does not serve {tool} here, so it has no booking to look up"),
+            )),
         }
     }
 

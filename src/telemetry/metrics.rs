@@ -65,6 +65,7 @@ pub struct Metrics {
     oldest_due_job_age: prometheus::GaugeVec,
     callbacks: IntCounterVec,
     client_limited: IntCounterVec,
+    bookings: IntCounterVec,
 }
 
 /// What one upstream attempt came to, as a metric label.
@@ -298,6 +299,12 @@ impl Metrics {
                 }
                 c
             },
+            bookings: counter(
+                &r,
+                "faregate_bookings_total",
+                "Booking calls by tool and ledger outcome (booked, failed, unknown, replayed, conflict, refused) and the outcomes reconciliation settled (reconciled_booked, reconciled_failed).",
+                &["tool", "outcome"],
+            ),
             registry: r,
         }
     }
@@ -483,6 +490,11 @@ impl Metrics {
     /// `client_max_concurrent_calls`; no client identity is ever a label).
     pub fn record_client_limited(&self, limit: &'static str) {
         self.client_limited.with_label_values(&[limit]).inc();
+    }
+
+    /// One booking call's ledger outcome, or one outcome reconciliation settled.
+    pub fn record_booking(&self, tool: &str, outcome: &'static str) {
+        self.bookings.with_label_values(&[tool, outcome]).inc();
     }
 
     /// The Prometheus text exposition of every metric.

@@ -97,6 +97,40 @@ pub fn write_not_done(tool: &str, provider: &str) -> String {
     )
 }
 
+/// A booking asked again under its idempotency key, answered from the ledger.
+pub fn booked_earlier(
+    tool: &str,
+    booking_reference: &str,
+    order_id: &str,
+    amount: &str,
+    currency: &str,
+) -> String {
+    format!(
+        "Already booked under this idempotency key: booking reference {booking_reference} (order {order_id}), {amount} {currency} charged. Nothing new was booked by this {tool} call; give the traveller this booking reference."
+    )
+}
+
+/// A booking asked again under its idempotency key while its outcome is still being learned.
+pub fn booking_unresolved(tool: &str) -> String {
+    format!(
+        "The earlier {tool} request with this idempotency key may have reached the provider and its outcome is not known yet; the gateway is asking the provider. Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again in a minute with the same idempotency key to learn the outcome."
+    )
+}
+
+/// An idempotency key used before with other arguments.
+pub fn key_reused(tool: &str) -> String {
+    format!(
+        "idempotency_key: this key was already used for a different {tool} request (other arguments), so nothing was booked. For a new booking use a new idempotency key; to learn the outcome of the earlier one, repeat its arguments exactly."
+    )
+}
+
+/// A booking refused because the gateway could not write it to its ledger first.
+pub fn ledger_unwritable(tool: &str) -> String {
+    format!(
+        "The {tool} request was not sent: the gateway could not record it in its booking ledger first, so nothing was booked and nothing was charged. Tell the traveller exactly that, and offer to try again in a minute with the same idempotency key."
+    )
+}
+
 /// A stored job whose tool this gateway does not serve (any more).
 pub fn not_served(tool: &str) -> String {
     format!("tool {tool} is not served by this gateway")

@@ -163,6 +163,14 @@ pub enum ToolRequest {
 }
 
 impl ToolRequest {
+    /// The call's idempotency key, for a tool that needs one.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        match self {
+            ToolRequest::BookFlight(_, key) => Some(key),
+            _ => None,
+        }
+    }
+
     /// The tool's name.
     pub fn tool(&self) -> &'static str {
         match self {

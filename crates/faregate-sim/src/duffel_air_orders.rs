@@ -1,4 +1,6 @@
-//! Duffel Air orders: `POST /air/orders` (book one offer).
+//! Duffel Air orders: `POST /air/orders` (book one offer) and `GET /air/orders` (list them,
+//! newest first, `limit` 1–200 (default 50), cursor `after` from the previous page's
+//! `meta.after`).
 //!
 //! Checks run in this order: body shape (422 `validation_error`, every problem at once), then,
 //! under one lock, the idempotency key (`metadata.faregate_idempotency_key` already booked:
@@ -8,14 +10,14 @@
 //! order except the duplicate counters.
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::data::{Rng, fmt_minor, parse_minor};
-use super::store::StoredOffer;
+use super::store::{KEPT_ORDERS, StoredOffer};
 use super::validate::Checker;
 use super::wire::{DuffelError, ErrorItem, data_response, parse_data};
 use super::{Simulator, lock};
@@ -230,11 +232,71 @@ pub(crate) async fn create_order(
     if let Some(k) = &key {
         book.by_key.entry(k.clone()).or_default().orders += 1;
     }
+    let json = order_json(&sim, &order, &offer, extra, now);
+    book.orders.push_back(json.clone());
+    if book.orders.len() > KEPT_ORDERS {
+        book.orders.pop_front();
+    }
     drop(book);
-    Ok(data_response(
-        StatusCode::CREATED,
-        order_json(&sim, &order, &offer, extra, now),
-    ))
+    Ok(data_response(StatusCode::CREATED, json))
+}
+
+/// The query of `GET /air/orders`.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ListQuery {
+    limit: Option<String>,
+    after: Option<String>,
+}
+
+/// The cursor prefix: a cursor is the count of newer orders already listed.
+const CURSOR: &str = "g2w_";
+
+/// `GET /air/orders`: one page of orders, newest first, and the next page's cursor.
+pub(crate) async fn list_orders(
+    State(sim): State<Simulator>,
+    Query(q): Query<ListQuery>,
+) -> Result<Response, DuffelError> {
+    let limit = match q.limit.as_deref().map(str::parse::<usize>) {
+        None => 50,
+        Some(Ok(n)) if (1..=200).contains(&n) => n,
+        Some(_) => {
+            return Err(DuffelError::validation(vec![ErrorItem::validation(
+                "invalid_field",
+                "/limit",
+                "Field 'limit' must be an integer between 1 and 200",
+            )]));
+        }
+    };
+    let skip = match q.after.as_deref() {
+        None => 0,
+        Some(c) => match c.strip_prefix(CURSOR).and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) => n,
+            None => {
+                return Err(DuffelError::validation(vec![ErrorItem::validation(
+                    "invalid_field",
+                    "/after",
+                    "Field 'after' is not a cursor this API issued",
+                )]));
+            }
+        },
+    };
+    let book = lock(&sim.inner.orders);
+    let page: Vec<Value> = book
+        .orders
+        .iter()
+        .rev()
+        .skip(skip)
+        .take(limit)
+        .cloned()
+        .collect();
+    let next =
+        (skip + page.len() < book.orders.len()).then(|| format!("{CURSOR}{}", skip + page.len()));
+    drop(book);
+    let body = json!({
+        "data": page,
+        "meta": {"limit": limit, "after": next, "before": null},
+    });
+    Ok((StatusCode::OK, axum::Json(body)).into_response())
 }
 
 /// Checks passengers, services and payment against the offer; returns the chosen services.

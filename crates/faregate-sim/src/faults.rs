@@ -33,6 +33,9 @@ const MAX_RETRY_AFTER_S: u64 = 86_400;
 pub struct Fault {
     /// Delay added before answering, in milliseconds.
     pub latency_ms: u64,
+    /// Delay added after the handler ran, in milliseconds: what the request did is done, and
+    /// its answer is late.
+    pub latency_after_ms: u64,
     /// Fraction (0..=1) of requests answered with `error_status`, spread evenly and
     /// deterministically (request n fails when `floor(n * rate)` increases).
     pub error_rate: f64,
@@ -335,6 +338,11 @@ async fn run_faults(
         return (res, limits);
     }
     let res = next.run(req).await;
+    if fault.latency_after_ms > 0
+        && !sleep_unless_closing(sim, Duration::from_millis(fault.latency_after_ms)).await
+    {
+        return (shutting_down(group), limits);
+    }
     if fault.malformed && res.status().is_success() {
         let mut bad = (
             res.status(),

@@ -23,6 +23,7 @@
 //! | `POST /air/offer_requests?return_offers=&supplier_timeout=` | `duffel_air_search` |
 //! | `GET /air/offers/{id}?return_available_services=` | `duffel_air_offers` |
 //! | `POST /air/orders` | `duffel_air_orders` |
+//! | `GET /air/orders?limit=&after=` (newest first; `meta.after` is the next page's cursor) | `duffel_air_order_list` |
 //! | `POST /stays/search` | `duffel_stays` |
 //! | `POST /stays/search_results/{id}/actions/fetch_all_rates` | `duffel_stays` |
 //!
@@ -86,7 +87,9 @@
 //! `retry_after_s`) → `error_rate` (deterministic: the n-th request under the fault fails when
 //! `floor(n*rate)` grows, so rate 0.5 fails requests 2, 4, 6…; the count restarts when the fault
 //! is set) → header checks → handler → `malformed` (a 2xx body is replaced by
-//! `{"data":{"unexpected":true}}`: valid JSON of the wrong shape, status kept).
+//! `{"data":{"unexpected":true}}`: valid JSON of the wrong shape, status kept) →
+//! `latency_after_ms` (the handler has run, so an order is created, and its answer is late: a
+//! client that stops waiting does not learn of it).
 //! A 429 carries `ratelimit-remaining: 0`, `ratelimit-reset` (HTTP-date) and `Retry-After`
 //! (seconds). Hanging or slow requests of one group never block another group.
 //! Amadeus groups render injected errors in Amadeus's shape (5xx code 38189, 429 code 38194
@@ -176,11 +179,14 @@ pub enum RouteGroup {
     AmadeusHotels,
     /// Amadeus On-Demand Flight Status.
     AmadeusStatus,
+    /// `GET /air/orders` (the order lookups reconciliation makes, apart from bookings so that
+    /// a test can fault one and not the other, and count order requests alone).
+    DuffelAirOrderList,
 }
 
 impl RouteGroup {
     /// Every group, in admin-API order.
-    pub const ALL: [RouteGroup; 8] = [
+    pub const ALL: [RouteGroup; 9] = [
         RouteGroup::DuffelAirSearch,
         RouteGroup::DuffelAirOffers,
         RouteGroup::DuffelAirOrders,
@@ -189,6 +195,7 @@ impl RouteGroup {
         RouteGroup::AmadeusFlights,
         RouteGroup::AmadeusHotels,
         RouteGroup::AmadeusStatus,
+        RouteGroup::DuffelAirOrderList,
     ];
 
     /// The admin-API name, e.g. `duffel_air_search`.
@@ -202,6 +209,7 @@ impl RouteGroup {
             RouteGroup::AmadeusFlights => "amadeus_flights",
             RouteGroup::AmadeusHotels => "amadeus_hotels",
             RouteGroup::AmadeusStatus => "amadeus_status",
+            RouteGroup::DuffelAirOrderList => "duffel_air_order_list",
         }
     }
 
@@ -227,6 +235,7 @@ impl RouteGroup {
             RouteGroup::AmadeusFlights => 5,
             RouteGroup::AmadeusHotels => 6,
             RouteGroup::AmadeusStatus => 7,
+            RouteGroup::DuffelAirOrderList => 8,
         }
     }
 }
@@ -397,6 +406,10 @@ impl Simulator {
             RouteGroup::DuffelAirOrders,
             Router::new().route("/air/orders", post(duffel_air_orders::create_order)),
         );
+        let order_list = group(
+            RouteGroup::DuffelAirOrderList,
+            Router::new().route("/air/orders", get(duffel_air_orders::list_orders)),
+        );
         let stays = group(
             RouteGroup::DuffelStays,
             Router::new()
@@ -447,6 +460,7 @@ impl Simulator {
             .merge(search)
             .merge(offers)
             .merge(orders)
+            .merge(order_list)
             .merge(stays)
             .merge(amadeus_auth)
             .merge(amadeus_flights)

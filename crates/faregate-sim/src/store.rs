@@ -82,7 +82,13 @@ pub(crate) struct OrderBook {
     pub(crate) by_key: std::collections::BTreeMap<String, IdempotencyStats>,
     /// Offers already booked (booking one again is a duplicate).
     pub(crate) booked_offers: HashSet<String>,
+    /// The orders created, oldest first (the most recent [`KEPT_ORDERS`]), as
+    /// `GET /air/orders` lists them.
+    pub(crate) orders: std::collections::VecDeque<Value>,
 }
+
+/// How many created orders the simulator keeps for listing.
+pub(crate) const KEPT_ORDERS: usize = 10_000;
 
 /// A hotel offer as served by the simulated Amadeus Hotel Search.
 #[derive(Debug, Clone)]

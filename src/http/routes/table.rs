@@ -11,7 +11,7 @@ use super::row::{
     Answer, BREAKER_KEY, Guard, Handler, Operation, Param, ParamSchema, Place, Reply, Route,
     Schema, Security, TOOL, Verb, answer, error, op, route,
 };
-use crate::http::api::{agents, catalog, jobs, native};
+use crate::http::api::{agents, bookings, catalog, jobs, native};
 use crate::http::ops;
 use crate::http::state::AppState;
 use Verb::{Delete, Get, Post};
@@ -269,6 +269,40 @@ pub(crate) const ROUTES: &[Route] = &[
                     error(404, "No such job, or another client's."),
                     NO_JOB_STORE,
                     JOB_STORE,
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/bookings",
+        Guard::Client,
+        &[Operation {
+            params: &[Param {
+                name: "limit",
+                place: Place::Query,
+                description: Some(
+                    "At most this many bookings (default 100); values outside 1 to 1000 are clamped to it.",
+                ),
+                schema: ParamSchema::Inline(
+                    || json!({"type": "integer", "minimum": 0, "maximum": 4294967295_u64}),
+                ),
+            }],
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, bookings::list)),
+                "listBookings",
+                "The caller's bookings from the booking ledger, newest first (every client's with the admin key): state (pending, booked, failed, unknown), order id, booking reference, amount.",
+                &[
+                    answer(
+                        200,
+                        "The bookings.",
+                        Reply::Json(Schema::Inline(
+                            || json!({"type": "object", "required": ["bookings"], "properties": {"bookings": {"type": "array", "items": {"type": "object"}}}}),
+                        )),
+                    ),
+                    error(400, "Unknown query parameter."),
+                    error(501, "No store, so no booking ledger."),
+                    error(503, "The booking ledger is not answering."),
                 ],
             )
         }],

@@ -21,6 +21,7 @@ use reqwest::{Method, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::booking::FoundBooking;
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, transport_error};
 use super::limits::LimitsSink;
@@ -35,6 +36,13 @@ use decode::{book_output, decode, flights_output, hotel_location, hotels_output,
 
 /// The API version this adapter speaks.
 pub const DUFFEL_VERSION: &str = "v2";
+
+/// The order metadata key that carries the gateway's idempotency key; reconciliation finds
+/// an order by it.
+const IDEMPOTENCY_METADATA: &str = "faregate_idempotency_key";
+
+/// How many pages of 200 orders a booking lookup reads before it gives up without concluding.
+const LOOKUP_PAGES: usize = 5;
 
 /// The tools Duffel serves.
 pub const TOOLS: &[&str] = &[
@@ -301,13 +309,90 @@ impl DuffelClient {
                 currency: offer.total_currency.clone(),
             }],
             metadata: BTreeMap::from([(
-                "faregate_idempotency_key".to_string(),
+                IDEMPOTENCY_METADATA.to_string(),
                 idempotency_key.to_string(),
             )]),
         };
         let url = self.url(&["air", "orders"], &[]);
         let order: wire::Order = self.send(Method::POST, url, Some(&body)).await?;
         Ok(book_output(order, idempotency_key))
+    }
+
+    /// Finds the order the gateway sent under `idempotency_key` (its
+    /// `metadata.faregate_idempotency_key`). Duffel documents no metadata filter for
+    /// `GET /air/orders`, so the lookup reads pages of 200 orders (`limit`, `after`) and matches
+    /// the metadata itself, up to [`LOOKUP_PAGES`] pages.
+    pub async fn find_booking(
+        &self,
+        tool: &str,
+        idempotency_key: &str,
+    ) -> Result<Option<FoundBooking>, UpstreamError> {
+        if tool != book_flight::SPEC.name {
+            return Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!("Duffel has no {tool} bookings to look up"),
+            ));
+        }
+        let mut after: Option<String> = None;
+        for _ in 0..LOOKUP_PAGES {
+            let mut url = self.url(&["air", "orders"], &[]);
+            url.query_pairs_mut().append_pair("limit", "200");
+            if let Some(cursor) = &after {
+                url.query_pairs_mut().append_pair("after", cursor);
+            }
+            let (orders, next) = self.orders_page(url).await?;
+            let found = orders.into_iter().find(|o| {
+                o.metadata
+                    .as_ref()
+                    .and_then(|m| m.get(IDEMPOTENCY_METADATA))
+                    .and_then(|v| v.as_str())
+                    == Some(idempotency_key)
+            });
+            if let Some(order) = found {
+                return Ok(Some(FoundBooking {
+                    order_id: order.id,
+                    booking_reference: order.booking_reference,
+                    amount: order.total_amount,
+                    currency: order.total_currency,
+                }));
+            }
+            match next {
+                Some(cursor) => after = Some(cursor),
+                None => return Ok(None),
+            }
+        }
+        Err(UpstreamError::new(
+            ErrorKind::Server {
+                status: 0,
+                retry_after: None,
+            },
+            format!("no order found in the newest {LOOKUP_PAGES} pages of orders; not concluding"),
+        ))
+    }
+
+    /// One page of `GET /air/orders` and the cursor of the next, if any.
+    async fn orders_page(
+        &self,
+        url: Url,
+    ) -> Result<(Vec<wire::ListedOrder>, Option<String>), UpstreamError> {
+        let response = self
+            .http
+            .get(url)
+            .bearer_auth(self.token.expose())
+            .header("Duffel-Version", DUFFEL_VERSION)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = read_body(response).await?;
+        let orders: Vec<wire::ListedOrder> = decode(status, &headers, &bytes)?;
+        let cursor = serde_json::from_slice::<wire::PageMeta>(&bytes)
+            .ok()
+            .and_then(|p| p.meta)
+            .and_then(|m| m.after);
+        Ok((orders, cursor))
     }
 
     async fn search_hotels(

@@ -4,6 +4,8 @@
 //! the documented ones, so a body that lacks them is reported as malformed. Request types
 //! serialize only what faregate sends. These types never leave the Duffel adapter.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Duffel wraps every request and response body in `{"data": …}`.
@@ -192,6 +194,31 @@ pub(crate) struct Order {
     pub total_amount: String,
     pub total_currency: String,
     pub passengers: Vec<OrderPassenger>,
+}
+
+/// One order of a `GET /air/orders` page: only what a booking lookup reads.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListedOrder {
+    pub id: String,
+    pub booking_reference: String,
+    pub total_amount: String,
+    pub total_currency: String,
+    #[serde(default)]
+    pub metadata: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// A list page's cursor (`meta.after`: the cursor of the next page, `null` on the last).
+#[derive(Debug, Deserialize)]
+pub(crate) struct PageMeta {
+    #[serde(default)]
+    pub meta: Option<PageCursor>,
+}
+
+/// The cursor object of a list page.
+#[derive(Debug, Deserialize)]
+pub(crate) struct PageCursor {
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// A booked passenger.

@@ -1,13 +1,16 @@
 //! Bookings end to end against the simulator, which counts every order request it receives:
 //! what a booking's answer says when something fails before, at or after the order request
-//! ([`outcomes`]).
+//! ([`outcomes`]), and the booking ledger: a key books once on any gateway sharing the store,
+//! and an unknown outcome is reconciled with the provider ([`ledger`]).
 //! This file holds their helpers: a stack with short timings and one provider per tool, a fresh
 //! offer, and a booking body.
 
+mod ledger;
 mod outcomes;
 
 use std::time::Duration;
 
+use faregate::config::Config;
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 
@@ -16,8 +19,17 @@ use crate::support::{Stack, StackBuilder, in_days, one_provider_per_tool};
 /// A stack whose tools answer within `timeout` (deadline: twice that), with one provider per
 /// tool and breakers that reopen quickly (real sockets, so real time).
 pub(crate) fn builder(seed: u64, timeout: Duration) -> StackBuilder {
-    Stack::builder(seed).config(move |config| {
+    Stack::builder(seed).config(move |config| short(config, timeout))
+}
+
+/// `config` with one provider per tool, quickly reopening breakers, `timeout` per attempt
+/// within twice that, and a booking ledger that settles within a second and reconciles every
+/// 200 ms.
+pub(crate) fn short(config: Config, timeout: Duration) -> Config {
+    {
         let mut config = one_provider_per_tool(config);
+        config.bookings.settle = Duration::from_secs(1);
+        config.bookings.reconcile_every = Duration::from_millis(200);
         for t in &mut config.tools {
             let mut breaker = t.breaker.to_builder();
             breaker
@@ -33,7 +45,7 @@ pub(crate) fn builder(seed: u64, timeout: Duration) -> StackBuilder {
             t.deadline = timeout * 2;
         }
         config
-    })
+    }
 }
 
 /// Searches flights and returns a Duffel offer id and its total.

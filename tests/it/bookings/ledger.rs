@@ -1,0 +1,253 @@
+//! The booking ledger end to end: a repeated key is answered from the ledger without a provider
+//! request (after a restart too, and on a second gateway sharing PostgreSQL), other arguments
+//! under a used key are refused, and an unknown outcome is reconciled both ways.
+
+use std::time::Duration;
+
+use faregate::jobs::{JobStore, Store};
+use faregate_sim::{Fault, RouteGroup};
+use serde_json::{Value, json};
+
+use super::{booking, builder, fresh_offer, orders_for, short, traveller};
+use crate::support::{NoEnv, TestGateway, config_for, send, start_sim, wait_until};
+
+/// Calls `tool` on `gateway` with `body`.
+async fn call(http: &reqwest::Client, gateway: &TestGateway, tool: &str, body: &Value) -> Value {
+    let (_, _, env) = send(
+        http.post(gateway.url(&format!("/v1/tools/{tool}/call")))
+            .json(body),
+    )
+    .await;
+    env
+}
+
+#[tokio::test]
+async fn a_repeated_key_is_answered_from_the_ledger_without_a_provider_request() {
+    let s = builder(41, Duration::from_secs(2)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    let (_, first) = s.call("book_flight", booking(&offer, "again-1")).await;
+    assert_eq!(first["status"], "ok", "{first:#}");
+    let offers_read = s.requests(RouteGroup::DuffelAirOffers);
+    let (_, again) = s.call("book_flight", booking(&offer, "again-1")).await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    assert_eq!(again["data"]["order_id"], first["data"]["order_id"]);
+    assert_eq!(
+        again["data"]["booking_reference"],
+        first["data"]["booking_reference"]
+    );
+    let text = again["content"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("Already booked under this idempotency key"),
+        "{text}"
+    );
+    assert_eq!(orders_for(&s, "again-1"), (1, 1), "one order request");
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirOffers),
+        offers_read,
+        "not even the offer was read again"
+    );
+
+    // The same key with other arguments is refused, naming the key.
+    let mut other = booking(&offer, "again-1");
+    other["arguments"]["travellers"][0]["given_name"] = json!("Eva");
+    let (status, refused) = s.call("book_flight", other).await;
+    assert_eq!(
+        (status, refused["status"].as_str()),
+        (422, Some("invalid_arguments"))
+    );
+    let text = refused["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("already used for a different book_flight request"),
+        "{text}"
+    );
+    assert_eq!(orders_for(&s, "again-1"), (1, 1));
+
+    // The ledger lists it, ids and amounts only.
+    let (status, listed) = s.get_json("/v1/bookings").await;
+    assert_eq!(status, 200, "{listed:#}");
+    let entry = &listed["bookings"][0];
+    assert_eq!(entry["state"], "booked", "{listed:#}");
+    assert_eq!(entry["idempotency_key"], "again-1");
+    assert_eq!(entry["order_id"], first["data"]["order_id"]);
+    assert_eq!(entry["amount"], first["data"]["total_amount"]);
+    assert!(
+        !listed.to_string().contains("Garcia"),
+        "no passenger data: {listed:#}"
+    );
+    let (_, _, metrics) = send(s.http.get(s.url("/metrics"))).await;
+    let metrics = metrics.as_str().unwrap_or_default().to_string();
+    assert!(
+        metrics.contains(r#"faregate_bookings_total{outcome="replayed",tool="book_flight"} 1"#),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_restarted_gateway_answers_from_the_ledger() {
+    let sim = start_sim(42).await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("sqlite://{}", dir.path().join("faregate.db").display());
+    let http = reqwest::Client::new();
+    let start = || async {
+        let store = Store::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
+        let config = short(config_for(&sim.url()), Duration::from_secs(2));
+        TestGateway::start_with_jobs(config, &NoEnv, store).await
+    };
+    let first_gateway = start().await;
+    let search = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": crate::support::in_days(21)}});
+    let found = call(&http, &first_gateway, "search_flights", &search).await;
+    let offer = found["data"]["offers"][0]["offer_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let body = booking(&offer, "restart-1");
+    let first = call(&http, &first_gateway, "book_flight", &body).await;
+    assert_eq!(first["status"], "ok", "{first:#}");
+    let mut stopping = first_gateway;
+    let _ = stopping.begin_shutdown().await;
+    drop(stopping);
+
+    let second_gateway = start().await;
+    let again = call(&http, &second_gateway, "book_flight", &body).await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    assert_eq!(again["data"]["order_id"], first["data"]["order_id"]);
+    assert_eq!(sim.sim.stats().orders_created, 1);
+    assert_eq!(
+        crate::support::requests(&sim.sim, RouteGroup::DuffelAirOrders),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_second_gateway_sharing_postgres_answers_from_the_ledger() {
+    let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+        eprintln!(
+            "note: shared-ledger test skipped: FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+        );
+        return;
+    };
+    let schema = format!("fg_ledger_{}", uuid::Uuid::now_v7().simple());
+    let sim = start_sim(43).await;
+    let mut gateways = Vec::new();
+    for _ in 0..2 {
+        let store = Store::open_postgres(&url, Some(&schema))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+        let config = short(config_for(&sim.url()), Duration::from_secs(2));
+        gateways.push(TestGateway::start_with_jobs(config, &NoEnv, store).await);
+    }
+    let http = reqwest::Client::new();
+    let search = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": crate::support::in_days(21)}});
+    let found = call(&http, &gateways[0], "search_flights", &search).await;
+    let offer = found["data"]["offers"][0]["offer_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let body = json!({"arguments": {"offer_id": offer, "travellers": [traveller()]},
+                      "idempotency_key": "fleet-1"});
+    let first = call(&http, &gateways[0], "book_flight", &body).await;
+    assert_eq!(first["status"], "ok", "{first:#}");
+    let again = call(&http, &gateways[1], "book_flight", &body).await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    assert_eq!(again["data"]["order_id"], first["data"]["order_id"]);
+    assert_eq!(
+        crate::support::requests(&sim.sim, RouteGroup::DuffelAirOrders),
+        1
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_the_provider_booked_is_reconciled_as_booked() {
+    let s = builder(44, Duration::from_millis(800)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    // The order is made, and its answer comes after the gateway stopped waiting.
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            latency_after_ms: 3_000,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s
+        .call("book_flight", booking(&offer, "lost-answer-1"))
+        .await;
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not known whether it went through"),
+        "{env:#}"
+    );
+    assert_eq!(
+        orders_for(&s, "lost-answer-1"),
+        (1, 1),
+        "the provider booked it"
+    );
+    s.sim.clear_faults();
+    let entry = wait_for_state(&s, "lost-answer-1", "booked").await;
+    assert!(
+        entry["order_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("ord_")),
+        "{entry:#}"
+    );
+    let (_, again) = s
+        .call("book_flight", booking(&offer, "lost-answer-1"))
+        .await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    assert_eq!(again["data"]["order_id"], entry["order_id"]);
+    assert_eq!(
+        orders_for(&s, "lost-answer-1"),
+        (1, 1),
+        "no second order request"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booked() {
+    let s = builder(45, Duration::from_secs(2)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    // A 503 to the order request: it may have been carried out, as far as the gateway knows.
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s.call("book_flight", booking(&offer, "no-order-1")).await;
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not known whether it went through"),
+        "{env:#}"
+    );
+    let (_, pending) = s.call("book_flight", booking(&offer, "no-order-1")).await;
+    let text = pending["content"].as_str().unwrap_or_default();
+    assert!(text.contains("outcome is not known yet"), "{pending:#}");
+    s.sim.clear_faults();
+    let entry = wait_for_state(&s, "no-order-1", "failed").await;
+    assert!(entry["order_id"].is_null(), "{entry:#}");
+    assert_eq!(orders_for(&s, "no-order-1"), (1, 0));
+    // Nothing was booked, so the same key may book now, once.
+    let (_, booked) = s.call("book_flight", booking(&offer, "no-order-1")).await;
+    assert_eq!(booked["status"], "ok", "{booked:#}");
+    assert_eq!(orders_for(&s, "no-order-1"), (2, 1));
+}
+
+/// Polls `GET /v1/bookings` until the entry of `key` is in `state`.
+async fn wait_for_state(s: &crate::support::Stack, key: &str, state: &str) -> Value {
+    wait_until(
+        Duration::from_secs(15),
+        "the booking to be reconciled",
+        || async {
+            let (_, listed) = s.get_json("/v1/bookings").await;
+            let entry = listed["bookings"]
+                .as_array()
+                .and_then(|l| l.iter().find(|e| e["idempotency_key"] == key).cloned());
+            match entry {
+                Some(e) if e["state"] == state => Ok(e),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await
+}
