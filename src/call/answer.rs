@@ -127,7 +127,11 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
 
     // A refusal the model can fix is an answer, not an outage.
     if let Some((message, error)) = refusal(failure) {
-        let content = texts::rejected(&info.tool, message, error.is_already_done());
+        let content = if error.is_refused_by_gateway() {
+            message.to_string()
+        } else {
+            texts::rejected(&info.tool, message, error.is_already_done())
+        };
         return Envelope::rejected(info, content, provider);
     }
 
@@ -171,7 +175,11 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
     match failure {
         Failure::Upstream { provider, error } => match &error.kind {
             ErrorKind::Rejected { message } => {
-                let content = texts::rejected_background(&facts.info.tool, message);
+                let content = if error.is_refused_by_gateway() {
+                    message.clone()
+                } else {
+                    texts::rejected_background(&facts.info.tool, message)
+                };
                 Verdict::Never {
                     error: content.clone(),
                     envelope: Some(Envelope::rejected(facts.info, content, provider)),

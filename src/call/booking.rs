@@ -16,6 +16,49 @@ use crate::ledger::{Begin, Entry, Ledger, NewEntry, Outcome, State};
 use crate::store::StoreError;
 use crate::texts::call as texts;
 use crate::tools::ToolOutput;
+use crate::tools::spend::{Amount, Budget, SpendLimit};
+
+/// One UTC day, in milliseconds.
+const DAY_MS: i64 = 86_400_000;
+
+/// What `budget` leaves for `client` today (UTC), counted from its confirmed bookings in the
+/// ledger; `Err` with the text to answer when nothing is left. Bookings confirmed in another
+/// currency (made before the budget was set) are not counted: they could not be compared.
+/// Two bookings of one client racing may each see the same remainder; the budget bounds what
+/// one booking may cost, and the next booking sees both.
+pub(super) async fn spend_limit(
+    ledger: &Ledger,
+    client: &str,
+    budget: &Budget,
+) -> Result<Result<SpendLimit, String>, StoreError> {
+    let now = crate::clock::epoch_ms();
+    let day_start = now - now.rem_euclid(DAY_MS);
+    let entries = ledger
+        .booked_between(client, day_start, day_start + DAY_MS)
+        .await?;
+    let mut spent = Amount::default();
+    for entry in entries {
+        if entry.currency.as_deref() != Some(budget.currency.as_str()) {
+            continue;
+        }
+        let amount = entry.amount.as_deref().and_then(Amount::parse);
+        spent = amount
+            .and_then(|a| spent.checked_add(a))
+            .unwrap_or(budget.per_day);
+    }
+    let remaining = budget.per_day.saturating_sub(spent);
+    if remaining == Amount::default() {
+        return Ok(Err(crate::texts::budget::budget_spent(
+            &budget.per_day.to_string(),
+            &budget.currency,
+        )));
+    }
+    Ok(Ok(SpendLimit {
+        remaining,
+        currency: budget.currency.clone(),
+        budget: budget.per_day,
+    }))
+}
 
 /// How many unresolved bookings one reconciliation round looks up.
 const RECONCILE_BATCH: u32 = 20;

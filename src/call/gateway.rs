@@ -28,11 +28,12 @@ use crate::breaker::BreakerRegistry;
 use crate::clients::ClientName;
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
-use crate::ledger::{Ledger, arguments_digest};
+use crate::ledger::{Ledger, Outcome, arguments_digest};
 use crate::policy::SplitMix;
 use crate::providers::RateLimits;
 use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
+use crate::tools::spend::Budget;
 use crate::tools::{self, CallMode, ToolRequest};
 
 /// One call as every protocol adapter, and the job system, hands it over.
@@ -90,6 +91,10 @@ pub struct Gateway {
     /// without a store (the library without `app::attach_jobs`) books without one, relying on
     /// the provider's own deduplication.
     ledger: OnceLock<Ledger>,
+    /// Each client's daily booking budget, by client name (only clients that have one). A
+    /// `std` lock: read once per booking, written only when budgets are set, never held across
+    /// an await.
+    budgets: std::sync::RwLock<BTreeMap<String, Budget>>,
 }
 
 impl Gateway {
@@ -140,6 +145,7 @@ impl Gateway {
             observer,
             rate_limits: Arc::default(),
             ledger: OnceLock::new(),
+            budgets: std::sync::RwLock::default(),
         })
     }
 
@@ -229,10 +235,15 @@ impl Gateway {
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
         let write = Self::write(&tool, &req.client, &request, digest);
+        let mut request = request;
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
             let begun = booking::begin(ledger, write).await;
             if let Some(envelope) = booking::answered(&self.observer, write, info.clone(), &begun) {
                 return Ok(envelope);
+            }
+            if let Some(Ok(text) | Err(text)) = self.apply_budget(ledger, write, &mut request).await
+            {
+                return Ok(refused_here(info, text));
             }
         }
         match self.run_interactive(&tool, request, deadline, write).await {
@@ -289,10 +300,29 @@ impl Gateway {
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
         let write = Self::write(&tool, &req.client, &request, digest);
+        let mut request = request;
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
             let begun = booking::begin(ledger, write).await;
             if let Some(verdict) = self.background_answered(write, info.clone(), &begun) {
                 return verdict;
+            }
+            match self.apply_budget(ledger, write, &mut request).await {
+                None => {}
+                Some(Ok(text)) => {
+                    return Verdict::Never {
+                        error: text.clone(),
+                        envelope: Some(refused_here(info, text)),
+                        attempted: false,
+                    };
+                }
+                Some(Err(error)) => {
+                    return Verdict::Later {
+                        anchor: None,
+                        error,
+                        attempted: false,
+                        rate_limited: None,
+                    };
+                }
             }
         }
         let ran = pipeline::run(
@@ -318,6 +348,56 @@ impl Gateway {
                 answer::background(failure, facts)
             }
         }
+    }
+
+    /// Limits a write to what the client's daily budget leaves, when it has one. `Some(Ok)`:
+    /// the budget is spent, refused (final; the ledger says failed); `Some(Err)`: the ledger
+    /// could not be read, so nothing is sent. Either is the text to answer.
+    async fn apply_budget(
+        &self,
+        ledger: &Ledger,
+        write: &Write,
+        request: &mut ToolRequest,
+    ) -> Option<Result<String, String>> {
+        let budget = self
+            .budgets
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&write.client)
+            .cloned()?;
+        let (refusal, reason) = match booking::spend_limit(ledger, &write.client, &budget).await {
+            Ok(Ok(limit)) => {
+                request.limit_spend(limit);
+                return None;
+            }
+            Ok(Err(text)) => (Ok(text), "over_budget"),
+            Err(e) => {
+                tracing::warn!(tool = write.tool, error = %e, "booking refused: the ledger could not be read for the budget");
+                (
+                    Err(texts::ledger_unwritable(write.tool)),
+                    "ledger_unreadable",
+                )
+            }
+        };
+        let outcome = Outcome::Failed {
+            provider: None,
+            reason: reason.into(),
+        };
+        booking::finish(ledger, &self.observer, write, &outcome).await;
+        Some(refusal)
+    }
+
+    /// Sets (or, with `None`, removes) `client`'s daily booking budget; bookings from then on
+    /// are held to it.
+    pub fn set_budget(&self, client: &ClientName, budget: Option<Budget>) {
+        let mut budgets = self
+            .budgets
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match budget {
+            Some(b) => budgets.insert(client.to_string(), b),
+            None => budgets.remove(client.as_str()),
+        };
     }
 
     /// A background write the ledger answered before any provider was asked: a booking made
@@ -481,5 +561,14 @@ impl Gateway {
             quota_exhausted: &quota_exhausted,
         };
         answer::interactive(failure, facts)
+    }
+}
+
+/// A refusal the gateway makes itself before any provider request (a spent budget): `rejected`,
+/// naming no provider.
+fn refused_here(info: CallInfo, text: String) -> Envelope {
+    Envelope {
+        provider: None,
+        ..Envelope::rejected(info, text, String::new())
     }
 }

@@ -103,6 +103,9 @@ impl ErrorKind {
 /// code 38195): no retry helps until the quota resets, and the fallback says so.
 pub const QUOTA_EXHAUSTED: &str = "quota exhausted";
 
+/// The detail of a refusal the gateway made itself, before any write request.
+pub const REFUSED_BY_GATEWAY: &str = "refused by the gateway before the write request";
+
 /// The start of a refusal's message when the provider says the same write was already carried
 /// out (Duffel 422 `duplicate_booking`): nothing new happened, and calling again cannot help.
 pub const ALREADY_DONE: &str = "already booked";
@@ -135,6 +138,22 @@ impl UpstreamError {
             effect: WriteEffect::NotSent,
             ..self
         }
+    }
+
+    /// A refusal the gateway makes itself before a write request (a booking over the client's
+    /// budget): `message` is the whole text the caller reads, and nothing was sent.
+    pub fn refused_by_gateway(message: String) -> Self {
+        UpstreamError {
+            kind: ErrorKind::Rejected { message },
+            detail: REFUSED_BY_GATEWAY.into(),
+            request_id: None,
+            effect: WriteEffect::NotSent,
+        }
+    }
+
+    /// Whether the gateway refused this itself ([`UpstreamError::refused_by_gateway`]).
+    pub fn is_refused_by_gateway(&self) -> bool {
+        matches!(self.kind, ErrorKind::Rejected { .. }) && self.detail == REFUSED_BY_GATEWAY
     }
 
     /// Whether a failed write may have been carried out by the provider: it may have been

@@ -15,4 +15,5 @@
 //! operator writes (`prompts/`), which [`call::fallback`] renders.
 
 pub mod agents;
+pub mod budget;
 pub mod call;

@@ -97,7 +97,7 @@ fn parse(
 ) -> Result<ToolRequest, Vec<FieldError>> {
     let key = super::idempotency_key(SPEC.name, idempotency_key);
     match (super::parse_args(arguments, today, check), key) {
-        (Ok(args), Ok(key)) => Ok(ToolRequest::BookFlight(args, key)),
+        (Ok(args), Ok(key)) => Ok(ToolRequest::BookFlight(args, super::WriteTerms::new(key))),
         (args, key) => {
             // Only what is wrong: a good key is not mentioned next to bad arguments.
             let mut errors = args.err().unwrap_or_default();

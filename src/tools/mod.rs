@@ -16,6 +16,7 @@ pub mod get_flight_status;
 pub mod price_flight_offer;
 pub mod search_flights;
 pub mod search_hotels;
+pub mod spend;
 mod validate;
 
 use std::fmt::Write as _;
@@ -145,6 +146,25 @@ pub fn names() -> Vec<&'static str> {
     CATALOG.iter().map(|s| s.name).collect()
 }
 
+/// What a write call carries besides its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteTerms {
+    /// The call's idempotency key: the same key never books twice.
+    pub idempotency_key: String,
+    /// What the client's daily budget leaves for this booking, when it has one.
+    pub spend_limit: Option<spend::SpendLimit>,
+}
+
+impl WriteTerms {
+    /// The terms of a call with `idempotency_key` and no budget (yet).
+    pub fn new(idempotency_key: String) -> Self {
+        WriteTerms {
+            idempotency_key,
+            spend_limit: None,
+        }
+    }
+}
+
 /// A parsed, checked call of one tool.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolRequest {
@@ -158,15 +178,22 @@ pub enum ToolRequest {
     CheckHotelAvailability(check_hotel_availability::Args),
     /// `get_flight_status`.
     GetFlightStatus(get_flight_status::Args),
-    /// `book_flight`, with the call's idempotency key.
-    BookFlight(book_flight::Args, String),
+    /// `book_flight`, with what the call carries besides its arguments.
+    BookFlight(book_flight::Args, WriteTerms),
 }
 
 impl ToolRequest {
+    /// Limits what a write may spend (a read is unchanged).
+    pub fn limit_spend(&mut self, limit: spend::SpendLimit) {
+        if let ToolRequest::BookFlight(_, terms) = self {
+            terms.spend_limit = Some(limit);
+        }
+    }
+
     /// The call's idempotency key, for a tool that needs one.
     pub fn idempotency_key(&self) -> Option<&str> {
         match self {
-            ToolRequest::BookFlight(_, key) => Some(key),
+            ToolRequest::BookFlight(_, terms) => Some(&terms.idempotency_key),
             _ => None,
         }
     }

@@ -175,7 +175,7 @@ fn booking_needs_an_idempotency_key_and_valid_travellers() {
     let args = json!({"offer_id": "off_123", "travellers": [traveller]});
     assert!(matches!(
         check("book_flight", args.clone(), Some("k-1")),
-        Ok(ToolRequest::BookFlight(_, k)) if k == "k-1"
+        Ok(ToolRequest::BookFlight(_, k)) if k.idempotency_key == "k-1"
     ));
     assert_eq!(
         fields(check("book_flight", args, None)),

@@ -89,9 +89,12 @@ pub fn decode_response(
                 &res,
             )))
         }
-        ToolRequest::BookFlight(_, key) => {
+        ToolRequest::BookFlight(_, terms) => {
             let order: wire::Order = decode(status, &headers, body)?;
-            Ok(ToolOutput::BookFlight(book_output(order, key)))
+            Ok(ToolOutput::BookFlight(book_output(
+                order,
+                &terms.idempotency_key,
+            )))
         }
         ToolRequest::GetFlightStatus(_) => Err(UpstreamError::new(
             ErrorKind::Rejected {

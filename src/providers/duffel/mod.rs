@@ -26,9 +26,11 @@ use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, transport_error};
 use super::limits::LimitsSink;
 use super::secret::Secret;
+use crate::texts::budget as budget_texts;
 use crate::tools::search_flights::CabinClass;
+use crate::tools::spend::{Amount, SpendLimit};
 use crate::tools::{
-    ToolOutput, ToolRequest, book_flight, check_hotel_availability, price_flight_offer,
+    ToolOutput, ToolRequest, WriteTerms, book_flight, check_hotel_availability, price_flight_offer,
     search_flights, search_hotels,
 };
 pub use decode::decode_response;
@@ -102,9 +104,10 @@ impl DuffelClient {
                 .hotel_availability(a)
                 .await
                 .map(ToolOutput::CheckHotelAvailability),
-            ToolRequest::BookFlight(a, key) => {
-                self.book(a, key, timeout).await.map(ToolOutput::BookFlight)
-            }
+            ToolRequest::BookFlight(a, terms) => self
+                .book(a, terms, timeout)
+                .await
+                .map(ToolOutput::BookFlight),
             ToolRequest::GetFlightStatus(_) => Err(UpstreamError::new(
                 ErrorKind::Rejected {
                     message: "Duffel has no flight status API; configure a provider that does"
@@ -215,14 +218,17 @@ impl DuffelClient {
     async fn book(
         &self,
         a: &book_flight::Args,
-        idempotency_key: &str,
+        terms: &WriteTerms,
         timeout: Duration,
     ) -> Result<book_flight::Output, UpstreamError> {
         let offer = self
             .offer_for_order(&a.offer_id, timeout)
             .await
             .map_err(UpstreamError::before_write)?;
-        self.order(a, idempotency_key, offer).await
+        if let Some(limit) = &terms.spend_limit {
+            within_budget(&offer.total_amount, &offer.total_currency, limit)?;
+        }
+        self.order(a, &terms.idempotency_key, offer).await
     }
 
     /// The offer an order needs (its passenger ids and current total), read within half the
@@ -449,6 +455,37 @@ fn title(t: book_flight::Title) -> &'static str {
         book_flight::Title::Mrs => "mrs",
         book_flight::Title::Miss => "miss",
         book_flight::Title::Dr => "dr",
+    }
+}
+
+/// Refuses, before the order request, an offer that the client's daily budget cannot pay: in
+/// another currency than the budget's, or costing more than is left of it today.
+fn within_budget(amount: &str, currency: &str, limit: &SpendLimit) -> Result<(), UpstreamError> {
+    if currency != limit.currency {
+        return Err(UpstreamError::refused_by_gateway(
+            budget_texts::other_currency(
+                amount,
+                currency,
+                &limit.budget.to_string(),
+                &limit.currency,
+            ),
+        ));
+    }
+    match Amount::parse(amount) {
+        Some(cost) if cost <= limit.remaining => Ok(()),
+        Some(_) => Err(UpstreamError::refused_by_gateway(
+            budget_texts::over_budget(
+                amount,
+                currency,
+                &limit.remaining.to_string(),
+                &limit.budget.to_string(),
+            ),
+        )),
+        None => Err(UpstreamError::new(
+            ErrorKind::Malformed,
+            format!("the offer's total_amount {amount:?} is not a decimal amount"),
+        )
+        .before_write()),
     }
 }
 

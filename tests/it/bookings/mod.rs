@@ -5,6 +5,7 @@
 //! This file holds their helpers: a stack with short timings and one provider per tool, a fresh
 //! offer, and a booking body.
 
+mod budget;
 mod ledger;
 mod outcomes;
 
