@@ -447,6 +447,56 @@ async fn orders_book_once_per_idempotency_key() {
 }
 
 #[tokio::test]
+async fn orders_are_listed_newest_first_in_pages() {
+    let h = start(10).await;
+    let offers = h.search("LHR", "JFK").await;
+    for (i, offer) in offers.iter().take(3).enumerate() {
+        let amount = offer["total_amount"].as_str().expect("amount");
+        let r = h
+            .post(
+                "/air/orders",
+                order_body(offer, amount, &format!("list-{i}")),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let r = h.get("/air/orders?limit=2").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let keys = |r: &Value| -> Vec<String> {
+        r["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .map(|o| {
+                o["metadata"]["faregate_idempotency_key"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(keys(&r.body), ["list-2", "list-1"]);
+    let after = r.body["meta"]["after"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let r = h.get(&format!("/air/orders?limit=2&after={after}")).await;
+    assert_eq!(keys(&r.body), ["list-0"]);
+    assert!(r.body["meta"]["after"].is_null(), "{}", r.body);
+    assert_eq!(h.get("/air/orders?limit=500").await.status, 422);
+    assert_eq!(h.get("/air/orders?after=nonsense").await.status, 422);
+    let stats = h.sim.stats();
+    assert_eq!(
+        stats.groups[&crate::RouteGroup::DuffelAirOrderList].requests,
+        4
+    );
+    assert_eq!(
+        stats.groups[&crate::RouteGroup::DuffelAirOrders].requests,
+        3
+    );
+}
+
+#[tokio::test]
 async fn order_validation_and_offer_state_errors() {
     let h = start(9).await;
     let offers = h.search("FRA", "ATH").await;
