@@ -2,50 +2,23 @@
 //! edited while it runs, and a signal.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use faregate::clients::digest;
-
+use super::{config_dir, hex, write_config};
 use crate::support::{send, wait_until};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn hex(key: &str) -> String {
-    digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The shipped configuration, its tools and prompts, in `dir`, with one named client whose key
-/// is `key`.
-fn write_config(dir: &Path, key: &str) {
-    let shipped = std::fs::read_to_string(repo().join("faregate.toml")).unwrap_or_default();
-    let clients = format!(
-        "\n[[clients]]\nname = \"travel-app\"\nkey_sha256 = \"{}\"\n",
+/// One named client whose key is `key`.
+fn client_with(key: &str) -> String {
+    format!(
+        "[[clients]]\nname = \"travel-app\"\nkey_sha256 = \"{}\"\n",
         hex(key)
-    );
-    std::fs::write(dir.join("faregate.toml"), shipped + &clients).unwrap_or_else(|e| panic!("{e}"));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{e}"));
-    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{e}")) {
-        let entry = entry.unwrap_or_else(|e| panic!("{e}"));
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap_or_else(|e| panic!("{e}"));
-    }
+    )
 }
 
 #[tokio::test]
 async fn sighup_reloads_the_clients_of_a_running_serve() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    copy_dir(&repo().join("tools"), &dir.path().join("tools"));
-    copy_dir(&repo().join("prompts"), &dir.path().join("prompts"));
-    write_config(dir.path(), "key-one");
+    let dir = config_dir(&client_with("key-one"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_faregate"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(dir.path().join("faregate.toml"))
@@ -87,7 +60,7 @@ async fn sighup_reloads_the_clients_of_a_running_serve() {
     };
     assert_eq!(status("key-one").await, 200);
     assert_eq!(status("key-two").await, 401);
-    write_config(dir.path(), "key-two");
+    write_config(dir.path(), &client_with("key-two"));
     let hup = Command::new("kill")
         .args(["-HUP", &child.id().to_string()])
         .status()

@@ -1,0 +1,81 @@
+//! `faregate check` on `[[clients]]`: every mistake reported at once, each saying what to fix,
+//! and never a key.
+
+use std::process::Command;
+
+use super::{config_dir, hex};
+
+fn check(dir: &std::path::Path, env: &[(&str, &str)]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
+        .args(["check", "--config"])
+        .arg(dir.join("faregate.toml"))
+        .env_remove("FAREGATE_CLIENT_KEYS")
+        .env_remove("FAREGATE_ADMIN_KEY")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn check_reports_every_client_mistake_at_once() {
+    let clients = format!(
+        r#"
+[[clients]]
+name = "alpha"
+key_sha256 = "{k}"
+colour = "blue"
+
+[[clients]]
+name = "beta"
+key_sha256 = "{k}"
+tools = ["search_flights", "search_trains"]
+"#,
+        k = hex("shared-secret-key")
+    );
+    let dir = config_dir(&clients);
+    let (ok, text) = check(dir.path(), &[]);
+    assert!(!ok, "{text}");
+    for says in [
+        "clients[0].colour: unknown key",
+        "clients[1].key_sha256: clients alpha and beta both use",
+        "clients[1].tools[1]: \"search_trains\" names no configured tool",
+    ] {
+        assert!(text.contains(says), "missing {says:?} in:\n{text}");
+    }
+    assert!(text.contains("3 configuration problems"), "{text}");
+    assert!(!text.contains("shared-secret-key"), "{text}");
+}
+
+#[test]
+fn check_finds_unset_and_shared_keys_in_the_environment() {
+    let clients = r#"
+[[clients]]
+name = "alpha"
+key_env = "ALPHA_KEY"
+
+[[clients]]
+name = "beta"
+key_env = "BETA_KEY"
+"#;
+    let dir = config_dir(clients);
+    let (ok, text) = check(
+        dir.path(),
+        &[
+            ("ALPHA_KEY", "same-key-value"),
+            ("FAREGATE_CLIENT_KEYS", "same-key-value"),
+        ],
+    );
+    assert!(!ok, "{text}");
+    assert!(text.contains("BETA_KEY (its key_env) is not set"), "{text}");
+    assert!(text.contains("have the same key"), "{text}");
+    assert!(!text.contains("same-key-value"), "{text}");
+    let (ok, text) = check(dir.path(), &[("ALPHA_KEY", "a-key"), ("BETA_KEY", "b-key")]);
+    assert!(ok, "{text}");
+    assert!(text.contains("clients: alpha, beta"), "{text}");
+}
