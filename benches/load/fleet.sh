@@ -2,11 +2,13 @@
 # A fleet on one PostgreSQL: `faregate serve` replicas sharing one database, in front of the
 # provider simulator (crates/faregate-sim), compared with one replica or with fleet mode off.
 #
-# Usage: benches/load/fleet.sh [SCENARIO ...]      (default: outage latency)
+# Usage: benches/load/fleet.sh [SCENARIO ...]      (default: outage latency propagation)
 #   outage   a 20 s outage of the flight provider under the same total interactive load
 #            (RATE calls/s, spread round-robin): provider requests from 3 replicas vs 1.
 #   latency  healthy-call p50 (wrk, one connection, one replica of three): fleet mode on vs off
 #            ([store] share_breakers), alternated ROUNDS times.
+#   propagation  how long after a force on one replica (its answer) another replica shows it,
+#            20 forces alternating open and auto, polled every millisecond.
 # Environment: FAREGATE_BENCH_POSTGRES_URL (default: FAREGATE_TEST_POSTGRES_URL, else
 # postgres://postgres@127.0.0.1:5432/test): a server where this script may create and drop
 # databases named fg_bench_*; BIN, SIM_BIN: the binaries (default: built with --release);
@@ -22,7 +24,7 @@ OUTAGE_SECS=${OUTAGE_SECS:-20}
 WRK_SECS=${WRK_SECS:-10}
 ROUNDS=${ROUNDS:-4}
 SCENARIOS=("$@")
-[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(outage latency)
+[[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(outage latency propagation)
 if [[ -z "${BIN:-}" || -z "${SIM_BIN:-}" ]]; then
   cargo build --release --quiet --bin faregate --bin faregate-sim
   BIN=${BIN:-target/release/faregate}
@@ -191,6 +193,38 @@ off = [float(x) for x in sys.argv[2].split()]
 a, b = statistics.median(on), statistics.median(off)
 print(f"latency: p50 fleet on / off = {a:.3f} / {b:.3f} ms, difference {a - b:+.3f} ms, ratio {a / b:.3f} (target: within 0.1 ms)")
 PY
+}
+
+scenario_propagation() {
+  echo "== propagation: a force on replica 0 until replica 2 shows it (20 forces)"
+  local store i
+  start_sim
+  store=$(fresh_database)
+  for i in 0 1 2; do replica "$i" "$store" true; done
+  python3 - <<'PY'
+import json, statistics, time, urllib.request
+base = ["http://127.0.0.1:%d" % (18290 + i) for i in range(3)]
+key = "search_hotels.duffel"
+def state(url):
+    with urllib.request.urlopen(f"{url}/v1/breakers/{key}") as res:
+        return json.load(res)["state"]
+delays = []
+for n in range(20):
+    mode, shown = ("open", "forced_open") if n % 2 == 0 else ("auto", "closed")
+    req = urllib.request.Request(f"{base[0]}/v1/breakers/{key}/force", method="POST",
+                                 data=json.dumps({"state": mode}).encode(),
+                                 headers={"content-type": "application/json"})
+    urllib.request.urlopen(req).read()
+    start = time.monotonic()
+    while state(base[2]) != shown:
+        if time.monotonic() - start > 5:
+            raise SystemExit(f"replica 2 did not show {shown} within 5 s")
+        time.sleep(0.001)
+    delays.append((time.monotonic() - start) * 1000)
+delays.sort()
+print(f"propagation: p50 {statistics.median(delays):.1f} ms, max {delays[-1]:.1f} ms over {len(delays)} forces (target: about 100 ms)")
+PY
+  stop_all
 }
 
 echo "fleet bench: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)"
