@@ -83,6 +83,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
         config.server.max_body_bytes,
     ));
     limits.set_own(&setup.own_limits);
+    gateway.set_budgets(http::client_budgets(&setup.roster));
     let request_timeout = config.request_timeout();
     Ok(App {
         state: AppState {

@@ -387,6 +387,15 @@ impl Gateway {
         Some(refusal)
     }
 
+    /// Replaces every client's daily booking budget (the client configuration, at start and on
+    /// each reload); bookings from then on are held to them.
+    pub fn set_budgets(&self, budgets: BTreeMap<String, Budget>) {
+        *self
+            .budgets
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = budgets;
+    }
+
     /// Sets (or, with `None`, removes) `client`'s daily booking budget; bookings from then on
     /// are held to it.
     pub fn set_budget(&self, client: &ClientName, budget: Option<Budget>) {

@@ -9,7 +9,9 @@ use axum::response::Response;
 
 use super::edge::{Browsers, Caller, ClientLimits, ClientSetup, Keys, Role};
 use crate::call::Gateway;
+use crate::clients::Roster;
 use crate::config::Config;
+use crate::tools::spend::{Amount, Budget};
 
 /// What every handler can reach.
 #[derive(Debug, Clone)]
@@ -120,6 +122,7 @@ impl AppState {
             admin_key: setup.roster.has_admin(),
         };
         self.limits.set_own(&setup.own_limits);
+        self.gateway.set_budgets(budgets(&setup.roster));
         self.keys.directory().replace(setup.roster);
         Ok(summary)
     }
@@ -136,5 +139,57 @@ impl AppState {
             "clients reloaded"
         );
         Ok(summary)
+    }
+}
+
+/// The daily booking budgets of `roster`'s clients, by client name, as the gateway holds them
+/// (only clients that have one).
+pub fn budgets(roster: &Roster) -> std::collections::BTreeMap<String, Budget> {
+    roster
+        .profiles()
+        .into_iter()
+        .filter_map(|(name, profile)| {
+            let budget = profile.budget.as_ref()?;
+            // Both amounts are exact decimals of at most four places: the text carries it over.
+            let per_day = Amount::parse(&budget.amount.to_string())?;
+            Some((
+                name.to_string(),
+                Budget {
+                    per_day,
+                    currency: budget.currency.clone(),
+                },
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clients::{ClientName, ClientProfile, DailyBudget, Scope, digest};
+
+    #[test]
+    fn configured_budgets_reach_the_gateway_exactly() {
+        let mut roster = Roster::default();
+        let profile = |name: &str, budget: Option<DailyBudget>| {
+            Arc::new(ClientProfile {
+                name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
+                scope: Scope::everything(),
+                budget,
+            })
+        };
+        let eur = DailyBudget::new("1250.5", "EUR").unwrap_or_else(|e| panic!("{e}"));
+        let added = [
+            roster.add_client(digest(b"key-a"), profile("travel-app", Some(eur))),
+            roster.add_client(digest(b"key-b"), profile("no-budget", None)),
+        ];
+        assert!(added.iter().all(Result::is_ok), "{added:?}");
+        let budgets = budgets(&roster);
+        assert_eq!(budgets.len(), 1, "{budgets:?}");
+        let budget = &budgets["travel-app"];
+        assert_eq!(budget.per_day, Amount::parse("1250.50").unwrap_or_default());
+        assert_eq!(budget.currency, "EUR");
     }
 }
