@@ -32,8 +32,8 @@ stop_pid() { # pid: stops one process started with spawn
   PIDS=("${keep[@]}")
 }
 
-wait_http() { # url [method]: waits up to 10 s for any HTTP answer
-  for _ in $(seq 100); do
+wait_http() { # url [method]: waits up to 10 s (WAIT_SECS) for any HTTP answer
+  for _ in $(seq $((${WAIT_SECS:-10} * 10))); do
     curl -s -o /dev/null -X "${2:-GET}" "$1" && return 0
     sleep 0.1
   done
@@ -86,8 +86,58 @@ tool_set() {
   sed -i -e "s|^$3 = .*|$3 = $4|" "$1/tools/$2.toml"
 }
 
+# start_nginx prefix upstream proxy: nginx as a non-daemon child with its own prefix; on
+# `upstream` it answers any POST with the captured Duffel offers body (a static file), on `proxy`
+# it proxies to `upstream` with keep-alive, as a reverse proxy in front of a provider would.
+start_nginx() {
+  local UP=$2 PX=$3
+  mkdir -p "$1/logs"
+  # The body is a static file: nginx limits a `return` text to a few kilobytes of config. POST
+  # to a static file is answered 405 by the static module; `error_page 405 =200 $uri` serves
+  # the file anyway (an internal redirect, as cheap as it gets).
+  mkdir -p "$1/static/air"
+  cp benches/load/duffel_offers.json "$1/static/air/offer_requests"
+  python3 - "$1/nginx.conf" "$UP" "$PX" "$1" <<'PY'
+import sys
+conf, up, px, prefix = sys.argv[1:]
+temp = " ".join(f"{t}_temp_path {prefix}/{t};" for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+open(conf, "w").write(f"""
+worker_processes auto;
+daemon off;
+pid {prefix}/nginx.pid;
+error_log {prefix}/logs/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  {temp}
+  upstream duffel {{ server {up}; keepalive 64; }}
+  server {{
+    listen {up};
+    root {prefix}/static;
+    location / {{ default_type application/json; error_page 405 =200 $uri; }}
+  }}
+  server {{
+    listen {px};
+    location / {{
+      proxy_pass http://duffel;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffer_size 16k;
+      proxy_buffers 16 16k;
+    }}
+  }}
+}}
+""")
+PY
+  spawn nginx nginx -p "$1" -e "$1/logs/error.log" -c "$1/nginx.conf"
+  wait_http "http://$UP/" POST
+}
+
 start_gateway() { # name dir: `faregate serve` on the dir's config, waits for /healthz
-  spawn "$1" env FAREGATE_ADMIN_KEY="$ADMIN_KEY" "$BIN" serve --config "$2/faregate.toml"
+  # $WRAP (empty by default) runs the gateway under another program, e.g. valgrind.
+  # shellcheck disable=SC2086
+  spawn "$1" env FAREGATE_ADMIN_KEY="$ADMIN_KEY" ${WRAP:-} "$BIN" serve --config "$2/faregate.toml"
   GW_PID=$LAST_PID
   local listen
   listen=$(sed -n 's/^listen = "\(.*\)"/\1/p' "$2/faregate.toml")

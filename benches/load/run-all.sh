@@ -70,47 +70,7 @@ echo "# faregate load scenarios, $(date -u '+%F %H:%M UTC'); $(nproc) cores," \
 overhead() {
   echo "== overhead: faregate vs nginx, search_flights with a $(wc -c < benches/load/duffel_offers.json)-byte Duffel body"
   local UP=127.0.0.1:18401 PX=127.0.0.1:18402 GW=127.0.0.1:18403 ng=$DIR/nginx
-  mkdir -p "$ng/logs"
-  # The body is a static file: nginx limits a `return` text to a few kilobytes of config. POST
-  # to a static file is answered 405 by the static module; `error_page 405 =200 $uri` serves
-  # the file anyway (an internal redirect, as cheap as it gets).
-  mkdir -p "$ng/static/air"
-  cp benches/load/duffel_offers.json "$ng/static/air/offer_requests"
-  python3 - "$ng/nginx.conf" "$UP" "$PX" "$ng" <<'PY'
-import sys
-conf, up, px, prefix = sys.argv[1:]
-temp = " ".join(f"{t}_temp_path {prefix}/{t};" for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-open(conf, "w").write(f"""
-worker_processes auto;
-daemon off;
-pid {prefix}/nginx.pid;
-error_log {prefix}/logs/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  keepalive_requests 1000000;
-  {temp}
-  upstream duffel {{ server {up}; keepalive 64; }}
-  server {{
-    listen {up};
-    root {prefix}/static;
-    location / {{ default_type application/json; error_page 405 =200 $uri; }}
-  }}
-  server {{
-    listen {px};
-    location / {{
-      proxy_pass http://duffel;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffer_size 16k;
-      proxy_buffers 16 16k;
-    }}
-  }}
-}}
-""")
-PY
-  spawn nginx nginx -p "$ng" -e "$ng/logs/error.log" -c "$ng/nginx.conf"
-  wait_http "http://$UP/" POST
+  start_nginx "$ng" "$UP" "$PX"
   write_config "$DIR/overhead" "$GW" "http://$UP" "http://$UP"
   start_gateway gw-overhead "$DIR/overhead"
   local d1
