@@ -47,16 +47,16 @@ use routes::{Guard, Handler, ROUTES};
 ///    router so it sees the final answer, headers included;
 /// 2. the request span (`trace`), on each route so it knows the matched path; every answer
 ///    below is traced (the status it records is final: the step above keeps it);
-/// 3. the request timeout, so a stuck handler still answers a JSON 503;
-/// 4. a `Content-Length` over the body limit is refused at once with 413, before anything
-///    waits for the body;
-/// 5. client-key authentication (routes guarded `Client` and `Call`; the probes are open and
+/// 3. a `Content-Length` over the body limit is refused at once with 413, before anything
+///    waits for the body; then the request timeout, so a stuck handler still answers a JSON
+///    503 (one layer, `edge::bound_request`);
+/// 4. client-key authentication (routes guarded `Client` and `Call`; the probes are open and
 ///    the operations routes authorize per route), before anything reads the body, so an
 ///    unauthenticated client cannot make the gateway read a large body;
-/// 6. on the tool-call routes only (guarded `Call`: native, OpenAI, Anthropic, `/mcp`): the
+/// 5. on the tool-call routes only (guarded `Call`: native, OpenAI, Anthropic, `/mcp`): the
 ///    per-client rate and in-flight limits, after authentication (they count per key) and
 ///    before the body;
-/// 7. the body limit, applied as the handler reads the body.
+/// 6. the body limit, applied as the handler reads the body.
 ///
 /// `/mcp` sits behind the same checks; rmcp then checks `Host` and `Origin` (`[mcp]` in
 /// `faregate.toml`) and enforces the same body limit itself. `shutdown` ends MCP sessions and
@@ -108,12 +108,11 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .merge(self_authorized)
         .fallback(edge::no_route)
         .layer(middleware::from_fn_with_state(
-            state.max_body_bytes,
-            edge::refuse_declared_too_large,
-        ))
-        .layer(middleware::from_fn_with_state(
-            state.request_timeout,
-            edge::request_timeout,
+            edge::RequestBounds {
+                timeout: state.request_timeout,
+                max_body_bytes: state.max_body_bytes,
+            },
+            edge::bound_request,
         ))
         .layer(edge::trace_layer())
         .with_state(state);

@@ -1,7 +1,7 @@
 //! Request bodies at the edge: what HTTP says about a body before any protocol reads it.
 //! Every way it can be wrong becomes a 4xx that says what to fix.
 //!
-//! - A `Content-Length` over the body limit is refused from the header ([`refuse_declared_too_large`]),
+//! - A `Content-Length` over the body limit is refused from the header ([`declared_too_large`]),
 //!   before a byte of the body is read: waiting for a body the gateway will refuse anyway
 //!   would hold the connection until the request timeout.
 //! - The body limit is enforced while reading too (a chunked body declares no length); 413
@@ -21,28 +21,19 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
-/// Middleware: 413 at once for a request whose `Content-Length` is over `limit` bytes.
-pub(crate) async fn refuse_declared_too_large(
-    State(limit): State<usize>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let declared = request
-        .headers()
+/// 413 for a request whose `Content-Length` is over `limit` bytes, decided from the header
+/// alone (the first check [`super::server::bound_request`] makes).
+pub(crate) fn declared_too_large(headers: &HeaderMap, limit: usize) -> Option<Response> {
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    match declared {
-        Some(length) if length > limit as u64 => ApiError::too_large(limit).into_response(),
-        _ => next.run(request).await,
-    }
+        .and_then(|v| v.trim().parse::<u64>().ok())?;
+    (declared > limit as u64).then(|| ApiError::too_large(limit).into_response())
 }
 
 /// Whether a call route must refuse what a browser can send from another site without asking.

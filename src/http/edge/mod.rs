@@ -26,8 +26,8 @@ pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};
 
 pub(crate) use auth::require_client;
-pub(crate) use body::{Browsers, read_body, refuse_declared_too_large};
+pub(crate) use body::{Browsers, read_body};
 pub(crate) use error::{PathParam, no_route, refusals_as_json};
 pub(crate) use limits::limit_calls;
-pub(crate) use server::request_timeout;
+pub(crate) use server::{RequestBounds, bound_request};
 pub(crate) use trace::layer as trace_layer;

@@ -11,7 +11,7 @@
 //!   request head has not fully arrived in time, so a slow-loris client that trickles its
 //!   headers byte by byte holds a connection for at most that long. The same timer bounds an
 //!   idle keep-alive connection between two requests.
-//! - **Request timeout** ([`request_timeout`], `[server] request_timeout`): from the headers to
+//! - **Request timeout** ([`bound_request`], `[server] request_timeout`): from the headers to
 //!   the response head, longer than every tool's deadline, so it only fires when something
 //!   is wrong (a body trickled in slowly, a stuck handler) and answers 503 with a JSON message.
 //!   Streams (SSE) are not cut: their response head is sent at once.
@@ -165,12 +165,29 @@ async fn connection(
     drop(permit);
 }
 
-/// Middleware: 503 with a JSON message when a request takes longer than the request timeout.
-pub(crate) async fn request_timeout(
-    State(limit): State<Duration>,
+/// What [`bound_request`] holds every request to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestBounds {
+    /// `[server] request_timeout`, resolved.
+    pub timeout: Duration,
+    /// The body limit, in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// Middleware: 413 at once for a `Content-Length` over the body limit, before anything waits
+/// for the body; then 503 with a JSON message when the request takes longer than the request
+/// timeout. One layer for both: each `from_fn` layer costs every call a boxed future and a
+/// route dispatch, and the fast-fail path is measured in instructions.
+pub(crate) async fn bound_request(
+    State(bounds): State<RequestBounds>,
     request: Request,
     next: Next,
 ) -> Response {
+    if let Some(refused) = super::body::declared_too_large(request.headers(), bounds.max_body_bytes)
+    {
+        return refused;
+    }
+    let limit = bounds.timeout;
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(res) => res,
         Err(_) => {
