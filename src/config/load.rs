@@ -140,6 +140,10 @@ fn load_into(
 
     // [mcp]
     let mut mcp = McpConfig::default();
+    // A fleet sits behind a load balancer, and sessions kept in one process are unknown to the
+    // others: on PostgreSQL every revision is served statelessly unless the operator says
+    // otherwise (sticky sessions).
+    mcp.legacy_sessions = !is_postgres(&store.url);
     if let Some(s) = root.table("mcp") {
         if let Some(hosts) = s.strings("allowed_hosts") {
             for (i, h) in hosts.iter().enumerate() {
@@ -285,6 +289,11 @@ fn read_telemetry(root: &Section<'_>) -> TelemetryConfig {
     }
     s.finish();
     t
+}
+
+/// Whether a store URL names PostgreSQL (a fleet's store).
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
 fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {

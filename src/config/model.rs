@@ -161,7 +161,8 @@ pub struct McpConfig {
     pub allowed_origins: Vec<String>,
     /// Whether clients of the 2025 revisions get `Mcp-Session-Id` sessions (kept in this
     /// process). `false` serves every revision statelessly, for several replicas without
-    /// sticky sessions; 2026-07-28 requests are stateless either way.
+    /// sticky sessions; 2026-07-28 requests are stateless either way. The default is `true` on
+    /// SQLite (one node) and `false` on PostgreSQL (a fleet behind a load balancer).
     pub legacy_sessions: bool,
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::*;
 
 mod clients;
+mod fleet_defaults;
 mod server;
 
 /// An in-memory tree of files: the shipped defaults, with edits applied per test.
@@ -431,7 +432,7 @@ fn mcp_defaults_are_loopback_and_the_table_is_read() {
         )
         .edit(
             "faregate.toml",
-            "legacy_sessions = true",
+            "# legacy_sessions = true",
             "legacy_sessions = false",
         )
         .load()
@@ -461,7 +462,7 @@ fn mcp_hosts_and_origins_are_checked() {
                 "allowed_origins = [\"http://localhost:*\", \"http://127.0.0.1:*\", \"http://[::1]:*\"]",
                 "allowed_origins = [\"chat.example.com\", \"https://chat.example.com/app\", \"null\", \"https://ok.example.com:*\"]",
             )
-            .edit("faregate.toml", "legacy_sessions = true", "legacy_sessions = \"yes\""),
+            .edit("faregate.toml", "# legacy_sessions = true", "legacy_sessions = \"yes\""),
     );
     assert_eq!(errors.len(), 4, "{errors:#?}");
     assert!(errors[0].contains("mcp.allowed_hosts[0]"), "{}", errors[0]);

@@ -4,6 +4,7 @@
 
 mod background;
 mod endpoints;
+mod mcp_fleet;
 
 use serde_json::{Value, json};
 

@@ -1,0 +1,64 @@
+//! What a fleet store changes by default: `[mcp]` sessions, and the providers' documented
+//! limits read as configured defaults.
+
+use super::MapFiles;
+
+#[test]
+fn mcp_is_stateless_by_default_on_a_fleet_store_and_an_operator_may_say_otherwise() {
+    let one = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(one.mcp.legacy_sessions, "one node on SQLite keeps sessions");
+    let fleet_url = "url = \"postgres://gw@db.internal/faregate\"";
+    let fleet = MapFiles::defaults()
+        .edit("faregate.toml", "url = \"sqlite://faregate.db\"", fleet_url)
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !fleet.mcp.legacy_sessions,
+        "a fleet behind a load balancer serves every revision statelessly"
+    );
+    let sticky = MapFiles::defaults()
+        .edit("faregate.toml", "url = \"sqlite://faregate.db\"", fleet_url)
+        .edit(
+            "faregate.toml",
+            "# legacy_sessions = true",
+            "legacy_sessions = true",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        sticky.mcp.legacy_sessions,
+        "sticky sessions, said explicitly"
+    );
+}
+
+#[test]
+fn amadeus_limits_default_to_the_documented_ones_and_duffel_announces_its_own() {
+    let config = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.providers["amadeus"].requests_per_second, Some(10));
+    assert_eq!(config.providers["duffel"].requests_per_second, None);
+    let production = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "base_url = \"http://127.0.0.1:8081\"          # the simulator; the real test API is https://test.api.amadeus.com",
+            "base_url = \"https://api.amadeus.com\"",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        production.providers["amadeus"].requests_per_second,
+        Some(40)
+    );
+    let set = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "# requests_per_second = 10",
+            "requests_per_second = 2",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(set.providers["amadeus"].requests_per_second, Some(2));
+}
