@@ -34,9 +34,9 @@ use pacer::Pacer;
 use shared::SharedPacers;
 
 /// The longest a pacer step waits for the database before going on locally.
-pub const STORE_WAIT: Duration = Duration::from_millis(300);
+pub const STORE_WAIT: Duration = Duration::from_secs(1);
 /// After the database failed, how long replicas pace locally before trying it again.
-pub const RETRY_STORE_AFTER: Duration = Duration::from_secs(5);
+pub const RETRY_STORE_AFTER: Duration = Duration::from_secs(2);
 /// How often interactive calls' requests are spent from the shared buckets.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// How many times a step is tried when other replicas keep writing the same row first.
