@@ -9,10 +9,13 @@
 #            ([store] share_breakers), alternated ROUNDS times.
 #   propagation  how long after a force on one replica (its answer) another replica shows it,
 #            20 forces alternating open and auto, polled every millisecond.
+#   backlog  seed 001 at fleet scale: JOBS background get_flight_status jobs submitted
+#            round-robin to three replicas against Amadeus flight status allowing RPM
+#            requests per minute: drain rate, 429s, jobs lost, provider calls per job.
 # Environment: FAREGATE_BENCH_POSTGRES_URL (default: FAREGATE_TEST_POSTGRES_URL, else
 # postgres://postgres@127.0.0.1:5432/test): a server where this script may create and drop
 # databases named fg_bench_*; BIN, SIM_BIN: the binaries (default: built with --release);
-# RATE (20), OUTAGE_SECS (20), WRK_SECS (10), ROUNDS (4).
+# RATE (20), OUTAGE_SECS (20), WRK_SECS (10), ROUNDS (4), JOBS (240), RPM (120).
 #
 # Each run gets a fresh database (forced states and opens are kept in it, so a run must not
 # inherit the previous one's), dropped at the end; every process started is stopped by pid.
@@ -23,6 +26,8 @@ RATE=${RATE:-20}
 OUTAGE_SECS=${OUTAGE_SECS:-20}
 WRK_SECS=${WRK_SECS:-10}
 ROUNDS=${ROUNDS:-4}
+JOBS=${JOBS:-240}
+RPM=${RPM:-120}
 SCENARIOS=("$@")
 [[ ${#SCENARIOS[@]} -gt 0 ]] || SCENARIOS=(outage latency propagation)
 if [[ -z "${BIN:-}" || -z "${SIM_BIN:-}" ]]; then
@@ -225,6 +230,58 @@ delays.sort()
 print(f"propagation: p50 {statistics.median(delays):.1f} ms, max {delays[-1]:.1f} ms over {len(delays)} forces (target: about 100 ms)")
 PY
   stop_all
+}
+
+# backlog_run: seed 001 at fleet scale. JOBS get_flight_status background jobs, submitted
+# round-robin to three replicas on one database, against Amadeus flight status allowing RPM
+# requests per fixed minute (429 with Retry-After beyond it); waits until every job has ended.
+backlog_run() {
+  local store i n args day
+  start_sim
+  curl -sf -X PUT "http://$SIM/_sim/faults/amadeus_status" -H 'content-type: application/json' \
+    -d "{\"requests_per_minute\": $RPM}" >/dev/null
+  store=$(fresh_database)
+  for i in 0 1 2; do replica "$i" "$store" true; done
+  day=$(date -u -d '+3 days' +%F)
+  local start end
+  start=$(date +%s.%N)
+  for n in $(seq "$JOBS"); do
+    i=$((n % 3))
+    args="{\"carrier_code\":\"BA\",\"flight_number\":\"$((100 + n))\",\"departure_date\":\"$day\"}"
+    curl -sf "http://127.0.0.1:$((18290 + i))/v1/tools/get_flight_status/call" \
+      -H 'content-type: application/json' -d "{\"arguments\":$args,\"mode\":\"background\"}" >/dev/null
+  done
+  while :; do
+    left=$(curl -sf "http://127.0.0.1:18290/v1/jobs?tool=get_flight_status&limit=1000" \
+      | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"]; print(sum(1 for x in j if x["status"] not in ("succeeded","dead")))')
+    [ "$left" = 0 ] && break
+    sleep 1
+  done
+  end=$(date +%s.%N)
+  python3 - "$start" "$end" "$RPM" "$JOBS" "http://127.0.0.1:18290" "http://$SIM" <<'PY'
+import json, sys, urllib.request
+start, end, rpm, jobs, gw, sim = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+get = lambda u: json.load(urllib.request.urlopen(u))
+listed = get(f"{gw}/v1/jobs?tool=get_flight_status&limit=1000")["jobs"]
+ok = sum(1 for j in listed if j["status"] == "succeeded")
+dead = sum(1 for j in listed if j["status"] == "dead")
+stats = get(f"{sim}/_sim/stats")["groups"]["amadeus_status"]
+statuses = {int(k): v for k, v in stats["statuses"].items()}
+calls, good, limited = stats["requests"], statuses.get(200, 0), statuses.get(429, 0)
+secs = end - start
+allowed = rpm / 60.0
+print(f"| jobs | {jobs} submitted to 3 replicas, {ok} succeeded, {dead} dead, {jobs - len(listed)} lost |")
+print(f"| time to drain | {secs:.1f} s |")
+print(f"| drain rate | {ok / secs:.3f} jobs/s vs allowed {allowed:.3f}/s = {100 * ok / secs / allowed:.0f} % (target >= 90 %) |")
+print(f"| provider answers 429 | {limited} of {calls} = {100 * limited / max(calls, 1):.2f} % (target < 1 %) |")
+print(f"| provider calls answered 200 | {good} for {ok} succeeded jobs ({'each exactly once' if good == ok == jobs else 'NOT once each'}) |")
+PY
+  stop_all
+}
+
+scenario_backlog() {
+  echo "== backlog: $JOBS background jobs over 3 replicas against $RPM requests per minute"
+  backlog_run
 }
 
 echo "fleet bench: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)"
