@@ -139,11 +139,13 @@ fn load_into(
     }
 
     // [mcp]
-    let mut mcp = McpConfig::default();
-    // A fleet sits behind a load balancer, and sessions kept in one process are unknown to the
-    // others: on PostgreSQL every revision is served statelessly unless the operator says
-    // otherwise (sticky sessions).
-    mcp.legacy_sessions = !is_postgres(&store.url);
+    let mut mcp = McpConfig {
+        // A fleet sits behind a load balancer, and sessions kept in one process are unknown to
+        // the others: on PostgreSQL every revision is served statelessly unless the operator
+        // says otherwise (sticky sessions).
+        legacy_sessions: !is_postgres(&store.url),
+        ..McpConfig::default()
+    };
     if let Some(s) = root.table("mcp") {
         if let Some(hosts) = s.strings("allowed_hosts") {
             for (i, h) in hosts.iter().enumerate() {
