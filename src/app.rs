@@ -19,7 +19,7 @@ use crate::fleet::Fleet;
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
 use crate::jobs::{JobSystem, Store};
 use crate::ledger::Ledger;
-use crate::providers::{self, Env, Secret};
+use crate::providers::{self, Env, KeptOffers, Secret};
 use crate::store::StoreError;
 use crate::telemetry::{AlertRules, Telemetry};
 
@@ -30,6 +30,8 @@ pub struct App {
     pub state: AppState,
     /// Start-up warnings worth logging.
     pub warnings: Vec<String>,
+    /// Where the provider adapters keep the offers they hand out (the store, once attached).
+    pub kept_offers: Arc<KeptOffers>,
 }
 
 /// Builds the gateway from validated configuration; every problem is returned at once.
@@ -37,6 +39,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     let built = providers::build(&config, env);
     let mut errors = built.errors;
     let rate_limits = built.rate_limits;
+    let kept_offers = built.kept_offers;
     let upstreams = built
         .providers
         .into_iter()
@@ -99,12 +102,16 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             client_source: None,
         },
         warnings,
+        kept_offers,
     })
 }
 
 /// Turns on background mode over `store` (already migrated), and the booking ledger in the
-/// same database: from now on every write call is recorded before its provider is asked.
+/// same database: from now on every write call is recorded before its provider is asked. The
+/// offers the provider adapters hand out are kept in it too, so any replica (or the next start)
+/// can price them.
 pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
+    app.kept_offers.attach(store.db().clone());
     let config = &app.state.config;
     app.state
         .gateway

@@ -13,6 +13,7 @@ pub mod duffel;
 mod duration;
 pub mod error;
 pub mod http;
+pub mod kept;
 pub mod limits;
 mod secret;
 
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 pub use booking::FoundBooking;
 pub use error::{ErrorKind, UpstreamError, WriteEffect};
+pub use kept::KeptOffers;
 pub use limits::RateLimits;
 pub use secret::Secret;
 
@@ -133,6 +135,8 @@ pub struct Built {
     pub warnings: Vec<String>,
     /// What each provider says (or its configuration says) about its rate limit.
     pub rate_limits: Arc<RateLimits>,
+    /// Where the adapters keep the offers they hand out, once a store is attached.
+    pub kept_offers: Arc<KeptOffers>,
 }
 
 /// Builds a client for every configured provider that a tool uses.
@@ -145,6 +149,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
         errors: Vec::new(),
         warnings: Vec::new(),
         rate_limits: Arc::default(),
+        kept_offers: Arc::default(),
     };
     for (name, p) in &config.providers {
         if let Some(per_s) = p.requests_per_second {
@@ -246,12 +251,10 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                 };
                 out.providers.insert(
                     name.clone(),
-                    Provider::Amadeus(Box::new(amadeus::AmadeusClient::new(
-                        http,
-                        p.base_url.clone(),
-                        id,
-                        secret,
-                    ))),
+                    Provider::Amadeus(Box::new(
+                        amadeus::AmadeusClient::new(http, p.base_url.clone(), id, secret)
+                            .with_kept(Arc::clone(&out.kept_offers)),
+                    )),
                 );
             }
         }

@@ -49,18 +49,43 @@ impl AmadeusClient {
             self.execute(Method::GET, url, None).await?
         };
         let res: wire::FlightOffers = Self::decode("flight offers search", &reply)?;
-        flights_output(a, res, &expiry(self.offers.ttl()), |raw| {
+        let mut minted = Vec::new();
+        let output = flights_output(a, res, &expiry(self.offers.ttl()), |raw| {
             let id = self.mint_offer_id();
+            minted.push((id.clone(), raw.to_string()));
             self.offers.insert(id.clone(), raw);
             id
-        })
+        })?;
+        // The store's copy is written before the answer, so the next call may go to any
+        // replica; one statement, bounded, and a failure only narrows pricing to this replica.
+        let expires_at_ms = crate::clock::epoch_ms()
+            .saturating_add(i64::try_from(OFFER_TTL.as_millis()).unwrap_or(i64::MAX));
+        if let Err(e) = self.kept.put(&minted, expires_at_ms).await {
+            tracing::warn!(error = %e, "could not keep Amadeus offers in the store; only this replica can price them");
+        }
+        Ok(output)
+    }
+
+    /// The offer kept under `id`: from memory, else from the store (another replica's, or this
+    /// one's before a restart).
+    async fn kept_offer(&self, id: &str) -> Option<Value> {
+        if let Some(raw) = self.offers.get(id) {
+            return Some(raw);
+        }
+        match self.kept.get(id).await {
+            Ok(text) => text.and_then(|t| serde_json::from_str(&t).ok()),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a kept Amadeus offer from the store");
+                None
+            }
+        }
     }
 
     pub(super) async fn price_offer(
         &self,
         a: &price_flight_offer::Args,
     ) -> Result<price_flight_offer::Output, UpstreamError> {
-        let Some(raw) = self.offers.get(&a.offer_id) else {
+        let Some(raw) = self.kept_offer(&a.offer_id).await else {
             return Err(rejected(
                 format!(
                     "offer {} is unknown or has expired (Amadeus offers can be priced for {} minutes after search_flights returned them); run search_flights again and price a new offer_id",

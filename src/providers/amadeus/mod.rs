@@ -57,6 +57,8 @@ use crate::tools::{ToolOutput, ToolRequest, get_flight_status};
 pub use decode::decode_response;
 use recent::Recent;
 
+use super::kept::KeptOffers;
+
 /// The tools Amadeus serves (not `book_flight`; see the module docs).
 pub const TOOLS: &[&str] = &[
     "search_flights",
@@ -112,6 +114,8 @@ pub struct AmadeusClient {
     tokens: token::TokenSource,
     /// Searched flight offers (raw JSON, as pricing needs them) by faregate id.
     offers: Recent<Value>,
+    /// The same offers in the store, for other replicas and the next start.
+    kept: Arc<KeptOffers>,
     /// Hotel offers handed out by search, by Amadeus offer id.
     hotel_offers: Recent<HotelContext>,
     /// Id minting: a per-process salt and a sequence.
@@ -138,10 +142,18 @@ impl AmadeusClient {
             http,
             base_url,
             offers: Recent::new(OFFER_TTL, OFFER_CAPACITY),
+            kept: Arc::default(),
             hotel_offers: Recent::new(OFFER_TTL, OFFER_CAPACITY),
             salt,
             seq: Arc::new(AtomicU64::new(1)),
         }
+    }
+
+    /// The same client, keeping the flight offers it hands out in `kept` too (shared with the
+    /// other replicas and the next start once a store is attached).
+    pub fn with_kept(mut self, kept: Arc<KeptOffers>) -> Self {
+        self.kept = kept;
+        self
     }
 
     /// `Some(Rejected)` for a request this adapter cannot serve whatever Amadeus says: an

@@ -3,6 +3,7 @@
 //! holds their helpers: fixtures, a client against wiremock, the token endpoint.
 
 mod endpoints;
+mod kept;
 mod tokens;
 
 use std::time::Duration;

@@ -72,6 +72,11 @@ impl Stack {
     }
 
     /// The gateway's URL for `path`.
+    /// The simulator's base URL, for a second gateway in front of the same simulator.
+    pub(crate) fn sim_url(&self) -> String {
+        self._sim_server.url()
+    }
+
     pub(crate) fn url(&self, path: &str) -> String {
         self.gateway.url(path)
     }
