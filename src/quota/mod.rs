@@ -100,9 +100,13 @@ impl Quotas {
     }
 
     /// Creates the shared table when missing; on failure the replica paces locally.
+    ///
+    /// Not bounded by [`STORE_WAIT`]: this runs once at start, where waiting for the database
+    /// costs no caller anything, while giving up would leave the table missing and the replica
+    /// local until restarted (a migration takes a lock other starting replicas may hold).
     pub async fn prepare(&self) {
         if let Some(shared) = &self.shared
-            && let Err(e) = bounded(shared.migrate(clock::epoch_ms())).await
+            && let Err(e) = shared.migrate(clock::epoch_ms()).await
         {
             self.went_local(&e);
         }
