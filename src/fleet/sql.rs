@@ -117,9 +117,7 @@ pub(crate) struct SharedStore {
 
 /// Runs `work` within [`DB_TIMEOUT`].
 async fn bounded<T>(work: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
-    tokio::time::timeout(DB_TIMEOUT, work)
-        .await
-        .unwrap_or_else(|_| Err(StoreError(format!("no answer within {DB_TIMEOUT:?}"))))
+    crate::store::within(DB_TIMEOUT, work).await
 }
 
 impl SharedStore {

@@ -117,15 +117,7 @@ fn decode(row: &dyn StoreRow) -> Result<String, StoreError> {
     Ok(row.text("body")?.unwrap_or_default())
 }
 
-async fn bounded<R>(
-    work: impl std::future::Future<Output = Result<R, StoreError>>,
-) -> Result<R, StoreError> {
-    tokio::time::timeout(STORE_WAIT, work)
-        .await
-        .unwrap_or_else(|_| {
-            Err(StoreError(format!(
-                "no answer within {} s",
-                STORE_WAIT.as_secs()
-            )))
-        })
+/// `work`, given at most [`STORE_WAIT`].
+async fn bounded<R>(work: impl Future<Output = Result<R, StoreError>>) -> Result<R, StoreError> {
+    crate::store::within(STORE_WAIT, work).await
 }

@@ -256,17 +256,8 @@ impl Quotas {
 }
 
 /// `work`, given at most [`STORE_WAIT`].
-async fn bounded<R>(
-    work: impl std::future::Future<Output = Result<R, StoreError>>,
-) -> Result<R, StoreError> {
-    tokio::time::timeout(STORE_WAIT, work)
-        .await
-        .unwrap_or_else(|_| {
-            Err(StoreError(format!(
-                "no answer within {} ms",
-                STORE_WAIT.as_millis()
-            )))
-        })
+async fn bounded<R>(work: impl Future<Output = Result<R, StoreError>>) -> Result<R, StoreError> {
+    crate::store::within(STORE_WAIT, work).await
 }
 
 #[cfg(test)]

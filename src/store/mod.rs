@@ -33,6 +33,17 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// `work`, given at most `limit`: a statement a replica must not wait on longer (the fleet's
+/// breaker state, the shared pacers, kept offers) fails with a [`StoreError`] instead.
+pub async fn within<T>(
+    limit: std::time::Duration,
+    work: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or_else(|_| Err(StoreError(format!("no answer within {limit:?}"))))
+}
+
 impl Db {
     /// Opens the database named by a `sqlite://…` or `postgres://…` URL.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
