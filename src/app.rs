@@ -109,7 +109,9 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
 /// Turns on background mode over `store` (already migrated), and the booking ledger in the
 /// same database: from now on every write call is recorded before its provider is asked. The
 /// offers the provider adapters hand out are kept in it too, so any replica (or the next start)
-/// can price them.
+/// can price them. On PostgreSQL, submissions the store does not take wait in the spool at
+/// `[store] spool_path`; call it after `attach_fleet`, so the spool names the replica as the
+/// fleet does.
 pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     app.kept_offers.attach(store.db().clone());
     let config = &app.state.config;
@@ -123,14 +125,29 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
             config.auth.callback_secret_env
         ));
     }
-    app.state.jobs = Some(Arc::new(JobSystem::new(
+    let postgres = store.db().is_postgres();
+    let mut jobs = JobSystem::new(
         store,
         app.state.gateway.clone(),
         app.state.telemetry.clone(),
         config.jobs.clone(),
         config.auth.callback_allowlist.clone(),
         secret,
-    )));
+    );
+    if postgres {
+        // The fleet's name for this replica when it has one, so the job API and /readyz agree.
+        let replica = app.state.fleet.as_ref().map_or_else(
+            || {
+                format!(
+                    "replica-{}",
+                    &uuid::Uuid::now_v7().simple().to_string()[20..]
+                )
+            },
+            |fleet| fleet.status().replica,
+        );
+        jobs = jobs.spool_in(config.store.spool_path.clone(), replica);
+    }
+    app.state.jobs = Some(Arc::new(jobs));
 }
 
 /// Shares the breakers' state through `fleet` (PostgreSQL: with the other replicas; SQLite:

@@ -11,7 +11,7 @@
 pub(crate) mod demo;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -170,6 +170,40 @@ fn reload_on_sighup(state: AppState) {
     drop(state);
 }
 
+/// On a PostgreSQL store, whether `serve` could create the spool file (`[store] spool_path`):
+/// its directory must exist and be writable, and the path must not be a directory.
+fn spool_usable(config: &Config) -> Result<(), String> {
+    let url = &config.store.url;
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Ok(());
+    }
+    let path = &config.store.spool_path;
+    if path.is_dir() {
+        return Err(format!(
+            "{} is a directory; name a file in it, e.g. {}",
+            path.display(),
+            path.join("faregate-spool.db").display()
+        ));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    match std::fs::metadata(&dir) {
+        Ok(meta) if !meta.is_dir() => Err(format!("{} is not a directory", dir.display())),
+        Ok(meta) if meta.permissions().readonly() => Err(format!(
+            "{} is read-only; background submissions could not be spooled while PostgreSQL is away",
+            dir.display()
+        )),
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!(
+            "the directory {} of {}: {e}; create it, or point spool_path elsewhere",
+            dir.display(),
+            path.display()
+        )),
+    }
+}
+
 /// `faregate check`: every problem at once; exit 1 when there is any error.
 pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
     faregate::telemetry::init_default();
@@ -201,6 +235,10 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::FAILURE);
                 }
             };
+            if let Err(problem) = spool_usable(&config) {
+                println!("error: [store] spool_path: {problem}");
+                return Ok(ExitCode::FAILURE);
+            }
             if !config.clients.is_empty() {
                 let names: Vec<String> =
                     config.clients.iter().map(|c| c.name.to_string()).collect();

@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reqwest::Url;
@@ -92,6 +92,7 @@ fn load_into(
     let mut store = StoreConfig {
         url: "sqlite://faregate.db".into(),
         share_breakers: true,
+        spool_path: PathBuf::from(DEFAULT_SPOOL),
     };
     if let Some(s) = root.table("store") {
         if let Some(url) = s.string("url") {
@@ -111,6 +112,12 @@ fn load_into(
         }
         if let Some(share) = s.boolean("share_breakers") {
             store.share_breakers = share;
+        }
+        if let Some(path) = s.string("spool_path") {
+            match spool_path_problem(&path) {
+                None => store.spool_path = PathBuf::from(path),
+                Some(problem) => s.error("spool_path", problem),
+            }
         }
         s.finish();
     }
@@ -291,6 +298,26 @@ fn read_telemetry(root: &Section<'_>) -> TelemetryConfig {
     }
     s.finish();
     t
+}
+
+/// `[store] spool_path` when not given: beside the default SQLite store, in the working
+/// directory.
+pub const DEFAULT_SPOOL: &str = "faregate-spool.db";
+
+/// What is wrong with `path` as `[store] spool_path`, if anything: it names a file (SQLite
+/// creates it when first needed), not a URL or a directory.
+fn spool_path_problem(path: &str) -> Option<String> {
+    let hint =
+        "name a file, e.g. \"/var/lib/faregate/spool.db\" (the default is \"faregate-spool.db\")";
+    if path.trim().is_empty() {
+        Some(format!("is empty; {hint}"))
+    } else if path.contains("://") || path.starts_with("sqlite:") {
+        Some(format!("\"{path}\" is a URL; {hint}"))
+    } else if path.ends_with('/') || path.ends_with(std::path::MAIN_SEPARATOR) {
+        Some(format!("\"{path}\" is a directory; {hint}"))
+    } else {
+        None
+    }
 }
 
 /// Whether a store URL names PostgreSQL (a fleet's store).

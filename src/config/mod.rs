@@ -21,7 +21,7 @@ mod tools_files;
 mod tests;
 
 pub use files::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
-pub use load::{load, placeholders};
+pub use load::{DEFAULT_SPOOL, load, placeholders};
 pub use model::*;
 pub use problems::{ConfigErrors, Problem, Problems};
 pub use tools_files::is_tool_name;

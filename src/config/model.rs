@@ -203,6 +203,10 @@ pub struct StoreConfig {
     /// on PostgreSQL, kept across restarts on SQLite. Off, each process's breakers are its own
     /// and forget forced states on restart (for comparisons, and for fleets that want that).
     pub share_breakers: bool,
+    /// The local SQLite file a replica on PostgreSQL keeps background submissions in while the
+    /// store does not answer (default `faregate-spool.db`, beside the default SQLite store);
+    /// they move into the store when it answers again. Unused with a SQLite store.
+    pub spool_path: PathBuf,
 }
 
 /// `[bookings]`: the booking ledger's timings.

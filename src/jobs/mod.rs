@@ -20,9 +20,13 @@
 //! The folder is split by role:
 //! - `store/`: the job record, the [`JobStore`] interface and the one SQL [`Store`] for SQLite
 //!   (embedded default) and PostgreSQL (a fleet sharing one queue);
-//! - `submit.rs`: accepting a call (validate, check the callback, enqueue);
+//! - `submit.rs`: accepting a call (validate, check the callback);
+//! - `spool.rs`: on PostgreSQL, where accepted calls wait (a local SQLite file) while the store
+//!   does not answer, and how they move into it exactly once;
 //! - `dispatch.rs`: which due jobs this process claims (breaker-aware, paced);
 //! - `run.rs`: running one job, and the pure `decide` from outcome to [`Transition`];
+//! - `land.rs`: the writes that must land (a run's transition, a callback's record), tried
+//!   again until the store takes them;
 //! - `callbacks/`: claiming, signing and delivering callbacks, and the SSRF guard;
 //! - [`policy`]: the requeue delay (pure); the pacers that limit claims per provider are the
 //!   quota room's ([`crate::quota`]);
@@ -35,8 +39,10 @@
 
 pub mod callbacks;
 mod dispatch;
+mod land;
 pub mod policy;
 mod run;
+mod spool;
 mod store;
 mod submit;
 mod system;
@@ -50,7 +56,7 @@ pub use store::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, Store, StoreError, Transition,
 };
 pub use submit::SubmitError;
-pub use system::JobSystem;
+pub use system::{Found, JobSystem};
 
 /// Epoch milliseconds as RFC 3339, for the job API.
 pub fn rfc3339(ms: i64) -> String {

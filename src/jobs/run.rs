@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::dispatch::answer;
+use super::land::{self, Unstored};
 use super::policy::RequeuePolicy;
 use super::store::{Job, JobStore, Store, Transition};
 use crate::call::{CallRequest, Envelope, Gateway, Verdict};
@@ -114,6 +115,8 @@ pub(super) struct Runner {
     pub(super) jitter: SplitMix,
     /// The providers' allowances, taught by what each job's provider answered.
     pub(super) quotas: Arc<Quotas>,
+    /// Results waiting for the store (the dispatcher claims nothing meanwhile).
+    pub(super) unstored: Unstored,
 }
 
 impl Runner {
@@ -151,18 +154,14 @@ impl Runner {
         {
             tracing::debug!(job = %job.id, tool = %job.tool, delay_ms = next_attempt_at_ms - now, %error, "job requeued");
         }
-        match self
-            .store
-            .finish(&job.id, &self.owner, transition, now)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::warn!(job = %job.id, "job lease was lost before its result was stored; another worker owns it now")
-            }
-            Err(e) => {
-                tracing::warn!(job = %job.id, error = %e, "could not store a job's outcome; its lease will expire and it runs again")
-            }
+        // The provider was asked: the transition must land, or the job would run again.
+        let stored = land::until_stored(&self.unstored, "result", &job.id, || {
+            self.store
+                .finish(&job.id, &self.owner, transition.clone(), now)
+        })
+        .await;
+        if !stored {
+            tracing::warn!(job = %job.id, "job lease was lost before its result was stored; another worker owns it now");
         }
     }
 }

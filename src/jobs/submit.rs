@@ -1,13 +1,13 @@
 //! Accepting a background call: the same argument checks an interactive call gets (one call
-//! into the gateway), the callback URL against the allowlist and the SSRF guard, then the job is
-//! stored. A job is only stored when it can run; the caller learns what is wrong at once.
+//! into the gateway), the callback URL against the allowlist and the SSRF guard, before the job
+//! is stored (in the store, or in the spool while the store does not answer). A job is only
+//! stored when it can run; the caller learns what is wrong at once.
 
 use reqwest::Url;
 
 use super::callbacks::guard;
-use super::store::{Job, JobStore, NewJob, Store, StoreError};
+use super::store::{NewJob, StoreError};
 use crate::call::{CheckError, Gateway};
-use crate::clock;
 
 /// Why a background call was not accepted.
 #[derive(Debug)]
@@ -31,14 +31,12 @@ pub(super) struct CallbackRules {
     pub(super) can_sign: bool,
 }
 
-/// Validates `job` and stores it. With an idempotency key already used for the tool, answers
-/// the existing job (`false`) instead of a new one.
-pub(super) async fn submit(
-    store: &Store,
+/// Checks `job` as a submission: its arguments, and its callback URL against the rules.
+pub(super) async fn check(
     gateway: &Gateway,
     callbacks: &CallbackRules,
-    job: NewJob,
-) -> Result<(Job, bool), SubmitError> {
+    job: &NewJob,
+) -> Result<(), SubmitError> {
     match gateway.check_arguments(&job.tool, &job.arguments, job.idempotency_key.as_deref()) {
         Ok(()) => {}
         Err(CheckError::UnknownTool) => return Err(SubmitError::UnknownTool),
@@ -56,8 +54,5 @@ pub(super) async fn submit(
             ));
         }
     }
-    store
-        .enqueue(job, clock::epoch_ms())
-        .await
-        .map_err(SubmitError::Store)
+    Ok(())
 }

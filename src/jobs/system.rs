@@ -6,6 +6,9 @@
 //! ([`Dispatcher::claim`]) and runs each claimed job on its own task ([`Runner::run`]). A second
 //! loop sends callbacks ([`Sender::run`]). Both stop on the shutdown token; leases still held are
 //! handed back so another replica (or the next start) picks the jobs up at once.
+//!
+//! On PostgreSQL a replica also keeps a [`Spool`]: submissions the store does not take within a
+//! second wait in a local file, and a third loop moves them into the store when it answers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,9 +20,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::callbacks::{Sender, guard};
 use super::dispatch::{Dispatcher, ToolState};
+use super::land::Unstored;
 use super::policy::RequeuePolicy;
 use super::run::Runner;
-use super::store::{Job, JobStatus, JobStore, NewJob, Store, StoreError};
+use super::spool::{self, Kept, Spool};
+use super::store::{Job, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
 use super::submit::{self, CallbackRules, SubmitError};
 use crate::call::Gateway;
 use crate::clock;
@@ -53,6 +58,20 @@ pub struct JobSystem {
     callbacks: Arc<Sender>,
     /// The providers' allowances (the dispatcher's and the runner's too).
     quotas: Arc<Quotas>,
+    /// Where submissions wait while the store does not answer (PostgreSQL only).
+    spool: Option<Spool>,
+    /// Writes waiting for the store: while any waits, nothing is claimed.
+    unstored: Unstored,
+}
+
+/// A job as the job API finds it.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The job.
+    pub job: Job,
+    /// The replica whose spool holds it while the store does not answer; `None` when it is in
+    /// the store.
+    pub spooled_on: Option<String>,
 }
 
 impl JobSystem {
@@ -69,6 +88,7 @@ impl JobSystem {
             .map_err(|e| tracing::error!(error = %e, "cannot build the callback HTTP client; callbacks will fail"))
             .ok();
         let owner = format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple());
+        let unstored = Unstored::default();
         // The lease: the longest tool deadline plus a margin.
         let lease = gateway
             .tools()
@@ -103,6 +123,7 @@ impl JobSystem {
                 policy: RequeuePolicy::standard(),
                 jitter: SplitMix::new(clock::epoch_ms() as u64),
                 quotas: Arc::clone(&quotas),
+                unstored: unstored.clone(),
             }),
             callbacks: Arc::new(Sender {
                 store: store.clone(),
@@ -110,12 +131,23 @@ impl JobSystem {
                 secret: callback_secret,
                 http,
                 telemetry: Arc::clone(&telemetry),
+                unstored: unstored.clone(),
             }),
             store,
             gateway,
             telemetry,
             quotas,
+            spool: None,
+            unstored,
         }
+    }
+
+    /// Keeps submissions the store does not take in the SQLite file at `path` (see
+    /// [`Spool`]), answering for them as `replica`. Only a PostgreSQL store needs it: a SQLite
+    /// store is a local file already.
+    pub fn spool_in(mut self, path: std::path::PathBuf, replica: String) -> Self {
+        self.spool = Some(Spool::new(path, replica, Arc::clone(&self.telemetry)));
+        self
     }
 
     /// The providers' allowances for background jobs.
@@ -130,10 +162,71 @@ impl JobSystem {
 
     /// Validates and stores a background call of `job.client`. With an idempotency key that
     /// client already used for the tool, answers the existing job (`false`) instead of a new one.
+    /// With a spool, a store that does not answer within a second leaves the job in the spool.
     pub async fn submit(&self, job: NewJob) -> Result<(Job, bool), SubmitError> {
-        let res = submit::submit(&self.store, &self.gateway, &self.callback_rules, job).await?;
+        submit::check(&self.gateway, &self.callback_rules, &job).await?;
+        let (job, created) = match &self.spool {
+            None => self.store.enqueue(job, clock::epoch_ms()).await,
+            Some(spool) => spool
+                .submit(&self.store, job)
+                .await
+                .map(|(job, created, kept)| {
+                    if kept == Kept::Spool {
+                        tracing::debug!(job = %job.id, "job spooled");
+                    }
+                    (job, created)
+                }),
+        }
+        .map_err(SubmitError::Store)?;
         self.wake.notify_one();
-        Ok(res)
+        Ok((job, created))
+    }
+
+    /// Job `id`: from the spool while it waits there, else from the store (a store that does
+    /// not answer fails after a second when there is a spool).
+    pub async fn find(&self, id: &str) -> Result<Option<Found>, StoreError> {
+        let Some(spool) = &self.spool else {
+            let job = self.store.get(id).await?;
+            return Ok(job.map(|job| Found {
+                job,
+                spooled_on: None,
+            }));
+        };
+        if let Some(job) = spool.get(id).await? {
+            return Ok(Some(Found {
+                job,
+                spooled_on: Some(spool.replica().to_string()),
+            }));
+        }
+        let job = crate::store::within(STORE_WAIT, self.store.get(id)).await?;
+        Ok(job.map(|job| Found {
+            job,
+            spooled_on: None,
+        }))
+    }
+
+    /// Moves the spool into the store every [`spool::FLUSH_EVERY`] until `shutdown`.
+    async fn flush_spool(self: Arc<Self>, shutdown: CancellationToken) {
+        let Some(spool) = &self.spool else { return };
+        spool.resume().await;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(spool::FLUSH_EVERY) => {},
+            }
+            match spool.flush(&self.store).await {
+                Ok(0) => {}
+                Ok(moved) => {
+                    tracing::debug!(moved, "spooled jobs moved into the job store");
+                    self.wake.notify_one();
+                }
+                // Logged once by the spool when the store goes away; a broken spool file says so.
+                Err(e) if spool.store_away() => tracing::debug!(error = %e, "spool not moved yet"),
+                Err(e) => {
+                    tracing::warn!(error = %e, path = %spool.path().display(), "jobs: cannot move the spool into the job store")
+                }
+            }
+        }
     }
 
     /// Runs the dispatcher, workers and callback sender until `shutdown`; then lets running
@@ -143,6 +236,7 @@ impl JobSystem {
         let workers = Arc::new(Semaphore::new(self.workers as usize));
         let mut tasks = JoinSet::new();
         let callbacks = tokio::spawn(Arc::clone(&self.callbacks).run(shutdown.clone()));
+        let spool = tokio::spawn(Arc::clone(&self).flush_spool(shutdown.clone()));
         self.quotas.prepare().await;
         // Interactive calls count what they send in memory; this spends it from the buckets.
         let flush = {
@@ -186,6 +280,7 @@ impl JobSystem {
         }
         callbacks.abort();
         flush.abort();
+        spool.abort();
         match self
             .store
             .release(&self.dispatcher.owner, clock::epoch_ms())
@@ -204,6 +299,10 @@ impl JobSystem {
         workers: &Arc<Semaphore>,
         tasks: &mut JoinSet<()>,
     ) -> Result<(), StoreError> {
+        // A result of this process waits for the store: it lands first (see `land.rs`).
+        if self.unstored.any() {
+            return Ok(());
+        }
         let now = clock::now();
         let due = self.store.due_tools(clock::epoch_ms()).await?;
         let tools: Vec<ToolState> = self

@@ -92,7 +92,19 @@ impl Db {
     /// `sqlite::memory:` URL.
     pub async fn open_sqlite(url: &str) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| StoreError(format!("bad SQLite URL {url}: {e}")))?
+            .map_err(|e| StoreError(format!("bad SQLite URL {url}: {e}")))?;
+        Db::sqlite_pool(options).await
+    }
+
+    /// Opens (creating when missing) the SQLite file at `path`, whatever characters it holds.
+    pub async fn open_sqlite_file(path: &std::path::Path) -> Result<Self, StoreError> {
+        Db::sqlite_pool(SqliteConnectOptions::new().filename(path))
+            .await
+            .map_err(|e| StoreError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    async fn sqlite_pool(options: SqliteConnectOptions) -> Result<Self, StoreError> {
+        let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .busy_timeout(Duration::from_secs(10));

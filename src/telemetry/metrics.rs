@@ -62,6 +62,7 @@ pub struct Metrics {
     alerts_firing: IntGaugeVec,
     alerts_fired: IntCounterVec,
     queue_depth: IntGaugeVec,
+    jobs_spooled: IntGaugeVec,
     oldest_due_job_age: prometheus::GaugeVec,
     callbacks: IntCounterVec,
     client_limited: IntCounterVec,
@@ -207,6 +208,12 @@ impl Metrics {
                 &r,
                 "faregate_fleet_connected",
                 "1 while the fleet's store answers, 0 while this replica serves on its own breakers (only with a fleet store).",
+                &[],
+            ),
+            jobs_spooled: gauge(
+                &r,
+                "faregate_jobs_spooled",
+                "Background submissions this replica holds in its local spool because the job store did not answer; they move into the store when it answers again (only with a PostgreSQL store).",
                 &[],
             ),
             bulkhead_capacity: gauge(
@@ -465,6 +472,13 @@ impl Metrics {
     pub fn set_queue_depth(&self, tool: &str, state: &str, jobs: u64) {
         self.queue_depth
             .with_label_values(&[tool, state])
+            .set(i64::try_from(jobs).unwrap_or(i64::MAX));
+    }
+
+    /// For the jobs engine: how many submissions wait in this replica's spool for the store.
+    pub fn set_jobs_spooled(&self, jobs: u64) {
+        self.jobs_spooled
+            .with_label_values(&[] as &[&str])
             .set(i64::try_from(jobs).unwrap_or(i64::MAX));
     }
 

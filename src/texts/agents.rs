@@ -63,6 +63,11 @@ pub fn job_exists(tool: &str, job_id: &str, job_status: &str) -> String {
     )
 }
 
+/// The `spooled` field of a job the job store did not take yet.
+pub fn job_spooled(replica: &str) -> String {
+    format!("spooled on replica {replica} until the job store returns; it is queued and runs then")
+}
+
 /// Background mode on a gateway without a job store.
 pub const NO_JOB_STORE: &str =
     "mode \"background\" needs a job store; this gateway runs without one";

@@ -1,7 +1,9 @@
 //! What a fleet store changes by default: `[mcp]` sessions, and the providers' documented
-//! limits read as configured defaults.
+//! limits read as configured defaults; and where a fleet replica spools submissions.
 
-use super::MapFiles;
+use std::path::Path;
+
+use super::{MapFiles, assert_one_error};
 
 #[test]
 fn mcp_is_stateless_by_default_on_a_fleet_store_and_an_operator_may_say_otherwise() {
@@ -61,4 +63,42 @@ fn amadeus_limits_default_to_the_documented_ones_and_duffel_announces_its_own() 
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(set.providers["amadeus"].requests_per_second, Some(2));
+}
+
+#[test]
+fn the_spool_is_a_file_beside_the_default_store_unless_one_is_named() {
+    let config = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.store.spool_path, Path::new("faregate-spool.db"));
+    let named = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "spool_path = \"faregate-spool.db\"",
+            "spool_path = \"/var/lib/faregate/spool.db\"",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        named.store.spool_path,
+        Path::new("/var/lib/faregate/spool.db")
+    );
+}
+
+#[test]
+fn a_spool_path_that_is_a_url_a_directory_or_empty_is_refused_saying_what_to_write() {
+    for (written, says) in [
+        ("sqlite://spool.db", "is a URL"),
+        ("/var/lib/faregate/", "is a directory"),
+        ("", "is empty"),
+    ] {
+        assert_one_error(
+            MapFiles::defaults().edit(
+                "faregate.toml",
+                "spool_path = \"faregate-spool.db\"",
+                &format!("spool_path = \"{written}\""),
+            ),
+            &["spool_path", says, "name a file"],
+        );
+    }
 }

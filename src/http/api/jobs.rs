@@ -4,6 +4,9 @@
 //! A job belongs to the client that submitted it: that client reads it by id and finds it in
 //! its listing, and the admin key sees every client's. Another client's job id answers 404,
 //! exactly as an id that does not exist, so a client cannot even learn that a job exists.
+//!
+//! A job submitted while the job store did not answer waits in the spool of the replica that
+//! accepted it: that replica answers it by id, `queued`, with a `spooled` field saying so.
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -15,7 +18,8 @@ use serde_json::{Value, json};
 use crate::clients::ClientName;
 use crate::http::edge::{ApiError, Caller, PathParam};
 use crate::http::state::AppState;
-use crate::jobs::{Job, JobStatus, JobStore, Jobs, rfc3339};
+use crate::jobs::{Found, Job, JobStatus, JobStore, Jobs, rfc3339};
+use crate::texts::agents as texts;
 
 /// The job as the API shows it.
 pub(crate) fn describe(job: &Job) -> Value {
@@ -73,11 +77,17 @@ pub(crate) async fn one(
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
     let jobs = jobs(&state)?;
-    let found = jobs.store().get(&id).await.map_err(store_error)?;
+    let found = jobs.find(&id).await.map_err(store_error)?;
     let visible = visible_client(&caller);
     match found {
-        Some(job) if visible.as_ref().is_none_or(|client| job.client == *client) => {
-            Ok(Json(describe(&job)))
+        Some(Found { job, spooled_on })
+            if visible.as_ref().is_none_or(|client| job.client == *client) =>
+        {
+            let mut described = describe(&job);
+            if let Some(replica) = spooled_on {
+                described["spooled"] = Value::String(texts::job_spooled(&replica));
+            }
+            Ok(Json(described))
         }
         // Another client's job reads as no job at all: the same answer, the same text.
         _ => Err(ApiError::not_found(format!("no job {id}"))),

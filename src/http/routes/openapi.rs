@@ -222,6 +222,7 @@ fn schemas() -> Map<String, Value> {
                 "call_id": nullable_string.clone(), "idempotency_key": nullable_string.clone(),
                 "result": {"description": "The final envelope (succeeded; dead when one exists), else null."},
                 "last_error": nullable_string.clone(),
+                "spooled": {"type": "string", "description": "Present while the job waits in the spool of the replica that accepted it, because the job store did not answer; it moves into the store (keeping its id) when the store returns."},
                 "callback": {"type": ["object", "null"], "properties": {
                     "url": {"type": "string"}, "state": {"type": "string", "enum": ["pending", "sent", "failed"]},
                     "attempts": {"type": "integer"}}}}},

@@ -17,6 +17,7 @@ use reqwest::Url;
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
+use super::land::{self, Unstored};
 use super::store::{Job, JobStore, Store};
 use crate::call::{CallInfo, Envelope};
 use crate::clock;
@@ -104,6 +105,8 @@ pub(super) struct Sender {
     /// callbacks fail (and are retried) rather than go out without the SSRF guard.
     pub(super) http: Option<reqwest::Client>,
     pub(super) telemetry: Arc<Telemetry>,
+    /// Records waiting for the store.
+    pub(super) unstored: Unstored,
 }
 
 impl Sender {
@@ -148,9 +151,11 @@ impl Sender {
         }
         let now = clock::epoch_ms();
         let next = retry_in.map(|wait| clock::ms_after(now, wait));
-        if let Err(e) = self.store.callback_result(&job.id, sent, next, now).await {
-            tracing::warn!(job = %job.id, error = %e, "could not record a callback");
-        }
+        // Unrecorded, a sent callback would be sent again when its lease ends.
+        land::until_stored(&self.unstored, "callback record", &job.id, || {
+            self.store.callback_result(&job.id, sent, next, now)
+        })
+        .await;
     }
 
     /// POSTs the job's final envelope, signed; true on a 2xx.

@@ -19,3 +19,8 @@ pub use model::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
 };
 pub use sql::Store;
+
+/// How long one statement of a submission, a flush of the spool or a write that must land may
+/// wait on the store: a loaded database answering in 400 ms is slow, not away (the fleet's
+/// statements and the shared pacers use the same bound).
+pub(super) const STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);

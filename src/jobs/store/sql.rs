@@ -82,6 +82,16 @@ const ENQUEUE: &str = "INSERT INTO faregate_jobs (id, tool, arguments, call_id, 
      VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8, $9)
      ON CONFLICT DO NOTHING";
 
+const COUNT: &str = "SELECT COUNT(*) AS n FROM faregate_jobs";
+
+const OLDEST: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM faregate_jobs ORDER BY id LIMIT $1"
+);
+
+const DELETE: &str = "DELETE FROM faregate_jobs WHERE id = $1";
+
 const BY_ID: &str = concat!(
     "SELECT ",
     job_columns!(),
@@ -200,6 +210,103 @@ impl Store {
         })
     }
 
+    /// [`JobStore::enqueue`] under an id chosen by the caller, accepted at `now_ms`: a
+    /// submission keeps its id from a try that may have landed to its spooled copy, and the
+    /// spool moves a job in with the id and time it was answered with. Neither the id nor
+    /// (with a key) the client's idempotency key is ever stored twice: when either is taken,
+    /// the job that holds it is answered, with `false`.
+    pub async fn enqueue_as(
+        &self,
+        id: &str,
+        job: NewJob,
+        now_ms: i64,
+    ) -> Result<(Job, bool), StoreError> {
+        let callback = if job.callback_url.is_some() {
+            CallbackState::Pending
+        } else {
+            CallbackState::None
+        };
+        let arguments = job.arguments.to_string();
+        let inserted = self
+            .db
+            .execute(
+                ENQUEUE,
+                &[
+                    Arg::Text(Some(id)),
+                    Arg::Text(Some(&job.tool)),
+                    Arg::Text(Some(&arguments)),
+                    Arg::Text(job.call_id.as_deref()),
+                    Arg::Text(job.idempotency_key.as_deref()),
+                    Arg::Text(job.callback_url.as_deref()),
+                    Arg::Int(Some(now_ms)),
+                    Arg::Text(Some(callback.as_str())),
+                    Arg::Text(Some(job.client.as_str())),
+                ],
+            )
+            .await?
+            == 1;
+        let mut stored = self
+            .db
+            .fetch(BY_ID, &[Arg::Text(Some(id))], job_from_row)
+            .await?;
+        if !inserted && stored.is_empty() && job.idempotency_key.is_some() {
+            let key = [
+                Arg::Text(Some(&job.tool)),
+                Arg::Text(job.idempotency_key.as_deref()),
+                Arg::Text(Some(job.client.as_str())),
+            ];
+            stored = self
+                .db
+                .fetch(BY_IDEMPOTENCY_KEY, &key, job_from_row)
+                .await?;
+        }
+        let job = stored
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError(format!("job {id} was not stored")))?;
+        Ok((job, inserted))
+    }
+
+    /// Deletes job `id`; whether it was there. Only the spool deletes: a job it moved into the
+    /// shared store leaves the spool.
+    pub(in crate::jobs) async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.db.execute(DELETE, &[Arg::Text(Some(id))]).await? == 1)
+    }
+
+    /// The job of `client`'s idempotency `key` for `tool`, if there is one.
+    pub(in crate::jobs) async fn by_key(
+        &self,
+        client: &ClientName,
+        tool: &str,
+        key: &str,
+    ) -> Result<Option<Job>, StoreError> {
+        let args = [
+            Arg::Text(Some(tool)),
+            Arg::Text(Some(key)),
+            Arg::Text(Some(client.as_str())),
+        ];
+        let found = self
+            .db
+            .fetch(BY_IDEMPOTENCY_KEY, &args, job_from_row)
+            .await?;
+        Ok(found.into_iter().next())
+    }
+
+    /// How many jobs the store holds, whatever their state (the spool's depth).
+    pub(in crate::jobs) async fn count(&self) -> Result<u64, StoreError> {
+        let n = self
+            .db
+            .fetch(COUNT, &[], |r| required(r.int("n")?, "n"))
+            .await?;
+        Ok(n.first().map_or(0, |n| u64::try_from(*n).unwrap_or(0)))
+    }
+
+    /// The oldest `limit` jobs, by id (which sorts by creation).
+    pub(in crate::jobs) async fn oldest(&self, limit: u32) -> Result<Vec<Job>, StoreError> {
+        let args = [Arg::Int(Some(i64::from(limit)))];
+        self.db.fetch(OLDEST, &args, job_from_row).await
+    }
+
     /// The claim statement in this store's dialect.
     fn claim_statement(&self) -> sqlx::AssertSqlSafe<String> {
         sqlx::AssertSqlSafe(
@@ -218,49 +325,7 @@ impl JobStore for Store {
 
     async fn enqueue(&self, job: NewJob, now_ms: i64) -> Result<(Job, bool), StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
-        let callback = if job.callback_url.is_some() {
-            CallbackState::Pending
-        } else {
-            CallbackState::None
-        };
-        let arguments = job.arguments.to_string();
-        let inserted = self
-            .db
-            .execute(
-                ENQUEUE,
-                &[
-                    Arg::Text(Some(&id)),
-                    Arg::Text(Some(&job.tool)),
-                    Arg::Text(Some(&arguments)),
-                    Arg::Text(job.call_id.as_deref()),
-                    Arg::Text(job.idempotency_key.as_deref()),
-                    Arg::Text(job.callback_url.as_deref()),
-                    Arg::Int(Some(now_ms)),
-                    Arg::Text(Some(callback.as_str())),
-                    Arg::Text(Some(job.client.as_str())),
-                ],
-            )
-            .await?
-            == 1;
-        let stored = if inserted {
-            self.db
-                .fetch(BY_ID, &[Arg::Text(Some(&id))], job_from_row)
-                .await?
-        } else {
-            let key = [
-                Arg::Text(Some(&job.tool)),
-                Arg::Text(job.idempotency_key.as_deref()),
-                Arg::Text(Some(job.client.as_str())),
-            ];
-            self.db
-                .fetch(BY_IDEMPOTENCY_KEY, &key, job_from_row)
-                .await?
-        };
-        let job = stored
-            .into_iter()
-            .next()
-            .ok_or_else(|| StoreError(format!("job {id} was not stored")))?;
-        Ok((job, inserted))
+        self.enqueue_as(&id, job, now_ms).await
     }
 
     async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {

@@ -4,57 +4,23 @@
 //! PostgreSQL is taken away from one replica only, through a proxy the test cuts: the server
 //! itself is shared with every other test and must keep running.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::Value;
 
 use super::{
-    breaker, drop_schema, fleet_config, postgres_url, replica, schema, search_flights,
-    wait_for_state,
+    breaker, drop_schema, fleet_config, metrics, postgres_url, replica, schema, search_flights,
+    server_of, through, wait_for_state,
 };
 use crate::support::{self, CutProxy, TestGateway, send, wait_until};
 
 const FLIGHTS: &str = "search_flights.duffel";
 
-/// `url` with its host and port replaced by `addr`.
-fn through(url: &str, addr: SocketAddr) -> String {
-    let mut parsed = reqwest::Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
-    parsed
-        .set_host(Some(&addr.ip().to_string()))
-        .unwrap_or_else(|e| panic!("{e}"));
-    parsed
-        .set_port(Some(addr.port()))
-        .unwrap_or_else(|()| panic!("{url} takes no port"));
-    parsed.to_string()
-}
-
-/// The address of the PostgreSQL server `url` names.
-async fn server_of(url: &str) -> SocketAddr {
-    let parsed = reqwest::Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
-    let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
-    let port = parsed.port().unwrap_or(5432);
-    tokio::net::lookup_host((host.as_str(), port))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .next()
-        .unwrap_or_else(|| panic!("{host} has no address"))
-}
-
 async fn ready(gateway: &TestGateway) -> Value {
     send(reqwest::Client::new().get(gateway.url("/readyz")))
         .await
         .2
-}
-
-async fn metrics(gateway: &TestGateway) -> String {
-    let res = reqwest::Client::new()
-        .get(gateway.url("/metrics"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    res.text().await.unwrap_or_default()
 }
 
 async fn wait_connected(gateway: &TestGateway, connected: bool) {

@@ -1,7 +1,8 @@
 //! Fleets: gateways sharing one store. `queue` runs 1,000 jobs on three replicas of one
 //! PostgreSQL queue; `breakers` checks that the replicas act as one gateway's breakers (an open
-//! propagates, half-open probes are leased fleet-wide, forced states survive restarts); and
-//! `degraded` takes PostgreSQL away from one replica and gives it back.
+//! propagates, half-open probes are leased fleet-wide, forced states survive restarts);
+//! `degraded` takes PostgreSQL away from one replica and gives it back; and `spool` does so
+//! while background jobs arrive and run.
 //!
 //! The PostgreSQL tests need `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it each
 //! says so on stderr and checks nothing. Each uses a schema of its own, dropped at the end.
@@ -9,7 +10,9 @@
 mod breakers;
 mod degraded;
 mod queue;
+mod spool;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use faregate::config::Config;
@@ -93,6 +96,40 @@ async fn search_flights(gateway: &TestGateway) -> (u16, Value) {
     let url = gateway.url("/v1/tools/search_flights/call");
     let (status, _, envelope) = send(reqwest::Client::new().post(url).json(&body)).await;
     (status, envelope)
+}
+
+/// `url` with its host and port replaced by `addr`.
+pub(super) fn through(url: &str, addr: SocketAddr) -> String {
+    let mut parsed = reqwest::Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    parsed
+        .set_host(Some(&addr.ip().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    parsed
+        .set_port(Some(addr.port()))
+        .unwrap_or_else(|()| panic!("{url} takes no port"));
+    parsed.to_string()
+}
+
+/// The address of the PostgreSQL server `url` names.
+pub(super) async fn server_of(url: &str) -> SocketAddr {
+    let parsed = reqwest::Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
+    let port = parsed.port().unwrap_or(5432);
+    tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .next()
+        .unwrap_or_else(|| panic!("{host} has no address"))
+}
+
+/// `GET /metrics` on `gateway`, as text.
+pub(super) async fn metrics(gateway: &TestGateway) -> String {
+    let res = reqwest::Client::new()
+        .get(gateway.url("/metrics"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    res.text().await.unwrap_or_default()
 }
 
 /// Drops `schema` and everything in it.

@@ -52,6 +52,8 @@ pub(crate) struct TestGateway {
     pub(crate) addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// Where a gateway on PostgreSQL spools submissions, unless its test named a place.
+    spool_dir: Option<tempfile::TempDir>,
 }
 
 impl TestGateway {
@@ -75,6 +77,7 @@ impl TestGateway {
             addr,
             stop: Some(tx),
             task: Some(task),
+            spool_dir: None,
         }
     }
 
@@ -94,9 +97,10 @@ impl TestGateway {
         env: &dyn Env,
         store: faregate::jobs::Store,
     ) -> Self {
+        let (config, spool_dir) = own_spool(config);
         let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
         faregate::app::attach_jobs(&mut app, store, env);
-        Self::serve(app).await
+        Self::serve(app).await.keeping(spool_dir)
     }
 
     /// Starts the gateway as `faregate serve` does: its breakers' state in `store`'s database
@@ -107,6 +111,7 @@ impl TestGateway {
         env: &dyn Env,
         store: faregate::jobs::Store,
     ) -> Self {
+        let (config, spool_dir) = own_spool(config);
         let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
         let fleet = faregate::fleet::Fleet::open(store.db().clone())
             .await
@@ -115,13 +120,29 @@ impl TestGateway {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         faregate::app::attach_jobs(&mut app, store, env);
-        Self::serve(app).await
+        Self::serve(app).await.keeping(spool_dir)
+    }
+
+    fn keeping(mut self, spool_dir: Option<tempfile::TempDir>) -> Self {
+        self.spool_dir = spool_dir;
+        self
     }
 
     /// `http://addr` + `path`.
     pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
+}
+
+/// `config` with its spool in a directory of its own (removed with the gateway), unless the
+/// test named one: a gateway whose PostgreSQL is slow must not spool into the repository.
+fn own_spool(mut config: Config) -> (Config, Option<tempfile::TempDir>) {
+    if config.store.spool_path != std::path::Path::new(faregate::config::DEFAULT_SPOOL) {
+        return (config, None);
+    }
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    config.store.spool_path = dir.path().join("spool.db");
+    (config, Some(dir))
 }
 
 impl Drop for TestGateway {

@@ -1,5 +1,5 @@
-//! `faregate check` on `[[clients]]`: every mistake reported at once, each saying what to fix,
-//! and never a key.
+//! `faregate check` on `[[clients]]` (and on a fleet's spool file): every mistake reported at
+//! once, each saying what to fix, and never a key.
 
 use std::process::Command;
 
@@ -78,4 +78,41 @@ key_env = "BETA_KEY"
     let (ok, text) = check(dir.path(), &[("ALPHA_KEY", "a-key"), ("BETA_KEY", "b-key")]);
     assert!(ok, "{text}");
     assert!(text.contains("clients: alpha, beta"), "{text}");
+}
+
+#[test]
+fn check_on_a_fleet_store_says_when_the_spool_could_not_be_written() {
+    let dir = config_dir("");
+    let path = dir.path().join("faregate.toml");
+    let shipped = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let with_spool = |spool: &std::path::Path| {
+        shipped
+            .replacen(
+                "url = \"sqlite://faregate.db\"",
+                "url = \"postgres://gw@db.internal/faregate\"",
+                1,
+            )
+            .replacen(
+                "spool_path = \"faregate-spool.db\"",
+                &format!("spool_path = {:?}", spool.display().to_string()),
+                1,
+            )
+    };
+    let missing = dir.path().join("no-such-dir").join("spool.db");
+    std::fs::write(&path, with_spool(&missing)).unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = check(dir.path(), &[]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("[store] spool_path"), "{text}");
+    assert!(text.contains("no-such-dir"), "{text}");
+    assert!(text.contains("create it"), "{text}");
+
+    std::fs::write(&path, with_spool(dir.path())).unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = check(dir.path(), &[]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("is a directory; name a file in it"), "{text}");
+
+    std::fs::write(&path, with_spool(&dir.path().join("spool.db")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = check(dir.path(), &[]);
+    assert!(ok, "{text}");
 }
