@@ -6,58 +6,110 @@
 //! so every protocol and the job system share them. What a model reads comes from
 //! `texts::call`; what the ledger keeps is ids and amounts only.
 
+use futures::future::BoxFuture;
 use serde_json::json;
 
 use super::envelope::{CallInfo, Data, Envelope};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
 use super::served::ServedTool;
-use crate::ledger::{Begin, Entry, Ledger, NewEntry, Outcome, State};
+use crate::ledger::{Begin, Entry, Hold, Ledger, NewEntry, Outcome, State};
 use crate::store::StoreError;
 use crate::texts::call as texts;
 use crate::tools::ToolOutput;
-use crate::tools::spend::{Amount, Budget, SpendLimit};
+use crate::tools::spend::{Amount, Budget, Reservation, Reserve, SpendLimit};
 
 /// One UTC day, in milliseconds.
 const DAY_MS: i64 = 86_400_000;
 
-/// What `budget` leaves for `client` today (UTC), counted from its confirmed bookings in the
-/// ledger; `Err` with the text to answer when nothing is left. Bookings confirmed in another
-/// currency (made before the budget was set) are not counted: they could not be compared.
-/// Two bookings of one client racing may each see the same remainder; the budget bounds what
-/// one booking may cost, and the next booking sees both.
+/// What `budget` leaves for `write`'s client today (UTC), and the hold that reserves a price
+/// from it once the adapter knows one; `Err` with the text to answer when nothing is left.
+/// Counted from what the client's other bookings hold in the budget's currency (pending,
+/// booked, unknown); bookings in another currency (made before the budget was set) could not
+/// be compared and are not counted. Two bookings racing may both see the same remainder here:
+/// the hold, one step in the ledger per client, decides which fits.
 pub(super) async fn spend_limit(
     ledger: &Ledger,
-    client: &str,
+    write: &Write,
     budget: &Budget,
 ) -> Result<Result<SpendLimit, String>, StoreError> {
     let now = crate::clock::epoch_ms();
     let day_start = now - now.rem_euclid(DAY_MS);
-    let entries = ledger
-        .booked_between(client, day_start, day_start + DAY_MS)
+    let window = (day_start, day_start + DAY_MS);
+    let held = ledger
+        .held(&write.client, &budget.currency, window, &write.key)
         .await?;
-    let mut spent = Amount::default();
-    for entry in entries {
-        if entry.currency.as_deref() != Some(budget.currency.as_str()) {
-            continue;
-        }
-        let amount = entry.amount.as_deref().and_then(Amount::parse);
-        spent = amount
-            .and_then(|a| spent.checked_add(a))
-            .unwrap_or(budget.per_day);
-    }
-    let remaining = budget.per_day.saturating_sub(spent);
+    let remaining = budget.per_day.saturating_sub(Amount::from_units(held));
     if remaining == Amount::default() {
         return Ok(Err(crate::texts::budget::budget_spent(
             &budget.per_day.to_string(),
             &budget.currency,
         )));
     }
+    let hold = BudgetHold {
+        ledger: ledger.clone(),
+        write: write.clone(),
+        budget: budget.clone(),
+        window,
+    };
     Ok(Ok(SpendLimit {
         remaining,
         currency: budget.currency.clone(),
         budget: budget.per_day,
+        reserve: Reservation(std::sync::Arc::new(hold)),
     }))
+}
+
+/// Reserves a booking's price on its ledger entry, within its client's daily budget.
+#[derive(Debug)]
+struct BudgetHold {
+    ledger: Ledger,
+    write: Write,
+    budget: Budget,
+    /// The UTC day the booking counts on.
+    window: (i64, i64),
+}
+
+impl Reserve for BudgetHold {
+    fn reserve(&self, amount: Amount) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            let (write, budget) = (&self.write, &self.budget);
+            let text = amount.to_string();
+            let hold = Hold {
+                amount: &text,
+                units: amount.units(),
+                currency: &budget.currency,
+                budget_units: budget.per_day.units(),
+                window: self.window,
+            };
+            let now = crate::clock::epoch_ms();
+            match self
+                .ledger
+                .reserve(&write.client, &write.key, &hold, now)
+                .await
+            {
+                Ok(true) => Ok(()),
+                Ok(false) => {
+                    let held = self
+                        .ledger
+                        .held(&write.client, &budget.currency, self.window, &write.key)
+                        .await
+                        .unwrap_or(budget.per_day.units());
+                    let remaining = budget.per_day.saturating_sub(Amount::from_units(held));
+                    Err(crate::texts::budget::over_budget(
+                        &text,
+                        &budget.currency,
+                        &remaining.to_string(),
+                        &budget.per_day.to_string(),
+                    ))
+                }
+                Err(e) => {
+                    tracing::warn!(tool = write.tool, error = %e, "booking refused: its budget hold could not be written");
+                    Err(texts::ledger_unwritable(write.tool))
+                }
+            }
+        })
+    }
 }
 
 /// How many unresolved bookings one reconciliation round looks up.

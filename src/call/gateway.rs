@@ -365,7 +365,7 @@ impl Gateway {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&write.client)
             .cloned()?;
-        let (refusal, reason) = match booking::spend_limit(ledger, &write.client, &budget).await {
+        let (refusal, reason) = match booking::spend_limit(ledger, write, &budget).await {
             Ok(Ok(limit)) => {
                 request.limit_spend(limit);
                 return None;

@@ -5,7 +5,8 @@
 //! key (Duffel documents none), and an answer lost on the way back leaves nobody knowing what
 //! happened. The ledger is what the gateway itself remembers: which client booked under which
 //! key, with which arguments (as a digest), and what came of it. It stands over `store/` (the
-//! shared database, with its own named migration) and knows nothing of tools or providers.
+//! shared database, with its own named migrations) and knows nothing of tools or providers
+//! (it reads amounts with `tools::spend::Amount`, the one exact money type).
 //!
 //! - `entry.rs`: [`Entry`], its [`State`] (pending → booked | failed | unknown), and the digest
 //!   of a booking's arguments.
@@ -22,6 +23,10 @@
 //! - **A pending entry settles.** An entry still `pending` after the settle time belongs to a
 //!   call that ended without writing its outcome (a crash, a killed replica): it is read as
 //!   `unknown`, and reconciliation asks the provider.
+//! - **A budget is held in one step.** A booking's price, once its provider quoted it, is
+//!   reserved on its entry only if the client's pending, booked and unknown bookings of the day
+//!   leave room ([`Ledger::reserve`], serialized per client), so concurrent bookings can never
+//!   together exceed the budget; a failed entry holds nothing.
 //! - **Entries are kept forever**: they are the record of what was spent.
 
 mod entry;
@@ -31,4 +36,4 @@ mod sql;
 mod tests;
 
 pub use entry::{Begin, Entry, NewEntry, Outcome, State, arguments_digest};
-pub use sql::Ledger;
+pub use sql::{Hold, Ledger};

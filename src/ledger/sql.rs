@@ -12,10 +12,16 @@ use super::entry::{Begin, Entry, NewEntry, Outcome, State};
 use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
 
 /// The ledger's schema changes, oldest first (see `store::Migration`).
-const MIGRATIONS: &[Migration] = &[Migration {
-    name: "ledger_1_bookings",
-    statements: BOOKINGS,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "ledger_1_bookings",
+        statements: BOOKINGS,
+    },
+    Migration {
+        name: "ledger_2_reservations",
+        statements: RESERVATIONS,
+    },
+];
 
 const BOOKINGS: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS faregate_bookings (
@@ -41,6 +47,18 @@ const BOOKINGS: &[&str] = &[
         ON faregate_bookings (client, booked_at)",
 ];
 
+/// What a booking holds of its client's daily budget: the amount in ten-thousandths (summed
+/// exactly in SQL) and when it was reserved (which day it counts on until it is booked).
+const RESERVATIONS: &[&str] = &[
+    "ALTER TABLE faregate_bookings ADD COLUMN amount_units BIGINT",
+    "ALTER TABLE faregate_bookings ADD COLUMN reserved_at BIGINT",
+];
+
+/// Every column, by name: a connection that read the schema before `ledger_2_reservations`
+/// would read `*` with the old column count.
+const COLUMNS: &str = "client, idempotency_key, tool, digest, state, provider, order_id,
+     booking_reference, amount, currency, reason, created_at, updated_at";
+
 const INSERT: &str = "INSERT INTO faregate_bookings
         (client, idempotency_key, tool, digest, state, created_at, updated_at)
      VALUES ($1, $2, $3, $4, 'pending', $5, $5)
@@ -48,31 +66,77 @@ const INSERT: &str = "INSERT INTO faregate_bookings
 
 /// A `failed` entry tried again with the same arguments becomes `pending` again.
 const RETRY: &str = "UPDATE faregate_bookings
-     SET state = 'pending', provider = NULL, reason = NULL, updated_at = $4
+     SET state = 'pending', provider = NULL, reason = NULL, amount = NULL, currency = NULL,
+         amount_units = NULL, reserved_at = NULL, updated_at = $4
      WHERE client = $1 AND idempotency_key = $2 AND digest = $3 AND state = 'failed'";
 
-const ONE: &str = "SELECT * FROM faregate_bookings WHERE client = $1 AND idempotency_key = $2";
+const ONE: &str = "WHERE client = $1 AND idempotency_key = $2";
 
-/// `$3` state, `$4`–`$9` the outcome's fields, `$10` now. Only an entry without a final
-/// outcome changes: a booking's end never overwrites another's.
+/// `$3` state, `$4`–`$9` the outcome's fields, `$10` now, `$11` the booked amount in
+/// ten-thousandths. Only an entry without a final outcome changes: a booking's end never
+/// overwrites another's. An unknown outcome keeps what was reserved (it may have been spent);
+/// nothing booked frees it.
 const FINISH: &str = "UPDATE faregate_bookings
      SET state = CAST($3 AS TEXT), provider = COALESCE($4, provider), order_id = $5,
-         booking_reference = $6, amount = $7, currency = $8, reason = $9, updated_at = $10,
+         booking_reference = $6,
+         amount = CASE WHEN CAST($3 AS TEXT) = 'failed' THEN NULL ELSE COALESCE($7, amount) END,
+         currency = CASE WHEN CAST($3 AS TEXT) = 'failed' THEN NULL
+                         ELSE COALESCE($8, currency) END,
+         amount_units = CASE WHEN CAST($3 AS TEXT) = 'failed' THEN NULL
+                             ELSE COALESCE($11, amount_units) END,
+         reason = $9, updated_at = $10,
          booked_at = CASE WHEN CAST($3 AS TEXT) = 'booked' THEN $10 END
      WHERE client = $1 AND idempotency_key = $2 AND state IN ('pending', 'unknown')";
 
+/// What a client's bookings hold of its budget in one currency and one window: pending,
+/// booked and unknown ones (a failed one holds nothing), counted on the day they were booked,
+/// or reserved while not yet booked. `$1` client, `$2` currency, `$3`–`$4` the window, `$5` a
+/// key left out (the booking asking).
+const HELD: &str = "SELECT CAST(COALESCE(SUM(amount_units), 0) AS BIGINT) AS held
+     FROM faregate_bookings
+     WHERE client = $1 AND currency = $2 AND idempotency_key <> $5
+       AND state IN ('pending', 'booked', 'unknown')
+       AND COALESCE(booked_at, reserved_at) >= $3 AND COALESCE(booked_at, reserved_at) < $4";
+
+/// Reserves `$5` ten-thousandths (`$3` as written, currency `$4`) of the budget `$9` for the
+/// pending booking `$1`/`$2`, only if what the client's other bookings hold in the window
+/// `$6`–`$7` leaves room; `$8` now. Run serialized per client (`Db::execute_serialized`), so
+/// two bookings of one client never both take the last of the budget.
+const RESERVE: &str = "UPDATE faregate_bookings
+     SET amount = $3, currency = $4, amount_units = $5, reserved_at = $8, updated_at = $8
+     WHERE client = $1 AND idempotency_key = $2 AND state = 'pending'
+       AND $5 + (SELECT CAST(COALESCE(SUM(o.amount_units), 0) AS BIGINT)
+                 FROM faregate_bookings o
+                 WHERE o.client = $1 AND o.currency = $4 AND o.idempotency_key <> $2
+                   AND o.state IN ('pending', 'booked', 'unknown')
+                   AND COALESCE(o.booked_at, o.reserved_at) >= $6
+                   AND COALESCE(o.booked_at, o.reserved_at) < $7) <= $9";
+
 /// `$1` the settle cutoff, `$2` limit: unknown entries, and pending ones nobody finished.
-const UNRESOLVED: &str = "SELECT * FROM faregate_bookings
-     WHERE state = 'unknown' OR (state = 'pending' AND updated_at <= $1)
+const UNRESOLVED: &str = "WHERE state = 'unknown' OR (state = 'pending' AND updated_at <= $1)
      ORDER BY updated_at LIMIT $2";
 
-const LIST: &str = "SELECT * FROM faregate_bookings
-     WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
+const LIST: &str = "WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
      ORDER BY created_at DESC, idempotency_key LIMIT $2";
 
 /// `$1` client, `$2`–`$3` the window of confirmation times.
-const BOOKED_BETWEEN: &str = "SELECT * FROM faregate_bookings
-     WHERE client = $1 AND state = 'booked' AND booked_at >= $2 AND booked_at < $3";
+const BOOKED_BETWEEN: &str =
+    "WHERE client = $1 AND state = 'booked' AND booked_at >= $2 AND booked_at < $3";
+
+/// What one booking asks to hold of its client's daily budget ([`Ledger::reserve`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Hold<'a> {
+    /// The price as the provider wrote it.
+    pub amount: &'a str,
+    /// The price in ten-thousandths of the currency.
+    pub units: i64,
+    /// Its ISO 4217 currency (the budget's).
+    pub currency: &'a str,
+    /// The whole daily budget, in ten-thousandths.
+    pub budget_units: i64,
+    /// The day it counts on, `[from_ms, until_ms)`.
+    pub window: (i64, i64),
+}
 
 /// The ledger in the shared database. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -162,7 +226,7 @@ impl Ledger {
         let db = self.ready().await?;
         let rows = db
             .fetch(
-                ONE,
+                select(ONE),
                 &[Arg::Text(Some(client)), Arg::Text(Some(key))],
                 entry_from_row,
             )
@@ -229,6 +293,65 @@ impl Ledger {
                     Arg::Text(currency),
                     Arg::Text(reason),
                     Arg::Int(Some(now_ms)),
+                    Arg::Int(amount.and_then(units)),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// What `client`'s bookings other than `except_key` hold in `currency` for the window
+    /// `[from_ms, until_ms)`, in ten-thousandths: pending, booked and unknown ones.
+    pub async fn held(
+        &self,
+        client: &str,
+        currency: &str,
+        (from_ms, until_ms): (i64, i64),
+        except_key: &str,
+    ) -> Result<i64, StoreError> {
+        let db = self.ready().await?;
+        let rows = db
+            .fetch(
+                HELD,
+                &[
+                    Arg::Text(Some(client)),
+                    Arg::Text(Some(currency)),
+                    Arg::Int(Some(from_ms)),
+                    Arg::Int(Some(until_ms)),
+                    Arg::Text(Some(except_key)),
+                ],
+                |r| Ok(r.int("held")?.unwrap_or(0)),
+            )
+            .await?;
+        Ok(rows.into_iter().next().unwrap_or(0))
+    }
+
+    /// Reserves `hold` of `client`'s budget for the pending booking under `key`, in one step
+    /// with every other reservation of the client: true when what its other bookings hold in
+    /// the window, plus this, stays within `hold.budget_units`; false (nothing written) when
+    /// it does not fit, or the entry is no longer pending.
+    pub async fn reserve(
+        &self,
+        client: &str,
+        key: &str,
+        hold: &Hold<'_>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute_serialized(
+                budget_lock(client),
+                RESERVE,
+                &[
+                    Arg::Text(Some(client)),
+                    Arg::Text(Some(key)),
+                    Arg::Text(Some(hold.amount)),
+                    Arg::Text(Some(hold.currency)),
+                    Arg::Int(Some(hold.units)),
+                    Arg::Int(Some(hold.window.0)),
+                    Arg::Int(Some(hold.window.1)),
+                    Arg::Int(Some(now_ms)),
+                    Arg::Int(Some(hold.budget_units)),
                 ],
             )
             .await?;
@@ -242,7 +365,7 @@ impl Ledger {
         let cutoff = now_ms.saturating_sub(millis(self.settle));
         let rows = db
             .fetch(
-                UNRESOLVED,
+                select(UNRESOLVED),
                 &[Arg::Int(Some(cutoff)), Arg::Int(Some(i64::from(limit)))],
                 entry_from_row,
             )
@@ -260,7 +383,7 @@ impl Ledger {
         let db = self.ready().await?;
         let rows = db
             .fetch(
-                LIST,
+                select(LIST),
                 &[Arg::Text(client), Arg::Int(Some(i64::from(limit)))],
                 entry_from_row,
             )
@@ -277,7 +400,7 @@ impl Ledger {
     ) -> Result<Vec<Entry>, StoreError> {
         let db = self.ready().await?;
         db.fetch(
-            BOOKED_BETWEEN,
+            select(BOOKED_BETWEEN),
             &[
                 Arg::Text(Some(client)),
                 Arg::Int(Some(from_ms)),
@@ -298,6 +421,28 @@ impl Ledger {
         }
         entry
     }
+}
+
+/// A statement over every column, for the condition `clause`.
+fn select(clause: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM faregate_bookings {clause}"))
+}
+
+/// The advisory lock a client's budget reservations are serialized under on PostgreSQL.
+fn budget_lock(client: &str) -> i64 {
+    let hash = crate::fingerprint::fnv1a_64(
+        b"faregate-budget\n"
+            .iter()
+            .chain(client.as_bytes())
+            .copied(),
+    );
+    i64::from_ne_bytes(hash.to_ne_bytes())
+}
+
+/// A booked amount in ten-thousandths, for the budget's sums (`None` if the provider wrote
+/// something that is not a decimal amount: it is then not counted).
+fn units(amount: &str) -> Option<i64> {
+    crate::tools::spend::Amount::parse(amount).map(crate::tools::spend::Amount::units)
 }
 
 fn millis(d: Duration) -> i64 {

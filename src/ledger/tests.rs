@@ -192,3 +192,143 @@ async fn unknown_and_unsettled_entries_are_listed_for_reconciliation() {
         );
     }
 }
+
+/// A hold of `amount` ("100.00" style) in USD against a budget of `budget`, on the day `[T0,
+/// T0 + 1000)`.
+fn hold<'a>(amount: &'a str, budget: i64) -> Hold<'a> {
+    let units = crate::tools::spend::Amount::parse(amount)
+        .map(crate::tools::spend::Amount::units)
+        .unwrap_or_else(|| panic!("{amount}"));
+    Hold {
+        amount,
+        units,
+        currency: "USD",
+        budget_units: budget * 10_000,
+        window: (T0, T0 + 1000),
+    }
+}
+
+#[tokio::test]
+async fn a_budget_is_held_by_pending_booked_and_unknown_entries_and_freed_by_failed_ones() {
+    let (all, _dir) = ledgers("budget holds").await;
+    for ledger in all {
+        for key in ["k1", "k2", "k3", "k4"] {
+            assert_eq!(ledger.begin(&new("a", key, "d"), T0).await, Ok(Begin::Go));
+        }
+        let held = |key: &'static str| {
+            let ledger = ledger.clone();
+            async move {
+                ledger
+                    .held("a", "USD", (T0, T0 + 1000), key)
+                    .await
+                    .unwrap_or(-1)
+            }
+        };
+        // A budget of 1000: 600 fits, another 600 does not, 400 does.
+        assert_eq!(
+            ledger.reserve("a", "k1", &hold("600", 1000), T0 + 1).await,
+            Ok(true)
+        );
+        assert_eq!(
+            ledger.reserve("a", "k2", &hold("600", 1000), T0 + 2).await,
+            Ok(false)
+        );
+        assert_eq!(
+            ledger.reserve("a", "k2", &hold("400", 1000), T0 + 3).await,
+            Ok(true)
+        );
+        assert_eq!(held("none").await, 1000 * 10_000);
+        assert_eq!(
+            held("k1").await,
+            400 * 10_000,
+            "a booking's own hold is left out"
+        );
+        // Another client, currency or day holds nothing of this one.
+        assert_eq!(
+            ledger.held("b", "USD", (T0, T0 + 1000), "none").await,
+            Ok(0)
+        );
+        assert_eq!(
+            ledger.held("a", "EUR", (T0, T0 + 1000), "none").await,
+            Ok(0)
+        );
+        assert_eq!(
+            ledger
+                .held("a", "USD", (T0 + 1000, T0 + 2000), "none")
+                .await,
+            Ok(0)
+        );
+        // Booked keeps holding (at the booked amount), unknown keeps its hold, failed frees.
+        let booked_600 = Outcome::Booked {
+            provider: "duffel".into(),
+            order_id: "ord_1".into(),
+            booking_reference: "ABC123".into(),
+            amount: "600.00".into(),
+            currency: "USD".into(),
+        };
+        assert_eq!(
+            ledger.finish("a", "k1", &booked_600, T0 + 4).await,
+            Ok(true)
+        );
+        let unknown = Outcome::Unknown {
+            provider: "duffel".into(),
+            reason: "timeout".into(),
+        };
+        assert_eq!(ledger.finish("a", "k2", &unknown, T0 + 5).await, Ok(true));
+        assert_eq!(held("none").await, 1000 * 10_000);
+        assert_eq!(
+            ledger.reserve("a", "k3", &hold("0.01", 1000), T0 + 6).await,
+            Ok(false)
+        );
+        let failed = Outcome::Failed {
+            provider: Some("duffel".into()),
+            reason: "reconciled".into(),
+        };
+        assert_eq!(ledger.finish("a", "k2", &failed, T0 + 7).await, Ok(true));
+        assert_eq!(
+            held("none").await,
+            600 * 10_000,
+            "a failed entry holds nothing"
+        );
+        assert_eq!(
+            ledger.reserve("a", "k3", &hold("400", 1000), T0 + 8).await,
+            Ok(true)
+        );
+        // A failed entry tried again holds nothing until it reserves again.
+        assert_eq!(ledger.finish("a", "k3", &failed, T0 + 9).await, Ok(true));
+        assert_eq!(
+            ledger.begin(&new("a", "k3", "d"), T0 + 10).await,
+            Ok(Begin::Go)
+        );
+        assert_eq!(held("none").await, 600 * 10_000);
+    }
+}
+
+#[tokio::test]
+async fn concurrent_holds_never_exceed_the_budget() {
+    let (all, _dir) = ledgers("concurrent holds").await;
+    for ledger in all {
+        let keys: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+        for key in &keys {
+            assert_eq!(ledger.begin(&new("a", key, "d"), T0).await, Ok(Begin::Go));
+        }
+        // Eight bookings of 300 against a budget of 1000, all at once: three fit.
+        let tries = keys.iter().map(|key| {
+            let ledger = ledger.clone();
+            let key = key.clone();
+            tokio::spawn(async move { ledger.reserve("a", &key, &hold("300", 1000), T0 + 1).await })
+        });
+        let mut fitted = 0;
+        for t in futures::future::join_all(tries).await {
+            let reserved = t.unwrap_or_else(|e| panic!("{e}"));
+            if reserved.unwrap_or_else(|e| panic!("{e}")) {
+                fitted += 1;
+            }
+        }
+        assert_eq!(fitted, 3);
+        assert_eq!(
+            ledger.held("a", "USD", (T0, T0 + 1000), "none").await,
+            Ok(900 * 10_000)
+        );
+    }
+}

@@ -12,6 +12,9 @@
 //!   twice.
 //! - **Lists.** The tools a claim skips are bound as a JSON array read with `json_each` on
 //!   SQLite, and as a `text[]` compared with `<> ALL` on PostgreSQL.
+//! - **Serialized steps.** A check and a write that must be one step (a booking's budget
+//!   reservation) run under `BEGIN IMMEDIATE` on SQLite and under a transaction-scoped advisory
+//!   lock on PostgreSQL ([`Db::execute_serialized`]).
 //! - **Migrations.** PostgreSQL replicas take an advisory lock around a migration run; SQLite
 //!   runs it inside `BEGIN IMMEDIATE`, its one-writer lock (see `migrate.rs`).
 
@@ -202,6 +205,42 @@ impl Db {
                 let rows = pg_query(sql, args).fetch_all(&mut *tx).await?;
                 tx.commit().await?;
                 decode_all(&rows, decode)
+            }
+        }
+    }
+}
+
+impl Db {
+    /// Runs a statement that must see every earlier statement run under the same `lock` and
+    /// none that runs after (a check and a write in one step, such as a budget reservation):
+    /// SQLite takes its one-writer lock first (`BEGIN IMMEDIATE`); PostgreSQL takes the
+    /// transaction-scoped advisory lock `lock`, so statements under other locks still run side
+    /// by side. The number of rows it changed.
+    pub async fn execute_serialized(
+        &self,
+        lock: i64,
+        sql: impl SqlSafeStr,
+        args: &[Arg<'_>],
+    ) -> Result<u64, StoreError> {
+        match self {
+            Db::Sqlite(pool) => {
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                let changed = sqlite_query(sql, args)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                tx.commit().await?;
+                Ok(changed)
+            }
+            Db::Postgres { pool, .. } => {
+                let mut tx = pool.begin().await?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(lock)
+                    .execute(&mut *tx)
+                    .await?;
+                let changed = pg_query(sql, args).execute(&mut *tx).await?.rows_affected();
+                tx.commit().await?;
+                Ok(changed)
             }
         }
     }

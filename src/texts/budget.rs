@@ -1,5 +1,6 @@
 //! What a booking refused by the client's daily budget says. The budget is the operator's
-//! limit on what one client may spend per UTC day, counted from confirmed bookings.
+//! limit on what one client may spend per UTC day, counted from the bookings that hold part of
+//! it: booked ones, and those still pending or of unknown outcome.
 
 /// The offer costs more than is left of today's budget.
 pub fn over_budget(amount: &str, currency: &str, remaining: &str, budget: &str) -> String {

@@ -1,7 +1,14 @@
 //! Money a booking may spend: amounts as the providers write them (decimal strings) read into
 //! exact integers, and the limit a client's daily budget leaves for one booking.
+//!
+//! The adapter learns a booking's price only when it reads the offer (or quotes the rate), so
+//! the budget is held there, through [`Reserve`]: the call path implements it over the ledger,
+//! where the check and the hold are one step for all of a client's bookings at once.
 
 use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 
 /// How many units of an amount make one unit of currency: amounts are kept in ten-thousandths,
 /// exact for every ISO 4217 currency (none has more than four decimals).
@@ -23,6 +30,16 @@ impl Amount {
         let padded = format!("{fraction:0<4}");
         let fraction: i64 = padded.parse().ok()?;
         whole.checked_mul(SCALE)?.checked_add(fraction).map(Amount)
+    }
+
+    /// The amount in ten-thousandths of the currency unit.
+    pub fn units(self) -> i64 {
+        self.0
+    }
+
+    /// The amount of `units` ten-thousandths (a negative count is zero).
+    pub fn from_units(units: i64) -> Amount {
+        Amount(units.max(0))
     }
 
     /// The sum, or `None` past what an `i64` holds.
@@ -60,16 +77,40 @@ pub struct Budget {
 
 /// What a client's daily budget leaves for one booking, handed to the provider adapter, which
 /// learns the price only when it reads the offer: an order that costs more, or is priced in
-/// another currency, is refused before the order request.
+/// another currency, is refused before the order request, and one that fits is held with
+/// [`SpendLimit::reserve`] before it is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpendLimit {
-    /// What is left of today's budget.
+    /// What was left of today's budget when the booking began (other bookings may hold more
+    /// of it by the time the price is known: the reservation decides).
     pub remaining: Amount,
     /// The budget's ISO 4217 currency.
     pub currency: String,
     /// The whole daily budget, for the refusal's text.
     pub budget: Amount,
+    /// Holds the price in the ledger, atomically with the client's other bookings.
+    pub reserve: Reservation,
 }
+
+/// Holds part of a client's daily budget for one booking.
+pub trait Reserve: Send + Sync + fmt::Debug {
+    /// Holds `amount` (the budget's currency) for this booking, in one step with every other
+    /// booking of the client. `Err` is the whole text to answer: the budget has no room left
+    /// for it, or the hold could not be written; either way nothing may be sent.
+    fn reserve(&self, amount: Amount) -> BoxFuture<'_, Result<(), String>>;
+}
+
+/// A shared [`Reserve`]; two are equal when they are the same one.
+#[derive(Debug, Clone)]
+pub struct Reservation(pub Arc<dyn Reserve>);
+
+impl PartialEq for Reservation {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Reservation {}
 
 #[cfg(test)]
 mod tests {

@@ -226,7 +226,7 @@ impl DuffelClient {
             .await
             .map_err(UpstreamError::before_write)?;
         if let Some(limit) = &terms.spend_limit {
-            within_budget(&offer.total_amount, &offer.total_currency, limit)?;
+            within_budget(&offer.total_amount, &offer.total_currency, limit).await?;
         }
         self.order(a, &terms.idempotency_key, offer).await
     }
@@ -459,8 +459,14 @@ fn title(t: book_flight::Title) -> &'static str {
 }
 
 /// Refuses, before the order request, an offer that the client's daily budget cannot pay: in
-/// another currency than the budget's, or costing more than is left of it today.
-fn within_budget(amount: &str, currency: &str, limit: &SpendLimit) -> Result<(), UpstreamError> {
+/// another currency than the budget's, or costing more than is left of it today; and holds the
+/// price of one that fits, in one step with the client's other bookings (so two bookings
+/// racing cannot both take the last of the budget).
+async fn within_budget(
+    amount: &str,
+    currency: &str,
+    limit: &SpendLimit,
+) -> Result<(), UpstreamError> {
     if currency != limit.currency {
         return Err(UpstreamError::refused_by_gateway(
             budget_texts::other_currency(
@@ -472,7 +478,12 @@ fn within_budget(amount: &str, currency: &str, limit: &SpendLimit) -> Result<(),
         ));
     }
     match Amount::parse(amount) {
-        Some(cost) if cost <= limit.remaining => Ok(()),
+        Some(cost) if cost <= limit.remaining => limit
+            .reserve
+            .0
+            .reserve(cost)
+            .await
+            .map_err(UpstreamError::refused_by_gateway),
         Some(_) => Err(UpstreamError::refused_by_gateway(
             budget_texts::over_budget(
                 amount,

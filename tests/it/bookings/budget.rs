@@ -1,5 +1,6 @@
 //! A client's daily booking budget: a booking it cannot pay is refused before the order
-//! request, and a spent budget refuses before any provider request.
+//! request, a spent budget refuses before any provider request, and
+//! bookings racing each other reach the provider only as far as the budget goes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,22 +37,41 @@ async fn call(gateway: &TestGateway, tool: &str, body: &Value) -> Value {
 
 /// Two offers of one search: (id, total, currency) each.
 async fn two_offers(gateway: &TestGateway) -> [(String, String, String); 2] {
+    let mut offers = offers(gateway).await;
+    assert!(offers.len() >= 2, "{offers:?}");
+    offers.truncate(2);
+    let second = offers.pop().unwrap_or_default();
+    let first = offers.pop().unwrap_or_default();
+    [first, second]
+}
+
+/// The offers of one search: (id, total, currency) each.
+async fn offers(gateway: &TestGateway) -> Vec<(String, String, String)> {
     let found = call(
         gateway,
         "search_flights",
         &json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(21)}}),
     )
     .await;
-    let offer = |i: usize| {
-        let o = &found["data"]["offers"][i];
-        let text = |k: &str| o[k].as_str().unwrap_or_default().to_string();
-        (
-            text("offer_id"),
-            text("total_amount"),
-            text("total_currency"),
-        )
-    };
-    [offer(0), offer(1)]
+    let listed = found["data"]["offers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    listed
+        .iter()
+        .map(|o| {
+            let text = |k: &str| o[k].as_str().unwrap_or_default().to_string();
+            (
+                text("offer_id"),
+                text("total_amount"),
+                text("total_currency"),
+            )
+        })
+        .collect()
+}
+
+fn amount(text: &str) -> Amount {
+    Amount::parse(text).unwrap_or_else(|| panic!("{text}"))
 }
 
 fn budget(amount: &str, currency: &str) -> Option<Budget> {
@@ -121,4 +141,61 @@ async fn a_spent_budget_refuses_before_any_provider_request() {
         .unwrap_or_default();
     assert_eq!(refused["state"], "failed", "{listed:#}");
     assert_eq!(refused["reason"], "over_budget");
+}
+
+#[tokio::test]
+async fn concurrent_bookings_reach_the_provider_only_as_far_as_the_budget_goes() {
+    let (sim, gateway, core, _dir) = start(54).await;
+    let mut offers = offers(&gateway).await;
+    offers.truncate(6);
+    assert!(offers.len() >= 3, "{offers:?}");
+    // The two dearest together: every offer fits alone, and all of them together do not.
+    let mut totals: Vec<Amount> = offers.iter().map(|(_, t, _)| amount(t)).collect();
+    totals.sort();
+    let per_day = totals
+        .iter()
+        .rev()
+        .take(2)
+        .fold(Amount::default(), |sum, t| {
+            sum.checked_add(*t).unwrap_or_else(|| panic!("{totals:?}"))
+        });
+    let currency = offers[0].2.clone();
+    core.set_budget(
+        &ClientName::local(),
+        budget(&per_day.to_string(), &currency),
+    );
+    let calls = offers.iter().enumerate().map(|(i, (offer, _, _))| {
+        let body = booking(offer, &format!("budget-race-{i}"));
+        let gateway = &gateway;
+        async move { call(gateway, "book_flight", &body).await }
+    });
+    let answers = futures::future::join_all(calls).await;
+    let mut spent = Amount::default();
+    let mut booked = 0u64;
+    for env in &answers {
+        match env["status"].as_str() {
+            Some("ok") => {
+                booked += 1;
+                let charged = amount(env["data"]["total_amount"].as_str().unwrap_or_default());
+                spent = spent
+                    .checked_add(charged)
+                    .unwrap_or_else(|| panic!("{answers:?}"));
+            }
+            Some("rejected") => {
+                let text = env["content"].as_str().unwrap_or_default();
+                assert!(text.starts_with("Not booked"), "{text}");
+            }
+            _ => panic!("neither booked nor refused: {env:#}"),
+        }
+    }
+    assert!(booked >= 1, "{answers:#?}");
+    assert!(
+        spent <= per_day,
+        "booked {spent} of a budget of {per_day}: {answers:#?}"
+    );
+    assert_eq!(
+        requests(&sim.sim, RouteGroup::DuffelAirOrders),
+        booked,
+        "only the bookings that fit reached the provider"
+    );
 }
