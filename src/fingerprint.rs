@@ -15,10 +15,33 @@ use serde_json::Value;
 /// `value` as compact JSON with the keys of every object sorted: equal values (as JSON means
 /// equal, whatever the key order) give equal text.
 pub fn canonical_json(value: &Value) -> String {
+    // serde_json's own map is sorted unless `preserve_order` is on somewhere in the build, so
+    // the usual value is already canonical: one walk without allocating proves it, and then
+    // serde_json writes it in one go (the stale-result key is computed on every read call,
+    // fast-fail included).
+    if keys_sorted(value) {
+        return serde_json::to_string(value).unwrap_or_default();
+    }
     let mut out = Vec::new();
     write_canonical(value, &mut out);
     // serde_json writes UTF-8 only; the empty fallback keeps a bug from becoming a panic.
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// Whether every object in `value` lists its keys in sorted order.
+fn keys_sorted(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let mut previous: Option<&String> = None;
+            map.iter().all(|(key, item)| {
+                let in_order = previous.is_none_or(|p| p < key);
+                previous = Some(key);
+                in_order && keys_sorted(item)
+            })
+        }
+        Value::Array(items) => items.iter().all(keys_sorted),
+        _ => true,
+    }
 }
 
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
@@ -97,6 +120,17 @@ mod tests {
         // exactly its own compact text, so cache keys did not change with this module.
         let v = json!({"origin": "JFK", "passengers": [{"type": "adult"}], "max": 10});
         assert_eq!(canonical_json(&v), v.to_string());
+    }
+
+    #[test]
+    fn the_sorting_writer_writes_what_the_fast_path_writes() {
+        // The sorting writer runs only when some object is out of order (`preserve_order` in
+        // the build); it must give the same text the fast path gives for an ordered value.
+        let v = json!({"b": [1, {"y": 2, "x": "é\"q\n"}], "a": null, "c": 1.5, "d": {}});
+        assert!(keys_sorted(&v));
+        let mut out = Vec::new();
+        write_canonical(&v, &mut out);
+        assert_eq!(String::from_utf8(out).ok(), Some(canonical_json(&v)));
     }
 
     #[test]

@@ -43,20 +43,23 @@ use routes::{Guard, Handler, ROUTES};
 /// The whole HTTP API, built from the route table (`routes/table.rs`).
 ///
 /// Layer order (axum's `Router::layer` wraps outward, so the last added runs first):
-/// 1. every refusal as JSON (axum's own 405, rmcp's plain-text refusals), around the whole
-///    router so it sees the final answer, headers included;
-/// 2. the request span (`trace`), on each route so it knows the matched path; every answer
+/// 1. the request span (`trace`), on each route so it knows the matched path; every answer
 ///    below is traced (the status it records is final: the step above keeps it);
-/// 3. a `Content-Length` over the body limit is refused at once with 413, before anything
+/// 2. a `Content-Length` over the body limit is refused at once with 413, before anything
 ///    waits for the body; then the request timeout, so a stuck handler still answers a JSON
 ///    503 (one layer, `edge::bound_request`);
-/// 4. client-key authentication (routes guarded `Client` and `Call`; the probes are open and
+/// 3. client-key authentication (routes guarded `Client` and `Call`; the probes are open and
 ///    the operations routes authorize per route), before anything reads the body, so an
 ///    unauthenticated client cannot make the gateway read a large body;
-/// 5. on the tool-call routes only (guarded `Call`: native, OpenAI, Anthropic, `/mcp`): the
+/// 4. on the tool-call routes only (guarded `Call`: native, OpenAI, Anthropic, `/mcp`): the
 ///    per-client rate and in-flight limits, after authentication (they count per key) and
 ///    before the body;
-/// 6. the body limit, applied as the handler reads the body.
+/// 5. the body limit, applied as the handler reads the body.
+///
+/// Every refusal is JSON: a wrong method gets the table's JSON 405 (each route's method
+/// fallback, inside the route's layers, with the `Allow` header the table derives), and `/mcp`
+/// turns rmcp's plain-text refusals into the same shape on its own route, so the calls that are
+/// not refused pay for no wrapper.
 ///
 /// `/mcp` sits behind the same checks; rmcp then checks `Host` and `Origin` (`[mcp]` in
 /// `faregate.toml`) and enforces the same body limit itself. `shutdown` ends MCP sessions and
@@ -87,7 +90,10 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
                 .filter_map(|op| op.handler.method_router(op.verb))
                 .reduce(MethodRouter::merge);
             match methods {
-                Some(methods) => routed.route(route.path, methods),
+                Some(methods) => routed.route(
+                    route.path,
+                    methods.fallback(edge::method_not_allowed(route.allow())),
+                ),
                 None => routed,
             }
         };
@@ -103,8 +109,7 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
             state.keys.clone(),
             edge::require_client,
         ));
-    let routed = open
-        .merge(keyed)
+    open.merge(keyed)
         .merge(self_authorized)
         .fallback(edge::no_route)
         .layer(middleware::from_fn_with_state(
@@ -115,10 +120,5 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
             edge::bound_request,
         ))
         .layer(edge::trace_layer())
-        .with_state(state);
-    // Around the whole router, not each route: axum sets a 405's `Allow` header outside the
-    // route's own layers.
-    Router::new()
-        .fallback_service(routed)
-        .layer(middleware::from_fn(edge::refusals_as_json))
+        .with_state(state)
 }

@@ -2,14 +2,15 @@
 //! `message` says what to fix. Internal details are logged, never sent.
 //!
 //! Some refusals are not written by faregate's handlers: axum answers a wrong method with an
-//! empty 405, and rmcp answers its own refusals in plain text. [`refusals_as_json`] gives them
-//! the same JSON body, so a client parses every refusal the same way.
+//! empty 405, and rmcp answers its own refusals in plain text. [`method_not_allowed`] is each
+//! route's method fallback and [`refusals_as_json`] wraps rmcp's route, so a client parses every
+//! refusal the same way and the calls that are not refused pass no extra layer.
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
@@ -91,9 +92,28 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Middleware: an error answer that is not JSON (axum's empty 405, rmcp's plain-text
-/// refusals) gets the JSON body every other refusal has, with its status and headers (`Allow`
-/// stays). A 405 says which methods the path answers.
+/// A route's answer to a method it does not serve: 405 with the `Allow` header `allow` (the
+/// route table's methods; axum keeps a header the answer already has) and a message naming
+/// them.
+pub(crate) fn method_not_allowed(
+    allow: String,
+) -> impl Fn(Method, Uri) -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move |method: Method, uri: Uri| {
+        let message = format!(
+            "{method} is not allowed on {}; it answers {allow}",
+            uri.path()
+        );
+        let mut res = ApiError::new(StatusCode::METHOD_NOT_ALLOWED, message).into_response();
+        if let Ok(value) = HeaderValue::from_str(&allow) {
+            res.headers_mut().insert(header::ALLOW, value);
+        }
+        std::future::ready(res)
+    }
+}
+
+/// Middleware on rmcp's route: an error answer that is not JSON (rmcp's plain-text refusals)
+/// gets the JSON body every other refusal has, with its status and headers (`Allow` stays). A
+/// 405 says which methods the path answers.
 pub(crate) async fn refusals_as_json(request: Request, next: Next) -> Response {
     // A clone of the URI shares its bytes: no allocation on the calls that are not refused.
     let method = request.method().clone();

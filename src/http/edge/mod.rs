@@ -27,7 +27,7 @@ pub use server::{ServeOptions, serve};
 
 pub(crate) use auth::require_client;
 pub(crate) use body::{Browsers, read_body};
-pub(crate) use error::{PathParam, no_route, refusals_as_json};
+pub(crate) use error::{PathParam, method_not_allowed, no_route, refusals_as_json};
 pub(crate) use limits::limit_calls;
 pub(crate) use server::{RequestBounds, bound_request};
 pub(crate) use trace::layer as trace_layer;

@@ -48,7 +48,7 @@ use crate::http::api::catalog::guidance_for;
 use crate::http::calls::{
     allowed_tools, in_scope, out_of_scope_text, run_agent_call, unknown_tool_text,
 };
-use crate::http::edge::Caller;
+use crate::http::edge::{self, Caller};
 use crate::http::state::AppState;
 use crate::texts::agents as texts;
 
@@ -59,10 +59,12 @@ use crate::texts::agents as texts;
 /// graceful shutdown is not held up by a client's open event stream.
 pub(crate) fn service(state: AppState, cancel: CancellationToken) -> MethodRouter<AppState> {
     let max_body_bytes = state.max_body_bytes;
-    any_service(rmcp_service(state, cancel)).layer(middleware::from_fn_with_state(
-        max_body_bytes,
-        parse_errors::parse_errors,
-    ))
+    any_service(rmcp_service(state, cancel))
+        .layer(middleware::from_fn_with_state(
+            max_body_bytes,
+            parse_errors::parse_errors,
+        ))
+        .layer(middleware::from_fn(edge::refusals_as_json))
 }
 
 fn rmcp_service(

@@ -39,6 +39,15 @@ impl Verb {
         }
     }
 
+    /// The method's name on the wire (`GET`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Verb::Get => "GET",
+            Verb::Post => "POST",
+            Verb::Delete => "DELETE",
+        }
+    }
+
     fn filter(self) -> MethodFilter {
         match self {
             Verb::Get => MethodFilter::GET,
@@ -227,6 +236,21 @@ pub(crate) struct Route {
     pub(crate) path: &'static str,
     pub(crate) guard: Guard,
     pub(crate) operations: &'static [Operation],
+}
+
+impl Route {
+    /// The methods the path answers, as an `Allow` header lists them: the table's verbs, and
+    /// `HEAD` beside `GET` (axum answers it from the `GET` handler).
+    pub(crate) fn allow(&self) -> String {
+        let mut methods = Vec::new();
+        for op in self.operations {
+            methods.push(op.verb.name());
+            if op.verb == Verb::Get {
+                methods.push("HEAD");
+            }
+        }
+        methods.join(", ")
+    }
 }
 
 pub(crate) const fn route(
