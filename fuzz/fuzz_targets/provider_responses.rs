@@ -42,6 +42,8 @@ fn fixture() -> &'static Fixture {
             ("check_hotel_availability", json!({"hotel_result_id": "amh_TSXOJ6LFQ2"})),
             ("get_flight_status", json!({"carrier_code": "BA", "flight_number": "117", "departure_date": "2026-12-21"})),
             ("book_flight", json!({"offer_id": "off_0000AEdGRhtp5AUUdJqMxo", "travellers": [traveller]})),
+            ("book_hotel", json!({"rate_id": "rat_0000ASVBuJVLdmqtZDJ4cc", "guests": [{"given_name": "Ada", "family_name": "Lovelace"}],
+                "email": "ada@example.com", "phone_number": "+442080160508"})),
         ];
         let requests = calls
             .into_iter()
@@ -73,6 +75,7 @@ fn output_tool(o: &ToolOutput) -> &'static str {
         ToolOutput::CheckHotelAvailability(_) => "check_hotel_availability",
         ToolOutput::GetFlightStatus(_) => "get_flight_status",
         ToolOutput::BookFlight(_) => "book_flight",
+        ToolOutput::BookHotel(_) => "book_hotel",
     }
 }
 

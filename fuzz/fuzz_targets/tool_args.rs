@@ -36,6 +36,7 @@ fn args_json(request: &ToolRequest) -> Value {
         ToolRequest::CheckHotelAvailability(a) => serde_json::to_value(a),
         ToolRequest::GetFlightStatus(a) => serde_json::to_value(a),
         ToolRequest::BookFlight(a, _) => serde_json::to_value(a),
+        ToolRequest::BookHotel(a, _) => serde_json::to_value(a),
     };
     v.unwrap_or_else(|e| panic!("typed arguments do not serialize: {e}"))
 }

@@ -7,7 +7,6 @@
 //! `texts::call`; what the ledger keeps is ids and amounts only.
 
 use futures::future::BoxFuture;
-use serde_json::json;
 
 use super::envelope::{CallInfo, Data, Envelope};
 use super::observe::Observer;
@@ -16,7 +15,7 @@ use super::served::ServedTool;
 use crate::ledger::{Begin, Entry, Hold, Ledger, NewEntry, Outcome, State};
 use crate::store::StoreError;
 use crate::texts::call as texts;
-use crate::tools::ToolOutput;
+use crate::tools::Booked;
 use crate::tools::spend::{Amount, Budget, Reservation, Reserve, SpendLimit};
 
 /// One UTC day, in milliseconds.
@@ -145,16 +144,16 @@ pub(super) async fn begin(ledger: &Ledger, write: &Write) -> Result<Begin, Store
 /// reconciliation asks it.
 pub(super) fn outcome_of(ran: &Result<Success, Failure>) -> Outcome {
     match ran {
-        Ok(success) => match &success.output {
-            ToolOutput::BookFlight(o) => Outcome::Booked {
+        Ok(success) => match success.output.booked() {
+            Some(b) => Outcome::Booked {
                 provider: success.provider.clone(),
-                order_id: o.order_id.clone(),
-                booking_reference: o.booking_reference.clone(),
-                amount: o.total_amount.clone(),
-                currency: o.total_currency.clone(),
+                order_id: b.id.into(),
+                booking_reference: b.reference.into(),
+                amount: b.amount.into(),
+                currency: b.currency.into(),
             },
             // Only booking tools are writes; a read cannot get here.
-            _ => Outcome::Unknown {
+            None => Outcome::Unknown {
                 provider: success.provider.clone(),
                 reason: "a write answered with something that is not a booking".into(),
             },
@@ -245,15 +244,13 @@ fn replay(info: CallInfo, entry: &Entry) -> Envelope {
     ) {
         (State::Booked, Some(order), Some(reference), Some(amount), Some(currency)) => {
             let content = texts::booked_earlier(&entry.tool, reference, order, amount, currency);
-            // The shape of the tool's result; the travellers are not kept in the ledger.
-            let data = json!({
-                "booking_reference": reference,
-                "order_id": order,
-                "total_amount": amount,
-                "total_currency": currency,
-                "travellers": [],
-                "idempotency_key": entry.idempotency_key,
-            });
+            let booked = Booked {
+                id: order,
+                reference,
+                amount,
+                currency,
+            };
+            let data = crate::tools::replayed_data(&entry.tool, &booked, &entry.idempotency_key);
             let provider = entry.provider.clone().unwrap_or_default();
             Envelope::ok(info, content, Data::new(data), provider)
         }

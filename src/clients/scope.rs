@@ -117,8 +117,16 @@ mod tests {
         let reads = Scope::new(vec!["*".into()], false).unwrap_or_else(|e| panic!("{e}"));
         assert!(reads.allows("search_flights", false));
         assert!(!reads.allows("book_flight", true));
+        assert!(!reads.allows("book_hotel", true));
         let booker = Scope::new(vec!["book_*".into()], true).unwrap_or_else(|e| panic!("{e}"));
         assert!(booker.allows("book_flight", true));
+        assert!(booker.allows("book_hotel", true));
+        let flights =
+            Scope::new(vec!["book_flight".into()], true).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !flights.allows("book_hotel", true),
+            "naming one booking tool names only it"
+        );
         assert!(!booker.allows("search_flights", false));
         assert!(Scope::everything().allows("book_flight", true));
     }

@@ -58,6 +58,7 @@ macro_rules! embed {
 static EMBEDDED: &[(&str, &str)] = embed!(
     "faregate.toml",
     "tools/book_flight.toml",
+    "tools/book_hotel.toml",
     "tools/check_hotel_availability.toml",
     "tools/get_flight_status.toml",
     "tools/price_flight_offer.toml",
@@ -65,6 +66,7 @@ static EMBEDDED: &[(&str, &str)] = embed!(
     "tools/search_hotels.toml",
     "prompts/agent-guidance.md",
     "prompts/book_flight.unavailable.md",
+    "prompts/book_hotel.unavailable.md",
     "prompts/check_hotel_availability.unavailable.md",
     "prompts/get_flight_status.unavailable.md",
     "prompts/price_flight_offer.unavailable.md",

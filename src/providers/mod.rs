@@ -84,6 +84,7 @@ impl Provider {
                 let id = match request {
                     ToolRequest::PriceFlightOffer(a) => &a.offer_id,
                     ToolRequest::BookFlight(a, _) => &a.offer_id,
+                    ToolRequest::BookHotel(a, _) => &a.rate_id,
                     ToolRequest::CheckHotelAvailability(a) => &a.hotel_result_id,
                     _ => return None,
                 };

@@ -63,6 +63,36 @@ fn documented_answers_become_tool_results() {
 }
 
 #[test]
+fn a_stays_booking_becomes_a_hotel_booking_charged_its_rate() {
+    let book = request(
+        "book_hotel",
+        json!({"rate_id": "rat_0000ASVBuJVLdmqtZDJ4cc",
+               "guests": [{"given_name": "Amelia", "family_name": "Earhart"}],
+               "email": "amelia.earhart@duffel.com", "phone_number": "+442080160509"}),
+    );
+    let out = duffel::decode_response(&book, 201, &fixture("duffel/stays_booking_201.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ToolOutput::BookHotel(o) = out else {
+        panic!("not a hotel booking: {out:?}");
+    };
+    assert_eq!(o.booking_id, "bok_0000BTVRuKZTavzrZDJ4cb");
+    assert_eq!(o.booking_reference, "AFE33SE2");
+    assert_eq!(o.hotel_name.as_deref(), Some("Hotel Example Opera"));
+    assert_eq!(
+        (o.total_amount.as_str(), o.total_currency.as_str()),
+        ("412.00", "EUR")
+    );
+    assert_eq!(o.guests, ["Amelia Earhart"]);
+    assert_eq!(o.idempotency_key, "key-1");
+    // A Duffel error to the booking is classified like any other, never a panic.
+    let gone = duffel::decode_response(&book, 422, &fixture("duffel/error_422_offer_gone.json"));
+    assert!(
+        matches!(gone, Err(e) if matches!(e.kind, ErrorKind::Rejected { .. })),
+        "a 422 is the model's to fix"
+    );
+}
+
+#[test]
 fn errors_and_wrong_shapes_are_classified_not_panics() {
     let err = duffel::decode_response(&search_flights(), 429, &fixture("duffel/error_429.json"))
         .err()

@@ -105,8 +105,14 @@ pub fn booked_earlier(
     amount: &str,
     currency: &str,
 ) -> String {
+    // A hotel booking is a "booking" at its provider, a flight booking an "order".
+    let noun = if tool == "book_hotel" {
+        "booking"
+    } else {
+        "order"
+    };
     format!(
-        "Already booked under this idempotency key: booking reference {booking_reference} (order {order_id}), {amount} {currency} charged. Nothing new was booked by this {tool} call; give the traveller this booking reference."
+        "Already booked under this idempotency key: booking reference {booking_reference} ({noun} {order_id}), {amount} {currency} charged. Nothing new was booked by this {tool} call; give the traveller this booking reference."
     )
 }
 

@@ -95,16 +95,12 @@ fn parse(
     today: NaiveDate,
     idempotency_key: Option<&str>,
 ) -> Result<ToolRequest, Vec<FieldError>> {
-    let key = super::idempotency_key(SPEC.name, idempotency_key);
-    match (super::parse_args(arguments, today, check), key) {
-        (Ok(args), Ok(key)) => Ok(ToolRequest::BookFlight(args, super::WriteTerms::new(key))),
-        (args, key) => {
-            // Only what is wrong: a good key is not mentioned next to bad arguments.
-            let mut errors = args.err().unwrap_or_default();
-            errors.extend(key.err());
-            Err(errors)
-        }
-    }
+    super::parse_write(
+        SPEC.name,
+        (arguments, today, idempotency_key),
+        check,
+        ToolRequest::BookFlight,
+    )
 }
 
 fn check(args: &Args, today: NaiveDate) -> Result<(), Vec<FieldError>> {

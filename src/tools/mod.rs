@@ -10,6 +10,7 @@
 //! model sees and the type the gateway parses can never drift apart.
 
 pub mod book_flight;
+pub mod book_hotel;
 pub mod check_hotel_availability;
 pub mod checks;
 pub mod get_flight_status;
@@ -134,6 +135,7 @@ pub static CATALOG: &[ToolSpec] = &[
     check_hotel_availability::SPEC,
     get_flight_status::SPEC,
     book_flight::SPEC,
+    book_hotel::SPEC,
 ];
 
 /// The catalog entry by name.
@@ -180,12 +182,14 @@ pub enum ToolRequest {
     GetFlightStatus(get_flight_status::Args),
     /// `book_flight`, with what the call carries besides its arguments.
     BookFlight(book_flight::Args, WriteTerms),
+    /// `book_hotel`, with what the call carries besides its arguments.
+    BookHotel(book_hotel::Args, WriteTerms),
 }
 
 impl ToolRequest {
     /// Limits what a write may spend (a read is unchanged).
     pub fn limit_spend(&mut self, limit: spend::SpendLimit) {
-        if let ToolRequest::BookFlight(_, terms) = self {
+        if let ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) = self {
             terms.spend_limit = Some(limit);
         }
     }
@@ -193,7 +197,9 @@ impl ToolRequest {
     /// The call's idempotency key, for a tool that needs one.
     pub fn idempotency_key(&self) -> Option<&str> {
         match self {
-            ToolRequest::BookFlight(_, terms) => Some(&terms.idempotency_key),
+            ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) => {
+                Some(&terms.idempotency_key)
+            }
             _ => None,
         }
     }
@@ -207,6 +213,7 @@ impl ToolRequest {
             ToolRequest::CheckHotelAvailability(_) => check_hotel_availability::SPEC.name,
             ToolRequest::GetFlightStatus(_) => get_flight_status::SPEC.name,
             ToolRequest::BookFlight(..) => book_flight::SPEC.name,
+            ToolRequest::BookHotel(..) => book_hotel::SPEC.name,
         }
     }
 }
@@ -226,9 +233,71 @@ pub enum ToolOutput {
     GetFlightStatus(get_flight_status::Output),
     /// `book_flight`.
     BookFlight(book_flight::Output),
+    /// `book_hotel`.
+    BookHotel(book_hotel::Output),
+}
+
+/// What a booking tool's result says was booked: what the ledger keeps of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Booked<'a> {
+    /// The provider's order or booking id.
+    pub id: &'a str,
+    /// The reference to give the traveller.
+    pub reference: &'a str,
+    /// The amount charged, a decimal string.
+    pub amount: &'a str,
+    /// Its ISO 4217 currency.
+    pub currency: &'a str,
+}
+
+/// The `data` of a booking answered again from the ledger, in the shape of `tool`'s result:
+/// ids and amounts only (the ledger keeps no traveller or guest names, so those lists are
+/// empty).
+pub fn replayed_data(tool: &str, booked: &Booked<'_>, idempotency_key: &str) -> Value {
+    if tool == book_hotel::SPEC.name {
+        serde_json::json!({
+            "booking_reference": booked.reference,
+            "booking_id": booked.id,
+            "hotel_name": null,
+            "check_in_date": null,
+            "check_out_date": null,
+            "total_amount": booked.amount,
+            "total_currency": booked.currency,
+            "guests": [],
+            "idempotency_key": idempotency_key,
+        })
+    } else {
+        serde_json::json!({
+            "booking_reference": booked.reference,
+            "order_id": booked.id,
+            "total_amount": booked.amount,
+            "total_currency": booked.currency,
+            "travellers": [],
+            "idempotency_key": idempotency_key,
+        })
+    }
 }
 
 impl ToolOutput {
+    /// What was booked, for a booking tool's result.
+    pub fn booked(&self) -> Option<Booked<'_>> {
+        match self {
+            ToolOutput::BookFlight(o) => Some(Booked {
+                id: &o.order_id,
+                reference: &o.booking_reference,
+                amount: &o.total_amount,
+                currency: &o.total_currency,
+            }),
+            ToolOutput::BookHotel(o) => Some(Booked {
+                id: &o.booking_id,
+                reference: &o.booking_reference,
+                amount: &o.total_amount,
+                currency: &o.total_currency,
+            }),
+            _ => None,
+        }
+    }
+
     /// A short text a model can quote: count, cheapest, fastest, currency.
     pub fn content(&self) -> String {
         match self {
@@ -238,6 +307,7 @@ impl ToolOutput {
             ToolOutput::CheckHotelAvailability(o) => check_hotel_availability::content(o),
             ToolOutput::GetFlightStatus(o) => get_flight_status::content(o),
             ToolOutput::BookFlight(o) => book_flight::content(o),
+            ToolOutput::BookHotel(o) => book_hotel::content(o),
         }
     }
 
@@ -250,6 +320,7 @@ impl ToolOutput {
             ToolOutput::CheckHotelAvailability(o) => serde_json::to_value(o),
             ToolOutput::GetFlightStatus(o) => serde_json::to_value(o),
             ToolOutput::BookFlight(o) => serde_json::to_value(o),
+            ToolOutput::BookHotel(o) => serde_json::to_value(o),
         };
         // These types contain only strings, numbers, bools and maps with string keys, which
         // serde_json always serializes; the fallback keeps a bug from becoming a panic.
@@ -281,6 +352,25 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
     })?;
     check(&args, today)?;
     Ok(args)
+}
+
+/// Parses a booking tool's arguments and its idempotency key together into `make`'s request;
+/// the errors name only what is wrong (a good key is not mentioned next to bad arguments).
+pub(crate) fn parse_write<A: DeserializeOwned>(
+    tool: &str,
+    (arguments, today, idempotency_key): (Value, NaiveDate, Option<&str>),
+    check: fn(&A, NaiveDate) -> Result<(), Vec<FieldError>>,
+    make: fn(A, WriteTerms) -> ToolRequest,
+) -> Result<ToolRequest, Vec<FieldError>> {
+    let key = self::idempotency_key(tool, idempotency_key);
+    match (parse_args(arguments, today, check), key) {
+        (Ok(args), Ok(key)) => Ok(make(args, WriteTerms::new(key))),
+        (args, key) => {
+            let mut errors = args.err().unwrap_or_default();
+            errors.extend(key.err());
+            Err(errors)
+        }
+    }
 }
 
 /// The call's idempotency key for a tool that needs one, trimmed, or the field error that says

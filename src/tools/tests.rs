@@ -37,7 +37,7 @@ fn every_tool_has_a_valid_name_and_object_schemas() {
             && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             && n.len() <= 64
     };
-    assert_eq!(CATALOG.len(), 6);
+    assert_eq!(CATALOG.len(), 7);
     for spec in CATALOG {
         assert!(name_ok(spec.name), "{}", spec.name);
         let input = spec.input_schema();
@@ -59,7 +59,7 @@ fn every_tool_has_a_valid_name_and_object_schemas() {
 #[test]
 fn only_booking_is_a_write_needing_a_key() {
     for spec in CATALOG {
-        let write = spec.name == "book_flight";
+        let write = spec.name == "book_flight" || spec.name == "book_hotel";
         assert_eq!(spec.access == Access::Write, write);
         assert_eq!(spec.needs_idempotency_key, write);
         assert_eq!(spec.idempotent, !write);
@@ -206,6 +206,58 @@ fn booking_needs_an_idempotency_key_and_valid_travellers() {
     assert!(
         f.contains(&"travellers[0].phone_number".to_string()),
         "{f:?}"
+    );
+}
+
+#[test]
+fn a_hotel_booking_needs_a_key_a_rate_and_named_guests() {
+    let args = json!({"rate_id": "rat_0000ASVBuJVLdmqtZDJ4cc",
+        "guests": [{"given_name": "Ana", "family_name": "Garcia"}],
+        "email": "ana@example.com", "phone_number": "+34600000000",
+        "confirmed_total_amount": "412.00"});
+    assert!(matches!(
+        check("book_hotel", args.clone(), Some("k-1")),
+        Ok(ToolRequest::BookHotel(a, k)) if k.idempotency_key == "k-1" && a.guests.len() == 1
+    ));
+    assert_eq!(fields(check("book_hotel", args, None)), ["idempotency_key"]);
+    let bad = json!({"rate_id": "../rat", "guests": [{"given_name": " ", "family_name": "Garcia"}],
+        "email": "ana@", "phone_number": "0600", "confirmed_total_amount": "about 400"});
+    let validator = ArgumentValidator::new(spec("book_hotel").unwrap_or_else(|| panic!("spec")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f = fields(validator.check(&bad, today(), Some("k")));
+    for field in ["rate_id", "phone_number", "confirmed_total_amount"] {
+        assert!(f.contains(&field.to_string()), "{field} in {f:?}");
+    }
+    assert!(
+        !f.contains(&"idempotency_key".to_string()),
+        "a good key is not named"
+    );
+    let no_guests = json!({"rate_id": "rat_1234", "guests": [], "email": "ana@example.com",
+        "phone_number": "+34600000000"});
+    assert_eq!(
+        fields(check("book_hotel", no_guests, Some("k"))),
+        ["guests"]
+    );
+    let blank = json!({"rate_id": "rat_1234", "guests": [{"given_name": " ", "family_name": "G"}],
+        "email": "ana@example.com", "phone_number": "+34600000000"});
+    assert_eq!(
+        fields(check("book_hotel", blank, Some("k"))),
+        ["guests[0].given_name"]
+    );
+    let out = book_hotel::Output {
+        booking_reference: "AFE33SE2".into(),
+        booking_id: "bok_1".into(),
+        hotel_name: Some("Hotel Example Opera".into()),
+        check_in_date: Some("2030-11-02".into()),
+        check_out_date: Some("2030-11-04".into()),
+        total_amount: "412.00".into(),
+        total_currency: "EUR".into(),
+        guests: vec!["Ana Garcia".into()],
+        idempotency_key: "k-1".into(),
+    };
+    assert_eq!(
+        book_hotel::content(&out),
+        "Booked: Hotel Example Opera, 2030-11-02→2030-11-04, booking reference AFE33SE2 (booking bok_1), 412.00 EUR charged, for Ana Garcia."
     );
 }
 

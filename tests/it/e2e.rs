@@ -339,7 +339,8 @@ async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
             "search_hotels",
             "check_hotel_availability",
             "get_flight_status",
-            "book_flight"
+            "book_flight",
+            "book_hotel"
         ]
     );
     let flights = &body["tools"][0];

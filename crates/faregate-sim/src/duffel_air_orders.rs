@@ -17,12 +17,12 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::data::{Rng, fmt_minor, parse_minor};
-use super::store::{KEPT_ORDERS, StoredOffer};
+use super::store::{KEPT_ORDERS, OrderBook, StoredOffer};
 use super::validate::Checker;
 use super::wire::{DuffelError, ErrorItem, data_response, parse_data};
 use super::{Simulator, lock};
 
-fn ts(t: DateTime<Utc>) -> String {
+pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
@@ -78,23 +78,7 @@ fn parse_order(data: &Map<String, Value>) -> Result<OrderIn, DuffelError> {
             &format!("{p}/title"),
             &["mr", "ms", "mrs", "miss", "dr"],
         );
-        if let Some(email) = c.string(m, "email", &format!("{p}/email"))
-            && (!email.contains('@') || email.starts_with('@') || email.ends_with('@'))
-        {
-            c.invalid(
-                &format!("{p}/email"),
-                format!("Field 'email' is not a valid email address: '{email}'"),
-            );
-        }
-        if let Some(phone) = c.string(m, "phone_number", &format!("{p}/phone_number")) {
-            let digits = phone.strip_prefix('+').unwrap_or("");
-            if !(7..=15).contains(&digits.len())
-                || !digits.bytes().all(|b| b.is_ascii_digit())
-                || digits.starts_with('0')
-            {
-                c.invalid(&format!("{p}/phone_number"), format!("Field 'phone_number' must be in E.164 format (e.g. +442080160508), got '{phone}'"));
-            }
-        }
+        contact(&mut c, m, &p);
         passengers.push((i, m.clone()));
     }
     let mut payment = None;
@@ -143,7 +127,45 @@ fn parse_order(data: &Map<String, Value>) -> Result<OrderIn, DuffelError> {
             None => c.invalid("/services", "Field 'services' must be an array"),
         }
     }
-    let metadata = match data.get("metadata") {
+    let metadata = metadata(&mut c, data);
+    match (kind, offer_id) {
+        (Some(kind), Some(offer_id)) if c.errors.is_empty() => Ok(OrderIn {
+            instant: kind == "instant",
+            offer_id,
+            passengers,
+            payment,
+            services,
+            metadata,
+        }),
+        _ => Err(DuffelError::validation(c.errors)),
+    }
+}
+
+/// Checks `email` and `phone_number` of `m` (at JSON pointer `p`), as orders and stays
+/// bookings require them.
+pub(crate) fn contact(c: &mut Checker, m: &Map<String, Value>, p: &str) {
+    if let Some(email) = c.string(m, "email", &format!("{p}/email"))
+        && (!email.contains('@') || email.starts_with('@') || email.ends_with('@'))
+    {
+        c.invalid(
+            &format!("{p}/email"),
+            format!("Field 'email' is not a valid email address: '{email}'"),
+        );
+    }
+    if let Some(phone) = c.string(m, "phone_number", &format!("{p}/phone_number")) {
+        let digits = phone.strip_prefix('+').unwrap_or("");
+        if !(7..=15).contains(&digits.len())
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+            || digits.starts_with('0')
+        {
+            c.invalid(&format!("{p}/phone_number"), format!("Field 'phone_number' must be in E.164 format (e.g. +442080160508), got '{phone}'"));
+        }
+    }
+}
+
+/// The optional `metadata` object: at most 50 string values, keys of at most 40 characters.
+pub(crate) fn metadata(c: &mut Checker, data: &Map<String, Value>) -> Option<Map<String, Value>> {
+    match data.get("metadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => {
             if m.len() > 50 {
@@ -160,21 +182,18 @@ fn parse_order(data: &Map<String, Value>) -> Result<OrderIn, DuffelError> {
             c.invalid("/metadata", "Field 'metadata' must be an object of strings");
             None
         }
-    };
-    match (kind, offer_id) {
-        (Some(kind), Some(offer_id)) if c.errors.is_empty() => Ok(OrderIn {
-            instant: kind == "instant",
-            offer_id,
-            passengers,
-            payment,
-            services,
-            metadata,
-        }),
-        _ => Err(DuffelError::validation(c.errors)),
     }
 }
 
-fn duplicate() -> DuffelError {
+/// The idempotency key a body's metadata carries.
+pub(crate) fn idempotency_key(metadata: Option<&Map<String, Value>>) -> Option<String> {
+    metadata
+        .and_then(|m| m.get("faregate_idempotency_key"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+pub(crate) fn duplicate() -> DuffelError {
     DuffelError::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "invalid_state_error",
@@ -191,26 +210,14 @@ pub(crate) async fn create_order(
 ) -> Result<Response, DuffelError> {
     let data = parse_data(&body)?;
     let order = parse_order(&data)?;
-    let key = order
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get("faregate_idempotency_key"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let key = idempotency_key(order.metadata.as_ref());
     let offer = lock(&sim.inner.offers).get(&order.offer_id).cloned();
     let now = Utc::now();
 
     // One critical section from the duplicate check to the commit, so two concurrent attempts
     // with the same key cannot both book.
     let mut book = lock(&sim.inner.orders);
-    if let Some(k) = &key
-        && book.by_key.get(k).is_some_and(|s| s.orders > 0)
-    {
-        book.duplicates += 1;
-        book.by_key
-            .entry(k.clone())
-            .or_default()
-            .duplicates_rejected += 1;
+    if book.repeated(key.as_deref()) {
         return Err(duplicate());
     }
     let Some(offer) = offer.filter(|o| o.expires_at > now) else {
@@ -256,6 +263,12 @@ pub(crate) async fn list_orders(
     State(sim): State<Simulator>,
     Query(q): Query<ListQuery>,
 ) -> Result<Response, DuffelError> {
+    page(&lock(&sim.inner.orders), &q)
+}
+
+/// One page of `book`'s orders (or stays bookings), newest first, as Duffel lists them:
+/// `limit` 1–200 (default 50) and the cursor `after` from the previous page's `meta.after`.
+pub(crate) fn page(book: &OrderBook, q: &ListQuery) -> Result<Response, DuffelError> {
     let limit = match q.limit.as_deref().map(str::parse::<usize>) {
         None => 50,
         Some(Ok(n)) if (1..=200).contains(&n) => n,
@@ -280,7 +293,6 @@ pub(crate) async fn list_orders(
             }
         },
     };
-    let book = lock(&sim.inner.orders);
     let page: Vec<Value> = book
         .orders
         .iter()
@@ -291,7 +303,6 @@ pub(crate) async fn list_orders(
         .collect();
     let next =
         (skip + page.len() < book.orders.len()).then(|| format!("{CURSOR}{}", skip + page.len()));
-    drop(book);
     let body = json!({
         "data": page,
         "meta": {"limit": limit, "after": next, "before": null},

@@ -1,4 +1,5 @@
-//! Duffel Stays routes: search and fetch all rates.
+//! Duffel Stays routes: search and fetch all rates (the rates shown are kept for quoting, see
+//! `duffel_stays_bookings`).
 //!
 //! Every search has at least one result without availability when rates are fetched (no rooms
 //! at all, and from 8 results on also one whose rates all have `quantity_available: 0`), so a
@@ -273,6 +274,7 @@ pub(crate) async fn fetch_all_rates(
         stay.check_in,
         &mut ids,
     );
+    super::duffel_stays_bookings::keep_rates(&sim, &stay.json, &rooms);
     let mut json = stay.json;
     json["accommodation"]["rooms"] = rooms;
     Ok(data_response(StatusCode::OK, json))

@@ -26,6 +26,9 @@
 //! | `GET /air/orders?limit=&after=` (newest first; `meta.after` is the next page's cursor) | `duffel_air_order_list` |
 //! | `POST /stays/search` | `duffel_stays` |
 //! | `POST /stays/search_results/{id}/actions/fetch_all_rates` | `duffel_stays` |
+//! | `POST /stays/quotes` (a rate `fetch_all_rates` showed; its price and availability checked again) | `duffel_stays` |
+//! | `POST /stays/bookings` (`metadata.faregate_idempotency_key` deduplicated like orders) | `duffel_stays_bookings` |
+//! | `GET /stays/bookings?limit=&after=` (newest first, paged like `GET /air/orders`) | `duffel_stays_booking_list` |
 //!
 //! # Provider routes (Amadeus Self-Service formats)
 //! | route | group |
@@ -132,6 +135,7 @@ mod data;
 mod duffel_air;
 mod duffel_air_orders;
 mod duffel_stays;
+mod duffel_stays_bookings;
 mod faults;
 mod stays_data;
 mod store;
@@ -182,11 +186,15 @@ pub enum RouteGroup {
     /// `GET /air/orders` (the order lookups reconciliation makes, apart from bookings so that
     /// a test can fault one and not the other, and count order requests alone).
     DuffelAirOrderList,
+    /// `POST /stays/bookings` (apart from the quote before it, which is `duffel_stays`).
+    DuffelStaysBookings,
+    /// `GET /stays/bookings` (the stays booking lookups reconciliation makes).
+    DuffelStaysBookingList,
 }
 
 impl RouteGroup {
     /// Every group, in admin-API order.
-    pub const ALL: [RouteGroup; 9] = [
+    pub const ALL: [RouteGroup; 11] = [
         RouteGroup::DuffelAirSearch,
         RouteGroup::DuffelAirOffers,
         RouteGroup::DuffelAirOrders,
@@ -196,6 +204,8 @@ impl RouteGroup {
         RouteGroup::AmadeusHotels,
         RouteGroup::AmadeusStatus,
         RouteGroup::DuffelAirOrderList,
+        RouteGroup::DuffelStaysBookings,
+        RouteGroup::DuffelStaysBookingList,
     ];
 
     /// The admin-API name, e.g. `duffel_air_search`.
@@ -210,6 +220,8 @@ impl RouteGroup {
             RouteGroup::AmadeusHotels => "amadeus_hotels",
             RouteGroup::AmadeusStatus => "amadeus_status",
             RouteGroup::DuffelAirOrderList => "duffel_air_order_list",
+            RouteGroup::DuffelStaysBookings => "duffel_stays_bookings",
+            RouteGroup::DuffelStaysBookingList => "duffel_stays_booking_list",
         }
     }
 
@@ -236,6 +248,8 @@ impl RouteGroup {
             RouteGroup::AmadeusHotels => 6,
             RouteGroup::AmadeusStatus => 7,
             RouteGroup::DuffelAirOrderList => 8,
+            RouteGroup::DuffelStaysBookings => 9,
+            RouteGroup::DuffelStaysBookingList => 10,
         }
     }
 }
@@ -289,6 +303,12 @@ pub struct SimStats {
     /// Amadeus access tokens issued by `POST /v1/security/oauth2/token`.
     #[serde(default)]
     pub amadeus_tokens_issued: u64,
+    /// Stays bookings created (201 on `POST /stays/bookings`).
+    #[serde(default)]
+    pub stays_bookings_created: u64,
+    /// Per `metadata.faregate_idempotency_key` seen on `POST /stays/bookings`.
+    #[serde(default)]
+    pub stays_bookings_by_idempotency_key: BTreeMap<String, IdempotencyStats>,
 }
 
 /// Counters of one route group.
@@ -348,6 +368,10 @@ struct Inner {
     offers: Mutex<store::Bounded<store::StoredOffer>>,
     /// Issued stays search results (bounded).
     stays: Mutex<store::Bounded<store::StoredStay>>,
+    /// Rates shown by `fetch_all_rates` and the quotes made of them (bounded).
+    stay_rates: Mutex<store::StayRates>,
+    /// Stays bookings and their idempotency bookkeeping (feeds [`SimStats`]).
+    stay_bookings: Mutex<store::OrderBook>,
     /// Amadeus tokens, served flight offers, listed hotels and hotel offers (bounded).
     amadeus: Mutex<store::AmadeusState>,
     /// Sequence for ids and request ids.
@@ -374,6 +398,8 @@ impl Simulator {
                 orders: Mutex::new(store::OrderBook::default()),
                 offers: Mutex::new(store::Bounded::new(store::CAPACITY)),
                 stays: Mutex::new(store::Bounded::new(store::CAPACITY)),
+                stay_rates: Mutex::new(store::StayRates::default()),
+                stay_bookings: Mutex::new(store::OrderBook::default()),
                 amadeus: Mutex::new(store::AmadeusState::default()),
                 seq: AtomicU64::new(1),
                 epoch,
@@ -417,7 +443,19 @@ impl Simulator {
                 .route(
                     "/stays/search_results/{id}/actions/fetch_all_rates",
                     post(duffel_stays::fetch_all_rates),
-                ),
+                )
+                .route("/stays/quotes", post(duffel_stays_bookings::create_quote)),
+        );
+        let stay_bookings = group(
+            RouteGroup::DuffelStaysBookings,
+            Router::new().route(
+                "/stays/bookings",
+                post(duffel_stays_bookings::create_booking),
+            ),
+        );
+        let stay_booking_list = group(
+            RouteGroup::DuffelStaysBookingList,
+            Router::new().route("/stays/bookings", get(duffel_stays_bookings::list_bookings)),
         );
         let amadeus_auth = group(
             RouteGroup::AmadeusAuth,
@@ -462,6 +500,8 @@ impl Simulator {
             .merge(orders)
             .merge(order_list)
             .merge(stays)
+            .merge(stay_bookings)
+            .merge(stay_booking_list)
             .merge(amadeus_auth)
             .merge(amadeus_flights)
             .merge(amadeus_hotels)
@@ -508,6 +548,7 @@ impl Simulator {
         let amadeus_tokens_issued = lock(&self.inner.amadeus).tokens.issued;
         let groups = lock(&self.inner.groups);
         let orders = lock(&self.inner.orders);
+        let stay_bookings = lock(&self.inner.stay_bookings);
         SimStats {
             groups: RouteGroup::ALL
                 .into_iter()
@@ -517,16 +558,18 @@ impl Simulator {
             duplicate_bookings: orders.duplicates,
             orders_by_idempotency_key: orders.by_key.clone(),
             amadeus_tokens_issued,
+            stays_bookings_created: stay_bookings.created,
+            stays_bookings_by_idempotency_key: stay_bookings.by_key.clone(),
         }
     }
 
     /// The next value of the id sequence.
-    fn next_seq(&self) -> u64 {
+    pub(crate) fn next_seq(&self) -> u64 {
         self.inner.seq.fetch_add(1, Ordering::Relaxed)
     }
 
     /// A fresh Duffel-style id with the given prefix (`off`, `orq`, ...).
-    fn new_id(&self, prefix: &str) -> String {
+    pub(crate) fn new_id(&self, prefix: &str) -> String {
         wire::duffel_id(
             prefix,
             self.inner.seed ^ self.next_seq().wrapping_mul(0x9E37_79B9),

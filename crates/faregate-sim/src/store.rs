@@ -74,17 +74,68 @@ pub(crate) struct StoredStay {
     pub(crate) check_in: chrono::NaiveDate,
 }
 
-/// Orders created and the idempotency bookkeeping that feeds the stats.
+/// A rate as `fetch_all_rates` showed it, for quoting.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredRate {
+    /// The search result it belongs to (its accommodation without rooms).
+    pub(crate) result: Value,
+    /// Its room, with this rate alone.
+    pub(crate) room: Value,
+    /// Total in minor units, and its currency.
+    pub(crate) total_minor: i64,
+    pub(crate) currency: String,
+    /// Whether rooms were left at it.
+    pub(crate) available: bool,
+}
+
+/// A quote as issued: the quote object, and what a booking of it charges.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredQuote {
+    pub(crate) json: Value,
+}
+
+/// Stays rates shown and quotes made (each bounded).
+#[derive(Debug)]
+pub(crate) struct StayRates {
+    pub(crate) rates: Bounded<StoredRate>,
+    pub(crate) quotes: Bounded<StoredQuote>,
+}
+
+impl Default for StayRates {
+    fn default() -> Self {
+        StayRates {
+            rates: Bounded::new(CAPACITY),
+            quotes: Bounded::new(CAPACITY),
+        }
+    }
+}
+
+/// Orders (or stays bookings) created and the idempotency bookkeeping that feeds the stats.
 #[derive(Debug, Default)]
 pub(crate) struct OrderBook {
     pub(crate) created: u64,
     pub(crate) duplicates: u64,
     pub(crate) by_key: std::collections::BTreeMap<String, IdempotencyStats>,
-    /// Offers already booked (booking one again is a duplicate).
+    /// Offers (or quotes) already booked (booking one again is a duplicate).
     pub(crate) booked_offers: HashSet<String>,
     /// The orders created, oldest first (the most recent [`KEPT_ORDERS`]), as
     /// `GET /air/orders` lists them.
     pub(crate) orders: std::collections::VecDeque<Value>,
+}
+
+impl OrderBook {
+    /// Whether an order (or stays booking) was already made under `key`; a repeat is counted.
+    pub(crate) fn repeated(&mut self, key: Option<&str>) -> bool {
+        let Some(k) = key.filter(|k| self.by_key.get(*k).is_some_and(|s| s.orders > 0)) else {
+            return false;
+        };
+        self.duplicates += 1;
+        self.by_key
+            .entry(k.to_owned())
+            .or_default()
+            .duplicates_rejected += 1;
+        true
+    }
 }
 
 /// How many created orders the simulator keeps for listing.

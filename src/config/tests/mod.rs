@@ -122,6 +122,7 @@ fn the_embedded_defaults_load_with_every_tool() {
         names,
         [
             "book_flight",
+            "book_hotel",
             "check_hotel_availability",
             "get_flight_status",
             "price_flight_offer",
@@ -152,8 +153,8 @@ fn the_files_on_disk_match_the_embedded_copies() {
         &crate::tools::names(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(config.tools.len(), 6);
-    assert_eq!(config.prompts.len(), 7);
+    assert_eq!(config.tools.len(), 7);
+    assert_eq!(config.prompts.len(), 8);
 }
 
 #[test]

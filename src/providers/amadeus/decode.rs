@@ -68,11 +68,11 @@ pub fn decode_response(
             availability_output(a, None, &reply).map(ToolOutput::CheckHotelAvailability)
         }
         ToolRequest::GetFlightStatus(_) => status_output(&reply).map(ToolOutput::GetFlightStatus),
-        ToolRequest::BookFlight(..) => Err(UpstreamError::new(
+        ToolRequest::BookFlight(..) | ToolRequest::BookHotel(..) => Err(UpstreamError::new(
             ErrorKind::Rejected {
                 message: "bookings are not made through Amadeus by this gateway".into(),
             },
-            "book_flight routed to Amadeus",
+            "a booking routed to Amadeus",
         )),
     }
 }

@@ -24,7 +24,7 @@
 //! - **`check_hotel_availability`**: `GET /v3/shopping/hotel-offers/{offerId}`; an empty
 //!   answer or 400 code 3664 means no rooms: `available: false`, not an error.
 //! - **`get_flight_status`**: `GET /v2/schedule/flights`.
-//! - **`book_flight` is not served**: Flight Create Orders needs an airline consolidator
+//! - **`book_flight` and `book_hotel` are not served**: Flight Create Orders needs an airline consolidator
 //!   contract in production and documents no idempotency key, so a booking could never be
 //!   safely retried.
 //!
@@ -180,9 +180,9 @@ impl AmadeusClient {
                     "foreign hotel id",
                 ))
             }
-            ToolRequest::BookFlight(..) => Some(rejected(
+            ToolRequest::BookFlight(..) | ToolRequest::BookHotel(..) => Some(rejected(
                 "bookings are not made through Amadeus by this gateway".into(),
-                "book_flight routed to Amadeus",
+                "a booking routed to Amadeus",
             )),
             _ => None,
         }
@@ -214,9 +214,9 @@ impl AmadeusClient {
             ToolRequest::GetFlightStatus(a) => {
                 self.flight_status(a).await.map(ToolOutput::GetFlightStatus)
             }
-            ToolRequest::BookFlight(..) => Err(rejected(
+            ToolRequest::BookFlight(..) | ToolRequest::BookHotel(..) => Err(rejected(
                 "bookings are not made through Amadeus by this gateway".into(),
-                "book_flight routed to Amadeus",
+                "a booking routed to Amadeus",
             )),
         }
     }

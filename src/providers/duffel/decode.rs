@@ -56,7 +56,8 @@ pub(super) fn decode<T: DeserializeOwned>(
 /// Public for fuzzing (`fuzz/fuzz_targets/provider_responses.rs`): decodes `body`, answered
 /// with `status`, as the answer to `request` and maps it into the tool's result, through the
 /// same functions the adapter's calls use. For `book_flight` the body is the order (the
-/// offer read before it is a `price_flight_offer` answer).
+/// offer read before it is a `price_flight_offer` answer); for `book_hotel` it is the stays
+/// booking, charged what its one rate costs (the quote before it is not decoded here).
 pub fn decode_response(
     request: &ToolRequest,
     status: u16,
@@ -93,6 +94,16 @@ pub fn decode_response(
             let order: wire::Order = decode(status, &headers, body)?;
             Ok(ToolOutput::BookFlight(book_output(
                 order,
+                &terms.idempotency_key,
+            )))
+        }
+        ToolRequest::BookHotel(_, terms) => {
+            let booking: wire::StaysBooking = decode(status, &headers, body)?;
+            let (amount, currency) = super::stays::booked_rate(&booking).unwrap_or_default();
+            Ok(ToolOutput::BookHotel(super::stays::output(
+                booking,
+                amount,
+                currency,
                 &terms.idempotency_key,
             )))
         }

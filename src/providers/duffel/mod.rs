@@ -1,4 +1,5 @@
-//! The Duffel adapter: Air (offer requests, offers, orders) and Stays (search, all rates).
+//! The Duffel adapter: Air (offer requests, offers, orders) and Stays (search, all rates,
+//! quotes and bookings, in `stays.rs`).
 //!
 //! It speaks Duffel's documented wire format (API v2, Air and Stays): bearer token,
 //! `Duffel-Version: v2`, `{"data": …}` bodies, the documented error body and rate-limit
@@ -12,6 +13,7 @@ mod cities;
 mod convert;
 mod decode;
 mod errors;
+mod stays;
 mod wire;
 
 use std::collections::BTreeMap;
@@ -30,8 +32,8 @@ use crate::texts::budget as budget_texts;
 use crate::tools::search_flights::CabinClass;
 use crate::tools::spend::{Amount, SpendLimit};
 use crate::tools::{
-    ToolOutput, ToolRequest, WriteTerms, book_flight, check_hotel_availability, price_flight_offer,
-    search_flights, search_hotels,
+    ToolOutput, ToolRequest, WriteTerms, book_flight, book_hotel, check_hotel_availability,
+    price_flight_offer, search_flights, search_hotels,
 };
 pub use decode::decode_response;
 use decode::{book_output, decode, flights_output, hotel_location, hotels_output, price_output};
@@ -53,6 +55,7 @@ pub const TOOLS: &[&str] = &[
     "search_hotels",
     "check_hotel_availability",
     "book_flight",
+    "book_hotel",
 ];
 
 /// A Duffel API client for one configured provider.
@@ -108,6 +111,10 @@ impl DuffelClient {
                 .book(a, terms, timeout)
                 .await
                 .map(ToolOutput::BookFlight),
+            ToolRequest::BookHotel(a, terms) => self
+                .book_stay(a, terms, timeout)
+                .await
+                .map(ToolOutput::BookHotel),
             ToolRequest::GetFlightStatus(_) => Err(UpstreamError::new(
                 ErrorKind::Rejected {
                     message: "Duffel has no flight status API; configure a provider that does"
@@ -212,7 +219,8 @@ impl DuffelClient {
         Ok(price_output(&o))
     }
 
-    /// Reads the offer, then orders it. Every failure before the order request is marked
+    /// Reads the offer (within half the attempt's time, so the order keeps the other half),
+    /// then orders it. Every failure before the order request is marked
     /// [`UpstreamError::before_write`]: nothing can have been booked, so the caller may say so
     /// and a background job may be requeued like a read.
     async fn book(
@@ -221,36 +229,16 @@ impl DuffelClient {
         terms: &WriteTerms,
         timeout: Duration,
     ) -> Result<book_flight::Output, UpstreamError> {
-        let offer = self
-            .offer_for_order(&a.offer_id, timeout)
-            .await
-            .map_err(UpstreamError::before_write)?;
+        let offer = read_before_write(
+            timeout / 2,
+            "the offer read before the order",
+            self.get_offer(&a.offer_id),
+        )
+        .await?;
         if let Some(limit) = &terms.spend_limit {
             within_budget(&offer.total_amount, &offer.total_currency, limit).await?;
         }
         self.order(a, &terms.idempotency_key, offer).await
-    }
-
-    /// The offer an order needs (its passenger ids and current total), read within half the
-    /// attempt's time. The bound is the adapter's own, so a slow read ends here as "not sent"
-    /// instead of at the pipeline's attempt timeout, where it could not be told from a slow
-    /// order; the order keeps the other half.
-    async fn offer_for_order(
-        &self,
-        offer_id: &str,
-        timeout: Duration,
-    ) -> Result<wire::Offer, UpstreamError> {
-        let bound = timeout / 2;
-        match tokio::time::timeout(bound, self.get_offer(offer_id)).await {
-            Ok(read) => read,
-            Err(_) => Err(UpstreamError::new(
-                ErrorKind::Timeout,
-                format!(
-                    "the offer read before the order got no answer within {}",
-                    humantime::format_duration(bound)
-                ),
-            )),
-        }
     }
 
     /// Orders the offer read just before, after checking the call against it (those refusals
@@ -314,53 +302,67 @@ impl DuffelClient {
                 amount: offer.total_amount.clone(),
                 currency: offer.total_currency.clone(),
             }],
-            metadata: BTreeMap::from([(
-                IDEMPOTENCY_METADATA.to_string(),
-                idempotency_key.to_string(),
-            )]),
+            metadata: key_metadata(idempotency_key),
         };
         let url = self.url(&["air", "orders"], &[]);
         let order: wire::Order = self.send(Method::POST, url, Some(&body)).await?;
         Ok(book_output(order, idempotency_key))
     }
 
-    /// Finds the order the gateway sent under `idempotency_key` (its
-    /// `metadata.faregate_idempotency_key`). Duffel documents no metadata filter for
-    /// `GET /air/orders`, so the lookup reads pages of 200 orders (`limit`, `after`) and matches
-    /// the metadata itself, up to [`LOOKUP_PAGES`] pages.
+    /// Finds the booking of `tool` the gateway sent under `idempotency_key` (its
+    /// `metadata.faregate_idempotency_key`): an order (`GET /air/orders`) or a stays booking
+    /// (`GET /stays/bookings`). Duffel documents no metadata filter for either list, so the
+    /// lookup reads pages of 200 (`limit`, `after`) and matches the metadata itself, up to
+    /// [`LOOKUP_PAGES`] pages.
     pub async fn find_booking(
         &self,
         tool: &str,
         idempotency_key: &str,
     ) -> Result<Option<FoundBooking>, UpstreamError> {
-        if tool != book_flight::SPEC.name {
-            return Err(UpstreamError::new(
+        if tool == book_flight::SPEC.name {
+            let found: Option<wire::ListedOrder> = self
+                .find_listed(&["air", "orders"], |o: &wire::ListedOrder| {
+                    carries_key(o.metadata.as_ref(), idempotency_key)
+                })
+                .await?;
+            Ok(found.map(|order| FoundBooking {
+                order_id: order.id,
+                booking_reference: order.booking_reference,
+                amount: order.total_amount,
+                currency: order.total_currency,
+            }))
+        } else if tool == book_hotel::SPEC.name {
+            let found: Option<wire::StaysBooking> = self
+                .find_listed(&["stays", "bookings"], |b: &wire::StaysBooking| {
+                    carries_key(b.metadata.as_ref(), idempotency_key)
+                })
+                .await?;
+            found.map(stays::found).transpose()
+        } else {
+            Err(UpstreamError::new(
                 ErrorKind::Misconfigured { status: 0 },
                 format!("Duffel has no {tool} bookings to look up"),
-            ));
+            ))
         }
+    }
+
+    /// The newest item of the list at `path` that `wanted` picks, reading at most
+    /// [`LOOKUP_PAGES`] pages; an error when none of those pages has it and more follow.
+    async fn find_listed<T: DeserializeOwned>(
+        &self,
+        path: &[&str],
+        wanted: impl Fn(&T) -> bool,
+    ) -> Result<Option<T>, UpstreamError> {
         let mut after: Option<String> = None;
         for _ in 0..LOOKUP_PAGES {
-            let mut url = self.url(&["air", "orders"], &[]);
+            let mut url = self.url(path, &[]);
             url.query_pairs_mut().append_pair("limit", "200");
             if let Some(cursor) = &after {
                 url.query_pairs_mut().append_pair("after", cursor);
             }
-            let (orders, next) = self.orders_page(url).await?;
-            let found = orders.into_iter().find(|o| {
-                o.metadata
-                    .as_ref()
-                    .and_then(|m| m.get(IDEMPOTENCY_METADATA))
-                    .and_then(|v| v.as_str())
-                    == Some(idempotency_key)
-            });
-            if let Some(order) = found {
-                return Ok(Some(FoundBooking {
-                    order_id: order.id,
-                    booking_reference: order.booking_reference,
-                    amount: order.total_amount,
-                    currency: order.total_currency,
-                }));
+            let (items, next) = self.page::<T>(url).await?;
+            if let Some(found) = items.into_iter().find(|i| wanted(i)) {
+                return Ok(Some(found));
             }
             match next {
                 Some(cursor) => after = Some(cursor),
@@ -372,15 +374,15 @@ impl DuffelClient {
                 status: 0,
                 retry_after: None,
             },
-            format!("no order found in the newest {LOOKUP_PAGES} pages of orders; not concluding"),
+            format!("no booking found in the newest {LOOKUP_PAGES} pages; not concluding"),
         ))
     }
 
-    /// One page of `GET /air/orders` and the cursor of the next, if any.
-    async fn orders_page(
+    /// One page of a Duffel list and the cursor of the next, if any.
+    async fn page<T: DeserializeOwned>(
         &self,
         url: Url,
-    ) -> Result<(Vec<wire::ListedOrder>, Option<String>), UpstreamError> {
+    ) -> Result<(Vec<T>, Option<String>), UpstreamError> {
         let response = self
             .http
             .get(url)
@@ -393,12 +395,12 @@ impl DuffelClient {
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = read_body(response).await?;
-        let orders: Vec<wire::ListedOrder> = decode(status, &headers, &bytes)?;
+        let items: Vec<T> = decode(status, &headers, &bytes)?;
         let cursor = serde_json::from_slice::<wire::PageMeta>(&bytes)
             .ok()
             .and_then(|p| p.meta)
             .and_then(|m| m.after);
-        Ok((orders, cursor))
+        Ok((items, cursor))
     }
 
     async fn search_hotels(
@@ -455,6 +457,49 @@ fn title(t: book_flight::Title) -> &'static str {
         book_flight::Title::Mrs => "mrs",
         book_flight::Title::Miss => "miss",
         book_flight::Title::Dr => "dr",
+    }
+}
+
+/// Whether `metadata` carries the gateway's `idempotency_key`.
+fn carries_key(
+    metadata: Option<&BTreeMap<String, serde_json::Value>>,
+    idempotency_key: &str,
+) -> bool {
+    metadata
+        .and_then(|m| m.get(IDEMPOTENCY_METADATA))
+        .and_then(|v| v.as_str())
+        == Some(idempotency_key)
+}
+
+/// The metadata a booking is sent with: the gateway's idempotency key, which reconciliation
+/// finds it by.
+fn key_metadata(idempotency_key: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(
+        IDEMPOTENCY_METADATA.to_string(),
+        idempotency_key.to_string(),
+    )])
+}
+
+/// `read`, given at most `bound`: a read made before a write request (the offer before the
+/// order, the quote before the stays booking). Every failure of it, a timeout included, is
+/// marked [`UpstreamError::before_write`]: the bound is the adapter's own, so a slow read ends
+/// here as "not sent" instead of at the pipeline's attempt timeout, where it could not be told
+/// from a slow write.
+async fn read_before_write<T>(
+    bound: Duration,
+    what: &str,
+    read: impl Future<Output = Result<T, UpstreamError>>,
+) -> Result<T, UpstreamError> {
+    match tokio::time::timeout(bound, read).await {
+        Ok(read) => read.map_err(UpstreamError::before_write),
+        Err(_) => Err(UpstreamError::new(
+            ErrorKind::Timeout,
+            format!(
+                "{what} got no answer within {}",
+                humantime::format_duration(bound)
+            ),
+        )
+        .before_write()),
     }
 }
 

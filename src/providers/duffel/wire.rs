@@ -106,7 +106,57 @@ pub(crate) struct StaysLocation {
     pub geographic_coordinates: Coordinates,
 }
 
+/// `POST /stays/quotes` body.
+#[derive(Debug, Serialize)]
+pub(crate) struct CreateQuote {
+    pub rate_id: String,
+}
+
+/// `POST /stays/bookings` body.
+#[derive(Debug, Serialize)]
+pub(crate) struct CreateStaysBooking {
+    pub quote_id: String,
+    pub guests: Vec<StaysGuest>,
+    pub email: String,
+    pub phone_number: String,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// A guest being booked (also how a booking lists its guests).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct StaysGuest {
+    pub given_name: String,
+    pub family_name: String,
+}
+
 // === Responses ===
+
+/// A quote: the final price and availability check of one rate.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Quote {
+    pub id: String,
+    pub total_amount: String,
+    pub total_currency: String,
+}
+
+/// A stays booking. The amount charged is the quote's; a listed booking (reconciliation) reads
+/// it from the one rate its accommodation carries.
+#[derive(Debug, Deserialize)]
+pub(crate) struct StaysBooking {
+    pub id: String,
+    #[serde(default)]
+    pub reference: Option<String>,
+    #[serde(default)]
+    pub check_in_date: Option<String>,
+    #[serde(default)]
+    pub check_out_date: Option<String>,
+    #[serde(default)]
+    pub accommodation: Option<Accommodation>,
+    #[serde(default)]
+    pub guests: Vec<StaysGuest>,
+    #[serde(default)]
+    pub metadata: Option<BTreeMap<String, serde_json::Value>>,
+}
 
 /// The offer request with its offers.
 #[derive(Debug, Deserialize)]

@@ -1,5 +1,5 @@
 //! A client's daily booking budget: a booking it cannot pay is refused before the order
-//! request, a spent budget refuses before any provider request, and
+//! request (a flight's or a hotel's), a spent budget refuses before any provider request, and
 //! bookings racing each other reach the provider only as far as the budget goes.
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use faregate::tools::spend::{Amount, Budget};
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 
-use super::{booking, short};
+use super::{booking, fresh_rate, hotel_booking, short};
 use crate::support::{NoEnv, TestGateway, TestSim, config_for, in_days, requests, send, start_sim};
 
 /// A gateway with a ledger in SQLite against a fresh simulator, and its `Gateway` to set
@@ -198,4 +198,23 @@ async fn concurrent_bookings_reach_the_provider_only_as_far_as_the_budget_goes()
         booked,
         "only the bookings that fit reached the provider"
     );
+}
+
+#[tokio::test]
+async fn a_hotel_over_the_budget_is_refused_before_the_booking_request() {
+    let (sim, gateway, core, _dir) = start(55).await;
+    let gateway = &gateway;
+    let (rate, _, currency) =
+        fresh_rate(|tool, body| async move { call(gateway, tool, &body).await }).await;
+    core.set_budget(&ClientName::local(), budget("1.00", &currency));
+    let env = call(
+        gateway,
+        "book_hotel",
+        &hotel_booking(&rate, "budget-hotel-1"),
+    )
+    .await;
+    assert_eq!(env["status"], "rejected", "{env:#}");
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(text.starts_with("Not booked: this booking costs"), "{text}");
+    assert_eq!(requests(&sim.sim, RouteGroup::DuffelStaysBookings), 0);
 }

@@ -8,8 +8,8 @@ use faregate::jobs::{JobStore, Store};
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 
-use super::{booking, builder, fresh_offer, orders_for, short, traveller};
-use crate::support::{NoEnv, TestGateway, config_for, send, start_sim, wait_until};
+use super::{booking, builder, fresh_offer, orders_for, short, traveller, wait_for_state};
+use crate::support::{NoEnv, TestGateway, config_for, send, start_sim};
 
 /// Calls `tool` on `gateway` with `body`.
 async fn call(http: &reqwest::Client, gateway: &TestGateway, tool: &str, body: &Value) -> Value {
@@ -231,23 +231,4 @@ async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booke
     let (_, booked) = s.call("book_flight", booking(&offer, "no-order-1")).await;
     assert_eq!(booked["status"], "ok", "{booked:#}");
     assert_eq!(orders_for(&s, "no-order-1"), (2, 1));
-}
-
-/// Polls `GET /v1/bookings` until the entry of `key` is in `state`.
-async fn wait_for_state(s: &crate::support::Stack, key: &str, state: &str) -> Value {
-    wait_until(
-        Duration::from_secs(15),
-        "the booking to be reconciled",
-        || async {
-            let (_, listed) = s.get_json("/v1/bookings").await;
-            let entry = listed["bookings"]
-                .as_array()
-                .and_then(|l| l.iter().find(|e| e["idempotency_key"] == key).cloned());
-            match entry {
-                Some(e) if e["state"] == state => Ok(e),
-                other => Err(format!("{other:?}")),
-            }
-        },
-    )
-    .await
 }

@@ -262,7 +262,9 @@ async fn admin_api_reads_sets_and_clears_faults() {
             "duffel_air_order_list",
             "duffel_air_orders",
             "duffel_air_search",
-            "duffel_stays"
+            "duffel_stays",
+            "duffel_stays_booking_list",
+            "duffel_stays_bookings"
         ]
     );
 
@@ -313,7 +315,7 @@ async fn admin_api_reads_sets_and_clears_faults() {
             .expect("message")
             .contains("duffel_stays")
     );
-    assert_eq!(r.body["valid_groups"].as_array().map(Vec::len), Some(9));
+    assert_eq!(r.body["valid_groups"].as_array().map(Vec::len), Some(11));
 
     h.send(put("duffel_stays", r#"{"outage":true}"#)).await;
     let r = h
@@ -352,7 +354,7 @@ async fn stats_count_requests_and_statuses_per_group() {
     assert_eq!(r.body["orders_created"], 0);
     let parsed: crate::SimStats = serde_json::from_value(r.body).expect("SimStats round-trips");
     assert_eq!(parsed, h.sim.stats());
-    assert_eq!(Value::from(parsed.groups.len()), 9);
+    assert_eq!(Value::from(parsed.groups.len()), 11);
 }
 
 #[tokio::test]

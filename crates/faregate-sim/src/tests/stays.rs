@@ -140,3 +140,106 @@ async fn stays_validation() {
         assert!(pointers.contains(&pointer), "{pointer} not in {pointers:?}");
     }
 }
+
+/// The first rate with rooms left at any hotel near Paris: (rate, its hotel's name).
+async fn bookable_rate(h: &super::Harness) -> (Value, Value) {
+    let r = h.post("/stays/search", stays_body(48.8566, 2.3522)).await;
+    for res in r.body["data"]["results"].as_array().expect("results") {
+        let path = format!(
+            "/stays/search_results/{}/actions/fetch_all_rates",
+            res["id"].as_str().expect("id")
+        );
+        let full = h.post(&path, json!({})).await;
+        let acc = &full.body["data"]["accommodation"];
+        for room in acc["rooms"].as_array().into_iter().flatten() {
+            for rate in room["rates"].as_array().into_iter().flatten() {
+                if rate["quantity_available"] != 0 {
+                    return (rate.clone(), acc["name"].clone());
+                }
+            }
+        }
+    }
+    panic!("no bookable rate");
+}
+
+fn stays_booking(quote: &Value, key: &str) -> Value {
+    json!({"data": {"quote_id": quote, "email": "ana@example.com", "phone_number": "+34600000000",
+                    "guests": [{"given_name": "Ana", "family_name": "Garcia"}],
+                    "metadata": {"faregate_idempotency_key": key}}})
+}
+
+#[tokio::test]
+async fn a_quoted_rate_is_booked_once_per_key_and_listed() {
+    let h = start(22).await;
+    let (rate, hotel) = bookable_rate(&h).await;
+    let q = h
+        .post("/stays/quotes", json!({"data": {"rate_id": rate["id"]}}))
+        .await;
+    assert_eq!(q.status, 201, "{}", q.body);
+    let quote = &q.body["data"];
+    assert!(quote["id"].as_str().expect("id").starts_with("quo_"));
+    assert_eq!(
+        quote["total_amount"], rate["total_amount"],
+        "priced as the rate"
+    );
+    assert_eq!(quote["total_currency"], rate["total_currency"]);
+    assert_eq!(quote["accommodation"]["name"], hotel);
+
+    let b = h
+        .post("/stays/bookings", stays_booking(&quote["id"], "k1"))
+        .await;
+    assert_eq!(b.status, 201, "{}", b.body);
+    let booking = &b.body["data"];
+    assert!(booking["id"].as_str().expect("id").starts_with("bok_"));
+    assert_eq!(booking["status"], "confirmed");
+    assert_eq!(booking["reference"].as_str().map(str::len), Some(8));
+    assert_eq!(booking["metadata"]["faregate_idempotency_key"], "k1");
+    assert_eq!(
+        booking["accommodation"]["rooms"][0]["rates"][0]["id"], rate["id"],
+        "the booking carries the rate booked"
+    );
+
+    // The same key again, or the same quote again: a duplicate, nothing new booked.
+    let again = h
+        .post("/stays/bookings", stays_booking(&quote["id"], "k1"))
+        .await;
+    assert_eq!(again.status, 422);
+    assert_eq!(again.body["errors"][0]["code"], "duplicate_booking");
+    let other_key = h
+        .post("/stays/bookings", stays_booking(&quote["id"], "k2"))
+        .await;
+    assert_eq!(other_key.body["errors"][0]["code"], "duplicate_booking");
+    let stats = h.sim.stats();
+    assert_eq!(stats.stays_bookings_created, 1);
+    assert_eq!(stats.stays_bookings_by_idempotency_key["k1"].orders, 1);
+    assert_eq!(
+        stats.stays_bookings_by_idempotency_key["k1"].duplicates_rejected,
+        1
+    );
+
+    let listed = h.get("/stays/bookings?limit=1").await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(listed.body["data"][0]["id"], booking["id"]);
+    assert!(
+        listed.body["meta"]["after"].is_null(),
+        "one booking, one page"
+    );
+
+    // Unknown rates and quotes, and a body without guests, are refused.
+    let unknown = h
+        .post("/stays/quotes", json!({"data": {"rate_id": "rat_nope"}}))
+        .await;
+    assert_eq!(unknown.status, 404);
+    let no_quote = h
+        .post("/stays/bookings", stays_booking(&json!("quo_nope"), "k3"))
+        .await;
+    assert_eq!(no_quote.status, 404);
+    let no_guests = h
+        .post(
+            "/stays/bookings",
+            json!({"data": {"quote_id": quote["id"], "guests": [], "email": "ana@example.com",
+                            "phone_number": "+34600000000"}}),
+        )
+        .await;
+    assert_eq!(no_guests.status, 422, "{}", no_guests.body);
+}

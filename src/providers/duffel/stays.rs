@@ -1,0 +1,141 @@
+//! Duffel Stays bookings: quote the chosen rate (Duffel's final price and availability check),
+//! then book the quote; and what reconciliation reads of a listed booking.
+//!
+//! Only the booking request can book: a failed or slow quote is marked
+//! [`UpstreamError::before_write`], so the caller says "nothing was booked" and a background job
+//! is requeued like a read. The booking carries the gateway's idempotency key in `metadata`
+//! (Duffel's Booking object has a free `metadata` map), which `GET /stays/bookings` shows, so an
+//! unknown outcome is looked up by it.
+
+use std::time::Duration;
+
+use reqwest::Method;
+
+use super::{DuffelClient, key_metadata, read_before_write, same_amount, wire, within_budget};
+use crate::providers::booking::FoundBooking;
+use crate::providers::error::{ErrorKind, UpstreamError};
+use crate::tools::{WriteTerms, book_hotel};
+
+impl DuffelClient {
+    /// Quotes the rate (within half the attempt's time, so the booking keeps the other half),
+    /// checks it against the call and the client's budget, then books it.
+    pub(super) async fn book_stay(
+        &self,
+        a: &book_hotel::Args,
+        terms: &WriteTerms,
+        timeout: Duration,
+    ) -> Result<book_hotel::Output, UpstreamError> {
+        let url = self.url(&["stays", "quotes"], &[]);
+        let body = wire::CreateQuote {
+            rate_id: a.rate_id.clone(),
+        };
+        let quote: wire::Quote = read_before_write(
+            timeout / 2,
+            "the quote before the booking",
+            self.send(Method::POST, url, Some(&body)),
+        )
+        .await?;
+        if let Some(confirmed) = &a.confirmed_total_amount
+            && !same_amount(confirmed, &quote.total_amount)
+        {
+            return Err(UpstreamError::new(
+                ErrorKind::Rejected {
+                    message: format!(
+                        "the price changed: the rate is now quoted at {} {} but {} was confirmed; nothing was booked. Tell the traveller the new price and ask before booking",
+                        quote.total_amount, quote.total_currency, confirmed
+                    ),
+                },
+                "confirmed amount differs from the quote total",
+            )
+            .before_write());
+        }
+        if let Some(limit) = &terms.spend_limit {
+            within_budget(&quote.total_amount, &quote.total_currency, limit).await?;
+        }
+        let body = wire::CreateStaysBooking {
+            quote_id: quote.id.clone(),
+            guests: a
+                .guests
+                .iter()
+                .map(|g| wire::StaysGuest {
+                    given_name: g.given_name.clone(),
+                    family_name: g.family_name.clone(),
+                })
+                .collect(),
+            email: a.email.clone(),
+            phone_number: a.phone_number.clone(),
+            metadata: key_metadata(&terms.idempotency_key),
+        };
+        let url = self.url(&["stays", "bookings"], &[]);
+        let booking: wire::StaysBooking = self.send(Method::POST, url, Some(&body)).await?;
+        Ok(output(
+            booking,
+            quote.total_amount,
+            quote.total_currency,
+            &terms.idempotency_key,
+        ))
+    }
+}
+
+/// The booking as the tool reports it, charged what the quote said.
+pub(super) fn output(
+    booking: wire::StaysBooking,
+    total_amount: String,
+    total_currency: String,
+    idempotency_key: &str,
+) -> book_hotel::Output {
+    book_hotel::Output {
+        booking_reference: booking
+            .reference
+            .clone()
+            .unwrap_or_else(|| booking.id.clone()),
+        hotel_name: booking.accommodation.map(|h| h.name),
+        check_in_date: booking.check_in_date,
+        check_out_date: booking.check_out_date,
+        total_amount,
+        total_currency,
+        guests: booking
+            .guests
+            .iter()
+            .map(|g| format!("{} {}", g.given_name, g.family_name))
+            .collect(),
+        booking_id: booking.id,
+        idempotency_key: idempotency_key.to_string(),
+    }
+}
+
+/// A listed booking as reconciliation records it: the amount is that of the one rate its
+/// accommodation carries (a listed booking has no total of its own); a booking without one
+/// cannot be recorded, and concludes nothing.
+pub(super) fn found(booking: wire::StaysBooking) -> Result<FoundBooking, UpstreamError> {
+    let Some((amount, currency)) = booked_rate(&booking) else {
+        return Err(UpstreamError::new(
+            ErrorKind::Malformed,
+            format!(
+                "stays booking {} lists no rate to read its amount from",
+                booking.id
+            ),
+        ));
+    };
+    Ok(FoundBooking {
+        booking_reference: booking
+            .reference
+            .clone()
+            .unwrap_or_else(|| booking.id.clone()),
+        amount,
+        currency,
+        order_id: booking.id,
+    })
+}
+
+/// The total and currency of the one rate a booking's accommodation carries.
+pub(super) fn booked_rate(booking: &wire::StaysBooking) -> Option<(String, String)> {
+    let rate = booking
+        .accommodation
+        .as_ref()?
+        .rooms
+        .first()?
+        .rates
+        .first()?;
+    Some((rate.total_amount.clone(), rate.total_currency.clone()))
+}

@@ -1,0 +1,191 @@
+//! `book_hotel` over Duffel Stays, end to end against the simulator with the embedded (demo)
+//! configuration: search → availability → book → the ledger shows it; a repeated key books
+//! nothing new; a failed quote books nothing; a lost answer to the booking request is unknown,
+//! then reconciled both ways.
+
+use std::time::Duration;
+
+use faregate_sim::{Fault, RouteGroup};
+
+use super::{builder, entry, fresh_rate, hotel_booking, wait_for_state};
+use crate::support::Stack;
+
+/// A rate of a hotel found and checked on `s`.
+async fn rate(s: &Stack) -> (String, String, String) {
+    fresh_rate(|tool, body| async move { s.call(tool, body).await.1 }).await
+}
+
+/// Stays booking requests that reached the simulator, and bookings it made under `key`.
+fn stays_bookings(s: &Stack, key: &str) -> (u64, u64) {
+    let made = s
+        .sim
+        .stats()
+        .stays_bookings_by_idempotency_key
+        .get(key)
+        .map_or(0, |k| k.orders);
+    (s.requests(RouteGroup::DuffelStaysBookings), made)
+}
+
+#[tokio::test]
+async fn a_hotel_is_searched_checked_booked_and_listed_and_a_repeat_books_nothing() {
+    let s = builder(61, Duration::from_secs(2)).jobs().start().await;
+    let (rate, total, currency) = rate(&s).await;
+    let (status, booked) = s.call("book_hotel", hotel_booking(&rate, "hotel-1")).await;
+    assert_eq!(
+        (status, booked["status"].as_str()),
+        (200, Some("ok")),
+        "{booked:#}"
+    );
+    let data = &booked["data"];
+    let booking_id = data["booking_id"].as_str().unwrap_or_default().to_string();
+    assert!(booking_id.starts_with("bok_"), "{booked:#}");
+    assert_eq!(
+        data["total_amount"],
+        total.as_str(),
+        "charged the rate's price"
+    );
+    assert_eq!(data["total_currency"], currency.as_str());
+    assert_eq!(data["guests"][0], "Ana Garcia");
+    let text = booked["content"].as_str().unwrap_or_default();
+    assert!(text.starts_with("Booked: "), "{text}");
+    assert!(text.contains(&booking_id), "{text}");
+    assert_eq!(stays_bookings(&s, "hotel-1"), (1, 1));
+
+    // The ledger lists it, ids and amounts only.
+    let (_, listed) = s.get_json("/v1/bookings").await;
+    let entry = &listed["bookings"][0];
+    assert_eq!(entry["tool"], "book_hotel", "{listed:#}");
+    assert_eq!(entry["state"], "booked");
+    assert_eq!(entry["order_id"], booking_id.as_str());
+    assert_eq!(entry["amount"], total.as_str());
+    assert!(!listed.to_string().contains("Garcia"), "{listed:#}");
+
+    // The same key again: the recorded booking, no quote and no booking request.
+    let quotes = s.requests(RouteGroup::DuffelStays);
+    let (_, again) = s.call("book_hotel", hotel_booking(&rate, "hotel-1")).await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    assert_eq!(again["data"]["booking_id"], booking_id.as_str());
+    let text = again["content"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("Already booked under this idempotency key"),
+        "{text}"
+    );
+    assert_eq!(
+        stays_bookings(&s, "hotel-1"),
+        (1, 1),
+        "no second booking request"
+    );
+    assert_eq!(
+        s.requests(RouteGroup::DuffelStays),
+        quotes,
+        "not even a quote"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_quote_says_nothing_was_booked() {
+    let s = builder(62, Duration::from_secs(2)).jobs().start().await;
+    let (rate, _, _) = rate(&s).await;
+    s.down(RouteGroup::DuffelStays);
+    let (status, env) = s
+        .call("book_hotel", hotel_booking(&rate, "quote-fails-1"))
+        .await;
+    assert_eq!(
+        (status, env["status"].as_str()),
+        (200, Some("unavailable")),
+        "{env:#}"
+    );
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(text.contains("nothing was booked"), "{text}");
+    assert!(!text.contains("not known whether"), "{text}");
+    assert_eq!(
+        stays_bookings(&s, "quote-fails-1"),
+        (0, 0),
+        "no booking request"
+    );
+    let entry = entry(&s, "quote-fails-1").await;
+    assert_eq!(entry["state"], "failed", "{entry:#}");
+}
+
+#[tokio::test]
+async fn a_lost_answer_to_the_booking_request_is_unknown_then_reconciled_as_booked() {
+    let s = builder(63, Duration::from_millis(800)).jobs().start().await;
+    let (rate, total, _) = rate(&s).await;
+    // The booking is made, and its answer comes after the gateway stopped waiting.
+    s.sim.set_fault(
+        RouteGroup::DuffelStaysBookings,
+        Fault {
+            latency_after_ms: 3_000,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s
+        .call("book_hotel", hotel_booking(&rate, "hotel-lost-1"))
+        .await;
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not known whether it went through"),
+        "{env:#}"
+    );
+    assert_eq!(
+        stays_bookings(&s, "hotel-lost-1"),
+        (1, 1),
+        "the provider booked it"
+    );
+    s.sim.clear_faults();
+    let entry = wait_for_state(&s, "hotel-lost-1", "booked").await;
+    assert!(
+        entry["order_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("bok_")),
+        "{entry:#}"
+    );
+    assert_eq!(entry["amount"], total.as_str(), "{entry:#}");
+    let (_, again) = s
+        .call("book_hotel", hotel_booking(&rate, "hotel-lost-1"))
+        .await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    assert_eq!(again["data"]["booking_id"], entry["order_id"]);
+    assert_eq!(
+        stays_bookings(&s, "hotel-lost-1"),
+        (1, 1),
+        "no second booking request"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_hotel_booking_the_provider_did_not_make_is_reconciled_as_not_booked() {
+    let s = builder(64, Duration::from_secs(2)).jobs().start().await;
+    let (rate, _, _) = rate(&s).await;
+    // A 503 to the booking request: it may have been carried out, as far as the gateway knows.
+    s.sim.set_fault(
+        RouteGroup::DuffelStaysBookings,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    let (_, env) = s
+        .call("book_hotel", hotel_booking(&rate, "hotel-none-1"))
+        .await;
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not known whether it went through"),
+        "{env:#}"
+    );
+    let (_, pending) = s
+        .call("book_hotel", hotel_booking(&rate, "hotel-none-1"))
+        .await;
+    let text = pending["content"].as_str().unwrap_or_default();
+    assert!(text.contains("outcome is not known yet"), "{pending:#}");
+    s.sim.clear_faults();
+    let entry = wait_for_state(&s, "hotel-none-1", "failed").await;
+    assert!(entry["order_id"].is_null(), "{entry:#}");
+    assert_eq!(stays_bookings(&s, "hotel-none-1"), (1, 0));
+    // Nothing was booked, so the same key may book now, once.
+    let (_, booked) = s
+        .call("book_hotel", hotel_booking(&rate, "hotel-none-1"))
+        .await;
+    assert_eq!(booked["status"], "ok", "{booked:#}");
+    assert_eq!(stays_bookings(&s, "hotel-none-1"), (2, 1));
+}
