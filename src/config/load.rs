@@ -145,6 +145,26 @@ fn load_into(
         s.finish();
     }
 
+    // [quota]
+    let mut quota = QuotaConfig::default();
+    if let Some(s) = root.table("quota") {
+        if let Some(key) = s.string("bucket_key") {
+            match [BucketKey::Provider, BucketKey::ProviderAndCredential]
+                .into_iter()
+                .find(|k| k.as_str() == key)
+            {
+                Some(k) => quota.bucket_key = k,
+                None => s.error(
+                    "bucket_key",
+                    format!(
+                        "\"{key}\" is not a bucket key; write \"provider\" (one allowance per provider name, the default) or \"provider_and_credential\" (one per provider account)"
+                    ),
+                ),
+            }
+        }
+        s.finish();
+    }
+
     // [mcp]
     let mut mcp = McpConfig {
         // A fleet sits behind a load balancer, and sessions kept in one process are unknown to
@@ -255,6 +275,7 @@ fn load_into(
         auth,
         store,
         bookings,
+        quota,
         mcp,
         limits,
         providers,

@@ -27,6 +27,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// `[bookings]`.
     pub bookings: BookingsConfig,
+    /// `[quota]`.
+    pub quota: QuotaConfig,
     /// `[mcp]`.
     pub mcp: McpConfig,
     /// `[limits]`.
@@ -207,6 +209,36 @@ pub struct StoreConfig {
     /// store does not answer (default `faregate-spool.db`, beside the default SQLite store);
     /// they move into the store when it answers again. Unused with a SQLite store.
     pub spool_path: PathBuf,
+}
+
+/// `[quota]`: how background pacing keys a provider's shared allowance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QuotaConfig {
+    /// What one token bucket (one shared pacer row in a fleet) stands for.
+    pub bucket_key: BucketKey,
+}
+
+/// What one provider allowance is keyed by (`[quota] bucket_key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BucketKey {
+    /// `"provider"` (default): the operator's provider name; every replica naming a provider
+    /// the same draws one bucket, whatever its credential.
+    #[default]
+    Provider,
+    /// `"provider_and_credential"`: the provider name and a digest of its credential (never the
+    /// credential), so deployments that share a database but call a provider with different
+    /// accounts pace each account on its own, and replicas with the same account share one.
+    ProviderAndCredential,
+}
+
+impl BucketKey {
+    /// The configuration's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BucketKey::Provider => "provider",
+            BucketKey::ProviderAndCredential => "provider_and_credential",
+        }
+    }
 }
 
 /// `[bookings]`: the booking ledger's timings.

@@ -9,6 +9,12 @@
 //! [`RateLimits`] holds that too, so the pacer has one place to ask.
 //!
 //! The adapters write here and know nothing of pacing; the job system reads.
+//!
+//! It also says what one allowance stands for ([`RateLimits::bucket`]): by default a provider's
+//! name, or with `[quota] bucket_key = "provider_and_credential"` the name and a digest of the
+//! credential it is called with, so two accounts of one provider in one database are paced
+//! apart. The digest is unkeyed SHA-256 of the credential, cut to 16 hex digits: enough to keep
+//! accounts apart, and, for a credential with a token's entropy, nothing that leads back to it.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -17,7 +23,10 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 
+use sha2::{Digest, Sha256};
+
 use super::http::parse_delay;
+use super::secret::Secret;
 
 /// One answer's rate-limit headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +76,16 @@ pub struct RateLimits {
     /// Requests interactive calls sent per provider since the quota room last took them: a
     /// count in memory, so an interactive call never waits on the database.
     interactive: Mutex<HashMap<String, u32>>,
+    /// Providers whose allowance is keyed by their account: name → bucket key.
+    buckets: Mutex<HashMap<String, String>>,
+}
+
+/// The bucket key of `provider` called with `credential`: the name, `#`, and 16 hex digits of
+/// the credential's SHA-256 (never the credential).
+pub fn credential_bucket(provider: &str, credential: &Secret) -> String {
+    let digest = Sha256::digest(credential.expose().as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{provider}#{hex}")
 }
 
 impl RateLimits {
@@ -116,6 +135,29 @@ impl RateLimits {
         spent.drain().filter(|(_, n)| *n > 0).collect()
     }
 
+    /// Keys `provider`'s allowance by the account `credential` names (see
+    /// [`credential_bucket`]).
+    pub fn key_by_credential(&self, provider: &str, credential: &Secret) {
+        self.buckets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                provider.to_string(),
+                credential_bucket(provider, credential),
+            );
+    }
+
+    /// The key of the allowance `provider`'s requests draw on: its name, unless it is keyed by
+    /// its account.
+    pub fn bucket(&self, provider: &str) -> String {
+        self.buckets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(provider)
+            .cloned()
+            .unwrap_or_else(|| provider.to_string())
+    }
+
     /// What is known of `provider`'s limit.
     pub fn get(&self, provider: &str) -> Option<Known> {
         self.map().get(provider).copied()
@@ -152,6 +194,33 @@ mod tests {
     use reqwest::header::HeaderValue;
 
     use super::*;
+
+    #[test]
+    fn an_account_bucket_names_the_provider_and_a_digest_never_the_credential() {
+        let one = Secret::new("duffel_live_0123456789abcdef");
+        let key = credential_bucket("duffel", &one);
+        assert_eq!(
+            key,
+            credential_bucket("duffel", &one),
+            "stable across replicas"
+        );
+        assert!(
+            key.starts_with("duffel#") && key.len() == "duffel#".len() + 16,
+            "{key}"
+        );
+        assert!(!key.contains("0123456789abcdef"), "{key}");
+        let two = Secret::new("duffel_live_fedcba9876543210");
+        assert_ne!(
+            key,
+            credential_bucket("duffel", &two),
+            "two accounts, two buckets"
+        );
+
+        let limits = RateLimits::default();
+        assert_eq!(limits.bucket("duffel"), "duffel", "by name unless asked");
+        limits.key_by_credential("duffel", &one);
+        assert_eq!(limits.bucket("duffel"), key);
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

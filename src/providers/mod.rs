@@ -30,7 +30,7 @@ pub use kept::KeptOffers;
 pub use limits::RateLimits;
 pub use secret::Secret;
 
-use crate::config::{Config, ProviderKind};
+use crate::config::{BucketKey, Config, ProviderKind};
 use crate::tools::{ToolOutput, ToolRequest};
 
 /// A configured provider.
@@ -215,6 +215,9 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         continue;
                     }
                 };
+                if config.quota.bucket_key == BucketKey::ProviderAndCredential {
+                    out.rate_limits.key_by_credential(name, &token);
+                }
                 let sink = limits::LimitsSink::new(Arc::clone(&out.rate_limits), name);
                 out.providers.insert(
                     name.clone(),
@@ -250,6 +253,10 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         continue;
                     }
                 };
+                // The API key names the account (the secret only proves it).
+                if config.quota.bucket_key == BucketKey::ProviderAndCredential {
+                    out.rate_limits.key_by_credential(name, &id);
+                }
                 out.providers.insert(
                     name.clone(),
                     Provider::Amadeus(Box::new(

@@ -12,6 +12,10 @@
 //! [`FLUSH_EVERY`] spends them from the shared bucket in one write per provider, so background
 //! claims slow down when interactive calls use the quota, never the other way round.
 //!
+//! One allowance is one bucket, keyed by the provider's name, or by its name and a digest of its
+//! credential (`[quota] bucket_key`, [`RateLimits::bucket`]): tools of one provider share it,
+//! and so do replicas calling it with the same account.
+//!
 //! When the database does not answer within [`STORE_WAIT`], each replica goes on with its local
 //! copy of the pacer (the last shared state it saw) and tries the database again after
 //! [`RETRY_STORE_AFTER`]: no dispatcher stalls, and the fleet rejoins the shared bucket when
@@ -177,9 +181,12 @@ impl Quotas {
         self.local.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Applies `step` to `provider`'s pacer: the shared one when it answers in time, else the
-    /// local copy.
+    /// Applies `step` to the pacer of `provider`'s bucket (its name, or its account with
+    /// `[quota] bucket_key = "provider_and_credential"`): the shared one when it answers in
+    /// time, else the local copy.
     async fn step<R>(&self, provider: &str, step: impl Fn(&mut Pacer, Instant) -> R) -> R {
+        let bucket = self.limits.bucket(provider);
+        let provider = bucket.as_str();
         if let Some(shared) = &self.shared
             && self.store_worth_trying()
         {

@@ -1,5 +1,7 @@
-//! The pacers in the database: one row per provider, read and written whole, so every replica
-//! of a fleet paces from one allowance and one token bucket.
+//! The pacers in the database: one row per bucket (a provider, or a provider account with
+//! `[quota] bucket_key = "provider_and_credential"`; the `provider` column holds the bucket key,
+//! never a credential), read and written whole, so every replica of a fleet paces from one
+//! allowance and one token bucket.
 //!
 //! A row holds a [`PacerRecord`] as JSON and a version. An update reads the row, applies one
 //! pure step to the pacer it holds, and writes it back only if the version is still the one it

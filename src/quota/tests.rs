@@ -191,3 +191,97 @@ async fn replicas_share_pacers_on_postgres() {
         two_replicas(db).await;
     }
 }
+
+/// Only a Duffel access token, as a replica's environment holds it.
+struct DuffelToken(&'static str);
+
+impl crate::providers::Env for DuffelToken {
+    fn var(&self, name: &str) -> Option<String> {
+        (name == "DUFFEL_ACCESS_TOKEN").then(|| self.0.to_string())
+    }
+}
+
+/// The limits `providers::build` makes for the shipped configuration with `bucket_key`, called
+/// with Duffel access token `token`.
+fn limits_for(bucket_key: crate::config::BucketKey, token: &'static str) -> Arc<RateLimits> {
+    let (mut config, _) = crate::config::load(
+        &crate::config::EmbeddedFiles,
+        std::path::Path::new(crate::config::EMBEDDED_CONFIG),
+        &crate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    config.quota.bucket_key = bucket_key;
+    crate::providers::build(&config, &DuffelToken(token)).rate_limits
+}
+
+/// What the shared pacer rows of `db` are keyed by.
+async fn bucket_rows(db: &Db) -> Vec<String> {
+    db.fetch(
+        "SELECT provider FROM faregate_quota_pacers ORDER BY provider",
+        &[],
+        |r| Ok(r.text("provider")?.unwrap_or_default()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A 429 replica `a` got pauses `others` when they share its bucket, and only then.
+async fn paused_by_a_429(a: &Quotas, others: &[&Quotas]) -> Vec<bool> {
+    let t0 = clock::now();
+    a.claimed("duffel", 2, t0).await;
+    a.observe("duffel", Answer::Succeeded, t0).await;
+    a.observe(
+        "duffel",
+        Answer::RateLimited(Some(Duration::from_secs(60))),
+        t0,
+    )
+    .await;
+    let mut paused = Vec::new();
+    for q in others {
+        paused.push(q.reserve("duffel", 4).await == Some(0));
+    }
+    paused
+}
+
+#[tokio::test]
+async fn keyed_by_credential_two_accounts_of_a_provider_pace_apart_and_one_account_together() {
+    use crate::config::BucketKey;
+    let (db, _dir) = sqlite_db().await;
+    let key = BucketKey::ProviderAndCredential;
+    let a = Quotas::shared(limits_for(key, "duffel_live_account_one"), db.clone());
+    let same = Quotas::shared(limits_for(key, "duffel_live_account_one"), db.clone());
+    let other = Quotas::shared(limits_for(key, "duffel_live_account_two"), db.clone());
+    for q in [&a, &same, &other] {
+        q.prepare().await;
+    }
+    assert_eq!(
+        paused_by_a_429(&a, &[&same, &other]).await,
+        [true, false],
+        "the replica with the same account pauses, the other account does not"
+    );
+    let rows = bucket_rows(&db).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].starts_with("duffel#"), "{rows:?}");
+    assert!(
+        !rows[0].contains("account_one"),
+        "never the credential itself: {rows:?}"
+    );
+}
+
+#[tokio::test]
+async fn keyed_by_provider_every_account_of_a_provider_draws_one_bucket() {
+    use crate::config::BucketKey;
+    let (db, _dir) = sqlite_db().await;
+    let a = Quotas::shared(
+        limits_for(BucketKey::Provider, "duffel_live_account_one"),
+        db.clone(),
+    );
+    let other = Quotas::shared(
+        limits_for(BucketKey::Provider, "duffel_live_account_two"),
+        db.clone(),
+    );
+    a.prepare().await;
+    other.prepare().await;
+    assert_eq!(paused_by_a_429(&a, &[&other]).await, [true]);
+    assert_eq!(bucket_rows(&db).await, ["duffel"]);
+}

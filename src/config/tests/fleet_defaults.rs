@@ -1,5 +1,6 @@
 //! What a fleet store changes by default: `[mcp]` sessions, and the providers' documented
-//! limits read as configured defaults; and where a fleet replica spools submissions.
+//! limits read as configured defaults; where a fleet replica spools submissions, and what one
+//! provider allowance is keyed by.
 
 use std::path::Path;
 
@@ -101,4 +102,38 @@ fn a_spool_path_that_is_a_url_a_directory_or_empty_is_refused_saying_what_to_wri
             &["spool_path", says, "name a file"],
         );
     }
+}
+
+#[test]
+fn a_provider_allowance_is_keyed_by_provider_unless_its_account_is_asked_for() {
+    use crate::config::BucketKey;
+    let config = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.quota.bucket_key, BucketKey::Provider);
+    let by_account = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "bucket_key = \"provider\"",
+            "bucket_key = \"provider_and_credential\"",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        by_account.quota.bucket_key,
+        BucketKey::ProviderAndCredential
+    );
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "bucket_key = \"provider\"",
+            "bucket_key = \"credential\"",
+        ),
+        &[
+            "bucket_key",
+            "\"credential\" is not a bucket key",
+            "\"provider\"",
+            "\"provider_and_credential\"",
+        ],
+    );
 }
