@@ -213,22 +213,25 @@ pub(super) fn answered(
     info: CallInfo,
     begun: &Result<Begin, StoreError>,
 ) -> Option<Envelope> {
-    let (label, envelope) = match begun {
+    let (label, envelope, order_id) = match begun {
         Ok(Begin::Go) => return None,
-        Ok(Begin::Recorded(entry)) => ("replayed", replay(info, entry)),
+        Ok(Begin::Recorded(entry)) => ("replayed", replay(info, entry), entry.order_id.as_deref()),
         Ok(Begin::Conflict(_)) => (
             "conflict",
             Envelope::invalid_arguments(info, texts::key_reused(write.tool)),
+            None,
         ),
         Err(e) => {
             tracing::warn!(tool = write.tool, error = %e, "booking refused: the ledger could not be written");
             (
                 "refused",
                 Envelope::unavailable(info, texts::ledger_unwritable(write.tool), None, None),
+                None,
             )
         }
     };
-    observer.booking(&write.client, write.tool, &write.key, label, None);
+    // A replay names the order it answers with, so the audit log ties it to the booking.
+    observer.booking(&write.client, write.tool, &write.key, label, order_id);
     Some(envelope)
 }
 

@@ -6,6 +6,7 @@
 //! This file holds their helpers: a stack with short timings and one provider per tool, a fresh
 //! offer, and a booking body.
 
+mod audit;
 mod budget;
 mod hotel;
 mod ledger;
