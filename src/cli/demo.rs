@@ -93,6 +93,12 @@ Try:
   curl -s http://{addr}/v1/tools/search_hotels/call -H 'content-type: application/json' \
     -d '{{"arguments": {{"city_code": "PAR", "check_in_date": "{d1}", "check_out_date": "{d2}", "adults": 2}}}}'
 
+  # the rooms of one hotel (a hotel_result_id from the search), then book one of its rates
+  curl -s http://{addr}/v1/tools/check_hotel_availability/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"hotel_result_id": "srr_…"}}}}'
+  curl -s http://{addr}/v1/tools/book_hotel/call -H 'content-type: application/json' \
+    -d '{{"idempotency_key": "demo-1", "arguments": {{"rate_id": "rat_…", "email": "ana@example.com", "phone_number": "+34600000000", "guests": [{{"given_name": "Ana", "family_name": "Garcia"}}]}}}}'
+
   # invalid arguments are named field by field (HTTP 422)
   curl -s http://{addr}/v1/tools/search_flights/call -H 'content-type: application/json' \
     -d '{{"arguments": {{"origin": "jfk", "destination": "LHR", "departure_date": "2020-01-01"}}}}'

@@ -1,7 +1,7 @@
 //! `book_hotel` over Duffel Stays, end to end against the simulator with the embedded (demo)
 //! configuration: search → availability → book → the ledger shows it; a repeated key books
-//! nothing new; a failed quote books nothing; a lost answer to the booking request is unknown,
-//! then reconciled both ways.
+//! nothing new; a failed quote books nothing (a background booking is requeued and books once);
+//! a lost answer to the booking request is unknown, then reconciled both ways.
 
 use std::time::Duration;
 
@@ -105,6 +105,40 @@ async fn a_failed_quote_says_nothing_was_booked() {
     );
     let entry = entry(&s, "quote-fails-1").await;
     assert_eq!(entry["state"], "failed", "{entry:#}");
+}
+
+#[tokio::test]
+async fn a_background_hotel_booking_whose_quote_fails_is_requeued_and_booked_once() {
+    let s = builder(65, Duration::from_secs(2)).jobs().start().await;
+    let (rate, _, _) = rate(&s).await;
+    s.down(RouteGroup::DuffelStays);
+    let (status, queued) = s
+        .submit("book_hotel", hotel_booking(&rate, "bg-hotel-1"))
+        .await;
+    assert_eq!(status, 202, "{queued:#}");
+    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
+    let waiting = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
+            j["status"] == "retry_scheduled" && j["attempts"].as_u64() >= Some(1)
+        })
+        .await;
+    assert!(
+        waiting["last_error"]
+            .as_str()
+            .is_some_and(|e| !e.contains("not known whether")),
+        "{waiting:#}"
+    );
+    assert_eq!(stays_bookings(&s, "bg-hotel-1"), (0, 0));
+    s.sim.clear_faults();
+    let done = s
+        .wait_for_job(&id, Duration::from_secs(20), |j| j["status"] == "succeeded")
+        .await;
+    assert_eq!(done["result"]["status"], "ok", "{done:#}");
+    assert_eq!(
+        stays_bookings(&s, "bg-hotel-1"),
+        (1, 1),
+        "booked exactly once"
+    );
 }
 
 #[tokio::test]
