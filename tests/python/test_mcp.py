@@ -10,7 +10,7 @@ from mcp import Client
 from conftest import fresh_date
 
 MODES = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
-CATALOG = ["search_flights", "price_flight_offer", "search_hotels", "check_hotel_availability", "get_flight_status", "book_flight"]
+CATALOG = ["search_flights", "price_flight_offer", "search_hotels", "check_hotel_availability", "get_flight_status", "book_flight", "book_hotel"]
 
 
 def run(coro):
@@ -39,8 +39,9 @@ def test_lists_tools_with_schemas_and_annotations(demo, mode):
         assert t.annotations.open_world_hint is True
     search = by_name["search_flights"].annotations
     assert (search.read_only_hint, search.idempotent_hint, search.destructive_hint) == (True, True, False)
-    book = by_name["book_flight"].annotations
-    assert (book.read_only_hint, book.destructive_hint, book.idempotent_hint) == (False, True, False)
+    for name in ("book_flight", "book_hotel"):
+        book = by_name[name].annotations
+        assert (book.read_only_hint, book.destructive_hint, book.idempotent_hint) == (False, True, False), name
 
 
 @pytest.mark.parametrize("mode", list(MODES))

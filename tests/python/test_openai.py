@@ -37,7 +37,7 @@ def manifest(demo):
 
 def test_the_manifest_is_sdk_tool_params_with_strict_schemas(demo):
     tools = manifest(demo)
-    assert len(tools) == 6
+    assert len(tools) == 7
     for tool in tools:
         exact(ChatCompletionFunctionToolParam, tool)
         fn = tool["function"]
