@@ -115,12 +115,12 @@ fn check(args: &Args, today: NaiveDate) -> Result<(), Vec<FieldError>> {
                 format!("{born} is in the future; expected a date of birth"),
             );
         }
-        if t.given_name.trim().is_empty() {
-            e.push(&format!("travellers[{i}].given_name"), "must not be blank");
-        }
-        if t.family_name.trim().is_empty() {
-            e.push(&format!("travellers[{i}].family_name"), "must not be blank");
-        }
+        checks::names(
+            &mut e,
+            &format!("travellers[{i}]"),
+            &t.given_name,
+            &t.family_name,
+        );
     }
     e.finish()
 }

@@ -7,7 +7,7 @@ use chrono::NaiveDate;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::checks::Errors;
+use super::checks::{self, Errors};
 use super::{Access, CallMode, FieldError, ToolRequest, ToolSpec};
 
 /// The catalog entry.
@@ -73,12 +73,12 @@ fn parse(
 fn check(args: &Args, _today: NaiveDate) -> Result<(), Vec<FieldError>> {
     let mut e = Errors::default();
     for (i, g) in args.guests.iter().enumerate() {
-        if g.given_name.trim().is_empty() {
-            e.push(&format!("guests[{i}].given_name"), "must not be blank");
-        }
-        if g.family_name.trim().is_empty() {
-            e.push(&format!("guests[{i}].family_name"), "must not be blank");
-        }
+        checks::names(
+            &mut e,
+            &format!("guests[{i}]"),
+            &g.given_name,
+            &g.family_name,
+        );
     }
     let email = args.email.trim();
     if email.starts_with('@') || email.ends_with('@') || !email.contains('@') {

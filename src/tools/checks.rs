@@ -71,6 +71,16 @@ pub fn date(errors: &mut Errors, field: &str, value: &str) -> Option<NaiveDate> 
     }
 }
 
+/// Checks that a person's names (`{person}.given_name`, `{person}.family_name`) are not blank:
+/// the schema's minimum length lets a name of spaces through, and a provider books no one by it.
+pub fn names(errors: &mut Errors, person: &str, given_name: &str, family_name: &str) {
+    for (field, value) in [("given_name", given_name), ("family_name", family_name)] {
+        if value.trim().is_empty() {
+            errors.push(&format!("{person}.{field}"), "must not be blank");
+        }
+    }
+}
+
 /// True for a three-letter upper-case IATA code.
 pub fn is_iata(code: &str) -> bool {
     code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase())

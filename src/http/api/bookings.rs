@@ -47,12 +47,8 @@ pub(crate) async fn list(
     Extension(caller): Extension<Caller>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query.map_err(|e| {
-        ApiError::bad_request(format!(
-            "{}; the one parameter is limit (1 to 1000)",
-            e.body_text()
-        ))
-    })?;
+    let Query(q) =
+        query.map_err(|e| ApiError::bad_query(e, "the one parameter is limit (1 to 1000)"))?;
     let ledger = state.gateway.ledger().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_IMPLEMENTED,

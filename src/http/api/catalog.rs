@@ -64,11 +64,11 @@ pub(crate) async fn list(
 ) -> Result<Response, ApiError> {
     let scope = caller.scope();
     let Query(q) = query.map_err(|e| {
-        ApiError::bad_request(format!(
-            "{}; the parameters are format ({}) and available (true or false)",
-            e.body_text(),
+        let accepted = format!(
+            "the parameters are format ({}) and available (true or false)",
             Format::NAMES
-        ))
+        );
+        ApiError::bad_query(e, &accepted)
     })?;
     let format =
         Format::parse(q.format.as_deref().unwrap_or("native")).map_err(ApiError::bad_request)?;

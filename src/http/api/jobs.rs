@@ -111,12 +111,8 @@ pub(crate) async fn list(
     Extension(caller): Extension<Caller>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    // axum's own rejection is text/plain; every error of this API is JSON (schemathesis found it).
     let Query(q) = query.map_err(|e| {
-        ApiError::bad_request(format!(
-            "{}; the parameters are status, tool and limit (1 to 1000)",
-            e.body_text()
-        ))
+        ApiError::bad_query(e, "the parameters are status, tool and limit (1 to 1000)")
     })?;
     let jobs = jobs(&state)?;
     let status = match q.status.as_deref() {

@@ -8,6 +8,7 @@
 
 use axum::Json;
 use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
@@ -63,6 +64,12 @@ impl ApiError {
     /// 400 with `message`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 400 for a query string the route cannot read, with axum's reason and `accepted`, the
+    /// parameters the route takes (axum's own rejection is text/plain; every error here is JSON).
+    pub(crate) fn bad_query(rejection: QueryRejection, accepted: &str) -> Self {
+        Self::bad_request(format!("{}; {accepted}", rejection.body_text()))
     }
 
     /// 404 with a message.
