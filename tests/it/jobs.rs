@@ -260,4 +260,18 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
     );
     assert_eq!(s.get_json("/v1/jobs?status=sleeping").await.0, 400);
     assert_eq!(s.get_json("/v1/jobs/no-such-job").await.0, 404);
+    // A query string axum cannot read is a JSON 400 that names what each list route takes.
+    for (path, accepted) in [
+        (
+            "/v1/jobs?limit=lots",
+            "the parameters are status, tool and limit",
+        ),
+        ("/v1/bookings?limit=lots", "the one parameter is limit"),
+        ("/v1/tools?available=maybe", "the parameters are format ("),
+    ] {
+        let (status, body) = s.get_json(path).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(message.contains(accepted), "{path}: {message}");
+    }
 }
