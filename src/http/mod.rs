@@ -62,27 +62,38 @@ use routes::{Guard, Handler, ROUTES};
 /// not refused pay for no wrapper.
 ///
 /// `/mcp` sits behind the same checks; rmcp then checks `Host` and `Origin` (`[mcp]` in
-/// `faregate.toml`) and enforces the same body limit itself. `shutdown` ends MCP sessions and
-/// streams when cancelled.
+/// `faregate.toml`) and enforces the same body limit itself. One more layer wraps `/mcp`
+/// outside all of them (`mcp::client_answers`): its 401 and 403 carry a JSON-RPC error, the
+/// only body MCP clients show their users, and an ended session is 200. `shutdown` ends MCP
+/// sessions and streams when cancelled.
 pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
     let mut open = Router::new();
     let mut client = Router::new();
     let mut calls = Router::new();
     let mut self_authorized = Router::new();
+    // `/mcp` gets the layers of its guard like any route, plus one outside them all (see
+    // `mcp::client_answers`), so it is built apart and merged in.
+    let mut mcp_route = Router::new();
     for route in ROUTES {
+        let is_mcp = route
+            .operations
+            .iter()
+            .any(|op| matches!(op.handler, Handler::Mcp));
         let group = match route.guard {
+            _ if is_mcp => &mut mcp_route,
             Guard::Open => &mut open,
             Guard::Client => &mut client,
             Guard::Call => &mut calls,
             Guard::SelfAuthorized => &mut self_authorized,
         };
         let routed = std::mem::take(group);
-        *group = if route
-            .operations
-            .iter()
-            .any(|op| matches!(op.handler, Handler::Mcp))
-        {
-            routed.route(route.path, mcp::service(state.clone(), shutdown.clone()))
+        *group = if is_mcp {
+            guarded(
+                &state,
+                route.guard,
+                routed.route(route.path, mcp::service(state.clone(), shutdown.clone())),
+            )
+            .layer(middleware::from_fn(mcp::client_answers))
         } else {
             let methods = route
                 .operations
@@ -98,18 +109,9 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
             }
         };
     }
-    let calls = calls.layer(middleware::from_fn_with_state(
-        (state.limits.clone(), state.telemetry.clone()),
-        edge::limit_calls,
-    ));
-    let keyed = client
-        .merge(calls)
-        .layer(DefaultBodyLimit::max(state.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            state.keys.clone(),
-            edge::require_client,
-        ));
+    let keyed = guarded(&state, Guard::Client, client).merge(guarded(&state, Guard::Call, calls));
     open.merge(keyed)
+        .merge(mcp_route)
         .merge(self_authorized)
         .fallback(edge::no_route)
         .layer(middleware::from_fn_with_state(
@@ -121,4 +123,23 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         ))
         .layer(edge::trace_layer())
         .with_state(state)
+}
+
+/// `routes` behind the edge layers of `guard` (steps 3 to 5 above): client-key authentication
+/// for `Client` and `Call`, the per-client limits for `Call`, and the body limit.
+fn guarded(state: &AppState, guard: Guard, routes: Router<AppState>) -> Router<AppState> {
+    let routes = match guard {
+        Guard::Call => routes.layer(middleware::from_fn_with_state(
+            (state.limits.clone(), state.telemetry.clone()),
+            edge::limit_calls,
+        )),
+        Guard::Client => routes,
+        Guard::Open | Guard::SelfAuthorized => return routes,
+    };
+    routes
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            state.keys.clone(),
+            edge::require_client,
+        ))
 }

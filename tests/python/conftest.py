@@ -39,24 +39,24 @@ class Demo:
         httpx.delete(f"{self.sim}/_sim/faults", timeout=10).raise_for_status()
 
 
-@pytest.fixture(scope="session")
-def demo():
+def start_demo(name: str, client_keys: str):
+    """`faregate demo` with `FAREGATE_CLIENT_KEYS` as given ("" is auth off); yields a `Demo`."""
     if not BINARY.exists():
         pytest.fail(f"{BINARY} is missing; run `cargo build` first")
     api_port, sim_port = free_port(), free_port()
-    log = open(ROOT / "target" / "python-demo.log", "w")
+    log = open(ROOT / "target" / f"python-{name}.log", "w")
     proc = subprocess.Popen(
         [str(BINARY), "demo", "--listen", f"127.0.0.1:{api_port}", "--sim-listen", f"127.0.0.1:{sim_port}"],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "FAREGATE_CLIENT_KEYS": ""},
+        env={**os.environ, "FAREGATE_CLIENT_KEYS": client_keys},
     )
     d = Demo(f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{sim_port}")
     try:
         deadline = time.monotonic() + 30
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"faregate demo exited with {proc.returncode}; see target/python-demo.log")
+                pytest.fail(f"faregate demo exited with {proc.returncode}; see target/python-{name}.log")
             try:
                 if httpx.get(f"{d.api}/readyz", timeout=1).status_code == 200:
                     break
@@ -73,6 +73,20 @@ def demo():
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def demo():
+    yield from start_demo("demo", "")
+
+
+KEYED_DEMO_KEY = "python-sdk-test-key"
+
+
+@pytest.fixture(scope="session")
+def keyed_demo():
+    """A second demo with client keys on (the one key is `KEYED_DEMO_KEY`)."""
+    yield from start_demo("keyed-demo", KEYED_DEMO_KEY)
 
 
 @pytest.fixture(autouse=True)

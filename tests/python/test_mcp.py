@@ -3,11 +3,14 @@ era (initialize + Mcp-Session-Id) and the modern stateless 2026-07-28 era."""
 
 import asyncio
 
+import httpx2
 import jsonschema
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
-from conftest import fresh_date
+from conftest import KEYED_DEMO_KEY, fresh_date
 
 MODES = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 CATALOG = ["search_flights", "price_flight_offer", "search_hotels", "check_hotel_availability", "get_flight_status", "book_flight", "book_hotel"]
@@ -96,3 +99,75 @@ def test_invalid_arguments_and_background_mode_are_error_results(demo):
     assert background.is_error is True
     assert "not available over MCP" in background.content[0].text
     assert 'POST /v1/tools/{tool}/call with "mode": "background"' in background.content[0].text
+
+
+def keyed_client(demo, mode, key=None):
+    """An SDK client of `demo` sending `key` as its bearer key (none when `key` is None)."""
+    headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
+    transport = streamable_http_client(demo.mcp, http_client=httpx2.AsyncClient(headers=headers))
+    return Client(transport, mode=mode)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(
+    "key, says",
+    [
+        (None, "missing credentials; send `Authorization: Bearer <client key>`"),
+        ("not-a-key", "the bearer key is not valid; use a client key or the admin key"),
+    ],
+)
+def test_a_refused_key_shows_faregates_message_to_the_user(keyed_demo, mode, key, says):
+    """What a user of an SDK-based client (fastmcp, pydantic-ai, openai-agents, ...) reads when
+    the key is missing or wrong: faregate's text, not "Server returned an error response"."""
+
+    async def go():
+        async with keyed_client(keyed_demo, mode, key) as c:
+            await c.call_tool("search_flights", flights())
+
+    with pytest.raises(BaseException) as raised:
+        run(go())
+    # The SDK raises the MCPError itself or inside the ExceptionGroup of the client's task
+    # group; either way its text (what a traceback or a client's error line shows) is faregate's.
+    errors = list(mcp_errors(raised.value))
+    assert [(e.code, str(e)) for e in errors] == [(-31401, says)], raised.value
+
+
+def mcp_errors(exc):
+    """The MCPErrors in `exc`, looking inside exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from mcp_errors(inner)
+    elif isinstance(exc, MCPError):
+        yield exc
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_the_right_key_is_served(keyed_demo, mode):
+    async def go():
+        async with keyed_client(keyed_demo, mode, KEYED_DEMO_KEY) as c:
+            return await c.call_tool("search_flights", flights())
+
+    result = run(go())
+    assert result.is_error is False
+    assert "offers JFK→LHR" in result.content[0].text
+
+
+def test_closing_a_legacy_session_ends_it_with_200_and_logs_no_failure(demo, caplog):
+    """`DELETE /mcp` is 200: the SDK logs "Session termination failed: 202" otherwise, on every
+    close (langchain closes a session after each tool call)."""
+    deletes = []
+
+    async def record(response):
+        if response.request.method == "DELETE":
+            deletes.append(response.status_code)
+
+    async def go():
+        http = httpx2.AsyncClient(event_hooks={"response": [record]})
+        async with Client(streamable_http_client(demo.mcp, http_client=http), mode="legacy") as c:
+            await c.list_tools()
+
+    with caplog.at_level("DEBUG", logger="mcp.client.streamable_http"):
+        run(go())
+    assert deletes == [200], "the SDK ends its session with one DELETE"
+    failures = [r.getMessage() for r in caplog.records if "termination failed" in r.getMessage().lower()]
+    assert not failures, failures

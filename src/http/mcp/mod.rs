@@ -24,7 +24,10 @@
 //! [`crate::agents::mcp`], as is the answer to `"faregate/mode": "background"` (mapping
 //! background calls to the MCP Tasks extension, for clients that declare it, is left for later).
 
+mod client_answers;
 mod parse_errors;
+
+pub(crate) use client_answers::client_answers;
 
 use std::sync::Arc;
 

@@ -534,6 +534,7 @@ pub(crate) const ROUTES: &[Route] = &[
                                 || json!({"anyOf": [{"$ref": "#/components/schemas/JsonRpcError"}, {"$ref": "#/components/schemas/Error"}]}),
                             )),
                         ),
+                        MCP_KEY,
                         MCP_HOST,
                         MCP_SESSION,
                         MCP_ACCEPT,
@@ -549,6 +550,7 @@ pub(crate) const ROUTES: &[Route] = &[
                 &[
                     answer(200, "An event stream.", Reply::Media("text/event-stream")),
                     error(400, "No session id, or an unsupported protocol version."),
+                    MCP_KEY,
                     MCP_HOST,
                     MCP_SESSION,
                     error(405, "Not offered (stateless mode)."),
@@ -561,8 +563,9 @@ pub(crate) const ROUTES: &[Route] = &[
                 "mcpDelete",
                 "End a legacy session.",
                 &[
-                    answer(202, "Session ended.", Reply::Nothing),
+                    answer(200, "Session ended.", Reply::Nothing),
                     error(400, "No session id, or an unsupported protocol version."),
+                    MCP_KEY,
                     MCP_HOST,
                     error(405, "Not offered (stateless mode)."),
                 ],
@@ -571,9 +574,15 @@ pub(crate) const ROUTES: &[Route] = &[
     ),
 ];
 
-const MCP_HOST: Answer = error(
+const MCP_HOST: Answer = answer(
     403,
-    "Host or Origin not allowed ([mcp] allowed_hosts, allowed_origins).",
+    "Host or Origin not allowed ([mcp] allowed_hosts, allowed_origins): a JSON-RPC error (code -31403) whose message says which, so MCP clients show it.",
+    Reply::Json(Schema::Ref("JsonRpcError")),
+);
+const MCP_KEY: Answer = answer(
+    401,
+    "Missing or wrong client key: a JSON-RPC error (code -31401, id null: the body is not read before the key is checked) whose message says which header and key to send, so MCP clients show it.",
+    Reply::Json(Schema::Ref("JsonRpcError")),
 );
 const MCP_SESSION: Answer = error(404, "Unknown or expired session: initialize again.");
 const MCP_ACCEPT: Answer = error(

@@ -317,7 +317,8 @@ async fn manifests_come_in_every_format_and_available_leaves_out_open_breakers()
 
 /// The HTTP edge of `/mcp` (the protocol itself is driven by the official MCP client and the
 /// conformance suite in `.ci/run`): client keys, then rmcp's Host and Origin checks from
-/// `[mcp]`.
+/// `[mcp]`. Each refusal is a JSON-RPC error whose message says what to send, with its HTTP
+/// status: the only body an MCP client shows its user.
 #[tokio::test]
 async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
     let s = Stack::builder(1)
@@ -346,30 +347,122 @@ async fn mcp_sits_behind_client_keys_and_checks_host_and_origin() {
         if let Some(k) = key {
             req = req.bearer_auth(k);
         }
-        req.send()
+        async move {
+            let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+            let status = res.status().as_u16();
+            let text = res.text().await.unwrap_or_default();
+            // A session's answer may come as an event stream: its data line is the message.
+            let body = serde_json::from_str(&text)
+                .ok()
+                .or_else(|| {
+                    text.lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                })
+                .unwrap_or(Value::Null);
+            (status, body)
+        }
     };
-    let status =
-        |r: reqwest::Result<reqwest::Response>| r.map(|r| r.status().as_u16()).unwrap_or(0);
+    // A refusal as JSON-RPC: its code, and a message that says what to do.
+    let refused = |(status, body): (u16, Value), code: i64, says: &str| {
+        assert_eq!(body["jsonrpc"], "2.0", "{status} {body:#}");
+        assert_eq!(body["id"], Value::Null, "the body was not read: {body:#}");
+        assert_eq!(body["error"]["code"], code, "{body:#}");
+        let message = text(&body["error"]["message"]);
+        assert!(message.contains(says), "{message}");
+        status
+    };
     assert_eq!(
-        status(post(None, None, None).await),
+        refused(
+            post(None, None, None).await,
+            -31401,
+            "send `Authorization: Bearer <client key>`"
+        ),
         401,
         "client key first"
     );
-    assert_eq!(status(post(None, None, Some("k1")).await), 200);
     assert_eq!(
-        status(post(None, Some("https://chat.example.com"), Some("k1")).await),
+        refused(
+            post(None, None, Some("k2")).await,
+            -31401,
+            "the bearer key is not valid; use a client key"
+        ),
+        401
+    );
+    let (ok, body) = post(None, None, Some("k1")).await;
+    assert_eq!(ok, 200, "{body:#}");
+    assert_eq!(body["result"]["serverInfo"]["name"], "faregate", "{body:#}");
+    assert_eq!(
+        post(None, Some("https://chat.example.com"), Some("k1"))
+            .await
+            .0,
         200,
         "an allowed browser origin"
     );
     assert_eq!(
-        status(post(None, Some("https://evil.example.com"), Some("k1")).await),
+        refused(
+            post(None, Some("https://evil.example.com"), Some("k1")).await,
+            -31403,
+            "Origin"
+        ),
         403
     );
     assert_eq!(
-        status(post(Some("evil.example.com"), None, Some("k1")).await),
+        refused(
+            post(Some("evil.example.com"), None, Some("k1")).await,
+            -31403,
+            "Host"
+        ),
         403,
         "DNS rebinding: a Host outside [mcp] allowed_hosts"
     );
+}
+
+/// A 2025-revision client that ends its session with `DELETE /mcp` gets 200 (the official
+/// Python SDK logs a failed termination for anything but 200 or 204), and the session is gone.
+#[tokio::test]
+async fn ending_an_mcp_session_answers_200_and_ends_it() {
+    let s = Stack::start(1).await;
+    let mcp = |method: reqwest::Method, session: Option<&str>| {
+        let mut req = s
+            .http
+            .request(method, s.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(id) = session {
+            req = req.header("mcp-session-id", id);
+        }
+        req
+    };
+    let res = mcp(reqwest::Method::POST, None)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "closing-client", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(res.status().as_u16(), 200);
+    let session = res
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no session id: {:?}", res.headers()));
+    let status = |res: reqwest::Result<reqwest::Response>| {
+        res.map(|r| r.status().as_u16())
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    assert_eq!(
+        status(mcp(reqwest::Method::DELETE, Some(&session)).send().await),
+        200
+    );
+    let listed = mcp(reqwest::Method::POST, Some(&session))
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await;
+    assert_eq!(status(listed), 404, "the session is over");
 }
 
 #[tokio::test]

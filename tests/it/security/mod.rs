@@ -56,24 +56,23 @@ async fn every_route_answers_401_403_or_stays_open_as_documented() {
         ("GET", "/v1/breakers"),
         ("GET", "/v1/alerts"),
     ];
+    // The refusal's message: `/mcp` carries it as a JSON-RPC error, the body MCP clients show.
+    let message = |body: &Value| {
+        body["message"]
+            .as_str()
+            .or(body["error"]["message"].as_str())
+            .unwrap_or("")
+            .to_string()
+    };
     for (method, path) in client_routes {
         let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         let (status, headers, body) = send(http.request(m.clone(), gw.url(path))).await;
         assert_eq!(status, 401, "{method} {path} without a key: {body}");
         assert_eq!(headers["www-authenticate"], "Bearer");
-        assert!(
-            body["message"]
-                .as_str()
-                .unwrap_or("")
-                .contains("Authorization: Bearer"),
-            "{body}"
-        );
+        assert!(message(&body).contains("Authorization: Bearer"), "{body}");
         let (status, _, body) = send(http.request(m, gw.url(path)).bearer_auth("guess")).await;
         assert_eq!(status, 401, "{method} {path} with a wrong key");
-        assert!(
-            body["message"].as_str().unwrap_or("").contains("not valid"),
-            "{body}"
-        );
+        assert!(message(&body).contains("not valid"), "{body}");
     }
     // A client key and the admin key both pass client routes (422: the arguments are empty).
     assert_eq!(send(call().bearer_auth(CLIENT)).await.0, 422);
