@@ -1,18 +1,17 @@
 //! [`model_text`]: the one text a model reads for an envelope, in every agent protocol.
 //!
 //! - `ok`: the envelope's `content`, then the data as compact JSON;
-//! - `stale`: the same, prefixed with its age, `(stale: 5 min old)`;
+//! - `stale`: the same; the envelope's `content` already starts with the one stale mark
+//!   (`STALE RESULT, 5 min old: …`, with what to do about it), so nothing is added (a second
+//!   mark, `(stale: 5 min old) STALE RESULT, 5 min old`, only made the text longer);
 //! - `unavailable`, `rejected`, `invalid_arguments`: the envelope's `content` (the fallback
 //!   text, the provider's refusal, the field list) after the status in brackets;
 //! - `queued`: `[queued: job …]` and how the result arrives.
 //!
 //! The sentences themselves are in [`crate::texts::agents`].
 
-use std::time::Duration;
-
 use crate::call::{Envelope, Status};
 use crate::texts::agents as texts;
-use crate::texts::call::describe_age;
 
 /// The text a model reads for `env`.
 pub fn model_text(env: &Envelope) -> String {
@@ -21,13 +20,7 @@ pub fn model_text(env: &Envelope) -> String {
         None => env.content.clone(),
     };
     match env.status {
-        Status::Ok => with_data(),
-        Status::Stale => {
-            let age = env
-                .stale_age_s
-                .map(|s| describe_age(Duration::from_secs(s)));
-            texts::stale(age.as_deref(), &with_data())
-        }
+        Status::Ok | Status::Stale => with_data(),
         Status::Unavailable => texts::unavailable(env.retry_after_s, &env.content),
         Status::Rejected => texts::rejected(&env.content),
         Status::InvalidArguments => texts::invalid_arguments(&env.content),
@@ -37,6 +30,8 @@ pub fn model_text(env: &Envelope) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use serde_json::json;
 
     use super::*;
@@ -58,6 +53,12 @@ mod tests {
     #[test]
     fn texts_flag_stale_and_errors_the_same_way_everywhere() {
         let data = || Some(json!({"hotels": []}).into());
+        // A stale envelope's content as the answer policy writes it.
+        let stale_content = crate::texts::call::stale(
+            "search_hotels",
+            Duration::from_secs(300),
+            "3 hotels in PAR.",
+        );
         let cases: Vec<(Envelope, &str)> = vec![
             (
                 Envelope {
@@ -70,13 +71,10 @@ mod tests {
                 Envelope {
                     data: data(),
                     stale_age_s: Some(300),
+                    content: stale_content.clone(),
                     ..envelope(Status::Stale)
                 },
-                "(stale: 5 min old) 3 hotels in PAR.\n\nData (JSON): {\"hotels\":[]}",
-            ),
-            (
-                envelope(Status::Stale),
-                "(stale: age unknown old) 3 hotels in PAR.",
+                "STALE RESULT, 5 min old: search_hotels is not answering right now, so this is the last good result for the same request. Prices and availability may have changed since; say how old it is and confirm before booking. 3 hotels in PAR.\n\nData (JSON): {\"hotels\":[]}",
             ),
             (
                 Envelope {

@@ -153,12 +153,18 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
     } else if facts.write && provider_says_not_done(failure) {
         texts::write_not_done(&info.tool, &provider)
     } else {
+        // Every provider that failed, not only the last: "duffel and amadeus" tells the model
+        // (and whoever reads the transcript) that the whole chain is down, not one provider.
+        let mut failed = failure.failed_providers();
+        if failed.is_empty() {
+            failed.push(&provider);
+        }
         let mut text = texts::fallback(
             facts.fallback,
             &texts::FallbackValues {
                 tool: &info.tool,
                 retry_after_s,
-                provider: &provider,
+                provider: &texts::providers(&failed),
                 available_tools: facts.available_tools,
             },
         );
@@ -173,7 +179,9 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
 /// The background verdict on a failure.
 pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
     match failure {
-        Failure::Upstream { provider, error } => match &error.kind {
+        Failure::Upstream {
+            provider, error, ..
+        } => match &error.kind {
             ErrorKind::Rejected { message } => {
                 let content = if error.is_refused_by_gateway() {
                     message.clone()
@@ -215,7 +223,9 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
                 attempted: true,
             },
         },
-        Failure::Breaker { provider, rejected } => Verdict::Later {
+        Failure::Breaker {
+            provider, rejected, ..
+        } => Verdict::Later {
             anchor: Some(rejected.retry_after),
             error: format!("{provider}: {rejected}"),
             attempted: false,

@@ -158,14 +158,12 @@ pub(super) fn outcome_of(ran: &Result<Success, Failure>) -> Outcome {
                 reason: "a write answered with something that is not a booking".into(),
             },
         },
-        Err(Failure::Upstream { provider, error })
-            if error.write_may_have_happened() || error.is_already_done() =>
-        {
-            Outcome::Unknown {
-                provider: provider.clone(),
-                reason: error.kind.as_str().into(),
-            }
-        }
+        Err(Failure::Upstream {
+            provider, error, ..
+        }) if error.write_may_have_happened() || error.is_already_done() => Outcome::Unknown {
+            provider: provider.clone(),
+            reason: error.kind.as_str().into(),
+        },
         Err(failure) => Outcome::Failed {
             provider: failure.provider().map(str::to_string),
             reason: failure.error_type().into(),

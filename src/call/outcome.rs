@@ -29,6 +29,8 @@ pub(crate) enum Failure {
         provider: String,
         /// The breaker's answer.
         rejected: Rejected,
+        /// The providers earlier in the chain that failed too, in chain order.
+        failed_before: Vec<String>,
     },
     /// The provider was asked and failed (after the retries allowed), or refused the request
     /// outright without being asked (an id it did not issue).
@@ -37,6 +39,8 @@ pub(crate) enum Failure {
         provider: String,
         /// What went wrong.
         error: UpstreamError,
+        /// The providers earlier in the chain that failed too, in chain order.
+        failed_before: Vec<String>,
     },
     /// The deadline passed before a provider could be asked.
     DeadlinePassed,
@@ -51,6 +55,51 @@ impl Failure {
             }
             Failure::BulkheadFull | Failure::DeadlinePassed => None,
         }
+    }
+
+    /// Every provider that failed this call, in chain order: the earlier ones, then the one the
+    /// failure names (the fallback text names them all: "duffel and amadeus", not only the
+    /// last). Empty for a full bulkhead or a passed deadline.
+    pub(crate) fn failed_providers(&self) -> Vec<&str> {
+        match self {
+            Failure::Breaker {
+                provider,
+                failed_before,
+                ..
+            }
+            | Failure::Upstream {
+                provider,
+                failed_before,
+                ..
+            } => failed_before
+                .iter()
+                .map(String::as_str)
+                .chain([provider.as_str()])
+                .collect(),
+            Failure::BulkheadFull | Failure::DeadlinePassed => Vec::new(),
+        }
+    }
+
+    /// This failure, the last of a chain in which `failed` (in chain order, possibly ending with
+    /// this failure's own provider) failed before it.
+    pub(crate) fn after(mut self, mut failed: Vec<String>) -> Self {
+        if let Failure::Breaker {
+            provider,
+            failed_before,
+            ..
+        }
+        | Failure::Upstream {
+            provider,
+            failed_before,
+            ..
+        } = &mut self
+        {
+            if failed.last() == Some(provider) {
+                failed.pop();
+            }
+            *failed_before = failed;
+        }
+        self
     }
 
     /// Whether the next provider of the chain should not be tried: a refusal the model can fix

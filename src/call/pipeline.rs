@@ -69,6 +69,8 @@ pub(super) async fn run(
         return Err(Failure::BulkheadFull);
     };
     let mut last = Failure::DeadlinePassed;
+    // The providers that failed this call so far, in chain order (the answer names them all).
+    let mut failed: Vec<String> = Vec::new();
     for (index, route) in tool.routes.iter().enumerate() {
         let has_next = index + 1 < tool.routes.len();
         // An id issued by another provider (an Amadeus offer at Duffel): skip this one
@@ -78,6 +80,7 @@ pub(super) async fn run(
                 last = Failure::Upstream {
                     provider: route.name.clone(),
                     error: refusal,
+                    failed_before: Vec::new(),
                 };
             }
             continue;
@@ -85,7 +88,13 @@ pub(super) async fn run(
         match run_route(tool, route, request, deadline, mode, has_next, cx).await {
             Ok(success) => return Ok(success),
             Err(failure) => {
-                if let Failure::Upstream { provider, error } = &failure {
+                if let Some(provider) = failure.provider() {
+                    failed.push(provider.to_string());
+                }
+                if let Failure::Upstream {
+                    provider, error, ..
+                } = &failure
+                {
                     tracing::warn!(
                         tool = tool.spec.name,
                         provider = %provider,
@@ -101,6 +110,7 @@ pub(super) async fn run(
             }
         }
     }
+    let last = last.after(failed);
     cx.observer.failed(tool.spec.name, &last);
     Err(last)
 }
@@ -130,6 +140,7 @@ async fn run_route(
     let upstream_failed = |error| Failure::Upstream {
         provider: route.name.clone(),
         error,
+        failed_before: Vec::new(),
     };
     for attempt in 0..attempts {
         let now = Instant::now();
@@ -146,6 +157,7 @@ async fn run_route(
                 return Err(Failure::Breaker {
                     provider: route.name.clone(),
                     rejected,
+                    failed_before: Vec::new(),
                 });
             }
         };

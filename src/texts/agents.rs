@@ -11,11 +11,6 @@ pub fn with_data(content: &str, data_json: &str) -> String {
     format!("{content}\n\nData (JSON): {data_json}")
 }
 
-/// A stale result: its age first (`age` as "5 min"; `None` when unknown).
-pub fn stale(age: Option<&str>, text: &str) -> String {
-    format!("(stale: {} old) {text}", age.unwrap_or("age unknown"))
-}
-
 /// A tool that cannot answer now, with when to try again if that is known.
 pub fn unavailable(retry_after_s: Option<u64>, content: &str) -> String {
     match retry_after_s {

@@ -13,7 +13,7 @@ pub struct FallbackValues<'a> {
     pub tool: &'a str,
     /// `{retry_after_s}`.
     pub retry_after_s: u64,
-    /// `{provider}`.
+    /// `{provider}`: every provider that failed the call ([`providers`]).
     pub provider: &'a str,
     /// `{available_tools}`: tools whose breakers admit calls right now.
     pub available_tools: &'a [String],
@@ -34,6 +34,16 @@ pub fn fallback(template: &str, v: &FallbackValues<'_>) -> String {
         .replace("{available_tools}", &available)
         .trim()
         .to_string()
+}
+
+/// The providers that failed, for a fallback's `{provider}`: "duffel", "duffel and amadeus",
+/// "a, b and c".
+pub fn providers(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// The sentence added to a fallback while a provider's quota is used up (it resets in `left`).
@@ -193,6 +203,13 @@ mod tests {
             },
         );
         assert_eq!(text, "Use none at the moment.");
+    }
+
+    #[test]
+    fn failed_providers_are_listed_in_words() {
+        assert_eq!(providers(&["duffel"]), "duffel");
+        assert_eq!(providers(&["duffel", "amadeus"]), "duffel and amadeus");
+        assert_eq!(providers(&["a", "b", "c"]), "a, b and c");
     }
 
     #[test]

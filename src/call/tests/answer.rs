@@ -15,6 +15,7 @@ fn upstream(kind: ErrorKind) -> Failure {
     Failure::Upstream {
         provider: "duffel".into(),
         error: UpstreamError::new(kind, "test"),
+        failed_before: Vec::new(),
     }
 }
 
@@ -26,6 +27,7 @@ fn write_failed(kind: ErrorKind, effect: WriteEffect) -> Failure {
             effect,
             ..UpstreamError::new(kind, "test")
         },
+        failed_before: Vec::new(),
     }
 }
 
@@ -37,6 +39,7 @@ fn open_breaker() -> Failure {
             state: BreakerState::Open,
             reason: RejectReason::Open,
         },
+        failed_before: Vec::new(),
     }
 }
 
@@ -128,6 +131,19 @@ fn the_interactive_answer_table() {
             open_breaker(),
             cached_for(secs(240)),
             "stale amadeus open 25 s: STALE RESULT, 4 min old: search_flights ".into(),
+        ),
+        (
+            "every provider of the chain failed: the fallback names them all, in chain order",
+            Failure::Upstream {
+                provider: "amadeus".into(),
+                error: UpstreamError::new(server_error(), "test"),
+                failed_before: vec!["duffel".into()],
+            },
+            Interactive {
+                provider: "amadeus",
+                ..read()
+            },
+            "unavailable amadeus closed 10 s: search_flights is down at duffel and ama".into(),
         ),
         (
             "a 5xx that opened the breaker: its remaining open time",

@@ -52,7 +52,9 @@ fn about(actual: Duration, expected: Duration) {
 /// The provider a failure names and its error kind.
 fn upstream_error(failure: &Failure) -> Option<(&str, &str)> {
     match failure {
-        Failure::Upstream { provider, error } => Some((provider, error.kind.as_str())),
+        Failure::Upstream {
+            provider, error, ..
+        } => Some((provider, error.kind.as_str())),
         _ => None,
     }
 }
@@ -158,6 +160,21 @@ async fn a_failing_provider_fails_over_to_the_next_without_a_retry() {
     assert_eq!(success.provider, "amadeus");
     assert_eq!((duffel.calls(), amadeus.calls()), (1, 1));
     assert_eq!(Instant::now() - start, ms(150));
+}
+
+/// When the whole chain fails, the failure names every provider that failed, in chain order,
+/// so the fallback text can name them all.
+#[tokio::test(start_paused = true)]
+async fn a_chain_that_fails_everywhere_names_every_provider() {
+    let duffel = Scripted::new([fail(ms(10), server_error())]);
+    let amadeus = Scripted::new((0..5).map(|_| fail(ms(10), server_error())));
+    let tool = served(
+        &tool_config("search_flights"),
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let failure = search(&tool).await.expect_err("both fail");
+    assert_eq!(upstream_error(&failure), Some(("amadeus", "upstream_5xx")));
+    assert_eq!(failure.failed_providers(), ["duffel", "amadeus"]);
 }
 
 /// A refusal the model can fix stops the chain: the next provider would refuse it too.

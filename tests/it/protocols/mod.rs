@@ -1,10 +1,12 @@
 //! The agent protocol endpoints (OpenAI, Anthropic, MCP, manifests, OpenAPI) end to end
-//! ([`endpoints`]), and background mode through them ([`background`]). This file holds their
+//! ([`endpoints`]), background mode through them ([`background`]), and what an MCP client
+//! reads from `tools/call` ([`mcp_results`]). This file holds their
 //! helpers: the bodies a chat backend sends and the text a model reads.
 
 mod background;
 mod endpoints;
 mod mcp_fleet;
+mod mcp_results;
 
 use serde_json::{Value, json};
 
