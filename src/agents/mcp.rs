@@ -1,17 +1,25 @@
 //! The parts of MCP that are not its transport: which `_meta` keys faregate reads on
 //! `tools/call`, how they become a call, and which JSON-RPC messages are tool calls.
 //!
-//! MCP `tools/call` has no field for the call mode or an idempotency key, so they travel in the
-//! request's `_meta`: `"faregate/mode"` (`"interactive"` or `"background"`) and
+//! MCP `tools/call` has no field for the call mode, an idempotency key or a deadline, so they
+//! travel in the request's `_meta`: `"faregate/mode"` (`"interactive"` or `"background"`),
 //! `"faregate/idempotency_key"` (a booking's key; without it the key is derived from the
-//! arguments, see [`super::idempotency`]). `"faregate/mode": "background"` is answered with an
-//! error result pointing to the endpoints that queue jobs: a queued job has no result matching
-//! the tool's `outputSchema`, which MCP requires of a successful result.
+//! arguments, see [`super::idempotency`]) and `"faregate/deadline_ms"` (how long the client
+//! waits, exactly as `deadline_ms` on the native endpoint). `"faregate/mode": "background"` is
+//! answered with an error result pointing to the endpoints that queue jobs: a queued job has no
+//! result matching the tool's `outputSchema`, which MCP requires of a successful result.
+//!
+//! Why a deadline matters here: an MCP client gives up after its own request timeout (5 s in
+//! openai-agents), and a call that outlives it reaches the model as "Request timed out", not
+//! as the fallback text. With the client's timeout (a little less) as the deadline, the
+//! gateway stops waiting for a slow provider in time to answer the fallback text. Clients that
+//! can set headers but not `_meta` send the same number in the [`DEADLINE_HEADER`] header;
+//! with both, the shorter wins.
 
 use serde_json::{Map, Value};
 
 use super::call::AgentCall;
-use super::options::{CallOptions, parse_mode};
+use super::options::{CallOptions, DEADLINE_HEADER, parse_deadline, parse_mode};
 use crate::texts::agents as texts;
 use crate::tools::CallMode;
 
@@ -21,14 +29,40 @@ pub const META_MODE: &str = "faregate/mode";
 /// The `_meta` key carrying a booking's idempotency key.
 pub const META_IDEMPOTENCY_KEY: &str = "faregate/idempotency_key";
 
+/// The `_meta` key carrying the client's deadline in milliseconds.
+pub const META_DEADLINE_MS: &str = "faregate/deadline_ms";
+
 /// A `tools/call` as a call, or the error result text to answer instead. `meta` looks a key up
-/// in the request's `_meta`.
+/// in the request's `_meta`; `deadline_header` is the HTTP request's [`DEADLINE_HEADER`].
 pub fn read_call(
     name: &str,
     arguments: Map<String, Value>,
     meta: impl Fn(&str) -> Option<Value>,
+    deadline_header: Option<&str>,
 ) -> Result<(AgentCall, CallOptions), String> {
     let mut options = CallOptions::default();
+    let from_meta = match meta(META_DEADLINE_MS) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(parse_deadline(&v).map_err(|problem| {
+            texts::invalid_arguments(&texts::invalid_meta(META_DEADLINE_MS, &problem))
+        })?),
+    };
+    let from_header = match deadline_header {
+        None => None,
+        Some(text) => {
+            let value = text
+                .trim()
+                .parse::<u64>()
+                .map_or_else(|_| Value::String(text.to_string()), Value::from);
+            Some(parse_deadline(&value).map_err(|problem| {
+                texts::invalid_arguments(&texts::invalid_header(DEADLINE_HEADER, &problem))
+            })?)
+        }
+    };
+    options.deadline = match (from_meta, from_header) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     if let Some(mode) = meta(META_MODE) {
         match parse_mode(&mode) {
             Ok(CallMode::Background) => {
@@ -95,15 +129,21 @@ mod tests {
             "book_flight",
             Map::new(),
             meta(json!({META_MODE: "interactive", META_IDEMPOTENCY_KEY: "k1"})),
+            None,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(call.idempotency_key.as_deref(), Some("k1"));
         assert_eq!(call.arguments, Ok(json!({})));
         assert_eq!(options, CallOptions::default());
         let refused = |mode: Value| {
-            read_call("search_flights", Map::new(), meta(json!({META_MODE: mode})))
-                .err()
-                .unwrap_or_default()
+            read_call(
+                "search_flights",
+                Map::new(),
+                meta(json!({META_MODE: mode})),
+                None,
+            )
+            .err()
+            .unwrap_or_default()
         };
         assert!(
             refused(json!("background"))
@@ -112,6 +152,42 @@ mod tests {
         assert_eq!(
             refused(json!("later")),
             "[invalid_arguments] _meta faregate/mode: mode \"later\" is not valid; use \"interactive\" or \"background\""
+        );
+    }
+
+    #[test]
+    fn a_deadline_comes_from_meta_or_the_header_and_the_shorter_wins() {
+        let deadline = |meta: Value, header: Option<&str>| {
+            read_call(
+                "search_flights",
+                Map::new(),
+                move |key: &str| meta.get(key).cloned(),
+                header,
+            )
+            .map(|(_, options)| options.deadline)
+        };
+        let ms = std::time::Duration::from_millis;
+        assert_eq!(deadline(json!({}), None), Ok(None));
+        assert_eq!(
+            deadline(json!({META_DEADLINE_MS: 4500}), None),
+            Ok(Some(ms(4500)))
+        );
+        assert_eq!(deadline(json!({}), Some(" 4000 ")), Ok(Some(ms(4000))));
+        assert_eq!(
+            deadline(json!({META_DEADLINE_MS: 4500}), Some("3000")),
+            Ok(Some(ms(3000)))
+        );
+        assert_eq!(
+            deadline(json!({META_DEADLINE_MS: 2000}), Some("3000")),
+            Ok(Some(ms(2000)))
+        );
+        assert_eq!(
+            deadline(json!({META_DEADLINE_MS: 0}), None),
+            Err("[invalid_arguments] _meta faregate/deadline_ms: must be a whole number of milliseconds, at least 1; got 0".into())
+        );
+        assert_eq!(
+            deadline(json!({}), Some("5s")),
+            Err("[invalid_arguments] header Faregate-Deadline-Ms: must be a whole number of milliseconds, at least 1; got \"5s\"".into())
         );
     }
 }

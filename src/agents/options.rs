@@ -1,7 +1,7 @@
 //! [`CallOptions`]: how a call should run (`mode`) and how long the caller waits
 //! (`deadline_ms`), read the same way from every body that carries them: the native call body
-//! and the object forms of the OpenAI and Anthropic bodies. MCP reads the mode from `_meta`
-//! with [`parse_mode`].
+//! and the object forms of the OpenAI and Anthropic bodies. MCP reads both from `_meta` with
+//! [`parse_mode`] and [`parse_deadline`], and the deadline also from [`DEADLINE_HEADER`].
 
 use std::time::Duration;
 
@@ -10,6 +10,11 @@ use serde_json::{Map, Value};
 use super::error::ProtocolError;
 use crate::texts;
 use crate::tools::CallMode;
+
+/// The HTTP header that carries a caller's deadline in milliseconds, for clients that can set
+/// headers but not the body or the request's `_meta` (most MCP clients can set headers once per
+/// server; few can add `_meta` to each call). Read on `/mcp`.
+pub const DEADLINE_HEADER: &str = "Faregate-Deadline-Ms";
 
 /// The longest deadline a caller can ask for. The tool's own deadline caps it anyway; this
 /// only bounds the number a client can make the gateway hold.
@@ -33,14 +38,10 @@ impl CallOptions {
         };
         let deadline = match deadline_ms {
             None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64() {
-                Some(ms) if ms > 0 => Some(Duration::from_millis(ms).min(MAX_DEADLINE)),
-                _ => {
-                    return Err(ProtocolError::new(format!(
-                        "deadline_ms must be a whole number of milliseconds, at least 1; got {v}"
-                    )));
-                }
-            },
+            Some(v) => Some(
+                parse_deadline(v)
+                    .map_err(|problem| ProtocolError::new(format!("deadline_ms {problem}")))?,
+            ),
         };
         Ok(CallOptions { mode, deadline })
     }
@@ -48,6 +49,17 @@ impl CallOptions {
     /// Reads `mode` and `deadline_ms` from a body object; its other keys are the protocol's.
     pub fn from_body(body: &Map<String, Value>) -> Result<Self, ProtocolError> {
         Self::read(body.get("mode"), body.get("deadline_ms"))
+    }
+}
+
+/// A deadline in whole milliseconds, at least 1 (capped at [`MAX_DEADLINE`]); otherwise what
+/// it must be ("must be …", for the caller to name the field).
+pub fn parse_deadline(v: &Value) -> Result<Duration, String> {
+    match v.as_u64() {
+        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms).min(MAX_DEADLINE)),
+        _ => Err(format!(
+            "must be a whole number of milliseconds, at least 1; got {v}"
+        )),
     }
 }
 

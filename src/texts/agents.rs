@@ -103,6 +103,11 @@ pub fn invalid_meta(key: &str, problem: &str) -> String {
     format!("_meta {key}: {problem}")
 }
 
+/// An HTTP header of an MCP call that is not valid (`name` names it).
+pub fn invalid_header(name: &str, problem: &str) -> String {
+    format!("header {name}: {problem}")
+}
+
 /// A tool outside the calling client's scope; `allowed` are the tools it may call.
 pub fn not_in_scope(tool: &str, allowed: &[&str]) -> String {
     if allowed.is_empty() {

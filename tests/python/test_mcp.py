@@ -171,3 +171,25 @@ def test_closing_a_legacy_session_ends_it_with_200_and_logs_no_failure(demo, cap
     assert deletes == [200], "the SDK ends its session with one DELETE"
     failures = [r.getMessage() for r in caplog.records if "termination failed" in r.getMessage().lower()]
     assert not failures, failures
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_deadline_in_meta_gets_the_fallback_before_the_client_gives_up(demo, mode):
+    """A client with a 5 s timeout (openai-agents' default) sends its deadline in `_meta`: the
+    gateway stops waiting for the hung provider in time to answer the fallback text."""
+    demo.fault("amadeus_status", hang=True)
+
+    async def go():
+        async with Client(demo.mcp, mode=mode) as c:
+            return await c.call_tool(
+                "get_flight_status",
+                {"carrier_code": "BA", "flight_number": "117", "departure_date": fresh_date()},
+                meta={"faregate/deadline_ms": 1500},
+                read_timeout_seconds=5,
+            )
+
+    result = run(go())
+    assert result.is_error is True
+    text = result.content[0].text
+    assert text.startswith("[unavailable; retry after "), text
+    assert "The status of this flight could not be retrieved" in text

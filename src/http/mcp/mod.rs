@@ -10,7 +10,9 @@
 //! - 2025-06-18 / 2025-11-25 (and older): `initialize`, then `Mcp-Session-Id` sessions kept in
 //!   this process (`[mcp] legacy_sessions = true`, the default), or stateless when it is false;
 //! - 2026-07-28: no handshake, per-request `_meta`, `server/discover`; always stateless, so any
-//!   replica can answer any request.
+//!   replica can answer any request; every result carries the server info in `_meta`.
+//!
+//! The accepted revisions are listed in [`revisions`], not taken from rmcp.
 //!
 //! `tools/list` is the MCP manifest ([`crate::agents::manifest::mcp_tool`]) in catalog order;
 //! it never changes while the gateway runs (breakers do not add or remove tools, so there are
@@ -20,12 +22,14 @@
 //! result, never a JSON-RPC error. An unknown tool name is a JSON-RPC error (`-32602`), as the
 //! MCP specification asks.
 //!
-//! faregate's own `_meta` keys (the call mode, a booking's idempotency key) are read by
+//! faregate's own `_meta` keys (the call mode, a booking's idempotency key, the client's
+//! deadline, which may also come as the `Faregate-Deadline-Ms` header) are read by
 //! [`crate::agents::mcp`], as is the answer to `"faregate/mode": "background"` (mapping
 //! background calls to the MCP Tasks extension, for clients that declare it, is left for later).
 
 mod client_answers;
 mod parse_errors;
+mod revisions;
 
 pub(crate) use client_answers::client_answers;
 
@@ -34,10 +38,12 @@ use std::sync::Arc;
 use axum::middleware;
 use axum::routing::{MethodRouter, any_service};
 
+use std::borrow::Cow;
+
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -131,14 +137,15 @@ pub(crate) struct Handler {
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("faregate", env!("CARGO_PKG_VERSION"))
-                    .with_title("faregate travel tools"),
-            );
+            .with_server_info(revisions::implementation());
         if let Some(text) = &self.instructions {
             info = info.with_instructions(text.clone());
         }
         info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(revisions::REVISIONS)
     }
 
     /// The guidance sent as instructions is the calling client's: without the lines about
@@ -169,7 +176,9 @@ impl ServerHandler for Handler {
             .filter(|t| allowed.contains(&t.name.as_ref()))
             .cloned()
             .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        revisions::stamp_server_info(&mut result.meta, context.protocol_version());
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -209,15 +218,30 @@ impl ServerHandler for Handler {
                 .or_else(|| request.meta.as_ref().and_then(|m| m.0.0.get(key)))
                 .cloned()
         };
+        let deadline_header = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get(agents::options::DEADLINE_HEADER))
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let arguments = request.arguments.clone().unwrap_or_default();
-        let (call, options) = match agents::mcp::read_call(&request.name, arguments, meta_of) {
-            Ok(read) => read,
-            Err(text) => return Ok(error_result(text).into()),
+        let read = agents::mcp::read_call(
+            &request.name,
+            arguments,
+            meta_of,
+            deadline_header.as_deref(),
+        );
+        let mut out = match read {
+            Ok((call, options)) => {
+                let result = run_agent_call(&self.state, &caller, call, options).await;
+                let mut out =
+                    CallToolResult::success(vec![ContentBlock::text(result.text.clone())]);
+                out.structured_content = result.data().cloned();
+                out.is_error = Some(result.is_error);
+                out
+            }
+            Err(text) => error_result(text),
         };
-        let result = run_agent_call(&self.state, &caller, call, options).await;
-        let mut out = CallToolResult::success(vec![ContentBlock::text(result.text.clone())]);
-        out.structured_content = result.data().cloned();
-        out.is_error = Some(result.is_error);
+        revisions::stamp_server_info(&mut out.meta, context.protocol_version());
         Ok(out.into())
     }
 }

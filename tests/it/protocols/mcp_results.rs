@@ -1,12 +1,14 @@
-//! What a model reads from MCP `tools/call`: one stale mark, and every provider of a chain that
-//! failed.
+//! What a model reads from MCP `tools/call`, and what a 2026-07-28 client reads around it: one
+//! stale mark, every provider of a chain that failed, the client's deadline (from `_meta` or
+//! the `Faregate-Deadline-Ms` header) bounding a slow provider, and the server info every
+//! 2026-07-28 result carries in `_meta`.
 //!
 //! The requests are what a 2026-07-28 client sends (no handshake: the revision in a header and
 //! in each request's `_meta`), written out so that a test can set `_meta` and headers freely.
 
 use std::time::Duration;
 
-use faregate_sim::RouteGroup;
+use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Map, Value, json};
 
 use super::{hotels_args, text};
@@ -66,6 +68,10 @@ fn model_text(answer: &Value) -> &str {
 
 const PATIENT: Duration = Duration::from_secs(30);
 
+fn flight_status_args() -> Value {
+    json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(3)})
+}
+
 #[tokio::test]
 async fn a_stale_result_is_marked_once() {
     let s = Stack::start(3).await;
@@ -105,5 +111,109 @@ async fn when_every_provider_is_down_the_fallback_names_them_all() {
     assert!(
         text.contains("the flight provider (duffel and amadeus)"),
         "both providers of the chain, in order: {text}"
+    );
+}
+
+/// A client that gives up after 5 s (openai-agents' default) gets the fallback text in time
+/// when it sends its deadline, from `_meta` or as a header; without one the gateway waits for
+/// the hung provider longer than the client does.
+#[tokio::test]
+async fn a_deadline_from_the_client_bounds_a_slow_provider() {
+    let s = Stack::start(5).await;
+    s.sim.set_fault(
+        RouteGroup::AmadeusStatus,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let client_timeout = Duration::from_secs(5);
+    let without = call(
+        &s,
+        "get_flight_status",
+        flight_status_args(),
+        json!({}),
+        &[],
+        client_timeout,
+    )
+    .await;
+    assert!(
+        without.as_ref().is_err_and(reqwest::Error::is_timeout),
+        "without a deadline the client gives up first: {without:?}"
+    );
+    for (meta, headers) in [
+        (json!({"faregate/deadline_ms": 1000}), vec![]),
+        (json!({}), vec![("faregate-deadline-ms", "1000")]),
+    ] {
+        let answer = call(
+            &s,
+            "get_flight_status",
+            flight_status_args(),
+            meta.clone(),
+            &headers,
+            client_timeout,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{meta} {headers:?}: the client gave up: {e}"));
+        let text = model_text(&answer);
+        assert!(
+            text.starts_with("[unavailable; retry after ")
+                && text.contains("The status of this flight could not be retrieved"),
+            "{meta} {headers:?}: the fallback text: {answer:#}"
+        );
+        assert_eq!(answer["result"]["isError"], true);
+    }
+    let refused = call(
+        &s,
+        "get_flight_status",
+        flight_status_args(),
+        json!({"faregate/deadline_ms": "soon"}),
+        &[],
+        client_timeout,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        model_text(&refused),
+        "[invalid_arguments] _meta faregate/deadline_ms: must be a whole number of milliseconds, at least 1; got \"soon\""
+    );
+}
+
+/// 2026-07-28 has no `initialize`: every result says which server answered, in `_meta`.
+#[tokio::test]
+async fn results_of_2026_07_28_carry_the_server_info() {
+    let s = Stack::start(6).await;
+    let answer = call(
+        &s,
+        "get_flight_status",
+        flight_status_args(),
+        json!({}),
+        &[],
+        PATIENT,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let info = &answer["result"]["_meta"]["io.modelcontextprotocol/serverInfo"];
+    assert_eq!(info["name"], "faregate", "{answer:#}");
+    assert_eq!(info["version"], env!("CARGO_PKG_VERSION"), "{answer:#}");
+    let listed = s
+        .http
+        .post(s.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", REVISION)
+        .header("mcp-method", "tools/list")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": REVISION,
+            "io.modelcontextprotocol/clientInfo": {"name": "results-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let listed: Value = listed.json().await.unwrap_or(Value::Null);
+    assert_eq!(
+        listed["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "faregate",
+        "{listed:#}"
     );
 }
