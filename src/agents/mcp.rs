@@ -5,7 +5,7 @@
 //! travel in the request's `_meta`: `"faregate/mode"` (`"interactive"` or `"background"`),
 //! `"faregate/idempotency_key"` (a booking's key; without it the key is derived from the
 //! arguments, see [`super::idempotency`]) and `"faregate/deadline_ms"` (how long the client
-//! waits, exactly as `deadline_ms` on the native endpoint). `"faregate/mode": "background"` is
+//! waits, exactly as `deadline_ms` on the native endpoint; a string of digits is read too). `"faregate/mode": "background"` is
 //! answered with an error result pointing to the endpoints that queue jobs: a queued job has no
 //! result matching the tool's `outputSchema`, which MCP requires of a successful result.
 //!
@@ -43,21 +43,17 @@ pub fn read_call(
     let mut options = CallOptions::default();
     let from_meta = match meta(META_DEADLINE_MS) {
         None | Some(Value::Null) => None,
-        Some(v) => Some(parse_deadline(&v).map_err(|problem| {
+        Some(v) => Some(deadline(v).map_err(|problem| {
             texts::invalid_arguments(&texts::invalid_meta(META_DEADLINE_MS, &problem))
         })?),
     };
     let from_header = match deadline_header {
         None => None,
-        Some(text) => {
-            let value = text
-                .trim()
-                .parse::<u64>()
-                .map_or_else(|_| Value::String(text.to_string()), Value::from);
-            Some(parse_deadline(&value).map_err(|problem| {
+        Some(text) => Some(
+            deadline(Value::String(text.to_string())).map_err(|problem| {
                 texts::invalid_arguments(&texts::invalid_header(DEADLINE_HEADER, &problem))
-            })?)
-        }
+            })?,
+        ),
     };
     options.deadline = match (from_meta, from_header) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -87,6 +83,20 @@ pub fn read_call(
         idempotency_key,
     };
     Ok((call, options))
+}
+
+/// A deadline in milliseconds, as a number or as a string of digits: a header is text, and
+/// clients that take `_meta` entries as `key=value` flags (the MCP Inspector's CLI) may send the
+/// number as a string too.
+fn deadline(value: Value) -> Result<std::time::Duration, String> {
+    let value = match value {
+        Value::String(text) => text
+            .trim()
+            .parse::<u64>()
+            .map_or(Value::String(text), Value::from),
+        other => other,
+    };
+    parse_deadline(&value)
 }
 
 /// Whether an MCP request body holds a `tools/call` message (alone or in a batch). A body that
@@ -180,6 +190,11 @@ mod tests {
         assert_eq!(
             deadline(json!({META_DEADLINE_MS: 2000}), Some("3000")),
             Ok(Some(ms(2000)))
+        );
+        assert_eq!(
+            deadline(json!({META_DEADLINE_MS: "2500"}), None),
+            Ok(Some(ms(2500))),
+            "digits in a string, as key=value flags send them"
         );
         assert_eq!(
             deadline(json!({META_DEADLINE_MS: 0}), None),
