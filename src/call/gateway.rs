@@ -237,19 +237,35 @@ impl Gateway {
         let write = Self::write(&tool, &req.client, &request, digest);
         let mut request = request;
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
-            let begun = booking::begin(ledger, write).await;
-            if let Some(envelope) = booking::answered(&self.observer, write, info.clone(), &begun) {
+            // Boxed, so a read's call future does not carry the ledger's SQL futures (both
+            // engines', several KB) through every move of the call (BENCHMARKS.md, fast-fail).
+            let opened = Box::pin(self.open_write(ledger, write, info.clone(), &mut request));
+            if let Some(envelope) = opened.await {
                 return Ok(envelope);
-            }
-            if let Some(Ok(text) | Err(text)) = self.apply_budget(ledger, write, &mut request).await
-            {
-                return Ok(refused_here(info, text));
             }
         }
         match self.run_interactive(&tool, request, deadline, write).await {
             Ok(success) => Ok(self.remember(&tool, stale_key, answer::fresh(info, success))),
             Err(failure) => Ok(self.interactive_answer(&tool, info, &failure, stale_key)),
         }
+    }
+
+    /// A write's ledger entry, before any provider is asked: `Some` is the answer when the
+    /// ledger already answers it (booked earlier, a conflict, unwritable) or the client's budget
+    /// refuses it; `None` lets it run, its spend limited to what the budget leaves.
+    async fn open_write(
+        &self,
+        ledger: &Ledger,
+        write: &Write,
+        info: CallInfo,
+        request: &mut ToolRequest,
+    ) -> Option<Envelope> {
+        let begun = booking::begin(ledger, write).await;
+        if let Some(envelope) = booking::answered(&self.observer, write, info.clone(), &begun) {
+            return Some(envelope);
+        }
+        let refused = self.apply_budget(ledger, write, request).await;
+        refused.map(|(Ok(text) | Err(text))| refused_here(info, text))
     }
 
     /// The digest of a write call's arguments, when a ledger will record it.
