@@ -27,6 +27,8 @@
 //! - `run.rs`: running one job, and the pure `decide` from outcome to [`Transition`];
 //! - `land.rs`: the writes that must land (a run's transition, a callback's record), tried
 //!   again until the store takes them;
+//! - `seen.rs`: the jobs this replica last saw, which the job API answers while the store
+//!   does not;
 //! - `callbacks/`: claiming, signing and delivering callbacks, and the SSRF guard;
 //! - [`policy`]: the requeue delay (pure); the pacers that limit claims per provider are the
 //!   quota room's ([`crate::quota`]);
@@ -42,6 +44,7 @@ mod dispatch;
 mod land;
 pub mod policy;
 mod run;
+mod seen;
 mod spool;
 mod store;
 mod submit;
@@ -56,7 +59,7 @@ pub use store::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, Store, StoreError, Transition,
 };
 pub use submit::SubmitError;
-pub use system::{Found, JobSystem};
+pub use system::{Found, JobSystem, Listing};
 
 /// Epoch milliseconds as RFC 3339, for the job API.
 pub fn rfc3339(ms: i64) -> String {

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::dispatch::answer;
 use super::land::{self, Unstored};
 use super::policy::RequeuePolicy;
+use super::seen::Seen;
 use super::store::{Job, JobStore, Store, Transition};
 use crate::call::{CallRequest, Envelope, Gateway, Verdict};
 use crate::clock;
@@ -117,12 +118,16 @@ pub(super) struct Runner {
     pub(super) quotas: Arc<Quotas>,
     /// Results waiting for the store (the dispatcher claims nothing meanwhile).
     pub(super) unstored: Unstored,
+    /// What this replica saw of its jobs: running from the claim, and its end at once, so the
+    /// job API has the result while it waits to land.
+    pub(super) seen: Arc<Seen>,
 }
 
 impl Runner {
     /// Runs `job` (claimed at `claimed_at` under `provider`'s pacer) once and stores what came
     /// of it.
     pub(super) async fn run(&self, job: Job, claimed_at: Instant, provider: &str) {
+        self.seen.note(&job, clock::epoch_ms());
         let outcome = self
             .gateway
             .run_background(CallRequest {
@@ -154,6 +159,9 @@ impl Runner {
         {
             tracing::debug!(job = %job.id, tool = %job.tool, delay_ms = next_attempt_at_ms - now, %error, "job requeued");
         }
+        let mut ended = job.clone();
+        ended.apply(transition.clone(), now);
+        self.seen.note(&ended, now);
         // The provider was asked: the transition must land, or the job would run again.
         let stored = land::until_stored(&self.unstored, "result", &job.id, || {
             self.store

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
-use super::store::{Job, JobStore, NewJob, STORE_WAIT, Store, StoreError};
+use super::store::{Job, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
+use crate::clients::ClientName;
 use crate::clock;
 use crate::store::{Db, within};
 use crate::telemetry::Telemetry;
@@ -147,7 +148,7 @@ impl Spool {
         // and its spooled copy then carries the same id, which the store keeps only once.
         let id = uuid::Uuid::now_v7().to_string();
         let now = clock::epoch_ms();
-        if now >= self.skip_until_ms.load(Ordering::Relaxed) {
+        if !self.skipping_store() {
             match within(STORE_WAIT, store.enqueue_as(&id, job.clone(), now)).await {
                 Ok((job, created)) => return Ok((job, created, Kept::Store)),
                 Err(e) => self.store_failed(&e),
@@ -167,6 +168,26 @@ impl Spool {
             return Ok(None);
         }
         self.file().await?.get(id).await
+    }
+
+    /// Spooled jobs matching the filters (as [`JobStore::list`]), newest first.
+    pub(super) async fn list(
+        &self,
+        status: Option<JobStatus>,
+        tool: Option<&str>,
+        client: Option<&ClientName>,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError> {
+        if self.depth() == 0 {
+            return Ok(Vec::new());
+        }
+        self.file().await?.list(status, tool, client, limit).await
+    }
+
+    /// Whether the store failed within the last [`AWAY_FOR`]: submissions and the job API's
+    /// reads do not wait for it then.
+    pub(super) fn skipping_store(&self) -> bool {
+        clock::epoch_ms() < self.skip_until_ms.load(Ordering::Relaxed)
     }
 
     /// Whether the store failed lately (a read of it would wait in vain).
@@ -215,7 +236,7 @@ impl Spool {
     }
 
     /// The store failed: skip it for [`AWAY_FOR`], and say so once.
-    fn store_failed(&self, error: &StoreError) {
+    pub(super) fn store_failed(&self, error: &StoreError) {
         let until = clock::ms_after(clock::epoch_ms(), AWAY_FOR);
         self.skip_until_ms.store(until, Ordering::Relaxed);
         if !self.away.swap(true, Ordering::Relaxed) {

@@ -23,10 +23,12 @@ use super::dispatch::{Dispatcher, ToolState};
 use super::land::Unstored;
 use super::policy::RequeuePolicy;
 use super::run::Runner;
+use super::seen::Seen;
 use super::spool::{self, Kept, Spool};
 use super::store::{Job, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
 use super::submit::{self, CallbackRules, SubmitError};
 use crate::call::Gateway;
+use crate::clients::ClientName;
 use crate::clock;
 use crate::config::JobsConfig;
 use crate::policy::SplitMix;
@@ -62,6 +64,8 @@ pub struct JobSystem {
     spool: Option<Spool>,
     /// Writes waiting for the store: while any waits, nothing is claimed.
     unstored: Unstored,
+    /// The jobs this replica last saw, answered while the store does not answer.
+    seen: Arc<Seen>,
 }
 
 /// A job as the job API finds it.
@@ -72,6 +76,39 @@ pub struct Found {
     /// The replica whose spool holds it while the store does not answer; `None` when it is in
     /// the store.
     pub spooled_on: Option<String>,
+    /// When the store did not answer: when (epoch ms) this replica last saw the job in the
+    /// state given; `None` when the job was read just now.
+    pub seen_at_ms: Option<i64>,
+}
+
+impl Found {
+    /// A job read just now, from the store.
+    fn stored(job: Job) -> Self {
+        Found {
+            job,
+            spooled_on: None,
+            seen_at_ms: None,
+        }
+    }
+
+    /// A job as this replica last saw it.
+    fn sighted(sighting: &super::seen::Sighting) -> Self {
+        Found {
+            job: Job::clone(&sighting.job),
+            spooled_on: None,
+            seen_at_ms: Some(sighting.at_ms),
+        }
+    }
+}
+
+/// A job listing as the job API shows it.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The jobs, newest first.
+    pub jobs: Vec<Found>,
+    /// `false` when the store did not answer: then only the jobs this replica holds in its
+    /// spool or has seen are listed.
+    pub complete: bool,
 }
 
 impl JobSystem {
@@ -89,6 +126,7 @@ impl JobSystem {
             .ok();
         let owner = format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple());
         let unstored = Unstored::default();
+        let seen = Arc::new(Seen::default());
         // The lease: the longest tool deadline plus a margin.
         let lease = gateway
             .tools()
@@ -124,6 +162,7 @@ impl JobSystem {
                 jitter: SplitMix::new(clock::epoch_ms() as u64),
                 quotas: Arc::clone(&quotas),
                 unstored: unstored.clone(),
+                seen: Arc::clone(&seen),
             }),
             callbacks: Arc::new(Sender {
                 store: store.clone(),
@@ -139,6 +178,7 @@ impl JobSystem {
             quotas,
             spool: None,
             unstored,
+            seen,
         }
     }
 
@@ -178,31 +218,111 @@ impl JobSystem {
                 }),
         }
         .map_err(SubmitError::Store)?;
+        self.seen.note(&job, clock::epoch_ms());
         self.wake.notify_one();
         Ok((job, created))
     }
 
     /// Job `id`: from the spool while it waits there, else from the store (a store that does
-    /// not answer fails after a second when there is a spool).
+    /// not answer fails after a second when there is a spool). When the store fails, the job
+    /// as this replica last saw it, if it saw it (see `seen.rs`).
     pub async fn find(&self, id: &str) -> Result<Option<Found>, StoreError> {
-        let Some(spool) = &self.spool else {
-            let job = self.store.get(id).await?;
-            return Ok(job.map(|job| Found {
-                job,
-                spooled_on: None,
-            }));
+        let read = match &self.spool {
+            None => self.store.get(id).await,
+            Some(spool) => {
+                if let Some(job) = spool.get(id).await? {
+                    return Ok(Some(Found {
+                        spooled_on: Some(spool.replica().to_string()),
+                        ..Found::stored(job)
+                    }));
+                }
+                // A store that just failed is not waited for when this replica has seen the job.
+                match self.seen.get(id) {
+                    Some(sighting) if spool.skipping_store() => {
+                        return Ok(Some(Found::sighted(&sighting)));
+                    }
+                    _ => {}
+                }
+                let read = crate::store::within(STORE_WAIT, self.store.get(id)).await;
+                if let Err(e) = &read {
+                    spool.store_failed(e);
+                }
+                read
+            }
         };
-        if let Some(job) = spool.get(id).await? {
-            return Ok(Some(Found {
-                job,
-                spooled_on: Some(spool.replica().to_string()),
-            }));
+        match read {
+            Ok(job) => {
+                if let Some(job) = &job {
+                    self.seen.note(job, clock::epoch_ms());
+                }
+                Ok(job.map(Found::stored))
+            }
+            Err(e) => self.seen.get(id).map(|s| Some(Found::sighted(&s))).ok_or(e),
         }
-        let job = crate::store::within(STORE_WAIT, self.store.get(id)).await?;
-        Ok(job.map(|job| Found {
-            job,
-            spooled_on: None,
-        }))
+    }
+
+    /// Jobs of `client` (every client's for `None`), newest first, filtered as
+    /// [`JobStore::list`]. When the store fails: the jobs in this replica's spool and those it
+    /// has seen, marked incomplete; an error only when there are none.
+    pub async fn list(
+        &self,
+        status: Option<JobStatus>,
+        tool: Option<&str>,
+        client: Option<&ClientName>,
+        limit: u32,
+    ) -> Result<Listing, StoreError> {
+        let listed = self.store.list(status, tool, client, limit);
+        let read = match &self.spool {
+            None => listed.await,
+            Some(spool) if spool.skipping_store() => Err(StoreError(
+                "the job store failed within the last seconds".to_string(),
+            )),
+            Some(spool) => {
+                let read = crate::store::within(STORE_WAIT, listed).await;
+                if let Err(e) = &read {
+                    spool.store_failed(e);
+                }
+                read
+            }
+        };
+        let error = match read {
+            Ok(jobs) => {
+                let now = clock::epoch_ms();
+                jobs.iter().for_each(|job| self.seen.note(job, now));
+                return Ok(Listing {
+                    jobs: jobs.into_iter().map(Found::stored).collect(),
+                    complete: true,
+                });
+            }
+            Err(e) => e,
+        };
+        let mut jobs: Vec<Found> = match &self.spool {
+            Some(spool) => spool
+                .list(status, tool, client, limit)
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .map(|job| Found {
+                    spooled_on: Some(spool.replica().to_string()),
+                    ..Found::stored(job)
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        for sighting in self.seen.list(status, tool, client, limit) {
+            if !jobs.iter().any(|f| f.job.id == sighting.job.id) {
+                jobs.push(Found::sighted(&sighting));
+            }
+        }
+        if jobs.is_empty() {
+            return Err(error);
+        }
+        jobs.sort_by(|a, b| b.job.id.cmp(&a.job.id));
+        jobs.truncate(limit as usize);
+        Ok(Listing {
+            jobs,
+            complete: false,
+        })
     }
 
     /// Moves the spool into the store every [`spool::FLUSH_EVERY`] until `shutdown`.

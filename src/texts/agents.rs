@@ -63,6 +63,16 @@ pub fn job_spooled(replica: &str) -> String {
     format!("spooled on replica {replica} until the job store returns; it is queued and runs then")
 }
 
+/// The `as_seen` field of a job read while the job store does not answer.
+pub fn job_as_seen(as_of: &str) -> String {
+    format!(
+        "the job store is not answering; this is the job as this replica last saw it, at {as_of}; ask again shortly for its current state"
+    )
+}
+
+/// The `partial` field of a job listing made while the job store does not answer.
+pub const JOBS_PARTIAL: &str = "the job store is not answering; only the jobs this replica holds or has seen are listed, each as it last saw it; ask again shortly for the whole list";
+
 /// Background mode on a gateway without a job store.
 pub const NO_JOB_STORE: &str =
     "mode \"background\" needs a job store; this gateway runs without one";

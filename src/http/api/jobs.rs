@@ -7,6 +7,9 @@
 //!
 //! A job submitted while the job store did not answer waits in the spool of the replica that
 //! accepted it: that replica answers it by id, `queued`, with a `spooled` field saying so.
+//! While the store does not answer, a job this replica has seen (accepted, ran, or read) is
+//! answered as it last saw it, with `as_of` and an `as_seen` field saying so, and a listing
+//! holds those jobs with a `partial` field; only a job it never saw is a 503.
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -18,7 +21,7 @@ use serde_json::{Value, json};
 use crate::clients::ClientName;
 use crate::http::edge::{ApiError, Caller, PathParam};
 use crate::http::state::AppState;
-use crate::jobs::{Found, Job, JobStatus, JobStore, Jobs, rfc3339};
+use crate::jobs::{Found, Job, JobStatus, Jobs, rfc3339};
 use crate::texts::agents as texts;
 
 /// The job as the API shows it.
@@ -80,18 +83,30 @@ pub(crate) async fn one(
     let found = jobs.find(&id).await.map_err(store_error)?;
     let visible = visible_client(&caller);
     match found {
-        Some(Found { job, spooled_on })
-            if visible.as_ref().is_none_or(|client| job.client == *client) =>
+        Some(found)
+            if visible
+                .as_ref()
+                .is_none_or(|client| found.job.client == *client) =>
         {
-            let mut described = describe(&job);
-            if let Some(replica) = spooled_on {
-                described["spooled"] = Value::String(texts::job_spooled(&replica));
-            }
-            Ok(Json(described))
+            Ok(Json(describe_found(&found)))
         }
         // Another client's job reads as no job at all: the same answer, the same text.
         _ => Err(ApiError::not_found(format!("no job {id}"))),
     }
+}
+
+/// A job as found: described, and said where it was found when not just now in the store.
+fn describe_found(found: &Found) -> Value {
+    let mut described = describe(&found.job);
+    if let Some(replica) = &found.spooled_on {
+        described["spooled"] = Value::String(texts::job_spooled(replica));
+    }
+    if let Some(at_ms) = found.seen_at_ms {
+        let as_of = rfc3339(at_ms);
+        described["as_seen"] = Value::String(texts::job_as_seen(&as_of));
+        described["as_of"] = Value::String(as_of);
+    }
+    described
 }
 
 #[derive(Debug, Deserialize)]
@@ -126,12 +141,13 @@ pub(crate) async fn list(
     };
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     let client = visible_client(&caller);
-    let list = jobs
-        .store()
+    let listing = jobs
         .list(status, q.tool.as_deref(), client.as_ref(), limit)
         .await
         .map_err(store_error)?;
-    Ok(Json(
-        json!({ "jobs": list.iter().map(describe).collect::<Vec<_>>() }),
-    ))
+    let mut answer = json!({ "jobs": listing.jobs.iter().map(describe_found).collect::<Vec<_>>() });
+    if !listing.complete {
+        answer["partial"] = Value::String(texts::JOBS_PARTIAL.to_string());
+    }
+    Ok(Json(answer))
 }

@@ -238,7 +238,7 @@ pub(crate) const ROUTES: &[Route] = &[
                         200,
                         "The jobs.",
                         Reply::Json(Schema::Inline(
-                            || json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}}}),
+                            || json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}}, "partial": {"type": "string", "description": "Present when the job store did not answer: only the jobs this replica holds in its spool or has seen are listed."}}}),
                         )),
                     ),
                     error(400, "Unknown status or query parameter."),

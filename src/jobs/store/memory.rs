@@ -145,35 +145,7 @@ impl JobStore for MemoryStore {
         }) else {
             return Ok(false);
         };
-        job.status = transition.status();
-        let attempted = match transition {
-            Transition::Succeeded { result } => {
-                (job.result, job.last_error) = (Some(result), None);
-                true
-            }
-            Transition::Retry {
-                next_attempt_at_ms,
-                error,
-                attempted,
-            } => {
-                (job.result, job.last_error) = (None, Some(error));
-                job.next_attempt_at_ms = next_attempt_at_ms;
-                attempted
-            }
-            Transition::Dead {
-                error,
-                result,
-                attempted,
-            } => {
-                (job.result, job.last_error) = (result, Some(error));
-                attempted
-            }
-        };
-        job.attempts += u32::from(attempted);
-        (job.lease_owner, job.lease_until_ms, job.updated_at_ms) = (None, None, now_ms);
-        let last = matches!(job.status, JobStatus::Succeeded | JobStatus::Dead);
-        job.next_callback_at_ms =
-            (last && job.callback == CallbackState::Pending).then_some(now_ms);
+        job.apply(transition, now_ms);
         Ok(true)
     }
 

@@ -100,6 +100,43 @@ pub struct Job {
     pub next_callback_at_ms: Option<i64>,
 }
 
+impl Job {
+    /// The job after its run ended with `transition` at `now_ms`, as [`JobStore::finish`]
+    /// leaves it: the lease released, the attempt counted when a provider was reached, and a
+    /// pending callback due now when the job is over.
+    pub fn apply(&mut self, transition: Transition, now_ms: i64) {
+        self.status = transition.status();
+        let attempted = match transition {
+            Transition::Succeeded { result } => {
+                (self.result, self.last_error) = (Some(result), None);
+                true
+            }
+            Transition::Retry {
+                next_attempt_at_ms,
+                error,
+                attempted,
+            } => {
+                (self.result, self.last_error) = (None, Some(error));
+                self.next_attempt_at_ms = next_attempt_at_ms;
+                attempted
+            }
+            Transition::Dead {
+                error,
+                result,
+                attempted,
+            } => {
+                (self.result, self.last_error) = (result, Some(error));
+                attempted
+            }
+        };
+        self.attempts += u32::from(attempted);
+        (self.lease_owner, self.lease_until_ms, self.updated_at_ms) = (None, None, now_ms);
+        let last = matches!(self.status, JobStatus::Succeeded | JobStatus::Dead);
+        self.next_callback_at_ms =
+            (last && self.callback == CallbackState::Pending).then_some(now_ms);
+    }
+}
+
 /// A callback's progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallbackState {

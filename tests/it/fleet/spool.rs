@@ -6,7 +6,9 @@
 //! land, not be lost and run again. The second replica starts during the cut, on the same
 //! schema, and must not take those jobs either. Submissions during the cut answer `202` at once
 //! from the spool, and their ids read back (`queued`, "spooled on replica …"); a repeated
-//! idempotency key answers the same spooled job. After PostgreSQL returns, more jobs arrive.
+//! idempotency key answers the same spooled job. Jobs read during the cut answer as the replica
+//! last saw them (the first batch's results while they wait to land), and the listing holds
+//! every job it knows, marked partial. After PostgreSQL returns, more jobs arrive.
 //! In the end every job has succeeded after one attempt, and the simulator saw exactly one
 //! stays search per job: as every succeeded job asked the provider at least once, equal totals
 //! mean each job's provider call was made exactly once.
@@ -112,6 +114,47 @@ async fn no_job_is_lost_nor_run_twice_while_postgres_is_away_from_a_replica() {
         let spooled = found["spooled"].as_str().unwrap_or_default();
         assert!(spooled.contains("spooled on replica"), "{found:#}");
         ids.push(id);
+    }
+    // Still during: the first batch, claimed before the cut, reads back as this replica last
+    // saw it (running, then succeeded with its result while that waits to land), and the
+    // listing holds every job this replica knows, marked partial.
+    let (status, found) = job(&cut_off, &ids[0]).await;
+    assert_eq!(status, 200, "{found:#}");
+    assert!(
+        found["as_seen"].is_string() && found["as_of"].is_string(),
+        "{found:#}"
+    );
+    wait_until(
+        Duration::from_secs(10),
+        "the first batch's results to read back during the cut",
+        || async {
+            for id in &ids[..PER_PHASE] {
+                let (status, found) = job(&cut_off, id).await;
+                let as_seen = found["as_seen"].as_str().unwrap_or_default();
+                if status != 200 || !as_seen.contains("last saw it") {
+                    return Err(format!("{status}: {found:#}"));
+                }
+                if found["status"] != "succeeded" || !found["result"]["data"].is_object() {
+                    return Err(format!("job {id} reads {}", found["status"]));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await;
+    let list_url = cut_off.url("/v1/jobs");
+    let (status, _, listed) = send(reqwest::Client::new().get(list_url)).await;
+    assert_eq!(status, 200, "{listed:#}");
+    assert!(listed["partial"].is_string(), "{listed:#}");
+    let listed_ids: Vec<&str> = listed["jobs"]
+        .as_array()
+        .map(|jobs| jobs.iter().filter_map(|j| j["job_id"].as_str()).collect())
+        .unwrap_or_default();
+    for id in &ids {
+        assert!(
+            listed_ids.contains(&id.as_str()),
+            "{id} not listed: {listed:#}"
+        );
     }
     let (status, again) = submit(&cut_off, PER_PHASE).await;
     assert_eq!(status, 202, "{again:#}");
