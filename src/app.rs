@@ -22,6 +22,7 @@ use crate::ledger::Ledger;
 use crate::providers::{self, Env, KeptOffers, Secret};
 use crate::store::StoreError;
 use crate::telemetry::{AlertRules, Telemetry};
+use crate::watches::{WatchStore, WatchSystem};
 
 /// A gateway ready to serve.
 #[derive(Debug, Clone)]
@@ -95,6 +96,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             config: Arc::new(config),
             max_body_bytes,
             jobs: None,
+            watches: None,
             fleet: None,
             keys: Keys::new(setup.roster),
             limits,
@@ -126,6 +128,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         ));
     }
     let postgres = store.db().is_postgres();
+    let watch_store = WatchStore::new(store.db().clone());
     let mut jobs = JobSystem::new(
         store,
         app.state.gateway.clone(),
@@ -147,7 +150,14 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         );
         jobs = jobs.spool_in(config.store.spool_path.clone(), replica);
     }
-    app.state.jobs = Some(Arc::new(jobs));
+    let jobs = Arc::new(jobs);
+    app.state.watches = Some(Arc::new(WatchSystem::new(
+        watch_store,
+        Arc::clone(&jobs),
+        app.state.gateway.clone(),
+        config.watches.clone(),
+    )));
+    app.state.jobs = Some(jobs);
 }
 
 /// Shares the breakers' state through `fleet` (PostgreSQL: with the other replicas; SQLite:
@@ -231,6 +241,13 @@ pub async fn run(
         .jobs
         .clone()
         .map(|jobs| tokio::spawn(jobs.run(jobs_stop.clone(), options.shutdown_grace)));
+    // Watches start runs and record them until the jobs stop: a run is a job, so a watch
+    // loses nothing when it stops first.
+    let watches_task = app
+        .state
+        .watches
+        .clone()
+        .map(|watches| tokio::spawn(watches.run(jobs_stop.clone())));
     let telemetry = app.state.telemetry.clone();
     // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
     // graceful shutdown that waits for every connection.
@@ -247,6 +264,9 @@ pub async fn run(
     })
     .await;
     jobs_stop.cancel();
+    if let Some(task) = watches_task {
+        let _ = task.await;
+    }
     if let Some(task) = jobs_task {
         let _ = task.await;
     }

@@ -47,3 +47,4 @@ pub mod store;
 pub mod telemetry;
 pub mod texts;
 pub mod tools;
+pub mod watches;

@@ -252,6 +252,7 @@ fn load_into(
         d.finish();
     }
     let telemetry = read_telemetry(&root);
+    let watches = read_watches(&root);
     let clients = read_clients(&root, &limits);
     root.finish();
 
@@ -281,10 +282,31 @@ fn load_into(
         providers,
         jobs,
         telemetry,
+        watches,
         tools,
         prompts,
         clients,
     })
+}
+
+/// `[watches]`.
+fn read_watches(root: &Section<'_>) -> WatchesConfig {
+    let mut w = WatchesConfig::default();
+    let Some(s) = root.table("watches") else {
+        return w;
+    };
+    if let Some(n) = s.integer("max_active_per_client", 1, 100_000) {
+        w.max_active_per_client = n as u32;
+    }
+    if let Some(v) = s.duration("min_interval") {
+        if v < Duration::from_secs(1) {
+            s.error("min_interval", "must be at least \"1s\"; e.g. \"1m\"");
+        } else {
+            w.min_interval = v;
+        }
+    }
+    s.finish();
+    w
 }
 
 /// `[telemetry]`.

@@ -39,6 +39,8 @@ pub struct Config {
     pub jobs: JobsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
+    /// `[watches]`.
+    pub watches: WatchesConfig,
     /// One entry per `tools/*.toml`, sorted by name so manifests are stable.
     pub tools: Vec<ToolConfig>,
     /// Every file of `prompts/`, by file name.
@@ -318,6 +320,25 @@ pub struct JobsConfig {
     pub lease_margin: Duration,
 }
 
+/// `[watches]`: the limits that keep recurring background calls from exhausting a provider's
+/// quota.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchesConfig {
+    /// Active watches one client may keep.
+    pub max_active_per_client: u32,
+    /// The shortest interval of a watch whose tool sets no `watch_min_interval`.
+    pub min_interval: Duration,
+}
+
+impl Default for WatchesConfig {
+    fn default() -> Self {
+        WatchesConfig {
+            max_active_per_client: 20,
+            min_interval: Duration::from_secs(60),
+        }
+    }
+}
+
 /// One `tools/<tool>.toml`.
 #[derive(Debug, Clone)]
 pub struct ToolConfig {
@@ -337,6 +358,9 @@ pub struct ToolConfig {
     pub max_concurrent: u32,
     /// How long a good result may be served as stale; zero disables.
     pub stale_for: Duration,
+    /// `watch_min_interval`: the shortest interval a watch of this tool may run at; `None` =
+    /// `[watches] min_interval`.
+    pub watch_min_interval: Option<Duration>,
     /// Breaker policy of each of its providers (`[defaults.breaker]` merged with the tool's
     /// `[breaker]`). Its probe timeout is set to `timeout` when the tool is served.
     pub breaker: BreakerConfig,

@@ -159,6 +159,20 @@ fn read_tool(
         .map(|n| n as u32)
         .unwrap_or(64);
     let stale_for = s.duration("stale_for").unwrap_or(Duration::ZERO);
+    let watch_min_interval = s.duration("watch_min_interval");
+    if let Some(v) = watch_min_interval {
+        if v < Duration::from_secs(1) {
+            s.error("watch_min_interval", "must be at least \"1s\"; e.g. \"5m\"");
+        }
+        if let Some(n) = &name
+            && crate::tools::spec(n).is_some_and(|spec| spec.access == crate::tools::Access::Write)
+        {
+            s.error(
+                "watch_min_interval",
+                format!("{n} is a write tool and is never watched (a watch calls read-only tools only); remove watch_min_interval"),
+            );
+        }
+    }
     let breaker = match s.table("breaker") {
         Some(b) => {
             let v = read_breaker(&b, breaker_defaults);
@@ -211,6 +225,7 @@ fn read_tool(
         deadline,
         max_concurrent,
         stale_for,
+        watch_min_interval,
         breaker: breaker?,
         retry,
         fallback_interactive: fallback?,

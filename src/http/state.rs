@@ -27,6 +27,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Background mode, when a job store is configured.
     pub jobs: Option<crate::jobs::Jobs>,
+    /// Recurring background calls, with the job store.
+    pub watches: Option<crate::watches::Watches>,
     /// The breaker state shared with the fleet (or kept across restarts), when attached.
     pub fleet: Option<Arc<crate::fleet::Fleet>>,
     /// Client keys and the admin key (as digests), reloadable.

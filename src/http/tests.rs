@@ -53,7 +53,8 @@ async fn every_route_in_the_table_is_served() {
             .path
             .replace("{tool}", "search_hotels")
             .replace("{key}", "search_hotels.duffel")
-            .replace("{job_id}", "no-such-job");
+            .replace("{job_id}", "no-such-job")
+            .replace("{watch_id}", "no-such-watch");
         for op in route.operations {
             let request = Request::builder()
                 .method(method(op.verb))

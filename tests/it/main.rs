@@ -22,3 +22,4 @@ mod protocols;
 mod security;
 mod tenants;
 mod traces;
+mod watches;

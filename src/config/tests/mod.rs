@@ -11,6 +11,7 @@ mod clients;
 mod fleet_defaults;
 mod server;
 mod telemetry;
+mod watches;
 
 /// An in-memory tree of files: the shipped defaults, with edits applied per test.
 struct MapFiles(BTreeMap<PathBuf, String>);

@@ -8,3 +8,4 @@ pub(crate) mod bookings;
 pub(crate) mod catalog;
 pub(crate) mod jobs;
 pub(crate) mod native;
+pub(crate) mod watches;

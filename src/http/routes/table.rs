@@ -11,7 +11,7 @@ use super::row::{
     Answer, BREAKER_KEY, Guard, Handler, Operation, Param, ParamSchema, Place, Reply, Route,
     Schema, Security, TOOL, Verb, answer, error, op, route,
 };
-use crate::http::api::{agents, bookings, catalog, jobs, native};
+use crate::http::api::{agents, bookings, catalog, jobs, native, watches};
 use crate::http::ops;
 use crate::http::state::AppState;
 use Verb::{Delete, Get, Post};
@@ -27,6 +27,12 @@ const CROSS_SITE: Answer = error(
     "With client keys off: a request the browser marks Sec-Fetch-Site: cross-site.",
 );
 const KEY: Answer = error(401, "Missing or wrong key.");
+const WATCH_ID: &[Param] = &[Param {
+    name: "watch_id",
+    place: Place::Path,
+    description: None,
+    schema: ParamSchema::Text,
+}];
 
 /// Every route, in the order the document lists them.
 pub(crate) const ROUTES: &[Route] = &[
@@ -267,6 +273,141 @@ pub(crate) const ROUTES: &[Route] = &[
                     answer(200, "The job.", Reply::Json(Schema::Ref("Job"))),
                     error(400, "A job id that is not UTF-8 once percent-decoded."),
                     error(404, "No such job, or another client's."),
+                    NO_JOB_STORE,
+                    JOB_STORE,
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/watches",
+        Guard::Client,
+        &[
+            Operation {
+                body: Some(Schema::Inline(|| {
+                    json!({"type": "object", "required": ["tool", "every"], "additionalProperties": false, "properties": {
+                        "tool": {"type": "string", "description": "A read-only tool in the caller's scope."},
+                        "arguments": {"type": "object", "description": "The tool's arguments, checked as a call's are."},
+                        "every": {"type": "string", "description": "The interval, e.g. \"15m\"; at least the tool's minimum ([watches] min_interval or its watch_min_interval)."},
+                        "condition": {"type": "object", "required": ["kind"], "description": "What counts as news (default any_change): any_change; price_below {amount}; price_change {share}; status_changed, delay_over {minutes}, gate_changed (get_flight_status).", "properties": {"kind": {"type": "string", "enum": ["any_change", "price_below", "price_change", "status_changed", "delay_over", "gate_changed"]}, "amount": {"type": "number"}, "share": {"type": "number"}, "minutes": {"type": "integer", "minimum": 0}}},
+                        "ends": {"type": "object", "additionalProperties": false, "properties": {"at": {"type": "string", "format": "date-time"}, "after_runs": {"type": "integer", "minimum": 1}, "at_departure": {"type": "boolean"}}}
+                    }})
+                })),
+                ..op(
+                    Post,
+                    Handler::Axum(|m| on(m, watches::create)),
+                    "createWatch",
+                    "Watch a read-only tool: call it every interval as a background job, and write a notice only when a result meets the condition. The first run, at once, is the baseline.",
+                    &[
+                        answer(201, "The watch.", Reply::Json(Schema::Object)),
+                        error(400, "Malformed JSON or body, or unknown fields."),
+                        error(403, "A tool outside the client's scope."),
+                        error(404, "No such tool."),
+                        error(
+                            409,
+                            "The client holds [watches] max_active_per_client active watches.",
+                        ),
+                        error(
+                            422,
+                            "A write tool, an interval under the tool's minimum, a condition that does not fit the tool, invalid arguments, or an end that cannot be.",
+                        ),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+            op(
+                Get,
+                Handler::Axum(|m| on(m, watches::list)),
+                "listWatches",
+                "The caller's watches, newest first; every client's with the admin key.",
+                &[
+                    answer(
+                        200,
+                        "The watches.",
+                        Reply::Json(Schema::Inline(
+                            || json!({"type": "object", "required": ["watches"], "properties": {"watches": {"type": "array", "items": {"type": "object"}}}}),
+                        )),
+                    ),
+                    NO_JOB_STORE,
+                    JOB_STORE,
+                ],
+            ),
+        ],
+    ),
+    route(
+        "/v1/watches/{watch_id}",
+        Guard::Client,
+        &[
+            Operation {
+                params: WATCH_ID,
+                ..op(
+                    Get,
+                    Handler::Axum(|m| on(m, watches::one)),
+                    "getWatch",
+                    "One watch: state, schedule, last result, next run, and its notices (newest first).",
+                    &[
+                        answer(200, "The watch.", Reply::Json(Schema::Object)),
+                        error(404, "No such watch, or another client's."),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+            Operation {
+                params: WATCH_ID,
+                ..op(
+                    Delete,
+                    Handler::Axum(|m| on(m, watches::delete)),
+                    "deleteWatch",
+                    "Delete a watch and its notices.",
+                    &[
+                        answer(204, "Deleted.", Reply::Nothing),
+                        error(404, "No such watch, or another client's."),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+        ],
+    ),
+    route(
+        "/v1/watches/{watch_id}/pause",
+        Guard::Client,
+        &[Operation {
+            params: WATCH_ID,
+            ..op(
+                Post,
+                Handler::Axum(|m| on(m, watches::pause)),
+                "pauseWatch",
+                "Stop a watch's schedule (a run under way still ends and is recorded).",
+                &[
+                    answer(200, "The watch.", Reply::Json(Schema::Object)),
+                    error(404, "No such watch, or another client's."),
+                    error(409, "The watch is not active."),
+                    NO_JOB_STORE,
+                    JOB_STORE,
+                ],
+            )
+        }],
+    ),
+    route(
+        "/v1/watches/{watch_id}/resume",
+        Guard::Client,
+        &[Operation {
+            params: WATCH_ID,
+            ..op(
+                Post,
+                Handler::Axum(|m| on(m, watches::resume)),
+                "resumeWatch",
+                "Restart a paused watch at its next instant that is not in the past.",
+                &[
+                    answer(200, "The watch.", Reply::Json(Schema::Object)),
+                    error(404, "No such watch, or another client's."),
+                    error(
+                        409,
+                        "The watch is not paused, or the client holds its cap of active watches.",
+                    ),
                     NO_JOB_STORE,
                     JOB_STORE,
                 ],

@@ -1,0 +1,525 @@
+//! Watches and their notices in the shared database (migration `watches_1_watches`), every
+//! statement once for SQLite and PostgreSQL.
+//!
+//! The steps that must happen once in a fleet are conditional updates: a run starts only on a
+//! watch that has none (`job_id IS NULL`) at the instant it is due, and ends only on the watch
+//! still waiting for that job, so of two replicas that both see a watch due or a job ended,
+//! one changes the row and the other changes nothing. A notice is keyed by (watch, instant), so
+//! writing it twice keeps one.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+use super::condition::Condition;
+use super::schedule::{End, Schedule};
+use crate::clients::ClientName;
+use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    name: "watches_1_watches",
+    statements: &[
+        "CREATE TABLE IF NOT EXISTS faregate_watches (
+            id TEXT PRIMARY KEY,
+            client TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            arguments TEXT NOT NULL,
+            condition TEXT NOT NULL,
+            interval_ms BIGINT NOT NULL,
+            end_at BIGINT,
+            max_runs BIGINT,
+            until_departure BIGINT NOT NULL,
+            callback_url TEXT,
+            state TEXT NOT NULL,
+            runs BIGINT NOT NULL,
+            next_run_at BIGINT NOT NULL,
+            job_id TEXT,
+            job_instant BIGINT,
+            last_result TEXT,
+            last_run_at BIGINT,
+            last_error TEXT,
+            departure_at BIGINT,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL
+        )",
+        "CREATE INDEX IF NOT EXISTS faregate_watches_due ON faregate_watches (state, next_run_at)",
+        "CREATE INDEX IF NOT EXISTS faregate_watches_client ON faregate_watches (client, state)",
+        "CREATE TABLE IF NOT EXISTS faregate_watch_notices (
+            watch_id TEXT NOT NULL,
+            instant BIGINT NOT NULL,
+            text TEXT NOT NULL,
+            result TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            PRIMARY KEY (watch_id, instant)
+        )",
+    ],
+}];
+
+/// Every column, by name (never `*`: see the job store).
+const COLUMNS: &str = "SELECT id, client, tool, arguments, condition, interval_ms, end_at,
+     max_runs, until_departure, callback_url, state, runs, next_run_at, job_id, job_instant,
+     last_result, last_run_at, last_error, departure_at, created_at, updated_at
+     FROM faregate_watches ";
+
+/// Where a watch stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchState {
+    /// Runs on its schedule.
+    Active,
+    /// Starts no run until resumed (a run already queued still ends and is recorded).
+    Paused,
+    /// Its schedule is over; kept for its last result and notices.
+    Ended,
+}
+
+impl WatchState {
+    /// The wire and database name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchState::Active => "active",
+            WatchState::Paused => "paused",
+            WatchState::Ended => "ended",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "active" => WatchState::Active,
+            "paused" => WatchState::Paused,
+            "ended" => WatchState::Ended,
+            _ => return None,
+        })
+    }
+}
+
+/// A watch as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Watch {
+    /// UUID v7.
+    pub id: String,
+    /// Whose it is: only that client (and the admin) sees it.
+    pub client: ClientName,
+    /// The read-only tool it calls.
+    pub tool: String,
+    /// The checked arguments of each call.
+    pub arguments: Value,
+    /// What counts as news.
+    pub condition: Condition,
+    /// When it runs.
+    pub schedule: Schedule,
+    /// Where notices are posted (signed), when given.
+    pub callback_url: Option<String>,
+    /// Where it stands.
+    pub state: WatchState,
+    /// Runs ended so far.
+    pub runs: u32,
+    /// The next instant (epoch ms); while a run waits, the instant of that run.
+    pub next_run_at_ms: i64,
+    /// The job of the run under way, and its instant.
+    pub job: Option<(String, i64)>,
+    /// The last run's result envelope.
+    pub last_result: Option<Value>,
+    /// When the last run ended (epoch ms).
+    pub last_run_at_ms: Option<i64>,
+    /// Why the last run gave no result, in words.
+    pub last_error: Option<String>,
+    /// The watched flight's departure, as the last result said (epoch ms).
+    pub departure_at_ms: Option<i64>,
+    /// When it was created (epoch ms).
+    pub created_at_ms: i64,
+    /// Last change (epoch ms).
+    pub updated_at_ms: i64,
+}
+
+/// A notice: a run whose result was news.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// The watch.
+    pub watch_id: String,
+    /// The instant of the run (epoch ms).
+    pub instant_ms: i64,
+    /// What the news is, in words.
+    pub text: String,
+    /// The run's result envelope.
+    pub result: Value,
+    /// When it was written (epoch ms).
+    pub created_at_ms: i64,
+}
+
+/// How a run ended, as [`WatchStore::finish_run`] records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEnd {
+    /// The result envelope, when the run produced one.
+    pub result: Option<Value>,
+    /// Why it did not, in words.
+    pub error: Option<String>,
+    /// The next instant; `None` ends the watch.
+    pub next_run_at_ms: Option<i64>,
+    /// The flight's departure, when the result says it.
+    pub departure_at_ms: Option<i64>,
+}
+
+/// Watches in the shared database. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct WatchStore {
+    db: Db,
+    migrated: std::sync::Arc<OnceCell<()>>,
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn watch_from_row(r: &dyn StoreRow) -> Result<Watch, StoreError> {
+    let text = |c: &str| -> Result<String, StoreError> {
+        r.text(c)?
+            .ok_or_else(|| StoreError(format!("watch column {c} is NULL")))
+    };
+    let int = |c: &str| -> Result<i64, StoreError> {
+        r.int(c)?
+            .ok_or_else(|| StoreError(format!("watch column {c} is NULL")))
+    };
+    let json = |s: String| {
+        serde_json::from_str::<Value>(&s).map_err(|e| StoreError(format!("watch JSON: {e}")))
+    };
+    let condition = serde_json::from_str(&text("condition")?)
+        .map_err(|e| StoreError(format!("watch condition: {e}")))?;
+    let state = text("state")?;
+    Ok(Watch {
+        id: text("id")?,
+        client: ClientName::stored(&text("client")?),
+        tool: text("tool")?,
+        arguments: json(text("arguments")?)?,
+        condition,
+        schedule: Schedule {
+            interval: Duration::from_millis(u64::try_from(int("interval_ms")?).unwrap_or(0)),
+            end: End {
+                at_ms: r.int("end_at")?,
+                runs: r
+                    .int("max_runs")?
+                    .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+                departure: int("until_departure")? != 0,
+            },
+        },
+        callback_url: r.text("callback_url")?,
+        state: WatchState::parse(&state)
+            .ok_or_else(|| StoreError(format!("unknown watch state {state}")))?,
+        runs: u32::try_from(int("runs")?).unwrap_or(0),
+        next_run_at_ms: int("next_run_at")?,
+        job: match (r.text("job_id")?, r.int("job_instant")?) {
+            (Some(id), Some(at)) => Some((id, at)),
+            _ => None,
+        },
+        last_result: r.text("last_result")?.map(json).transpose()?,
+        last_run_at_ms: r.int("last_run_at")?,
+        last_error: r.text("last_error")?,
+        departure_at_ms: r.int("departure_at")?,
+        created_at_ms: int("created_at")?,
+        updated_at_ms: int("updated_at")?,
+    })
+}
+
+fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
+    let missing = |c: &str| StoreError(format!("notice column {c} is NULL"));
+    Ok(Notice {
+        watch_id: r.text("watch_id")?.ok_or_else(|| missing("watch_id"))?,
+        instant_ms: r.int("instant")?.ok_or_else(|| missing("instant"))?,
+        text: r.text("text")?.ok_or_else(|| missing("text"))?,
+        result: serde_json::from_str(&r.text("result")?.ok_or_else(|| missing("result"))?)
+            .map_err(|e| StoreError(format!("notice JSON: {e}")))?,
+        created_at_ms: r.int("created_at")?.ok_or_else(|| missing("created_at"))?,
+    })
+}
+
+impl WatchStore {
+    /// Watches in `db` (the job store's database); the tables are made on first use.
+    pub fn new(db: Db) -> Self {
+        WatchStore {
+            db,
+            migrated: std::sync::Arc::new(OnceCell::new()),
+        }
+    }
+
+    async fn ready(&self) -> Result<&Db, StoreError> {
+        self.migrated
+            .get_or_try_init(|| self.db.migrate(MIGRATIONS, crate::clock::epoch_ms()))
+            .await?;
+        Ok(&self.db)
+    }
+
+    /// Stores a new watch.
+    pub async fn insert(&self, w: &Watch) -> Result<(), StoreError> {
+        let db = self.ready().await?;
+        let arguments = w.arguments.to_string();
+        let condition =
+            serde_json::to_string(&w.condition).map_err(|e| StoreError(e.to_string()))?;
+        db.execute(
+            "INSERT INTO faregate_watches (id, client, tool, arguments, condition, interval_ms,
+                 end_at, max_runs, until_departure, callback_url, state, runs, next_run_at,
+                 created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13)",
+            &[
+                Arg::Text(Some(&w.id)),
+                Arg::Text(Some(w.client.as_str())),
+                Arg::Text(Some(&w.tool)),
+                Arg::Text(Some(&arguments)),
+                Arg::Text(Some(&condition)),
+                Arg::Int(Some(ms(w.schedule.interval))),
+                Arg::Int(w.schedule.end.at_ms),
+                Arg::Int(w.schedule.end.runs.map(i64::from)),
+                Arg::Int(Some(i64::from(w.schedule.end.departure))),
+                Arg::Text(w.callback_url.as_deref()),
+                Arg::Text(Some(w.state.as_str())),
+                Arg::Int(Some(w.next_run_at_ms)),
+                Arg::Int(Some(w.created_at_ms)),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// One watch.
+    pub async fn get(&self, id: &str) -> Result<Option<Watch>, StoreError> {
+        let db = self.ready().await?;
+        let sql = format!("{COLUMNS} WHERE id = $1");
+        let rows = db
+            .fetch(
+                sqlx::AssertSqlSafe(sql),
+                &[Arg::Text(Some(id))],
+                watch_from_row,
+            )
+            .await?;
+        Ok(rows.into_iter().next())
+    }
+
+    /// Watches, newest first: `client`'s, or every client's for `None`.
+    pub async fn list(
+        &self,
+        client: Option<&ClientName>,
+        limit: u32,
+    ) -> Result<Vec<Watch>, StoreError> {
+        let db = self.ready().await?;
+        let sql = format!(
+            "{COLUMNS} WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        db.fetch(
+            sqlx::AssertSqlSafe(sql),
+            &[
+                Arg::Text(client.map(ClientName::as_str)),
+                Arg::Int(Some(i64::from(limit))),
+            ],
+            watch_from_row,
+        )
+        .await
+    }
+
+    /// How many of `client`'s watches are active.
+    pub async fn active_count(&self, client: &ClientName) -> Result<u32, StoreError> {
+        let db = self.ready().await?;
+        let rows = db
+            .fetch(
+                "SELECT COUNT(*) AS n FROM faregate_watches WHERE client = $1 AND state = 'active'",
+                &[Arg::Text(Some(client.as_str()))],
+                |r| Ok(r.int("n")?.unwrap_or(0)),
+            )
+            .await?;
+        Ok(u32::try_from(rows.into_iter().next().unwrap_or(0)).unwrap_or(u32::MAX))
+    }
+
+    /// Active watches due at `now_ms` with no run under way, oldest due first.
+    pub async fn due(&self, now_ms: i64, limit: u32) -> Result<Vec<Watch>, StoreError> {
+        let db = self.ready().await?;
+        let sql = format!(
+            "{COLUMNS} WHERE state = 'active' AND job_id IS NULL AND next_run_at <= $1
+             ORDER BY next_run_at LIMIT $2"
+        );
+        db.fetch(
+            sqlx::AssertSqlSafe(sql),
+            &[Arg::Int(Some(now_ms)), Arg::Int(Some(i64::from(limit)))],
+            watch_from_row,
+        )
+        .await
+    }
+
+    /// Watches waiting for a run's job to end.
+    pub async fn running(&self, limit: u32) -> Result<Vec<Watch>, StoreError> {
+        let db = self.ready().await?;
+        let sql = format!("{COLUMNS} WHERE job_id IS NOT NULL ORDER BY job_instant LIMIT $1");
+        db.fetch(
+            sqlx::AssertSqlSafe(sql),
+            &[Arg::Int(Some(i64::from(limit)))],
+            watch_from_row,
+        )
+        .await
+    }
+
+    /// Records that the run of `instant` is job `job_id`; false when the watch already has a run
+    /// under way, is not due at that instant, or is no longer active (another replica started it,
+    /// or it was paused meanwhile).
+    pub async fn start_run(
+        &self,
+        id: &str,
+        instant: i64,
+        job_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "UPDATE faregate_watches SET job_id = $3, job_instant = $2, updated_at = $4
+                 WHERE id = $1 AND job_id IS NULL AND next_run_at = $2 AND state = 'active'",
+                &[
+                    Arg::Text(Some(id)),
+                    Arg::Int(Some(instant)),
+                    Arg::Text(Some(job_id)),
+                    Arg::Int(Some(now_ms)),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Ends the run whose job is `job_id`: its result (kept as the last one only when there is
+    /// one), the next instant or the watch's end. False when the watch no longer waits for that
+    /// job (another replica recorded it, or the watch was deleted).
+    pub async fn finish_run(
+        &self,
+        id: &str,
+        job_id: &str,
+        end: &RunEnd,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let result = end.result.as_ref().map(Value::to_string);
+        let changed = db
+            .execute(
+                "UPDATE faregate_watches SET job_id = NULL, job_instant = NULL,
+                     runs = runs + 1,
+                     last_result = COALESCE($3, last_result),
+                     last_error = $4,
+                     last_run_at = $5,
+                     next_run_at = COALESCE($6, next_run_at),
+                     state = CASE WHEN $6 IS NULL THEN 'ended' ELSE state END,
+                     departure_at = COALESCE($7, departure_at),
+                     updated_at = $5
+                 WHERE id = $1 AND job_id = $2",
+                &[
+                    Arg::Text(Some(id)),
+                    Arg::Text(Some(job_id)),
+                    Arg::Text(result.as_deref()),
+                    Arg::Text(end.error.as_deref()),
+                    Arg::Int(Some(now_ms)),
+                    Arg::Int(end.next_run_at_ms),
+                    Arg::Int(end.departure_at_ms),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Ends a watch whose run could not even be submitted (its arguments no longer hold), with
+    /// why; false when a run is under way or it was not active.
+    pub async fn end_unrun(&self, id: &str, error: &str, now_ms: i64) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "UPDATE faregate_watches SET state = 'ended', last_error = $2, updated_at = $3
+                 WHERE id = $1 AND job_id IS NULL AND state = 'active'",
+                &[
+                    Arg::Text(Some(id)),
+                    Arg::Text(Some(error)),
+                    Arg::Int(Some(now_ms)),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Pauses an active watch; false when it was not active.
+    pub async fn pause(&self, id: &str, now_ms: i64) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "UPDATE faregate_watches SET state = 'paused', updated_at = $2
+                 WHERE id = $1 AND state = 'active'",
+                &[Arg::Text(Some(id)), Arg::Int(Some(now_ms))],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Resumes a paused watch at its next instant on the grid that is not in the past; false
+    /// when it was not paused.
+    pub async fn resume(
+        &self,
+        id: &str,
+        next_run_at_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "UPDATE faregate_watches SET state = 'active', updated_at = $3,
+                     next_run_at = CASE WHEN job_id IS NULL THEN $2 ELSE next_run_at END
+                 WHERE id = $1 AND state = 'paused'",
+                &[
+                    Arg::Text(Some(id)),
+                    Arg::Int(Some(next_run_at_ms)),
+                    Arg::Int(Some(now_ms)),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Deletes a watch and its notices; false when there was none.
+    pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        db.execute(
+            "DELETE FROM faregate_watch_notices WHERE watch_id = $1",
+            &[Arg::Text(Some(id))],
+        )
+        .await?;
+        let changed = db
+            .execute(
+                "DELETE FROM faregate_watches WHERE id = $1",
+                &[Arg::Text(Some(id))],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Writes a notice; false when the notice of that run was already written.
+    pub async fn add_notice(&self, notice: &Notice) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let result = notice.result.to_string();
+        let inserted = db
+            .execute(
+                "INSERT INTO faregate_watch_notices (watch_id, instant, text, result, created_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                &[
+                    Arg::Text(Some(&notice.watch_id)),
+                    Arg::Int(Some(notice.instant_ms)),
+                    Arg::Text(Some(&notice.text)),
+                    Arg::Text(Some(&result)),
+                    Arg::Int(Some(notice.created_at_ms)),
+                ],
+            )
+            .await?;
+        Ok(inserted == 1)
+    }
+
+    /// A watch's notices, newest first.
+    pub async fn notices(&self, id: &str, limit: u32) -> Result<Vec<Notice>, StoreError> {
+        let db = self.ready().await?;
+        db.fetch(
+            "SELECT watch_id, instant, text, result, created_at FROM faregate_watch_notices
+             WHERE watch_id = $1 ORDER BY instant DESC LIMIT $2",
+            &[Arg::Text(Some(id)), Arg::Int(Some(i64::from(limit)))],
+            notice_from_row,
+        )
+        .await
+    }
+}

@@ -1,0 +1,394 @@
+//! [`WatchSystem`]: what the watch API asks (create with its limits, read, pause, resume,
+//! delete), and the loop that turns due instants into jobs and ended jobs into results and
+//! notices.
+//!
+//! A run is an ordinary background job, submitted through the job system with the idempotency
+//! key `watch:<id>:<instant>`: the job store hands every replica that submits the same instant
+//! the same job, so a fleet runs each instant once, and the job gets the queue's leases, silent
+//! requeue while a breaker is open and pacing under rate limits like any background call. Only
+//! when the job ends does the watch move on; while a provider is down the watch waits, without
+//! a sound, and resumes its grid once the job succeeds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::condition::{self, Condition};
+use super::schedule::{self, End, Schedule};
+use super::store::{Notice, RunEnd, Watch, WatchState, WatchStore};
+use crate::call::{CheckError, Gateway};
+use crate::clients::ClientName;
+use crate::clock;
+use crate::config::WatchesConfig;
+use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError};
+
+/// How often the loop looks for due instants and ended runs.
+const POLL: Duration = Duration::from_millis(250);
+/// Watches handled per look.
+const BATCH: u32 = 64;
+
+/// A watch to create, as the API read it (not yet checked).
+#[derive(Debug, Clone)]
+pub struct NewWatch {
+    /// Whose it is.
+    pub client: ClientName,
+    /// The tool to call.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// Between two runs.
+    pub every: Duration,
+    /// The condition as sent (absent = any change).
+    pub condition: Option<Value>,
+    /// How it ends.
+    pub end: End,
+}
+
+/// Why a watch was not created or changed; each text names the fix.
+#[derive(Debug)]
+pub enum WatchError {
+    /// The request does not describe a watch that can run (422).
+    Invalid(String),
+    /// The client holds as many active watches as it may (409).
+    Full(String),
+    /// No such watch (404).
+    NotFound,
+    /// The watch is not in a state that allows it (409).
+    Conflict(String),
+    /// The store failed (503).
+    Store(StoreError),
+}
+
+impl From<StoreError> for WatchError {
+    fn from(e: StoreError) -> Self {
+        WatchError::Store(e)
+    }
+}
+
+/// Watches over the job system.
+#[derive(Debug)]
+pub struct WatchSystem {
+    store: WatchStore,
+    jobs: Jobs,
+    gateway: Arc<Gateway>,
+    config: WatchesConfig,
+}
+
+impl WatchSystem {
+    /// Watches kept in `store`, run as jobs of `jobs`.
+    pub fn new(
+        store: WatchStore,
+        jobs: Jobs,
+        gateway: Arc<Gateway>,
+        config: WatchesConfig,
+    ) -> Self {
+        WatchSystem {
+            store,
+            jobs,
+            gateway,
+            config,
+        }
+    }
+
+    /// The store (for the API's reads).
+    pub fn store(&self) -> &WatchStore {
+        &self.store
+    }
+
+    /// Checks `new` (tool, arguments, interval, condition, end, the client's cap) and stores it,
+    /// due at once: the first run is the baseline later runs are compared with.
+    pub async fn create(&self, new: NewWatch) -> Result<Watch, WatchError> {
+        let tool = self.gateway.tool(&new.tool).ok_or_else(|| {
+            WatchError::Invalid(format!(
+                "no tool \"{}\" is served; watchable tools: {}",
+                new.tool,
+                self.watchable().join(", ")
+            ))
+        })?;
+        if tool.is_write() {
+            return Err(WatchError::Invalid(format!(
+                "{} is a write tool, and a watch calls read-only tools only (it runs again and again); watch one of {}",
+                new.tool,
+                self.watchable().join(", ")
+            )));
+        }
+        let minimum = tool
+            .config
+            .watch_min_interval
+            .unwrap_or(self.config.min_interval);
+        if new.every < minimum {
+            return Err(WatchError::Invalid(format!(
+                "every = \"{}\" is under {}'s minimum interval of {} (so watches cannot exhaust the provider's quota); use \"{}\" or longer",
+                humantime::format_duration(new.every),
+                new.tool,
+                humantime::format_duration(minimum),
+                humantime::format_duration(minimum),
+            )));
+        }
+        if new.end.departure && new.tool != "get_flight_status" {
+            return Err(WatchError::Invalid(format!(
+                "ends.at_departure needs a flight to depart, and only get_flight_status watches one; for {} end with ends.at or ends.after_runs",
+                new.tool
+            )));
+        }
+        let condition =
+            Condition::parse(&new.tool, new.condition.as_ref()).map_err(WatchError::Invalid)?;
+        match self
+            .gateway
+            .check_arguments(&new.tool, &new.arguments, None)
+        {
+            Ok(()) => {}
+            Err(CheckError::UnknownTool) => {
+                return Err(WatchError::Invalid(format!("no tool \"{}\"", new.tool)));
+            }
+            Err(CheckError::Invalid(text)) => return Err(WatchError::Invalid(text)),
+        }
+        let max = self.config.max_active_per_client;
+        if self.store.active_count(&new.client).await? >= max {
+            return Err(WatchError::Full(format!(
+                "this client already has {max} active watches, the most it may keep ([watches] max_active_per_client); delete or pause one first"
+            )));
+        }
+        let now = clock::epoch_ms();
+        let watch = Watch {
+            id: uuid::Uuid::now_v7().to_string(),
+            client: new.client,
+            tool: new.tool,
+            arguments: new.arguments,
+            condition,
+            schedule: Schedule {
+                interval: new.every,
+                end: new.end,
+            },
+            callback_url: None,
+            state: WatchState::Active,
+            runs: 0,
+            next_run_at_ms: now,
+            job: None,
+            last_result: None,
+            last_run_at_ms: None,
+            last_error: None,
+            departure_at_ms: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        self.store.insert(&watch).await?;
+        Ok(watch)
+    }
+
+    /// The read tools a watch may call, in catalog order.
+    fn watchable(&self) -> Vec<&'static str> {
+        self.gateway
+            .tools()
+            .iter()
+            .filter(|t| !t.is_write())
+            .map(|t| t.spec.name)
+            .collect()
+    }
+
+    /// Pauses watch `id` of `client` (any client's for `None`, the admin).
+    pub async fn pause(&self, id: &str, client: Option<&ClientName>) -> Result<Watch, WatchError> {
+        let watch = self.own(id, client).await?;
+        if !self.store.pause(id, clock::epoch_ms()).await? {
+            return Err(WatchError::Conflict(format!(
+                "watch {id} is {}, not active; only an active watch can be paused",
+                watch.state.as_str()
+            )));
+        }
+        self.own(id, client).await
+    }
+
+    /// Resumes watch `id` at its next instant on the grid that is not in the past, under the
+    /// client's cap.
+    pub async fn resume(&self, id: &str, client: Option<&ClientName>) -> Result<Watch, WatchError> {
+        let watch = self.own(id, client).await?;
+        if watch.state != WatchState::Paused {
+            return Err(WatchError::Conflict(format!(
+                "watch {id} is {}, not paused; only a paused watch can be resumed",
+                watch.state.as_str()
+            )));
+        }
+        let max = self.config.max_active_per_client;
+        if self.store.active_count(&watch.client).await? >= max {
+            return Err(WatchError::Full(format!(
+                "this client already has {max} active watches, the most it may keep ([watches] max_active_per_client); delete or pause one first"
+            )));
+        }
+        let now = clock::epoch_ms();
+        let next = schedule::catch_up(watch.next_run_at_ms, now, watch.schedule.interval);
+        if !self.store.resume(id, next, now).await? {
+            return Err(WatchError::Conflict(format!(
+                "watch {id} changed meanwhile; read it again"
+            )));
+        }
+        self.own(id, client).await
+    }
+
+    /// Deletes watch `id` and its notices (a run under way still ends, unrecorded).
+    pub async fn delete(&self, id: &str, client: Option<&ClientName>) -> Result<(), WatchError> {
+        self.own(id, client).await?;
+        if self.store.delete(id).await? {
+            Ok(())
+        } else {
+            Err(WatchError::NotFound)
+        }
+    }
+
+    /// Watch `id` when `client` may see it (every watch for `None`); another client's reads as
+    /// none at all.
+    pub async fn own(&self, id: &str, client: Option<&ClientName>) -> Result<Watch, WatchError> {
+        match self.store.get(id).await? {
+            Some(w) if client.is_none_or(|c| *c == w.client) => Ok(w),
+            _ => Err(WatchError::NotFound),
+        }
+    }
+
+    /// Starts due runs and records ended ones every [`POLL`] until `shutdown`.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(POLL) => {},
+            }
+            if let Err(e) = self.pass().await {
+                tracing::warn!(error = %e, "watches: pass failed; retrying");
+            }
+        }
+    }
+
+    /// One look: record the runs whose jobs ended, then start the runs that are due.
+    pub async fn pass(&self) -> Result<(), StoreError> {
+        for watch in self.store.running(BATCH).await? {
+            self.check_run(&watch).await?;
+        }
+        for watch in self.store.due(clock::epoch_ms(), BATCH).await? {
+            self.start_run(&watch).await?;
+        }
+        Ok(())
+    }
+
+    /// Submits the job of `watch`'s due instant (the same job on every replica) and records it.
+    async fn start_run(&self, watch: &Watch) -> Result<(), StoreError> {
+        let instant = watch.next_run_at_ms;
+        let submitted = self
+            .jobs
+            .submit(NewJob {
+                tool: watch.tool.clone(),
+                arguments: watch.arguments.clone(),
+                call_id: Some(format!("watch-{}-{instant}", watch.id)),
+                client: watch.client.clone(),
+                idempotency_key: Some(format!("watch:{}:{instant}", watch.id)),
+                callback_url: None,
+            })
+            .await;
+        let now = clock::epoch_ms();
+        match submitted {
+            Ok((job, _)) => {
+                self.store
+                    .start_run(&watch.id, instant, &job.id, now)
+                    .await?;
+            }
+            Err(SubmitError::Store(e)) => return Err(e),
+            // The arguments no longer hold (a date now in the past) or the tool is gone: the
+            // watch cannot run again.
+            Err(SubmitError::Invalid(text)) => {
+                self.store
+                    .end_unrun(
+                        &watch.id,
+                        &format!("the watch cannot run any more: {text}"),
+                        now,
+                    )
+                    .await?;
+            }
+            Err(SubmitError::UnknownTool) => {
+                self.store
+                    .end_unrun(
+                        &watch.id,
+                        &format!("{} is no longer served", watch.tool),
+                        now,
+                    )
+                    .await?;
+            }
+            Err(SubmitError::Callback(text)) => {
+                tracing::warn!(watch = %watch.id, %text, "watch run refused its callback");
+            }
+        }
+        Ok(())
+    }
+
+    /// Records `watch`'s run once its job has ended: the result, a notice when it is news, the
+    /// next instant. A job still queued, running or waiting for its provider is left alone.
+    async fn check_run(&self, watch: &Watch) -> Result<(), StoreError> {
+        let Some((job_id, instant)) = &watch.job else {
+            return Ok(());
+        };
+        let found = self.jobs.find(job_id).await?;
+        let (result, error) = match found.map(|f| f.job) {
+            Some(job) if job.status == JobStatus::Succeeded => (job.result, None),
+            Some(job) if job.status == JobStatus::Dead => (
+                None,
+                Some(job.last_error.unwrap_or_else(|| "the run gave up".into())),
+            ),
+            Some(_) => return Ok(()),
+            None => (None, Some(format!("the run's job {job_id} is gone"))),
+        };
+        let now = clock::epoch_ms();
+        // Only an answer is a result; anything else keeps the last one to compare with.
+        let (result, error) = match result {
+            Some(r) if r.get("status").and_then(Value::as_str) == Some("ok") => (Some(r), error),
+            Some(r) => (
+                None,
+                Some(
+                    r.get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or("the run had no answer")
+                        .to_string(),
+                ),
+            ),
+            None => (None, error),
+        };
+        if let Some(current) = &result
+            && let Some(text) = watch.condition.news(watch.last_result.as_ref(), current)
+        {
+            let written = self
+                .store
+                .add_notice(&Notice {
+                    watch_id: watch.id.clone(),
+                    instant_ms: *instant,
+                    text: text.clone(),
+                    result: current.clone(),
+                    created_at_ms: now,
+                })
+                .await?;
+            if written {
+                tracing::info!(watch = %watch.id, tool = %watch.tool, %text, "watch notice");
+            }
+        }
+        let departure_at_ms = result
+            .as_ref()
+            .and_then(condition::departure)
+            .and_then(|d| schedule::epoch_ms_of(&d));
+        let next = watch.schedule.next(
+            *instant,
+            now,
+            watch.runs + 1,
+            departure_at_ms.or(watch.departure_at_ms),
+        );
+        self.store
+            .finish_run(
+                &watch.id,
+                job_id,
+                &RunEnd {
+                    result,
+                    error,
+                    next_run_at_ms: next,
+                    departure_at_ms,
+                },
+                now,
+            )
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,224 @@
+//! Watches end to end: the gateway with a SQLite job store against the simulator, a real HTTP
+//! client creating, reading, pausing, resuming and deleting watches, and the simulator's flight
+//! status going down under a watch (real sockets, so real time with short intervals).
+
+use std::time::Duration;
+
+use faregate_sim::RouteGroup;
+use serde_json::{Value, json};
+
+use crate::support::{Stack, in_days, wait_until};
+
+/// The stack with a job store, breakers that reopen quickly, and watches allowed every 200 ms.
+async fn stack() -> Stack {
+    Stack::builder(21)
+        .config(|mut config| {
+            for t in &mut config.tools {
+                let mut breaker = t.breaker.to_builder();
+                breaker
+                    .open_for(Duration::from_millis(300))
+                    .open_for_max(Duration::from_millis(600))
+                    .probe_interval(Duration::from_millis(100))
+                    .ramp(vec![faregate::breaker::RampStage {
+                        share: 0.5,
+                        duration: Duration::from_millis(200),
+                    }]);
+                t.breaker = breaker.build().unwrap_or_else(|e| panic!("{e:?}"));
+                t.timeout = Duration::from_secs(2);
+                t.deadline = Duration::from_secs(3);
+                t.watch_min_interval = Some(Duration::from_millis(200));
+            }
+            config
+        })
+        .jobs()
+        .start()
+        .await
+}
+
+fn flight() -> Value {
+    json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(2)})
+}
+
+async fn delete(s: &Stack, path: &str) -> u16 {
+    s.http
+        .delete(s.url(path))
+        .send()
+        .await
+        .map(|r| r.status().as_u16())
+        .unwrap_or_else(|e| panic!("DELETE {path}: {e}"))
+}
+
+/// Polls the watch until `done` holds of it.
+async fn wait_for_watch(s: &Stack, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let path = format!("/v1/watches/{id}");
+    wait_until(Duration::from_secs(20), what, || async {
+        let (_, watch) = s.get_json(&path).await;
+        if done(&watch) {
+            Ok(watch)
+        } else {
+            Err(format!("{watch:#}"))
+        }
+    })
+    .await
+}
+
+fn runs(w: &Value) -> u64 {
+    w["runs"].as_u64().unwrap_or(0)
+}
+
+#[tokio::test]
+async fn watches_that_cannot_run_are_refused_naming_the_fix() {
+    let s = stack().await;
+    let cases: &[(Value, u16, &str)] = &[
+        (
+            json!({"tool": "book_flight", "arguments": {}, "every": "1m"}),
+            422,
+            "read-only tools only",
+        ),
+        (
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "100ms"}),
+            422,
+            "use \"200ms\" or longer",
+        ),
+        (
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "1m",
+                   "condition": {"kind": "price_below", "amount": 400}}),
+            422,
+            "status_changed",
+        ),
+        (
+            json!({"tool": "search_hotels", "arguments": {}, "every": "1m",
+                   "ends": {"at_departure": true}}),
+            422,
+            "only get_flight_status",
+        ),
+        (
+            json!({"tool": "get_flight_status", "arguments": {"carrier_code": "BA"}, "every": "1m"}),
+            422,
+            "flight_number",
+        ),
+        (
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "often"}),
+            422,
+            "\"15m\"",
+        ),
+        (
+            json!({"tool": "get_flight_status", "every": "1m", "when": "soon"}),
+            400,
+            "unknown field",
+        ),
+        (
+            json!({"tool": "no_such_tool", "every": "1m"}),
+            404,
+            "search_flights",
+        ),
+    ];
+    for (body, status, fix) in cases {
+        let (got, answer) = s.post("/v1/watches", body.clone()).await;
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert_eq!(got, *status, "{body}: {answer}");
+        assert!(message.contains(fix), "{body}: {message}");
+    }
+    let (_, list) = s.get_json("/v1/watches").await;
+    assert_eq!(list["watches"], json!([]), "nothing refused was kept");
+}
+
+#[tokio::test]
+async fn a_watch_runs_on_its_schedule_is_paused_resumed_and_deleted() {
+    let s = stack().await;
+    let (status, created) = s
+        .post(
+            "/v1/watches",
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms",
+                   "condition": {"kind": "delay_over", "minutes": 600}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["state"], "active");
+    let id = created["watch_id"].as_str().unwrap_or_default().to_string();
+
+    let watch = wait_for_watch(&s, &id, "three runs", |w| runs(w) >= 3).await;
+    assert_eq!(watch["last_result"]["status"], "ok", "{watch:#}");
+    assert_eq!(watch["last_result"]["tool"], "get_flight_status");
+    assert_eq!(watch["notices"], json!([]), "no delay over 10 h: no news");
+    assert_eq!(watch["last_error"], Value::Null);
+
+    let (_, list) = s.get_json("/v1/watches").await;
+    assert_eq!(list["watches"][0]["watch_id"], id.as_str());
+
+    let (status, paused) = s.post(&format!("/v1/watches/{id}/pause"), json!({})).await;
+    assert_eq!(
+        (status, paused["state"].as_str()),
+        (200, Some("paused")),
+        "{paused}"
+    );
+    assert_eq!(
+        paused["next_run_at"],
+        Value::Null,
+        "a paused watch has no next run"
+    );
+    let (status, again) = s.post(&format!("/v1/watches/{id}/pause"), json!({})).await;
+    assert_eq!(status, 409, "{again}");
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not active")
+    );
+
+    let (status, resumed) = s.post(&format!("/v1/watches/{id}/resume"), json!({})).await;
+    assert_eq!(
+        (status, resumed["state"].as_str()),
+        (200, Some("active")),
+        "{resumed}"
+    );
+    let before = runs(&resumed);
+    wait_for_watch(&s, &id, "a run after resuming", |w| runs(w) > before).await;
+
+    assert_eq!(delete(&s, &format!("/v1/watches/{id}")).await, 204);
+    let (status, _) = s.get_json(&format!("/v1/watches/{id}")).await;
+    assert_eq!(status, 404);
+    assert_eq!(delete(&s, &format!("/v1/watches/{id}")).await, 404);
+}
+
+#[tokio::test]
+async fn a_provider_outage_under_a_watch_is_silent_and_the_schedule_resumes_after_it() {
+    let s = stack().await;
+    s.down(RouteGroup::AmadeusStatus);
+    let (status, created) = s
+        .post(
+            "/v1/watches",
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["watch_id"].as_str().unwrap_or_default().to_string();
+
+    // The first run's job waits for the provider, silently: requeued, the watch unchanged.
+    let watch = wait_for_watch(&s, &id, "a run under way", |w| {
+        w["run_under_way"].is_object()
+    })
+    .await;
+    let job_id = watch["run_under_way"]["job_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    s.wait_for_job(&job_id, Duration::from_secs(20), |j| {
+        j["status"] == "retry_scheduled" && j["attempts"].as_u64().unwrap_or(0) >= 1
+    })
+    .await;
+    let (_, during) = s.get_json(&format!("/v1/watches/{id}")).await;
+    assert_eq!(runs(&during), 0, "{during:#}");
+    assert_eq!(during["notices"], json!([]));
+    assert_eq!(during["last_error"], Value::Null);
+
+    s.sim.clear_faults();
+    let after = wait_for_watch(&s, &id, "runs after the outage", |w| runs(w) >= 3).await;
+    assert_eq!(after["last_result"]["status"], "ok", "{after:#}");
+    assert_eq!(
+        after["notices"],
+        json!([]),
+        "the flight did not change: no news"
+    );
+    assert_eq!(after["last_error"], Value::Null);
+}
