@@ -54,10 +54,14 @@ async fn wait_for_watch(s: &Stack, id: &str, what: &str, done: impl Fn(&Value) -
     wait_until(Duration::from_secs(20), what, || async {
         let (_, watch) = s.get_json(&path).await;
         if done(&watch) {
-            Ok(watch)
-        } else {
-            Err(format!("{watch:#}"))
+            return Ok(watch);
         }
+        // The run under way's job says why a watch does not move on.
+        let job = match watch["run_under_way"]["job_id"].as_str() {
+            Some(job) => s.get_json(&format!("/v1/jobs/{job}")).await.1,
+            None => Value::Null,
+        };
+        Err(format!("{watch:#}\nits run's job: {job:#}"))
     })
     .await
 }
@@ -221,4 +225,150 @@ async fn a_provider_outage_under_a_watch_is_silent_and_the_schedule_resumes_afte
         "the flight did not change: no news"
     );
     assert_eq!(after["last_error"], Value::Null);
+}
+
+/// Creates a watch and answers its id.
+async fn create(s: &Stack, body: Value) -> String {
+    let (status, created) = s.post("/v1/watches", body).await;
+    assert_eq!(status, 201, "{created}");
+    created["watch_id"].as_str().unwrap_or_default().to_string()
+}
+
+fn notices(w: &Value) -> Vec<Value> {
+    w["notices"].as_array().cloned().unwrap_or_default()
+}
+
+/// Waits for three more runs of the watch after `w`, and answers it then: any news those runs
+/// had would be among its notices.
+async fn three_more_runs(s: &Stack, id: &str, w: &Value) -> Value {
+    let after = runs(w) + 3;
+    wait_for_watch(s, id, "three more runs", |w| runs(w) >= after).await
+}
+
+#[tokio::test]
+async fn a_price_watch_fires_once_when_the_price_crosses_its_line() {
+    let s = stack().await;
+    let search = json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(30)});
+    let (_, answer) = s.call("search_flights", json!({"arguments": search})).await;
+    let lowest = answer["data"]["offers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["total_amount"].as_str()?.parse::<f64>().ok())
+        .fold(f64::INFINITY, f64::min);
+    assert!(lowest.is_finite(), "the search has offers: {answer}");
+    let line = (lowest * 0.9).round();
+    let id = create(
+        &s,
+        json!({"tool": "search_flights", "arguments": search, "every": "200ms",
+               "condition": {"kind": "price_below", "amount": line}}),
+    )
+    .await;
+    let baseline = wait_for_watch(&s, &id, "two runs", |w| runs(w) >= 2).await;
+    assert_eq!(
+        notices(&baseline),
+        Vec::<Value>::new(),
+        "above the line: no news"
+    );
+
+    s.sim
+        .script(vec![faregate_sim::ScriptStep {
+            after_ms: 0,
+            price_factor: Some(0.8),
+            flight: None,
+            delay_minutes: None,
+            gate: None,
+        }])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let fired = wait_for_watch(&s, &id, "a notice", |w| !notices(w).is_empty()).await;
+    let after = three_more_runs(&s, &id, &fired).await;
+    let all = notices(&after);
+    assert_eq!(
+        all.len(),
+        1,
+        "once, not on every run below the line: {all:#?}"
+    );
+    let news = all[0]["news"].as_str().unwrap_or_default();
+    assert!(
+        news.starts_with(&format!("price fell below {line}")),
+        "{news}"
+    );
+    assert_eq!(all[0]["result"]["status"], "ok");
+}
+
+#[tokio::test]
+async fn a_status_watch_fires_on_a_delay_and_on_a_gate_change_and_not_on_unchanged_runs() {
+    let s = stack().await;
+    let every_change = create(
+        &s,
+        json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms",
+               "condition": {"kind": "status_changed"}}),
+    )
+    .await;
+    let gate = create(
+        &s,
+        json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms",
+               "condition": {"kind": "gate_changed"}}),
+    )
+    .await;
+    let baseline = wait_for_watch(&s, &every_change, "two runs", |w| runs(w) >= 2).await;
+    assert_eq!(
+        notices(&baseline),
+        Vec::<Value>::new(),
+        "unchanged runs: no news"
+    );
+
+    let step = |after_ms, delay_minutes, gate: Option<&str>| faregate_sim::ScriptStep {
+        after_ms,
+        price_factor: None,
+        flight: Some("BA117".into()),
+        delay_minutes,
+        gate: gate.map(str::to_string),
+    };
+    s.sim
+        .script(vec![step(0, Some(95), None)])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let delayed = wait_for_watch(&s, &every_change, "the delay's notice", |w| {
+        !notices(w).is_empty()
+    })
+    .await;
+    let delayed = three_more_runs(&s, &every_change, &delayed).await;
+    assert_eq!(notices(&delayed).len(), 1, "{delayed:#}");
+    assert!(
+        notices(&delayed)[0]["news"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("status changed"),
+        "{delayed:#}"
+    );
+    let (_, gate_watch) = s.get_json(&format!("/v1/watches/{gate}")).await;
+    assert_eq!(
+        notices(&gate_watch),
+        Vec::<Value>::new(),
+        "a delay is not a gate change"
+    );
+
+    s.sim
+        .script(vec![step(0, Some(95), Some("Z9"))])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let moved = wait_for_watch(&s, &gate, "the gate's notice", |w| !notices(w).is_empty()).await;
+    let moved = three_more_runs(&s, &gate, &moved).await;
+    assert_eq!(notices(&moved).len(), 1, "{moved:#}");
+    assert!(
+        notices(&moved)[0]["news"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("gate or terminal changed"),
+        "{moved:#}"
+    );
+    let both = wait_for_watch(&s, &every_change, "the gate's notice too", |w| {
+        notices(w).len() >= 2
+    })
+    .await;
+    let both = three_more_runs(&s, &every_change, &both).await;
+    assert_eq!(
+        notices(&both).len(),
+        2,
+        "the delay, then the gate: {both:#}"
+    );
 }

@@ -25,6 +25,47 @@ pub(crate) fn routes() -> Router<Simulator> {
             get(get_one).put(put_fault).delete(clear_one),
         )
         .route("/_sim/stats", get(stats))
+        .route(
+            "/_sim/script",
+            get(get_script).post(put_script).delete(clear_script),
+        )
+}
+
+/// `GET /_sim/script`: the steps, how long ago the script was set, the price factor now.
+async fn get_script(State(sim): State<Simulator>) -> Json<serde_json::Value> {
+    Json(super::lock(&sim.inner.script).describe())
+}
+
+/// `POST /_sim/script` with `{"steps": [{"after_ms": 2000, "price_factor": 0.8}, {"after_ms":
+/// 4000, "flight": "BA117", "delay_minutes": 45}, …]}`: replaces the script, timed from now.
+async fn put_script(State(sim): State<Simulator>, body: Bytes) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Body {
+        steps: Vec<super::ScriptStep>,
+    }
+    let parsed: Body = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return message(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "{e}; write {{\"steps\": [{{\"after_ms\": 2000, \"price_factor\": 0.8}}, {{\"after_ms\": 4000, \"flight\": \"BA117\", \"delay_minutes\": 45, \"gate\": \"B12\"}}]}}"
+                ),
+            );
+        }
+    };
+    match sim.script(parsed.steps) {
+        Ok(()) => Json(super::lock(&sim.inner.script).describe()).into_response(),
+        Err(problem) => message(StatusCode::BAD_REQUEST, problem),
+    }
+}
+
+/// `DELETE /_sim/script`: prices and flights as generated again.
+async fn clear_script(State(sim): State<Simulator>) -> Json<serde_json::Value> {
+    // An empty script has no step to refuse.
+    let _ = sim.script(Vec::new());
+    Json(super::lock(&sim.inner.script).describe())
 }
 
 fn message(status: StatusCode, msg: impl Into<String>) -> Response {

@@ -179,6 +179,9 @@ pub(crate) struct Search {
     pub(crate) passengers: Vec<PaxIn>,
     pub(crate) cabin: Cabin,
     pub(crate) max_connections: u64,
+    /// A factor on every price (the simulator's script; 1.0 = as generated). Not part of the
+    /// search's key: the same search answers the same offers at another price.
+    pub(crate) price_factor: f64,
 }
 
 impl Search {
@@ -442,7 +445,8 @@ fn build_offer(
                 * brand_factor
                 * noise
                 * nonstop
-                * p.kind.price_factor();
+                * p.kind.price_factor()
+                * search.price_factor;
             let b = tables::convert_from_gbp(gbp.round() as i64, currency);
             let t = if p.kind == PaxKind::Infant {
                 0

@@ -126,6 +126,7 @@ pub(crate) async fn search_get(
         passengers,
         cabin,
         max_connections: if non_stop { 0 } else { 1 },
+        price_factor: sim.price_factor(),
     };
     let mut out = offers(&sim, &search, max);
     let count = out["data"].as_array().map_or(0, Vec::len);
@@ -236,6 +237,7 @@ pub(crate) async fn search_post(
         passengers,
         cabin,
         max_connections,
+        price_factor: sim.price_factor(),
     };
     let mut out = offers(&sim, &search, max);
     let count = out["data"].as_array().map_or(0, Vec::len);

@@ -73,7 +73,10 @@ pub(crate) async fn flights(
     let path = format!(
         "/v2/schedule/flights?carrierCode={carrier}&flightNumber={number}&scheduledDepartureDate={date}"
     );
-    let flight = dated_flight(sim.inner.seed, carrier, n, date);
+    let mut flight = dated_flight(sim.inner.seed, carrier, n, date);
+    if let Some(f) = &mut flight {
+        super::lock(&sim.inner.script).apply_to_flight(carrier, n, f);
+    }
     let data: Vec<Value> = flight.into_iter().collect();
     Ok(vnd_json(
         StatusCode::OK,

@@ -118,6 +118,7 @@ fn parse_search(
         passengers: passengers?,
         cabin: cabin?,
         max_connections,
+        price_factor: sim.price_factor(),
     })
 }
 

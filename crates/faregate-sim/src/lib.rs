@@ -109,6 +109,11 @@
 //! - `GET /_sim/stats`: [`SimStats`]: per group `requests`, `statuses` and `arrivals` (requests
 //!   per Unix second, the last hour), orders created,
 //!   duplicate bookings, orders per `faregate_idempotency_key`, and Amadeus tokens issued.
+//! - `POST /_sim/script` with `{"steps": [{"after_ms", "price_factor"?, "flight"?,
+//!   "delay_minutes"?, "gate"?}, …]}`: scripted changes over time (`script.rs`): from
+//!   `after_ms` after the script was set, every flight offer's price times `price_factor`, or
+//!   one flight's (`"BA117"`) delay and gate in `GET /v2/schedule/flights`; `GET` shows it and
+//!   the factor now, `DELETE` clears it. [`Simulator::script`] does the same in a test.
 //!
 //! ```text
 //! curl -X PUT localhost:8081/_sim/faults/duffel_air_search \
@@ -137,6 +142,7 @@ mod duffel_air_orders;
 mod duffel_stays;
 mod duffel_stays_bookings;
 mod faults;
+mod script;
 mod stays_data;
 mod store;
 mod tables;
@@ -158,6 +164,7 @@ use serde::{Deserialize, Serialize};
 
 pub use command::{SimArgs, run};
 pub use faults::{Fault, RateLimitFault};
+pub use script::ScriptStep;
 
 /// A group of provider routes that share one fault setting and one set of counters.
 ///
@@ -374,6 +381,8 @@ struct Inner {
     stay_bookings: Mutex<store::OrderBook>,
     /// Amadeus tokens, served flight offers, listed hotels and hotel offers (bounded).
     amadeus: Mutex<store::AmadeusState>,
+    /// Scripted price and flight-status changes (`/_sim/script`).
+    script: Mutex<script::Script>,
     /// Sequence for ids and request ids.
     seq: AtomicU64,
     /// Bumped on every fault change and at shutdown; hung requests wait on it.
@@ -401,6 +410,7 @@ impl Simulator {
                 stay_rates: Mutex::new(store::StayRates::default()),
                 stay_bookings: Mutex::new(store::OrderBook::default()),
                 amadeus: Mutex::new(store::AmadeusState::default()),
+                script: Mutex::new(script::Script::default()),
                 seq: AtomicU64::new(1),
                 epoch,
                 closing: AtomicBool::new(false),
@@ -519,6 +529,21 @@ impl Simulator {
             groups[group.index()].set_fault(fault);
         }
         self.inner.epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Replaces the script of price and flight-status changes with `steps`, timed from now
+    /// (see `script.rs`); an empty list clears it. Refuses a step that changes nothing.
+    pub fn script(&self, steps: Vec<ScriptStep>) -> Result<(), String> {
+        if let Some(problem) = steps.iter().find_map(ScriptStep::problem) {
+            return Err(problem);
+        }
+        *lock(&self.inner.script) = script::Script::new(steps);
+        Ok(())
+    }
+
+    /// The factor on flight prices now (the script's; 1.0 without one).
+    pub(crate) fn price_factor(&self) -> f64 {
+        lock(&self.inner.script).price_factor()
     }
 
     /// Clears every group's fault.
