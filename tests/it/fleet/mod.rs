@@ -2,7 +2,8 @@
 //! PostgreSQL queue; `breakers` checks that the replicas act as one gateway's breakers (an open
 //! propagates, half-open probes are leased fleet-wide, forced states survive restarts);
 //! `degraded` takes PostgreSQL away from one replica and gives it back; and `spool` does so
-//! while background jobs arrive and run.
+//! while background jobs arrive and run; `watches` restarts a watch's gateway and runs one
+//! watch on two replicas.
 //!
 //! The PostgreSQL tests need `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it each
 //! says so on stderr and checks nothing. Each uses a schema of its own, dropped at the end.
@@ -11,6 +12,7 @@ mod breakers;
 mod degraded;
 mod queue;
 mod spool;
+mod watches;
 
 use std::net::SocketAddr;
 use std::time::Duration;
