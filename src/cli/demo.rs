@@ -22,6 +22,9 @@ pub(crate) async fn sim(args: &faregate_sim::SimArgs) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
+/// The shortest interval of a watch in the demo.
+const DEMO_WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// `faregate demo`: the simulator and the gateway in one process.
 pub(crate) async fn demo(
     listen: SocketAddr,
@@ -43,6 +46,12 @@ pub(crate) async fn demo(
         provider.base_url = sim_url.clone();
     }
     config.server.listen = listen;
+    // Watches may run every few seconds in the demo, so one is seen firing within a minute; a
+    // gateway in front of real providers keeps the configured minimums.
+    config.watches.min_interval = config.watches.min_interval.min(DEMO_WATCH_INTERVAL);
+    for tool in &mut config.tools {
+        tool.watch_min_interval = tool.watch_min_interval.map(|d| d.min(DEMO_WATCH_INTERVAL));
+    }
     let app = build(config, store).await?;
     let listener = TcpListener::bind(listen)
         .await
@@ -106,6 +115,15 @@ Try:
   # flight status of a scheduled flight (served by Amadeus)
   curl -s http://{addr}/v1/tools/get_flight_status/call -H 'content-type: application/json' \
     -d '{{"arguments": {{"carrier_code": "IB", "flight_number": "3167", "departure_date": "{d1}"}}}}'
+
+  # watch a flight: asked every 5 s in the background, a notice only when its status changes
+  curl -s http://{addr}/v1/watches -H 'content-type: application/json' \
+    -d '{{"tool": "get_flight_status", "every": "5s", "condition": {{"kind": "status_changed"}}, "arguments": {{"carrier_code": "BA", "flight_number": "117", "departure_date": "{d1}"}}}}'
+  # script the simulator: BA117 delayed by 45 min and moved to gate B12 in 15 s; then read the
+  # watch's notices (its watch_id from the answer above)
+  curl -s http://{sim}/_sim/script -H 'content-type: application/json' \
+    -d '{{"steps": [{{"after_ms": 15000, "flight": "BA117", "delay_minutes": 45, "gate": "B12"}}]}}'
+  curl -s http://{addr}/v1/watches/019a…
 
   # take Duffel's flight search down, then search again: Amadeus answers ("provider": "amadeus")
   curl -s -X PUT http://{sim}/_sim/faults/duffel_air_search -H 'content-type: application/json' \
