@@ -107,8 +107,18 @@ mod tests {
 
     #[test]
     fn next_instant_per_end() {
-        // (schedule, done, now, runs so far, departure, expected next)
-        let cases: &[(Schedule, i64, i64, u32, Option<i64>, Option<i64>, &str)] = &[
+        /// The schedule, the instant done, now, runs so far, the departure, the next instant
+        /// expected, and why.
+        type Case = (
+            Schedule,
+            i64,
+            i64,
+            u32,
+            Option<i64>,
+            Option<i64>,
+            &'static str,
+        );
+        let cases: &[Case] = &[
             (
                 every(5, OPEN),
                 0,
