@@ -356,8 +356,8 @@ impl WatchStore {
     }
 
     /// Records that the run of `instant` is job `job_id`; false when the watch already has a run
-    /// under way, is not due at that instant, or is no longer active (another replica started it,
-    /// or it was paused meanwhile).
+    /// under way or is not due at that instant (another replica started it). A watch paused
+    /// since it was found due still records the run: its job was submitted, and it runs.
     pub async fn start_run(
         &self,
         id: &str,
@@ -369,7 +369,7 @@ impl WatchStore {
         let changed = db
             .execute(
                 "UPDATE faregate_watches SET job_id = $3, job_instant = $2, updated_at = $4
-                 WHERE id = $1 AND job_id IS NULL AND next_run_at = $2 AND state = 'active'",
+                 WHERE id = $1 AND job_id IS NULL AND next_run_at = $2",
                 &[
                     Arg::Text(Some(id)),
                     Arg::Int(Some(instant)),
