@@ -21,8 +21,8 @@
 use std::time::Duration;
 
 use super::envelope::{CallInfo, Data, Envelope};
+use super::last_good::GoodResult;
 use super::outcome::{Failure, Success};
-use super::stale::StaleEntry;
 use crate::breaker::BreakerState;
 use crate::providers::{ErrorKind, UpstreamError, WriteEffect};
 use crate::texts::call as texts;
@@ -46,7 +46,7 @@ pub(super) struct Interactive<'a> {
     /// The tool's attempt timeout: a full bulkhead frees a slot within it.
     pub(super) timeout: Duration,
     /// The last good result for the same arguments and its age, when one may be served.
-    pub(super) stale: Option<(&'a StaleEntry, Duration)>,
+    pub(super) stale: Option<(&'a GoodResult, Duration)>,
     /// The tool's fallback prompt.
     pub(super) fallback: &'a str,
     /// The other tools whose breakers admit calls now.

@@ -68,6 +68,10 @@ pub struct Envelope {
     pub data: Option<Data>,
     /// Age of stale data in seconds.
     pub stale_age_s: Option<u64>,
+    /// For an `ok` answered from memory (the tool's `fresh_for`) instead of a provider: the
+    /// result's age in seconds, never more than `fresh_for`; null for an answer a provider just
+    /// gave.
+    pub cached_age_s: Option<u64>,
     /// When it is worth calling again, in seconds (for `unavailable`).
     pub retry_after_s: Option<u64>,
     /// The state of the breaker that decided the call (`closed`, `open`, …).
@@ -108,6 +112,21 @@ impl Envelope {
             data: Some(data),
             provider: Some(provider),
             ..Self::bare(info, Status::Ok, content)
+        }
+    }
+
+    /// Fresh data from memory: `provider`'s answer to the same arguments, `age_s` old (within
+    /// the tool's `fresh_for`).
+    pub fn cached(
+        info: CallInfo,
+        content: String,
+        data: Data,
+        age_s: u64,
+        provider: String,
+    ) -> Self {
+        Envelope {
+            cached_age_s: Some(age_s),
+            ..Self::ok(info, content, data, provider)
         }
     }
 
@@ -175,6 +194,7 @@ impl Envelope {
             content,
             data: None,
             stale_age_s: None,
+            cached_age_s: None,
             retry_after_s: None,
             breaker: info.breaker,
             job_id: None,
@@ -197,6 +217,7 @@ impl Envelope {
             content: &'a str,
             data: Option<&'a RawValue>,
             stale_age_s: Option<u64>,
+            cached_age_s: Option<u64>,
             retry_after_s: Option<u64>,
             breaker: &'a str,
             job_id: Option<&'a str>,
@@ -209,6 +230,7 @@ impl Envelope {
             content: &self.content,
             data: self.data.as_ref().map(Data::raw),
             stale_age_s: self.stale_age_s,
+            cached_age_s: self.cached_age_s,
             retry_after_s: self.retry_after_s,
             breaker: &self.breaker,
             job_id: self.job_id.as_deref(),
@@ -330,6 +352,13 @@ mod tests {
                 Data::new(json!([1])),
                 "duffel".into(),
             ),
+            Envelope::cached(
+                info(),
+                "1 hotel".into(),
+                Data::new(json!([1])),
+                42,
+                "duffel".into(),
+            ),
             Envelope::unavailable(info(), "down".into(), Some(10), Some("duffel".into())),
             Envelope::unavailable(info(), "given up".into(), None, None),
             Envelope::rejected(info(), "no".into(), "amadeus".into()),
@@ -351,7 +380,8 @@ mod tests {
             serde_json::to_value(&queued).expect("serializes"),
             json!({
                 "call_id": "c", "tool": "search_hotels", "status": "queued", "content": "queued",
-                "data": null, "stale_age_s": null, "retry_after_s": null, "breaker": "",
+                "data": null, "stale_age_s": null, "cached_age_s": null, "retry_after_s": null,
+                "breaker": "",
                 "job_id": "job_1", "provider": null,
             })
         );

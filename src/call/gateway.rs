@@ -18,11 +18,11 @@ use tracing::Instrument;
 use super::answer::{self, Verdict};
 use super::booking::{self, Write};
 use super::envelope::{CallInfo, Envelope};
+use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
 use super::pipeline::{self, Context};
-use super::served::ServedTool;
-use super::stale::{StaleCache, StaleEntry};
+use super::served::{ServedTool, SharedOutcome};
 use super::upstream::Upstream;
 use crate::breaker::BreakerRegistry;
 use crate::clients::ClientName;
@@ -217,16 +217,17 @@ impl Gateway {
         answered
     }
 
-    /// An interactive call: look up → check once → (a write: the ledger) → pipeline → answer.
+    /// An interactive call: look up → check once → a read: from memory, or shared with identical
+    /// calls in flight; a write: the ledger → pipeline → answer.
     async fn answer(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
         let tool = self.look_up(&req.tool)?;
         let info = CallInfo {
             breaker: tool.first_breaker_state(Instant::now()).to_string(),
             ..CallInfo::new(self.call_id(req.call_id), tool.spec.name)
         };
-        // The stale key and a write's digest are taken before the arguments move into the
-        // typed parse (no copy).
-        let stale_key = tool.stale.as_ref().map(|_| StaleCache::key(&req.arguments));
+        // A read's key (canonical arguments: its memory and its shared calls) and a write's
+        // digest are taken before the arguments move into the typed parse (no copy).
+        let read_key = (!tool.is_write()).then(|| LastGood::key(&req.arguments));
         let digest = self.write_digest(&tool, &req.arguments);
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
         let request = match checked {
@@ -234,6 +235,9 @@ impl Gateway {
             Err(text) => return Ok(Envelope::invalid_arguments(info, text)),
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
+        if let Some(key) = read_key {
+            return Ok(self.answer_read(&tool, info, request, deadline, key).await);
+        }
         let write = Self::write(&tool, &req.client, &request, digest);
         let mut request = request;
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
@@ -244,9 +248,74 @@ impl Gateway {
                 return Ok(envelope);
             }
         }
-        match self.run_interactive(&tool, request, deadline, write).await {
-            Ok(success) => Ok(self.remember(&tool, stale_key, answer::fresh(info, success))),
-            Err(failure) => Ok(self.interactive_answer(&tool, info, &failure, stale_key)),
+        match self.run_write(&tool, request, deadline, write).await {
+            Ok(success) => Ok(answer::fresh(info, success)),
+            Err(failure) => Ok(self.interactive_answer(&tool, info, &failure, None)),
+        }
+    }
+
+    /// A checked read: a repeat within the tool's `fresh_for` is answered from memory; otherwise
+    /// the call joins an identical one in flight or leads a new one (`coalesce.rs`), and the
+    /// caller waits for it until its own deadline. A good answer is remembered once, by the
+    /// shared call; a failure is answered per caller (its stale result or its fallback).
+    async fn answer_read(
+        self: &Arc<Self>,
+        tool: &Arc<ServedTool>,
+        info: CallInfo,
+        request: ToolRequest,
+        deadline: Instant,
+        key: String,
+    ) -> Envelope {
+        if let Some((hit, age)) = tool
+            .last_good
+            .as_ref()
+            .and_then(|memory| memory.fresh(&key, Instant::now()))
+        {
+            let (content, data, provider) =
+                (hit.content.clone(), hit.data.clone(), hit.provider.clone());
+            return Envelope::cached(info, content, data, age.as_secs(), provider);
+        }
+        let mut waiter = tool.shared_calls.join(key.clone(), deadline, || {
+            self.shared_read(tool, request, deadline, key.clone())
+                .in_current_span()
+        });
+        // The leader's call ends by its deadline; a caller in more of a hurry stops waiting at
+        // its own.
+        let outcome = if deadline < waiter.deadline() {
+            tokio::time::timeout_at(deadline, waiter.outcome())
+                .await
+                .ok()
+                .flatten()
+        } else {
+            waiter.outcome().await
+        };
+        match outcome.as_deref() {
+            Some(Ok(fresh)) => Envelope {
+                call_id: info.call_id,
+                ..fresh.clone()
+            },
+            Some(Err(failure)) => self.interactive_answer(tool, info, failure, Some(&key)),
+            None => self.interactive_answer(tool, info, &Failure::DeadlinePassed, Some(&key)),
+        }
+    }
+
+    /// The one provider call that identical concurrent reads share: the pipeline, then a good
+    /// answer rendered and remembered once for all of them.
+    fn shared_read(
+        self: &Arc<Self>,
+        tool: &Arc<ServedTool>,
+        request: ToolRequest,
+        deadline: Instant,
+        key: String,
+    ) -> impl std::future::Future<Output = SharedOutcome> + Send + 'static {
+        let gateway = Arc::clone(self);
+        let tool = Arc::clone(tool);
+        async move {
+            let cx = gateway.context();
+            let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
+            // The call id is each caller's own, set when it is answered.
+            let info = CallInfo::new(String::new(), tool.spec.name);
+            Arc::new(ran.map(|success| gateway.remember(&tool, key, answer::fresh(info, success))))
         }
     }
 
@@ -497,28 +566,17 @@ impl Gateway {
         }
     }
 
-    /// Runs the pipeline for a waiting caller. A write runs to completion on its own task even
-    /// if the caller goes away, and records its outcome in the ledger there: dropping it halfway
-    /// could leave a booking made at the provider with nobody told. A read is simply cancelled
-    /// with its caller (its breaker permit, dropped unrecorded, records that the attempt told
-    /// nothing about the provider).
-    async fn run_interactive(
+    /// Runs the pipeline for a write whose caller waits. It runs to completion on its own task
+    /// even if the caller goes away, and records its outcome in the ledger there: dropping it
+    /// halfway could leave a booking made at the provider with nobody told. (A read is
+    /// cancelled when its last caller goes away, see `answer_read`.)
+    async fn run_write(
         self: &Arc<Self>,
         tool: &Arc<ServedTool>,
         request: ToolRequest,
         deadline: Instant,
         write: Option<Write>,
     ) -> Result<Success, Failure> {
-        if !tool.is_write() {
-            return pipeline::run(
-                tool,
-                &request,
-                deadline,
-                CallMode::Interactive,
-                self.context(),
-            )
-            .await;
-        }
         let gateway = Arc::clone(self);
         let tool = Arc::clone(tool);
         let write_task = async move {
@@ -535,13 +593,13 @@ impl Gateway {
     }
 
     /// Keeps a fresh answer as the tool's last good result for these arguments.
-    fn remember(&self, tool: &ServedTool, key: Option<String>, envelope: Envelope) -> Envelope {
-        if let (Some(cache), Some(key), Some(data), Some(provider)) =
-            (&tool.stale, key, &envelope.data, &envelope.provider)
+    fn remember(&self, tool: &ServedTool, key: String, envelope: Envelope) -> Envelope {
+        if let (Some(memory), Some(data), Some(provider)) =
+            (&tool.last_good, &envelope.data, &envelope.provider)
         {
-            cache.put(
+            memory.put(
                 key,
-                StaleEntry {
+                GoodResult {
                     data: data.clone(),
                     content: envelope.content.clone(),
                     provider: provider.clone(),
@@ -558,12 +616,12 @@ impl Gateway {
         tool: &ServedTool,
         info: CallInfo,
         failure: &Failure,
-        stale_key: Option<String>,
+        read_key: Option<&str>,
     ) -> Envelope {
         let now = Instant::now();
         let route = tool.route(failure.provider());
-        let stale = match (&tool.stale, &stale_key) {
-            (Some(cache), Some(key)) => cache.get(key, now),
+        let stale = match (&tool.last_good, read_key) {
+            (Some(memory), Some(key)) => memory.stale(key, now),
             _ => None,
         };
         let available_tools: Vec<String> = self

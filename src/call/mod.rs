@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! CallRequest ─▶ look up the tool ─▶ check the arguments once (schema + semantic)
+//!   ─▶ a read: answered from memory within `fresh_for`, else shared with identical reads in
+//!      flight (one pipeline run for all of them)
 //!   ─▶ pipeline: bulkhead ─▶ for each provider: breaker permit ─▶ attempt (timeout ⊂ deadline)
 //!                                               ─▶ classify ─▶ record ─▶ retry | next provider
 //!   ─▶ Success ─▶ Envelope ok (an interactive read also keeps it as its last good result)
@@ -18,10 +20,13 @@
 //! - `envelope.rs`: the result contract, one constructor per status;
 //! - `classify.rs`: what an attempt's result means to the breaker (a table);
 //! - `retry.rs`: which failures are worth another attempt;
-//! - `stale.rs`: the last good results, with their age;
+//! - `last_good.rs`: the last good results, with their age (answered fresh within `fresh_for`,
+//!   stale within `stale_for`);
+//! - `coalesce.rs`: identical concurrent calls sharing one provider call;
 //! - `upstream.rs`: the provider seam ([`Upstream`]);
 //! - `outcome.rs`: what the pipeline returns, `Success` or `Failure`;
-//! - `served.rs`: the tools as served ([`ServedTool`]: validator, provider chain, bulkhead);
+//! - `served.rs`: the tools as served ([`ServedTool`]: validator, provider chain, bulkhead,
+//!   last good results, shared calls in flight);
 //! - `observe.rs`: the `Observer` the path reports spans and metrics to;
 //! - `pipeline.rs`: the upstream part, whose module docs say why its steps come in that order;
 //! - `answer.rs`: the two answer policies, pure functions of a `Failure` and the facts around
@@ -35,14 +40,15 @@
 mod answer;
 mod booking;
 mod classify;
+mod coalesce;
 mod envelope;
 mod gateway;
+mod last_good;
 mod observe;
 mod outcome;
 mod pipeline;
 mod retry;
 mod served;
-mod stale;
 mod upstream;
 
 #[cfg(test)]

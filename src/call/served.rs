@@ -1,6 +1,7 @@
 //! The tools as served: for each tool its catalog entry and configuration, its compiled argument
 //! validator, its provider chain (each provider behind the breaker of that tool × provider), its
-//! bulkhead and its stale-result cache. Built once from configuration; read by every call.
+//! bulkhead, its last good results and its calls in flight. Built once from configuration; read
+//! by every call.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +13,10 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::stale::StaleCache;
+use super::coalesce::Coalescer;
+use super::envelope::Envelope;
+use super::last_good::LastGood;
+use super::outcome::Failure;
 use super::upstream::Upstream;
 use crate::breaker::{Breaker, BreakerKey, BreakerRegistry, BreakerState};
 use crate::config::ToolConfig;
@@ -31,14 +35,21 @@ pub struct ServedTool {
     pub(super) routes: Vec<Route>,
     /// Bounds the calls of this tool that are upstream at once (`max_concurrent`).
     pub(super) bulkhead: Arc<Semaphore>,
-    /// Last good results, for read tools with `stale_for`.
-    pub(super) stale: Option<StaleCache>,
+    /// Last good results, for read tools with `fresh_for` or `stale_for`.
+    pub(super) last_good: Option<LastGood>,
+    /// The read calls of this tool in flight, by canonical arguments: identical concurrent reads
+    /// share one (see `coalesce.rs`). Unused by a write.
+    pub(super) shared_calls: Coalescer<SharedOutcome>,
     /// Set by the job dispatcher while background jobs of this tool are due: a half-open
     /// breaker's probes then go to those jobs (the breaker's rule, see `breaker::Caller`).
     background_due: AtomicBool,
     /// The interactive fallback prompt, placeholders unfilled.
     pub(super) fallback: String,
 }
+
+/// What a shared read call came to, for every caller waiting on it: the fresh answer (its
+/// `call_id` still to be set per caller), or the failure each caller's answer policy reads.
+pub(super) type SharedOutcome = Arc<Result<Envelope, Failure>>;
 
 /// One provider of a tool, behind the breaker of that tool × provider.
 #[derive(Debug)]
@@ -104,11 +115,12 @@ impl ServedTool {
             routes,
             bulkhead: Arc::new(Semaphore::new(config.max_concurrent as usize)),
             // A write's result is never served again: an old booking answer would mislead.
-            stale: if write {
+            last_good: if write {
                 None
             } else {
-                StaleCache::new(config.stale_for)
+                LastGood::new(config.fresh_for, config.stale_for)
             },
+            shared_calls: Coalescer::default(),
             background_due: AtomicBool::new(false),
             fallback: prompts
                 .get(&config.fallback_interactive)

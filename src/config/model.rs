@@ -361,6 +361,9 @@ pub struct ToolConfig {
     /// `watch_min_interval`: the shortest interval a watch of this tool may run at; `None` =
     /// `[watches] min_interval`.
     pub watch_min_interval: Option<Duration>,
+    /// How long a good result answers repeats of the same read as fresh, without asking a
+    /// provider; zero (the default) disables. Always zero for a write tool (refused there).
+    pub fresh_for: Duration,
     /// Breaker policy of each of its providers (`[defaults.breaker]` merged with the tool's
     /// `[breaker]`). Its probe timeout is set to `timeout` when the tool is served.
     pub breaker: BreakerConfig,

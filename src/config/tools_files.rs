@@ -12,6 +12,7 @@ use super::problems::Problems;
 use super::reader::{Section, parse_toml};
 use crate::breaker::BreakerBuilder;
 use crate::policy::RetryPolicy;
+use crate::tools::{self, Access};
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn read_tools(
@@ -173,6 +174,7 @@ fn read_tool(
             );
         }
     }
+    let fresh_for = read_fresh_for(s, name.as_deref());
     let breaker = match s.table("breaker") {
         Some(b) => {
             let v = read_breaker(&b, breaker_defaults);
@@ -226,10 +228,31 @@ fn read_tool(
         max_concurrent,
         stale_for,
         watch_min_interval,
+        fresh_for,
         breaker: breaker?,
         retry,
         fallback_interactive: fallback?,
     })
+}
+
+/// The tool's `fresh_for`: zero when absent. A write tool is refused one: answering a booking
+/// from memory would tell a second traveller about the first one's booking, and never book.
+fn read_fresh_for(s: &Section<'_>, name: Option<&str>) -> Duration {
+    let fresh_for = s.duration("fresh_for").unwrap_or(Duration::ZERO);
+    let write = name
+        .and_then(tools::spec)
+        .is_some_and(|spec| spec.access == Access::Write);
+    if write && !fresh_for.is_zero() {
+        s.error(
+            "fresh_for",
+            format!(
+                "{} is a write tool (a booking): its answers are never repeated from memory; remove `fresh_for` from this file",
+                name.unwrap_or_default()
+            ),
+        );
+        return Duration::ZERO;
+    }
+    fresh_for
 }
 
 /// Whether `name` matches `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`: the tool names that every agent

@@ -5,8 +5,8 @@ use super::*;
 use crate::breaker::{BreakerState, RejectReason, Rejected};
 use crate::call::answer::{self, Background, Interactive, RateLimitHit, Verdict};
 use crate::call::envelope::{CallInfo, Data, Envelope, Status};
+use crate::call::last_good::GoodResult;
 use crate::call::outcome::Failure;
-use crate::call::stale::StaleEntry;
 
 const FALLBACK: &str =
     "{tool} is down at {provider}; try again in {retry_after_s} s, or use {available_tools}.";
@@ -49,8 +49,8 @@ fn refused(message: &str) -> Failure {
     })
 }
 
-fn entry() -> StaleEntry {
-    StaleEntry {
+fn entry() -> GoodResult {
+    GoodResult {
         data: Data::new(json!({"offers": [], "total_offers": 0})),
         content: "0 offers.".into(),
         provider: "amadeus".into(),

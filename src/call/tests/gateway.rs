@@ -20,7 +20,9 @@ fn request(tool: &str, arguments: Value) -> CallRequest {
 
 /// A read whose caller goes away is cancelled with it: the attempt tells nothing about the
 /// provider (its permit records nothing), and its bulkhead slot is free again. Callers that
-/// keep giving up never trip a healthy provider's breaker.
+/// keep giving up never trip a healthy provider's breaker. (The call runs on a task of its own,
+/// which identical calls could share; it is aborted when its last caller leaves, and the abort
+/// takes effect when the runtime next runs that task.)
 #[tokio::test(start_paused = true)]
 async fn a_read_whose_caller_goes_away_records_nothing_and_frees_its_slot() {
     let duffel = Scripted::new([Step::Hang]);
@@ -33,8 +35,13 @@ async fn a_read_whose_caller_goes_away_records_nothing_and_frees_its_slot() {
             "the provider hangs; the caller leaves after 1 s"
         );
     }
+    tokio::task::yield_now().await;
     let tool = gateway.tool("search_flights").expect("served");
-    assert_eq!(duffel.calls(), 10);
+    assert_eq!(
+        duffel.calls(),
+        10,
+        "each leaver's call was cancelled, not joined"
+    );
     assert_eq!(tool.in_flight(), 0);
     let snapshot = tool.breakers()[0].snapshot(Instant::now());
     assert_eq!(snapshot.state, BreakerState::Closed);

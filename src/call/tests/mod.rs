@@ -7,11 +7,13 @@
 //!
 //! - `answer`: the two answer policies, as tables;
 //! - `pipeline`: `pipeline::run` on one served tool;
-//! - `gateway`: both entry points (cancellation, writes, probe priority, background checks).
+//! - `gateway`: both entry points (cancellation, writes, probe priority, background checks);
+//! - `shared`: reads shared by identical concurrent callers, and repeats answered from memory.
 
 mod answer;
 mod gateway;
 mod pipeline;
+mod shared;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;

@@ -344,6 +344,37 @@ fn deadline_shorter_than_timeout_is_refused() {
 }
 
 #[test]
+fn fresh_for_is_read_for_a_read_tool_and_off_by_default() {
+    let config = MapFiles::defaults()
+        .edit(
+            "tools/search_flights.toml",
+            "stale_for = \"15m\"",
+            "stale_for = \"15m\"\nfresh_for = \"60s\"",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let fresh_for = |tool: &str| config.tool(tool).map(|t| t.fresh_for);
+    assert_eq!(fresh_for("search_flights"), Some(Duration::from_secs(60)));
+    assert_eq!(fresh_for("search_hotels"), Some(Duration::ZERO));
+}
+
+#[test]
+fn fresh_for_on_a_write_tool_is_refused_with_the_fix() {
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "tools/book_flight.toml",
+            "stale_for = \"0s\"",
+            "stale_for = \"0s\"\nfresh_for = \"60s\"",
+        ),
+        &[
+            "book_flight.toml: fresh_for",
+            "book_flight is a write tool",
+            "remove `fresh_for`",
+        ],
+    );
+}
+
+#[test]
 fn secrets_are_never_written_in_the_file() {
     assert_one_error(
         MapFiles::defaults().edit(

@@ -48,6 +48,7 @@ fn describe(tool: &ServedTool) -> Value {
             "deadline_ms": c.deadline.as_millis() as u64,
             "max_concurrent": c.max_concurrent,
             "stale_for_s": c.stale_for.as_secs(),
+            "fresh_for_s": c.fresh_for.as_secs(),
             "retry_attempts": if tool.spec.idempotent { c.retry.attempts() } else { 1 },
         },
     })

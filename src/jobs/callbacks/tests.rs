@@ -81,6 +81,7 @@ fn a_job_given_up_without_an_envelope_gets_an_unavailable_one() {
             "content": "gave up after 20 attempts; last error: duffel: 503",
             "data": null,
             "stale_age_s": null,
+            "cached_age_s": null,
             "retry_after_s": null,
             "breaker": "",
             "job_id": "0190a000-0000-7000-8000-000000000001",

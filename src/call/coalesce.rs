@@ -1,0 +1,294 @@
+//! Coalescing: identical concurrent calls share one provider call.
+//!
+//! Many agents search the same popular routes at the same moment, and a flight search takes
+//! seconds, so the same question is often asked again while the first ask is still upstream.
+//! Asking the provider once and giving every caller the answer saves its quota and latency, and
+//! the breaker learns one outcome per provider call, not one per waiting caller (a thousand
+//! callers waiting on one slow search are one slow call, not a thousand).
+//!
+//! Only the caller decides what may be shared: the gateway joins read calls by tool and
+//! canonical arguments, and never a write (two bookings are two bookings).
+//!
+//! # Who runs the shared call
+//! The first caller (the leader) starts the call on a task of its own, so the leader going away
+//! does not cancel it for the others. Every caller, the leader too, is a [`Waiter`]; when the
+//! last waiter goes away before the answer, the task is aborted, as a lone read is cancelled
+//! with its caller today (a dropped breaker permit records nothing).
+//!
+//! # Deadlines
+//! The shared call runs to its leader's deadline; [`Waiter::deadline`] says which, so a waiter
+//! whose own deadline comes sooner stops waiting then and answers with its fallback, and one
+//! whose deadline comes later is answered by the leader's (sooner than it asked, never later).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+/// The shared calls in flight of one tool, by key.
+///
+/// The map sits behind a `std::sync::Mutex`: it is held only to look a key up, count a waiter
+/// in or out, or remove a finished call, never across an await.
+pub(super) struct Coalescer<T> {
+    flights: Arc<Mutex<Flights<T>>>,
+}
+
+struct Flights<T> {
+    by_key: HashMap<String, Flight<T>>,
+    /// Tells a call from a later one under the same key.
+    next_id: u64,
+}
+
+/// One shared call in flight.
+struct Flight<T> {
+    id: u64,
+    /// The deadline the call runs to (its leader's).
+    deadline: Instant,
+    /// The outcome, once there is one.
+    outcome: watch::Receiver<Option<T>>,
+    /// The callers waiting on it; at zero the call is aborted.
+    waiters: usize,
+    task: AbortHandle,
+}
+
+/// One caller's share of a call in flight. Dropping it before the outcome counts the caller
+/// out; the last one out aborts the call.
+pub(super) struct Waiter<T> {
+    flights: Arc<Mutex<Flights<T>>>,
+    key: String,
+    id: u64,
+    deadline: Instant,
+    outcome: watch::Receiver<Option<T>>,
+}
+
+impl<T> Default for Coalescer<T> {
+    fn default() -> Self {
+        Coalescer {
+            flights: Arc::new(Mutex::new(Flights {
+                by_key: HashMap::new(),
+                next_id: 0,
+            })),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Coalescer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Coalescer")
+            .field("in_flight", &self.in_flight())
+            .finish()
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
+    /// Joins the call in flight under `key`, or, when there is none, leads one: `call` is then
+    /// made and spawned, to run to `deadline` (the caller's).
+    pub(super) fn join<F>(
+        &self,
+        key: String,
+        deadline: Instant,
+        call: impl FnOnce() -> F,
+    ) -> Waiter<T>
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        let mut flights = lock(&self.flights);
+        if let Some(flight) = flights.by_key.get_mut(&key) {
+            flight.waiters += 1;
+            return Waiter {
+                flights: Arc::clone(&self.flights),
+                key,
+                id: flight.id,
+                deadline: flight.deadline,
+                outcome: flight.outcome.clone(),
+            };
+        }
+        let id = flights.next_id;
+        flights.next_id += 1;
+        let (publish, outcome) = watch::channel(None);
+        let call = call();
+        let shared = Arc::clone(&self.flights);
+        let task_key = key.clone();
+        // The task cannot remove its entry before it is inserted: that needs this lock.
+        let task = tokio::spawn(async move {
+            let value = call.await;
+            publish.send_replace(Some(value));
+            let mut flights = lock(&shared);
+            if flights.by_key.get(&task_key).is_some_and(|f| f.id == id) {
+                flights.by_key.remove(&task_key);
+            }
+        });
+        flights.by_key.insert(
+            key.clone(),
+            Flight {
+                id,
+                deadline,
+                outcome: outcome.clone(),
+                waiters: 1,
+                task: task.abort_handle(),
+            },
+        );
+        Waiter {
+            flights: Arc::clone(&self.flights),
+            key,
+            id,
+            deadline,
+            outcome,
+        }
+    }
+}
+
+impl<T> Coalescer<T> {
+    /// How many shared calls are in flight.
+    pub(super) fn in_flight(&self) -> usize {
+        lock(&self.flights).by_key.len()
+    }
+}
+
+impl<T: Clone> Waiter<T> {
+    /// The shared call's outcome; `None` if it ended without one (it panicked).
+    pub(super) async fn outcome(&mut self) -> Option<T> {
+        let outcome = self.outcome.wait_for(Option::is_some).await.ok()?;
+        outcome.clone()
+    }
+
+    /// The deadline the shared call runs to: its leader's.
+    pub(super) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+impl<T> Drop for Waiter<T> {
+    fn drop(&mut self) {
+        let mut flights = lock(&self.flights);
+        let Some(flight) = flights.by_key.get_mut(&self.key) else {
+            return;
+        };
+        if flight.id != self.id {
+            return;
+        }
+        flight.waiters -= 1;
+        if flight.waiters == 0 {
+            // Nobody waits any more: the call is not worth finishing (a read only).
+            flight.task.abort();
+            flights.by_key.remove(&self.key);
+        }
+    }
+}
+
+/// The map, also after a panic elsewhere: it holds only counts and handles, still valid.
+fn lock<T>(flights: &Mutex<Flights<T>>) -> MutexGuard<'_, Flights<T>> {
+    flights.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A call that counts its starts and answers `value` after `after`.
+    fn counted(
+        starts: &Arc<AtomicU32>,
+        after: Duration,
+        value: u32,
+    ) -> impl FnOnce() -> futures::future::BoxFuture<'static, u32> {
+        let starts = Arc::clone(starts);
+        move || {
+            starts.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async move {
+                tokio::time::sleep(after).await;
+                value
+            })
+        }
+    }
+
+    fn later(secs: u64) -> Instant {
+        Instant::now() + Duration::from_secs(secs)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn callers_of_one_key_share_one_call_and_its_outcome() {
+        let coalescer = Coalescer::default();
+        let starts = Arc::new(AtomicU32::new(0));
+        let mut waiters: Vec<Waiter<u32>> = (0..5)
+            .map(|i| {
+                coalescer.join(
+                    "k".into(),
+                    later(10),
+                    counted(&starts, Duration::from_secs(1), i),
+                )
+            })
+            .collect();
+        for waiter in &mut waiters {
+            assert_eq!(
+                waiter.outcome().await,
+                Some(0),
+                "the leader's call answers all"
+            );
+        }
+        assert_eq!(starts.load(Ordering::Relaxed), 1);
+        drop(waiters);
+        assert_eq!(coalescer.in_flight(), 0, "a finished call is gone");
+        let mut again = coalescer.join("k".into(), later(10), counted(&starts, Duration::ZERO, 9));
+        assert_eq!(
+            again.outcome().await,
+            Some(9),
+            "a call after the answer asks again"
+        );
+        assert_eq!(starts.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_keys_get_calls_of_their_own() {
+        let coalescer = Coalescer::default();
+        let starts = Arc::new(AtomicU32::new(0));
+        let mut a = coalescer.join("a".into(), later(10), counted(&starts, Duration::ZERO, 1));
+        let mut b = coalescer.join("b".into(), later(10), counted(&starts, Duration::ZERO, 2));
+        assert_eq!((a.outcome().await, b.outcome().await), (Some(1), Some(2)));
+        assert_eq!(starts.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_that_goes_away_leaves_the_call_to_the_others() {
+        let coalescer = Coalescer::default();
+        let starts = Arc::new(AtomicU32::new(0));
+        let leader = coalescer.join(
+            "k".into(),
+            later(10),
+            counted(&starts, Duration::from_secs(1), 7),
+        );
+        let mut follower =
+            coalescer.join("k".into(), later(10), counted(&starts, Duration::ZERO, 8));
+        drop(leader);
+        assert_eq!(follower.outcome().await, Some(7));
+        assert_eq!(starts.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_last_waiter_going_away_aborts_the_call() {
+        let coalescer = Coalescer::default();
+        let finished = Arc::new(AtomicU32::new(0));
+        let done = Arc::clone(&finished);
+        let waiter = coalescer.join("k".into(), later(10), move || async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            done.fetch_add(1, Ordering::Relaxed);
+            1u32
+        });
+        let deadline = waiter.deadline();
+        assert_eq!(deadline, later(10), "the leader's deadline");
+        drop(waiter);
+        assert_eq!(coalescer.in_flight(), 0);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(
+            finished.load(Ordering::Relaxed),
+            0,
+            "aborted, never finished"
+        );
+    }
+}
