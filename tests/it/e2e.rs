@@ -425,3 +425,77 @@ async fn an_open_breaker_answers_at_once_without_calling_the_provider() {
         .await;
     assert_eq!(hotels["breaker"], "closed");
 }
+
+/// Agents asking the same search at once cost the provider one search: while the provider holds
+/// the first, the others join it (whatever their key order); with `fresh_for`, any that come
+/// after its answer are answered from memory, marked with `cached_age_s`. Counted at the
+/// simulator, so no timing decides the count.
+#[tokio::test]
+async fn identical_searches_at_once_reach_the_provider_once() {
+    let s = Stack::builder(5)
+        .config(|mut c| {
+            for t in &mut c.tools {
+                if t.name == "search_flights" {
+                    t.fresh_for = Duration::from_secs(60);
+                }
+            }
+            c
+        })
+        .start()
+        .await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let date = in_days(21);
+    let bodies: Vec<Value> = (0..10)
+        .map(|i| match i % 2 {
+            0 => json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": date}}),
+            _ => json!({"arguments": {"departure_date": date, "destination": "LHR", "origin": "JFK"}}),
+        })
+        .collect();
+    let calls = futures::future::join_all(bodies.into_iter().map(|b| s.call("search_flights", b)));
+    let release = async {
+        support::wait_until_upstream(&s.sim, RouteGroup::DuffelAirSearch).await;
+        s.sim.clear_faults();
+    };
+    let (answers, ()) = tokio::join!(calls, release);
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirSearch),
+        1,
+        "one provider search"
+    );
+    let first_offer = |env: &Value| env["data"]["offers"][0]["offer_id"].clone();
+    for (status, env) in &answers {
+        assert_eq!(
+            (*status, env["status"].as_str()),
+            (200, Some("ok")),
+            "{env:#}"
+        );
+        assert_eq!(
+            first_offer(env),
+            first_offer(&answers[0].1),
+            "the same answer"
+        );
+    }
+
+    let (_, repeat) = s
+        .call(
+            "search_flights",
+            json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": date}}),
+        )
+        .await;
+    assert_eq!(repeat["status"], "ok");
+    assert!(
+        repeat["cached_age_s"].as_u64().is_some_and(|age| age <= 60),
+        "{repeat:#}"
+    );
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirSearch),
+        1,
+        "answered from memory"
+    );
+}

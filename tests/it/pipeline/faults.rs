@@ -266,11 +266,14 @@ async fn a_full_bulkhead_answers_at_once_and_caps_upstream_concurrency() {
         },
     );
     let started = Instant::now();
+    // Six different searches: identical ones would share one provider call.
     let calls: Vec<_> = (0..6)
-        .map(|_| {
+        .map(|i| {
             let g = g.clone();
             tokio::spawn(async move {
-                let env = call(&g, "search_flights", flights()).await;
+                let search = json!({"origin": "LHR", "destination": "JFK",
+                    "departure_date": crate::support::in_days(30 + i)});
+                let env = call(&g, "search_flights", search).await;
                 (env.status, started.elapsed())
             })
         })
