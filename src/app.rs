@@ -22,7 +22,7 @@ use crate::ledger::Ledger;
 use crate::providers::{self, Env, KeptOffers, Secret};
 use crate::store::StoreError;
 use crate::telemetry::{AlertRules, Telemetry};
-use crate::watches::{WatchStore, WatchSystem};
+use crate::watches::{NoticeSender, WatchStore, WatchSystem};
 
 /// A gateway ready to serve.
 #[derive(Debug, Clone)]
@@ -129,6 +129,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     }
     let postgres = store.db().is_postgres();
     let watch_store = WatchStore::new(store.db().clone());
+    let notices = NoticeSender::new(config.auth.callback_allowlist.clone(), secret.clone());
     let mut jobs = JobSystem::new(
         store,
         app.state.gateway.clone(),
@@ -156,6 +157,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         Arc::clone(&jobs),
         app.state.gateway.clone(),
         config.watches.clone(),
+        notices,
     )));
     app.state.jobs = Some(jobs);
 }

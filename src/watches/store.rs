@@ -17,10 +17,11 @@ use super::schedule::{End, Schedule};
 use crate::clients::ClientName;
 use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    name: "watches_1_watches",
-    statements: &[
-        "CREATE TABLE IF NOT EXISTS faregate_watches (
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "watches_1_watches",
+        statements: &[
+            "CREATE TABLE IF NOT EXISTS faregate_watches (
             id TEXT PRIMARY KEY,
             client TEXT NOT NULL,
             tool TEXT NOT NULL,
@@ -43,9 +44,9 @@ const MIGRATIONS: &[Migration] = &[Migration {
             created_at BIGINT NOT NULL,
             updated_at BIGINT NOT NULL
         )",
-        "CREATE INDEX IF NOT EXISTS faregate_watches_due ON faregate_watches (state, next_run_at)",
-        "CREATE INDEX IF NOT EXISTS faregate_watches_client ON faregate_watches (client, state)",
-        "CREATE TABLE IF NOT EXISTS faregate_watch_notices (
+            "CREATE INDEX IF NOT EXISTS faregate_watches_due ON faregate_watches (state, next_run_at)",
+            "CREATE INDEX IF NOT EXISTS faregate_watches_client ON faregate_watches (client, state)",
+            "CREATE TABLE IF NOT EXISTS faregate_watch_notices (
             watch_id TEXT NOT NULL,
             instant BIGINT NOT NULL,
             text TEXT NOT NULL,
@@ -53,8 +54,17 @@ const MIGRATIONS: &[Migration] = &[Migration {
             created_at BIGINT NOT NULL,
             PRIMARY KEY (watch_id, instant)
         )",
-    ],
-}];
+        ],
+    },
+    Migration {
+        name: "watches_2_notice_callbacks",
+        statements: &[
+            "ALTER TABLE faregate_watch_notices ADD COLUMN callback_state TEXT",
+            "ALTER TABLE faregate_watch_notices ADD COLUMN callback_attempts BIGINT",
+            "ALTER TABLE faregate_watch_notices ADD COLUMN next_callback_at BIGINT",
+        ],
+    },
+];
 
 /// Every column, by name (never `*`: see the job store).
 const COLUMNS: &str = "SELECT id, client, tool, arguments, condition, interval_ms, end_at,
@@ -145,6 +155,23 @@ pub struct Notice {
     pub result: Value,
     /// When it was written (epoch ms).
     pub created_at_ms: i64,
+    /// Its callback: `pending`, `sent` or `failed`; `None` without a callback URL.
+    pub callback: Option<String>,
+}
+
+/// A notice whose callback is due, with where it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueCallback {
+    /// The notice.
+    pub notice: Notice,
+    /// The watch's tool.
+    pub tool: String,
+    /// The watch's callback URL.
+    pub url: String,
+    /// Deliveries tried so far.
+    pub attempts: u32,
+    /// When it was due (the lease compares it).
+    pub due_at_ms: i64,
 }
 
 /// How a run ended, as [`WatchStore::finish_run`] records it.
@@ -229,6 +256,7 @@ fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
         result: serde_json::from_str(&r.text("result")?.ok_or_else(|| missing("result"))?)
             .map_err(|e| StoreError(format!("notice JSON: {e}")))?,
         created_at_ms: r.int("created_at")?.ok_or_else(|| missing("created_at"))?,
+        callback: r.text("callback_state").ok().flatten(),
     })
 }
 
@@ -491,31 +519,122 @@ impl WatchStore {
         Ok(changed == 1)
     }
 
-    /// Writes a notice; false when the notice of that run was already written.
-    pub async fn add_notice(&self, notice: &Notice) -> Result<bool, StoreError> {
+    /// Writes a notice, its callback due at once when `callback` (the watch has a URL); false
+    /// when the notice of that run was already written.
+    pub async fn add_notice(&self, notice: &Notice, callback: bool) -> Result<bool, StoreError> {
         let db = self.ready().await?;
         let result = notice.result.to_string();
         let inserted = db
             .execute(
-                "INSERT INTO faregate_watch_notices (watch_id, instant, text, result, created_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                "INSERT INTO faregate_watch_notices (watch_id, instant, text, result, created_at,
+                     callback_state, callback_attempts, next_callback_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, 0, $5) ON CONFLICT DO NOTHING",
                 &[
                     Arg::Text(Some(&notice.watch_id)),
                     Arg::Int(Some(notice.instant_ms)),
                     Arg::Text(Some(&notice.text)),
                     Arg::Text(Some(&result)),
                     Arg::Int(Some(notice.created_at_ms)),
+                    Arg::Text(callback.then_some("pending")),
                 ],
             )
             .await?;
         Ok(inserted == 1)
     }
 
+    /// Notices whose callbacks are due at `now_ms`, oldest due first.
+    pub async fn due_callbacks(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<DueCallback>, StoreError> {
+        let db = self.ready().await?;
+        db.fetch(
+            "SELECT n.watch_id, n.instant, n.text, n.result, n.created_at, n.callback_state,
+                    n.callback_attempts,
+                    n.next_callback_at, w.tool, w.callback_url
+             FROM faregate_watch_notices n JOIN faregate_watches w ON w.id = n.watch_id
+             WHERE n.callback_state = 'pending' AND n.next_callback_at <= $1
+               AND w.callback_url IS NOT NULL
+             ORDER BY n.next_callback_at LIMIT $2",
+            &[Arg::Int(Some(now_ms)), Arg::Int(Some(i64::from(limit)))],
+            |r| {
+                let missing = |c: &str| StoreError(format!("notice column {c} is NULL"));
+                Ok(DueCallback {
+                    notice: notice_from_row(r)?,
+                    tool: r.text("tool")?.ok_or_else(|| missing("tool"))?,
+                    url: r
+                        .text("callback_url")?
+                        .ok_or_else(|| missing("callback_url"))?,
+                    attempts: u32::try_from(r.int("callback_attempts")?.unwrap_or(0)).unwrap_or(0),
+                    due_at_ms: r
+                        .int("next_callback_at")?
+                        .ok_or_else(|| missing("next_callback_at"))?,
+                })
+            },
+        )
+        .await
+    }
+
+    /// Takes `due` for this replica until `until_ms`; false when another replica took it first.
+    pub async fn lease_callback(
+        &self,
+        due: &DueCallback,
+        until_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "UPDATE faregate_watch_notices SET next_callback_at = $4
+                 WHERE watch_id = $1 AND instant = $2 AND callback_state = 'pending'
+                   AND next_callback_at = $3",
+                &[
+                    Arg::Text(Some(&due.notice.watch_id)),
+                    Arg::Int(Some(due.notice.instant_ms)),
+                    Arg::Int(Some(due.due_at_ms)),
+                    Arg::Int(Some(until_ms)),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Records a delivery: sent, or failed with the next try (`None`: given up).
+    pub async fn callback_result(
+        &self,
+        watch_id: &str,
+        instant_ms: i64,
+        sent: bool,
+        next_at_ms: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let db = self.ready().await?;
+        let state = match (sent, next_at_ms) {
+            (true, _) => "sent",
+            (false, Some(_)) => "pending",
+            (false, None) => "failed",
+        };
+        db.execute(
+            "UPDATE faregate_watch_notices
+             SET callback_state = $3, callback_attempts = callback_attempts + 1,
+                 next_callback_at = COALESCE($4, next_callback_at)
+             WHERE watch_id = $1 AND instant = $2 AND callback_state = 'pending'",
+            &[
+                Arg::Text(Some(watch_id)),
+                Arg::Int(Some(instant_ms)),
+                Arg::Text(Some(state)),
+                Arg::Int(next_at_ms),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
     /// A watch's notices, newest first.
     pub async fn notices(&self, id: &str, limit: u32) -> Result<Vec<Notice>, StoreError> {
         let db = self.ready().await?;
         db.fetch(
-            "SELECT watch_id, instant, text, result, created_at FROM faregate_watch_notices
+            "SELECT watch_id, instant, text, result, created_at, callback_state
+             FROM faregate_watch_notices
              WHERE watch_id = $1 ORDER BY instant DESC LIMIT $2",
             &[Arg::Text(Some(id)), Arg::Int(Some(i64::from(limit)))],
             notice_from_row,

@@ -16,18 +16,24 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::condition::{self, Condition};
+use super::notify::{self, NoticeSender};
 use super::schedule::{self, End, Schedule};
-use super::store::{Notice, RunEnd, Watch, WatchState, WatchStore};
+use super::store::{DueCallback, Notice, RunEnd, Watch, WatchState, WatchStore};
 use crate::call::{CheckError, Gateway};
 use crate::clients::ClientName;
 use crate::clock;
 use crate::config::WatchesConfig;
-use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError};
+use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError, rfc3339};
 
 /// How often the loop looks for due instants and ended runs.
 const POLL: Duration = Duration::from_millis(250);
 /// Watches handled per look.
 const BATCH: u32 = 64;
+/// Notice callbacks started per look.
+const CALLBACKS: u32 = 16;
+/// How long a replica holds a notice's callback while it delivers it (longer than the callback
+/// client's 10 s timeout); after that another replica may try.
+const CALLBACK_LEASE: Duration = Duration::from_secs(30);
 
 /// A watch to create, as the API read it (not yet checked).
 #[derive(Debug, Clone)]
@@ -44,6 +50,8 @@ pub struct NewWatch {
     pub condition: Option<Value>,
     /// How it ends.
     pub end: End,
+    /// Where notices are posted, signed (allowlisted, as a job's callback).
+    pub callback_url: Option<String>,
 }
 
 /// Why a watch was not created or changed; each text names the fix.
@@ -74,6 +82,7 @@ pub struct WatchSystem {
     jobs: Jobs,
     gateway: Arc<Gateway>,
     config: WatchesConfig,
+    notices: NoticeSender,
 }
 
 impl WatchSystem {
@@ -83,12 +92,14 @@ impl WatchSystem {
         jobs: Jobs,
         gateway: Arc<Gateway>,
         config: WatchesConfig,
+        notices: NoticeSender,
     ) -> Self {
         WatchSystem {
             store,
             jobs,
             gateway,
             config,
+            notices,
         }
     }
 
@@ -145,6 +156,9 @@ impl WatchSystem {
             }
             Err(CheckError::Invalid(text)) => return Err(WatchError::Invalid(text)),
         }
+        if let Some(url) = &new.callback_url {
+            self.notices.check(url).await.map_err(WatchError::Invalid)?;
+        }
         let max = self.config.max_active_per_client;
         if self.store.active_count(&new.client).await? >= max {
             return Err(WatchError::Full(format!(
@@ -162,7 +176,7 @@ impl WatchSystem {
                 interval: new.every,
                 end: new.end,
             },
-            callback_url: None,
+            callback_url: new.callback_url,
             state: WatchState::Active,
             runs: 0,
             next_run_at_ms: now,
@@ -258,15 +272,53 @@ impl WatchSystem {
         }
     }
 
-    /// One look: record the runs whose jobs ended, then start the runs that are due.
-    pub async fn pass(&self) -> Result<(), StoreError> {
+    /// One look: record the runs whose jobs ended, start the runs that are due, and start
+    /// delivering the notices' callbacks that are due (each on its own task).
+    pub async fn pass(self: &Arc<Self>) -> Result<(), StoreError> {
         for watch in self.store.running(BATCH).await? {
             self.check_run(&watch).await?;
         }
         for watch in self.store.due(clock::epoch_ms(), BATCH).await? {
             self.start_run(&watch).await?;
         }
+        let now = clock::epoch_ms();
+        for due in self.store.due_callbacks(now, CALLBACKS).await? {
+            if self
+                .store
+                .lease_callback(&due, clock::ms_after(now, CALLBACK_LEASE))
+                .await?
+            {
+                tokio::spawn(Arc::clone(self).deliver(due));
+            }
+        }
         Ok(())
+    }
+
+    /// Posts one notice to its watch's callback URL and records how it went.
+    async fn deliver(self: Arc<Self>, due: DueCallback) {
+        let body = serde_json::json!({
+            "watch_id": due.notice.watch_id,
+            "tool": due.tool,
+            "instant": rfc3339(due.notice.instant_ms),
+            "news": due.notice.text,
+            "result": due.notice.result,
+        });
+        let sent = self
+            .notices
+            .deliver(&due.url, body.to_string().into_bytes())
+            .await;
+        let next = (!sent)
+            .then(|| notify::next_delivery_in(due.attempts + 1))
+            .flatten()
+            .map(|wait| clock::ms_after(clock::epoch_ms(), wait));
+        if let Err(e) = self
+            .store
+            .callback_result(&due.notice.watch_id, due.notice.instant_ms, sent, next)
+            .await
+        {
+            // The lease runs out and the notice is tried again.
+            tracing::warn!(error = %e, watch = %due.notice.watch_id, "watches: cannot record a notice callback");
+        }
     }
 
     /// Submits the job of `watch`'s due instant (the same job on every replica) and records it.
@@ -354,13 +406,17 @@ impl WatchSystem {
         {
             let written = self
                 .store
-                .add_notice(&Notice {
-                    watch_id: watch.id.clone(),
-                    instant_ms: *instant,
-                    text: text.clone(),
-                    result: current.clone(),
-                    created_at_ms: now,
-                })
+                .add_notice(
+                    &Notice {
+                        watch_id: watch.id.clone(),
+                        instant_ms: *instant,
+                        text: text.clone(),
+                        result: current.clone(),
+                        created_at_ms: now,
+                        callback: None,
+                    },
+                    watch.callback_url.is_some(),
+                )
                 .await?;
             if written {
                 tracing::info!(watch = %watch.id, tool = %watch.tool, %text, "watch notice");

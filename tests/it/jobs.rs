@@ -11,7 +11,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{MapEnv, Stack, in_days};
 
-const SECRET: &str = "test-callback-secret";
+pub(crate) const SECRET: &str = "test-callback-secret";
 
 /// The stack with a SQLite job store, a callback receiver and a callback secret, and short
 /// breaker and requeue timings (real sockets, so real time).
@@ -45,7 +45,7 @@ fn flights(days: i64) -> Value {
     json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(days)})
 }
 
-fn verify_signature(header: &str, body: &[u8]) {
+pub(crate) fn verify_signature(header: &str, body: &[u8]) {
     let (t, v1) = header
         .split_once(",v1=")
         .and_then(|(t, v1)| Some((t.strip_prefix("t=")?, v1)))

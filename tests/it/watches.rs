@@ -7,10 +7,18 @@ use std::time::Duration;
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 
-use crate::support::{Stack, in_days, wait_until};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::jobs::{SECRET, verify_signature};
+use crate::support::{MapEnv, Stack, StackBuilder, in_days, wait_until};
 
 /// The stack with a job store, breakers that reopen quickly, and watches allowed every 200 ms.
 async fn stack() -> Stack {
+    builder().start().await
+}
+
+fn builder() -> StackBuilder {
     Stack::builder(21)
         .config(|mut config| {
             for t in &mut config.tools {
@@ -31,8 +39,6 @@ async fn stack() -> Stack {
             config
         })
         .jobs()
-        .start()
-        .await
 }
 
 fn flight() -> Value {
@@ -371,4 +377,70 @@ async fn a_status_watch_fires_on_a_delay_and_on_a_gate_change_and_not_on_unchang
         2,
         "the delay, then the gate: {both:#}"
     );
+}
+
+#[tokio::test]
+async fn a_notice_is_posted_signed_to_the_watch_callback_url() {
+    let s = builder()
+        .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]))
+        .callbacks_to(MockServer::start().await)
+        .start()
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(s.receiver())
+        .await;
+    let (status, refused) = s
+        .post(
+            "/v1/watches",
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms",
+                   "callback_url": "https://example.com/hooks/faregate"}),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("allowlist"),
+        "{refused}"
+    );
+
+    let id = create(
+        &s,
+        json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms",
+               "condition": {"kind": "gate_changed"}, "callback_url": s.callback_url()}),
+    )
+    .await;
+    wait_for_watch(&s, &id, "two runs", |w| runs(w) >= 2).await;
+    s.sim
+        .script(vec![faregate_sim::ScriptStep {
+            after_ms: 0,
+            price_factor: None,
+            flight: Some("BA117".into()),
+            delay_minutes: None,
+            gate: Some("Z9".into()),
+        }])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sent = wait_for_watch(&s, &id, "the notice's callback sent", |w| {
+        notices(w).first().is_some_and(|n| n["callback"] == "sent")
+    })
+    .await;
+    let received = s.receiver().received_requests().await.unwrap_or_default();
+    assert_eq!(received.len(), 1, "one notice, one callback");
+    let header = received[0]
+        .headers
+        .get("faregate-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    verify_signature(header, &received[0].body);
+    let body: Value = serde_json::from_slice(&received[0].body).unwrap_or_default();
+    assert_eq!(body["watch_id"], id.as_str());
+    assert_eq!(body["news"], notices(&sent)[0]["news"]);
+    assert!(
+        body["news"].as_str().unwrap_or_default().contains("Z9"),
+        "{body}"
+    );
+    assert_eq!(body["result"]["status"], "ok");
 }

@@ -39,6 +39,8 @@ struct CreateBody {
     condition: Option<Value>,
     #[serde(default)]
     ends: Option<EndsBody>,
+    #[serde(default)]
+    callback_url: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +76,7 @@ fn describe(w: &Watch) -> Value {
         "last_result": w.last_result,
         "last_run_at": w.last_run_at_ms.map(rfc3339),
         "last_error": w.last_error,
+        "callback_url": w.callback_url,
         "created_at": rfc3339(w.created_at_ms),
         "updated_at": rfc3339(w.updated_at_ms),
     })
@@ -84,6 +87,7 @@ fn describe_notice(n: &Notice) -> Value {
         "instant": rfc3339(n.instant_ms),
         "news": n.text,
         "result": n.result,
+        "callback": n.callback,
         "created_at": rfc3339(n.created_at_ms),
     })
 }
@@ -189,6 +193,7 @@ pub(crate) async fn create(
                 runs: ends.after_runs,
                 departure: ends.at_departure,
             },
+            callback_url: body.callback_url,
         })
         .await
         .map_err(|e| refused(e, ""))?;

@@ -290,6 +290,7 @@ pub(crate) const ROUTES: &[Route] = &[
                         "arguments": {"type": "object", "description": "The tool's arguments, checked as a call's are."},
                         "every": {"type": "string", "description": "The interval, e.g. \"15m\"; at least the tool's minimum ([watches] min_interval or its watch_min_interval)."},
                         "condition": {"type": "object", "required": ["kind"], "description": "What counts as news (default any_change): any_change; price_below {amount}; price_change {share}; status_changed, delay_over {minutes}, gate_changed (get_flight_status).", "properties": {"kind": {"type": "string", "enum": ["any_change", "price_below", "price_change", "status_changed", "delay_over", "gate_changed"]}, "amount": {"type": "number"}, "share": {"type": "number"}, "minutes": {"type": "integer", "minimum": 0}}},
+                        "callback_url": {"type": "string", "format": "uri", "description": "Where each notice is POSTed, signed (Faregate-Signature) and allowlisted as a job's callback."},
                         "ends": {"type": "object", "additionalProperties": false, "properties": {"at": {"type": "string", "format": "date-time"}, "after_runs": {"type": "integer", "minimum": 1}, "at_departure": {"type": "boolean"}}}
                     }})
                 })),
