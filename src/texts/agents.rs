@@ -29,6 +29,32 @@ pub fn invalid_arguments(content: &str) -> String {
     format!("[invalid_arguments] {content}")
 }
 
+/// The usage prompt of one tool (MCP `prompts/get`): what it does, the arguments it needs, and
+/// how to treat a write. `required` and `optional` are argument names in schema order.
+pub fn tool_usage(
+    name: &str,
+    title: &str,
+    description: &str,
+    required: &[&str],
+    optional: &[&str],
+    books: bool,
+) -> String {
+    let mut text = format!("Use the tool {name} ({title}). {}", description.trim());
+    if !required.is_empty() {
+        text.push_str(&format!("\n\nRequired arguments: {}.", required.join(", ")));
+    }
+    if !optional.is_empty() {
+        text.push_str(&format!("\nOptional arguments: {}.", optional.join(", ")));
+    }
+    if books {
+        text.push_str("\n\nThis tool books: call it only after the traveller agreed to the exact offer and price, and repeat a booking only with the same arguments, so that it can never book twice.");
+    } else {
+        text.push_str("\n\nThis tool only reads: calling it again is harmless.");
+    }
+    text.push_str(" Read the result's status first (ok, stale, unavailable, rejected, invalid_arguments) and follow the agent guidance for it.");
+    text
+}
+
 /// A call stored as a background job.
 pub fn queued(job_id: &str, content: &str) -> String {
     format!("[queued: job {job_id}] {content}")

@@ -14,6 +14,10 @@
 //!
 //! The accepted revisions are listed in [`revisions`], not taken from rmcp.
 //!
+//! Besides tools, `/mcp` serves the agent guidance and a usage prompt per tool as prompts
+//! ([`prompts`]) and the tools' availability as a resource a session may subscribe to
+//! ([`availability`]).
+//!
 //! `tools/list` is the MCP manifest ([`crate::agents::manifest::mcp_tool`]) in catalog order;
 //! it never changes while the gateway runs (breakers do not add or remove tools, so there are
 //! no `list_changed` storms). `tools/call` answers a [`CallToolResult`]: the model-readable text,
@@ -27,8 +31,10 @@
 //! [`crate::agents::mcp`], as is the answer to `"faregate/mode": "background"` (mapping
 //! background calls to the MCP Tasks extension, for clients that declare it, is left for later).
 
+mod availability;
 mod client_answers;
 mod parse_errors;
+mod prompts;
 mod revisions;
 
 pub(crate) use client_answers::client_answers;
@@ -41,9 +47,11 @@ use axum::routing::{MethodRouter, any_service};
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -105,6 +113,8 @@ fn rmcp_service(
         // names no tool at all; `initialize` sends the caller's own.
         instructions: guidance_for(&state, &Scope::nothing()),
         max_body_bytes: state.max_body_bytes,
+        subscribers: Arc::default(),
+        cancel: cancel.clone(),
         state,
     };
     let config = StreamableHttpServerConfig::default()
@@ -132,12 +142,23 @@ pub(crate) struct Handler {
     /// `prompts/agent-guidance.md`, sent as the server's instructions.
     instructions: Option<String>,
     max_body_bytes: usize,
+    /// The sessions subscribed to the availability resource (shared by every session).
+    subscribers: Arc<availability::Subscribers>,
+    /// `/mcp`'s shutdown token, which also ends the availability watcher.
+    cancel: CancellationToken,
 }
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(revisions::implementation());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_tools()
+                .build(),
+        )
+        .with_server_info(revisions::implementation());
         if let Some(text) = &self.instructions {
             info = info.with_instructions(text.clone());
         }
@@ -179,6 +200,68 @@ impl ServerHandler for Handler {
         let mut result = ListToolsResult::with_all_items(tools);
         revisions::stamp_server_info(&mut result.meta, context.protocol_version());
         Ok(result)
+    }
+
+    /// The agent guidance and a usage prompt per tool the caller may call ([`prompts`]).
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(prompts::list(&self.state, &caller_of(&context)?.scope()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let scope = caller_of(&context)?.scope();
+        prompts::get(&self.state, &scope, &request.name).map(Into::into)
+    }
+
+    /// The tool availability resource ([`availability`]).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(availability::list())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let scope = caller_of(&context)?.scope();
+        availability::read(&self.state, &scope, &request.uri).map(Into::into)
+    }
+
+    // `resources/subscribe` is what 2025 clients send; rmcp marks it legacy in favour of
+    // 2026-07-28's `subscriptions/listen`, which faregate does not serve yet.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        availability::known(&request.uri)?;
+        let session = session_of(&context)?;
+        self.subscribers
+            .subscribe(&self.state, &self.cancel, session, context.peer.clone());
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        availability::known(&request.uri)?;
+        self.subscribers.unsubscribe(&session_of(&context)?);
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -258,6 +341,23 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> 
         tracing::error!("an MCP request arrived without the caller the edge records");
         ErrorData::internal_error(texts::CLIENT_UNKNOWN, None)
     })
+}
+
+/// The request's MCP session, which a subscription needs: its notifications go to the session's
+/// event stream.
+fn session_of(context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .map(String::from)
+        .ok_or_else(|| {
+            ErrorData::invalid_request(
+                "resources/subscribe needs an MCP session (a 2025 revision with initialize, and [mcp] legacy_sessions = true): a stateless request has no event stream to send updates to; read faregate://tools/availability instead",
+                None,
+            )
+        })
 }
 
 fn error_result(text: String) -> CallToolResult {

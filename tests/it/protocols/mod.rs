@@ -6,6 +6,7 @@
 mod background;
 mod endpoints;
 mod mcp_fleet;
+mod mcp_prompts;
 mod mcp_results;
 
 use serde_json::{Value, json};

@@ -1,0 +1,288 @@
+//! What an MCP client reads besides tools: the agent guidance and a usage prompt per tool as
+//! prompts, and the tool availability resource with its update notifications when a breaker
+//! opens or closes.
+//!
+//! The requests are what a 2025-11-25 client sends in a session (initialize, the initialized
+//! notification, then requests with the session id, and a GET event stream for the server's
+//! notifications), written out so that a test can read the stream while it changes a breaker.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+use super::text;
+use crate::support::Stack;
+
+const VERSION: &str = "2025-11-25";
+
+/// The JSON-RPC message of an answer: the body itself, or the first event of an event stream
+/// that carries one.
+fn message(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|v| v.get("jsonrpc").is_some())
+            .unwrap_or_else(|| Value::String(text.to_string()))
+    })
+}
+
+struct Session<'a> {
+    s: &'a Stack,
+    id: String,
+}
+
+impl Session<'_> {
+    async fn open(s: &Stack) -> Session<'_> {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {},
+            "clientInfo": {"name": "prompts-test", "version": "1"}}});
+        let (status, headers, body) = post(s, &initialize, None).await;
+        assert_eq!(status, 200, "{body:#}");
+        let id = headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no session id: {body:#}"));
+        let session = Session { s, id };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, body) = post(s, &initialized, Some(&session.id)).await;
+        assert_eq!(status, 202, "{body:#}");
+        session
+    }
+
+    /// Sends request `method` with `params`; the JSON-RPC answer.
+    async fn request(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+        let (status, _, answer) = post(self.s, &body, Some(&self.id)).await;
+        assert_eq!(status, 200, "{answer:#}");
+        answer
+    }
+}
+
+async fn post(s: &Stack, body: &Value, session: Option<&str>) -> (u16, HeaderMap, Value) {
+    let mut req = s
+        .http
+        .post(s.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(body);
+    if body["method"] != "initialize" {
+        req = req.header("mcp-protocol-version", VERSION);
+    }
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id);
+    }
+    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    let text = res.text().await.unwrap_or_default();
+    (status, headers, message(&text))
+}
+
+#[tokio::test]
+async fn the_guidance_and_each_tool_are_prompts() {
+    let s = Stack::start(11).await;
+    let session = Session::open(&s).await;
+    let init_caps = session.request("prompts/list", json!({})).await;
+    let names: Vec<&str> = init_caps["result"]["prompts"]
+        .as_array()
+        .map(|p| p.iter().map(|p| text(&p["name"])).collect())
+        .unwrap_or_default();
+    assert_eq!(names.first(), Some(&"agent-guidance"), "{init_caps:#}");
+    for tool in [
+        "search_flights",
+        "book_flight",
+        "search_hotels",
+        "book_hotel",
+    ] {
+        assert!(
+            names.contains(&tool),
+            "a usage prompt for {tool}: {names:?}"
+        );
+    }
+
+    let guidance = session
+        .request("prompts/get", json!({"name": "agent-guidance"}))
+        .await;
+    let said = text(&guidance["result"]["messages"][0]["content"]["text"]);
+    let native = s.get_json("/v1/prompts/agent-guidance").await.1;
+    assert_eq!(
+        said,
+        text(&native["guidance"]).trim(),
+        "the same text as the native route"
+    );
+    assert_eq!(guidance["result"]["messages"][0]["role"], "user");
+
+    let usage = session
+        .request("prompts/get", json!({"name": "book_flight"}))
+        .await;
+    let said = text(&usage["result"]["messages"][0]["content"]["text"]);
+    assert!(said.starts_with("Use the tool book_flight"), "{said}");
+    assert!(
+        said.contains("Required arguments: ") && said.contains("offer_id"),
+        "{said}"
+    );
+    assert!(said.contains("This tool books"), "{said}");
+    let read = session
+        .request("prompts/get", json!({"name": "search_flights"}))
+        .await;
+    assert!(
+        text(&read["result"]["messages"][0]["content"]["text"]).contains("only reads"),
+        "{read:#}"
+    );
+
+    let unknown = session
+        .request("prompts/get", json!({"name": "book_a_car"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown:#}");
+    let message = text(&unknown["error"]["message"]);
+    assert!(
+        message.contains("\"book_a_car\"") && message.contains("agent-guidance, "),
+        "names the prompts there are: {message}"
+    );
+}
+
+/// The availability entry of `tool` in one `resources/read` answer.
+fn entry(read: &Value, tool: &str) -> Value {
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["uri"], "faregate://tools/availability", "{read:#}");
+    assert_eq!(contents["mimeType"], "application/json", "{read:#}");
+    let parsed: Value = serde_json::from_str(text(&contents["text"])).unwrap_or(Value::Null);
+    parsed["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|e| e["name"] == tool))
+        .cloned()
+        .unwrap_or_else(|| panic!("no entry for {tool}: {parsed:#}"))
+}
+
+/// Forces breaker `key` (`tool.provider`) to `state` through the breaker API (no keys here).
+async fn force(s: &Stack, key: &str, state: &str) {
+    let res = s
+        .http
+        .post(s.url(&format!("/v1/breakers/{key}/force")))
+        .json(&json!({ "state": state }))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(res.status().as_u16(), 200, "{:?}", res.text().await);
+}
+
+/// Reads the session's event stream until a `notifications/resources/updated` arrives; its
+/// params.
+async fn next_update(events: &mut reqwest::Response, seen: &mut String) -> Value {
+    let wait = async {
+        loop {
+            for line in seen.lines() {
+                if let Some(data) = line.strip_prefix("data:")
+                    && let Ok(m) = serde_json::from_str::<Value>(data.trim())
+                    && m["method"] == "notifications/resources/updated"
+                {
+                    let params = m["params"].clone();
+                    // Consume everything read so far, so the next wait needs a new event.
+                    seen.clear();
+                    return params;
+                }
+            }
+            match events.chunk().await {
+                Ok(Some(chunk)) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+                other => panic!("the event stream ended: {other:?}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no resources/updated within 10 s; read so far: {seen}"))
+}
+
+#[tokio::test]
+async fn the_availability_resource_follows_the_breakers_and_tells_subscribers() {
+    let s = Stack::start(12).await;
+    let session = Session::open(&s).await;
+    let listed = session.request("resources/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["resources"][0]["uri"], "faregate://tools/availability",
+        "{listed:#}"
+    );
+
+    let before = session
+        .request(
+            "resources/read",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+        .await;
+    let hotels = entry(&before, "search_hotels");
+    assert_eq!(hotels["state"], "available", "{hotels:#}");
+    assert_eq!(hotels["retry_after_s"], Value::Null, "{hotels:#}");
+
+    let subscribed = session
+        .request(
+            "resources/subscribe",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+        .await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed:#}");
+    let mut events = s
+        .http
+        .get(s.url("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-session-id", &session.id)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(events.status().as_u16(), 200);
+    let mut seen = String::new();
+
+    // Every provider of search_hotels forced open: unavailable, with no end to wait for.
+    let providers: Vec<String> = hotels["providers"]
+        .as_array()
+        .map(|p| p.iter().map(|p| text(&p["name"]).to_string()).collect())
+        .unwrap_or_default();
+    assert!(!providers.is_empty(), "{hotels:#}");
+    for provider in &providers {
+        force(&s, &format!("search_hotels.{provider}"), "open").await;
+        let update = next_update(&mut events, &mut seen).await;
+        assert_eq!(update["uri"], "faregate://tools/availability", "{update:#}");
+    }
+    let down = session
+        .request(
+            "resources/read",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+        .await;
+    let hotels = entry(&down, "search_hotels");
+    assert_eq!(hotels["state"], "unavailable", "{hotels:#}");
+    assert_eq!(
+        hotels["providers"][0]["breaker"], "forced_open",
+        "{hotels:#}"
+    );
+    assert_eq!(entry(&down, "search_flights")["state"], "available");
+
+    // Closing one again is news too, and the tool is back.
+    force(&s, &format!("search_hotels.{}", providers[0]), "closed").await;
+    next_update(&mut events, &mut seen).await;
+    let back = session
+        .request(
+            "resources/read",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+        .await;
+    assert_eq!(entry(&back, "search_hotels")["state"], "available");
+
+    let unknown = session
+        .request("resources/read", json!({"uri": "test://static-text"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown:#}");
+    assert!(
+        text(&unknown["error"]["message"]).contains("faregate://tools/availability"),
+        "{unknown:#}"
+    );
+    let unsubscribed = session
+        .request(
+            "resources/unsubscribe",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+        .await;
+    assert_eq!(unsubscribed["result"], json!({}), "{unsubscribed:#}");
+}
