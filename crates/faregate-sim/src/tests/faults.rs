@@ -403,3 +403,69 @@ fn arrival_counts_keep_the_last_hour_of_seconds() {
     assert_eq!(stats.arrivals.keys().next(), Some(&1_010));
     assert_eq!(stats.arrivals[&(1_000 + seconds - 1)], 2);
 }
+
+#[tokio::test]
+async fn a_script_changes_prices_and_refuses_steps_that_change_nothing() {
+    let h = start(7).await;
+    let before = h.search("JFK", "LHR").await;
+    let script = |body: Value| {
+        h.client
+            .post(h.url("/_sim/script"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    };
+    for (body, fix) in [
+        (
+            json!({"steps": [{"after_ms": 0, "flight": "BA117"}]}),
+            "delay_minutes or gate",
+        ),
+        (
+            json!({"steps": [{"after_ms": 0, "gate": "B1"}]}),
+            "need \"flight\"",
+        ),
+        (
+            json!({"steps": [{"after_ms": 0, "price_factor": 0}]}),
+            "above 0",
+        ),
+        (
+            json!({"steps": [{"after_ms": 0, "price": 1}]}),
+            "unknown field",
+        ),
+    ] {
+        let r = h.send(script(body.clone())).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        let message = r.body["message"].as_str().unwrap_or_default();
+        assert!(message.contains(fix), "{body}: {message}");
+    }
+    let r = h
+        .send(script(
+            json!({"steps": [{"after_ms": 0, "price_factor": 0.5}]}),
+        ))
+        .await;
+    assert_eq!(
+        (r.status, r.body["price_factor"].as_f64()),
+        (200, Some(0.5)),
+        "{}",
+        r.body
+    );
+    let after = h.search("JFK", "LHR").await;
+    let total = |offers: &[Value]| -> i64 {
+        offers
+            .iter()
+            .map(|o| super::minor(&o["total_amount"]))
+            .sum()
+    };
+    let (was, now) = (total(&before), total(&after));
+    assert!(
+        was > 0 && now * 10 < was * 6 && now * 10 > was * 4,
+        "halved: {was} → {now}"
+    );
+
+    let r = h.send(h.client.delete(h.url("/_sim/script"))).await;
+    assert_eq!(r.body["price_factor"].as_f64(), Some(1.0));
+    assert_eq!(
+        total(&h.search("JFK", "LHR").await),
+        was,
+        "as generated again"
+    );
+}
