@@ -43,8 +43,10 @@ pub const STORE_WAIT: Duration = Duration::from_secs(1);
 pub const RETRY_STORE_AFTER: Duration = Duration::from_secs(2);
 /// How often interactive calls' requests are spent from the shared buckets.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
-/// How many times a step is tried when other replicas keep writing the same row first.
-const SWAP_TRIES: u32 = 5;
+/// The wait before trying a step again after another replica wrote the row first; it doubles
+/// per conflict, up to [`MAX_SWAP_BACKOFF`] (the whole step stays within [`STORE_WAIT`]).
+const FIRST_SWAP_BACKOFF: Duration = Duration::from_millis(2);
+const MAX_SWAP_BACKOFF: Duration = Duration::from_millis(50);
 
 /// What a provider answered a background job, as the pacer learns from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +70,8 @@ pub struct Quotas {
     local: Mutex<HashMap<String, Pacer>>,
     /// The fleet's pacers, when the store is shared.
     shared: Option<SharedPacers>,
+    /// Per bucket, this process's turn at the shared row and the successes waiting for it.
+    turns: Mutex<HashMap<String, Arc<Turn>>>,
     /// The database failed lately: pace locally until `retry_at`.
     degraded: AtomicBool,
     retry_at: Mutex<Option<Instant>>,
@@ -80,6 +84,7 @@ impl Quotas {
             limits,
             local: Mutex::default(),
             shared: None,
+            turns: Mutex::default(),
             degraded: AtomicBool::new(false),
             retry_at: Mutex::new(None),
         }
@@ -147,12 +152,18 @@ impl Quotas {
     pub async fn observe(&self, provider: &str, answer: Answer, claimed_at: Instant) {
         let rate = match answer {
             Answer::Other => return,
+            Answer::Succeeded if self.shared.is_some() => {
+                // Counted by the next write of this bucket, whichever step makes it: a burst
+                // of successes is one write, not one compare-and-swap race each.
+                let bucket = self.limits.bucket(provider);
+                self.turn(&bucket).wait(claimed_at);
+                self.shared_or_local(provider, Write::IfWaiting, |_, _| ())
+                    .await;
+                return;
+            }
             Answer::Succeeded => {
-                self.step(provider, move |p, _| {
-                    p.succeeded(claimed_at);
-                    p.rate()
-                })
-                .await;
+                self.step(provider, move |p, _| p.succeeded(claimed_at))
+                    .await;
                 return;
             }
             Answer::RateLimited(retry_after) => {
@@ -185,34 +196,89 @@ impl Quotas {
     /// `[quota] bucket_key = "provider_and_credential"`): the shared one when it answers in
     /// time, else the local copy.
     async fn step<R>(&self, provider: &str, step: impl Fn(&mut Pacer, Instant) -> R) -> R {
+        self.shared_or_local(provider, Write::Always, step).await
+    }
+
+    /// [`Quotas::step`], with this process's waiting successes counted first. With
+    /// [`Write::IfWaiting`], nothing is written when another step has counted them already.
+    ///
+    /// Steps of one bucket take turns in this process (its dispatcher and workers do not race
+    /// each other's compare-and-swap; only other replicas' writes make a step read again), and
+    /// successes wait for the next turn, so a burst of them costs one write. Waiting successes
+    /// a step could not write (the store did not answer in time) wait for the next one; while
+    /// the replica paces locally they are counted by its local copy.
+    async fn shared_or_local<R>(
+        &self,
+        provider: &str,
+        write: Write,
+        step: impl Fn(&mut Pacer, Instant) -> R,
+    ) -> R {
         let bucket = self.limits.bucket(provider);
         let provider = bucket.as_str();
+        let turn = self.turn(provider);
         if let Some(shared) = &self.shared
             && self.store_worth_trying()
         {
-            match bounded(self.shared_step(shared, provider, &step)).await {
+            let stepped = bounded(async {
+                let _turn = turn.at_row.lock().await;
+                let waiting = Waiting::take(&turn);
+                if write == Write::IfWaiting && waiting.at.is_empty() {
+                    return Ok(None);
+                }
+                let r = self
+                    .shared_step(shared, provider, &|p: &mut Pacer, now| {
+                        waiting.at.iter().for_each(|at| p.succeeded(*at));
+                        step(p, now)
+                    })
+                    .await?;
+                waiting.counted();
+                Ok(Some(r))
+            });
+            match stepped.await {
                 Ok(r) => {
                     if self.degraded.swap(false, Ordering::Relaxed) {
                         tracing::info!(
                             "the database answers again: background pacing is shared by the fleet again"
                         );
                     }
-                    return r;
+                    if let Some(r) = r {
+                        return r;
+                    }
+                    // Only with `Write::IfWaiting`, whose step is a no-op kept for its value.
+                    let now = clock::now();
+                    return step(&mut Pacer::new(), now);
                 }
                 Err(e) => self.went_local(&e),
             }
         }
         let now = clock::now();
-        step(self.pacers().entry(provider.to_string()).or_default(), now)
+        let waiting = Waiting::take(&turn);
+        let mut pacers = self.pacers();
+        let pacer = pacers.entry(provider.to_string()).or_default();
+        waiting.at.iter().for_each(|at| pacer.succeeded(*at));
+        waiting.counted();
+        step(pacer, now)
     }
 
+    /// This process's turn at `bucket`'s shared row.
+    fn turn(&self, bucket: &str) -> Arc<Turn> {
+        let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(turns.entry(bucket.to_string()).or_default())
+    }
+
+    /// Reads the shared pacer, applies `step`, and writes it back if no other replica wrote
+    /// it meanwhile; else tries again, after a short doubling wait, until it lands (the caller
+    /// bounds the whole by [`STORE_WAIT`]). A conflict is not an absent database: giving up on
+    /// it would apply the step to the local copy only and lose it from the fleet's count (a
+    /// success not counted makes the fleet learn a lower allowance than the provider's).
     async fn shared_step<R>(
         &self,
         shared: &SharedPacers,
         provider: &str,
         step: &impl Fn(&mut Pacer, Instant) -> R,
     ) -> Result<R, StoreError> {
-        for _ in 0..SWAP_TRIES {
+        let mut backoff = FIRST_SWAP_BACKOFF;
+        loop {
             let (now, now_ms) = (clock::now(), clock::epoch_ms());
             let (mut pacer, version) = match shared.read(provider).await? {
                 Some(stored) => (
@@ -233,10 +299,9 @@ impl Quotas {
                 self.pacers().insert(provider.to_string(), pacer);
                 return Ok(r);
             }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_SWAP_BACKOFF);
         }
-        Err(StoreError(format!(
-            "{provider}'s pacer was written by other replicas {SWAP_TRIES} times in a row"
-        )))
     }
 
     fn store_worth_trying(&self) -> bool {
@@ -258,6 +323,61 @@ impl Quotas {
             Some(clock::now() + RETRY_STORE_AFTER);
         if !self.degraded.swap(true, Ordering::Relaxed) {
             tracing::warn!(error = %e, "the database does not answer: background pacing goes on with this replica's own copy until it does");
+        }
+    }
+}
+
+/// Whether a step writes the bucket when it has nothing of its own to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    /// Always (its step changes the pacer).
+    Always,
+    /// Only to count successes still waiting.
+    IfWaiting,
+}
+
+/// One bucket's turn in this process: held across one shared step, and the claim times of the
+/// successes the next step counts.
+#[derive(Debug, Default)]
+struct Turn {
+    at_row: tokio::sync::Mutex<()>,
+    successes: Mutex<Vec<Instant>>,
+}
+
+impl Turn {
+    /// A success of a job claimed at `claimed_at`, for the next step to count.
+    fn wait(&self, claimed_at: Instant) {
+        self.successes().push(claimed_at);
+    }
+
+    fn successes(&self) -> MutexGuard<'_, Vec<Instant>> {
+        self.successes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Successes taken for one step: handed back to their turn unless the step counted them (a
+/// step cut off by its time bound drops this, and they wait for the next one).
+struct Waiting<'a> {
+    turn: &'a Turn,
+    at: Vec<Instant>,
+}
+
+impl<'a> Waiting<'a> {
+    fn take(turn: &'a Turn) -> Self {
+        let at = std::mem::take(&mut *turn.successes());
+        Waiting { turn, at }
+    }
+
+    /// The step counted them.
+    fn counted(mut self) {
+        self.at.clear();
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.at.is_empty() {
+            self.turn.successes().append(&mut self.at);
         }
     }
 }

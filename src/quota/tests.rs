@@ -194,6 +194,61 @@ async fn replicas_share_pacers_on_postgres() {
     }
 }
 
+/// Three replicas whose workers report successes all at once: every success reaches the
+/// shared row. A success lost to a compare-and-swap race would make the fleet learn a lower
+/// allowance than the provider's (and drain a backlog that much slower).
+async fn concurrent_successes_all_count(db: Db) {
+    const PER_REPLICA: u32 = 40;
+    let replicas: Vec<Arc<Quotas>> = (0..3)
+        .map(|_| Arc::new(Quotas::shared(Arc::new(RateLimits::default()), db.clone())))
+        .collect();
+    for q in &replicas {
+        q.prepare().await;
+    }
+    replicas[0]
+        .claimed("amadeus", 3 * PER_REPLICA, clock::now())
+        .await;
+    // Claimed after the window began (which the row keeps to the millisecond).
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let t0 = clock::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for q in &replicas {
+        for _ in 0..PER_REPLICA {
+            let q = Arc::clone(q);
+            tasks.spawn(async move { q.observe("amadeus", Answer::Succeeded, t0).await });
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    assert!(
+        replicas.iter().all(|q| !q.is_degraded()),
+        "no replica went local"
+    );
+    let stored = SharedPacers::new(db)
+        .read("amadeus")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no shared pacer"));
+    let record = serde_json::to_value(&stored.record).unwrap_or_default();
+    assert_eq!(
+        record["successes"],
+        3 * PER_REPLICA,
+        "every success counted: {record}"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_successes_of_three_replicas_all_count_on_sqlite() {
+    let (db, _dir) = sqlite_db().await;
+    concurrent_successes_all_count(db).await;
+}
+
+#[tokio::test]
+async fn concurrent_successes_of_three_replicas_all_count_on_postgres() {
+    if let Some(db) = postgres_db("concurrent_successes_of_three_replicas_all_count").await {
+        concurrent_successes_all_count(db).await;
+    }
+}
+
 /// Only a Duffel access token, as a replica's environment holds it.
 struct DuffelToken(&'static str);
 
