@@ -207,10 +207,15 @@ impl Gateway {
 
     /// Runs one interactive call to its envelope, inside an `execute_tool {tool}` span, and
     /// counts it.
+    ///
+    /// The call's future is boxed once here: it is several KB (the pipeline's state), and
+    /// every layer above it (the span wrapper, the handler, axum's boxed route futures) would
+    /// otherwise copy all of it on each move; boxed, they move a pointer (BENCHMARKS.md,
+    /// fast-fail).
     pub async fn call(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
         let span = Observer::call_span(&req.tool);
         let started = Instant::now();
-        let answered = self.answer(req).instrument(span.clone()).await;
+        let answered = Box::pin(self.answer(req)).instrument(span.clone()).await;
         if let Ok(envelope) = &answered {
             self.observer.called(&span, envelope, started.elapsed());
         }
