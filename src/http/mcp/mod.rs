@@ -14,6 +14,10 @@
 //!
 //! The accepted revisions are listed in [`revisions`], not taken from rmcp.
 //!
+//! A session's event streams are resumable: every event carries an id, and a client that
+//! reconnects with `Last-Event-ID` is sent what it missed from a bounded store
+//! ([`event_store`]).
+//!
 //! Besides tools, `/mcp` serves the agent guidance and a usage prompt per tool as prompts
 //! ([`prompts`]) and the tools' availability as a resource a session may subscribe to
 //! ([`availability`]).
@@ -33,6 +37,7 @@
 
 mod availability;
 mod client_answers;
+mod event_store;
 mod parse_errors;
 mod prompts;
 mod revisions;
@@ -128,7 +133,9 @@ fn rmcp_service(
         .with_cancellation_token(cancel);
     StreamableHttpService::new(
         move || Ok(handler.clone()),
-        LocalSessionManager::default().into(),
+        LocalSessionManager::default()
+            .with_event_store(Arc::new(event_store::BoundedEventStore::default()))
+            .into(),
         config,
     )
 }

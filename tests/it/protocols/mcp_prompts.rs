@@ -1,6 +1,7 @@
-//! What an MCP client reads besides tools: the agent guidance and a usage prompt per tool as
-//! prompts, and the tool availability resource with its update notifications when a breaker
-//! opens or closes.
+//! What an MCP client reads in a session besides tool results: the agent guidance and a usage
+//! prompt per tool as prompts, the tool availability resource with its update notifications
+//! when a breaker opens or closes, and a tool result it missed when its stream broke, replayed
+//! after it reconnects with `Last-Event-ID`.
 //!
 //! The requests are what a 2025-11-25 client sends in a session (initialize, the initialized
 //! notification, then requests with the session id, and a GET event stream for the server's
@@ -11,8 +12,10 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
+use faregate_sim::{Fault, RouteGroup};
+
 use super::text;
-use crate::support::Stack;
+use crate::support::{Stack, in_days, wait_until, wait_until_upstream};
 
 const VERSION: &str = "2025-11-25";
 
@@ -285,4 +288,104 @@ async fn the_availability_resource_follows_the_breakers_and_tells_subscribers() 
         )
         .await;
     assert_eq!(unsubscribed["result"], json!({}), "{unsubscribed:#}");
+}
+
+/// The JSON-RPC messages of the events in `text` with their ids.
+fn events(text: &str) -> Vec<(Option<String>, Value)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let id = block
+            .lines()
+            .find_map(|l| l.strip_prefix("id:"))
+            .map(|i| i.trim().to_string());
+        let data = block
+            .lines()
+            .find_map(|l| l.strip_prefix("data:"))
+            .and_then(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .unwrap_or(Value::Null);
+        if id.is_some() || !data.is_null() {
+            out.push((id, data));
+        }
+    }
+    out
+}
+
+/// A client whose connection drops while a call is in flight reconnects with the last event id
+/// it saw and gets the call's answer, which it would otherwise never see.
+#[tokio::test]
+async fn a_tool_result_missed_on_a_broken_stream_is_replayed_after_last_event_id() {
+    let s = Stack::start(13).await;
+    let session = Session::open(&s).await;
+    s.sim.set_fault(
+        RouteGroup::AmadeusStatus,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {
+        "name": "get_flight_status",
+        "arguments": {"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(3)}}});
+    let mut stream = s
+        .http
+        .post(s.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-session-id", &session.id)
+        .json(&call)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stream.status().as_u16(), 200);
+    // The first event is the priming event: an id and no message.
+    let mut seen = String::new();
+    while !seen.contains("\n\n") {
+        match stream.chunk().await {
+            Ok(Some(chunk)) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("the stream ended before its first event: {other:?}; read: {seen}"),
+        }
+    }
+    let first = events(&seen);
+    let last_id = first
+        .first()
+        .and_then(|(id, _)| id.clone())
+        .unwrap_or_else(|| panic!("the first event has no id: {seen}"));
+    wait_until_upstream(&s.sim, RouteGroup::AmadeusStatus).await;
+    // The connection drops; then the provider answers.
+    drop(stream);
+    s.sim.set_fault(RouteGroup::AmadeusStatus, Fault::default());
+
+    let answer = wait_until(Duration::from_secs(10), "the replayed answer", || {
+        let s = &s;
+        let session = &session;
+        let last_id = last_id.clone();
+        async move {
+            let res = s
+                .http
+                .get(s.url("/mcp"))
+                .header("accept", "text/event-stream")
+                .header("mcp-protocol-version", VERSION)
+                .header("mcp-session-id", &session.id)
+                .header("last-event-id", &last_id)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let text = res.text().await.map_err(|e| e.to_string())?;
+            events(&text)
+                .into_iter()
+                .find(|(_, m)| m["id"] == 41)
+                .ok_or(text)
+        }
+    })
+    .await;
+    let (id, message) = answer;
+    assert!(
+        id.is_some_and(|id| id != last_id),
+        "the answer has an id of its own"
+    );
+    assert_eq!(message["result"]["isError"], false, "{message:#}");
+    assert!(
+        text(&message["result"]["content"][0]["text"]).contains("BA"),
+        "the flight's status: {message:#}"
+    );
 }
