@@ -23,7 +23,8 @@
 //! - a 429 with `Retry-After` ends the window: the reset is `now + Retry-After`, the window's
 //!   length is the time from the previous reset (or, for the first window, from the first claim)
 //!   to this one, and the learned rate is the window's successes over its length, times
-//!   [`SAFETY`]; claims pause until the reset;
+//!   [`SAFETY`]; claims pause until the reset; a success of a job of that window answered
+//!   after the 429 (in flight when the limit was hit) still counts for its rate;
 //! - from then on the dispatcher claims from a token bucket at the learned rate. 429s answered
 //!   to requests already in flight when the limit was hit (reset not yet reached) teach nothing
 //!   new and are ignored;
@@ -69,6 +70,9 @@ pub struct Pacer {
     counting_since: Option<Instant>,
     /// Successes of jobs claimed since `counting_since`.
     successes: u32,
+    /// Successes of the window the learned rate was taken from, including those answered
+    /// after its 429 (jobs in flight when the limit was hit): each refines the rate.
+    learned_successes: u32,
     /// The last reset announced by a 429.
     last_reset: Option<Instant>,
     /// Token bucket (only while a rate is known).
@@ -98,6 +102,7 @@ impl Pacer {
             paused_until: None,
             counting_since: None,
             successes: 0,
+            learned_successes: 0,
             last_reset: None,
             tokens: 0.0,
             refilled_at: None,
@@ -214,6 +219,18 @@ impl Pacer {
     pub fn succeeded(&mut self, claimed_at: Instant) {
         if self.counting_since.is_some_and(|since| claimed_at >= since) {
             self.successes = self.successes.saturating_add(1);
+        } else if self.rate.is_some()
+            && !self.window.is_zero()
+            && self
+                .last_reset
+                .is_some_and(|reset| claimed_at < reset && claimed_at + self.window >= reset)
+        {
+            // A job of the window the rate was learned from, answered after its 429: the
+            // provider served it within that window's limit, so it counts for that rate
+            // (on a busy fleet many are still in flight when the limit is hit).
+            self.learned_successes = self.learned_successes.saturating_add(1);
+            self.rate =
+                Some(SAFETY * f64::from(self.learned_successes) / self.window.as_secs_f64());
         }
     }
 
@@ -236,6 +253,7 @@ impl Pacer {
         if self.successes > 0 && !window.is_zero() {
             self.rate = Some(SAFETY * f64::from(self.successes) / window.as_secs_f64());
             self.window = window;
+            self.learned_successes = self.successes;
         }
         self.last_reset = Some(reset);
         self.paused_until = Some(reset);
@@ -256,6 +274,8 @@ pub struct PacerRecord {
     paused_until_ms: Option<i64>,
     counting_since_ms: Option<i64>,
     successes: u32,
+    #[serde(default)]
+    learned_successes: u32,
     last_reset_ms: Option<i64>,
     tokens: f64,
     refilled_at_ms: Option<i64>,
@@ -274,6 +294,7 @@ impl Pacer {
             paused_until_ms: ms(self.paused_until),
             counting_since_ms: ms(self.counting_since),
             successes: self.successes,
+            learned_successes: self.learned_successes,
             last_reset_ms: ms(self.last_reset),
             tokens: self.tokens,
             refilled_at_ms: ms(self.refilled_at),
@@ -294,6 +315,7 @@ impl Pacer {
             paused_until: at(r.paused_until_ms),
             counting_since: at(r.counting_since_ms),
             successes: r.successes,
+            learned_successes: r.learned_successes,
             last_reset: at(r.last_reset_ms),
             tokens: finite(r.tokens),
             refilled_at: at(r.refilled_at_ms),

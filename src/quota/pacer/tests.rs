@@ -122,6 +122,32 @@ fn successes_of_jobs_claimed_before_the_reset_count_for_no_window() {
 }
 
 #[test]
+fn successes_answered_after_the_429_still_count_for_their_window() {
+    let t0 = Instant::now();
+    let mut p = Pacer::new();
+    // 50 of the window's 60 answered before its 429, 10 (in flight at the limit) after it.
+    p.claimed(16, t0);
+    for _ in 0..50 {
+        p.succeeded(t0);
+    }
+    p.rate_limited(t0 + secs(2.0), Some(secs(58.0)));
+    let early = p.rate().expect("learned");
+    assert!((early - SAFETY * 50.0 / 60.0).abs() < 1e-9, "got {early}");
+    for _ in 0..10 {
+        p.succeeded(t0 + secs(1.5));
+    }
+    let rate = p.rate().expect("learned");
+    assert!(
+        (rate - SAFETY).abs() < 1e-9,
+        "60 per 60 s × safety, got {rate}"
+    );
+    // The shared row keeps the count.
+    let now_ms = 1_000_000;
+    let back = Pacer::from_record(&p.to_record(t0 + secs(3.0), now_ms), t0 + secs(3.0), now_ms);
+    assert_eq!(back.learned_successes, 60);
+}
+
+#[test]
 fn a_429_without_retry_after_pauses_briefly_and_teaches_nothing() {
     let t0 = Instant::now();
     let mut p = Pacer::new();
