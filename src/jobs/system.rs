@@ -325,6 +325,17 @@ impl JobSystem {
         })
     }
 
+    /// Cancels `client`'s job `id` if it has not started yet (see [`JobStore::cancel`]);
+    /// whether it was cancelled. A job still in this replica's spool is not cancelled (it is
+    /// not in the store yet), and neither is a running one.
+    pub async fn cancel(&self, id: &str, client: &ClientName) -> Result<bool, StoreError> {
+        let cancelled = self.store.cancel(id, client, clock::epoch_ms()).await?;
+        if cancelled && let Ok(Some(job)) = self.store.get(id).await {
+            self.seen.note(&job, clock::epoch_ms());
+        }
+        Ok(cancelled)
+    }
+
     /// Moves the spool into the store every [`spool::FLUSH_EVERY`] until `shutdown`.
     async fn flush_spool(self: Arc<Self>, shutdown: CancellationToken) {
         let Some(spool) = &self.spool else { return };

@@ -216,7 +216,7 @@ fn schemas() -> Map<String, Value> {
             "properties": {
                 "job_id": {"type": "string"}, "tool": {"type": "string"},
                 "client": {"type": "string", "description": "The client that submitted the job."},
-                "status": {"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead"]},
+                "status": {"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead", "cancelled"]},
                 "attempts": {"type": "integer", "minimum": 0},
                 "next_attempt_at": {"type": ["string", "null"], "format": "date-time"},
                 "created_at": {"type": "string", "format": "date-time"},

@@ -214,7 +214,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     place: Place::Query,
                     description: None,
                     schema: ParamSchema::Inline(
-                        || json!({"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead"]}),
+                        || json!({"type": "string", "enum": ["queued", "running", "retry_scheduled", "succeeded", "dead", "cancelled"]}),
                     ),
                 },
                 Param {

@@ -194,6 +194,20 @@ impl JobStore for MemoryStore {
         Ok(())
     }
 
+    async fn cancel(&self, id: &str, client: &ClientName, now_ms: i64) -> Result<bool, StoreError> {
+        let mut jobs = self.jobs();
+        let Some(job) = jobs.iter_mut().find(|j| {
+            j.id == id
+                && j.client == *client
+                && matches!(j.status, JobStatus::Queued | JobStatus::RetryScheduled)
+        }) else {
+            return Ok(false);
+        };
+        (job.status, job.next_callback_at_ms, job.updated_at_ms) =
+            (JobStatus::Cancelled, None, now_ms);
+        Ok(true)
+    }
+
     async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {
         let mut released = 0;
         for job in self

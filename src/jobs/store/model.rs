@@ -21,6 +21,8 @@ pub enum JobStatus {
     Succeeded,
     /// Given up: a refusal the model must fix, or too many attempts, or too old.
     Dead,
+    /// Cancelled by its client before it ran ([`JobStore::cancel`]); never claimed again.
+    Cancelled,
 }
 
 impl JobStatus {
@@ -32,6 +34,7 @@ impl JobStatus {
             JobStatus::RetryScheduled => "retry_scheduled",
             JobStatus::Succeeded => "succeeded",
             JobStatus::Dead => "dead",
+            JobStatus::Cancelled => "cancelled",
         }
     }
 
@@ -43,17 +46,19 @@ impl JobStatus {
             "retry_scheduled" => JobStatus::RetryScheduled,
             "succeeded" => JobStatus::Succeeded,
             "dead" => JobStatus::Dead,
+            "cancelled" => JobStatus::Cancelled,
             _ => return None,
         })
     }
 
     /// Every status, in lifecycle order.
-    pub const ALL: [JobStatus; 5] = [
+    pub const ALL: [JobStatus; 6] = [
         JobStatus::Queued,
         JobStatus::Running,
         JobStatus::RetryScheduled,
         JobStatus::Succeeded,
         JobStatus::Dead,
+        JobStatus::Cancelled,
     ];
 }
 
@@ -299,6 +304,15 @@ pub trait JobStore: Send + Sync {
         next_at_ms: Option<i64>,
         now_ms: i64,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Cancels `client`'s job `id` if it has not started: only a `queued` or `retry_scheduled`
+    /// job becomes `cancelled` (`true`); a running job (a booking may be under way at the
+    /// provider), a finished one, another client's or a missing one is left as it is (`false`).
+    fn cancel(
+        &self,
+        id: &str,
+        client: &ClientName,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// Returns every lease of `owner` to the queue (graceful shutdown); the number released.
     fn release(
         &self,

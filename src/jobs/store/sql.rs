@@ -161,6 +161,11 @@ const CALLBACK_RESULT: &str = "UPDATE faregate_jobs
          next_callback_at = $3, updated_at = $4
      WHERE id = $1";
 
+/// Only a job that has not started is cancelled: a running one may be booking at the provider.
+const CANCEL: &str = "UPDATE faregate_jobs
+     SET status = 'cancelled', next_callback_at = NULL, updated_at = $3
+     WHERE id = $1 AND client = $2 AND status IN ('queued', 'retry_scheduled')";
+
 const RELEASE: &str = "UPDATE faregate_jobs
      SET status = CASE WHEN attempts = 0 THEN 'queued' ELSE 'retry_scheduled' END,
          lease_owner = NULL, lease_until = NULL, next_attempt_at = $2, updated_at = $2
@@ -444,6 +449,15 @@ impl JobStore for Store {
         ];
         self.db.execute(CALLBACK_RESULT, &args).await?;
         Ok(())
+    }
+
+    async fn cancel(&self, id: &str, client: &ClientName, now_ms: i64) -> Result<bool, StoreError> {
+        let args = [
+            Arg::Text(Some(id)),
+            Arg::Text(Some(client.as_str())),
+            Arg::Int(Some(now_ms)),
+        ];
+        Ok(self.db.execute(CANCEL, &args).await? == 1)
     }
 
     async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {

@@ -464,6 +464,85 @@ async fn check_callbacks<S: JobStore>(s: Arc<S>) {
     );
 }
 
+conformance!(
+    only_the_owner_cancels_and_only_a_job_not_started,
+    check_cancel
+);
+async fn check_cancel<S: JobStore>(s: Arc<S>) {
+    let local = ClientName::local();
+    let other = ClientName::stored("globex");
+    let (queued, _) = s
+        .enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Another client's cancel changes nothing, exactly as for a job that does not exist.
+    assert!(
+        !s.cancel(&queued.id, &other, T0 + 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    assert!(
+        !s.cancel("no-such-job", &local, T0 + 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    assert_eq!(stored(&*s, &queued.id).await.status, JobStatus::Queued);
+    assert!(
+        s.cancel(&queued.id, &local, T0 + 2)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let cancelled = stored(&*s, &queued.id).await;
+    assert_eq!(
+        (cancelled.status, cancelled.updated_at_ms),
+        (JobStatus::Cancelled, T0 + 2)
+    );
+    // A cancelled job is never claimed, and a second cancel is not a change.
+    let claimed = s
+        .claim("w1", T0 + 10, 1_000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(claimed.is_empty(), "claimed a cancelled job: {claimed:?}");
+    assert!(
+        !s.cancel(&queued.id, &local, T0 + 11)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+
+    // A job waiting for its retry is cancelled; a running one never is (it may be booking).
+    let (waiting, _) = s
+        .enqueue(new_job("search_flights", None), T0 + 20)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.claim("w1", T0 + 20, 1_000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !s.cancel(&waiting.id, &local, T0 + 21)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    assert_eq!(stored(&*s, &waiting.id).await.status, JobStatus::Running);
+    s.finish(
+        &waiting.id,
+        "w1",
+        retry(T0 + 5_000, "provider down", true),
+        T0 + 22,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        s.cancel(&waiting.id, &local, T0 + 23)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let claimed = s
+        .claim("w1", T0 + 10_000, 1_000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(claimed.is_empty(), "claimed a cancelled job: {claimed:?}");
+}
+
 conformance!(shutdown_returns_leases_to_the_queue, check_release);
 async fn check_release<S: JobStore>(s: Arc<S>) {
     for _ in 0..3 {
