@@ -6,8 +6,10 @@
 //! `"faregate/idempotency_key"` (a booking's key; without it the key is derived from the
 //! arguments, see [`super::idempotency`]) and `"faregate/deadline_ms"` (how long the client
 //! waits, exactly as `deadline_ms` on the native endpoint; a string of digits is read too). `"faregate/mode": "background"` is
-//! answered with an error result pointing to the endpoints that queue jobs: a queued job has no
-//! result matching the tool's `outputSchema`, which MCP requires of a successful result.
+//! a task for a client that declared the MCP Tasks extension (`http/mcp/tasks.rs`); any other
+//! client gets an error result pointing to the extension and the endpoints that queue jobs: a
+//! queued job has no result matching the tool's `outputSchema`, which MCP requires of a
+//! successful result.
 //!
 //! Why a deadline matters here: an MCP client gives up after its own request timeout (5 s in
 //! openai-agents), and a call that outlives it reaches the model as "Request timed out", not
@@ -33,12 +35,15 @@ pub const META_IDEMPOTENCY_KEY: &str = "faregate/idempotency_key";
 pub const META_DEADLINE_MS: &str = "faregate/deadline_ms";
 
 /// A `tools/call` as a call, or the error result text to answer instead. `meta` looks a key up
-/// in the request's `_meta`; `deadline_header` is the HTTP request's [`DEADLINE_HEADER`].
+/// in the request's `_meta`; `deadline_header` is the HTTP request's [`DEADLINE_HEADER`];
+/// `takes_tasks` says whether the client declared the MCP Tasks extension (only then is
+/// background mode accepted: its answer is a task).
 pub fn read_call(
     name: &str,
     arguments: Map<String, Value>,
     meta: impl Fn(&str) -> Option<Value>,
     deadline_header: Option<&str>,
+    takes_tasks: bool,
 ) -> Result<(AgentCall, CallOptions), String> {
     let mut options = CallOptions::default();
     let from_meta = match meta(META_DEADLINE_MS) {
@@ -61,7 +66,7 @@ pub fn read_call(
     };
     if let Some(mode) = meta(META_MODE) {
         match parse_mode(&mode) {
-            Ok(CallMode::Background) => {
+            Ok(CallMode::Background) if !takes_tasks => {
                 return Err(texts::unavailable(None, texts::MCP_BACKGROUND));
             }
             Ok(mode) => options.mode = mode,
@@ -140,6 +145,7 @@ mod tests {
             Map::new(),
             meta(json!({META_MODE: "interactive", META_IDEMPOTENCY_KEY: "k1"})),
             None,
+            false,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(call.idempotency_key.as_deref(), Some("k1"));
@@ -151,6 +157,7 @@ mod tests {
                 Map::new(),
                 meta(json!({META_MODE: mode})),
                 None,
+                false,
             )
             .err()
             .unwrap_or_default()
@@ -158,6 +165,18 @@ mod tests {
         assert!(
             refused(json!("background"))
                 .starts_with("[unavailable] Background mode is not available over MCP")
+        );
+        let with_tasks = read_call(
+            "search_flights",
+            Map::new(),
+            meta(json!({META_MODE: "background"})),
+            None,
+            true,
+        );
+        assert_eq!(
+            with_tasks.map(|(_, options)| options.mode),
+            Ok(CallMode::Background),
+            "a client that takes tasks gets one"
         );
         assert_eq!(
             refused(json!("later")),
@@ -173,6 +192,7 @@ mod tests {
                 Map::new(),
                 move |key: &str| meta.get(key).cloned(),
                 header,
+                false,
             )
             .map(|(_, options)| options.deadline)
         };

@@ -44,6 +44,20 @@ impl Status {
         }
     }
 
+    /// Parses the wire name.
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            Status::Ok,
+            Status::Stale,
+            Status::Unavailable,
+            Status::Rejected,
+            Status::InvalidArguments,
+            Status::Queued,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+
     /// Whether protocols should raise their error flag (`isError`, `is_error`).
     pub fn is_error(self) -> bool {
         matches!(
@@ -204,6 +218,30 @@ impl Envelope {
 }
 
 impl Envelope {
+    /// An envelope as a job stored it ([`Envelope`] serialized), read back so that a protocol
+    /// renders a background result exactly as it renders an interactive one; `None` when the
+    /// value is not an envelope.
+    pub fn from_stored(value: &Value) -> Option<Self> {
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+        let number = |key: &str| value.get(key).and_then(Value::as_u64);
+        Some(Envelope {
+            call_id: text("call_id").unwrap_or_default(),
+            tool: text("tool")?,
+            status: Status::parse(value.get("status")?.as_str()?)?,
+            content: text("content")?,
+            data: value
+                .get("data")
+                .filter(|d| !d.is_null())
+                .map(|d| Data::new(d.clone())),
+            stale_age_s: number("stale_age_s"),
+            cached_age_s: number("cached_age_s"),
+            retry_after_s: number("retry_after_s"),
+            breaker: text("breaker").unwrap_or_default(),
+            job_id: text("job_id"),
+            provider: text("provider"),
+        })
+    }
+
     /// The envelope as JSON bytes, as the native endpoint sends it: the same bytes as
     /// `serde_json::to_vec(self)`, but `data` is copied from its serialized form instead of
     /// being serialized again (a stale answer repeats the same few kilobytes on every call).
@@ -396,6 +434,25 @@ mod tests {
         );
         let unavailable = Envelope::unavailable(info(), "down".into(), Some(10), None);
         assert_eq!((unavailable.data, unavailable.job_id), (None, None));
+    }
+
+    #[test]
+    fn a_stored_envelope_reads_back_as_it_was() {
+        let envelope = Envelope::stale(
+            CallInfo::new("c1", "search_flights"),
+            "2 flights.".into(),
+            json!({"offers": [{"offer_id": "o1"}]}).into(),
+            42,
+            30,
+            "duffel".into(),
+        );
+        let stored = serde_json::to_value(&envelope).unwrap_or_default();
+        assert_eq!(Envelope::from_stored(&stored), Some(envelope));
+        assert_eq!(Envelope::from_stored(&json!({"status": "ok"})), None);
+        assert_eq!(
+            Envelope::from_stored(&json!({"tool": "t", "content": "c", "status": "fine"})),
+            None
+        );
     }
 
     #[test]

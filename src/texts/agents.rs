@@ -129,10 +129,11 @@ pub fn input_not_an_object(got: &str) -> String {
     format!("input must be a JSON object, got {got}")
 }
 
-/// The answer to MCP's `"faregate/mode": "background"`. An MCP result of a tool with an
-/// `outputSchema` must carry structured content matching it (the official SDK refuses one that
-/// does not), and a queued job has no such result yet.
-pub const MCP_BACKGROUND: &str = "Background mode is not available over MCP: a queued job has no result matching the tool's outputSchema yet. Call without \"faregate/mode\" for an answer now, or submit the job to POST /v1/tools/{tool}/call with \"mode\": \"background\" (or the OpenAI/Anthropic endpoints with \"mode\": \"background\").";
+/// The answer to MCP's `"faregate/mode": "background"` from a client without the Tasks
+/// extension. An MCP result of a tool with an `outputSchema` must carry structured content
+/// matching it (the official SDK refuses one that does not), and a queued job has no such
+/// result yet; a task is MCP's way to answer later.
+pub const MCP_BACKGROUND: &str = "Background mode is not available over MCP to a client without the Tasks extension: a queued job has no result matching the tool's outputSchema yet. Declare the extension io.modelcontextprotocol/tasks in the client's capabilities to get a task (its result through tasks/get), call without \"faregate/mode\" for an answer now, or submit the job to POST /v1/tools/{tool}/call with \"mode\": \"background\" (or the OpenAI/Anthropic endpoints with \"mode\": \"background\").";
 
 /// A `_meta` entry of an MCP call that is not valid (`key` names it).
 pub fn invalid_meta(key: &str, problem: &str) -> String {

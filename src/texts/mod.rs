@@ -8,7 +8,9 @@
 //! - `call`: what the call path says (fallbacks, stale answers, refusals, unknown outcomes,
 //!   background jobs that cannot run);
 //! - `agents`: what the protocols add (the status prefixes of a tool result, unknown tools,
-//!   queued jobs, arguments a protocol could not read).
+//!   queued jobs, arguments a protocol could not read);
+//! - `tasks`: what an MCP client reads about a task (its status message, why it cannot be read
+//!   or cancelled).
 //!
 //! Not here: the tools' own summaries of their results and the field errors of arguments
 //! (`tools/`: they are generated from each tool's types and schema), and the fallback prompts an
@@ -17,3 +19,4 @@
 pub mod agents;
 pub mod budget;
 pub mod call;
+pub mod tasks;

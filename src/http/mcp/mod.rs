@@ -32,8 +32,9 @@
 //!
 //! faregate's own `_meta` keys (the call mode, a booking's idempotency key, the client's
 //! deadline, which may also come as the `Faregate-Deadline-Ms` header) are read by
-//! [`crate::agents::mcp`], as is the answer to `"faregate/mode": "background"` (mapping
-//! background calls to the MCP Tasks extension, for clients that declare it, is left for later).
+//! [`crate::agents::mcp`]. A call with `"faregate/mode": "background"` from a client that
+//! declared the MCP Tasks extension answers a task over its job ([`tasks`]: `tasks/get` and
+//! `tasks/cancel` on any replica sharing the store); any other client is told to declare it.
 
 mod availability;
 mod client_answers;
@@ -41,6 +42,7 @@ mod event_store;
 mod parse_errors;
 mod prompts;
 mod revisions;
+mod tasks;
 
 pub(crate) use client_answers::client_answers;
 
@@ -52,11 +54,12 @@ use axum::routing::{MethodRouter, any_service};
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -73,6 +76,7 @@ use crate::http::calls::{
 use crate::http::edge::{self, Caller};
 use crate::http::state::AppState;
 use crate::texts::agents as texts;
+use crate::tools::CallMode;
 
 /// What is mounted at `/mcp`: rmcp's service for every method, behind [`parse_errors`]
 /// (JSON-RPC's own 400s for bodies rmcp cannot read).
@@ -157,15 +161,18 @@ pub(crate) struct Handler {
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_prompts()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_tools()
-                .build(),
-        )
-        .with_server_info(revisions::implementation());
+        let builder = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_tools();
+        // Tasks are jobs: offered only where there is a job store.
+        let capabilities = match self.state.jobs {
+            Some(_) => builder.enable_tasks().build(),
+            None => builder.build(),
+        };
+        let mut info =
+            ServerConfig::new(capabilities).with_server_info(revisions::implementation());
         if let Some(text) = &self.instructions {
             info = info.with_instructions(text.clone());
         }
@@ -314,25 +321,50 @@ impl ServerHandler for Handler {
             .and_then(|parts| parts.headers.get(agents::options::DEADLINE_HEADER))
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let arguments = request.arguments.clone().unwrap_or_default();
+        let takes_tasks = self.state.jobs.is_some() && tasks::client_takes_tasks(&context);
         let read = agents::mcp::read_call(
             &request.name,
             arguments,
             meta_of,
             deadline_header.as_deref(),
+            takes_tasks,
         );
         let mut out = match read {
             Ok((call, options)) => {
                 let result = run_agent_call(&self.state, &caller, call, options).await;
-                let mut out =
-                    CallToolResult::success(vec![ContentBlock::text(result.text.clone())]);
-                out.structured_content = result.data().cloned();
-                out.is_error = Some(result.is_error);
-                out
+                if options.mode == CallMode::Background
+                    && takes_tasks
+                    && let Some(mut task) = tasks::created(&self.state, &result).await
+                {
+                    revisions::stamp_server_info(&mut task.meta, context.protocol_version());
+                    return Ok(CallToolResponse::Task(task));
+                }
+                tasks::tool_result(&result)
             }
             Err(text) => error_result(text),
         };
         revisions::stamp_server_info(&mut out.meta, context.protocol_version());
         Ok(out.into())
+    }
+
+    /// The caller's task (its background job), from the shared store.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let mut result = tasks::get(&self.state, &caller_of(&context)?, &request.task_id).await?;
+        revisions::stamp_server_info(&mut result.meta, context.protocol_version());
+        Ok(result)
+    }
+
+    /// Cancels the caller's task if its job has not started.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::cancel(&self.state, &caller_of(&context)?, &request.task_id).await
     }
 }
 

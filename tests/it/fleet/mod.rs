@@ -135,7 +135,7 @@ pub(super) async fn metrics(gateway: &TestGateway) -> String {
 }
 
 /// Drops `schema` and everything in it.
-async fn drop_schema(url: &str, schema: &str) {
+pub(crate) async fn drop_schema(url: &str, schema: &str) {
     let db = faregate::store::Db::open_postgres(url, None)
         .await
         .unwrap_or_else(|e| panic!("{e}"));

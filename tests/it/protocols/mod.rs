@@ -1,6 +1,6 @@
 //! The agent protocol endpoints (OpenAI, Anthropic, MCP, manifests, OpenAPI) end to end
-//! ([`endpoints`]), background mode through them ([`background`]), and what an MCP client
-//! reads from `tools/call` ([`mcp_results`]). This file holds their
+//! ([`endpoints`]), background mode through them ([`background`]), what an MCP client
+//! reads from `tools/call` ([`mcp_results`]), and MCP Tasks over the job queue ([`mcp_tasks`]). This file holds their
 //! helpers: the bodies a chat backend sends and the text a model reads.
 
 mod background;
@@ -8,6 +8,7 @@ mod endpoints;
 mod mcp_fleet;
 mod mcp_prompts;
 mod mcp_results;
+mod mcp_tasks;
 
 use serde_json::{Value, json};
 
