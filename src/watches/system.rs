@@ -383,6 +383,10 @@ impl WatchSystem {
                 None,
                 Some(job.last_error.unwrap_or_else(|| "the run gave up".into())),
             ),
+            // Its client cancelled the job (MCP tasks/cancel takes any job id of the client).
+            Some(job) if job.status == JobStatus::Cancelled => {
+                (None, Some("the run's job was cancelled".to_string()))
+            }
             Some(_) => return Ok(()),
             None => (None, Some(format!("the run's job {job_id} is gone"))),
         };
