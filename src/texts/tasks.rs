@@ -46,6 +46,22 @@ pub fn task_failed(last_error: Option<&str>) -> String {
     }
 }
 
+/// A `tasks/result` or `tasks/list` request without the task id it needs.
+pub const TASK_ID_MISSING: &str =
+    "params.taskId is missing: send the taskId a tools/call answered.";
+
+/// `tasks/result` of a cancelled task.
+pub fn task_cancelled(task_id: &str) -> String {
+    format!("Task {task_id} was cancelled before it ran; it has no result.")
+}
+
+/// `tasks/result` of a task still working after the wait.
+pub fn task_still_working(task_id: &str, status_message: &str) -> String {
+    format!(
+        "Task {task_id} is still working ({status_message}); call tasks/result again, or poll tasks/get."
+    )
+}
+
 /// Tasks need the job store, as background calls do.
 pub const TASKS_NEED_JOB_STORE: &str = "Tasks need the gateway's job store ([jobs] store), which this gateway does not have; call the tool without a task.";
 

@@ -34,7 +34,8 @@
 //! deadline, which may also come as the `Faregate-Deadline-Ms` header) are read by
 //! [`crate::agents::mcp`]. A call with `"faregate/mode": "background"` from a client that
 //! declared the MCP Tasks extension answers a task over its job ([`tasks`]: `tasks/get` and
-//! `tasks/cancel` on any replica sharing the store); any other client is told to declare it.
+//! `tasks/cancel`, and 2025-11-25's `tasks/list` and `tasks/result`, on any replica sharing
+//! the store); any other client is told to declare it.
 
 mod availability;
 mod client_answers;
@@ -55,11 +56,11 @@ use std::borrow::Cow;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+    GetTaskResult, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -356,6 +357,18 @@ impl ServerHandler for Handler {
         let mut result = tasks::get(&self.state, &caller_of(&context)?, &request.task_id).await?;
         revisions::stamp_server_info(&mut result.meta, context.protocol_version());
         Ok(result)
+    }
+
+    /// 2025-11-25's `tasks/list` and `tasks/result`, which rmcp does not route ([`tasks::custom`]).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let caller = caller_of(&context)?;
+        tasks::custom(&self.state, &caller, &request.method, request.params)
+            .await
+            .map(CustomResult::new)
     }
 
     /// Cancels the caller's task if its job has not started.

@@ -26,20 +26,25 @@
 //! job is never cancelled (a booking may be under way at the provider), and the client is told
 //! so. Another client's task id reads exactly as one that does not exist.
 //!
-//! Gaps in rmcp 3.11.0, filled here: rmcp has no per-tool `execution.taskSupport` (SEP-2663 has
-//! task creation decided by the server, so the tools carry none), and no `tasks/list` or
+//! Gaps in rmcp 3.11.0: rmcp has no per-tool `execution.taskSupport` (SEP-2663 has task
+//! creation decided by the server, so the tools carry none), and no `tasks/list` or
 //! `tasks/result` (2025-11-25's experimental Tasks, which SEP-2663 replaced: the result is
-//! inline in `tasks/get`). Status notifications (`notifications/tasks`) are not sent: a
+//! inline in `tasks/get`). Both are served here as custom methods ([`custom`]): `tasks/list`
+//! answers the client's newest tasks, `tasks/result` waits up to 20 s for the task to end and
+//! answers its tool result (or its error, with the related task in `_meta`), and past that an
+//! error saying it still works. Status notifications (`notifications/tasks`) are not sent: a
 //! stateless request has no stream to send them on after its answer, so clients poll.
+
+use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task,
-    TaskPayload, TaskStatus,
+    CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, ErrorCode, GetTaskResult,
+    JsonObject, Task, TaskPayload, TaskStatus,
 };
 use rmcp::service::RequestContext;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::agents::AgentResult;
 use crate::call::{Envelope, Status};
@@ -237,4 +242,108 @@ fn failed(job: &Job, why: &str) -> TaskPayload {
         _ => JsonObject::new(),
     };
     TaskPayload::Failed { error }
+}
+
+/// How long `tasks/result` waits for a working task before answering that it still works (a
+/// client's request timeout is often 30 s; a provider outage may last minutes).
+const RESULT_WAIT: Duration = Duration::from_secs(20);
+
+/// How often `tasks/result` reads the job while it waits.
+const RESULT_POLL: Duration = Duration::from_millis(250);
+
+/// How many tasks `tasks/list` answers: the client's newest.
+const LIST_LIMIT: u32 = 100;
+
+/// The JSON-RPC error code of a `tasks/result` whose task still works after [`RESULT_WAIT`].
+const STILL_WORKING: i32 = -31_001;
+
+/// The `_meta` key tying a result to its task (2025-11-25).
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// 2025-11-25's `tasks/list` and `tasks/result`, which SEP-2663 (and so rmcp 3.11.0) dropped,
+/// served here for clients written against 2025-11-25's Tasks (the MCP Python SDK 2.3.0 still
+/// has their types); any other method is not found.
+pub(super) async fn custom(
+    state: &AppState,
+    caller: &Caller,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, ErrorData> {
+    let task_id = || {
+        params
+            .as_ref()
+            .and_then(|p| p.get("taskId"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| ErrorData::invalid_params(texts::TASK_ID_MISSING, None))
+    };
+    match method {
+        "tasks/list" => list(state, caller).await,
+        "tasks/result" => result(state, caller, &task_id()?).await,
+        other => Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {other}"),
+            None,
+        )),
+    }
+}
+
+/// `tasks/list`: the caller's newest tasks (its background jobs), newest first.
+async fn list(state: &AppState, caller: &Caller) -> Result<Value, ErrorData> {
+    let jobs = state.jobs.as_ref().ok_or_else(no_job_store)?;
+    let listing = jobs
+        .list(None, None, Some(&caller.client()), LIST_LIMIT)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "could not list tasks");
+            ErrorData::internal_error(texts::TASK_STORE_DOWN, None)
+        })?;
+    let tasks: Vec<Task> = listing
+        .jobs
+        .iter()
+        .map(|found| task_of(&found.job))
+        .collect();
+    Ok(json!({ "tasks": tasks }))
+}
+
+/// `tasks/result`: waits (up to [`RESULT_WAIT`]) for the caller's task to end, then answers
+/// as 2025-11-25 asks: the tool result of a completed task, the error of a failed one.
+async fn result(state: &AppState, caller: &Caller, task_id: &str) -> Result<Value, ErrorData> {
+    let waited_until = tokio::time::Instant::now() + RESULT_WAIT;
+    loop {
+        let job = own_job(state, caller, task_id).await?;
+        let related = json!({ RELATED_TASK: { "taskId": task_id } });
+        match detailed(&job).payload {
+            TaskPayload::Completed { mut result } => {
+                result.insert("_meta".to_string(), related);
+                return Ok(Value::Object(result));
+            }
+            TaskPayload::Failed { error } => {
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("given up")
+                    .to_string();
+                return Err(ErrorData::new(ErrorCode(GIVEN_UP), message, Some(related)));
+            }
+            TaskPayload::Cancelled => {
+                return Err(ErrorData::invalid_params(
+                    texts::task_cancelled(task_id),
+                    Some(related),
+                ));
+            }
+            _ if tokio::time::Instant::now() >= waited_until => {
+                let message = texts::task_still_working(
+                    task_id,
+                    task_of(&job).status_message.as_deref().unwrap_or_default(),
+                );
+                return Err(ErrorData::new(
+                    ErrorCode(STILL_WORKING),
+                    message,
+                    Some(related),
+                ));
+            }
+            _ => tokio::time::sleep(RESULT_POLL).await,
+        }
+    }
 }

@@ -140,11 +140,34 @@ async fn through_the_outage(s: &Stack, answering: &TestGateway) {
     assert!(message.contains("tries again by itself"), "{message}");
     assert!(waiting.get("result").is_none(), "{waiting:#}");
 
+    // The client's own task is listed.
+    let listed = rpc(answering, "tasks/list", json!({}), true).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .map(|tasks| tasks.iter().filter_map(|t| t["taskId"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(ids.contains(&task_id.as_str()), "{listed:#}");
+
     s.sim.clear_faults();
+    // tasks/result waits for the task to end and answers its tool result.
+    let waited = rpc(answering, "tasks/result", json!({"taskId": task_id}), true).await;
     let done = wait_for_task(answering, &task_id, "the task to complete", |t| {
         t["status"] == "completed"
     })
     .await;
+    assert_eq!(
+        waited["result"]["content"], done["result"]["content"],
+        "{waited:#}"
+    );
+    assert_eq!(
+        waited["result"]["structuredContent"], done["result"]["structuredContent"],
+        "{waited:#}"
+    );
+    assert_eq!(
+        waited["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task_id.as_str(),
+        "{waited:#}"
+    );
     let result = &done["result"];
     assert_eq!(result["isError"], false, "{done:#}");
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
@@ -221,6 +244,12 @@ async fn cancel_stops_a_waiting_task_but_not_an_ended_one() {
     assert_eq!(ack["result"]["resultType"], "complete", "{ack:#}");
     let cancelled = get_task(&s.gateway, &task_id).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled:#}");
+    let no_result = rpc(&s.gateway, "tasks/result", json!({"taskId": task_id}), true).await;
+    let message = no_result["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("was cancelled before it ran"),
+        "{no_result:#}"
+    );
 
     // Once the provider is back, a later task completes and the cancelled one never ran.
     s.sim.clear_faults();
