@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::clock;
-use crate::jobs::callbacks::{SIGNATURE_HEADER, guard, sign};
+use crate::jobs::callbacks::{guard, post_signed};
 use crate::policy::Backoff;
 use crate::providers::Secret;
 
@@ -64,29 +63,10 @@ impl NoticeSender {
             return false;
         };
         // Checked again at delivery: the allowlist may have changed since the watch was made.
-        let parsed = match Url::parse(url) {
-            Ok(u) if guard::allowed(&u, &self.allowlist) => u,
-            _ => {
-                tracing::warn!(%url, "notice callback URL is no longer on the allowlist; not sent");
-                return false;
-            }
-        };
-        let signature = sign(secret.expose().as_bytes(), clock::epoch_ms() / 1000, &body);
-        match http
-            .post(parsed)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(SIGNATURE_HEADER, signature)
-            .body(body)
-            .send()
-            .await
-        {
-            Ok(res) if res.status().is_success() => true,
-            Ok(res) => {
-                tracing::warn!(status = res.status().as_u16(), "notice callback refused");
-                false
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "notice callback failed");
+        match post_signed(http, url, &self.allowlist, secret, body).await {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::warn!(%url, "notice callback not delivered: {why}");
                 false
             }
         }

@@ -167,33 +167,42 @@ impl Sender {
         // Checked again at delivery: the allowlist may have changed since the job was stored
         // (another replica, a restart). Host names are re-resolved by the client's guarded
         // resolver, which never connects to a private address.
-        let parsed = match Url::parse(url) {
-            Ok(u) if guard::allowed(&u, &self.allowlist) => u,
-            _ => {
-                tracing::warn!(job = %job.id, "callback URL is no longer on the allowlist; not sent");
-                return false;
-            }
-        };
-        let body = body(job);
-        let signature = sign(secret.expose().as_bytes(), clock::epoch_ms() / 1000, &body);
-        match http
-            .post(parsed)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(SIGNATURE_HEADER, signature)
-            .body(body)
-            .send()
-            .await
-        {
-            Ok(res) if res.status().is_success() => true,
-            Ok(res) => {
-                tracing::warn!(job = %job.id, status = res.status().as_u16(), "callback refused");
-                false
-            }
-            Err(e) => {
-                tracing::warn!(job = %job.id, error = %e, "callback failed");
+        match post_signed(http, url, &self.allowlist, secret, body(job)).await {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::warn!(job = %job.id, "callback not delivered: {why}");
                 false
             }
         }
+    }
+}
+
+/// POSTs `body` as JSON to `url`, signed with `secret` ([`SIGNATURE_HEADER`]), after checking
+/// the URL against `allowlist` again (it may have changed since the URL was accepted): the
+/// one delivery of job callbacks and watch notices. `Err` says why it was not delivered.
+pub async fn post_signed(
+    http: &reqwest::Client,
+    url: &str,
+    allowlist: &[Url],
+    secret: &Secret,
+    body: Vec<u8>,
+) -> Result<(), String> {
+    let parsed = match Url::parse(url) {
+        Ok(u) if guard::allowed(&u, allowlist) => u,
+        _ => return Err("the URL is no longer on the allowlist".into()),
+    };
+    let signature = sign(secret.expose().as_bytes(), clock::epoch_ms() / 1000, &body);
+    let sent = http
+        .post(parsed)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(SIGNATURE_HEADER, signature)
+        .body(body)
+        .send()
+        .await;
+    match sent {
+        Ok(res) if res.status().is_success() => Ok(()),
+        Ok(res) => Err(format!("refused with status {}", res.status().as_u16())),
+        Err(e) => Err(format!("failed: {e}")),
     }
 }
 
