@@ -452,3 +452,6 @@ impl WatchSystem {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
