@@ -47,4 +47,5 @@ pub mod store;
 pub mod telemetry;
 pub mod texts;
 pub mod tools;
+pub mod trace_context;
 pub mod watches;

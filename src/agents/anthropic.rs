@@ -60,6 +60,7 @@ pub fn parse(body: Value) -> Result<AnthropicCalls, ProtocolError> {
             arguments,
             call_id: Some(field("id")?),
             idempotency_key: None,
+            trace: None,
         });
     }
     if calls.is_empty() {

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::text::model_text;
 use crate::call::{Envelope, Status};
+use crate::trace_context::TraceContext;
 
 /// One tool call as a model sent it.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +29,8 @@ pub struct AgentCall {
     pub call_id: Option<String>,
     /// An idempotency key the client gave for this call, if its protocol has room for one.
     pub idempotency_key: Option<String>,
+    /// A trace context the call itself carried (MCP `_meta`), if its protocol has room for one.
+    pub trace: Option<TraceContext>,
 }
 
 /// The result of one call, ready for any protocol.

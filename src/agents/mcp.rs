@@ -5,7 +5,9 @@
 //! travel in the request's `_meta`: `"faregate/mode"` (`"interactive"` or `"background"`),
 //! `"faregate/idempotency_key"` (a booking's key; without it the key is derived from the
 //! arguments, see [`super::idempotency`]) and `"faregate/deadline_ms"` (how long the client
-//! waits, exactly as `deadline_ms` on the native endpoint; a string of digits is read too). `"faregate/mode": "background"` is
+//! waits, exactly as `deadline_ms` on the native endpoint; a string of digits is read too), and
+//! the W3C `"traceparent"` and `"tracestate"`, which parent the call's tool span
+//! ([`crate::trace_context`]). `"faregate/mode": "background"` is
 //! a task for a client that declared the MCP Tasks extension (`http/mcp/tasks.rs`); any other
 //! client gets an error result pointing to the extension and the endpoints that queue jobs: a
 //! queued job has no result matching the tool's `outputSchema`, which MCP requires of a
@@ -24,6 +26,7 @@ use super::call::AgentCall;
 use super::options::{CallOptions, DEADLINE_HEADER, parse_deadline, parse_mode};
 use crate::texts::agents as texts;
 use crate::tools::CallMode;
+use crate::trace_context::{TRACEPARENT, TRACESTATE, TraceContext};
 
 /// The `_meta` key selecting the call mode (`"interactive"` or `"background"`).
 pub const META_MODE: &str = "faregate/mode";
@@ -86,8 +89,17 @@ pub fn read_call(
         arguments: Ok(Value::Object(arguments)),
         call_id: None,
         idempotency_key,
+        trace: trace_of(&meta),
     };
     Ok((call, options))
+}
+
+/// The W3C trace context in `_meta` (`traceparent`, `tracestate`), as the MCP proposal for
+/// trace context propagation puts it there; one that is not valid is ignored, as over HTTP.
+fn trace_of(meta: &impl Fn(&str) -> Option<Value>) -> Option<TraceContext> {
+    let parent = meta(TRACEPARENT)?;
+    let state = meta(TRACESTATE);
+    TraceContext::parse(parent.as_str()?, state.as_ref().and_then(Value::as_str))
 }
 
 /// A deadline in milliseconds, as a number or as a string of digits: a header is text, and

@@ -74,6 +74,7 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
                 arguments: arguments(obj.get("arguments")),
                 call_id: Some(string_field(obj, "call_id", i)?),
                 idempotency_key: None,
+                trace: None,
             }
         } else {
             let Some(function) = obj.get("function").and_then(Value::as_object) else {
@@ -84,6 +85,7 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
                 arguments: arguments(function.get("arguments")),
                 call_id: Some(string_field(obj, "id", i)?),
                 idempotency_key: None,
+                trace: None,
             }
         };
         calls.push(call);

@@ -35,6 +35,7 @@ use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
 use crate::tools::spend::Budget;
 use crate::tools::{self, CallMode, ToolRequest};
+use crate::trace_context::TraceContext;
 
 /// One call as every protocol adapter, and the job system, hands it over.
 #[derive(Debug, Clone)]
@@ -51,6 +52,9 @@ pub struct CallRequest {
     pub deadline: Option<Duration>,
     /// The client the call is made for (a background job's owner), as the edge identified it.
     pub client: ClientName,
+    /// A trace context the call itself carried (MCP `_meta.traceparent`), which parents its
+    /// tool span; a context sent as an HTTP header parents the request's span instead.
+    pub trace: Option<TraceContext>,
 }
 
 /// Why a call could not even start.
@@ -214,6 +218,9 @@ impl Gateway {
     /// fast-fail).
     pub async fn call(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
         let span = Observer::call_span(&req.tool);
+        if let Some(caller) = &req.trace {
+            caller.parent(&span);
+        }
         let started = Instant::now();
         let answered = Box::pin(self.answer(req)).instrument(span.clone()).await;
         if let Ok(envelope) = &answered {

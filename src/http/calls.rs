@@ -24,6 +24,7 @@ use crate::clients::Scope;
 use crate::jobs::{NewJob, SubmitError};
 use crate::texts::agents as texts;
 use crate::tools::{CallMode, FieldError, describe_field_errors};
+use crate::trace_context::TraceContext;
 
 /// Why a call was not run or stored.
 #[derive(Debug)]
@@ -181,6 +182,7 @@ pub(crate) async fn run_agent_call(
         arguments,
         call_id,
         idempotency_key,
+        trace,
     } = call;
     let Some(tool) = state.gateway.tool(&name) else {
         let text = NotRun::UnknownTool(name).text(state, scope);
@@ -214,6 +216,7 @@ pub(crate) async fn run_agent_call(
             client: client.clone(),
             idempotency_key,
             callback_url: None,
+            trace: trace.or_else(TraceContext::current),
         };
         submit(state, job).await
     } else {
@@ -224,6 +227,7 @@ pub(crate) async fn run_agent_call(
             idempotency_key,
             deadline: options.deadline,
             client: client.clone(),
+            trace,
         };
         self::call(state, request).await
     };

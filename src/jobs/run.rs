@@ -3,12 +3,21 @@
 //!
 //! `decide` is pure (the clock reading and the jitter draw are arguments), so its whole table is
 //! tested: every outcome, the attempt and age limits, and the requeue delay.
+//!
+//! Each run is a `run_job {tool}` span (kind consumer: `faregate.job.id`, `gen_ai.tool.name`,
+//! `faregate.attempt`, `faregate.job.status` after the run), the parent of the run's
+//! `upstream_attempt` spans and so of the provider requests' `traceparent`. A run starts a trace
+//! of its own and links to the trace context the job was submitted under, when it has one.
+//! A job's end (succeeded or dead) is counted with its time from submission
+//! (`faregate_job_latency_seconds`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::time::Instant;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 use super::dispatch::answer;
 use super::land::{self, Unstored};
@@ -20,6 +29,7 @@ use crate::clock;
 use crate::config::JobsConfig;
 use crate::policy::SplitMix;
 use crate::quota::Quotas;
+use crate::telemetry::Telemetry;
 
 /// What an outcome of `job`'s run at `now_ms` means for it.
 ///
@@ -121,6 +131,8 @@ pub(super) struct Runner {
     /// What this replica saw of its jobs: running from the claim, and its end at once, so the
     /// job API has the result while it waits to land.
     pub(super) seen: Arc<Seen>,
+    /// Where a job's end is counted.
+    pub(super) telemetry: Arc<Telemetry>,
 }
 
 impl Runner {
@@ -128,6 +140,7 @@ impl Runner {
     /// of it.
     pub(super) async fn run(&self, job: Job, claimed_at: Instant, provider: &str) {
         self.seen.note(&job, clock::epoch_ms());
+        let span = run_span(&job);
         let outcome = self
             .gateway
             .run_background(CallRequest {
@@ -137,7 +150,9 @@ impl Runner {
                 idempotency_key: job.idempotency_key.clone(),
                 deadline: None,
                 client: job.client.clone(),
+                trace: None,
             })
+            .instrument(span.clone())
             .await;
         self.quotas
             .observe(provider, answer(&outcome), claimed_at)
@@ -159,6 +174,8 @@ impl Runner {
         {
             tracing::debug!(job = %job.id, tool = %job.tool, delay_ms = next_attempt_at_ms - now, %error, "job requeued");
         }
+        let status = transition.status();
+        span.record("faregate.job.status", status.as_str());
         let mut ended = job.clone();
         ended.apply(transition.clone(), now);
         self.seen.note(&ended, now);
@@ -170,8 +187,32 @@ impl Runner {
         .await;
         if !stored {
             tracing::warn!(job = %job.id, "job lease was lost before its result was stored; another worker owns it now");
+        } else if status.is_final() {
+            let waited = u64::try_from(now - job.created_at_ms).unwrap_or(0);
+            self.telemetry.metrics().record_job_finished(
+                &job.tool,
+                status.as_str(),
+                Duration::from_millis(waited),
+            );
         }
     }
+}
+
+/// The span of one run of `job`, linked to the trace it was submitted under.
+fn run_span(job: &Job) -> tracing::Span {
+    let span = tracing::info_span!(
+        "run_job",
+        otel.name = %format!("run_job {}", job.tool),
+        otel.kind = "consumer",
+        faregate.job.id = %job.id,
+        gen_ai.tool.name = %job.tool,
+        faregate.attempt = job.attempts + 1,
+        faregate.job.status = Empty,
+    );
+    if let Some(submitted) = &job.trace {
+        submitted.link(&span);
+    }
+    span
 }
 
 #[cfg(test)]

@@ -129,6 +129,7 @@ mod tests {
             callback: CallbackState::None,
             callback_attempts: 0,
             next_callback_at_ms: None,
+            trace: None,
         }
     }
 

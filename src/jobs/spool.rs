@@ -276,6 +276,7 @@ fn new_job(job: &Job) -> NewJob {
         client: job.client.clone(),
         idempotency_key: job.idempotency_key.clone(),
         callback_url: job.callback_url.clone(),
+        trace: job.trace.clone(),
     }
 }
 

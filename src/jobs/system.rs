@@ -163,6 +163,7 @@ impl JobSystem {
                 quotas: Arc::clone(&quotas),
                 unstored: unstored.clone(),
                 seen: Arc::clone(&seen),
+                telemetry: Arc::clone(&telemetry),
             }),
             callbacks: Arc::new(Sender {
                 store: store.clone(),

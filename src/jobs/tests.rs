@@ -50,6 +50,7 @@ impl Queue {
             client: crate::clients::ClientName::local(),
             idempotency_key: None,
             callback_url: None,
+            trace: None,
         };
         let (job, _) = self
             .store

@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 
 use super::error::{ErrorKind, UpstreamError};
+use crate::trace_context::{TRACEPARENT, TRACESTATE, TraceContext};
 
 /// The largest response body an adapter reads. Duffel documents searches returning thousands of
 /// offers (megabytes); anything past this is treated as a malformed answer rather than letting
@@ -27,6 +28,20 @@ pub fn client(max_idle_per_host: usize) -> Result<reqwest::Client, reqwest::Erro
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("faregate/", env!("CARGO_PKG_VERSION")))
         .build()
+}
+
+/// `request` with the current span's W3C trace context (`traceparent`, `tracestate`), so the
+/// provider's spans join the call's trace; unchanged when the span has none (traces are not
+/// exported). The current span is the call's `upstream_attempt`.
+pub fn traced(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    let Some(trace) = TraceContext::current() else {
+        return request;
+    };
+    let request = request.header(TRACEPARENT, trace.traceparent());
+    match trace.tracestate() {
+        Some(state) => request.header(TRACESTATE, state),
+        None => request,
+    }
 }
 
 /// Maps a transport error from reqwest.

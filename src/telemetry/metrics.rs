@@ -37,6 +37,13 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 15.0, 30.0, 60.0,
 ];
 
+/// End-to-end job latency buckets in seconds (submission to result): a job that runs at once
+/// ends within seconds, one that waits out an outage within minutes to hours, and a job past a
+/// day is past every `max_age` worth having.
+const JOB_LATENCY_BUCKETS: &[f64] = &[
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0,
+];
+
 /// The gateway's metrics. Cheap to call from the hot path: each method is a label lookup and an
 /// atomic add.
 #[derive(Debug)]
@@ -65,6 +72,7 @@ pub struct Metrics {
     jobs_spooled: IntGaugeVec,
     oldest_due_job_age: prometheus::GaugeVec,
     callbacks: IntCounterVec,
+    job_latency: HistogramVec,
     client_limited: IntCounterVec,
     bookings: IntCounterVec,
 }
@@ -140,8 +148,18 @@ fn float_gauge(
 }
 
 fn histogram(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> HistogramVec {
+    histogram_with(registry, name, help, labels, LATENCY_BUCKETS)
+}
+
+fn histogram_with(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: &[f64],
+) -> HistogramVec {
     let h = HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
         labels,
     )
     .expect("valid metric definition");
@@ -293,6 +311,13 @@ impl Metrics {
                 "faregate_job_callbacks_total",
                 "Job result callbacks, by outcome (sent, failed).",
                 &["outcome"],
+            ),
+            job_latency: histogram_with(
+                &r,
+                "faregate_job_latency_seconds",
+                "Background jobs from submission to their end, by tool and outcome (succeeded, dead).",
+                &["tool", "outcome"],
+                JOB_LATENCY_BUCKETS,
             ),
             client_limited: {
                 let c = counter(
@@ -498,6 +523,14 @@ impl Metrics {
             CallbackOutcome::Failed => "failed",
         };
         self.callbacks.with_label_values(&[outcome]).inc();
+    }
+
+    /// For the jobs engine: a job of `tool` ended (`succeeded` or `dead`) `latency` after it was
+    /// submitted: the promise background mode makes, measured end to end.
+    pub fn record_job_finished(&self, tool: &str, outcome: &str, latency: Duration) {
+        self.job_latency
+            .with_label_values(&[tool, outcome])
+            .observe(latency.as_secs_f64());
     }
 
     /// A tool call refused with 429 by a per-client limit (`client_rate` or

@@ -333,6 +333,7 @@ impl WatchSystem {
                 client: watch.client.clone(),
                 idempotency_key: Some(format!("watch:{}:{instant}", watch.id)),
                 callback_url: None,
+                trace: None,
             })
             .await;
         let now = clock::epoch_ms();

@@ -492,6 +492,7 @@ async fn a_slow_answer_past_the_timeout_gets_the_fallback_at_the_timeout() {
                 idempotency_key: ep.key.map(str::to_string),
                 deadline: None,
                 client: faregate::clients::ClientName::local(),
+                trace: None,
             })
             .await
             .unwrap_or_else(|e| panic!("{e:?}"));

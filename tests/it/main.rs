@@ -21,5 +21,6 @@ mod pipeline;
 mod protocols;
 mod security;
 mod tenants;
+mod trace_context;
 mod traces;
 mod watches;

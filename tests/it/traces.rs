@@ -15,7 +15,7 @@ use tracing_subscriber::layer::SubscriberExt;
 
 use crate::support::{Stack, in_days, one_provider_per_tool};
 
-fn attr(span: &SpanData, key: &str) -> Option<String> {
+pub(crate) fn attr(span: &SpanData, key: &str) -> Option<String> {
     span.attributes
         .iter()
         .find(|kv| kv.key.as_str() == key)
@@ -64,21 +64,46 @@ impl Trace {
     }
 }
 
+/// Spans exported into memory, for this test's thread, while it is kept.
+pub(crate) struct Exported {
+    pub(crate) exporter: InMemorySpanExporter,
+    _silent: tracing::Dispatch,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl Exported {
+    /// An OpenTelemetry layer exporting into memory, as this thread's subscriber.
+    pub(crate) fn start() -> Exported {
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("faregate-test")));
+        // tracing caches, per span callsite, whether anyone listens. While one dispatcher is
+        // registered it asks the subscriber of whichever thread reaches a callsite first: in
+        // this binary often another test's thread, which has none, so "never" would be cached
+        // and the span lost here too. A second, silent dispatcher kept alive makes tracing
+        // cache "sometimes" instead and ask each thread's own subscriber every time.
+        let silent = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+        let guard = tracing::subscriber::set_default(subscriber);
+        Exported {
+            exporter,
+            _silent: silent,
+            _guard: guard,
+        }
+    }
+
+    /// The spans finished so far.
+    pub(crate) fn spans(&self) -> Vec<SpanData> {
+        self.exporter.get_finished_spans().unwrap_or_default()
+    }
+}
+
 #[tokio::test]
 async fn calls_are_traced_with_genai_spans_and_attempt_children() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("faregate-test")));
-    // tracing caches, per span callsite, whether anyone listens. While one dispatcher is
-    // registered it asks the subscriber of whichever thread reaches a callsite first: in this
-    // binary often another test's thread, which has none, so "never" would be cached and the
-    // span lost here too. A second, silent dispatcher kept alive makes tracing cache "sometimes"
-    // instead and ask each thread's own subscriber every time.
-    let _silent = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let exported = Exported::start();
+    let exporter = exported.exporter.clone();
 
     // One flight provider: the spans below are one breaker's attempts, not a chain's.
     let s = Stack::builder(7)

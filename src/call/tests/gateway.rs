@@ -15,6 +15,7 @@ fn request(tool: &str, arguments: Value) -> CallRequest {
         idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
         deadline: None,
         client: crate::clients::ClientName::local(),
+        trace: None,
     }
 }
 

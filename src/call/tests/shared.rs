@@ -16,6 +16,7 @@ fn request(tool: &str, arguments: Value) -> CallRequest {
         idempotency_key: None,
         deadline: None,
         client: crate::clients::ClientName::local(),
+        trace: None,
     }
 }
 

@@ -17,6 +17,7 @@ use crate::http::edge::{ApiError, Caller, PathParam, read_body};
 use crate::http::state::AppState;
 use crate::jobs::NewJob;
 use crate::tools::CallMode;
+use crate::trace_context::TraceContext;
 
 /// The handler.
 pub(crate) async fn call_tool(
@@ -46,6 +47,7 @@ pub(crate) async fn call_tool(
         idempotency_key: call.idempotency_key,
         deadline: call.options.deadline,
         client: caller.client(),
+        trace: None,
     };
     let envelope = calls::call(&state, request)
         .await
@@ -79,6 +81,7 @@ async fn submit_background(
         client: caller.client(),
         idempotency_key: call.idempotency_key,
         callback_url: call.callback_url,
+        trace: TraceContext::current(),
     };
     let envelope = calls::submit(state, job)
         .await

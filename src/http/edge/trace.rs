@@ -2,6 +2,10 @@
 //! conventions (`{method} {route}`, `http.request.method`, `http.route`,
 //! `http.response.status_code`). The route is the matched pattern (`/v1/tools/{tool}/call`),
 //! never the query string or headers, so no key or argument reaches a span.
+//!
+//! A caller's W3C `traceparent` (with its `tracestate`) parents the request span, so the tool
+//! spans under it join the caller's trace ([`crate::trace_context`]). A request with more than
+//! one `traceparent`, or one that is not valid, starts a trace of its own, as W3C says.
 
 use std::time::Duration;
 
@@ -11,6 +15,8 @@ use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::trace::{DefaultOnRequest, MakeSpan, OnResponse, TraceLayer};
 use tracing::Span;
 use tracing::field::Empty;
+
+use crate::trace_context::{TRACEPARENT, TRACESTATE, TraceContext};
 
 /// Makes the request span.
 #[derive(Debug, Clone, Copy)]
@@ -22,7 +28,7 @@ impl<B> MakeSpan<B> for RequestSpan {
             .extensions()
             .get::<MatchedPath>()
             .map_or("unmatched", MatchedPath::as_str);
-        tracing::info_span!(
+        let span = tracing::info_span!(
             "http_request",
             otel.name = %format!("{} {route}", request.method()),
             otel.kind = "server",
@@ -30,8 +36,29 @@ impl<B> MakeSpan<B> for RequestSpan {
             http.request.method = %request.method(),
             http.route = route,
             http.response.status_code = Empty,
-        )
+        );
+        if let Some(caller) = caller_context(request.headers()) {
+            caller.parent(&span);
+        }
+        span
     }
+}
+
+/// The caller's trace context: exactly one valid `traceparent` header, with its `tracestate`
+/// (several `tracestate` headers are one list, joined by commas).
+fn caller_context(headers: &axum::http::HeaderMap) -> Option<TraceContext> {
+    let mut parents = headers.get_all(TRACEPARENT).iter();
+    let parent = parents.next()?.to_str().ok()?;
+    if parents.next().is_some() {
+        return None;
+    }
+    let states: Vec<&str> = headers
+        .get_all(TRACESTATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let state = (!states.is_empty()).then(|| states.join(","));
+    TraceContext::parse(parent, state.as_deref())
 }
 
 /// Records the status on the span.

@@ -54,6 +54,7 @@ fn dead_job(call_id: Option<&str>, result: Option<Value>) -> Job {
         callback: CallbackState::Pending,
         callback_attempts: 0,
         next_callback_at_ms: Some(0),
+        trace: None,
     }
 }
 

@@ -43,6 +43,7 @@ fn job(client: &str, key: Option<&str>) -> NewJob {
         client: ClientName::stored(client),
         idempotency_key: key.map(str::to_string),
         callback_url: None,
+        trace: None,
     }
 }
 

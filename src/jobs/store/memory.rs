@@ -70,6 +70,7 @@ impl JobStore for MemoryStore {
             last_error: None,
             callback_attempts: 0,
             next_callback_at_ms: None,
+            trace: job.trace,
         };
         jobs.push(stored.clone());
         Ok((stored, true))

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::clients::ClientName;
 pub use crate::store::StoreError;
+use crate::trace_context::TraceContext;
 
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,14 @@ impl JobStatus {
             "cancelled" => JobStatus::Cancelled,
             _ => return None,
         })
+    }
+
+    /// Whether the job is over: it never runs again (succeeded, dead or cancelled).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            JobStatus::Succeeded | JobStatus::Dead | JobStatus::Cancelled
+        )
     }
 
     /// Every status, in lifecycle order.
@@ -103,6 +112,8 @@ pub struct Job {
     pub callback_attempts: u32,
     /// When the callback is next due (epoch ms).
     pub next_callback_at_ms: Option<i64>,
+    /// The trace context the job was submitted under; its runs' spans link to it.
+    pub trace: Option<TraceContext>,
 }
 
 impl Job {
@@ -193,6 +204,8 @@ pub struct NewJob {
     pub idempotency_key: Option<String>,
     /// An allowlisted callback URL.
     pub callback_url: Option<String>,
+    /// The trace context it is submitted under (the submitting request's span), if traced.
+    pub trace: Option<TraceContext>,
 }
 
 /// Counts of jobs by tool and status, for metrics and the dashboard.

@@ -11,6 +11,7 @@ use super::model::{
 };
 use crate::clients::ClientName;
 use crate::store::{Arg, Db, Migration, StoreRow};
+use crate::trace_context::TraceContext;
 
 /// The job queue's schema changes, oldest first (see `store::Migration`).
 pub(crate) const MIGRATIONS: &[Migration] = &[
@@ -21,6 +22,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         name: "jobs_2_client",
         statements: CLIENT,
+    },
+    Migration {
+        name: "jobs_3_trace",
+        statements: TRACE,
     },
 ];
 
@@ -65,6 +70,13 @@ const CLIENT: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS faregate_jobs_client ON faregate_jobs (client, id)",
 ];
 
+/// The W3C trace context a job was submitted under (`traceparent`, `tracestate`), so its runs
+/// link to the submitting trace. Jobs stored before have none.
+const TRACE: &[&str] = &[
+    "ALTER TABLE faregate_jobs ADD COLUMN trace_parent TEXT",
+    "ALTER TABLE faregate_jobs ADD COLUMN trace_state TEXT",
+];
+
 /// The columns a [`Job`] is read from, named rather than `*`: a SQLite connection that loaded
 /// the schema before a migration added a column would otherwise prepare `*` with the old
 /// column count and read the new row with it (named columns make SQLite reload its schema).
@@ -72,14 +84,14 @@ macro_rules! job_columns {
     () => {
         "id, tool, arguments, call_id, client, idempotency_key, callback_url, status, attempts,
          next_attempt_at, lease_owner, lease_until, created_at, updated_at, result, last_error,
-         callback_state, callback_attempts, next_callback_at"
+         callback_state, callback_attempts, next_callback_at, trace_parent, trace_state"
     };
 }
 
 const ENQUEUE: &str = "INSERT INTO faregate_jobs (id, tool, arguments, call_id, idempotency_key,
         callback_url, status, attempts, next_attempt_at, created_at, updated_at, callback_state,
-        client)
-     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8, $9)
+        client, trace_parent, trace_state)
+     VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8, $9, $10, $11)
      ON CONFLICT DO NOTHING";
 
 const COUNT: &str = "SELECT COUNT(*) AS n FROM faregate_jobs";
@@ -246,6 +258,8 @@ impl Store {
                     Arg::Int(Some(now_ms)),
                     Arg::Text(Some(callback.as_str())),
                     Arg::Text(Some(job.client.as_str())),
+                    Arg::Text(job.trace.as_ref().map(TraceContext::traceparent)),
+                    Arg::Text(job.trace.as_ref().and_then(TraceContext::tracestate)),
                 ],
             )
             .await?
@@ -508,6 +522,7 @@ fn job_from_row(r: &dyn StoreRow) -> Result<Job, StoreError> {
         Ok(u32::try_from(required_int(column)?.max(0)).unwrap_or(u32::MAX))
     };
     let callback = required_text("callback_state")?;
+    let trace_state = text("trace_state")?;
     Ok(Job {
         id: required_text("id")?,
         tool: required_text("tool")?,
@@ -529,6 +544,9 @@ fn job_from_row(r: &dyn StoreRow) -> Result<Job, StoreError> {
             .ok_or_else(|| StoreError(format!("unknown callback state {callback}")))?,
         callback_attempts: count("callback_attempts")?,
         next_callback_at_ms: r.int("next_callback_at")?,
+        // A stored context was valid when stored; one that no longer parses links nothing.
+        trace: text("trace_parent")?
+            .and_then(|parent| TraceContext::parse(&parent, trace_state.as_deref())),
     })
 }
 

@@ -23,6 +23,7 @@ fn new_job(tool: &str, key: Option<&str>) -> NewJob {
         client: ClientName::local(),
         idempotency_key: key.map(str::to_string),
         callback_url: None,
+        trace: None,
     }
 }
 
@@ -106,6 +107,33 @@ async fn check_enqueue_then_get<S: JobStore>(s: Arc<S>) {
     let got = s.get(&job.id).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(got, Some(job));
     assert_eq!(s.get("nope").await.unwrap_or_else(|e| panic!("{e}")), None);
+}
+
+conformance!(
+    a_job_keeps_the_trace_context_it_was_submitted_under,
+    check_trace
+);
+async fn check_trace<S: JobStore>(s: Arc<S>) {
+    let trace = crate::trace_context::TraceContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("agent=planner"),
+    );
+    assert!(trace.is_some());
+    let traced = NewJob {
+        trace: trace.clone(),
+        ..new_job("search_flights", None)
+    };
+    let (job, _) = s
+        .enqueue(traced, T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(job.trace, trace);
+    assert_eq!(stored(&*s, &job.id).await.trace, trace);
+    let (untraced, _) = s
+        .enqueue(new_job("search_hotels", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored(&*s, &untraced.id).await.trace, None);
 }
 
 conformance!(

@@ -51,7 +51,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::error::{ErrorKind, UpstreamError};
-use super::http::{read_body, transport_error};
+use super::http::{read_body, traced, transport_error};
 use super::secret::Secret;
 use crate::tools::{ToolOutput, ToolRequest, get_flight_status};
 pub use decode::decode_response;
@@ -268,7 +268,7 @@ impl AmadeusClient {
                 )
                 .body(body.to_string());
         }
-        let response = req.send().await.map_err(transport_error)?;
+        let response = traced(req).send().await.map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = read_body(response).await?;

@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 
 use super::booking::FoundBooking;
 use super::error::{ErrorKind, UpstreamError};
-use super::http::{read_body, transport_error};
+use super::http::{read_body, traced, transport_error};
 use super::limits::LimitsSink;
 use super::secret::Secret;
 use crate::texts::budget as budget_texts;
@@ -151,7 +151,7 @@ impl DuffelClient {
         if let Some(body) = body {
             req = req.json(&wire::Data { data: body });
         }
-        let response = req.send().await.map_err(transport_error)?;
+        let response = traced(req).send().await.map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
         if let Some(sink) = &self.limits {
@@ -383,15 +383,13 @@ impl DuffelClient {
         &self,
         url: Url,
     ) -> Result<(Vec<T>, Option<String>), UpstreamError> {
-        let response = self
+        let request = self
             .http
             .get(url)
             .bearer_auth(self.token.expose())
             .header("Duffel-Version", DUFFEL_VERSION)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(transport_error)?;
+            .header(reqwest::header::ACCEPT, "application/json");
+        let response = traced(request).send().await.map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = read_body(response).await?;

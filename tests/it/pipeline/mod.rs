@@ -75,6 +75,7 @@ pub(crate) async fn call(
         idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
         deadline: None,
         client: faregate::clients::ClientName::local(),
+        trace: None,
     })
     .await
     .unwrap_or_else(|e| panic!("{e:?}"))

@@ -155,6 +155,7 @@ async fn at_delivery_a_name_resolving_inward_is_not_contacted() {
                 client: faregate::clients::ClientName::local(),
                 idempotency_key: None,
                 callback_url: Some(format!("http://localhost:{port}/hooks/x")),
+                trace: None,
             },
             faregate::clock::epoch_ms(),
         )
