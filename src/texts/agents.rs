@@ -159,6 +159,14 @@ pub fn not_in_scope(tool: &str, allowed: &[&str]) -> String {
     }
 }
 
+/// The JSON-RPC error of an MCP read cancelled in flight (by the client, or by its connection
+/// closing).
+pub fn mcp_cancelled(tool: &str) -> String {
+    format!(
+        "The {tool} call was cancelled before it finished, as the client asked or because its connection closed; nothing was booked or changed. Call it again for an answer."
+    )
+}
+
 /// An MCP tool call that reached the handler without the client the edge identified (a
 /// gateway bug): refused rather than run for a client it may not be.
 pub const CLIENT_UNKNOWN: &str =

@@ -200,7 +200,15 @@ pub(crate) async fn fault_layer(
         groups[group.index()].stats.arrive(second);
         groups[group.index()].fault.clone()
     };
+    // Counts the request as dropped unless it is answered: hyper drops this future when the
+    // caller closes its connection first.
+    let mut unanswered = Unanswered {
+        sim: &sim,
+        group,
+        armed: true,
+    };
     let (res, limits) = run_faults(&sim, group, fault, req, next).await;
+    unanswered.armed = false;
     let mut res = match res.extensions().get::<DuffelError>() {
         Some(err) => {
             // Re-render with the request id, keeping headers such as `retry-after`.
@@ -259,6 +267,23 @@ pub(crate) async fn fault_layer(
         .or_insert(0) += 1;
     tracing::debug!(group = %group, status, request_id, "sim answered");
     res
+}
+
+/// Counts a request in its group's `dropped` when it is dropped before its answer.
+struct Unanswered<'a> {
+    sim: &'a Simulator,
+    group: RouteGroup,
+    armed: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            lock(&self.sim.inner.groups)[self.group.index()]
+                .stats
+                .dropped += 1;
+        }
+    }
 }
 
 /// Applies the faults in the documented order and runs the handler when they let it.

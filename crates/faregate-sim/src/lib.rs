@@ -106,8 +106,9 @@
 //!   `{"message": ..., "valid_groups": [...]}`): stores it and answers 200 with the stored fault.
 //! - `DELETE /_sim/faults`: clears every group; answers like `GET /_sim/faults`.
 //! - `DELETE /_sim/faults/{group}`: clears one group; answers 200 with its (default) fault.
-//! - `GET /_sim/stats`: [`SimStats`]: per group `requests`, `statuses` and `arrivals` (requests
-//!   per Unix second, the last hour), orders created,
+//! - `GET /_sim/stats`: [`SimStats`]: per group `requests`, `statuses`, `arrivals` (requests
+//!   per Unix second, the last hour) and `dropped` (requests whose caller went away before the
+//!   answer), orders created,
 //!   duplicate bookings, orders per `faregate_idempotency_key`, and Amadeus tokens issued.
 //! - `POST /_sim/script` with `{"steps": [{"after_ms", "price_factor"?, "flight"?,
 //!   "delay_minutes"?, "gate"?}, …]}`: scripted changes over time (`script.rs`): from
@@ -329,6 +330,11 @@ pub struct GroupStats {
     /// [`ARRIVAL_SECONDS`] seconds that saw any: load scripts read a breaker's ramp off it.
     #[serde(default)]
     pub arrivals: BTreeMap<u64, u64>,
+    /// Requests whose caller went away before they were answered (the connection closed while
+    /// a fault held them): a gateway that cancels a call shows here that the provider saw it
+    /// dropped.
+    #[serde(default)]
+    pub dropped: u64,
 }
 
 /// How many seconds of per-second arrival counts a group keeps.

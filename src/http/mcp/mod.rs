@@ -290,7 +290,7 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
         let scope = caller.scope();
-        match self.state.gateway.tool(&request.name) {
+        let tool = match self.state.gateway.tool(&request.name) {
             None => {
                 return Err(ErrorData::invalid_params(
                     unknown_tool_text(&self.state, &scope, &request.name),
@@ -304,8 +304,8 @@ impl ServerHandler for Handler {
                     Some(serde_json::json!({ "allowed_tools": allowed })),
                 ));
             }
-            Some(_) => {}
-        }
+            Some(tool) => tool,
+        };
         // rmcp hands the request's `_meta` over in the context (and may leave it in the params).
         let meta_of = |key: &str| {
             context
@@ -332,7 +332,20 @@ impl ServerHandler for Handler {
         );
         let mut out = match read {
             Ok((call, options)) => {
-                let result = run_agent_call(&self.state, &caller, call, options).await;
+                let run = run_agent_call(&self.state, &caller, call, options);
+                // A read in flight is cancelled when rmcp cancels its request: the client sent
+                // `notifications/cancelled` (in a session), or closed the connection of a
+                // stateless request before its answer. Dropping it aborts its provider request
+                // and its breaker permit records nothing. A booking, or a background
+                // submission, runs to completion.
+                let result = if options.mode == CallMode::Interactive && !tool.is_write() {
+                    tokio::select! {
+                        result = run => result,
+                        () = context.ct.cancelled() => return Err(cancelled(&request.name)),
+                    }
+                } else {
+                    run.await
+                };
                 if options.mode == CallMode::Background
                     && takes_tasks
                     && let Some(mut task) = tasks::created(&self.state, &result).await
@@ -394,6 +407,21 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> 
         ErrorData::internal_error(texts::CLIENT_UNKNOWN, None)
     })
 }
+
+/// The answer to a read cancelled in flight, which nobody reads: rmcp drops it after
+/// `notifications/cancelled` (as MCP asks), and a stateless request's connection is gone.
+fn cancelled(tool: &str) -> ErrorData {
+    tracing::info!(tool, "MCP tool call cancelled in flight");
+    ErrorData::new(
+        rmcp::model::ErrorCode(CANCELLED),
+        texts::mcp_cancelled(tool),
+        None,
+    )
+}
+
+/// The JSON-RPC error code of a call cancelled in flight (outside the ranges JSON-RPC and MCP
+/// reserve; 499 as in "client closed request").
+const CANCELLED: i32 = -31499;
 
 /// The request's MCP session, which a subscription needs: its notifications go to the session's
 /// event stream.

@@ -5,6 +5,7 @@
 
 mod background;
 mod endpoints;
+mod mcp_cancel;
 mod mcp_fleet;
 mod mcp_prompts;
 mod mcp_results;
