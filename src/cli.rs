@@ -276,7 +276,8 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
 /// `faregate manifest`: the configured tools in one of the manifest formats.
 ///
 /// This reads configuration only (no provider is contacted and no breaker exists), so it lists
-/// every configured tool, including ones a running gateway might not serve.
+/// every configured tool, including ones a running gateway might not serve, and the watch tools
+/// (which a gateway serves only with a job store).
 pub(crate) fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitCode> {
     faregate::telemetry::init_default();
     let format = faregate::agents::manifest::Format::parse(format).map_err(anyhow::Error::msg)?;
@@ -291,9 +292,15 @@ pub(crate) fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitC
             })
         })
         .collect();
+    // A gateway with a job store offers the watch tools too; listed, as every configured tool.
+    let watch_tools: Vec<_> = faregate::agents::watch_tools::TOOLS.iter().collect();
     println!(
         "{}",
-        serde_json::to_string_pretty(&faregate::agents::manifest::render(format, &tools))?
+        serde_json::to_string_pretty(&faregate::agents::manifest::render(
+            format,
+            &tools,
+            &watch_tools
+        ))?
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -57,6 +57,16 @@ impl AgentResult {
         }
     }
 
+    /// The result of a call answered by the gateway itself (a watch tool), without an envelope.
+    pub fn plain(call_id: Option<String>, text: String) -> Self {
+        AgentResult {
+            call_id: call_id.unwrap_or_default(),
+            text,
+            is_error: false,
+            envelope: None,
+        }
+    }
+
     /// The result of a call that could not start; `text` says what to do.
     pub fn not_run(call_id: Option<String>, text: String) -> Self {
         AgentResult {

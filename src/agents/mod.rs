@@ -15,7 +15,9 @@
 //! - `idempotency`: the key a booking gets when the protocol carried none;
 //! - `manifest`: every tool shape a model provider or MCP client reads;
 //! - `guidance`: the agent guidance as one client reads it (no line about a tool it may not
-//!   call).
+//!   call);
+//! - `watch_tools`: the tools a model starts, lists and stops watches with, and their
+//!   arguments read.
 
 pub mod anthropic;
 pub mod body;
@@ -29,6 +31,7 @@ pub mod native;
 pub mod openai;
 pub mod options;
 pub mod text;
+pub mod watch_tools;
 
 pub use call::{AgentCall, AgentResult};
 pub use error::ProtocolError;

@@ -3,9 +3,9 @@
 //!
 //! - An interactive call runs through [`Gateway::call`](crate::call::Gateway::call).
 //! - A background call is stored as a job ([`submit`]); the answer is a `queued` envelope.
-//! - Agent calls ([`run_agent_calls`]) run concurrently, get the arguments normalised
-//!   (strict-mode `null`s dropped) and a derived idempotency key where the tool needs one, and
-//!   come back as [`AgentResult`]s in the order of the calls.
+//! - An agent call ([`run_agent_call`]) gets its arguments normalised (strict-mode `null`s
+//!   dropped) and a derived idempotency key where the tool needs one, and comes back as an
+//!   [`AgentResult`] (the routes run a request's calls concurrently, in their order).
 //!
 //! Why a call did not run ([`NotRun`]) is answered by the native endpoint as an HTTP error and
 //! by the agent protocols as an error result the model reads.
@@ -151,20 +151,6 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
             Err(NotRun::StoreDown)
         }
     }
-}
-
-/// Runs the calls of one agent request of `caller` concurrently; the results come back in
-/// their order.
-pub(crate) async fn run_agent_calls(
-    state: &AppState,
-    caller: &Caller,
-    calls: Vec<AgentCall>,
-    options: CallOptions,
-) -> Vec<AgentResult> {
-    let runs = calls
-        .into_iter()
-        .map(|c| run_agent_call(state, caller, c, options));
-    futures::future::join_all(runs).await
 }
 
 /// Runs one agent call of `caller` to its model-readable result: a tool outside the caller's

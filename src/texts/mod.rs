@@ -10,7 +10,9 @@
 //! - `agents`: what the protocols add (the status prefixes of a tool result, unknown tools,
 //!   queued jobs, arguments a protocol could not read);
 //! - `tasks`: what an MCP client reads about a task (its status message, why it cannot be read
-//!   or cancelled).
+//!   or cancelled);
+//! - `watches`: the watch tools' descriptions and answers, and why a watch was not made,
+//!   changed or found.
 //!
 //! Not here: the tools' own summaries of their results and the field errors of arguments
 //! (`tools/`: they are generated from each tool's types and schema), and the fallback prompts an
@@ -20,3 +22,4 @@ pub mod agents;
 pub mod budget;
 pub mod call;
 pub mod tasks;
+pub mod watches;

@@ -5,6 +5,7 @@ import json
 import typing
 
 import anthropic
+import httpx
 import httpx2
 from anthropic.types import Message, MessageParam, ToolParam, ToolResultBlockParam
 from pydantic import TypeAdapter
@@ -94,3 +95,23 @@ def test_an_anthropic_client_loop_with_faregate_as_the_tool_executor(demo):
     tool_result = seen[1]["messages"][2]["content"][0]
     assert tool_result["type"] == "tool_result" and tool_result["is_error"] is False
     assert reply.content[0].text == "Here are your flights."
+
+
+def test_a_model_creates_a_watch_with_a_tool_use_block(demo):
+    """watch_create as a tool_use block: the watched call's arguments as an object, answered by
+    a tool_result the SDK's types accept."""
+    message = fake_message([
+        {"type": "tool_use", "id": "toolu_w", "name": "watch_create",
+         "input": {"tool": "get_flight_status", "every": "5s", "condition": {"kind": "delay_over", "minutes": 30},
+                   "ends": {"after_runs": 2},
+                   "arguments": {"carrier_code": "BA", "flight_number": "117", "departure_date": fresh_date()}}},
+    ])
+    r = demo.post("/v1/anthropic/tool_use", {"role": "assistant", "content": [b.model_dump() for b in message.content]})
+    assert r.status_code == 200, r.text
+    [block] = r.json()["content"]
+    exact(ToolResultBlockParam, block)
+    assert block["tool_use_id"] == "toolu_w" and block["is_error"] is False, block
+    watch_id = block["content"].split("Watch ", 1)[1].split(" ", 1)[0]
+    watch = demo.get(f"/v1/watches/{watch_id}").json()
+    assert watch["condition"] == {"kind": "delay_over", "minutes": 30} and watch["ends"]["after_runs"] == 2
+    assert httpx.delete(f"{demo.api}/v1/watches/{watch_id}", timeout=30).status_code == 204

@@ -3,6 +3,7 @@ era (initialize + Mcp-Session-Id) and the modern stateless 2026-07-28 era."""
 
 import asyncio
 
+import httpx
 import httpx2
 import jsonschema
 import pytest
@@ -14,6 +15,7 @@ from conftest import KEYED_DEMO_KEY, fresh_date
 
 MODES = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 CATALOG = ["search_flights", "price_flight_offer", "search_hotels", "check_hotel_availability", "get_flight_status", "book_flight", "book_hotel"]
+WATCH_TOOLS = ["watch_create", "watch_list", "watch_delete"]
 
 
 def run(coro):
@@ -32,12 +34,15 @@ def test_lists_tools_with_schemas_and_annotations(demo, mode):
             return (await c.list_tools()).tools
 
     tools = run(go())
-    assert [t.name for t in tools] == CATALOG, "stable catalog order"
+    assert [t.name for t in tools] == CATALOG + WATCH_TOOLS, "stable catalog order, then the watch tools"
     by_name = {t.name: t for t in tools}
     for t in tools:
         assert t.input_schema["type"] == "object"
-        assert t.output_schema["type"] == "object"
         jsonschema.Draft202012Validator.check_schema(t.input_schema)
+        if t.name in WATCH_TOOLS:
+            assert t.output_schema is None, "a watch tool answers text"
+            continue
+        assert t.output_schema["type"] == "object"
         jsonschema.Draft202012Validator.check_schema(t.output_schema)
         assert t.annotations.open_world_hint is True
     search = by_name["search_flights"].annotations
@@ -193,3 +198,29 @@ def test_a_deadline_in_meta_gets_the_fallback_before_the_client_gives_up(demo, m
     text = result.content[0].text
     assert text.startswith("[unavailable; retry after "), text
     assert "The status of this flight could not be retrieved" in text
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_model_watches_a_flight_through_the_watch_tools(demo, mode):
+    """watch_create and watch_list through the SDK's call_tool: text results, no JSON-RPC error,
+    and a refusal is an isError result naming the fix."""
+    async def go():
+        async with Client(demo.mcp, mode=mode) as c:
+            created = await c.call_tool("watch_create", {
+                "tool": "get_flight_status", "every": "5s", "condition": {"kind": "gate_changed"},
+                "arguments": {"carrier_code": "BA", "flight_number": "117", "departure_date": fresh_date()}})
+            listed = await c.call_tool("watch_list", {})
+            refused = await c.call_tool("watch_create", {
+                "tool": "get_flight_status", "every": "5s", "condition": {"kind": "price_below", "amount": 400},
+                "arguments": {"carrier_code": "BA", "flight_number": "117", "departure_date": fresh_date()}})
+            return created, listed, refused
+
+    created, listed, refused = run(go())
+    assert created.is_error is False, created
+    text = created.content[0].text
+    assert text.startswith("Watch ") and "get_flight_status" in text and "gate_changed" in text, text
+    watch_id = text.split("Watch ", 1)[1].split(" ", 1)[0]
+    assert f"watch {watch_id}: get_flight_status" in listed.content[0].text
+    assert refused.is_error is True and "[invalid_arguments]" in refused.content[0].text
+    assert "reads a price" in refused.content[0].text, refused.content[0].text
+    assert httpx.delete(f"{demo.api}/v1/watches/{watch_id}", timeout=30).status_code == 204

@@ -37,7 +37,7 @@ def manifest(demo):
 
 def test_the_manifest_is_sdk_tool_params_with_strict_schemas(demo):
     tools = manifest(demo)
-    assert len(tools) == 7
+    assert len(tools) == 10, "the 7 catalog tools, then watch_create, watch_list and watch_delete"
     for tool in tools:
         exact(ChatCompletionFunctionToolParam, tool)
         fn = tool["function"]
@@ -126,3 +126,74 @@ def test_an_openai_client_loop_with_faregate_as_the_tool_executor(demo):
     tool_message = seen[1]["messages"][2]
     assert tool_message["role"] == "tool" and "offers JFK→LHR" in tool_message["content"]
     assert messages[-1]["content"] == "Here are your flights."
+
+
+def test_a_model_watches_a_fare_through_a_tool_call(demo):
+    """The SDK loop with a fake model that says "I'll watch it for you": watch_create (arguments
+    as strict mode sends them: the watched call as a JSON string, nulls for what is unset), then
+    watch_list, then watch_delete, each answered as a tool message."""
+    seen = []
+    date = fresh_date()
+    watch = {"tool": "search_flights", "every": "5s", "condition": {"kind": "price_below", "amount": 1},
+             "ends": {"at": None, "after_runs": 3, "at_departure": None},
+             "arguments": json.dumps({"origin": "JFK", "destination": "LHR", "departure_date": date})}
+    steps = [("watch_create", watch), ("watch_list", {}), ("watch_delete", None)]
+
+    def model(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if len(seen) <= len(steps):
+            name, args = steps[len(seen) - 1]
+            if name == "watch_delete":
+                created = body["messages"][2]["content"]
+                args = {"watch_id": created.split("Watch ", 1)[1].split(" ", 1)[0]}
+            calls = [{"id": f"call_{len(seen)}", "type": "function",
+                      "function": {"name": name, "arguments": json.dumps(args)}}]
+            message = {"role": "assistant", "content": None, "tool_calls": calls}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": "I'll tell you if it drops."}
+            finish = "stop"
+        return httpx.Response(200, json={"id": "c", "object": "chat.completion", "created": 0, "model": "fake",
+                                         "choices": [{"index": 0, "finish_reason": finish, "message": message}]})
+
+    client = openai.OpenAI(api_key="test", base_url="http://model.invalid/v1",
+                           http_client=httpx.Client(transport=httpx.MockTransport(model)))
+    tools = manifest(demo)
+    assert {"watch_create", "watch_list", "watch_delete"} <= {t["function"]["name"] for t in tools}
+    messages = [{"role": "user", "content": "Tell me if JFK to LHR gets cheap."}]
+    answers = []
+    while True:
+        reply = client.chat.completions.create(model="fake", messages=messages, tools=tools).choices[0].message
+        messages.append(reply.model_dump(exclude_none=True))
+        if not reply.tool_calls:
+            break
+        results = demo.post("/v1/openai/tool_calls", reply.model_dump(exclude_none=True))
+        results.raise_for_status()
+        for m in results.json()["messages"]:
+            exact(ChatCompletionToolMessageParam, m)
+        answers.extend(m["content"] for m in results.json()["messages"])
+        messages.extend(results.json()["messages"])
+    created, listed, deleted = answers
+    assert created.startswith("Watch ") and "search_flights" in created and "price_below" in created, created
+    watch_id = created.split("Watch ", 1)[1].split(" ", 1)[0]
+    assert f"watch {watch_id}: search_flights" in listed, listed
+    assert deleted.startswith(f"Watch {watch_id} is stopped"), deleted
+    # The watch was made through the same path as the native API's, and is gone now.
+    assert demo.get(f"/v1/watches/{watch_id}").status_code == 404
+
+
+def test_a_watch_the_gateway_refuses_is_the_tool_calls_error_text(demo):
+    """A bad watch is that call's error text naming the fix, as the native API's 422 says it."""
+    completion = fake_completion([
+        {"id": "call_w", "type": "function", "function": {"name": "watch_create", "arguments": json.dumps(
+            {"tool": "search_flights", "every": "1s", "condition": None, "ends": None,
+             "arguments": json.dumps({"origin": "JFK", "destination": "LHR", "departure_date": fresh_date()})})}},
+        {"id": "call_b", "type": "function", "function": {"name": "watch_create", "arguments": json.dumps(
+            {"tool": "book_flight", "every": "1h", "condition": None, "ends": None, "arguments": "{}"})}},
+    ])
+    r = demo.post("/v1/openai/tool_calls", completion.choices[0].message.model_dump(exclude_none=True))
+    assert r.status_code == 200, r.text
+    fast, write = [m["content"] for m in r.json()["messages"]]
+    assert fast.startswith("[invalid_arguments]") and "minimum interval" in fast and '"5s"' in fast, fast
+    assert write.startswith("[invalid_arguments]") and "write tool" in write, write

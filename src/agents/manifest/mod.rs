@@ -12,6 +12,9 @@
 //! - `gemini`: one `functionDeclarations` entry with `parametersJsonSchema`;
 //! - `mcp`: MCP `Tool` objects with `inputSchema`, `outputSchema` and `annotations`.
 //!
+//! After the catalog's tools come the watch tools ([`super::watch_tools`]) where the gateway
+//! keeps watches, in every format but `native`.
+//!
 //! All four take the schemas through [`portable`] first: the root `title` (the Rust type's
 //! name) and schemars' Rust-only `format` values (`uint8`, `double`, …) are dropped (see
 //! `schema.rs`).
@@ -22,6 +25,7 @@ use serde_json::{Value, json};
 
 pub use schema::{drop_optional_nulls, openai_strict, portable, without_dialect};
 
+use super::watch_tools::WatchTool;
 use crate::tools::{Access, ToolSpec};
 
 /// A manifest format.
@@ -68,13 +72,15 @@ pub struct ManifestTool<'a> {
     pub description: &'a str,
 }
 
-/// Renders `tools`, in the order given (the catalog's), as `{"tools": …}` in `format`.
+/// Renders `tools`, in the order given (the catalog's), then `watch_tools`, as `{"tools": …}`
+/// in `format`.
 ///
 /// `Native` here is the configuration-only view `faregate manifest` prints (name, description,
-/// schemas); `GET /v1/tools` adds providers, policy and breaker facts itself.
-pub fn render(format: Format, tools: &[ManifestTool<'_>]) -> Value {
-    let tools: Vec<Value> = match format {
-        Format::Native => tools
+/// schemas); `GET /v1/tools` adds providers, policy and breaker facts itself. It lists no watch
+/// tool: the native API has `/v1/watches` instead.
+pub fn render(format: Format, tools: &[ManifestTool<'_>], watch_tools: &[&WatchTool]) -> Value {
+    if format == Format::Native {
+        let tools: Vec<Value> = tools
             .iter()
             .map(|t| {
                 json!({
@@ -84,46 +90,98 @@ pub fn render(format: Format, tools: &[ManifestTool<'_>]) -> Value {
                     "output_schema": t.spec.output_schema(),
                 })
             })
-            .collect(),
-        Format::OpenAi => tools.iter().map(|t| openai_tool(*t)).collect(),
-        Format::Anthropic => tools.iter().map(|t| anthropic_tool(*t)).collect(),
-        Format::Mcp => tools
-            .iter()
-            .map(|t| mcp_tool(t.spec, t.description))
-            .collect(),
-        Format::Gemini => {
-            let declarations: Vec<Value> = tools.iter().map(|t| gemini_declaration(*t)).collect();
+            .collect();
+        return json!({ "tools": tools });
+    }
+    let entries: Vec<Entry<'_>> = tools
+        .iter()
+        .map(|t| Entry::of_tool(t.spec, t.description))
+        .chain(watch_tools.iter().map(|t| Entry::of_watch_tool(t)))
+        .collect();
+    let tools: Vec<Value> = match format {
+        Format::OpenAi => entries.iter().map(openai_tool).collect(),
+        Format::Anthropic => entries.iter().map(anthropic_tool).collect(),
+        Format::Mcp => entries.iter().map(mcp_entry).collect(),
+        Format::Native | Format::Gemini => {
+            let declarations: Vec<Value> = entries.iter().map(gemini_declaration).collect();
             return json!({ "tools": [{ "functionDeclarations": declarations }] });
         }
     };
     json!({ "tools": tools })
 }
 
-fn openai_tool(t: ManifestTool<'_>) -> Value {
+/// What every format shows of one tool, whether a catalog tool or a watch tool.
+#[derive(Debug)]
+struct Entry<'a> {
+    name: &'static str,
+    title: &'static str,
+    description: &'a str,
+    input_schema: Value,
+    /// `None` for a watch tool, whose answer is text only.
+    output_schema: Option<Value>,
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    open_world: bool,
+}
+
+impl<'a> Entry<'a> {
+    fn of_tool(spec: &'static ToolSpec, description: &'a str) -> Self {
+        let read = spec.access == Access::Read;
+        Entry {
+            name: spec.name,
+            title: spec.title,
+            description: description.trim(),
+            input_schema: spec.input_schema(),
+            output_schema: Some(spec.output_schema()),
+            read_only: read,
+            // See `mcp_tool` for why a booking is destructive.
+            destructive: !read,
+            idempotent: spec.idempotent,
+            open_world: true,
+        }
+    }
+
+    fn of_watch_tool(tool: &WatchTool) -> Self {
+        Entry {
+            name: tool.name,
+            title: tool.title,
+            description: tool.description,
+            input_schema: tool.input_schema(),
+            output_schema: None,
+            read_only: tool.read_only,
+            destructive: tool.destructive,
+            idempotent: tool.idempotent,
+            open_world: tool.open_world,
+        }
+    }
+}
+
+fn openai_tool(t: &Entry<'_>) -> Value {
     json!({
         "type": "function",
         "function": {
-            "name": t.spec.name,
-            "description": t.description.trim(),
-            "parameters": openai_strict(&t.spec.input_schema()),
+            "name": t.name,
+            "description": t.description,
+            "parameters": openai_strict(&t.input_schema),
             "strict": true,
         }
     })
 }
 
-fn anthropic_tool(t: ManifestTool<'_>) -> Value {
+fn anthropic_tool(t: &Entry<'_>) -> Value {
     json!({
-        "name": t.spec.name,
-        "description": t.description.trim(),
-        "input_schema": without_dialect(portable(&t.spec.input_schema())),
+        "name": t.name,
+        "description": t.description,
+        "input_schema": without_dialect(portable(&t.input_schema)),
     })
 }
 
-fn gemini_declaration(t: ManifestTool<'_>) -> Value {
+fn gemini_declaration(t: &Entry<'_>) -> Value {
     json!({
-        "name": t.spec.name,
-        "description": t.description.trim(),
-        "parametersJsonSchema": without_dialect(portable(&t.spec.input_schema())),
+        "name": t.name,
+        "description": t.description,
+        "parametersJsonSchema": without_dialect(portable(&t.input_schema)),
     })
 }
 
@@ -135,21 +193,33 @@ fn gemini_declaration(t: ManifestTool<'_>) -> Value {
 /// and this gateway cannot undo it, and clients use the hint to ask the user before calling,
 /// which is what a booking needs (it is also the MCP default when the hint is absent).
 pub fn mcp_tool(spec: &'static ToolSpec, description: &str) -> Value {
-    let read = spec.access == Access::Read;
-    json!({
-        "name": spec.name,
-        "title": spec.title,
-        "description": description.trim(),
-        "inputSchema": portable(&spec.input_schema()),
-        "outputSchema": portable(&spec.output_schema()),
+    mcp_entry(&Entry::of_tool(spec, description))
+}
+
+/// The MCP `Tool` object of a watch tool: no `outputSchema` (its answer is text), and
+/// `watch_delete` is destructive (it removes the watch and its news).
+pub fn mcp_watch_tool(tool: &WatchTool) -> Value {
+    mcp_entry(&Entry::of_watch_tool(tool))
+}
+
+fn mcp_entry(t: &Entry<'_>) -> Value {
+    let mut tool = json!({
+        "name": t.name,
+        "title": t.title,
+        "description": t.description,
+        "inputSchema": portable(&t.input_schema),
         "annotations": {
-            "title": spec.title,
-            "readOnlyHint": read,
-            "destructiveHint": !read,
-            "idempotentHint": spec.idempotent,
-            "openWorldHint": true,
+            "title": t.title,
+            "readOnlyHint": t.read_only,
+            "destructiveHint": t.destructive,
+            "idempotentHint": t.idempotent,
+            "openWorldHint": t.open_world,
         },
-    })
+    });
+    if let Some(output) = &t.output_schema {
+        tool["outputSchema"] = portable(output);
+    }
+    tool
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@ fn shipped_manifest(format: Format) -> Value {
             })
         })
         .collect();
-    render(format, &tools)
+    let watch_tools: Vec<&WatchTool> = crate::agents::watch_tools::TOOLS.iter().collect();
+    render(format, &tools, &watch_tools)
 }
 
 /// The one helper every manifest snapshot goes through.
@@ -71,16 +72,15 @@ fn every_format_lists_the_catalog_in_order() {
             })
             .collect()
     };
-    let expected: Vec<String> = crate::tools::names()
+    let catalog: Vec<String> = crate::tools::names()
         .iter()
         .map(|s| s.to_string())
         .collect();
-    for format in [
-        Format::Native,
-        Format::OpenAi,
-        Format::Anthropic,
-        Format::Mcp,
-    ] {
+    assert_eq!(names(&shipped_manifest(Format::Native), "/tools"), catalog);
+    // The watch tools come last, in every format a model reads.
+    let mut expected = catalog.clone();
+    expected.extend(["watch_create", "watch_list", "watch_delete"].map(String::from));
+    for format in [Format::OpenAi, Format::Anthropic, Format::Mcp] {
         assert_eq!(
             names(&shipped_manifest(format), "/tools"),
             expected,
@@ -119,6 +119,18 @@ fn mcp_annotations_follow_the_catalog() {
     assert_eq!(book["inputSchema"]["type"], "object");
     assert_eq!(book["outputSchema"]["type"], "object");
     assert!(book["inputSchema"].get("title").is_none());
+    let create = tool("watch_create");
+    assert_eq!(
+        create["annotations"],
+        json!({"title": "Watch a fare or a flight", "readOnlyHint": false,
+               "destructiveHint": false, "idempotentHint": false, "openWorldHint": true})
+    );
+    assert!(
+        create.get("outputSchema").is_none(),
+        "a watch tool answers text"
+    );
+    assert_eq!(tool("watch_delete")["annotations"]["destructiveHint"], true);
+    assert_eq!(tool("watch_list")["annotations"]["readOnlyHint"], true);
 }
 
 #[test]

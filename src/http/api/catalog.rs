@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::agents::guidance;
 use crate::agents::manifest::{self, Format, ManifestTool};
+use crate::agents::{guidance, watch_tools};
 use crate::call::ServedTool;
 use crate::clients::Scope;
 use crate::http::calls::{allowed_tools, in_scope, out_of_scope, unknown_tool};
@@ -57,7 +57,8 @@ fn describe(tool: &ServedTool) -> Value {
 /// `GET /v1/tools?format=native|openai|anthropic|mcp|gemini&available=true`.
 ///
 /// The list is in catalog order and stable; `available=true` leaves out tools none of whose
-/// breakers admits calls now, for agents that pick their tools per turn.
+/// breakers admits calls now, for agents that pick their tools per turn. Every format but
+/// `native` ends with the watch tools the caller is offered.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -92,7 +93,8 @@ pub(crate) async fn list(
             description: &t.config.description,
         })
         .collect();
-    Ok(Json(manifest::render(format, &tools)).into_response())
+    let watch_tools = super::watch_tools::offered(&state, &scope);
+    Ok(Json(manifest::render(format, &tools, &watch_tools)).into_response())
 }
 
 /// `GET /v1/tools/{tool}`.
@@ -127,13 +129,24 @@ pub(crate) async fn agent_guidance(
 }
 
 /// `prompts/agent-guidance.md` as a client with `scope` reads it (also the MCP server's
-/// instructions); `None` without the file.
+/// instructions), without the lines about tools it may not call or is not offered; `None`
+/// without the file.
 pub(crate) fn guidance_for(state: &AppState, scope: &Scope) -> Option<String> {
     let text = state.config.prompts.get("agent-guidance.md")?;
-    let catalog: Vec<&str> = state.gateway.tools().iter().map(|t| t.spec.name).collect();
-    Some(guidance::for_tools(
-        text,
-        &catalog,
-        &allowed_tools(state, scope),
-    ))
+    // The watch tools count as tools here: a line about them is left out where they are not
+    // offered.
+    let watch_tools = watch_tools::TOOLS.iter().map(|t| t.name);
+    let catalog: Vec<&str> = state
+        .gateway
+        .tools()
+        .iter()
+        .map(|t| t.spec.name)
+        .chain(watch_tools)
+        .collect();
+    let offered = super::watch_tools::offered(state, scope);
+    let allowed: Vec<&str> = allowed_tools(state, scope)
+        .into_iter()
+        .chain(offered.iter().map(|t| t.name))
+        .collect();
+    Some(guidance::for_tools(text, &catalog, &allowed))
 }

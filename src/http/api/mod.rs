@@ -8,4 +8,5 @@ pub(crate) mod bookings;
 pub(crate) mod catalog;
 pub(crate) mod jobs;
 pub(crate) mod native;
+pub(crate) mod watch_tools;
 pub(crate) mod watches;

@@ -6,6 +6,11 @@
 //! /v1/watches/{id}/pause` and `/resume` stop and restart its schedule, `DELETE` removes it.
 //! A watch belongs to the client that created it, exactly as a job does: another client's id
 //! answers 404 like a missing one, and only the admin key sees every client's.
+//!
+//! [`create_for`] is the one create path: the agents' `watch_create` tool (see
+//! `watch_tools.rs`) goes through it too, so a watch a model makes is checked, limited and
+//! refused with the same texts ([`Refused`] is answered as an HTTP error here and as a model
+//! text there).
 
 use std::time::Duration;
 
@@ -17,11 +22,13 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::clients::ClientName;
+use crate::agents::watch_tools::{Ends, WatchSpec};
+use crate::clients::{ClientName, Scope};
 use crate::http::calls;
 use crate::http::edge::{ApiError, Caller, PathParam, read_body};
 use crate::http::state::AppState;
 use crate::jobs::rfc3339;
+use crate::texts::{agents as agent_texts, watches as texts};
 use crate::watches::{End, NewWatch, Notice, Watch, WatchError, WatchState, Watches};
 
 /// Notices shown with one watch, newest first.
@@ -38,20 +45,9 @@ struct CreateBody {
     #[serde(default)]
     condition: Option<Value>,
     #[serde(default)]
-    ends: Option<EndsBody>,
+    ends: Option<Ends>,
     #[serde(default)]
     callback_url: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EndsBody {
-    #[serde(default)]
-    at: Option<String>,
-    #[serde(default)]
-    after_runs: Option<u32>,
-    #[serde(default)]
-    at_departure: bool,
 }
 
 /// The watch as the API shows it.
@@ -92,34 +88,135 @@ fn describe_notice(n: &Notice) -> Value {
     })
 }
 
-fn watches(state: &AppState) -> Result<&Watches, ApiError> {
-    state.watches.as_ref().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "watches are off: this gateway runs without a job store",
-        )
-    })
+/// The watch system, or why there is none.
+pub(crate) fn watches(state: &AppState) -> Result<&Watches, Refused> {
+    state.watches.as_ref().ok_or(Refused::Off)
 }
 
-fn refused(e: WatchError, id: &str) -> ApiError {
-    match e {
-        WatchError::Invalid(text) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, text),
-        WatchError::Full(text) | WatchError::Conflict(text) => {
-            ApiError::new(StatusCode::CONFLICT, text)
+/// Why a watch was not created, changed or found, before it is answered in the caller's
+/// protocol: an HTTP error ([`Refused::api_error`]) or a text a model reads ([`Refused::text`]).
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// No tool by that name is served.
+    UnknownTool(String),
+    /// The tool is served, but not to this client.
+    OutOfScope(String),
+    /// The request does not describe a watch that can run (the text names the fix).
+    Invalid(String),
+    /// A limit or the watch's state stands in the way (the text names the fix).
+    Conflict(String),
+    /// No watch by that id belongs to the caller.
+    NotFound(String),
+    /// The gateway keeps no watches (no job store).
+    Off,
+    /// The store did not answer.
+    StoreDown,
+}
+
+impl Refused {
+    /// `e` about watch `id` (empty when there is none yet).
+    pub(crate) fn of(e: WatchError, id: &str) -> Self {
+        match e {
+            WatchError::Invalid(text) => Refused::Invalid(text),
+            WatchError::Full(text) | WatchError::Conflict(text) => Refused::Conflict(text),
+            WatchError::NotFound => Refused::NotFound(id.to_string()),
+            WatchError::Store(e) => {
+                tracing::error!(error = %e, "watch store failed");
+                Refused::StoreDown
+            }
         }
-        WatchError::NotFound => ApiError::not_found(format!("no watch {id}")),
-        WatchError::Store(e) => {
-            tracing::error!(error = %e, "watch store failed");
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the watch store is not answering; try again shortly",
-            )
+    }
+
+    /// As the native API answers it.
+    pub(crate) fn api_error(self, state: &AppState, scope: &Scope) -> ApiError {
+        match self {
+            Refused::UnknownTool(name) => calls::unknown_tool(state, scope, &name),
+            Refused::OutOfScope(name) => calls::out_of_scope(state, scope, &name),
+            Refused::Invalid(text) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, text),
+            Refused::Conflict(text) => ApiError::new(StatusCode::CONFLICT, text),
+            Refused::NotFound(id) => ApiError::not_found(format!("no watch {id}")),
+            Refused::Off => ApiError::new(StatusCode::NOT_IMPLEMENTED, texts::WATCHES_OFF),
+            Refused::StoreDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, texts::WATCH_STORE_DOWN)
+            }
+        }
+    }
+
+    /// As the agent protocols answer it: a text the model reads, with its status first.
+    pub(crate) fn text(self, state: &AppState, scope: &Scope) -> String {
+        match self {
+            Refused::UnknownTool(name) => {
+                agent_texts::invalid_arguments(&calls::unknown_tool_text(state, scope, &name))
+            }
+            Refused::OutOfScope(name) => {
+                agent_texts::rejected(&calls::out_of_scope_text(state, scope, &name))
+            }
+            Refused::Invalid(text) => agent_texts::invalid_arguments(&text),
+            Refused::Conflict(text) => agent_texts::rejected(&text),
+            Refused::NotFound(id) => agent_texts::invalid_arguments(&texts::no_watch(&id)),
+            Refused::Off => agent_texts::unavailable(None, texts::WATCHES_OFF),
+            Refused::StoreDown => agent_texts::unavailable(None, texts::WATCH_STORE_DOWN),
         }
     }
 }
 
+impl From<crate::jobs::StoreError> for Refused {
+    fn from(e: crate::jobs::StoreError) -> Self {
+        Refused::of(e.into(), "")
+    }
+}
+
+/// The one create path, for the native API and the agents' `watch_create`: the tool served and
+/// in `caller`'s scope, the interval and end read, then [`crate::watches::WatchSystem::create`]
+/// with its checks and limits.
+pub(crate) async fn create_for(
+    state: &AppState,
+    caller: &Caller,
+    spec: WatchSpec,
+    callback_url: Option<String>,
+) -> Result<Watch, Refused> {
+    let watches = watches(state)?;
+    let scope = caller.scope();
+    match state.gateway.tool(&spec.tool) {
+        None => return Err(Refused::UnknownTool(spec.tool)),
+        Some(served) if !calls::in_scope(&scope, &served) => {
+            return Err(Refused::OutOfScope(spec.tool));
+        }
+        Some(_) => {}
+    }
+    let every: Duration = humantime::parse_duration(&spec.every)
+        .map_err(|e| Refused::Invalid(texts::every_not_a_duration(&spec.every, &e.to_string())))?;
+    let at_ms = match &spec.ends.at {
+        None => None,
+        Some(text) => Some(
+            chrono::DateTime::parse_from_rfc3339(text)
+                .map(|t| t.timestamp_millis())
+                .map_err(|e| Refused::Invalid(texts::ends_at_not_a_time(text, &e.to_string())))?,
+        ),
+    };
+    if spec.ends.after_runs == Some(0) {
+        return Err(Refused::Invalid(texts::NO_RUNS.to_string()));
+    }
+    watches
+        .create(NewWatch {
+            client: caller.client(),
+            tool: spec.tool,
+            arguments: spec.arguments,
+            every,
+            condition: spec.condition,
+            end: End {
+                at_ms,
+                runs: spec.ends.after_runs,
+                departure: spec.ends.at_departure,
+            },
+            callback_url,
+        })
+        .await
+        .map_err(|e| Refused::of(e, ""))
+}
+
 /// The client whose watches `caller` sees; `None` for the admin key.
-fn visible_client(caller: &Caller) -> Option<ClientName> {
+pub(crate) fn visible_client(caller: &Caller) -> Option<ClientName> {
     (!caller.is_admin()).then(|| caller.client())
 }
 
@@ -130,7 +227,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let watches = watches(&state)?;
+    watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let value = crate::agents::body::read_json(&bytes)?;
     let body: CreateBody = serde_json::from_value(value).map_err(|e| {
@@ -138,65 +235,16 @@ pub(crate) async fn create(
             "{e}; a watch is {{\"tool\": \"search_flights\", \"arguments\": {{…}}, \"every\": \"15m\", \"condition\": {{\"kind\": \"price_below\", \"amount\": 400}}, \"ends\": {{\"at\": \"2026-12-24T00:00:00Z\", \"after_runs\": 100, \"at_departure\": false}}}} (condition and ends optional)"
         ))
     })?;
-    let scope = caller.scope();
-    match state.gateway.tool(&body.tool) {
-        None => return Err(calls::unknown_tool(&state, &scope, &body.tool)),
-        Some(served) if !calls::in_scope(&scope, &served) => {
-            return Err(calls::out_of_scope(&state, &scope, &body.tool));
-        }
-        Some(_) => {}
-    }
-    let every: Duration = humantime::parse_duration(&body.every).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "every = \"{}\" is not a duration ({e}); write e.g. \"15m\" or \"1h\"",
-                body.every
-            ),
-        )
-    })?;
-    let ends = body.ends.unwrap_or(EndsBody {
-        at: None,
-        after_runs: None,
-        at_departure: false,
-    });
-    let at_ms = match &ends.at {
-        None => None,
-        Some(text) => Some(
-            chrono::DateTime::parse_from_rfc3339(text)
-                .map(|t| t.timestamp_millis())
-                .map_err(|e| {
-                    ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        format!(
-                            "ends.at = \"{text}\" is not an RFC 3339 time ({e}); write e.g. \"2026-12-24T18:00:00Z\""
-                        ),
-                    )
-                })?,
-        ),
+    let spec = WatchSpec {
+        tool: body.tool,
+        arguments: body.arguments,
+        every: body.every,
+        condition: body.condition,
+        ends: body.ends.unwrap_or_default(),
     };
-    if ends.after_runs == Some(0) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "ends.after_runs = 0 would never run; use 1 or more, or leave it out",
-        ));
-    }
-    let watch = watches
-        .create(NewWatch {
-            client: caller.client(),
-            tool: body.tool,
-            arguments: body.arguments,
-            every,
-            condition: body.condition,
-            end: End {
-                at_ms,
-                runs: ends.after_runs,
-                departure: ends.at_departure,
-            },
-            callback_url: body.callback_url,
-        })
+    let watch = create_for(&state, &caller, spec, body.callback_url)
         .await
-        .map_err(|e| refused(e, ""))?;
+        .map_err(|r| r.api_error(&state, &caller.scope()))?;
     Ok((StatusCode::CREATED, Json(describe(&watch))))
 }
 
@@ -205,13 +253,13 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<Value>, ApiError> {
-    let watches = watches(&state)?;
+    let watches = watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     let client = visible_client(&caller);
     let list = watches
         .store()
         .list(client.as_ref(), 1000)
         .await
-        .map_err(|e| refused(e.into(), ""))?;
+        .map_err(|e| Refused::from(e).api_error(&state, &caller.scope()))?;
     Ok(Json(
         json!({ "watches": list.iter().map(describe).collect::<Vec<_>>() }),
     ))
@@ -223,16 +271,16 @@ pub(crate) async fn one(
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
-    let watches = watches(&state)?;
+    let watches = watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     let watch = watches
         .own(&id, visible_client(&caller).as_ref())
         .await
-        .map_err(|e| refused(e, &id))?;
+        .map_err(|e| Refused::of(e, &id).api_error(&state, &caller.scope()))?;
     let notices = watches
         .store()
         .notices(&id, NOTICES_SHOWN)
         .await
-        .map_err(|e| refused(e.into(), &id))?;
+        .map_err(|e| Refused::from(e).api_error(&state, &caller.scope()))?;
     let mut described = describe(&watch);
     described["notices"] = json!(notices.iter().map(describe_notice).collect::<Vec<_>>());
     Ok(Json(described))
@@ -244,11 +292,11 @@ pub(crate) async fn pause(
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
-    let watches = watches(&state)?;
+    let watches = watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     let watch = watches
         .pause(&id, visible_client(&caller).as_ref())
         .await
-        .map_err(|e| refused(e, &id))?;
+        .map_err(|e| Refused::of(e, &id).api_error(&state, &caller.scope()))?;
     Ok(Json(describe(&watch)))
 }
 
@@ -258,11 +306,11 @@ pub(crate) async fn resume(
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
-    let watches = watches(&state)?;
+    let watches = watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     let watch = watches
         .resume(&id, visible_client(&caller).as_ref())
         .await
-        .map_err(|e| refused(e, &id))?;
+        .map_err(|e| Refused::of(e, &id).api_error(&state, &caller.scope()))?;
     Ok(Json(describe(&watch)))
 }
 
@@ -272,10 +320,10 @@ pub(crate) async fn delete(
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<StatusCode, ApiError> {
-    let watches = watches(&state)?;
+    let watches = watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     watches
         .delete(&id, visible_client(&caller).as_ref())
         .await
-        .map_err(|e| refused(e, &id))?;
+        .map_err(|e| Refused::of(e, &id).api_error(&state, &caller.scope()))?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -18,6 +18,8 @@
 //! reconnects with `Last-Event-ID` is sent what it missed from a bounded store
 //! ([`event_store`]).
 //!
+//! After the catalog's tools come the watch tools ([`watch_tools`]), for a client offered them.
+//!
 //! Besides tools, `/mcp` serves the agent guidance and a usage prompt per tool as prompts
 //! ([`prompts`]) and the tools' availability as a resource a session may subscribe to
 //! ([`availability`]).
@@ -44,6 +46,7 @@ mod parse_errors;
 mod prompts;
 mod revisions;
 mod tasks;
+mod watch_tools;
 
 pub(crate) use client_answers::client_answers;
 
@@ -115,6 +118,7 @@ fn rmcp_service(
                     }
                 }
             })
+            .chain(watch_tools::tools(&state))
             .collect(),
     );
     let handler = Handler {
@@ -205,11 +209,15 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let allowed = allowed_tools(&self.state, &caller_of(&context)?.scope());
+        let scope = caller_of(&context)?.scope();
+        let allowed = allowed_tools(&self.state, &scope);
         let tools = self
             .tools
             .iter()
-            .filter(|t| allowed.contains(&t.name.as_ref()))
+            .filter(|t| {
+                allowed.contains(&t.name.as_ref())
+                    || watch_tools::listed(&self.state, &scope, &t.name)
+            })
             .cloned()
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
@@ -289,6 +297,10 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
+        if let Some(mut out) = watch_tools::call(&self.state, &caller, &request).await {
+            revisions::stamp_server_info(&mut out.meta, context.protocol_version());
+            return Ok(out.into());
+        }
         let scope = caller.scope();
         let tool = match self.state.gateway.tool(&request.name) {
             None => {

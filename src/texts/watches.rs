@@ -1,0 +1,172 @@
+//! What a model reads about watches: the watch tools' descriptions and argument descriptions,
+//! their answers, and why a watch was not created, changed or found (the native `/v1/watches`
+//! API answers the same sentences as its error messages).
+
+/// `watch_create`'s title.
+pub const CREATE_TITLE: &str = "Watch a fare or a flight";
+
+/// `watch_create`'s description.
+pub const CREATE_DESCRIPTION: &str = "Watch a fare or a flight for the traveller: faregate calls one of your read-only tools again and again in the background and keeps only news (a price under a line, a price move, a delay, a gate change), never the runs where nothing changed. Use it when the traveller asks to be told later, such as \"tell me if the price drops below 400\" or \"let me know if my flight is delayed\". The first run is the baseline later runs are compared with. Read the news with watch_list.";
+
+/// `watch_list`'s title.
+pub const LIST_TITLE: &str = "List watches and their news";
+
+/// `watch_list`'s description.
+pub const LIST_DESCRIPTION: &str = "List the traveller's watches: what each one calls, how often, its state, its next run and its latest news. Call it when the traveller asks what a watch found. A watch without news has seen no change; a watch also stays silent while its provider is down.";
+
+/// `watch_delete`'s title.
+pub const DELETE_TITLE: &str = "Stop a watch";
+
+/// `watch_delete`'s description.
+pub const DELETE_DESCRIPTION: &str = "Stop and remove a watch by its watch_id (from watch_create or watch_list), for example once the traveller has booked or no longer needs it. Its news goes with it.";
+
+/// `watch_create`'s `tool`.
+pub const ARG_TOOL: &str = "The name of one of your read-only tools to call on every run (a search, a price check or a flight status); a booking tool cannot be watched.";
+
+/// `watch_create`'s `arguments`.
+pub const ARG_ARGUMENTS: &str = "That tool's arguments, exactly as you would call the tool, written as a JSON object in a string, for example \"{\\\"origin\\\": \\\"LHR\\\", \\\"destination\\\": \\\"JFK\\\", \\\"departure_date\\\": \\\"2026-12-24\\\"}\".";
+
+/// `watch_create`'s `every`.
+pub const ARG_EVERY: &str = "How often to run it, as a duration such as \"15m\", \"1h\" or \"6h\". An interval under the tool's minimum is refused with the minimum named.";
+
+/// `watch_create`'s `condition`.
+pub const ARG_CONDITION: &str = "What counts as news; null means any change of the result. price_below and price_change read the lowest price of a search or price check; status_changed, delay_over and gate_changed read a flight status.";
+
+/// `price_below`'s `amount`.
+pub const ARG_AMOUNT: &str =
+    "The price line, in the result's currency: news when the lowest price falls below it.";
+
+/// `price_change`'s `share`.
+pub const ARG_SHARE: &str = "The move, as a share of the last price (0.05 is 5 %): news when the lowest price moves by more.";
+
+/// `delay_over`'s `minutes`.
+pub const ARG_MINUTES: &str =
+    "The delay line, in minutes: news when the flight's delay goes over it.";
+
+/// `watch_create`'s `ends`.
+pub const ARG_ENDS: &str = "When the watch ends; null means it runs until it is deleted.";
+
+/// `ends.at`.
+pub const ARG_ENDS_AT: &str =
+    "No run after this time, in RFC 3339 such as \"2026-12-24T00:00:00Z\"; null for none.";
+
+/// `ends.after_runs`.
+pub const ARG_AFTER_RUNS: &str = "At most this many runs; null for no limit.";
+
+/// `ends.at_departure`.
+pub const ARG_AT_DEPARTURE: &str =
+    "End once the watched flight has departed (flight status only); null or false otherwise.";
+
+/// `watch_delete`'s `watch_id`.
+pub const ARG_WATCH_ID: &str = "The watch's id, from watch_create or watch_list.";
+
+/// A watch was created; `what` describes it (see [`watch`]).
+pub fn created(id: &str, what: &str) -> String {
+    format!(
+        "Watch {id} is set: {what}. Its first run is now and is the baseline; later runs keep only news, which watch_list shows. Tell the traveller what is being watched, not that anything changed."
+    )
+}
+
+/// One watch in words: `tool` with `arguments` (compact JSON) every `every`, its news rule and
+/// its end.
+pub fn watch(tool: &str, arguments: &str, every: &str, condition: &str, ends: &str) -> String {
+    format!("{tool} {arguments} every {every}, news on {condition}, {ends}")
+}
+
+/// A watch's end in words, from its parts.
+pub fn ends(at: Option<&str>, after_runs: Option<u32>, at_departure: bool) -> String {
+    let mut parts = Vec::new();
+    if let Some(at) = at {
+        parts.push(format!("until {at}"));
+    }
+    if let Some(n) = after_runs {
+        parts.push(format!("for at most {n} runs"));
+    }
+    if at_departure {
+        parts.push("until the flight departs".to_string());
+    }
+    if parts.is_empty() {
+        "until deleted".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The caller has no watches.
+pub const NO_WATCHES: &str = "There are no watches.";
+
+/// The head of a list of `n` watches.
+pub fn listed(n: usize) -> String {
+    match n {
+        1 => "1 watch:".to_string(),
+        n => format!("{n} watches:"),
+    }
+}
+
+/// One listed watch: its id and description, state and run count, next run or last error, and
+/// its newest news as `(when, text)`, newest first.
+pub fn list_entry(
+    id: &str,
+    what: &str,
+    state: &str,
+    runs: u32,
+    next_run: Option<&str>,
+    last_error: Option<&str>,
+    news: &[(String, String)],
+) -> String {
+    let mut out = format!("- watch {id}: {what}; {state}, {runs} runs");
+    if let Some(next) = next_run {
+        out.push_str(&format!(", next run at {next}"));
+    }
+    if let Some(error) = last_error {
+        out.push_str(&format!("; last run had no answer: {error}"));
+    }
+    if news.is_empty() {
+        out.push_str(". No news yet.");
+    } else {
+        out.push_str(". News, newest first:");
+        for (when, text) in news {
+            out.push_str(&format!("\n  - {when}: {text}"));
+        }
+    }
+    out
+}
+
+/// A watch was deleted.
+pub fn deleted(id: &str) -> String {
+    format!("Watch {id} is stopped and removed; it will report nothing more.")
+}
+
+/// No watch by that id belongs to the caller.
+pub fn no_watch(id: &str) -> String {
+    format!("There is no watch {id}; watch_list lists the watches there are.")
+}
+
+/// The gateway keeps no watches.
+pub const WATCHES_OFF: &str =
+    "watches are off: this gateway runs without a job store, so nothing can be watched";
+
+/// The watch store did not answer.
+pub const WATCH_STORE_DOWN: &str = "the watch store is not answering; try again shortly";
+
+/// `every` is not a duration.
+pub fn every_not_a_duration(every: &str, why: &str) -> String {
+    format!("every = \"{every}\" is not a duration ({why}); write e.g. \"15m\" or \"1h\"")
+}
+
+/// `ends.at` is not a time.
+pub fn ends_at_not_a_time(at: &str, why: &str) -> String {
+    format!(
+        "ends.at = \"{at}\" is not an RFC 3339 time ({why}); write e.g. \"2026-12-24T18:00:00Z\""
+    )
+}
+
+/// `ends.after_runs` is zero.
+pub const NO_RUNS: &str = "ends.after_runs = 0 would never run; use 1 or more, or leave it out";
+
+/// `arguments` of `watch_create` is a string that is not a JSON object.
+pub fn arguments_not_an_object(why: &str) -> String {
+    format!(
+        "arguments must be the watched tool's arguments as a JSON object (or that object written in a string): {why}"
+    )
+}
