@@ -113,6 +113,8 @@ pub enum FallbackKind {
 pub enum CallbackOutcome {
     /// The receiver answered 2xx.
     Sent,
+    /// This delivery failed; it is tried again after a doubling wait.
+    Retry,
     /// Every delivery attempt failed.
     Failed,
 }
@@ -309,7 +311,7 @@ impl Metrics {
             callbacks: counter(
                 &r,
                 "faregate_job_callbacks_total",
-                "Job result callbacks, by outcome (sent, failed).",
+                "Job result callback deliveries, by outcome (sent; retry: failed, tried again later; failed: given up).",
                 &["outcome"],
             ),
             job_latency: histogram_with(
@@ -516,10 +518,12 @@ impl Metrics {
             .set(age.as_secs_f64());
     }
 
-    /// For the jobs engine: one job callback delivered, or given up on.
+    /// For the jobs engine: one job callback delivery: delivered, failed and tried again later,
+    /// or given up on.
     pub fn record_callback(&self, outcome: CallbackOutcome) {
         let outcome = match outcome {
             CallbackOutcome::Sent => "sent",
+            CallbackOutcome::Retry => "retry",
             CallbackOutcome::Failed => "failed",
         };
         self.callbacks.with_label_values(&[outcome]).inc();

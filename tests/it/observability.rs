@@ -356,3 +356,101 @@ async fn without_any_key_configured_the_demo_is_open() {
         "forced_closed"
     );
 }
+
+/// Scrapes until `sample(scrape)` holds (queue figures are published about every 5 s).
+async fn scrape_until_holds(s: &Stack, what: &str, sample: impl Fn(&str) -> bool) -> String {
+    wait_until(Duration::from_secs(15), what, || async {
+        let text = get(s, "/metrics", None).await.1;
+        if sample(&text) { Ok(text) } else { Err(text) }
+    })
+    .await
+}
+
+/// The value of the sample named exactly `series` (name and labels) in `text`.
+fn sample_value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[tokio::test]
+async fn the_queue_metrics_follow_jobs_from_submission_to_callback() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let s = Stack::builder(13)
+        .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", "test-secret")]))
+        .callbacks_to(MockServer::start().await)
+        .config(one_provider_per_tool)
+        .jobs()
+        .start()
+        .await;
+    for (hook, status) in [("/hooks/faregate", 204), ("/hooks/broken", 500)] {
+        Mock::given(method("POST"))
+            .and(path(hook))
+            .respond_with(ResponseTemplate::new(status))
+            .mount(s.receiver())
+            .await;
+    }
+    // The flight breaker forced open: submitted jobs are due, and wait.
+    let forced = force(&s, "search_flights.duffel", json!({"state": "open"}), None).await;
+    assert_eq!(forced.0, 200, "{forced:?}");
+    let broken = s.callback_url().replace("/hooks/faregate", "/hooks/broken");
+    let mut ids = Vec::new();
+    for (days, callback) in [(40, s.callback_url()), (41, broken)] {
+        let mut body = flights(days);
+        body["callback_url"] = json!(callback);
+        let (status, env) = s.submit("search_flights", body).await;
+        assert_eq!(status, 202, "{env:#}");
+        ids.push(env["job_id"].as_str().unwrap_or_default().to_string());
+    }
+    let queued = r#"faregate_jobs{state="queued",tool="search_flights"}"#;
+    let oldest = r#"faregate_jobs_oldest_due_age_seconds{tool="search_flights"}"#;
+    let text = scrape_until_holds(&s, "two queued jobs, the oldest due for a second", |t| {
+        sample_value(t, queued) == Some(2.0) && sample_value(t, oldest).is_some_and(|a| a >= 1.0)
+    })
+    .await;
+    assert_sample(
+        &text,
+        r#"faregate_jobs{state="running",tool="search_flights"} 0"#,
+    );
+    assert_sample(
+        &text,
+        r#"faregate_jobs{state="queued",tool="search_hotels"} 0"#,
+    );
+    assert_sample(
+        &text,
+        r#"faregate_jobs_oldest_due_age_seconds{tool="search_hotels"} 0"#,
+    );
+
+    // Back in service: both run, succeed and call back; one receiver is broken.
+    force(&s, "search_flights.duffel", json!({"state": "auto"}), None).await;
+    for id in &ids {
+        s.wait_for_job(id, Duration::from_secs(10), |j| j["status"] == "succeeded")
+            .await;
+    }
+    let latency =
+        r#"faregate_job_latency_seconds_count{outcome="succeeded",tool="search_flights"}"#;
+    let text = scrape_until_holds(&s, "the queue drained and both callbacks tried", |t| {
+        sample_value(t, queued) == Some(0.0)
+            && sample_value(t, oldest) == Some(0.0)
+            && sample_value(t, r#"faregate_job_callbacks_total{outcome="retry"}"#)
+                .is_some_and(|n| n >= 1.0)
+    })
+    .await;
+    assert_sample(
+        &text,
+        r#"faregate_jobs{state="succeeded",tool="search_flights"} 2"#,
+    );
+    assert_sample(&text, r#"faregate_job_callbacks_total{outcome="sent"} 1"#);
+    assert_eq!(sample_value(&text, latency), Some(2.0));
+    // Submission to result: the first job alone waited out the forced breaker for a second.
+    let waited = sample_value(
+        &text,
+        r#"faregate_job_latency_seconds_sum{outcome="succeeded",tool="search_flights"}"#,
+    );
+    assert!(waited.is_some_and(|s| s >= 1.0), "{waited:?}");
+    assert_sample(
+        &text,
+        r#"faregate_job_latency_seconds_bucket{outcome="succeeded",tool="search_flights",le="86400"} 2"#,
+    );
+}

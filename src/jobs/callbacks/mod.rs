@@ -54,6 +54,16 @@ fn next_delivery_in(failed: u32) -> Option<Duration> {
     (failed < ATTEMPTS).then(|| DELIVERY_BACKOFF.ceiling(failed.saturating_sub(1)))
 }
 
+/// What one delivery came to, for the metrics: sent, failed and tried again after `retry_in`,
+/// or failed for the last time.
+fn delivery_outcome(sent: bool, retry_in: Option<Duration>) -> CallbackOutcome {
+    match (sent, retry_in) {
+        (true, _) => CallbackOutcome::Sent,
+        (false, Some(_)) => CallbackOutcome::Retry,
+        (false, None) => CallbackOutcome::Failed,
+    }
+}
+
 /// `t=<t>,v1=<hex>` for `body` sent at unix time `t`.
 pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
     // HMAC accepts keys of any length, so this cannot fail; an empty MAC would only make the
@@ -143,12 +153,9 @@ impl Sender {
         } else {
             next_delivery_in(job.callback_attempts + 1)
         };
-        let metrics = self.telemetry.metrics();
-        if sent {
-            metrics.record_callback(CallbackOutcome::Sent);
-        } else if retry_in.is_none() {
-            metrics.record_callback(CallbackOutcome::Failed);
-        }
+        self.telemetry
+            .metrics()
+            .record_callback(delivery_outcome(sent, retry_in));
         let now = clock::epoch_ms();
         let next = retry_in.map(|wait| clock::ms_after(now, wait));
         // Unrecorded, a sent callback would be sent again when its lease ends.

@@ -33,6 +33,17 @@ fn deliveries_wait_twice_as_long_each_time_then_give_up() {
     );
 }
 
+#[test]
+fn every_delivery_is_counted_as_sent_retried_or_given_up() {
+    let outcomes: Vec<CallbackOutcome> = (1..=ATTEMPTS)
+        .map(|failed| delivery_outcome(false, next_delivery_in(failed)))
+        .collect();
+    let mut expected = vec![CallbackOutcome::Retry; ATTEMPTS as usize - 1];
+    expected.push(CallbackOutcome::Failed);
+    assert_eq!(outcomes, expected, "the eighth failure gives up");
+    assert_eq!(delivery_outcome(true, None), CallbackOutcome::Sent);
+}
+
 fn dead_job(call_id: Option<&str>, result: Option<Value>) -> Job {
     Job {
         id: "0190a000-0000-7000-8000-000000000001".into(),
