@@ -1,6 +1,6 @@
 //! What a model reads about watches: the watch tools' descriptions and argument descriptions,
-//! their answers, and why a watch was not created, changed or found (the native `/v1/watches`
-//! API answers the same sentences as its error messages).
+//! their answers, why a watch was not created, changed or found (the native `/v1/watches` API
+//! answers the same sentences as its error messages), and a notice's news.
 
 /// `watch_create`'s title.
 pub const CREATE_TITLE: &str = "Watch a fare or a flight";
@@ -169,4 +169,126 @@ pub fn arguments_not_an_object(why: &str) -> String {
     format!(
         "arguments must be the watched tool's arguments as a JSON object (or that object written in a string): {why}"
     )
+}
+
+/// No tool `tool` is served; `watchable` are the read tools that are.
+pub fn not_served(tool: &str, watchable: &[&str]) -> String {
+    format!(
+        "no tool \"{tool}\" is served; watchable tools: {}",
+        watchable.join(", ")
+    )
+}
+
+/// `tool` books, and a watch repeats its call; `watchable` are the read tools to watch instead.
+pub fn write_tool(tool: &str, watchable: &[&str]) -> String {
+    let head = format!(
+        "{tool} is a write tool, and a watch calls read-only tools only (it runs again and again)"
+    );
+    match watchable {
+        [] => format!("{head}; this client may call no read-only tool to watch"),
+        _ => format!("{head}; watch one of {}", watchable.join(", ")),
+    }
+}
+
+/// `every` (as written back) is under `tool`'s `minimum`.
+pub fn under_minimum(every: &str, tool: &str, minimum: &str) -> String {
+    format!(
+        "every = \"{every}\" is under {tool}'s minimum interval of {minimum} (so watches cannot exhaust the provider's quota); use \"{minimum}\" or longer"
+    )
+}
+
+/// `ends.at_departure` on a tool that watches no flight.
+pub fn departure_needs_a_flight(tool: &str, flight_status: &str) -> String {
+    format!(
+        "ends.at_departure needs a flight to depart, and only {flight_status} watches one; for {tool} end with ends.at or ends.after_runs"
+    )
+}
+
+/// The client keeps `max` active watches already.
+pub fn full(max: u32) -> String {
+    format!(
+        "this client already has {max} active watches, the most it may keep ([watches] max_active_per_client); delete or pause one first"
+    )
+}
+
+/// Watch `id` is in `state`, not active.
+pub fn not_active(id: &str, state: &str) -> String {
+    format!("watch {id} is {state}, not active; only an active watch can be paused")
+}
+
+/// Watch `id` is in `state`, not paused.
+pub fn not_paused(id: &str, state: &str) -> String {
+    format!("watch {id} is {state}, not paused; only a paused watch can be resumed")
+}
+
+/// Watch `id` changed between its read and its write.
+pub fn changed_meanwhile(id: &str) -> String {
+    format!("watch {id} changed meanwhile; read it again")
+}
+
+/// A condition that is not one; `why` is the reader's complaint.
+pub fn condition_unreadable(why: &str) -> String {
+    format!(
+        "condition: {why}; write {{\"kind\": \"any_change\"}}, {{\"kind\": \"price_below\", \"amount\": 400}}, {{\"kind\": \"price_change\", \"share\": 0.05}}, {{\"kind\": \"status_changed\"}}, {{\"kind\": \"delay_over\", \"minutes\": 30}} or {{\"kind\": \"gate_changed\"}}"
+    )
+}
+
+/// A price rule `kind` on `tool`, whose results carry no price; `priced` are the tools whose
+/// results do, `instead` the other rules that fit `tool` (written after "any_change").
+pub fn reads_no_price(kind: &str, tool: &str, priced: &[&str], instead: &str) -> String {
+    format!(
+        "condition {kind} reads a price, and {tool} has none; use it with {}, or use any_change{instead}",
+        priced.join(", ")
+    )
+}
+
+/// A flight rule `kind` on `tool`, which watches no flight; `instead` as for
+/// [`reads_no_price`].
+pub fn reads_no_status(kind: &str, tool: &str, flight_status: &str, instead: &str) -> String {
+    format!(
+        "condition {kind} reads a flight's status, and only {flight_status} has one; for {tool} use any_change{instead}"
+    )
+}
+
+/// `price_below` with an amount that is no price.
+pub fn bad_amount(amount: f64) -> String {
+    format!("condition price_below needs an amount above 0, got {amount}")
+}
+
+/// `price_change` with a share out of range.
+pub fn bad_share(share: f64) -> String {
+    format!("condition price_change needs a share above 0 and at most 1 (0.05 = 5 %), got {share}")
+}
+
+/// News: the result's text changed to `now`.
+pub fn changed(now: &str) -> String {
+    format!("changed: {now}")
+}
+
+/// News: the lowest price fell below `amount`.
+pub fn price_below(amount: f64, now: f64, currency: &str) -> String {
+    format!("price fell below {amount}: now {now:.2} {currency}")
+}
+
+/// News: the lowest price moved from `before` to `now`.
+pub fn price_moved(before: f64, now: f64, currency: &str) -> String {
+    format!(
+        "price moved {:+.1} %: from {before:.2} to {now:.2} {currency}",
+        (now - before) / before * 100.0
+    )
+}
+
+/// News: a flight's status changed; `status` is its text now.
+pub fn status_changed(status: &str) -> String {
+    format!("status changed: {status}")
+}
+
+/// News: the delay went over `minutes`.
+pub fn delayed(now: u32, minutes: u32, status: &str) -> String {
+    format!("delayed {now} min (over {minutes}): {status}")
+}
+
+/// News: a gate or terminal changed.
+pub fn gate_changed(status: &str) -> String {
+    format!("gate or terminal changed: {status}")
 }

@@ -11,6 +11,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::texts::watches as texts;
+
 /// What counts as news for a watch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -41,7 +43,7 @@ pub enum Condition {
 /// Tools whose results carry a price the price rules read.
 const PRICED: &[&str] = &["search_flights", "price_flight_offer", "search_hotels"];
 /// The tool whose results the flight rules read.
-const FLIGHT_STATUS: &str = "get_flight_status";
+pub(super) const FLIGHT_STATUS: &str = "get_flight_status";
 
 impl Condition {
     /// The wire name of the rule.
@@ -62,11 +64,8 @@ impl Condition {
         let Some(value) = value else {
             return Ok(Condition::AnyChange);
         };
-        let condition: Condition = serde_json::from_value(value.clone()).map_err(|e| {
-            format!(
-                "condition: {e}; write {{\"kind\": \"any_change\"}}, {{\"kind\": \"price_below\", \"amount\": 400}}, {{\"kind\": \"price_change\", \"share\": 0.05}}, {{\"kind\": \"status_changed\"}}, {{\"kind\": \"delay_over\", \"minutes\": 30}} or {{\"kind\": \"gate_changed\"}}"
-            )
-        })?;
+        let condition: Condition = serde_json::from_value(value.clone())
+            .map_err(|e| texts::condition_unreadable(&e.to_string()))?;
         condition.fits(tool)?;
         Ok(condition)
     }
@@ -79,33 +78,28 @@ impl Condition {
             Condition::PriceBelow { .. } | Condition::PriceChange { .. }
                 if !PRICED.contains(&tool) =>
             {
-                Err(format!(
-                    "condition {kind} reads a price, and {tool} has none; use it with {}, or use any_change{}",
-                    PRICED.join(", "),
-                    if tool == FLIGHT_STATUS {
-                        ", status_changed, delay_over or gate_changed"
-                    } else {
-                        ""
-                    }
-                ))
+                let instead = if tool == FLIGHT_STATUS {
+                    ", status_changed, delay_over or gate_changed"
+                } else {
+                    ""
+                };
+                Err(texts::reads_no_price(kind, tool, PRICED, instead))
             }
-            Condition::PriceBelow { amount } if !(amount.is_finite() && *amount > 0.0) => Err(
-                format!("condition price_below needs an amount above 0, got {amount}"),
-            ),
-            Condition::PriceChange { share } if !(*share > 0.0 && *share <= 1.0) => Err(format!(
-                "condition price_change needs a share above 0 and at most 1 (0.05 = 5 %), got {share}"
-            )),
+            Condition::PriceBelow { amount } if !(amount.is_finite() && *amount > 0.0) => {
+                Err(texts::bad_amount(*amount))
+            }
+            Condition::PriceChange { share } if !(*share > 0.0 && *share <= 1.0) => {
+                Err(texts::bad_share(*share))
+            }
             Condition::StatusChanged | Condition::DelayOver { .. } | Condition::GateChanged
                 if tool != FLIGHT_STATUS =>
             {
-                Err(format!(
-                    "condition {kind} reads a flight's status, and only {FLIGHT_STATUS} has one; for {tool} use any_change{}",
-                    if PRICED.contains(&tool) {
-                        ", price_below or price_change"
-                    } else {
-                        ""
-                    }
-                ))
+                let instead = if PRICED.contains(&tool) {
+                    ", price_below or price_change"
+                } else {
+                    ""
+                };
+                Err(texts::reads_no_status(kind, tool, FLIGHT_STATUS, instead))
             }
             _ => Ok(()),
         }
@@ -118,44 +112,34 @@ impl Condition {
             Condition::AnyChange => {
                 let before = content(previous?)?;
                 let now = content(current)?;
-                (before != now).then(|| format!("changed: {now}"))
+                (before != now).then(|| texts::changed(&now))
             }
             Condition::PriceBelow { amount } => {
                 let (now, currency) = lowest_price(current)?;
                 let was_above = previous
                     .and_then(lowest_price)
                     .is_none_or(|(before, _)| before >= *amount);
-                (now < *amount && was_above)
-                    .then(|| format!("price fell below {amount}: now {now:.2} {currency}"))
+                (now < *amount && was_above).then(|| texts::price_below(*amount, now, &currency))
             }
             Condition::PriceChange { share } => {
                 let (before, _) = lowest_price(previous?)?;
                 let (now, currency) = lowest_price(current)?;
                 let moved = (now - before).abs() / before;
-                (before > 0.0 && moved > *share).then(|| {
-                    format!(
-                        "price moved {:+.1} %: from {before:.2} to {now:.2} {currency}",
-                        (now - before) / before * 100.0
-                    )
-                })
+                (before > 0.0 && moved > *share).then(|| texts::price_moved(before, now, &currency))
             }
             Condition::StatusChanged => {
                 let before = points(previous?)?;
                 let now = points(current)?;
                 (before != now)
-                    .then(|| format!("status changed: {}", content(current).unwrap_or_default()))
+                    .then(|| texts::status_changed(&content(current).unwrap_or_default()))
             }
             Condition::DelayOver { minutes } => {
                 let now = max_delay(&points(current)?);
                 let was_under = previous
                     .and_then(points)
                     .is_none_or(|p| max_delay(&p) <= *minutes);
-                (now > *minutes && was_under).then(|| {
-                    format!(
-                        "delayed {now} min (over {minutes}): {}",
-                        content(current).unwrap_or_default()
-                    )
-                })
+                (now > *minutes && was_under)
+                    .then(|| texts::delayed(now, *minutes, &content(current).unwrap_or_default()))
             }
             Condition::GateChanged => {
                 let before = points(previous?)?;
@@ -165,12 +149,8 @@ impl Condition {
                         .map(|p| (p.gate.clone(), p.terminal.clone()))
                         .collect::<Vec<_>>()
                 };
-                (gates(&before) != gates(&now)).then(|| {
-                    format!(
-                        "gate or terminal changed: {}",
-                        content(current).unwrap_or_default()
-                    )
-                })
+                (gates(&before) != gates(&now))
+                    .then(|| texts::gate_changed(&content(current).unwrap_or_default()))
             }
         }
     }

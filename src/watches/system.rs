@@ -24,6 +24,7 @@ use crate::clients::ClientName;
 use crate::clock;
 use crate::config::WatchesConfig;
 use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError, rfc3339};
+use crate::texts::watches as texts;
 
 /// How often the loop looks for due instants and ended runs.
 const POLL: Duration = Duration::from_millis(250);
@@ -111,18 +112,14 @@ impl WatchSystem {
     /// Checks `new` (tool, arguments, interval, condition, end, the client's cap) and stores it,
     /// due at once: the first run is the baseline later runs are compared with.
     pub async fn create(&self, new: NewWatch) -> Result<Watch, WatchError> {
-        let tool = self.gateway.tool(&new.tool).ok_or_else(|| {
-            WatchError::Invalid(format!(
-                "no tool \"{}\" is served; watchable tools: {}",
-                new.tool,
-                self.watchable().join(", ")
-            ))
-        })?;
+        let tool = self
+            .gateway
+            .tool(&new.tool)
+            .ok_or_else(|| WatchError::Invalid(texts::not_served(&new.tool, &self.watchable())))?;
         if tool.is_write() {
-            return Err(WatchError::Invalid(format!(
-                "{} is a write tool, and a watch calls read-only tools only (it runs again and again); watch one of {}",
-                new.tool,
-                self.watchable().join(", ")
+            return Err(WatchError::Invalid(texts::write_tool(
+                &new.tool,
+                &self.watchable(),
             )));
         }
         let minimum = tool
@@ -130,18 +127,16 @@ impl WatchSystem {
             .watch_min_interval
             .unwrap_or(self.config.min_interval);
         if new.every < minimum {
-            return Err(WatchError::Invalid(format!(
-                "every = \"{}\" is under {}'s minimum interval of {} (so watches cannot exhaust the provider's quota); use \"{}\" or longer",
-                humantime::format_duration(new.every),
-                new.tool,
-                humantime::format_duration(minimum),
-                humantime::format_duration(minimum),
+            return Err(WatchError::Invalid(texts::under_minimum(
+                &humantime::format_duration(new.every).to_string(),
+                &new.tool,
+                &humantime::format_duration(minimum).to_string(),
             )));
         }
-        if new.end.departure && new.tool != "get_flight_status" {
-            return Err(WatchError::Invalid(format!(
-                "ends.at_departure needs a flight to depart, and only get_flight_status watches one; for {} end with ends.at or ends.after_runs",
-                new.tool
+        if new.end.departure && new.tool != condition::FLIGHT_STATUS {
+            return Err(WatchError::Invalid(texts::departure_needs_a_flight(
+                &new.tool,
+                condition::FLIGHT_STATUS,
             )));
         }
         let condition =
@@ -152,7 +147,10 @@ impl WatchSystem {
         {
             Ok(()) => {}
             Err(CheckError::UnknownTool) => {
-                return Err(WatchError::Invalid(format!("no tool \"{}\"", new.tool)));
+                return Err(WatchError::Invalid(texts::not_served(
+                    &new.tool,
+                    &self.watchable(),
+                )));
             }
             Err(CheckError::Invalid(text)) => return Err(WatchError::Invalid(text)),
         }
@@ -161,9 +159,7 @@ impl WatchSystem {
         }
         let max = self.config.max_active_per_client;
         if self.store.active_count(&new.client).await? >= max {
-            return Err(WatchError::Full(format!(
-                "this client already has {max} active watches, the most it may keep ([watches] max_active_per_client); delete or pause one first"
-            )));
+            return Err(WatchError::Full(texts::full(max)));
         }
         let now = clock::epoch_ms();
         let watch = Watch {
@@ -206,9 +202,9 @@ impl WatchSystem {
     pub async fn pause(&self, id: &str, client: Option<&ClientName>) -> Result<Watch, WatchError> {
         let watch = self.own(id, client).await?;
         if !self.store.pause(id, clock::epoch_ms()).await? {
-            return Err(WatchError::Conflict(format!(
-                "watch {id} is {}, not active; only an active watch can be paused",
-                watch.state.as_str()
+            return Err(WatchError::Conflict(texts::not_active(
+                id,
+                watch.state.as_str(),
             )));
         }
         self.own(id, client).await
@@ -219,23 +215,19 @@ impl WatchSystem {
     pub async fn resume(&self, id: &str, client: Option<&ClientName>) -> Result<Watch, WatchError> {
         let watch = self.own(id, client).await?;
         if watch.state != WatchState::Paused {
-            return Err(WatchError::Conflict(format!(
-                "watch {id} is {}, not paused; only a paused watch can be resumed",
-                watch.state.as_str()
+            return Err(WatchError::Conflict(texts::not_paused(
+                id,
+                watch.state.as_str(),
             )));
         }
         let max = self.config.max_active_per_client;
         if self.store.active_count(&watch.client).await? >= max {
-            return Err(WatchError::Full(format!(
-                "this client already has {max} active watches, the most it may keep ([watches] max_active_per_client); delete or pause one first"
-            )));
+            return Err(WatchError::Full(texts::full(max)));
         }
         let now = clock::epoch_ms();
         let next = schedule::catch_up(watch.next_run_at_ms, now, watch.schedule.interval);
         if !self.store.resume(id, next, now).await? {
-            return Err(WatchError::Conflict(format!(
-                "watch {id} changed meanwhile; read it again"
-            )));
+            return Err(WatchError::Conflict(texts::changed_meanwhile(id)));
         }
         self.own(id, client).await
     }

@@ -1,6 +1,7 @@
 //! Watches end to end: the gateway with a SQLite job store against the simulator, a real HTTP
 //! client creating, reading, pausing, resuming and deleting watches, and the simulator's flight
-//! status going down under a watch (real sockets, so real time with short intervals).
+//! status going down under a watch (real sockets, so real time with short intervals); and the
+//! agents' watch tools, offered and refused by the client's scope, making the same watches.
 
 use std::time::Duration;
 
@@ -443,4 +444,264 @@ async fn a_notice_is_posted_signed_to_the_watch_callback_url() {
         "{body}"
     );
     assert_eq!(body["result"]["status"], "ok");
+}
+
+/// Two clients on a gateway with watches: `reader` may search only, `booker` may only book (no
+/// read tool to watch).
+async fn scoped() -> Stack {
+    use faregate::clients::{ClientName, Scope, digest};
+    use faregate::config::{ClientConfig, ClientKey};
+    let client = |name: &str, key: &str, tools: &[&str], may_book: bool| ClientConfig {
+        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
+        key: ClientKey::Sha256(digest(key.as_bytes())),
+        scope: Scope::new(tools.iter().map(|t| t.to_string()).collect(), may_book)
+            .unwrap_or_else(|e| panic!("{e}")),
+        limits: faregate::config::default_limits(),
+        budget: None,
+    };
+    Stack::builder(23)
+        .config(move |mut c| {
+            c.clients = vec![
+                client("reader", "reader-key", &["search_*"], false),
+                client("booker", "booker-key", &["book_flight"], true),
+            ];
+            for t in &mut c.tools {
+                t.watch_min_interval = Some(Duration::from_secs(60));
+            }
+            c
+        })
+        .jobs()
+        .start()
+        .await
+}
+
+async fn as_client(
+    s: &Stack,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = s.http.request(method, s.url(path)).bearer_auth(key);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let (status, _, body) = crate::support::send(request).await;
+    (status, body)
+}
+
+/// One OpenAI tool call of `name` with `arguments`, as `key`'s client; the tool message's text.
+async fn openai_call(s: &Stack, key: &str, name: &str, arguments: Value) -> String {
+    let body = json!({"tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": name, "arguments": arguments.to_string()}}]});
+    let (status, answer) = as_client(
+        s,
+        key,
+        reqwest::Method::POST,
+        "/v1/openai/tool_calls",
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer:#}");
+    answer["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn the_watch_tools_follow_the_clients_scope_and_share_the_apis_watches() {
+    let s = scoped().await;
+    let tool_names = |manifest: &Value| -> Vec<String> {
+        manifest["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let get = reqwest::Method::GET;
+    let (_, reader) = as_client(
+        &s,
+        "reader-key",
+        get.clone(),
+        "/v1/tools?format=openai",
+        None,
+    )
+    .await;
+    let reader = tool_names(&reader);
+    assert!(
+        reader.ends_with(&[
+            "watch_create".into(),
+            "watch_list".into(),
+            "watch_delete".into()
+        ]),
+        "a client with a read tool is offered the watch tools: {reader:?}"
+    );
+    let (_, booker) = as_client(
+        &s,
+        "booker-key",
+        get.clone(),
+        "/v1/tools?format=openai",
+        None,
+    )
+    .await;
+    assert_eq!(
+        tool_names(&booker),
+        ["book_flight"],
+        "nothing to watch, no watch tools"
+    );
+    let (_, guidance) = as_client(
+        &s,
+        "booker-key",
+        get.clone(),
+        "/v1/prompts/agent-guidance",
+        None,
+    )
+    .await;
+    let guidance = guidance["guidance"].as_str().unwrap_or_default();
+    assert!(
+        guidance.contains("Watches:") && !guidance.contains("watch_create"),
+        "the line about the watch tools is left out: {guidance}"
+    );
+    let (_, guidance) = as_client(
+        &s,
+        "reader-key",
+        get.clone(),
+        "/v1/prompts/agent-guidance",
+        None,
+    )
+    .await;
+    assert!(
+        guidance["guidance"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("watch_create")
+    );
+
+    // A tool outside the scope is refused as the native API refuses it, in the model's words.
+    let status_watch = json!({"tool": "get_flight_status", "every": "1h", "condition": null,
+        "ends": null, "arguments": flight().to_string()});
+    let refused = openai_call(&s, "reader-key", "watch_create", status_watch.clone()).await;
+    assert!(refused.starts_with("[rejected] "), "{refused}");
+    let mut native = status_watch.clone();
+    native["arguments"] = flight();
+    native.as_object_mut().map(|o| {
+        o.remove("condition");
+        o.remove("ends")
+    });
+    let (status, api) = as_client(
+        &s,
+        "reader-key",
+        reqwest::Method::POST,
+        "/v1/watches",
+        Some(native),
+    )
+    .await;
+    assert_eq!(status, 403, "{api:#}");
+    assert_eq!(
+        refused,
+        format!("[rejected] {}", api["message"].as_str().unwrap_or_default())
+    );
+    // So is an interval under the minimum: the API's 422 text.
+    let fast = json!({"tool": "search_flights", "every": "30s", "condition": null, "ends": null,
+        "arguments": json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(30),
+                            "adults": null, "cabin_class": null}).to_string()});
+    let refused = openai_call(&s, "reader-key", "watch_create", fast).await;
+    assert!(
+        refused.starts_with(
+            "[invalid_arguments] every = \"30s\" is under search_flights's minimum interval"
+        ),
+        "{refused}"
+    );
+
+    // A model's watch is the client's own, listed by the native API; strict mode's nulls in the
+    // watched arguments read as absent.
+    let watch = json!({"tool": "search_flights", "every": "1h",
+        "condition": {"kind": "price_change", "share": 0.1},
+        "ends": {"at": null, "after_runs": 5, "at_departure": null},
+        "arguments": json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(30),
+                            "adults": null, "cabin_class": null}).to_string()});
+    let created = openai_call(&s, "reader-key", "watch_create", watch).await;
+    assert!(created.starts_with("Watch "), "{created}");
+    let id = created["Watch ".len()..]
+        .split(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let (status, listed) = as_client(&s, "reader-key", get.clone(), "/v1/watches", None).await;
+    assert_eq!(status, 200);
+    let mine = &listed["watches"][0];
+    assert_eq!(mine["watch_id"], id.as_str(), "{listed:#}");
+    assert_eq!(
+        mine["arguments"],
+        json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(30)})
+    );
+    assert_eq!(
+        mine["condition"],
+        json!({"kind": "price_change", "share": 0.1})
+    );
+    assert_eq!(mine["ends"]["after_runs"], 5);
+    let (status, _) = as_client(&s, "booker-key", get, &format!("/v1/watches/{id}"), None).await;
+    assert_eq!(
+        status, 404,
+        "another client's watch is none of its business"
+    );
+    let write = json!({"tool": "book_flight", "every": "1h", "condition": null, "ends": null,
+        "arguments": "{}"});
+    let refused = openai_call(&s, "booker-key", "watch_create", write).await;
+    assert!(
+        refused.starts_with("[invalid_arguments] book_flight is a write tool")
+            && refused.ends_with("this client may call no read-only tool to watch"),
+        "no tool outside the client's scope is named: {refused}"
+    );
+    let gone = openai_call(&s, "booker-key", "watch_delete", json!({"watch_id": id})).await;
+    assert!(
+        gone.starts_with("[invalid_arguments] There is no watch"),
+        "{gone}"
+    );
+    let listed = openai_call(&s, "reader-key", "watch_list", json!({})).await;
+    assert!(
+        listed.starts_with("1 watch:") && listed.contains(&id),
+        "{listed}"
+    );
+    let deleted = openai_call(&s, "reader-key", "watch_delete", json!({"watch_id": id})).await;
+    assert!(
+        deleted.starts_with(&format!("Watch {id} is stopped")),
+        "{deleted}"
+    );
+    assert_eq!(
+        openai_call(&s, "reader-key", "watch_list", json!({})).await,
+        "There are no watches."
+    );
+}
+
+#[tokio::test]
+async fn without_a_job_store_the_watch_tools_are_not_offered_and_say_so_if_called() {
+    let s = Stack::start(24).await;
+    let (_, manifest) = s.get_json("/v1/tools?format=anthropic").await;
+    let names: Vec<&str> = manifest["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("watch_")), "{names:?}");
+    let (status, answer) = s
+        .post(
+            "/v1/anthropic/tool_use",
+            json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "watch_list", "input": {}}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer:#}");
+    let block = &answer["content"][0];
+    assert_eq!(block["is_error"], true);
+    assert!(
+        block["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("[unavailable] watches are off"),
+        "{block:#}"
+    );
 }

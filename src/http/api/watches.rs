@@ -182,6 +182,14 @@ pub(crate) async fn create_for(
         Some(served) if !calls::in_scope(&scope, &served) => {
             return Err(Refused::OutOfScope(spec.tool));
         }
+        // Refused here, not by the watch system, so the tools named instead are the caller's.
+        Some(served) if served.is_write() => {
+            let readable: Vec<&str> = calls::allowed_tools(state, &scope)
+                .into_iter()
+                .filter(|name| state.gateway.tool(name).is_some_and(|t| !t.is_write()))
+                .collect();
+            return Err(Refused::Invalid(texts::write_tool(&spec.tool, &readable)));
+        }
         Some(_) => {}
     }
     let every: Duration = humantime::parse_duration(&spec.every)
