@@ -499,3 +499,41 @@ async fn identical_searches_at_once_reach_the_provider_once() {
         "answered from memory"
     );
 }
+
+#[tokio::test]
+async fn an_availability_outage_answers_availability_unknown_never_a_stale_result() {
+    let s = Stack::start(23).await;
+    let hotels = ok(
+        &s,
+        "search_hotels",
+        json!({"arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)}}),
+    )
+    .await;
+    let id = hotels["data"]["hotels"][0]["hotel_result_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(id.starts_with("srr_"), "a Duffel Stays result: {hotels:#}");
+    let args = json!({"arguments": {"hotel_result_id": id}});
+    ok(&s, "check_hotel_availability", args.clone()).await;
+
+    // The same hotel again while Duffel Stays is down (Amadeus never takes a Duffel id): the
+    // rooms answered a moment ago are not offered again as if they were still there.
+    s.down(RouteGroup::DuffelStays);
+    let (status, during) = s.call("check_hotel_availability", args).await;
+    assert_eq!(status, 200, "{during:#}");
+    assert_eq!(during["status"], "unavailable", "{during:#}");
+    assert!(during["data"].is_null(), "{during:#}");
+    assert!(during["cached_age_s"].is_null(), "{during:#}");
+    let content = during["content"].as_str().unwrap_or_default();
+    assert!(
+        content.starts_with(
+            "Availability unknown: room availability at this hotel could not be checked"
+        ),
+        "{content}"
+    );
+    assert!(
+        content.contains("Do not promise a room, a rate or a price"),
+        "{content}"
+    );
+}
