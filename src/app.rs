@@ -137,7 +137,8 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         config.jobs.clone(),
         config.auth.callback_allowlist.clone(),
         secret,
-    );
+    )
+    .keep_finished_for(config.store.job_retention);
     if postgres {
         // The fleet's name for this replica when it has one, so the job API and /readyz agree.
         let replica = app.state.fleet.as_ref().map_or_else(

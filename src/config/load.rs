@@ -93,6 +93,7 @@ fn load_into(
         url: "sqlite://faregate.db".into(),
         share_breakers: true,
         spool_path: PathBuf::from(DEFAULT_SPOOL),
+        job_retention: Duration::from_secs(7 * 24 * 3600),
     };
     if let Some(s) = root.table("store") {
         if let Some(url) = s.string("url") {
@@ -117,6 +118,16 @@ fn load_into(
             match spool_path_problem(&path) {
                 None => store.spool_path = PathBuf::from(path),
                 Some(problem) => s.error("spool_path", problem),
+            }
+        }
+        if let Some(d) = s.duration("job_retention") {
+            if d < Duration::from_secs(1) {
+                s.error(
+                    "job_retention",
+                    "must be at least \"1s\"; the default is \"7d\" (finished jobs are deleted that long after they ended)",
+                );
+            } else {
+                store.job_retention = d;
             }
         }
         s.finish();
@@ -418,13 +429,28 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
         .integer("requests_per_second", 1, 100_000)
         .map(|n| n as u32)
         .or_else(|| documented_requests_per_second(&kind, &base_url));
+    let connect_timeout = match s.duration("connect_timeout") {
+        Some(d) if d < Duration::from_millis(100) || d > Duration::from_secs(60) => {
+            s.error(
+                "connect_timeout",
+                "must be between \"100ms\" and \"60s\"; the default is \"2s\"",
+            );
+            DEFAULT_CONNECT_TIMEOUT
+        }
+        Some(d) => d,
+        None => DEFAULT_CONNECT_TIMEOUT,
+    };
     Some(ProviderConfig {
         name: name.to_string(),
         kind,
         base_url,
         requests_per_second,
+        connect_timeout,
     })
 }
+
+/// A provider's `connect_timeout` when not given.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The rate a provider documents as a fixed limit, for providers that send no rate-limit
 /// headers: Amadeus allows 40 transactions per second per user in production

@@ -211,6 +211,9 @@ pub struct StoreConfig {
     /// store does not answer (default `faregate-spool.db`, beside the default SQLite store);
     /// they move into the store when it answers again. Unused with a SQLite store.
     pub spool_path: PathBuf,
+    /// How long a finished background job (succeeded, dead, cancelled) is kept after its last
+    /// change before it is deleted (default 7 days).
+    pub job_retention: Duration,
 }
 
 /// `[quota]`: how background pacing keys a provider's shared allowance.
@@ -277,6 +280,9 @@ pub struct ProviderConfig {
     /// (`requests_per_second`; Amadeus's documented per-environment limit by default).
     /// Background claims are paced below it.
     pub requests_per_second: Option<u32>,
+    /// How long a new connection to the provider may take (`connect_timeout`, default 2 s):
+    /// a provider that cannot accept a connection in that time is down for our purposes.
+    pub connect_timeout: Duration,
 }
 
 /// The provider wire formats faregate speaks, with the env variables holding their credentials.

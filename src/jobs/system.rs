@@ -41,6 +41,10 @@ use crate::telemetry::Telemetry;
 const POLL: Duration = Duration::from_millis(250);
 /// Queue figures are published every this many polls (about every 5 s).
 const QUEUE_METRICS_EVERY: u32 = 20;
+/// Finished jobs deleted per statement of a purge (a purge runs up to ten of them).
+const PURGE_BATCH: u32 = 1000;
+/// How long finished jobs are kept when nothing else is configured (`[store] job_retention`).
+const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The lease's base when no tool is served (no job can run then anyway).
 const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -66,6 +70,8 @@ pub struct JobSystem {
     unstored: Unstored,
     /// The jobs this replica last saw, answered while the store does not answer.
     seen: Arc<Seen>,
+    /// How long a finished job is kept after its last change (`[store] job_retention`).
+    retention: Duration,
 }
 
 /// A job as the job API finds it.
@@ -180,7 +186,25 @@ impl JobSystem {
             spool: None,
             unstored,
             seen,
+            retention: DEFAULT_RETENTION,
         }
+    }
+
+    /// Whether the job store answers a trivial statement within a second, for `/readyz`.
+    pub async fn store_answers(&self) -> Result<(), StoreError> {
+        crate::store::within(
+            Duration::from_secs(1),
+            self.store.db().execute("SELECT 1", &[]),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Keeps finished jobs (succeeded, dead, cancelled) for `retention` after their last change
+    /// (a callback's delivery included), then deletes them; the default is 7 days.
+    pub fn keep_finished_for(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// Keeps submissions the store does not take in the SQLite file at `path` (see
@@ -397,6 +421,7 @@ impl JobSystem {
             polls = polls.wrapping_add(1);
             if polls % QUEUE_METRICS_EVERY == 1 {
                 self.publish_queue_metrics().await;
+                self.purge_finished().await;
             }
         }
         // Let running jobs finish within the grace period, then return what is still leased.
@@ -468,6 +493,32 @@ impl JobSystem {
             });
         }
         Ok(())
+    }
+
+    /// Deletes the jobs that ended more than the retention ago, in batches (every replica does
+    /// it; a job deleted twice is deleted once). A store that does not answer is asked again
+    /// at the next purge.
+    async fn purge_finished(&self) {
+        let retention = i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX);
+        let before = clock::epoch_ms().saturating_sub(retention);
+        let mut purged = 0;
+        for _ in 0..10 {
+            match self.store.purge(before, PURGE_BATCH).await {
+                Ok(n) => {
+                    purged += n;
+                    if n < u64::from(PURGE_BATCH) {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not purge finished jobs; trying again later");
+                    break;
+                }
+            }
+        }
+        if purged > 0 {
+            tracing::info!(purged, "finished jobs past their retention deleted");
+        }
     }
 
     /// Queue depth by tool and state and the oldest due job's age, for `/metrics`.

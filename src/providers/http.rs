@@ -12,16 +12,25 @@ use crate::trace_context::{TRACEPARENT, TRACESTATE, TraceContext};
 /// one response take unbounded memory.
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
+/// Builds the client for one provider, with the default 2 s connect timeout
+/// ([`client_connecting_within`]).
+pub fn client(max_idle_per_host: usize) -> Result<reqwest::Client, reqwest::Error> {
+    client_connecting_within(max_idle_per_host, Duration::from_secs(2))
+}
+
 /// Builds the client for one provider.
 ///
-/// The connect timeout is short and fixed: a provider that cannot accept a connection in 2 s is
-/// down for our purposes. Per-attempt timeouts are enforced by the call pipeline around each
+/// The connect timeout is short (`[providers.X] connect_timeout`, 2 s by default): a provider
+/// that cannot accept a connection in that time is down for our purposes. Per-attempt timeouts are enforced by the call pipeline around each
 /// attempt (so the breaker sees them), not here. The idle pool per host is sized to the largest
 /// bulkhead of the tools using the provider, so a slow provider can hold at most that many
 /// connections.
-pub fn client(max_idle_per_host: usize) -> Result<reqwest::Client, reqwest::Error> {
+pub fn client_connecting_within(
+    max_idle_per_host: usize,
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(2))
+        .connect_timeout(connect_timeout)
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(max_idle_per_host)
         .tcp_keepalive(Duration::from_secs(30))

@@ -183,7 +183,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
             .map(|t| t.max_concurrent as usize)
             .max()
             .unwrap_or(16);
-        let http = match http::client(max_idle) {
+        let http = match http::client_connecting_within(max_idle, p.connect_timeout) {
             Ok(c) => c,
             Err(e) => {
                 out.errors.push(format!(

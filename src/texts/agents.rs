@@ -84,6 +84,25 @@ pub fn job_exists(tool: &str, job_id: &str, job_status: &str) -> String {
     )
 }
 
+/// `DELETE /v1/jobs/{id}` of a job running now.
+pub fn job_running_not_cancelled(job_id: &str) -> String {
+    format!(
+        "job {job_id} is running at the provider now and is not cancelled (a booking may be under way); its result comes as usual: poll GET /v1/jobs/{job_id}"
+    )
+}
+
+/// `DELETE /v1/jobs/{id}` of a job that has ended.
+pub fn job_ended(job_id: &str, status: &str) -> String {
+    format!("job {job_id} has already ended ({status}); there is nothing to cancel")
+}
+
+/// `DELETE /v1/jobs/{id}` of a job waiting in a replica's spool for the store.
+pub fn job_spooled_not_cancelled(job_id: &str) -> String {
+    format!(
+        "job {job_id} waits in this replica's spool because the job store is not answering; it can be cancelled once it is in the store: ask again shortly"
+    )
+}
+
 /// The `spooled` field of a job the job store did not take yet.
 pub fn job_spooled(replica: &str) -> String {
     format!("spooled on replica {replica} until the job store returns; it is queued and runs then")

@@ -16,6 +16,7 @@ mod edge;
 mod fleet;
 mod inbound;
 mod jobs;
+mod lifecycle;
 mod observability;
 mod pipeline;
 mod protocols;

@@ -9,6 +9,7 @@ use super::*;
 
 mod clients;
 mod fleet_defaults;
+mod lifecycle;
 mod server;
 mod telemetry;
 mod watches;

@@ -1,5 +1,9 @@
-//! `GET /v1/jobs/{job_id}` and `GET /v1/jobs?status=&tool=&limit=`: background jobs as callers
-//! see them.
+//! `GET /v1/jobs/{job_id}`, `GET /v1/jobs?status=&tool=&limit=` and `DELETE /v1/jobs/{job_id}`:
+//! background jobs as callers see them, and cancelling one that has not started.
+//!
+//! A cancel moves a `queued` or `retry_scheduled` job to `cancelled` (never claimed again, no
+//! callback) and answers the job. A running job is never cancelled, since a booking may be under
+//! way at the provider: the answer is a 409 saying so, as for a job that has ended.
 //!
 //! A job belongs to the client that submitted it: that client reads it by id and finds it in
 //! its listing, and the admin key sees every client's. Another client's job id answers 404,
@@ -92,6 +96,60 @@ pub(crate) async fn one(
         }
         // Another client's job reads as no job at all: the same answer, the same text.
         _ => Err(ApiError::not_found(format!("no job {id}"))),
+    }
+}
+
+/// `DELETE /v1/jobs/{job_id}`: cancels the caller's job (any job for the admin key) if it has
+/// not started; 409 for a running or ended job, 404 as for reads.
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    PathParam(id): PathParam,
+) -> Result<Json<Value>, ApiError> {
+    let jobs = jobs(&state)?;
+    let visible = visible_client(&caller);
+    let find = || async {
+        let found = jobs.find(&id).await.map_err(store_error)?;
+        found
+            .filter(|f| {
+                visible
+                    .as_ref()
+                    .is_none_or(|client| f.job.client == *client)
+            })
+            .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
+    };
+    let refusal = |found: &Found| {
+        let text = match found.job.status {
+            _ if found.spooled_on.is_some() => texts::job_spooled_not_cancelled(&id),
+            JobStatus::Running => texts::job_running_not_cancelled(&id),
+            status => texts::job_ended(&id, status.as_str()),
+        };
+        ApiError::new(StatusCode::CONFLICT, text)
+    };
+    let found = find().await?;
+    if found.seen_at_ms.is_some() {
+        // Read from this replica's memory: the store is away, and only the store can cancel.
+        return Err(store_error(crate::jobs::StoreError(
+            "the store did not answer a cancel".into(),
+        )));
+    }
+    let waiting = matches!(
+        found.job.status,
+        JobStatus::Queued | JobStatus::RetryScheduled
+    );
+    if !waiting || found.spooled_on.is_some() {
+        return Err(refusal(&found));
+    }
+    let cancelled = jobs
+        .cancel(&id, &found.job.client)
+        .await
+        .map_err(store_error)?;
+    let now = find().await?;
+    if cancelled {
+        Ok(Json(describe_found(&now)))
+    } else {
+        // It started (or ended) between the read and the cancel.
+        Err(refusal(&now))
     }
 }
 

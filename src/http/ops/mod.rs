@@ -52,9 +52,30 @@ pub(crate) async fn healthz() -> Json<Value> {
 }
 
 /// `GET /readyz`: ready when at least one tool is served. A replica whose fleet store is away
-/// is still ready (it serves on its own breakers); `fleet` says so.
+/// is still ready (it serves on its own breakers); `fleet` says so. With background jobs,
+/// `store` says which database holds them and whether it answered a statement within a second:
+/// a store that does not answer leaves the replica ready (interactive calls need no store, and
+/// a PostgreSQL replica spools submissions), so the probe reports it instead of failing.
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     let tools = state.gateway.tools().len();
+    let store = match &state.jobs {
+        None => None,
+        Some(jobs) => {
+            let kind = if jobs.store().db().is_postgres() {
+                "postgres"
+            } else {
+                "sqlite"
+            };
+            Some(match jobs.store_answers().await {
+                Ok(()) => json!({ "kind": kind, "answers": true }),
+                Err(e) => json!({
+                    "kind": kind,
+                    "answers": false,
+                    "message": format!("the job store does not answer ({e}): background submissions wait in the spool (PostgreSQL) or are refused with 503 until it does; interactive calls are served"),
+                }),
+            })
+        }
+    };
     let fleet = state.fleet.as_ref().map(|f| {
         let status = f.status();
         json!({
@@ -74,6 +95,9 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
         let mut body = json!({ "status": "ready", "tools": tools });
         if let Some(fleet) = fleet {
             body["fleet"] = fleet;
+        }
+        if let Some(store) = store {
+            body["store"] = store;
         }
         Json(body).into_response()
     }

@@ -257,27 +257,58 @@ pub(crate) const ROUTES: &[Route] = &[
     route(
         "/v1/jobs/{job_id}",
         Guard::Client,
-        &[Operation {
-            params: &[Param {
-                name: "job_id",
-                place: Place::Path,
-                description: None,
-                schema: ParamSchema::Text,
-            }],
-            ..op(
-                Get,
-                Handler::Axum(|m| on(m, jobs::one)),
-                "getJob",
-                "One background job: status, attempts, next attempt, result envelope, last error.",
-                &[
-                    answer(200, "The job.", Reply::Json(Schema::Ref("Job"))),
-                    error(400, "A job id that is not UTF-8 once percent-decoded."),
-                    error(404, "No such job, or another client's."),
-                    NO_JOB_STORE,
-                    JOB_STORE,
-                ],
-            )
-        }],
+        &[
+            Operation {
+                params: &[Param {
+                    name: "job_id",
+                    place: Place::Path,
+                    description: None,
+                    schema: ParamSchema::Text,
+                }],
+                ..op(
+                    Get,
+                    Handler::Axum(|m| on(m, jobs::one)),
+                    "getJob",
+                    "One background job: status, attempts, next attempt, result envelope, last error.",
+                    &[
+                        answer(200, "The job.", Reply::Json(Schema::Ref("Job"))),
+                        error(400, "A job id that is not UTF-8 once percent-decoded."),
+                        error(404, "No such job, or another client's."),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+            Operation {
+                params: &[Param {
+                    name: "job_id",
+                    place: Place::Path,
+                    description: None,
+                    schema: ParamSchema::Text,
+                }],
+                ..op(
+                    Delete,
+                    Handler::Axum(|m| on(m, jobs::cancel)),
+                    "cancelJob",
+                    "Cancel a background job that has not started (queued, or waiting for a retry): it never runs and sends no callback. A running job is never cancelled, since a booking may be under way at the provider.",
+                    &[
+                        answer(
+                            200,
+                            "The job, now cancelled.",
+                            Reply::Json(Schema::Ref("Job")),
+                        ),
+                        error(400, "A job id that is not UTF-8 once percent-decoded."),
+                        error(404, "No such job, or another client's."),
+                        error(
+                            409,
+                            "The job is running (never cancelled mid-flight), has ended, or waits in a replica's spool.",
+                        ),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+        ],
     ),
     route(
         "/v1/watches",

@@ -209,6 +209,21 @@ impl JobStore for MemoryStore {
         Ok(true)
     }
 
+    async fn purge(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+        let mut jobs = self.jobs();
+        let mut left = limit;
+        let before = jobs.len();
+        jobs.retain(|j| {
+            let purged = left > 0
+                && j.status.is_final()
+                && j.updated_at_ms < before_ms
+                && !(j.callback == CallbackState::Pending && j.status != JobStatus::Cancelled);
+            left -= u32::from(purged);
+            !purged
+        });
+        Ok((before - jobs.len()) as u64)
+    }
+
     async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {
         let mut released = 0;
         for job in self

@@ -337,6 +337,13 @@ pub trait JobStore: Send + Sync {
         &self,
         now_ms: i64,
     ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    /// Deletes at most `limit` jobs that ended (succeeded, dead or cancelled) before
+    /// `before_ms` (their last change) and have no callback left to send; how many it deleted.
+    fn purge(
+        &self,
+        before_ms: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
     /// Queue depth by tool and status, and the age of the oldest due job.
     fn stats(&self, now_ms: i64) -> impl Future<Output = Result<QueueStats, StoreError>> + Send;
 }

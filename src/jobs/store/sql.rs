@@ -27,6 +27,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "jobs_3_trace",
         statements: TRACE,
     },
+    Migration {
+        name: "jobs_4_retention",
+        statements: RETENTION,
+    },
 ];
 
 /// The table and its indexes, created when missing (so databases made before migrations were
@@ -76,6 +80,10 @@ const TRACE: &[&str] = &[
     "ALTER TABLE faregate_jobs ADD COLUMN trace_parent TEXT",
     "ALTER TABLE faregate_jobs ADD COLUMN trace_state TEXT",
 ];
+
+/// Finished jobs are purged after `[store] job_retention`, found by status and last change.
+const RETENTION: &[&str] =
+    &["CREATE INDEX IF NOT EXISTS faregate_jobs_finished ON faregate_jobs (status, updated_at)"];
 
 /// The columns a [`Job`] is read from, named rather than `*`: a SQLite connection that loaded
 /// the schema before a migration added a column would otherwise prepare `*` with the old
@@ -172,6 +180,14 @@ const CALLBACK_RESULT: &str = "UPDATE faregate_jobs
      SET callback_state = $2, callback_attempts = callback_attempts + 1,
          next_callback_at = $3, updated_at = $4
      WHERE id = $1";
+
+/// `$1` the cutoff, `$2` the batch: finished jobs last changed before the cutoff, except those
+/// whose callback is still to be sent.
+const PURGE: &str = "DELETE FROM faregate_jobs WHERE id IN (
+         SELECT id FROM faregate_jobs
+         WHERE status IN ('succeeded', 'dead', 'cancelled') AND updated_at < $1
+           AND NOT (callback_state = 'pending' AND status IN ('succeeded', 'dead'))
+         LIMIT $2)";
 
 /// Only a job that has not started is cancelled: a running one may be booking at the provider.
 const CANCEL: &str = "UPDATE faregate_jobs
@@ -472,6 +488,11 @@ impl JobStore for Store {
             Arg::Int(Some(now_ms)),
         ];
         Ok(self.db.execute(CANCEL, &args).await? == 1)
+    }
+
+    async fn purge(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+        let args = [Arg::Int(Some(before_ms)), Arg::Int(Some(i64::from(limit)))];
+        self.db.execute(PURGE, &args).await
     }
 
     async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {

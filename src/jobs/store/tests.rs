@@ -571,6 +571,102 @@ async fn check_cancel<S: JobStore>(s: Arc<S>) {
     assert!(claimed.is_empty(), "claimed a cancelled job: {claimed:?}");
 }
 
+conformance!(
+    finished_jobs_are_purged_after_retention_but_never_with_a_callback_to_send,
+    check_purge
+);
+async fn check_purge<S: JobStore>(s: Arc<S>) {
+    let enqueue = |tool: &'static str, callback: bool| {
+        let s = Arc::clone(&s);
+        async move {
+            let job = NewJob {
+                callback_url: callback.then(|| "https://example.com/hooks/x".to_string()),
+                ..new_job(tool, None)
+            };
+            s.enqueue(job, T0)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .0
+                .id
+        }
+    };
+    let done = enqueue("search_flights", false).await;
+    let dead_one = enqueue("search_hotels", false).await;
+    let calling_back = enqueue("get_flight_status", true).await;
+    let waiting = enqueue("price_flight_offer", false).await;
+    let cancelled = enqueue("check_hotel_availability", true).await;
+    let claimed = s
+        .claim("w", T0, 60_000, 3, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(claimed.len(), 3);
+    let end = |id: &str, transition: Transition| {
+        let s = Arc::clone(&s);
+        let id = id.to_string();
+        async move {
+            assert!(
+                s.finish(&id, "w", transition, T0 + 10)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"))
+            );
+        }
+    };
+    end(&done, succeeded(json!({"status": "ok"}))).await;
+    end(&dead_one, dead("refused", None, true)).await;
+    end(&calling_back, succeeded(json!({"status": "ok"}))).await;
+    let job_client = ClientName::local();
+    assert!(
+        s.cancel(&cancelled, &job_client, T0 + 10)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+
+    // Nothing ended before the cutoff: nothing goes.
+    assert_eq!(
+        s.purge(T0 + 10, 100)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+        0
+    );
+    // A batch of one, then the rest: succeeded, dead and cancelled go; the job whose callback
+    // is still to be sent and the job still waiting stay.
+    assert_eq!(
+        s.purge(T0 + 11, 1).await.unwrap_or_else(|e| panic!("{e}")),
+        1
+    );
+    assert_eq!(
+        s.purge(T0 + 11, 100)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+        2
+    );
+    for gone in [&done, &dead_one, &cancelled] {
+        assert_eq!(s.get(gone).await.unwrap_or_else(|e| panic!("{e}")), None);
+    }
+    assert_eq!(stored(&*s, &waiting).await.status, JobStatus::Queued);
+    assert_eq!(
+        stored(&*s, &calling_back).await.callback,
+        CallbackState::Pending
+    );
+    // Once its callback is sent, it goes after retention counted from the delivery.
+    s.callback_result(&calling_back, true, None, T0 + 20)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.purge(T0 + 20, 100)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+        0
+    );
+    assert_eq!(
+        s.purge(T0 + 21, 100)
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+        1
+    );
+    assert_eq!(stored(&*s, &waiting).await.status, JobStatus::Queued);
+}
+
 conformance!(shutdown_returns_leases_to_the_queue, check_release);
 async fn check_release<S: JobStore>(s: Arc<S>) {
     for _ in 0..3 {

@@ -69,6 +69,11 @@ async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
         r["status"], "ready",
         "a degraded replica still serves: {r:#}"
     );
+    assert_eq!(r["store"]["kind"], "postgres", "{r:#}");
+    assert_eq!(
+        r["store"]["answers"], false,
+        "and says its job store does not answer: {r:#}"
+    );
     assert!(
         metrics(&cut_off)
             .await
@@ -111,6 +116,19 @@ async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
     // PostgreSQL returns: the replica rejoins and its open reaches the other one.
     proxy.restore();
     wait_connected(&cut_off, true).await;
+    wait_until(
+        Duration::from_secs(10),
+        "the job store to answer again",
+        || async {
+            let r = ready(&cut_off).await;
+            if r["store"]["answers"] == true {
+                Ok(())
+            } else {
+                Err(format!("{r:#}"))
+            }
+        },
+    )
+    .await;
     wait_for_state(&other, FLIGHTS, "open").await;
     assert!(
         metrics(&cut_off)

@@ -41,6 +41,7 @@ async fn a_hanging_flight_provider_does_not_slow_hotel_search() {
                     base_url: reqwest::Url::parse(&flights_up.uri())
                         .unwrap_or_else(|e| panic!("{e}")),
                     requests_per_second: None,
+                    connect_timeout: std::time::Duration::from_secs(2),
                 },
             );
             for t in &mut c.tools {

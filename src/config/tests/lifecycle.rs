@@ -1,0 +1,70 @@
+//! The settings of a job's and a provider request's lifecycle: how long finished jobs are kept,
+//! and how long a provider may take to accept a connection.
+
+use std::time::Duration;
+
+use super::{MapFiles, assert_one_error};
+
+#[test]
+fn finished_jobs_are_kept_seven_days_unless_said_otherwise() {
+    let config = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        config.store.job_retention,
+        Duration::from_secs(7 * 24 * 3600)
+    );
+    let shorter = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "job_retention = \"7d\"",
+            "job_retention = \"36h\"",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(shorter.store.job_retention, Duration::from_secs(36 * 3600));
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "job_retention = \"7d\"",
+            "job_retention = \"0s\"",
+        ),
+        &["job_retention", "at least \"1s\"", "\"7d\""],
+    );
+}
+
+#[test]
+fn a_providers_connect_timeout_is_two_seconds_unless_set_within_bounds() {
+    let config = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    for p in config.providers.values() {
+        assert_eq!(p.connect_timeout, Duration::from_secs(2), "{}", p.name);
+    }
+    let set = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "# connect_timeout = \"2s\"",
+            "connect_timeout = \"5s\"",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        set.providers["duffel"].connect_timeout,
+        Duration::from_secs(5)
+    );
+    assert_eq!(
+        set.providers["amadeus"].connect_timeout,
+        Duration::from_secs(2)
+    );
+    for written in ["10ms", "5m"] {
+        assert_one_error(
+            MapFiles::defaults().edit(
+                "faregate.toml",
+                "# connect_timeout = \"2s\"",
+                &format!("connect_timeout = \"{written}\""),
+            ),
+            &["connect_timeout", "between \"100ms\" and \"60s\""],
+        );
+    }
+}
