@@ -23,7 +23,9 @@
 use serde_json::{Map, Value};
 
 use super::call::AgentCall;
-use super::options::{CallOptions, DEADLINE_HEADER, parse_deadline, parse_mode};
+use super::options::{
+    CallOptions, DEADLINE_HEADER, parse_deadline, parse_deadline_header, parse_mode, shorter,
+};
 use crate::texts::agents as texts;
 use crate::tools::CallMode;
 use crate::trace_context::{TRACEPARENT, TRACESTATE, TraceContext};
@@ -57,16 +59,11 @@ pub fn read_call(
     };
     let from_header = match deadline_header {
         None => None,
-        Some(text) => Some(
-            deadline(Value::String(text.to_string())).map_err(|problem| {
-                texts::invalid_arguments(&texts::invalid_header(DEADLINE_HEADER, &problem))
-            })?,
-        ),
+        Some(text) => Some(parse_deadline_header(text).map_err(|problem| {
+            texts::invalid_arguments(&texts::invalid_header(DEADLINE_HEADER, &problem))
+        })?),
     };
-    options.deadline = match (from_meta, from_header) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    options.deadline = shorter(from_meta, from_header);
     if let Some(mode) = meta(META_MODE) {
         match parse_mode(&mode) {
             Ok(CallMode::Background) if !takes_tasks => {

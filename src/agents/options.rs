@@ -13,7 +13,8 @@ use crate::tools::CallMode;
 
 /// The HTTP header that carries a caller's deadline in milliseconds, for clients that can set
 /// headers but not the body or the request's `_meta` (most MCP clients can set headers once per
-/// server; few can add `_meta` to each call). Read on `/mcp`.
+/// server; few can add `_meta` to each call). Read on `/mcp` and by the native call endpoint;
+/// with a deadline in the body or `_meta` too, the shorter wins ([`shorter`]).
 pub const DEADLINE_HEADER: &str = "Faregate-Deadline-Ms";
 
 /// The longest deadline a caller can ask for. The tool's own deadline caps it anyway; this
@@ -60,6 +61,24 @@ pub fn parse_deadline(v: &Value) -> Result<Duration, String> {
         _ => Err(format!(
             "must be a whole number of milliseconds, at least 1; got {v}"
         )),
+    }
+}
+
+/// The deadline in a [`DEADLINE_HEADER`] header's text (whole milliseconds, at least 1);
+/// otherwise what it must be.
+pub fn parse_deadline_header(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<u64>() {
+        Ok(ms) => parse_deadline(&Value::from(ms)),
+        Err(_) => parse_deadline(&Value::String(text.to_string())),
+    }
+}
+
+/// Of two deadlines one caller gave (in the body or `_meta`, and in the header), the shorter: the
+/// caller gives up at the sooner one, so waiting longer would only answer nobody.
+pub fn shorter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

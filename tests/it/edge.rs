@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -186,10 +186,13 @@ async fn an_http_client_uploading_an_oversized_body_gets_the_413() {
             .unwrap_or_else(|e| panic!("{path}: the 413 was lost: {e:?}"));
         assert_eq!(res.status().as_u16(), 413, "{path}");
         let body: Value = res.json().await.unwrap_or_default();
+        // `/mcp` answers it as a JSON-RPC error, the only body MCP clients show.
+        let message = match path {
+            "/mcp" => &body["error"]["message"],
+            _ => &body["message"],
+        };
         assert!(
-            body["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("limit")),
+            message.as_str().is_some_and(|m| m.contains("limit")),
             "{body}"
         );
     }
@@ -224,4 +227,71 @@ async fn a_client_that_sends_its_whole_oversized_body_reads_the_413() {
             .as_str()
             .is_some_and(|m| m.contains("limit"))
     );
+}
+
+/// `/mcp`'s refusals at the edge keep their status and carry a JSON-RPC error (the only body an
+/// MCP client shows its user) whose message says what to do: a body over the limit (413), a
+/// client over its rate (429, with `Retry-After`), a request over the request timeout (503).
+#[tokio::test]
+async fn mcp_refusals_at_the_edge_are_json_rpc_errors() {
+    let mut config = support::config_for("http://127.0.0.1:9");
+    config.server.request_timeout = Some(Duration::from_millis(500));
+    config.limits.client_rate = Some(faregate::config::Rate {
+        count: 1,
+        per: Duration::from_secs(3600),
+    });
+    config.limits.client_burst = 1;
+    let gw = TestGateway::start(config, &NoEnv).await;
+    let json_rpc = |(status, body): (u16, Value), code: i64, says: &str| {
+        assert_eq!(body["jsonrpc"], "2.0", "{status} {body:#}");
+        assert_eq!(body["id"], Value::Null, "{body:#}");
+        assert_eq!(body["error"]["code"], code, "{body:#}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{message}");
+        status
+    };
+
+    // Declared over the limit: refused from the header, before the body.
+    let answer = exchange(
+        &gw,
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: 10000000\r\n\r\n",
+        b"",
+    )
+    .await;
+    assert_eq!(json_rpc(parse(&answer), -31413, "262144-byte limit"), 413);
+
+    // A body that never comes: the request timeout's 503.
+    let answer = exchange(
+        &gw,
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: 100\r\nconnection: close\r\n\r\n",
+        b"{",
+    )
+    .await;
+    assert_eq!(json_rpc(parse(&answer), -31503, "request_timeout"), 503);
+
+    // Tool calls over the client's rate.
+    let http = reqwest::Client::new();
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "get_flight_status", "arguments": {}}});
+    let mut refused = None;
+    for _ in 0..5 {
+        let res = http
+            .post(gw.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&call)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        if res.status().as_u16() == 429 {
+            refused = Some(res);
+            break;
+        }
+    }
+    let res = refused.unwrap_or_else(|| panic!("no 429 in 5 calls at 1 an hour"));
+    assert!(res.headers().get("retry-after").is_some(), "{res:?}");
+    let body: Value = res.json().await.unwrap_or_default();
+    assert_eq!(json_rpc((429, body), -31429, "retry after"), 429);
 }

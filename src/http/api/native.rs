@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use crate::agents::{self, native::NativeCall};
+use crate::agents::{self, native::NativeCall, options};
 use crate::call::{CallRequest, Status};
 use crate::http::calls;
 use crate::http::edge::{ApiError, Caller, PathParam, read_body};
@@ -45,7 +45,7 @@ pub(crate) async fn call_tool(
         arguments: call.arguments,
         call_id: call.call_id,
         idempotency_key: call.idempotency_key,
-        deadline: call.options.deadline,
+        deadline: options::shorter(call.options.deadline, header_deadline(&headers)?),
         client: caller.client(),
         trace: None,
     };
@@ -65,6 +65,23 @@ pub(crate) async fn call_tool(
         envelope.to_json_bytes(),
     )
         .into_response())
+}
+
+/// The caller's deadline from the `Faregate-Deadline-Ms` header, for clients that set headers
+/// once rather than a body field per call; with `deadline_ms` in the body too, the shorter wins.
+fn header_deadline(headers: &HeaderMap) -> Result<Option<std::time::Duration>, ApiError> {
+    let Some(value) = headers.get(options::DEADLINE_HEADER) else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    options::parse_deadline_header(&text)
+        .map(Some)
+        .map_err(|problem| {
+            ApiError::bad_request(crate::texts::agents::invalid_header(
+                options::DEADLINE_HEADER,
+                &problem,
+            ))
+        })
 }
 
 /// Accepts a background call: 202 with the job, or the existing job for a repeated

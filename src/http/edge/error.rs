@@ -99,6 +99,73 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Where MCP clients post (`/mcp`): the edge's refusals there are JSON-RPC errors
+/// ([`as_json_rpc`]).
+pub(crate) const MCP_PATH: &str = "/mcp";
+
+/// The JSON-RPC error code of an edge refusal on `/mcp`, by its HTTP status. MCP defines none for
+/// these, and 2026-07-28 asks applications to stay outside -32768..=-32000 (reserved for JSON-RPC
+/// and the specification); the HTTP status is in the digits.
+fn json_rpc_code(status: StatusCode) -> Option<i64> {
+    Some(match status {
+        // No valid key.
+        StatusCode::UNAUTHORIZED => -31401,
+        // A Host or Origin that may not use `/mcp`.
+        StatusCode::FORBIDDEN => -31403,
+        // A body over the limit.
+        StatusCode::PAYLOAD_TOO_LARGE => -31413,
+        // The client's rate or in-flight limit.
+        StatusCode::TOO_MANY_REQUESTS => -31429,
+        // The request timeout.
+        StatusCode::SERVICE_UNAVAILABLE => -31503,
+        _ => return None,
+    })
+}
+
+/// The most of a refusal body that is read to take its message over; refusals are a line.
+const REFUSAL_MAX: usize = 16 * 1024;
+
+/// An edge refusal (401, 403, 413, 429, 503) as MCP clients read it: the same status and headers
+/// (`Retry-After` stays) with a JSON-RPC error whose message is the refusal's own text. The
+/// official Python SDK (and every client on top of it) surfaces a non-2xx body only when it is a
+/// JSON-RPC error; anything else becomes "Server returned an error response". The refusal is
+/// written before the body is read, so the request's id is not known and the error's `id` is
+/// `null`, as JSON-RPC 2.0 asks. Any other answer is returned as it is.
+pub(crate) async fn as_json_rpc(res: Response) -> Response {
+    let Some(code) = json_rpc_code(res.status()) else {
+        return res;
+    };
+    let (mut parts, body) = res.into_parts();
+    let bytes = axum::body::to_bytes(body, REFUSAL_MAX)
+        .await
+        .unwrap_or_default();
+    let message = refusal_message(&bytes).unwrap_or_else(|| {
+        parts
+            .status
+            .canonical_reason()
+            .unwrap_or("refused")
+            .to_string()
+    });
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, Body::from(body.to_string()))
+}
+
+/// The `message` of the edge's JSON refusal, or the text of a plain one.
+fn refusal_message(body: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => v.get("message").and_then(Value::as_str).map(str::to_string),
+        Err(_) => {
+            let text = String::from_utf8_lossy(body).trim().to_string();
+            (!text.is_empty()).then_some(text)
+        }
+    }
+}
+
 /// A route's answer to a method it does not serve: 405 with the `Allow` header `allow` (the
 /// route table's methods; axum keeps a header the answer already has) and a message naming
 /// them.
@@ -202,5 +269,49 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParam {
                 e.body_text()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_edges_message_is_taken_over_from_json_or_plain_text() {
+        assert_eq!(
+            refusal_message(
+                br#"{"message": "missing credentials; send `Authorization: Bearer <client key>`"}"#
+            )
+            .as_deref(),
+            Some("missing credentials; send `Authorization: Bearer <client key>`")
+        );
+        assert_eq!(
+            refusal_message(b"Forbidden: Host header is not allowed\n").as_deref(),
+            Some("Forbidden: Host header is not allowed")
+        );
+        assert_eq!(refusal_message(b""), None);
+        assert_eq!(refusal_message(br#"{"error": 1}"#), None);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_keeps_its_status_and_headers_and_carries_a_json_rpc_error() {
+        let mut refused =
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "retry after 3 s").into_response();
+        refused
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("3"));
+        let res = as_json_rpc(refused).await;
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "3");
+        let body = axum::body::to_bytes(res.into_body(), REFUSAL_MAX)
+            .await
+            .unwrap_or_default();
+        let body: Value = serde_json::from_slice(&body).unwrap_or_default();
+        assert_eq!(
+            body,
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -31429, "message": "retry after 3 s"}})
+        );
+        let ok = as_json_rpc(StatusCode::OK.into_response()).await;
+        assert_eq!(ok.status(), StatusCode::OK);
     }
 }

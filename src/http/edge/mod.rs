@@ -27,7 +27,9 @@ pub use server::{ServeOptions, serve};
 
 pub(crate) use auth::require_client;
 pub(crate) use body::{Browsers, read_body};
-pub(crate) use error::{PathParam, method_not_allowed, no_route, refusals_as_json};
+pub(crate) use error::{
+    MCP_PATH, PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json,
+};
 pub(crate) use limits::limit_calls;
 pub(crate) use server::{RequestBounds, bound_request};
 pub(crate) use trace::layer as trace_layer;

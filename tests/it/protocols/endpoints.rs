@@ -541,3 +541,67 @@ async fn undecodable_path_parameters_are_json_400s() {
     assert_eq!(status, 400, "{body}");
     assert!(says_utf8(&body), "{body}");
 }
+
+/// The native endpoint takes the caller's deadline from the `Faregate-Deadline-Ms` header as
+/// well as from `deadline_ms` in the body; with both, the shorter wins. A client that gives up
+/// after 5 s gets the fallback text in time from either.
+#[tokio::test]
+async fn the_native_endpoint_takes_the_deadline_header_and_the_shorter_deadline_wins() {
+    let s = Stack::start(8).await;
+    s.sim.set_fault(
+        RouteGroup::AmadeusStatus,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let args = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(3)});
+    let call = |body: Value, header: Option<&'static str>| {
+        let mut req = s
+            .http
+            .post(s.url("/v1/tools/get_flight_status/call"))
+            .timeout(Duration::from_secs(5))
+            .json(&body);
+        if let Some(ms) = header {
+            req = req.header("faregate-deadline-ms", ms);
+        }
+        async move {
+            let res = req.send().await?;
+            let status = res.status().as_u16();
+            Ok::<_, reqwest::Error>((status, res.json::<Value>().await.unwrap_or_default()))
+        }
+    };
+    let without = call(json!({"arguments": args}), None).await;
+    assert!(
+        without.as_ref().is_err_and(reqwest::Error::is_timeout),
+        "without a deadline the client gives up first: {without:?}"
+    );
+    for (body, header) in [
+        (json!({"arguments": args}), Some("1000")),
+        (
+            json!({"arguments": args, "deadline_ms": 60000}),
+            Some("1000"),
+        ),
+        (
+            json!({"arguments": args, "deadline_ms": 1000}),
+            Some("60000"),
+        ),
+    ] {
+        let (status, envelope) = call(body.clone(), header)
+            .await
+            .unwrap_or_else(|e| panic!("{body} {header:?}: the client gave up: {e}"));
+        assert_eq!(status, 200, "{envelope:#}");
+        assert_eq!(
+            envelope["status"], "unavailable",
+            "{body} {header:?}: {envelope:#}"
+        );
+    }
+    let (status, refused) = call(json!({"arguments": args}), Some("soon"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 400, "{refused:#}");
+    assert_eq!(
+        refused["message"],
+        "header Faregate-Deadline-Ms: must be a whole number of milliseconds, at least 1; got \"soon\""
+    );
+}
