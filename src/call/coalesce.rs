@@ -25,9 +25,11 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
+
+use super::progress::{self, Step, Steps};
 
 /// The shared calls in flight of one tool, by key.
 ///
@@ -53,6 +55,8 @@ struct Flight<T> {
     /// The callers waiting on it; at zero the call is aborted.
     waiters: usize,
     task: AbortHandle,
+    /// The call's steps (failing over, retrying), for every waiter.
+    steps: Steps,
 }
 
 /// One caller's share of a call in flight. Dropping it before the outcome counts the caller
@@ -63,6 +67,7 @@ pub(super) struct Waiter<T> {
     id: u64,
     deadline: Instant,
     outcome: watch::Receiver<Option<T>>,
+    steps: Steps,
 }
 
 impl<T> Default for Coalescer<T> {
@@ -86,12 +91,12 @@ impl<T> fmt::Debug for Coalescer<T> {
 
 impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
     /// Joins the call in flight under `key`, or, when there is none, leads one: `call` is then
-    /// made and spawned, to run to `deadline` (the caller's).
+    /// made (given where to send its steps) and spawned, to run to `deadline` (the caller's).
     pub(super) fn join<F>(
         &self,
         key: String,
         deadline: Instant,
-        call: impl FnOnce() -> F,
+        call: impl FnOnce(Steps) -> F,
     ) -> Waiter<T>
     where
         F: Future<Output = T> + Send + 'static,
@@ -105,12 +110,14 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
                 id: flight.id,
                 deadline: flight.deadline,
                 outcome: flight.outcome.clone(),
+                steps: flight.steps.clone(),
             };
         }
         let id = flights.next_id;
         flights.next_id += 1;
         let (publish, outcome) = watch::channel(None);
-        let call = call();
+        let steps = progress::channel();
+        let call = call(steps.clone());
         let shared = Arc::clone(&self.flights);
         let task_key = key.clone();
         // The task cannot remove its entry before it is inserted: that needs this lock.
@@ -130,6 +137,7 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
                 outcome: outcome.clone(),
                 waiters: 1,
                 task: task.abort_handle(),
+                steps: steps.clone(),
             },
         );
         Waiter {
@@ -138,6 +146,7 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
             id,
             deadline,
             outcome,
+            steps,
         }
     }
 }
@@ -159,6 +168,11 @@ impl<T: Clone> Waiter<T> {
     /// The deadline the shared call runs to: its leader's.
     pub(super) fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    /// The shared call's steps from now on.
+    pub(super) fn steps(&self) -> broadcast::Receiver<Step> {
+        self.steps.subscribe()
     }
 }
 
@@ -197,9 +211,9 @@ mod tests {
         starts: &Arc<AtomicU32>,
         after: Duration,
         value: u32,
-    ) -> impl FnOnce() -> futures::future::BoxFuture<'static, u32> {
+    ) -> impl FnOnce(Steps) -> futures::future::BoxFuture<'static, u32> {
         let starts = Arc::clone(starts);
-        move || {
+        move |_| {
             starts.fetch_add(1, Ordering::Relaxed);
             Box::pin(async move {
                 tokio::time::sleep(after).await;
@@ -275,7 +289,7 @@ mod tests {
         let coalescer = Coalescer::default();
         let finished = Arc::new(AtomicU32::new(0));
         let done = Arc::clone(&finished);
-        let waiter = coalescer.join("k".into(), later(10), move || async move {
+        let waiter = coalescer.join("k".into(), later(10), move |_| async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
             done.fetch_add(1, Ordering::Relaxed);
             1u32

@@ -22,6 +22,7 @@ use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
 use super::pipeline::{self, Context};
+use super::progress::{self, StepSender, Steps};
 use super::served::{ServedTool, SharedOutcome};
 use super::upstream::Upstream;
 use crate::breaker::BreakerRegistry;
@@ -217,12 +218,25 @@ impl Gateway {
     /// otherwise copy all of it on each move; boxed, they move a pointer (BENCHMARKS.md,
     /// fast-fail).
     pub async fn call(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
+        self.call_reporting(req, None).await
+    }
+
+    /// [`Gateway::call`], telling `steps` what the call does while its caller waits (a provider
+    /// failed and the next is asked; a retry waits): the steps of a read, which may fail over and
+    /// retry (a write does neither).
+    pub async fn call_reporting(
+        self: &Arc<Self>,
+        req: CallRequest,
+        steps: Option<StepSender>,
+    ) -> Result<Envelope, CallError> {
         let span = Observer::call_span(&req.tool);
         if let Some(caller) = &req.trace {
             caller.parent(&span);
         }
         let started = Instant::now();
-        let answered = Box::pin(self.answer(req)).instrument(span.clone()).await;
+        let answered = Box::pin(self.answer(req, steps))
+            .instrument(span.clone())
+            .await;
         if let Ok(envelope) = &answered {
             self.observer.called(&span, envelope, started.elapsed());
         }
@@ -231,7 +245,11 @@ impl Gateway {
 
     /// An interactive call: look up → check once → a read: from memory, or shared with identical
     /// calls in flight; a write: the ledger → pipeline → answer.
-    async fn answer(self: &Arc<Self>, req: CallRequest) -> Result<Envelope, CallError> {
+    async fn answer(
+        self: &Arc<Self>,
+        req: CallRequest,
+        steps: Option<StepSender>,
+    ) -> Result<Envelope, CallError> {
         let tool = self.look_up(&req.tool)?;
         let info = CallInfo {
             breaker: tool.first_breaker_state(Instant::now()).to_string(),
@@ -248,7 +266,9 @@ impl Gateway {
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
         if let Some(key) = read_key {
-            return Ok(self.answer_read(&tool, info, request, deadline, key).await);
+            return Ok(self
+                .answer_read(&tool, info, request, deadline, key, steps.as_ref())
+                .await);
         }
         let write = Self::write(&tool, &req.client, &request, digest);
         let mut request = request;
@@ -277,6 +297,7 @@ impl Gateway {
         request: ToolRequest,
         deadline: Instant,
         key: String,
+        steps: Option<&StepSender>,
     ) -> Envelope {
         if let Some((hit, age)) = tool
             .last_good
@@ -287,19 +308,28 @@ impl Gateway {
                 (hit.content.clone(), hit.data.clone(), hit.provider.clone());
             return Envelope::cached(info, content, data, age.as_secs(), provider);
         }
-        let mut waiter = tool.shared_calls.join(key.clone(), deadline, || {
-            self.shared_read(tool, request, deadline, key.clone())
-                .in_current_span()
-        });
+        let mut waiter = tool
+            .shared_calls
+            .join(key.clone(), deadline, |shared_steps| {
+                self.shared_read(tool, request, deadline, key.clone(), shared_steps)
+                    .in_current_span()
+            });
+        let their_steps = steps.map(|to| (waiter.steps(), to));
         // The leader's call ends by its deadline; a caller in more of a hurry stops waiting at
         // its own.
-        let outcome = if deadline < waiter.deadline() {
-            tokio::time::timeout_at(deadline, waiter.outcome())
-                .await
-                .ok()
-                .flatten()
-        } else {
-            waiter.outcome().await
+        let wait = async {
+            if deadline < waiter.deadline() {
+                tokio::time::timeout_at(deadline, waiter.outcome())
+                    .await
+                    .ok()
+                    .flatten()
+            } else {
+                waiter.outcome().await
+            }
+        };
+        let outcome = match their_steps {
+            Some((from, to)) => progress::forwarding(wait, from, to).await,
+            None => wait.await,
         };
         match outcome.as_deref() {
             Some(Ok(fresh)) => Envelope {
@@ -319,11 +349,15 @@ impl Gateway {
         request: ToolRequest,
         deadline: Instant,
         key: String,
+        steps: Steps,
     ) -> impl std::future::Future<Output = SharedOutcome> + Send + 'static {
         let gateway = Arc::clone(self);
         let tool = Arc::clone(tool);
         async move {
-            let cx = gateway.context();
+            let cx = Context {
+                steps: Some(&steps),
+                ..gateway.context()
+            };
             let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
             // The call id is each caller's own, set when it is answered.
             let info = CallInfo::new(String::new(), tool.spec.name);
@@ -575,6 +609,7 @@ impl Gateway {
             observer: &self.observer,
             jitter: &self.jitter,
             rate_limits: &self.rate_limits,
+            steps: None,
         }
     }
 

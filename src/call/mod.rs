@@ -22,7 +22,8 @@
 //! - `retry.rs`: which failures are worth another attempt;
 //! - `last_good.rs`: the last good results, with their age (answered fresh within `fresh_for`,
 //!   stale within `stale_for`);
-//! - `coalesce.rs`: identical concurrent calls sharing one provider call;
+//! - `progress.rs`: the steps a waiting caller may be told ([`Step`]: failing over, retrying);
+//! - `coalesce.rs`: identical concurrent calls sharing one provider call (and its steps);
 //! - `upstream.rs`: the provider seam ([`Upstream`]);
 //! - `outcome.rs`: what the pipeline returns, `Success` or `Failure`;
 //! - `served.rs`: the tools as served ([`ServedTool`]: validator, provider chain, bulkhead,
@@ -47,6 +48,7 @@ mod last_good;
 mod observe;
 mod outcome;
 mod pipeline;
+mod progress;
 mod retry;
 mod served;
 mod upstream;
@@ -57,5 +59,6 @@ mod tests;
 pub use answer::{RateLimitHit, Verdict};
 pub use envelope::{CallInfo, Data, Envelope, Status};
 pub use gateway::{CallError, CallRequest, CheckError, Gateway};
+pub use progress::{Step, StepSender};
 pub use served::ServedTool;
 pub use upstream::Upstream;

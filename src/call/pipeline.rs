@@ -24,6 +24,9 @@
 //!   last provider of the chain gets the retries. A background job is not retried on a 429:
 //!   it is requeued until the reset instead of holding a worker.
 //!
+//! At each failover and before each retry's wait the pipeline reports a [`Step`] through its
+//! context, for the callers waiting on it (MCP progress notifications).
+//!
 //! The pipeline returns what happened ([`Success`] or [`Failure`]); what the caller is told is
 //! decided by the answer policies (`answer.rs`).
 
@@ -36,6 +39,7 @@ use tracing::Instrument;
 use super::classify::classify;
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
+use super::progress::{Step, Steps};
 use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
@@ -54,6 +58,18 @@ pub(super) struct Context<'a> {
     /// Where an interactive attempt counts the request it sends (in memory; the job system
     /// spends the counts from the providers' buckets, so background claims make room).
     pub(super) rate_limits: &'a RateLimits,
+    /// Where the steps a waiting caller may be told go (failing over, retrying), if anyone
+    /// listens.
+    pub(super) steps: Option<&'a Steps>,
+}
+
+impl Context<'_> {
+    /// Tells the callers waiting on this call about `step` (nobody listening is fine).
+    fn report(&self, step: Step) {
+        if let Some(steps) = self.steps {
+            let _ = steps.send(step);
+        }
+    }
 }
 
 /// Runs a validated request upstream: the bulkhead, then the provider chain.
@@ -103,6 +119,17 @@ pub(super) async fn run(
                     );
                 }
                 let stop = failure.stops_chain(tool.is_write());
+                if !stop
+                    && let (Some(failed), Some(next)) =
+                        (failure.provider(), tool.routes.get(index + 1))
+                {
+                    cx.report(Step::FailingOver {
+                        tool: tool.spec.name,
+                        failed: failed.to_string(),
+                        why: failure.error_type(),
+                        next: next.name.clone(),
+                    });
+                }
                 last = failure;
                 if stop {
                     break;
@@ -224,6 +251,12 @@ async fn run_route(
             error = %error,
             "retrying"
         );
+        cx.report(Step::Retrying {
+            tool: tool.spec.name,
+            provider: route.name.clone(),
+            why: error.kind.as_str(),
+            wait,
+        });
         tokio::time::sleep(wait).await;
     }
     Err(Failure::DeadlinePassed)

@@ -19,7 +19,7 @@ use super::state::AppState;
 use crate::agents::manifest::drop_optional_nulls;
 use crate::agents::{AgentCall, AgentResult, CallOptions, idempotency};
 use crate::call::ServedTool;
-use crate::call::{CallError, CallInfo, CallRequest, Envelope};
+use crate::call::{CallError, CallInfo, CallRequest, Envelope, StepSender};
 use crate::clients::Scope;
 use crate::jobs::{NewJob, SubmitError};
 use crate::texts::agents as texts;
@@ -108,11 +108,16 @@ pub(crate) fn in_scope(scope: &Scope, tool: &ServedTool) -> bool {
     scope.allows(tool.spec.name, tool.is_write())
 }
 
-/// Runs one interactive call.
-pub(crate) async fn call(state: &AppState, request: CallRequest) -> Result<Envelope, NotRun> {
+/// Runs one interactive call; `steps`, if given, hears what it does while it waits (failing
+/// over, retrying).
+pub(crate) async fn call(
+    state: &AppState,
+    request: CallRequest,
+    steps: Option<StepSender>,
+) -> Result<Envelope, NotRun> {
     state
         .gateway
-        .call(request)
+        .call_reporting(request, steps)
         .await
         .map_err(|CallError::UnknownTool { name, .. }| NotRun::UnknownTool(name))
 }
@@ -160,6 +165,7 @@ pub(crate) async fn run_agent_call(
     caller: &Caller,
     call: AgentCall,
     options: CallOptions,
+    steps: Option<StepSender>,
 ) -> AgentResult {
     let client = &caller.client();
     let scope = &caller.scope();
@@ -215,7 +221,7 @@ pub(crate) async fn run_agent_call(
             client: client.clone(),
             trace,
         };
-        self::call(state, request).await
+        self::call(state, request, steps).await
     };
     match answer {
         Ok(envelope) => AgentResult::answered(call_id, envelope),

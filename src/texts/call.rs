@@ -162,6 +162,20 @@ pub fn deadline_passed() -> String {
     "the deadline passed before a provider answered".to_string()
 }
 
+/// A progress message while a call waits: `failed` did not answer (`why`) and `next` is asked.
+pub fn failing_over(tool: &str, failed: &str, why: &str, next: &str) -> String {
+    format!("{tool}: {failed} failed ({why}), trying {next}")
+}
+
+/// A progress message while a call waits: `provider` failed (`why`) and is asked again after
+/// `wait`.
+pub fn retrying(tool: &str, provider: &str, why: &str, wait: Duration) -> String {
+    format!(
+        "{tool}: {provider} failed ({why}), trying it again in {:.1} s",
+        wait.as_secs_f64()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

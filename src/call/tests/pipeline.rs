@@ -24,6 +24,7 @@ async fn run(
         observer,
         jitter,
         rate_limits: &rate_limits,
+        steps: None,
     };
     pipeline::run(tool, &request, deadline, mode, cx).await
 }

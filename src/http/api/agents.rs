@@ -65,7 +65,7 @@ async fn run_calls(
         );
         match watched.await {
             Some(result) => result,
-            None => run_agent_call(state, caller, call, options).await,
+            None => run_agent_call(state, caller, call, options, None).await,
         }
     });
     futures::future::join_all(runs).await

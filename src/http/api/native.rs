@@ -49,7 +49,7 @@ pub(crate) async fn call_tool(
         client: caller.client(),
         trace: None,
     };
-    let envelope = calls::call(&state, request)
+    let envelope = calls::call(&state, request, None)
         .await
         .map_err(|e| e.into_api_error(&state, &scope))?;
     let status = match envelope.status {

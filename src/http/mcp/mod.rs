@@ -43,6 +43,7 @@ mod availability;
 mod client_answers;
 mod event_store;
 mod parse_errors;
+mod progress;
 mod prompts;
 mod revisions;
 mod tasks;
@@ -344,7 +345,13 @@ impl ServerHandler for Handler {
         );
         let mut out = match read {
             Ok((call, options)) => {
-                let run = run_agent_call(&self.state, &caller, call, options);
+                let token = context
+                    .meta
+                    .get_progress_token()
+                    .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
+                let (steps, listener) = progress::listen(token);
+                let run = run_agent_call(&self.state, &caller, call, options, steps);
+                let run = progress::reporting(run, listener, &context.peer);
                 // A read in flight is cancelled when rmcp cancels its request: the client sent
                 // `notifications/cancelled` (in a session), or closed the connection of a
                 // stateless request before its answer. Dropping it aborts its provider request

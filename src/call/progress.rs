@@ -1,0 +1,97 @@
+//! What a caller waiting on an interactive read may be told while it runs: the steps a person
+//! watching would want to see, because they explain a wait (a provider failed and the next one
+//! is asked; a retry waits before asking again).
+//!
+//! The pipeline reports a [`Step`] through its context, as it reports spans and metrics to its
+//! observer; a shared read sends its steps to every caller waiting on it. A caller that wants
+//! them hands [`Gateway::call_reporting`](super::Gateway::call_reporting) a [`StepSender`]; MCP
+//! turns each into `notifications/progress` for a client that gave a progress token. The call
+//! path knows nothing of MCP: a step is data, and its sentence is in `texts::call`.
+
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc};
+
+use crate::texts::call as texts;
+
+/// One step of a call in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// `failed` did not answer (`why`, an `error.type`), and `next` is asked now.
+    FailingOver {
+        /// The tool called.
+        tool: &'static str,
+        /// The provider that failed.
+        failed: String,
+        /// Why, as the call's span says it (`timeout`, `upstream_5xx`, `circuit_open`, …).
+        why: &'static str,
+        /// The provider asked next.
+        next: String,
+    },
+    /// `provider` failed (`why`) and is asked again after `wait`.
+    Retrying {
+        /// The tool called.
+        tool: &'static str,
+        /// The provider that failed and is asked again.
+        provider: String,
+        /// Why it failed.
+        why: &'static str,
+        /// How long until it is asked again.
+        wait: Duration,
+    },
+}
+
+impl Step {
+    /// The sentence a person reads for this step.
+    pub fn text(&self) -> String {
+        match self {
+            Step::FailingOver {
+                tool,
+                failed,
+                why,
+                next,
+            } => texts::failing_over(tool, failed, why, next),
+            Step::Retrying {
+                tool,
+                provider,
+                why,
+                wait,
+            } => texts::retrying(tool, provider, why, *wait),
+        }
+    }
+}
+
+/// Where a caller receives the steps of its call.
+pub type StepSender = mpsc::UnboundedSender<Step>;
+
+/// Where the pipeline of one (possibly shared) call sends its steps: every caller waiting on it
+/// subscribes. Bounded: a caller that does not keep up misses steps, never slows the call.
+pub(super) type Steps = broadcast::Sender<Step>;
+
+/// A new channel for the steps of one call.
+pub(super) fn channel() -> Steps {
+    broadcast::channel(16).0
+}
+
+/// Runs `work`, passing every step received on `steps` to `to`, until `work` ends.
+pub(super) async fn forwarding<F: std::future::Future>(
+    work: F,
+    mut steps: broadcast::Receiver<Step>,
+    to: &StepSender,
+) -> F::Output {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut work => return out,
+            step = steps.recv() => match step {
+                Ok(step) => {
+                    // The caller stopped listening: the call goes on without it.
+                    let _ = to.send(step);
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return work.await,
+            },
+        }
+    }
+}

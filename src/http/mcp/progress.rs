@@ -1,0 +1,63 @@
+//! `notifications/progress` for a `tools/call` whose client gave a progress token
+//! (`_meta.progressToken`): each step of the call while the client waits (a provider failed and
+//! the next one is asked; a retry waits before asking again) becomes a notification with a
+//! count (1, 2, …; the total is not known) and the step's sentence, e.g. "search_flights: duffel
+//! failed (timeout), trying amadeus". They go on the request's own stream: in a session its event
+//! stream; statelessly, the answer becomes an event stream that ends with the result. Without a
+//! token nothing is sent, and a stateless answer stays one JSON body.
+//!
+//! The steps come from the call path ([`crate::call::Step`]), which knows nothing of MCP.
+
+use std::future::Future;
+
+use rmcp::RoleServer;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::Peer;
+use tokio::sync::mpsc;
+
+use crate::call::{Step, StepSender};
+
+/// A call's steps on their way to a client that asked for progress.
+pub(super) struct Listener {
+    token: ProgressToken,
+    steps: mpsc::UnboundedReceiver<Step>,
+}
+
+/// Where the call's steps go, and what reads them, when the client gave `token`.
+pub(super) fn listen(token: Option<ProgressToken>) -> (Option<StepSender>, Option<Listener>) {
+    match token {
+        None => (None, None),
+        Some(token) => {
+            let (to, steps) = mpsc::unbounded_channel();
+            (Some(to), Some(Listener { token, steps }))
+        }
+    }
+}
+
+/// Runs `work`, sending each step it reports to `peer` as `notifications/progress`.
+pub(super) async fn reporting<F: Future>(
+    work: F,
+    listener: Option<Listener>,
+    peer: &Peer<RoleServer>,
+) -> F::Output {
+    let Some(Listener { token, mut steps }) = listener else {
+        return work.await;
+    };
+    tokio::pin!(work);
+    let mut count: u32 = 0;
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut work => return out,
+            Some(step) = steps.recv() => {
+                count += 1;
+                let note = ProgressNotificationParam::new(token.clone(), f64::from(count))
+                    .with_message(step.text());
+                if let Err(e) = peer.notify_progress(note).await {
+                    // The client's stream is gone; the call goes on to its answer.
+                    tracing::debug!(error = %e, "an MCP progress notification was not sent");
+                }
+            }
+        }
+    }
+}
