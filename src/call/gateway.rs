@@ -113,6 +113,11 @@ impl Gateway {
         let mut errors = Vec::new();
         let mut tools = BTreeMap::new();
         let breakers = BreakerRegistry::default();
+        let provider_timeouts: BTreeMap<String, Duration> = config
+            .providers
+            .iter()
+            .filter_map(|(name, p)| Some((name.clone(), p.timeout?)))
+            .collect();
         for tc in &config.tools {
             let Some(spec) = tools::spec(&tc.name) else {
                 errors.push(format!("{}: unknown tool {}", tc.file.display(), tc.name));
@@ -120,7 +125,15 @@ impl Gateway {
             };
             // A tool whose providers are configured but none serves it in this build (warned
             // about when providers were built) is not offered.
-            match ServedTool::build(spec, tc, upstreams, &breakers, &config.prompts) {
+            let built = ServedTool::build(
+                spec,
+                tc,
+                upstreams,
+                &provider_timeouts,
+                &breakers,
+                &config.prompts,
+            );
+            match built {
                 Ok(Some(tool)) => {
                     tools.insert(tc.name.clone(), Arc::new(tool));
                 }

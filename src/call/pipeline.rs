@@ -11,7 +11,8 @@
 //!   saying who asks (an interactive call leaves half-open probes to due background jobs). An
 //!   open breaker stops retries dead (no retry ever fires into it) and moves the call to the
 //!   next provider of the chain.
-//! - **Timeout inside the deadline**: each attempt gets `min(timeout, deadline left)`, so
+//! - **Timeout inside the deadline**: each attempt gets `min(timeout, deadline left)` (and
+//!   the provider's `[providers.X] timeout`, when it has one, caps the tool's), so
 //!   retries share the call's deadline instead of stacking timeouts.
 //! - **Classify, then record, before deciding anything else**: the breaker learns about an
 //!   attempt before the pipeline retries or falls back, so the next decision sees it. An
@@ -193,7 +194,10 @@ async fn run_route(
             cx.rate_limits.spent_interactive(&route.name);
         }
         let started = Instant::now();
-        let timeout = tool.config.timeout.min(remaining);
+        let timeout = route
+            .timeout
+            .map_or(tool.config.timeout, |cap| cap.min(tool.config.timeout))
+            .min(remaining);
         let result = attempt_once(route.upstream.as_ref(), request, timeout)
             .instrument(span.clone())
             .await;

@@ -60,6 +60,8 @@ pub(super) struct Route {
     pub(super) upstream: Arc<dyn Upstream>,
     /// The breaker of this tool × provider.
     pub(super) breaker: Arc<Breaker>,
+    /// The provider's cap on an attempt (`[providers.X] timeout`), under the tool's timeout.
+    pub(super) timeout: Option<Duration>,
     /// Until when the provider said its quota is exhausted (the fallback says so). A short
     /// `std::sync::Mutex`: written on that rare failure, read only when rendering a fallback.
     quota_exhausted_until: Mutex<Option<Instant>>,
@@ -68,10 +70,12 @@ pub(super) struct Route {
 impl ServedTool {
     /// The tool of `config` served by the providers of its chain that exist in `upstreams`, or
     /// `None` when none of them does (the providers were built without it, with a warning).
+    /// `provider_timeouts` caps the attempts of the providers named in it.
     pub(super) fn build(
         spec: &'static ToolSpec,
         config: &ToolConfig,
         upstreams: &BTreeMap<String, Arc<dyn Upstream>>,
+        provider_timeouts: &BTreeMap<String, Duration>,
         breakers: &BreakerRegistry,
         prompts: &BTreeMap<String, String>,
     ) -> Result<Option<Self>, String> {
@@ -100,6 +104,7 @@ impl ServedTool {
                     name: name.clone(),
                     upstream: Arc::clone(upstream),
                     breaker: breakers.get_or_insert(key, breaker.clone()),
+                    timeout: provider_timeouts.get(name).copied(),
                     quota_exhausted_until: Mutex::new(None),
                 })
             })

@@ -440,12 +440,23 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
         Some(d) => d,
         None => DEFAULT_CONNECT_TIMEOUT,
     };
+    let timeout = match s.duration("timeout") {
+        Some(d) if d < Duration::from_millis(100) || d > Duration::from_secs(300) => {
+            s.error(
+                "timeout",
+                "must be between \"100ms\" and \"5m\"; leave it out to use each tool's timeout",
+            );
+            None
+        }
+        other => other,
+    };
     Some(ProviderConfig {
         name: name.to_string(),
         kind,
         base_url,
         requests_per_second,
         connect_timeout,
+        timeout,
     })
 }
 

@@ -283,6 +283,10 @@ pub struct ProviderConfig {
     /// How long a new connection to the provider may take (`connect_timeout`, default 2 s):
     /// a provider that cannot accept a connection in that time is down for our purposes.
     pub connect_timeout: Duration,
+    /// An attempt at this provider takes at most this long (`timeout`), whichever tool asks: a
+    /// cap under each tool's own `timeout` for a provider known to be slower or faster than
+    /// the tools' defaults. `None`: the tool's timeout alone.
+    pub timeout: Option<Duration>,
 }
 
 /// The provider wire formats faregate speaks, with the env variables holding their credentials.

@@ -221,11 +221,21 @@ fn upstreams(list: &[(&str, &Arc<Scripted>)]) -> BTreeMap<String, Arc<dyn Upstre
 
 /// `config` served by `providers`, with breakers of its own.
 fn served(config: &ToolConfig, providers: &[(&str, &Arc<Scripted>)]) -> Arc<ServedTool> {
+    served_capped(config, providers, &BTreeMap::new())
+}
+
+/// `config` served by `providers`, their attempts capped by `provider_timeouts`.
+fn served_capped(
+    config: &ToolConfig,
+    providers: &[(&str, &Arc<Scripted>)],
+    provider_timeouts: &BTreeMap<String, Duration>,
+) -> Arc<ServedTool> {
     let spec = tools::spec(&config.name).expect("in the catalog");
     let tool = ServedTool::build(
         spec,
         config,
         &upstreams(providers),
+        provider_timeouts,
         &BreakerRegistry::default(),
         &BTreeMap::new(),
     )

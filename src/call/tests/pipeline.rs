@@ -127,6 +127,34 @@ async fn the_deadline_bounds_every_attempt() {
     assert_eq!(duffel.answered(), 0);
 }
 
+/// A provider's own `timeout` caps each attempt under the tool's 8 s: a hanging provider
+/// capped at 3 s is attempted at 0 s and 3 s (plus the retry's wait), and never for 8 s.
+#[tokio::test(start_paused = true)]
+async fn a_providers_timeout_caps_each_attempt_under_the_tools() {
+    let duffel = Scripted::new([Step::Hang, Step::Hang]);
+    let caps = BTreeMap::from([("duffel".to_string(), secs(3))]);
+    let tool = served_capped(
+        &tool_config("search_flights"),
+        &[("duffel", &duffel)],
+        &caps,
+    );
+    let start = Instant::now();
+    let failure = search(&tool).await.expect_err("no answer");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "timeout")));
+    let started = duffel.started();
+    assert_eq!(started.len(), 2);
+    assert!(
+        started[1] - start >= secs(3) && started[1] - start < secs(8),
+        "the first attempt ended at its provider's 3 s: {:?}",
+        started[1] - start
+    );
+    assert!(Instant::now() - started[1] <= secs(3), "the second too");
+    assert!(
+        Instant::now() - start < secs(12),
+        "well before the deadline"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_full_bulkhead_answers_at_once_without_asking_the_provider() {
     let mut config = tool_config("search_flights");

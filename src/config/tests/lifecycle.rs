@@ -1,5 +1,5 @@
 //! The settings of a job's and a provider request's lifecycle: how long finished jobs are kept,
-//! and how long a provider may take to accept a connection.
+//! how long a provider may take to accept a connection, and its cap on an attempt.
 
 use std::time::Duration;
 
@@ -34,7 +34,7 @@ fn finished_jobs_are_kept_seven_days_unless_said_otherwise() {
 }
 
 #[test]
-fn a_providers_connect_timeout_is_two_seconds_unless_set_within_bounds() {
+fn a_providers_connect_timeout_and_attempt_cap_are_read_within_bounds() {
     let config = MapFiles::defaults()
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -56,6 +56,22 @@ fn a_providers_connect_timeout_is_two_seconds_unless_set_within_bounds() {
     assert_eq!(
         set.providers["amadeus"].connect_timeout,
         Duration::from_secs(2)
+    );
+    assert_eq!(
+        set.providers["duffel"].timeout, None,
+        "each tool's timeout alone"
+    );
+    let capped = MapFiles::defaults()
+        .edit("faregate.toml", "# timeout = \"5s\"", "timeout = \"3s\"")
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        capped.providers["duffel"].timeout,
+        Some(Duration::from_secs(3))
+    );
+    assert_one_error(
+        MapFiles::defaults().edit("faregate.toml", "# timeout = \"5s\"", "timeout = \"1h\""),
+        &["timeout", "between \"100ms\" and \"5m\""],
     );
     for written in ["10ms", "5m"] {
         assert_one_error(

@@ -320,6 +320,7 @@ async fn a_chain_moves_to_the_next_provider_and_both_down_gives_the_fallback() {
                 base_url: reqwest::Url::parse(&backup.uri()).unwrap_or_else(|e| panic!("{e}")),
                 requests_per_second: None,
                 connect_timeout: std::time::Duration::from_secs(2),
+                timeout: None,
             },
         );
         for t in &mut c.tools {

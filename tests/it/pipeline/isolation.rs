@@ -42,6 +42,7 @@ async fn a_hanging_flight_provider_does_not_slow_hotel_search() {
                         .unwrap_or_else(|e| panic!("{e}")),
                     requests_per_second: None,
                     connect_timeout: std::time::Duration::from_secs(2),
+                    timeout: None,
                 },
             );
             for t in &mut c.tools {
