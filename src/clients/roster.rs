@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+use tokio::sync::watch;
 
 use sha2::{Digest, Sha256};
 
@@ -172,10 +173,19 @@ impl Roster {
 }
 
 /// The current roster, swapped whole by a reload.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Directory {
     /// A std lock: held only to clone or replace the `Arc`, never across an await.
     current: RwLock<Arc<Roster>>,
+    /// Counts the replacements, for whoever follows them (MCP sessions told that their tools
+    /// changed).
+    replaced: watch::Sender<u64>,
+}
+
+impl Default for Directory {
+    fn default() -> Self {
+        Directory::new(Roster::default())
+    }
 }
 
 impl Directory {
@@ -183,7 +193,13 @@ impl Directory {
     pub fn new(roster: Roster) -> Self {
         Directory {
             current: RwLock::new(Arc::new(roster)),
+            replaced: watch::Sender::new(0),
         }
+    }
+
+    /// Wakes on every replacement from now on ([`watch::Receiver::changed`]).
+    pub fn replaced(&self) -> watch::Receiver<u64> {
+        self.replaced.subscribe()
     }
 
     /// The roster now; a request keeps the one it read for its whole life.
@@ -194,6 +210,7 @@ impl Directory {
     /// Puts `roster` in place of the current one, at once for every later request.
     pub fn replace(&self, roster: Roster) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(roster);
+        self.replaced.send_modify(|n| *n += 1);
     }
 }
 

@@ -24,9 +24,9 @@
 //! ([`prompts`]) and the tools' availability as a resource a session may subscribe to
 //! ([`availability`]).
 //!
-//! `tools/list` is the MCP manifest ([`crate::agents::manifest::mcp_tool`]) in catalog order;
-//! it never changes while the gateway runs (breakers do not add or remove tools, so there are
-//! no `list_changed` storms). `tools/call` answers a [`CallToolResult`]: the model-readable text,
+//! `tools/list` is the MCP manifest ([`crate::agents::manifest::mcp_tool`]) in catalog order,
+//! the tools the client's scope allows; breakers never add or remove tools (no `list_changed`
+//! storms), and a reload that changes a client's scope tells its sessions ([`tool_lists`]). `tools/call` answers a [`CallToolResult`]: the model-readable text,
 //! `structuredContent` (only for `ok` and `stale`, so it always matches `outputSchema`) and
 //! `isError` for `unavailable`, `rejected` and `invalid_arguments`. A tripped breaker is such a
 //! result, never a JSON-RPC error. An unknown tool name is a JSON-RPC error (`-32602`), as the
@@ -47,6 +47,7 @@ mod progress;
 mod prompts;
 mod revisions;
 mod tasks;
+mod tool_lists;
 mod watch_tools;
 
 pub(crate) use client_answers::client_answers;
@@ -129,6 +130,7 @@ fn rmcp_service(
         instructions: guidance_for(&state, &Scope::nothing()),
         max_body_bytes: state.max_body_bytes,
         subscribers: Arc::default(),
+        tool_lists: Arc::default(),
         cancel: cancel.clone(),
         state,
     };
@@ -154,13 +156,16 @@ fn rmcp_service(
 #[derive(Debug, Clone)]
 pub(crate) struct Handler {
     state: AppState,
-    /// The `tools/list` answer, built once (the list never changes while the gateway runs).
+    /// Every tool `tools/list` may send, built once (each client is sent the ones its scope
+    /// allows).
     tools: Arc<Vec<Tool>>,
     /// `prompts/agent-guidance.md`, sent as the server's instructions.
     instructions: Option<String>,
     max_body_bytes: usize,
     /// The sessions subscribed to the availability resource (shared by every session).
     subscribers: Arc<availability::Subscribers>,
+    /// The sessions that listed tools, told when their client's tools change.
+    tool_lists: Arc<tool_lists::ToolLists>,
     /// `/mcp`'s shutdown token, which also ends the availability watcher.
     cancel: CancellationToken,
 }
@@ -171,7 +176,8 @@ impl ServerHandler for Handler {
             .enable_prompts()
             .enable_resources()
             .enable_resources_subscribe()
-            .enable_tools();
+            .enable_tools()
+            .enable_tool_list_changed();
         // Tasks are jobs: offered only where there is a job store.
         let capabilities = match self.state.jobs {
             Some(_) => builder.enable_tasks().build(),
@@ -210,17 +216,22 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let scope = caller_of(&context)?.scope();
-        let allowed = allowed_tools(&self.state, &scope);
-        let tools = self
-            .tools
-            .iter()
-            .filter(|t| {
-                allowed.contains(&t.name.as_ref())
-                    || watch_tools::listed(&self.state, &scope, &t.name)
-            })
+        let caller = caller_of(&context)?;
+        let scope = caller.scope();
+        let tools = tool_lists::visible(&self.state, &self.tools, &scope)
+            .into_iter()
             .cloned()
             .collect();
+        // A session of a configured client hears when a reload changes its tools.
+        if let (Caller::Client { .. }, Ok(session)) = (&caller, session_of(&context)) {
+            self.tool_lists.listed(
+                &self.state,
+                &self.tools,
+                &self.cancel,
+                (session, caller.client(), &scope),
+                context.peer.clone(),
+            );
+        }
         let mut result = ListToolsResult::with_all_items(tools);
         revisions::stamp_server_info(&mut result.meta, context.protocol_version());
         Ok(result)

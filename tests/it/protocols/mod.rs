@@ -7,6 +7,7 @@ mod background;
 mod endpoints;
 mod mcp_cancel;
 mod mcp_fleet;
+mod mcp_list_changed;
 mod mcp_progress;
 mod mcp_prompts;
 mod mcp_results;

@@ -1,0 +1,172 @@
+//! `notifications/tools/list_changed`: a session whose client's scope changes on a reload is
+//! told to list its tools again, and `initialize` says the list may change.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use faregate::clients::{ClientName, Scope, digest};
+use faregate::config::{ClientConfig, ClientKey, Config};
+use faregate::http::{ClientSource, client_setup};
+use serde_json::{Value, json};
+
+use crate::support::{MapEnv, TestGateway, config_for, start_sim};
+
+const ADMIN: &str = "admin-key";
+const KEY: &str = "agent-key";
+const VERSION: &str = "2025-11-25";
+
+fn client(scope: Scope) -> ClientConfig {
+    ClientConfig {
+        name: ClientName::configured("travel-agent").unwrap_or_else(|e| panic!("{e}")),
+        key: ClientKey::Sha256(digest(KEY.as_bytes())),
+        scope,
+        limits: faregate::config::default_limits(),
+        budget: None,
+    }
+}
+
+fn env() -> MapEnv {
+    MapEnv(vec![("FAREGATE_ADMIN_KEY", ADMIN)])
+}
+
+/// POSTs `body` to `/mcp` with the client key, in `session` if any; status, session header and
+/// the JSON-RPC message of the answer.
+async fn post(
+    http: &reqwest::Client,
+    gw: &TestGateway,
+    body: &Value,
+    session: Option<&str>,
+) -> (u16, Option<String>, Value) {
+    let mut req = http
+        .post(gw.url("/mcp"))
+        .bearer_auth(KEY)
+        .header("accept", "application/json, text/event-stream")
+        .json(body);
+    if body["method"] != "initialize" {
+        req = req.header("mcp-protocol-version", VERSION);
+    }
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id);
+    }
+    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let status = res.status().as_u16();
+    let id = res
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = res.text().await.unwrap_or_default();
+    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .unwrap_or(Value::Null)
+    });
+    (status, id, message)
+}
+
+fn tool_names(listed: &Value) -> Vec<String> {
+    listed["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_reload_that_changes_a_clients_tools_tells_its_sessions() {
+    let sim = start_sim(81).await;
+    let mut config: Config = config_for(&sim.url());
+    let reads_only = Scope::new(vec!["search_*".into()], false).unwrap_or_else(|e| panic!("{e}"));
+    config.clients = vec![client(reads_only)];
+    let on_disk = Arc::new(Mutex::new(config.clone()));
+    let mut app = faregate::app::build(config, &env()).unwrap_or_else(|e| panic!("{e:?}"));
+    let source = Arc::clone(&on_disk);
+    app.state.client_source = Some(ClientSource::new(move || {
+        let config = source.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        client_setup(&config, &env())
+    }));
+    let gw = TestGateway::serve(app).await;
+    let http = reqwest::Client::new();
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "list-changed-test", "version": "1"}}});
+    let (status, session, init) = post(&http, &gw, &initialize, None).await;
+    assert_eq!(status, 200, "{init:#}");
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{init:#}"
+    );
+    let session = session.unwrap_or_else(|| panic!("no session id: {init:#}"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&http, &gw, &initialized, Some(&session)).await.0, 202);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    let (_, _, listed) = post(&http, &gw, &list, Some(&session)).await;
+    let before = tool_names(&listed);
+    assert!(
+        before.contains(&"search_flights".to_string())
+            && !before.contains(&"get_flight_status".to_string()),
+        "{before:?}"
+    );
+
+    // The session's event stream, where server notifications come.
+    let mut events = http
+        .get(gw.url("/mcp"))
+        .bearer_auth(KEY)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(events.status().as_u16(), 200);
+
+    // A reload that changes nothing for this client sends nothing; one that widens its scope
+    // sends list_changed.
+    let reload = || async {
+        let res = http
+            .post(gw.url("/v1/admin/reload"))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(res.status().as_u16(), 200, "{:?}", res.text().await);
+    };
+    reload().await;
+    on_disk.lock().unwrap_or_else(|e| e.into_inner()).clients = vec![client(Scope::everything())];
+    reload().await;
+    let mut seen = String::new();
+    let notified = async {
+        loop {
+            let changed: Vec<Value> = seen
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .filter(|m| m.get("method").is_some())
+                .collect();
+            if !changed.is_empty() {
+                return changed;
+            }
+            match events.chunk().await {
+                Ok(Some(chunk)) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+                other => panic!("the event stream ended: {other:?}"),
+            }
+        }
+    };
+    let notes = tokio::time::timeout(Duration::from_secs(10), notified)
+        .await
+        .unwrap_or_else(|_| panic!("no notification within 10 s; read: {seen}"));
+    assert_eq!(
+        notes,
+        vec![json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})],
+        "exactly one list_changed, for the reload that changed the tools"
+    );
+    let (_, _, listed) = post(&http, &gw, &list, Some(&session)).await;
+    let after = tool_names(&listed);
+    assert!(
+        after.contains(&"get_flight_status".to_string()),
+        "{after:?}"
+    );
+}
