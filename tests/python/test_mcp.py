@@ -224,3 +224,22 @@ def test_a_model_watches_a_flight_through_the_watch_tools(demo, mode):
     assert refused.is_error is True and "[invalid_arguments]" in refused.content[0].text
     assert "reads a price" in refused.content[0].text, refused.content[0].text
     assert httpx.delete(f"{demo.api}/v1/watches/{watch_id}", timeout=30).status_code == 204
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_call_that_fails_over_reports_progress_to_the_sdks_callback(demo, mode):
+    """The SDK adds a progress token when a call has a progress callback; faregate then says why
+    the call takes longer (the first provider failed and the next one is asked)."""
+    demo.fault("duffel_air_search", outage=True)
+    heard = []
+
+    async def on_progress(progress, total, message):
+        heard.append((progress, total, message))
+
+    async def go():
+        async with Client(demo.mcp, mode=mode) as c:
+            return await c.call_tool("search_flights", flights(), progress_callback=on_progress)
+
+    result = run(go())
+    assert result.is_error is False, result
+    assert heard == [(1.0, None, "search_flights: duffel failed (upstream_5xx), trying amadeus")], heard
