@@ -40,6 +40,7 @@ pub mod fleet;
 pub mod http;
 pub mod jobs;
 pub mod ledger;
+pub mod maintenance;
 pub mod policy;
 pub mod providers;
 pub mod quota;
