@@ -14,6 +14,7 @@ use reqwest::Url;
 
 use super::clients::{check_scopes, read_clients};
 use super::files::Files;
+use super::maintenance::{check_maintenance, read_maintenance};
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::{ConfigErrors, Problems};
@@ -265,6 +266,7 @@ fn load_into(
     let telemetry = read_telemetry(&root);
     let watches = read_watches(&root);
     let clients = read_clients(&root, &limits);
+    let maintenance = read_maintenance(&root);
     root.finish();
 
     let prompts = read_prompts(files, &prompts_dir, problems);
@@ -280,6 +282,7 @@ fn load_into(
     );
     check_request_timeout(&root, &server, &tools);
     check_scopes(&root, &clients, &tools);
+    check_maintenance(&root, &maintenance, &tools);
 
     Some(Config {
         source: config_path.to_path_buf(),
@@ -297,6 +300,7 @@ fn load_into(
         tools,
         prompts,
         clients,
+        maintenance: maintenance.into_iter().map(|(_, w)| w).collect(),
     })
 }
 

@@ -10,6 +10,7 @@
 mod clients;
 mod files;
 mod load;
+mod maintenance;
 mod model;
 mod policies;
 mod problems;

@@ -47,6 +47,8 @@ pub struct Config {
     pub prompts: BTreeMap<String, String>,
     /// `[[clients]]`: the named clients, in file order.
     pub clients: Vec<ClientConfig>,
+    /// `[[maintenance]]`: the scheduled maintenance windows, in file order.
+    pub maintenance: Vec<crate::maintenance::Window>,
 }
 
 /// One `[[clients]]` entry.

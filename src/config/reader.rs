@@ -80,7 +80,9 @@ impl<'a> Section<'a> {
 
     /// The dotted path of `key` inside this section.
     pub(crate) fn path(&self, key: &str) -> String {
-        if self.prefix.is_empty() {
+        if key.is_empty() {
+            self.prefix.clone()
+        } else if self.prefix.is_empty() {
             key.to_string()
         } else {
             format!("{}.{key}", self.prefix)

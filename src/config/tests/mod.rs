@@ -10,6 +10,7 @@ use super::*;
 mod clients;
 mod fleet_defaults;
 mod lifecycle;
+mod maintenance;
 mod server;
 mod telemetry;
 mod watches;
