@@ -7,10 +7,11 @@
 //!   provider's refusal (the model can fix it), else the last good result for the same
 //!   arguments (`stale`, with its age), else for a write that may have reached the provider
 //!   "outcome unknown" (never "nothing was booked"), else for a write the provider says it did
-//!   not carry out "not booked", else the tool's fallback text (a write that failed before its
+//!   not carry out "not booked", else for a provider in a scheduled maintenance window the
+//!   maintenance text (why, and until when), else the tool's fallback text (a write that failed before its
 //!   request was sent gets it too: nothing was booked);
 //! - [`background`]: nobody waits, so a job gets a [`Verdict`]: later (with the wait the
-//!   provider side asked for as its anchor; also a write that failed before its request was
+//!   provider side asked for, or a maintenance window's end, as its anchor; also a write that failed before its request was
 //!   sent, which is as safe to repeat as a read), or never (a refusal, a write the provider
 //!   says it did not carry out, or a write whose outcome is unknown: repeating it could book
 //!   twice).
@@ -117,6 +118,8 @@ pub(super) fn fresh(info: CallInfo, success: Success) -> Envelope {
 pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope {
     let breaker = match failure {
         Failure::Breaker { rejected, .. } => Some(rejected.state),
+        // A maintenance window acts as a breaker forced open.
+        Failure::Maintenance { .. } => Some(BreakerState::ForcedOpen),
         _ => facts.breaker,
     };
     let info = CallInfo {
@@ -148,7 +151,15 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
         );
     }
 
-    let content = if facts.write && may_have_executed(failure) {
+    let content = if let Failure::Maintenance {
+        provider,
+        until,
+        reason,
+        ..
+    } = failure
+    {
+        texts::maintenance(&info.tool, provider, *until, reason, facts.available_tools)
+    } else if facts.write && may_have_executed(failure) {
         texts::uncertain_write(&info.tool, &provider)
     } else if facts.write && provider_says_not_done(failure) {
         texts::write_not_done(&info.tool, &provider)
@@ -231,6 +242,19 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             attempted: false,
             rate_limited: None,
         },
+        // The job waits out the window: its requeue is anchored on the window's end.
+        Failure::Maintenance {
+            provider,
+            until,
+            left,
+            reason,
+            ..
+        } => Verdict::Later {
+            anchor: Some(left),
+            error: texts::maintenance_background(&provider, until, &reason),
+            attempted: false,
+            rate_limited: None,
+        },
         Failure::BulkheadFull => Verdict::Later {
             anchor: None,
             error: texts::bulkhead_full(),
@@ -262,7 +286,10 @@ fn refusal(failure: &Failure) -> Option<(&str, &UpstreamError)> {
 fn may_have_executed(failure: &Failure) -> bool {
     match failure {
         Failure::Upstream { error, .. } => error.write_may_have_happened(),
-        Failure::BulkheadFull | Failure::Breaker { .. } | Failure::DeadlinePassed => false,
+        Failure::BulkheadFull
+        | Failure::Breaker { .. }
+        | Failure::Maintenance { .. }
+        | Failure::DeadlinePassed => false,
     }
 }
 
@@ -280,6 +307,7 @@ fn retry_estimate(
 ) -> Duration {
     match failure {
         Failure::Breaker { rejected, .. } => rejected.retry_after,
+        Failure::Maintenance { left, .. } => *left,
         Failure::Upstream { error, .. } => error
             .kind
             .retry_after()

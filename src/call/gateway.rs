@@ -30,6 +30,7 @@ use crate::clients::ClientName;
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
 use crate::ledger::{Ledger, Outcome, arguments_digest};
+use crate::maintenance::Schedule;
 use crate::policy::SplitMix;
 use crate::providers::RateLimits;
 use crate::telemetry::Telemetry;
@@ -100,6 +101,8 @@ pub struct Gateway {
     /// `std` lock: read once per booking, written only when budgets are set, never held across
     /// an await.
     budgets: std::sync::RwLock<BTreeMap<String, Budget>>,
+    /// The scheduled maintenance windows (`[[maintenance]]`).
+    maintenance: Schedule,
 }
 
 impl Gateway {
@@ -164,6 +167,7 @@ impl Gateway {
             rate_limits: Arc::default(),
             ledger: OnceLock::new(),
             budgets: std::sync::RwLock::default(),
+            maintenance: Schedule::new(config.maintenance.clone()),
         })
     }
 
@@ -197,6 +201,11 @@ impl Gateway {
             Some(ledger) => booking::reconcile(ledger, &self.observer, &self.tools()).await,
             None => 0,
         }
+    }
+
+    /// The scheduled maintenance windows.
+    pub fn maintenance(&self) -> &Schedule {
+        &self.maintenance
     }
 
     /// The served tools, in manifest order (the catalog's).
@@ -623,6 +632,7 @@ impl Gateway {
             jitter: &self.jitter,
             rate_limits: &self.rate_limits,
             steps: None,
+            maintenance: &self.maintenance,
         }
     }
 

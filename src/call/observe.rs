@@ -18,7 +18,8 @@
 //!   (`admitted`, `probe`, `ramp` or `rejected`), `faregate.breaker.state` (when rejected),
 //!   `faregate.outcome` (`success`, `failure`, `ignored`, `rejected`) and `error.type`.
 //!
-//! `error.type` values: `circuit_open`, `bulkhead_full`, `deadline_exceeded`, and the
+//! `error.type` values: `circuit_open`, `maintenance` (a scheduled window; the attempt's
+//! `faregate.breaker.decision` is `maintenance`), `bulkhead_full`, `deadline_exceeded`, and the
 //! provider error kinds (`ErrorKind::as_str`): `timeout`, `connect`, `transport`,
 //! `rate_limited`, `upstream_5xx`, `misconfigured`, `malformed`, `rejected` (the provider
 //! refused; the model can fix it); plus `invalid_arguments`.
@@ -180,6 +181,13 @@ impl Observer {
         self.telemetry
             .metrics()
             .record_rejected(tool, provider, rejected.reason);
+    }
+
+    /// Says on its span that an attempt was not made: its key is in a maintenance window.
+    pub(crate) fn under_maintenance(&self, span: &Span) {
+        span.record("faregate.breaker.decision", "maintenance");
+        span.record("faregate.outcome", "rejected");
+        span.record("error.type", "maintenance");
     }
 
     /// Counts an attempt that reached the provider, and records its outcome on its span.

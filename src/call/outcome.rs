@@ -3,6 +3,10 @@
 //! Both answer policies (`answer.rs`) and the observer (`observe.rs`) read these values; the
 //! pipeline is the only place that makes them.
 
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
 use crate::breaker::{BreakerState, Rejected};
 use crate::providers::{ErrorKind, UpstreamError};
 use crate::tools::ToolOutput;
@@ -42,6 +46,20 @@ pub(crate) enum Failure {
         /// The providers earlier in the chain that failed too, in chain order.
         failed_before: Vec<String>,
     },
+    /// The provider's key is in a scheduled maintenance window: it was not asked, as if its
+    /// breaker were forced open.
+    Maintenance {
+        /// The provider.
+        provider: String,
+        /// When the window (and any joining it) ends.
+        until: DateTime<Utc>,
+        /// The time left until then, at the moment of refusing.
+        left: Duration,
+        /// The operator's reason.
+        reason: String,
+        /// The providers earlier in the chain that failed too, in chain order.
+        failed_before: Vec<String>,
+    },
     /// The deadline passed before a provider could be asked.
     DeadlinePassed,
 }
@@ -50,9 +68,9 @@ impl Failure {
     /// The provider the failure names; none for a full bulkhead or a passed deadline.
     pub(crate) fn provider(&self) -> Option<&str> {
         match self {
-            Failure::Breaker { provider, .. } | Failure::Upstream { provider, .. } => {
-                Some(provider)
-            }
+            Failure::Breaker { provider, .. }
+            | Failure::Upstream { provider, .. }
+            | Failure::Maintenance { provider, .. } => Some(provider),
             Failure::BulkheadFull | Failure::DeadlinePassed => None,
         }
     }
@@ -68,6 +86,11 @@ impl Failure {
                 ..
             }
             | Failure::Upstream {
+                provider,
+                failed_before,
+                ..
+            }
+            | Failure::Maintenance {
                 provider,
                 failed_before,
                 ..
@@ -92,6 +115,11 @@ impl Failure {
             provider,
             failed_before,
             ..
+        }
+        | Failure::Maintenance {
+            provider,
+            failed_before,
+            ..
         } = &mut self
         {
             if failed.last() == Some(provider) {
@@ -110,7 +138,7 @@ impl Failure {
                 write || matches!(error.kind, ErrorKind::Rejected { .. })
             }
             Failure::BulkheadFull | Failure::DeadlinePassed => true,
-            Failure::Breaker { .. } => false,
+            Failure::Breaker { .. } | Failure::Maintenance { .. } => false,
         }
     }
 
@@ -119,6 +147,7 @@ impl Failure {
         match self {
             Failure::BulkheadFull => "bulkhead_full",
             Failure::Breaker { .. } => "circuit_open",
+            Failure::Maintenance { .. } => "maintenance",
             Failure::DeadlinePassed => "deadline_exceeded",
             Failure::Upstream { error, .. } => error.kind.as_str(),
         }

@@ -7,6 +7,8 @@
 //!   must not exhaust the pool every other tool needs). It is taken once per call and held
 //!   across retries and providers; a full bulkhead answers at once instead of queueing without
 //!   bound.
+//! - **Maintenance before the breaker**: a key in a scheduled maintenance window is refused
+//!   as a forced-open breaker would refuse it, and the call moves to the next provider.
 //! - **Breaker per attempt**: every attempt, first or retry, asks its tool × provider breaker,
 //!   saying who asks (an interactive call leaves half-open probes to due background jobs). An
 //!   open breaker stops retries dead (no retry ever fires into it) and moves the call to the
@@ -45,6 +47,8 @@ use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
 use crate::breaker::Caller;
+use crate::clock;
+use crate::maintenance::{self, Schedule};
 use crate::policy::SplitMix;
 use crate::providers::{ErrorKind, RateLimits, UpstreamError};
 use crate::tools::{CallMode, ToolOutput, ToolRequest};
@@ -62,6 +66,8 @@ pub(super) struct Context<'a> {
     /// Where the steps a waiting caller may be told go (failing over, retrying), if anyone
     /// listens.
     pub(super) steps: Option<&'a Steps>,
+    /// The scheduled maintenance windows: a key in one is not asked.
+    pub(super) maintenance: &'a Schedule,
 }
 
 impl Context<'_> {
@@ -177,6 +183,18 @@ async fn run_route(
             return Err(Failure::DeadlinePassed);
         }
         let span = Observer::attempt_span(tool.spec.name, &route.name, attempt + 1);
+        // A scheduled window acts as a forced-open breaker: no permit, no request.
+        let wall = clock::utc_now();
+        if let Some(active) = cx.maintenance.active(tool.spec.name, &route.name, wall) {
+            cx.observer.under_maintenance(&span);
+            return Err(Failure::Maintenance {
+                provider: route.name.clone(),
+                left: maintenance::left(wall, active.until),
+                until: active.until,
+                reason: active.reason,
+                failed_before: Vec::new(),
+            });
+        }
         let permit = match route.breaker.try_acquire_as(now, caller) {
             Ok(permit) => permit,
             Err(rejected) => {

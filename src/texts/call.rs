@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 /// The placeholders a fallback prompt may use; the config loader refuses any other.
 pub const PLACEHOLDERS: &[&str] = &["tool", "retry_after_s", "provider", "available_tools"];
 
@@ -144,6 +146,39 @@ pub fn key_reused(tool: &str) -> String {
 pub fn ledger_unwritable(tool: &str) -> String {
     format!(
         "The {tool} request was not sent: the gateway could not record it in its booking ledger first, so nothing was booked and nothing was charged. Tell the traveller exactly that, and offer to try again in a minute with the same idempotency key."
+    )
+}
+
+/// A time as a model should repeat it: `2026-12-05 04:00 UTC`.
+pub fn utc_time(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+/// A tool refused because its provider is in a scheduled maintenance window until `until`
+/// (instead of the tool's fallback prompt, which speaks of an outage).
+pub fn maintenance(
+    tool: &str,
+    provider: &str,
+    until: DateTime<Utc>,
+    reason: &str,
+    available_tools: &[String],
+) -> String {
+    let available = if available_tools.is_empty() {
+        "none at the moment".to_string()
+    } else {
+        available_tools.join(", ")
+    };
+    let until = utc_time(until);
+    format!(
+        "{tool} is down for scheduled maintenance: its provider ({provider}) is not being asked until {until} ({reason}). Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller this is planned maintenance and that {tool} should be back at {until}; do not call {tool} again before then. Meanwhile, offer to help with the tools that work now: {available}."
+    )
+}
+
+/// A background attempt held back by a maintenance window (the job's `last_error`).
+pub fn maintenance_background(provider: &str, until: DateTime<Utc>, reason: &str) -> String {
+    format!(
+        "{provider}: scheduled maintenance until {} ({reason}); the job waits until then",
+        utc_time(until)
     )
 }
 

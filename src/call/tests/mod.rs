@@ -8,10 +8,12 @@
 //! - `answer`: the two answer policies, as tables;
 //! - `pipeline`: `pipeline::run` on one served tool;
 //! - `gateway`: both entry points (cancellation, writes, probe priority, background checks);
+//! - `maintenance`: scheduled maintenance windows opening and closing on the paused clock;
 //! - `shared`: reads shared by identical concurrent callers, and repeats answered from memory.
 
 mod answer;
 mod gateway;
+mod maintenance;
 mod pipeline;
 mod shared;
 

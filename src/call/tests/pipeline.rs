@@ -25,6 +25,7 @@ async fn run(
         jitter,
         rate_limits: &rate_limits,
         steps: None,
+        maintenance: &crate::maintenance::Schedule::default(),
     };
     pipeline::run(tool, &request, deadline, mode, cx).await
 }

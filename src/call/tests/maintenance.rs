@@ -1,0 +1,127 @@
+//! Maintenance windows on tokio's paused clock: a window opens and closes on schedule, a key in
+//! one is never asked, the model reads why and until when, and a job waits to the window's end.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::*;
+use crate::call::answer::Verdict;
+use crate::call::envelope::Status;
+use crate::call::gateway::CallRequest;
+use crate::clock;
+use crate::maintenance::{When, Window};
+
+fn request(days_ahead: i64) -> CallRequest {
+    let date = Gateway::today() + chrono::Duration::days(days_ahead);
+    CallRequest {
+        tool: "search_flights".into(),
+        arguments: json!({"origin": "LHR", "destination": "JFK", "departure_date": date.to_string()}),
+        call_id: None,
+        idempotency_key: None,
+        deadline: None,
+        client: crate::clients::ClientName::local(),
+        trace: None,
+    }
+}
+
+fn window(provider: &str, start: DateTime<Utc>, end: DateTime<Utc>) -> Window {
+    Window {
+        tool: "search_flights".into(),
+        provider: provider.into(),
+        when: When::Once { start, end },
+        reason: "the provider's announced upgrade".into(),
+    }
+}
+
+/// A gateway over the shipped configuration plus `windows`, served by `providers`.
+fn gateway_with(windows: Vec<Window>, providers: &[(&str, &Arc<Scripted>)]) -> Arc<Gateway> {
+    let mut config = config();
+    config.maintenance = windows;
+    let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
+    Arc::new(
+        Gateway::new(&config, &upstreams(providers), telemetry).unwrap_or_else(|e| panic!("{e:?}")),
+    )
+}
+
+/// Both providers of `search_flights` have a window from 1 h to 2 h from now: before it the
+/// call is answered, inside it no provider is asked and the model reads that it is scheduled
+/// maintenance until the window's end, and after it the providers are asked again.
+#[tokio::test(start_paused = true)]
+async fn a_window_opens_and_closes_on_schedule_with_its_text() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let now = clock::utc_now();
+    let (start, end) = (now + TimeDelta::hours(1), now + TimeDelta::hours(2));
+    let gateway = gateway_with(
+        vec![window("duffel", start, end), window("amadeus", start, end)],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+
+    let before = gateway.call(request(30)).await.expect("served");
+    assert_eq!(before.status, Status::Ok);
+    assert_eq!(duffel.calls(), 1);
+
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    let inside = gateway.call(request(31)).await.expect("served");
+    assert_eq!(inside.status, Status::Unavailable, "{inside:?}");
+    assert_eq!(
+        (duffel.calls(), amadeus.calls()),
+        (1, 0),
+        "nobody was asked"
+    );
+    assert_eq!(inside.breaker, "forced_open");
+    let until = crate::texts::call::utc_time(end);
+    assert!(
+        inside.content.contains("scheduled maintenance")
+            && inside.content.contains(&until)
+            && inside.content.contains("the provider's announced upgrade"),
+        "{}",
+        inside.content
+    );
+    // About an hour left (the paused clock moves only by what the test advanced, plus the
+    // real milliseconds the test takes).
+    let retry = inside.retry_after_s.expect("a retry estimate");
+    assert!((3599..=3600).contains(&retry), "retry after {retry} s");
+
+    let verdict = gateway.run_background(request(32)).await;
+    let Verdict::Later {
+        anchor: Some(anchor),
+        attempted: false,
+        error,
+        ..
+    } = verdict
+    else {
+        panic!("a job waits, unattempted: {verdict:?}");
+    };
+    assert!(
+        anchor > secs(3598) && anchor <= secs(3600),
+        "the job is anchored on the window's end: {anchor:?}"
+    );
+    assert!(error.contains("scheduled maintenance"), "{error}");
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 0));
+
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    let after = gateway.call(request(33)).await.expect("served");
+    assert_eq!(after.status, Status::Ok);
+    assert_eq!(duffel.calls(), 2, "the window closed by itself");
+}
+
+/// A window holds one breaker key: the call fails over to the next provider of the chain, and
+/// the other tools of the provider are not held.
+#[tokio::test(start_paused = true)]
+async fn a_window_holds_only_its_key_and_the_chain_fails_over() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let now = clock::utc_now();
+    let gateway = gateway_with(
+        vec![window(
+            "duffel",
+            now - TimeDelta::minutes(1),
+            now + TimeDelta::hours(1),
+        )],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let env = gateway.call(request(30)).await.expect("served");
+    assert_eq!(env.status, Status::Ok);
+    assert_eq!(env.provider.as_deref(), Some("amadeus"));
+    assert_eq!((duffel.calls(), amadeus.calls()), (0, 1));
+}
