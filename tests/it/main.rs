@@ -17,6 +17,7 @@ mod fleet;
 mod inbound;
 mod jobs;
 mod lifecycle;
+mod maintenance;
 mod observability;
 mod pipeline;
 mod protocols;

@@ -9,6 +9,10 @@
 //! | `GET /metrics` | open when `[telemetry] metrics_public = true` (the default), else as the reads |
 //! | `GET /dashboard` | open: the page holds no data and asks for a key when the API says 401 |
 //!
+//! `GET /v1/breakers` also lists the scheduled maintenance windows (`maintenance`: each window's
+//! occurrence in force now or next, soonest first), and each breaker says whether a window holds
+//! it now (`maintenance`: until when and why, else `null`).
+//!
 //! **Breaker keys in URLs** are `tool.provider` (`search_flights.duffel`): tool names never
 //! contain a dot, so the first dot splits them, and the form needs no escaping. The display form
 //! `search_flights/duffel` is accepted percent-encoded (`search_flights%2Fduffel`) too.
@@ -30,6 +34,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
@@ -38,6 +43,7 @@ use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::fleet::StoredTransition;
 use crate::http::edge::{ApiError, PathParam, Role};
 use crate::http::state::AppState;
+use crate::maintenance::{self, Schedule, When};
 use crate::telemetry::{Alert, AlertChange};
 
 /// The dashboard page, served as is (no build step, no external assets).
@@ -197,6 +203,11 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
             .map(|e| transition_json(e, now))
             .collect(),
     };
+    let maintenance =
+        state
+            .gateway
+            .maintenance()
+            .active(&s.key.tool, &s.key.provider, crate::clock::utc_now());
     json!({
         "key": url_key(&s.key),
         "breaker": s.key.to_string(),
@@ -204,6 +215,10 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
         "provider": s.key.provider,
         "state": s.state.as_str(),
         "detail": s.state.detail_str(),
+        "maintenance": maintenance.map(|m| json!({
+            "until": m.until.to_rfc3339_opts(SecondsFormat::Secs, true),
+            "reason": m.reason,
+        })),
         "forced": matches!(s.state, crate::breaker::BreakerState::ForcedOpen | crate::breaker::BreakerState::ForcedClosed),
         "since": wall(s.since, now),
         "for_s": secs(now.saturating_duration_since(s.since)),
@@ -260,7 +275,38 @@ pub(crate) async fn list_breakers(State(state): State<AppState>, headers: Header
             })
         })
         .collect();
-    Json(json!({ "breakers": breakers, "tools": tools })).into_response()
+    let maintenance = maintenance_json(state.gateway.maintenance(), crate::clock::utc_now());
+    Json(json!({ "breakers": breakers, "tools": tools, "maintenance": maintenance }))
+        .into_response()
+}
+
+/// Every maintenance window's occurrence in force now or next, soonest first, and whether it is
+/// in force (`active`).
+fn maintenance_json(schedule: &Schedule, now: DateTime<Utc>) -> Vec<Value> {
+    schedule
+        .upcoming(now)
+        .into_iter()
+        .map(|(w, o)| {
+            let repeat = match &w.when {
+                When::Once { .. } => Value::Null,
+                When::Weekly { day, at, lasts } => json!({
+                    "weekly": maintenance::weekday_name(*day),
+                    "at": at.format("%H:%M").to_string(),
+                    "lasts_s": lasts.as_secs(),
+                }),
+            };
+            json!({
+                "breaker": format!("{}/{}", w.tool, w.provider),
+                "tool": w.tool,
+                "provider": w.provider,
+                "reason": w.reason,
+                "start": o.start.to_rfc3339_opts(SecondsFormat::Secs, true),
+                "end": o.end.to_rfc3339_opts(SecondsFormat::Secs, true),
+                "active": o.start <= now,
+                "repeat": repeat,
+            })
+        })
+        .collect()
 }
 
 fn find(

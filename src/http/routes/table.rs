@@ -487,7 +487,7 @@ pub(crate) const ROUTES: &[Route] = &[
             Get,
             Handler::Axum(|m| on(m, ops::list_breakers)),
             "listBreakers",
-            "Every breaker: state, since, failure and slow-call rates, calls in the window, open until, ramp stage, history.",
+            "Every breaker: state, since, failure and slow-call rates, calls in the window, open until, ramp stage, history, the maintenance window holding it; and every maintenance window in force or to come.",
             &[
                 answer(200, "The breakers.", Reply::Json(Schema::Object)),
                 KEY,
