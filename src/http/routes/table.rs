@@ -711,7 +711,10 @@ pub(crate) const ROUTES: &[Route] = &[
                         MCP_HOST,
                         MCP_SESSION,
                         MCP_ACCEPT,
+                        MCP_TOO_LARGE,
                         error(415, "The body is not declared as application/json."),
+                        MCP_LIMITED,
+                        MCP_TIMEOUT,
                     ],
                 )
             },
@@ -728,6 +731,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     MCP_SESSION,
                     error(405, "Not offered (stateless mode)."),
                     MCP_ACCEPT,
+                    MCP_TIMEOUT,
                 ],
             ),
             op(
@@ -741,6 +745,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     MCP_KEY,
                     MCP_HOST,
                     error(405, "Not offered (stateless mode)."),
+                    MCP_TIMEOUT,
                 ],
             ),
         ],
@@ -755,6 +760,21 @@ const MCP_HOST: Answer = answer(
 const MCP_KEY: Answer = answer(
     401,
     "Missing or wrong client key: a JSON-RPC error (code -31401, id null: the body is not read before the key is checked) whose message says which header and key to send, so MCP clients show it.",
+    Reply::Json(Schema::Ref("JsonRpcError")),
+);
+const MCP_TOO_LARGE: Answer = answer(
+    413,
+    "The body is larger than [server] max_body_bytes: a JSON-RPC error (code -31413, id null) whose message gives the limit, so MCP clients show it.",
+    Reply::Json(Schema::Ref("JsonRpcError")),
+);
+const MCP_LIMITED: Answer = answer(
+    429,
+    "This client is over its request rate or its calls in flight ([limits]): a JSON-RPC error (code -31429, id null) whose message says when to retry, with Retry-After, so MCP clients show it.",
+    Reply::Json(Schema::Ref("JsonRpcError")),
+);
+const MCP_TIMEOUT: Answer = answer(
+    503,
+    "The request took longer than [server] request_timeout: a JSON-RPC error (code -31503, id null), so MCP clients show it.",
     Reply::Json(Schema::Ref("JsonRpcError")),
 );
 const MCP_SESSION: Answer = error(404, "Unknown or expired session: initialize again.");
