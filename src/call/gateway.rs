@@ -208,6 +208,14 @@ impl Gateway {
         &self.maintenance
     }
 
+    /// Whether `tool` takes calls now: one of its providers has a breaker that admits them and
+    /// is held by no maintenance window.
+    pub fn is_available(&self, tool: &ServedTool, now: Instant) -> bool {
+        let wall = crate::clock::utc_now();
+        tool.admitting(now)
+            .any(|p| self.maintenance.active(tool.spec.name, p, wall).is_none())
+    }
+
     /// The served tools, in manifest order (the catalog's).
     pub fn tools(&self) -> Vec<Arc<ServedTool>> {
         tools::CATALOG
@@ -697,7 +705,7 @@ impl Gateway {
         let available_tools: Vec<String> = self
             .tools()
             .iter()
-            .filter(|t| t.spec.name != tool.spec.name && t.is_available(now))
+            .filter(|t| t.spec.name != tool.spec.name && self.is_available(t, now))
             .map(|t| t.spec.name.to_string())
             .collect();
         let quota_exhausted = tool.quota_exhausted(now);

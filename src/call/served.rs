@@ -180,13 +180,22 @@ impl ServedTool {
     }
 
     /// Whether any of the tool's breakers admits calls now (closed, ramping or forced closed).
+    /// Maintenance windows are the gateway's: `Gateway::is_available` adds them.
     pub fn is_available(&self, now: Instant) -> bool {
-        self.routes.iter().any(|r| {
-            matches!(
-                r.breaker.state(now),
-                BreakerState::Closed | BreakerState::Ramp | BreakerState::ForcedClosed
-            )
-        })
+        self.admitting(now).next().is_some()
+    }
+
+    /// The providers whose breakers admit calls now (closed, ramping or forced closed).
+    pub(crate) fn admitting(&self, now: Instant) -> impl Iterator<Item = &str> {
+        self.routes
+            .iter()
+            .filter(move |r| {
+                matches!(
+                    r.breaker.state(now),
+                    BreakerState::Closed | BreakerState::Ramp | BreakerState::ForcedClosed
+                )
+            })
+            .map(|r| r.name.as_str())
     }
 
     /// The arguments checked once, schema and semantics together (`today` being the earliest

@@ -129,6 +129,14 @@ async fn a_window_in_force_holds_its_keys_and_says_until_when() {
         "{body:#}"
     );
     assert_eq!(windows[2]["repeat"]["lasts_s"], 7200);
+    let available = |tool: &str| {
+        body["tools"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["tool"] == tool))
+            .map(|t| t["available"].clone())
+    };
+    assert_eq!(available("search_flights"), Some(json!(false)), "{body:#}");
+    assert_eq!(available("book_flight"), Some(json!(true)), "{body:#}");
     let held = body["breakers"]
         .as_array()
         .and_then(|b| b.iter().find(|b| b["breaker"] == "search_flights/duffel"))

@@ -56,6 +56,8 @@ async fn a_window_opens_and_closes_on_schedule_with_its_text() {
         &[("duffel", &duffel), ("amadeus", &amadeus)],
     );
 
+    let tool = gateway.tool("search_flights").expect("served");
+    assert!(gateway.is_available(&tool, Instant::now()));
     let before = gateway.call(request(30)).await.expect("served");
     assert_eq!(before.status, Status::Ok);
     assert_eq!(duffel.calls(), 1);
@@ -63,6 +65,10 @@ async fn a_window_opens_and_closes_on_schedule_with_its_text() {
     tokio::time::advance(Duration::from_secs(3600)).await;
     let inside = gateway.call(request(31)).await.expect("served");
     assert_eq!(inside.status, Status::Unavailable, "{inside:?}");
+    assert!(
+        !gateway.is_available(&tool, Instant::now()),
+        "not offered to other tools' fallbacks as working"
+    );
     assert_eq!(
         (duffel.calls(), amadeus.calls()),
         (1, 0),
@@ -103,6 +109,7 @@ async fn a_window_opens_and_closes_on_schedule_with_its_text() {
     let after = gateway.call(request(33)).await.expect("served");
     assert_eq!(after.status, Status::Ok);
     assert_eq!(duffel.calls(), 2, "the window closed by itself");
+    assert!(gateway.is_available(&tool, Instant::now()));
 }
 
 /// A window holds one breaker key: the call fails over to the next provider of the chain, and

@@ -80,7 +80,7 @@ pub(crate) async fn list(
         .tools()
         .into_iter()
         .filter(|t| in_scope(&scope, t))
-        .filter(|t| !q.available.unwrap_or(false) || t.is_available(now))
+        .filter(|t| !q.available.unwrap_or(false) || state.gateway.is_available(t, now))
         .collect();
     if format == Format::Native {
         let tools: Vec<Value> = served.iter().map(|t| describe(t)).collect();

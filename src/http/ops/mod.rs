@@ -271,7 +271,7 @@ pub(crate) async fn list_breakers(State(state): State<AppState>, headers: Header
                 "tool": t.spec.name,
                 "in_flight": t.in_flight(),
                 "max_concurrent": t.config.max_concurrent,
-                "available": t.is_available(now),
+                "available": state.gateway.is_available(t, now),
             })
         })
         .collect();
