@@ -1,6 +1,7 @@
 //! A read in flight over MCP ends when its client cancels it (`notifications/cancelled`) or, on a
 //! stateless request, goes away (closes the connection): the provider sees its request dropped,
-//! the breaker records nothing, no other provider is asked and no job is made.
+//! the breaker records nothing, no other provider is asked and no job is made. A booking runs
+//! to completion.
 //!
 //! The provider is slow (the simulator's latency fault), so the call is surely in flight at the
 //! provider when the client cancels; the simulator counts a request whose caller went away as
@@ -189,4 +190,59 @@ async fn a_stateless_client_that_goes_away_ends_its_read_in_flight() {
     call.abort();
     let _ = call.await;
     assert_cancelled_cleanly(&s).await;
+}
+
+/// A booking is never cancelled halfway: after `notifications/cancelled` it still reaches the
+/// provider's answer, and the order is made once.
+#[tokio::test]
+async fn a_booking_runs_to_completion_after_notifications_cancelled() {
+    let s = Stack::start(64).await;
+    let (offer, _) = crate::bookings::fresh_offer(&s).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            latency_ms: 1500,
+            ..Fault::default()
+        },
+    );
+    let session = open_session(&s).await;
+    let book = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "book_flight",
+        "arguments": {"offer_id": offer, "travellers": [crate::bookings::traveller()]},
+        "_meta": {"faregate/idempotency_key": "mcp-cancel-booking"}}});
+    let call = {
+        let (http, url, session) = (s.http.clone(), s.url("/mcp"), session.clone());
+        tokio::spawn(async move {
+            let res = http
+                .post(url)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", VERSION)
+                .header("mcp-session-id", session)
+                .json(&book)
+                .send()
+                .await?;
+            res.text().await
+        })
+    };
+    wait_until_upstream(&s.sim, RouteGroup::DuffelAirOrders).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5, "reason": "the user pressed stop"}});
+    let (status, _, body) = post(&s, &cancel, Some(&session), VERSION).await;
+    assert_eq!(status, 202, "{body}");
+    wait_until(Duration::from_secs(10), "the order to be made", || async {
+        let stats = s.sim.stats();
+        match stats.orders_created {
+            1 => Ok(()),
+            _ => Err(format!("{stats:?}")),
+        }
+    })
+    .await;
+    let stats = s.sim.stats();
+    let orders = &stats.groups[&RouteGroup::DuffelAirOrders];
+    assert_eq!(
+        orders.dropped, 0,
+        "the provider's answer was awaited: {orders:?}"
+    );
+    assert_eq!(orders.requests, 1, "{orders:?}");
+    call.abort();
 }
