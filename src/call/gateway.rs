@@ -338,6 +338,15 @@ impl Gateway {
                 (hit.content.clone(), hit.data.clone(), hit.provider.clone());
             return Envelope::cached(info, content, data, age.as_secs(), provider);
         }
+        // Every breaker rejecting: nothing goes upstream, so there is nothing to share (and no
+        // progress to report), and the fast-fail answer skips the shared call's task and channel.
+        if tool.all_open(Instant::now()) {
+            let ran = pipeline::run(tool, &request, deadline, CallMode::Interactive, self.context());
+            return match ran.await {
+                Ok(success) => self.remember(tool, key, answer::fresh(info, success)),
+                Err(failure) => self.interactive_answer(tool, info, &failure, Some(&key)),
+            };
+        }
         let mut waiter = tool
             .shared_calls
             .join(key.clone(), deadline, |shared_steps| {
