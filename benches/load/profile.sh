@@ -12,7 +12,10 @@
 # Each process runs under `valgrind --tool=callgrind`; after 50 warm-up calls its counters are
 # zeroed, CALLS sequential calls are made (oha -c 1), and the counters are dumped. The figure is
 # the dumped total divided by CALLS (everything the process executed: hyper, tokio, the
-# gateway, its background tasks). Needs valgrind, nginx and oha (see run-all.sh). Knobs: BIN,
+# gateway, its background tasks), and, beside it, what ran inside the connection's task alone
+# (the call's own cost without the store pollers; for a healthy call since coalescing the
+# provider call runs on a task of its own, so only the fallback's figure compares across
+# versions). Needs valgrind, nginx and oha (see run-all.sh). Knobs: BIN,
 # EXAMPLES (as run-all.sh), SKIP_BUILD=1, PROFILE_OUT=dir (keeps the callgrind files there,
 # for callgrind_annotate).
 set -euo pipefail
@@ -41,10 +44,18 @@ count() {
   local out
   out=$(ls -t "$DIR"/cg."$1".out.* | head -1)
   [[ -n ${PROFILE_OUT:-} ]] && mkdir -p "$PROFILE_OUT" && cp "$out" "$PROFILE_OUT/$4.callgrind"
-  python3 - "$out" "$CALLS" <<'PY'
+  # Two figures: everything the process executed, and what ran inside the connection's task
+  # (hyper, the edge, the handler, the call): the call's own cost, without the pollers that run
+  # on their own timers whatever the calls do (the job queue, watches, the fleet's refresh),
+  # whose share per call grows with how slowly valgrind happens to run the calls.
+  local conn
+  conn=$(callgrind_annotate --inclusive=yes "$out" 2>/dev/null \
+    | grep -E '^ *[0-9,]+ .*server::connection::\{\{closure\}\}' | head -1 | awk '{gsub(",", "", $1); print $1}')
+  python3 - "$out" "$CALLS" "${conn:-0}" <<'PY'
 import sys
 total = next(int(l.split()[1]) for l in open(sys.argv[1]) if l.startswith(("summary:", "totals:")))
-print(round(total / int(sys.argv[2])))
+conn = int(sys.argv[3])
+print(round(total / int(sys.argv[2])), round(conn / int(sys.argv[2])) if conn else "-")
 PY
 }
 
@@ -76,9 +87,12 @@ wait_http "http://$FL/x" POST
 floor=$(count "$FL_PID" "http://$FL$URL" "$DIR/flights.json" floor)
 
 ratio() { python3 -c "import sys; print(f'{int(sys.argv[1])/int(sys.argv[2]):.2f}')" "$1" "$2"; }
+read -r healthy healthy_conn <<<"$healthy"
+read -r fallback fallback_conn <<<"$fallback"
+read -r floor _ <<<"$floor"
 echo "# instructions per call (callgrind, $CALLS sequential calls each, $(date -u '+%F %H:%M UTC'), $BIN)"
-echo "| path | instructions per call | ratio to the floor |"
-echo "|---|---|---|"
-echo "| healthy search_flights (62 KB Duffel answer) | $healthy | $(ratio "$healthy" "$floor") |"
-echo "| fallback, breakers open (stale answer) | $fallback | $(ratio "$fallback" "$floor") |"
-echo "| floor (bare axum handler, same bytes) | $floor | 1.00 |"
+echo "| path | instructions per call | ratio to the floor | in the connection's task |"
+echo "|---|---|---|---|"
+echo "| healthy search_flights (62 KB Duffel answer) | $healthy | $(ratio "$healthy" "$floor") | $healthy_conn |"
+echo "| fallback, breakers open (stale answer) | $fallback | $(ratio "$fallback" "$floor") | $fallback_conn |"
+echo "| floor (bare axum handler, same bytes) | $floor | 1.00 | - |"

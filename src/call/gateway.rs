@@ -341,7 +341,13 @@ impl Gateway {
         // Every breaker rejecting: nothing goes upstream, so there is nothing to share (and no
         // progress to report), and the fast-fail answer skips the shared call's task and channel.
         if tool.all_open(Instant::now()) {
-            let ran = pipeline::run(tool, &request, deadline, CallMode::Interactive, self.context());
+            let ran = pipeline::run(
+                tool,
+                &request,
+                deadline,
+                CallMode::Interactive,
+                self.context(),
+            );
             return match ran.await {
                 Ok(success) => self.remember(tool, key, answer::fresh(info, success)),
                 Err(failure) => self.interactive_answer(tool, info, &failure, Some(&key)),
@@ -711,12 +717,17 @@ impl Gateway {
             (Some(memory), Some(key)) => memory.stale(key, now),
             _ => None,
         };
-        let available_tools: Vec<String> = self
-            .tools()
-            .iter()
-            .filter(|t| t.spec.name != tool.spec.name && self.is_available(t, now))
-            .map(|t| t.spec.name.to_string())
-            .collect();
+        // The other tools that work now are named only by the fallback text; a stale answer
+        // (the common fast-fail answer of a read) does not pay for asking every breaker.
+        let available_tools: Vec<String> = if stale.is_some() {
+            Vec::new()
+        } else {
+            self.tools()
+                .iter()
+                .filter(|t| t.spec.name != tool.spec.name && self.is_available(t, now))
+                .map(|t| t.spec.name.to_string())
+                .collect()
+        };
         let quota_exhausted = tool.quota_exhausted(now);
         let facts = answer::Interactive {
             info,

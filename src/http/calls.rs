@@ -210,7 +210,8 @@ pub(crate) async fn run_agent_call(
             callback_url: None,
             trace: trace.or_else(TraceContext::current),
         };
-        submit(state, job).await
+        // Boxed, so that an interactive call's future is not as large as a job store's.
+        Box::pin(submit(state, job)).await
     } else {
         let request = CallRequest {
             tool: name,

@@ -38,7 +38,9 @@ pub(crate) async fn call_tool(
     let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let call = agents::native::parse(&tool, agents::body::read_json(&bytes)?)?;
     if call.options.mode == CallMode::Background {
-        return submit_background(&state, &caller, call).await;
+        // Boxed: a job store's future is many kilobytes, and inline it would make every
+        // interactive call's handler future that large too, copied at each of axum's boxes.
+        return Box::pin(submit_background(&state, &caller, call)).await;
     }
     let request = CallRequest {
         tool: call.tool,
