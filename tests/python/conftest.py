@@ -36,7 +36,14 @@ class Demo:
         httpx.put(f"{self.sim}/_sim/faults/{group}", json=fault, timeout=10).raise_for_status()
 
     def heal(self) -> None:
+        """Clears the simulator's faults and puts every breaker a test tripped back to a fresh
+        closed state (forced closed, then automatic), so no test inherits another's outage."""
         httpx.delete(f"{self.sim}/_sim/faults", timeout=10).raise_for_status()
+        for b in self.get("/v1/breakers").json()["breakers"]:
+            if b["detail"] != "closed" or b["calls_in_window"]:
+                for state in ("closed", "auto"):
+                    httpx.post(f"{self.api}/v1/breakers/{b['key']}/force", json={"state": state},
+                               timeout=10).raise_for_status()
 
 
 def start_demo(name: str, client_keys: str):
