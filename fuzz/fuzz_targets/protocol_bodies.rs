@@ -51,6 +51,8 @@ fn parse(
                 arguments: Ok(c.arguments),
                 call_id: c.call_id,
                 idempotency_key: c.idempotency_key,
+                // The native body has no room for one (a trace context comes in the header).
+                trace: None,
             };
             (vec![call], c.options)
         }),
