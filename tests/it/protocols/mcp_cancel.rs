@@ -36,21 +36,7 @@ async fn post(
     session: Option<&str>,
     version: &str,
 ) -> (u16, HeaderMap, String) {
-    let mut req = s
-        .http
-        .post(s.url("/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .json(body);
-    if body["method"] != "initialize" {
-        req = req.header("mcp-protocol-version", version);
-    }
-    if let Some(id) = session {
-        req = req.header("mcp-session-id", id);
-    }
-    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
-    let status = res.status().as_u16();
-    let headers = res.headers().clone();
-    (status, headers, res.text().await.unwrap_or_default())
+    super::mcp_post(s.http.post(s.url("/mcp")), body, session, version).await
 }
 
 /// A 2025-11-25 session: initialize, then the initialized notification; its id.

@@ -37,32 +37,13 @@ async fn post(
     body: &Value,
     session: Option<&str>,
 ) -> (u16, Option<String>, Value) {
-    let mut req = http
-        .post(gw.url("/mcp"))
-        .bearer_auth(KEY)
-        .header("accept", "application/json, text/event-stream")
-        .json(body);
-    if body["method"] != "initialize" {
-        req = req.header("mcp-protocol-version", VERSION);
-    }
-    if let Some(id) = session {
-        req = req.header("mcp-session-id", id);
-    }
-    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
-    let status = res.status().as_u16();
-    let id = res
-        .headers()
+    let req = http.post(gw.url("/mcp")).bearer_auth(KEY);
+    let (status, headers, text) = super::mcp_post(req, body, session, VERSION).await;
+    let id = headers
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let text = res.text().await.unwrap_or_default();
-    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .unwrap_or(Value::Null)
-    });
-    (status, id, message)
+    (status, id, super::mcp_message(&text))
 }
 
 fn tool_names(listed: &Value) -> Vec<String> {

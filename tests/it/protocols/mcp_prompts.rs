@@ -19,18 +19,6 @@ use crate::support::{Stack, in_days, wait_until, wait_until_upstream};
 
 const VERSION: &str = "2025-11-25";
 
-/// The JSON-RPC message of an answer: the body itself, or the first event of an event stream
-/// that carries one.
-fn message(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| {
-        text.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-            .find(|v| v.get("jsonrpc").is_some())
-            .unwrap_or_else(|| Value::String(text.to_string()))
-    })
-}
-
 struct Session<'a> {
     s: &'a Stack,
     id: String,
@@ -65,22 +53,9 @@ impl Session<'_> {
 }
 
 async fn post(s: &Stack, body: &Value, session: Option<&str>) -> (u16, HeaderMap, Value) {
-    let mut req = s
-        .http
-        .post(s.url("/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .json(body);
-    if body["method"] != "initialize" {
-        req = req.header("mcp-protocol-version", VERSION);
-    }
-    if let Some(id) = session {
-        req = req.header("mcp-session-id", id);
-    }
-    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
-    let status = res.status().as_u16();
-    let headers = res.headers().clone();
-    let text = res.text().await.unwrap_or_default();
-    (status, headers, message(&text))
+    let (status, headers, text) =
+        super::mcp_post(s.http.post(s.url("/mcp")), body, session, VERSION).await;
+    (status, headers, super::mcp_message(&text))
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ mod mcp_prompts;
 mod mcp_results;
 mod mcp_tasks;
 
+use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::support::in_days;
@@ -28,4 +29,40 @@ pub(crate) fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
 
 pub(crate) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
+}
+
+/// POSTs `body` to `/mcp` through `req` (a POST to the gateway's `/mcp`, with any auth already
+/// set) in `session` (if any) at protocol revision `version`; status, headers and the body text
+/// read to its end.
+pub(crate) async fn mcp_post(
+    req: reqwest::RequestBuilder,
+    body: &Value,
+    session: Option<&str>,
+    version: &str,
+) -> (u16, HeaderMap, String) {
+    let mut req = req
+        .header("accept", "application/json, text/event-stream")
+        .json(body);
+    if body["method"] != "initialize" {
+        req = req.header("mcp-protocol-version", version);
+    }
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id);
+    }
+    let res = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    (status, headers, res.text().await.unwrap_or_default())
+}
+
+/// The JSON-RPC message of an answer: the body itself, or the event of an event stream that
+/// carries one (rmcp answers a session's requests as a stream).
+pub(crate) fn mcp_message(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|v| v.get("jsonrpc").is_some())
+            .unwrap_or_else(|| Value::String(text.to_string()))
+    })
 }
