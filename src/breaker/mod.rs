@@ -25,7 +25,8 @@
 //!   `std::sync::Mutex`, and [`Permit`] ties each admitted call to its outcome; a permit dropped
 //!   unrecorded (a cancelled call) counts as [`Outcome::Ignored`], which also hands a half-open
 //!   slot back, so a cancelled call neither trips a healthy breaker nor leaks a probe;
-//! - the **registry** (`registry.rs`) finds breakers by [`BreakerKey`] (tool × provider).
+//! - the **registry** (`registry.rs`) finds breakers by [`BreakerKey`] (tool × provider, or a
+//!   provider or provider account every tool shares: [`BreakerScope`], `scope.rs`).
 //!
 //! Unlike linkerd, the policy does not run as a task fed through channels: the breaker's timers are
 //! evaluated lazily whenever anyone looks (`state`, `try_acquire`, `record`, `snapshot`), with the
@@ -68,6 +69,7 @@ mod outcome;
 mod probes;
 mod registry;
 mod reopen;
+mod scope;
 mod slow;
 mod snapshot;
 mod state;
@@ -87,4 +89,5 @@ pub use gate::{Breaker, Permit};
 pub use key::BreakerKey;
 pub use outcome::{FailureReason, Outcome};
 pub use registry::BreakerRegistry;
+pub use scope::BreakerScope;
 pub use snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};

@@ -23,8 +23,6 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 
-use sha2::{Digest, Sha256};
-
 use super::http::parse_delay;
 use super::secret::Secret;
 
@@ -83,9 +81,7 @@ pub struct RateLimits {
 /// The bucket key of `provider` called with `credential`: the name, `#`, and 16 hex digits of
 /// the credential's SHA-256 (never the credential).
 pub fn credential_bucket(provider: &str, credential: &Secret) -> String {
-    let digest = Sha256::digest(credential.expose().as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{provider}#{hex}")
+    format!("{provider}#{}", credential.digest())
 }
 
 impl RateLimits {

@@ -73,6 +73,16 @@ impl Provider {
         }
     }
 
+    /// The account this provider is called with: a digest of its identifying credential
+    /// (Duffel's access token, Amadeus's API key), never the credential. Breakers of scope
+    /// `credential` are keyed by it.
+    pub fn account(&self) -> &str {
+        match self {
+            Provider::Duffel(c) => c.account(),
+            Provider::Amadeus(c) => c.account(),
+        }
+    }
+
     /// `Some(Rejected)` when this provider cannot serve `request` whatever it would answer:
     /// offer and hotel ids belong to the provider that issued them (Amadeus ids start with
     /// `amx_`/`amh_`, Duffel's with `off_`/`srr_`). The call pipeline skips such a provider

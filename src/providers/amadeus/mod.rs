@@ -112,6 +112,8 @@ pub struct AmadeusClient {
     http: reqwest::Client,
     base_url: Url,
     tokens: token::TokenSource,
+    /// The digest of the API key (the key names the account; the secret only proves it).
+    account: String,
     /// Searched flight offers (raw JSON, as pricing needs them) by faregate id.
     offers: Recent<Value>,
     /// The same offers in the store, for other replicas and the next start.
@@ -138,6 +140,7 @@ impl AmadeusClient {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         AmadeusClient {
+            account: client_id.digest(),
             tokens: token::TokenSource::new(http.clone(), token_url, client_id, secret),
             http,
             base_url,
@@ -147,6 +150,11 @@ impl AmadeusClient {
             salt,
             seq: Arc::new(AtomicU64::new(1)),
         }
+    }
+
+    /// The account this client calls, as the digest of its API key.
+    pub fn account(&self) -> &str {
+        &self.account
     }
 
     /// The same client, keeping the flight offers it hands out in `kept` too (shared with the

@@ -64,6 +64,8 @@ pub struct DuffelClient {
     http: reqwest::Client,
     base_url: Url,
     token: Secret,
+    /// The digest of `token`: which account this client calls (`Secret::digest`).
+    account: String,
     /// Where the `ratelimit-*` headers of every answer go, for the background pacer.
     limits: Option<LimitsSink>,
 }
@@ -74,9 +76,15 @@ impl DuffelClient {
         DuffelClient {
             http,
             base_url,
+            account: token.digest(),
             token,
             limits: None,
         }
+    }
+
+    /// The account this client calls, as the digest of its access token.
+    pub fn account(&self) -> &str {
+        &self.account
     }
 
     /// The same client, recording the rate-limit headers of every answer into `sink`.
