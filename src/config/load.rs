@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
+use super::breakers::{check_shared_policies, read_breakers, read_scope};
 use super::clients::{check_scopes, read_clients};
 use super::files::Files;
 use super::maintenance::{check_maintenance, read_maintenance};
@@ -214,13 +215,18 @@ fn load_into(
         s.finish();
     }
 
-    // [providers.*]
+    // [breakers] and [providers.*]
+    let scope = read_breakers(&root);
     let mut providers = BTreeMap::new();
     let mut declared_providers = BTreeSet::new();
+    let mut scopes = BTreeMap::new();
     for (name, s) in root.named_tables("providers") {
         declared_providers.insert(name.clone());
         if let Some(p) = read_provider(&name, &s) {
             providers.insert(name.clone(), p);
+        }
+        if let Some(scope) = read_scope(&s, "breaker_scope") {
+            scopes.insert(name.clone(), scope);
         }
         s.finish();
     }
@@ -283,6 +289,23 @@ fn load_into(
     check_request_timeout(&root, &server, &tools);
     check_scopes(&root, &clients, &tools);
     check_maintenance(&root, &maintenance, &tools);
+    // A defaults table that cannot be built was reported where its keys were set, and the
+    // load fails then; the standard tuning only stands in for it meanwhile.
+    let shared_policy = breaker_defaults
+        .build()
+        .or_else(|_| BreakerConfig::builder().build())
+        .ok()?;
+    let breakers = BreakersConfig {
+        scope,
+        by_provider: scopes,
+        shared_policy,
+    };
+    check_shared_policies(
+        &root,
+        |p| breakers.scope_of(p),
+        &breakers.shared_policy,
+        &tools,
+    );
 
     Some(Config {
         source: config_path.to_path_buf(),
@@ -291,6 +314,7 @@ fn load_into(
         store,
         bookings,
         quota,
+        breakers,
         mcp,
         limits,
         providers,

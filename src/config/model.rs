@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::breaker::BreakerConfig;
+use crate::breaker::{BreakerConfig, BreakerScope};
 use crate::clients::{ClientName, DailyBudget, Scope};
 use crate::policy::RetryPolicy;
 
@@ -29,6 +29,8 @@ pub struct Config {
     pub bookings: BookingsConfig,
     /// `[quota]`.
     pub quota: QuotaConfig,
+    /// `[breakers]` and each provider's `breaker_scope`: how far one breaker reaches.
+    pub breakers: BreakersConfig,
     /// `[mcp]`.
     pub mcp: McpConfig,
     /// `[limits]`.
@@ -245,6 +247,30 @@ impl BucketKey {
             BucketKey::Provider => "provider",
             BucketKey::ProviderAndCredential => "provider_and_credential",
         }
+    }
+}
+
+/// How far one breaker reaches: `[breakers] scope` for every provider, a provider's own
+/// `breaker_scope` for that provider.
+#[derive(Debug, Clone)]
+pub struct BreakersConfig {
+    /// The scope of every provider that names none (default `tool_provider`).
+    pub scope: BreakerScope,
+    /// The providers that name their own scope.
+    pub by_provider: BTreeMap<String, BreakerScope>,
+    /// The policy of a breaker several tools share (`[defaults.breaker]`): no one tool's
+    /// `[breaker]` may speak for the others. Its probe timeout is set, when it is made, to the
+    /// longest attempt timeout of the tools sharing it.
+    pub shared_policy: BreakerConfig,
+}
+
+impl BreakersConfig {
+    /// The scope of the breakers of `provider`.
+    pub fn scope_of(&self, provider: &str) -> BreakerScope {
+        self.by_provider
+            .get(provider)
+            .copied()
+            .unwrap_or(self.scope)
     }
 }
 

@@ -96,6 +96,13 @@ impl<'a> Section<'a> {
             .error(self.file, self.path(key), message);
     }
 
+    /// Records a warning at `key` of this section: worth saying, not worth refusing.
+    pub(crate) fn warning(&self, key: &str, message: impl Into<String>) {
+        self.problems
+            .borrow_mut()
+            .warning(self.file, self.path(key), message);
+    }
+
     fn get(&self, key: &'static str) -> Option<&'a toml::Value> {
         self.known.borrow_mut().insert(key);
         self.table.get(key)
