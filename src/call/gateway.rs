@@ -17,6 +17,7 @@ use tracing::Instrument;
 
 use super::answer::{self, Verdict};
 use super::booking::{self, Write};
+use super::breaker_plan::BreakerPlan;
 use super::envelope::{CallInfo, Envelope};
 use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
@@ -25,7 +26,7 @@ use super::pipeline::{self, Context};
 use super::progress::{self, StepSender, Steps};
 use super::served::{ServedTool, SharedOutcome};
 use super::upstream::Upstream;
-use crate::breaker::BreakerRegistry;
+use crate::breaker::{BreakerKey, BreakerRegistry};
 use crate::clients::ClientName;
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
@@ -121,6 +122,7 @@ impl Gateway {
             .iter()
             .filter_map(|(name, p)| Some((name.clone(), p.timeout?)))
             .collect();
+        let plan = BreakerPlan::new(&config.breakers, &config.tools);
         for tc in &config.tools {
             let Some(spec) = tools::spec(&tc.name) else {
                 errors.push(format!("{}: unknown tool {}", tc.file.display(), tc.name));
@@ -128,12 +130,13 @@ impl Gateway {
             };
             // A tool whose providers are configured but none serves it in this build (warned
             // about when providers were built) is not offered.
-            let built = ServedTool::build(
+            let built = ServedTool::build_planned(
                 spec,
                 tc,
                 upstreams,
                 &provider_timeouts,
                 &breakers,
+                &plan,
                 &config.prompts,
             );
             match built {
@@ -149,11 +152,7 @@ impl Gateway {
         }
         let observer = Observer::new(telemetry);
         for tool in tools.values() {
-            observer.register_tool(
-                tool.spec.name,
-                &tool.provider_names(),
-                tool.config.max_concurrent,
-            );
+            observer.register_tool(tool);
         }
         Ok(Gateway {
             tools,
@@ -227,6 +226,19 @@ impl Gateway {
     /// One served tool.
     pub fn tool(&self, name: &str) -> Option<Arc<ServedTool>> {
         self.tools.get(name).cloned()
+    }
+
+    /// The tools a breaker guards, in manifest order: one tool for a tool × provider breaker,
+    /// every tool on the provider (or account) for a shared one.
+    pub fn tools_guarded_by(&self, key: &BreakerKey) -> Vec<&'static str> {
+        self.tools()
+            .iter()
+            .filter(|t| {
+                t.breaker_on(key.provider_name())
+                    .is_some_and(|b| b.key() == key)
+            })
+            .map(|t| t.spec.name)
+            .collect()
     }
 
     /// Every breaker, for operations and the timer task.

@@ -25,6 +25,8 @@
 //! - `progress.rs`: the steps a waiting caller may be told ([`Step`]: failing over, retrying);
 //! - `coalesce.rs`: identical concurrent calls sharing one provider call (and its steps);
 //! - `upstream.rs`: the provider seam ([`Upstream`]);
+//! - `breaker_plan.rs`: which breaker guards a tool on a provider (the provider's breaker
+//!   scope: the tool's own, or one every tool on the provider or account shares);
 //! - `outcome.rs`: what the pipeline returns, `Success` or `Failure`;
 //! - `served.rs`: the tools as served ([`ServedTool`]: validator, provider chain, bulkhead,
 //!   last good results, shared calls in flight);
@@ -40,6 +42,7 @@
 
 mod answer;
 mod booking;
+mod breaker_plan;
 mod classify;
 mod coalesce;
 mod envelope;

@@ -32,6 +32,7 @@ use tracing::field::Empty;
 
 use super::envelope::{Envelope, Status};
 use super::outcome::Failure;
+use super::served::ServedTool;
 use crate::breaker::{Outcome, PermitKind, Rejected};
 use crate::providers::UpstreamError;
 use crate::telemetry::{AttemptOutcome, FallbackKind, Telemetry};
@@ -50,10 +51,16 @@ impl Observer {
     }
 
     /// Creates the metric series of a served tool, so they read zero before its first call.
-    pub(crate) fn register_tool(&self, tool: &str, providers: &[&str], max_concurrent: u32) {
-        self.telemetry
-            .metrics()
-            .register_tool(tool, providers, max_concurrent);
+    pub(crate) fn register_tool(&self, tool: &ServedTool) {
+        let metrics = self.telemetry.metrics();
+        metrics.register_tool_calls(
+            tool.spec.name,
+            &tool.provider_names(),
+            tool.config.max_concurrent,
+        );
+        for breaker in tool.breakers() {
+            metrics.register_breaker(&breaker.key().tool, &breaker.key().provider);
+        }
     }
 
     /// One write call's audit line and its ledger outcome counted. The line names the client,

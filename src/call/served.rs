@@ -1,5 +1,6 @@
 //! The tools as served: for each tool its catalog entry and configuration, its compiled argument
-//! validator, its provider chain (each provider behind the breaker of that tool × provider), its
+//! validator, its provider chain (each provider behind its breaker: the tool's own on that
+//! provider, or one the provider's tools share, as the provider's breaker scope says), its
 //! bulkhead, its last good results and its calls in flight. Built once from configuration; read
 //! by every call.
 
@@ -13,12 +14,13 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::breaker_plan::BreakerPlan;
 use super::coalesce::Coalescer;
 use super::envelope::Envelope;
 use super::last_good::LastGood;
 use super::outcome::Failure;
 use super::upstream::Upstream;
-use crate::breaker::{Breaker, BreakerKey, BreakerRegistry, BreakerState};
+use crate::breaker::{Breaker, BreakerRegistry, BreakerState};
 use crate::config::ToolConfig;
 use crate::tools::{Access, ArgumentValidator, ToolRequest, ToolSpec, describe_field_errors};
 
@@ -51,14 +53,15 @@ pub struct ServedTool {
 /// `call_id` still to be set per caller), or the failure each caller's answer policy reads.
 pub(super) type SharedOutcome = Arc<Result<Envelope, Failure>>;
 
-/// One provider of a tool, behind the breaker of that tool × provider.
+/// One provider of a tool, behind its breaker.
 #[derive(Debug)]
 pub(super) struct Route {
     /// The operator's name for the provider.
     pub(super) name: String,
     /// The provider.
     pub(super) upstream: Arc<dyn Upstream>,
-    /// The breaker of this tool × provider.
+    /// The breaker of this tool × provider, or the one every tool of the provider (or of its
+    /// account) shares.
     pub(super) breaker: Arc<Breaker>,
     /// The provider's cap on an attempt (`[providers.X] timeout`), under the tool's timeout.
     pub(super) timeout: Option<Duration>,
@@ -70,13 +73,38 @@ pub(super) struct Route {
 impl ServedTool {
     /// The tool of `config` served by the providers of its chain that exist in `upstreams`, or
     /// `None` when none of them does (the providers were built without it, with a warning).
-    /// `provider_timeouts` caps the attempts of the providers named in it.
+    /// `provider_timeouts` caps the attempts of the providers named in it. Each provider is
+    /// behind a breaker of this tool's own.
+    #[cfg(test)]
     pub(super) fn build(
         spec: &'static ToolSpec,
         config: &ToolConfig,
         upstreams: &BTreeMap<String, Arc<dyn Upstream>>,
         provider_timeouts: &BTreeMap<String, Duration>,
         breakers: &BreakerRegistry,
+        prompts: &BTreeMap<String, String>,
+    ) -> Result<Option<Self>, String> {
+        let plan = BreakerPlan::default();
+        Self::build_planned(
+            spec,
+            config,
+            upstreams,
+            provider_timeouts,
+            breakers,
+            &plan,
+            prompts,
+        )
+    }
+
+    /// The tool of `config` (as `build` makes it in tests), each provider behind the breaker
+    /// `plan` says guards this tool on it.
+    pub(super) fn build_planned(
+        spec: &'static ToolSpec,
+        config: &ToolConfig,
+        upstreams: &BTreeMap<String, Arc<dyn Upstream>>,
+        provider_timeouts: &BTreeMap<String, Duration>,
+        breakers: &BreakerRegistry,
+        plan: &BreakerPlan,
         prompts: &BTreeMap<String, String>,
     ) -> Result<Option<Self>, String> {
         let validator = ArgumentValidator::new(spec)?;
@@ -99,11 +127,10 @@ impl ServedTool {
             .iter()
             .filter_map(|name| {
                 let upstream = upstreams.get(name)?;
-                let key = BreakerKey::new(config.name.clone(), name.clone());
                 Some(Route {
                     name: name.clone(),
                     upstream: Arc::clone(upstream),
-                    breaker: breakers.get_or_insert(key, breaker.clone()),
+                    breaker: plan.breaker(breakers, &config.name, name, &**upstream, &breaker),
                     timeout: provider_timeouts.get(name).copied(),
                     quota_exhausted_until: Mutex::new(None),
                 })
@@ -146,6 +173,14 @@ impl ServedTool {
     /// The provider names in chain order.
     pub fn provider_names(&self) -> Vec<&str> {
         self.routes.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// The breaker guarding this tool on `provider`, if the provider is in its chain.
+    pub fn breaker_on(&self, provider: &str) -> Option<&Arc<Breaker>> {
+        self.routes
+            .iter()
+            .find(|r| r.name == provider)
+            .map(|r| &r.breaker)
     }
 
     /// The breakers of this tool, in chain order.

@@ -28,6 +28,13 @@ pub trait Upstream: Send + Sync + fmt::Debug {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<ToolOutput, UpstreamError>>;
 
+    /// The account this provider is called with, as a digest of its credential (never the
+    /// credential): breakers of scope `credential` are keyed by it. `None` for a stand-in
+    /// without one, whose breakers are then keyed by the provider's name alone.
+    fn account(&self) -> Option<String> {
+        None
+    }
+
     /// Looks up the booking of `tool` sent under `idempotency_key` (reconciliation of an
     /// unknown outcome): `None` when the provider holds none. A stand-in that cannot look
     /// anything up says so as an error, which concludes nothing.
@@ -47,6 +54,10 @@ pub trait Upstream: Send + Sync + fmt::Debug {
 }
 
 impl Upstream for Provider {
+    fn account(&self) -> Option<String> {
+        Some(Provider::account(self).to_string())
+    }
+
     fn refuse(&self, request: &ToolRequest) -> Option<UpstreamError> {
         Provider::refuse(self, request)
     }

@@ -344,8 +344,18 @@ impl Metrics {
     }
 
     /// Creates the series of a served tool and its breakers at zero, so dashboards and `rate()`
-    /// see them before the first call.
+    /// see them before the first call: for a tool with a breaker of its own on each provider
+    /// (see [`Metrics::register_tool_calls`] and [`Metrics::register_breaker`] for shared ones).
     pub fn register_tool(&self, tool: &str, providers: &[&str], max_concurrent: u32) {
+        self.register_tool_calls(tool, providers, max_concurrent);
+        for provider in providers {
+            self.register_breaker(tool, provider);
+        }
+    }
+
+    /// Creates the series of a served tool's calls on `providers` at zero (bulkhead,
+    /// fallbacks, rejections by its breakers).
+    pub fn register_tool_calls(&self, tool: &str, providers: &[&str], max_concurrent: u32) {
         self.bulkhead_capacity
             .with_label_values(&[tool])
             .set(i64::from(max_concurrent));
@@ -355,14 +365,19 @@ impl Metrics {
             self.fallbacks.with_label_values(&[tool, kind]);
         }
         for provider in providers {
-            for (i, state) in BREAKER_STATES.iter().enumerate() {
-                self.breaker_state
-                    .with_label_values(&[tool, provider, state])
-                    .set(i64::from(i == 0));
-            }
             for reason in ["open", "half_open_full", "ramp_share", "forced_open"] {
                 self.rejected.with_label_values(&[tool, provider, reason]);
             }
+        }
+    }
+
+    /// Creates the state series of one breaker, closed, labelled with its key's two parts (a
+    /// shared breaker's tool is `*`).
+    pub fn register_breaker(&self, tool: &str, provider: &str) {
+        for (i, state) in BREAKER_STATES.iter().enumerate() {
+            self.breaker_state
+                .with_label_values(&[tool, provider, state])
+                .set(i64::from(i == 0));
         }
     }
 

@@ -9,12 +9,15 @@
 //! - `pipeline`: `pipeline::run` on one served tool;
 //! - `gateway`: both entry points (cancellation, writes, probe priority, background checks);
 //! - `maintenance`: scheduled maintenance windows opening and closing on the paused clock;
-//! - `shared`: reads shared by identical concurrent callers, and repeats answered from memory.
+//! - `shared`: reads shared by identical concurrent callers, and repeats answered from memory;
+//! - `scope`: breakers shared by a provider's tools (scope `provider`) or per account
+//!   (`credential`).
 
 mod answer;
 mod gateway;
 mod maintenance;
 mod pipeline;
+mod scope;
 mod shared;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -60,12 +63,22 @@ struct Scripted {
     started: Mutex<Vec<Instant>>,
     /// Calls that ran to their answer (a cancelled or hanging call does not).
     answered: AtomicU32,
+    /// The account it says it calls (breakers of scope `credential` are keyed by it).
+    account: Option<String>,
 }
 
 impl Scripted {
     fn new(steps: impl IntoIterator<Item = Step>) -> Arc<Self> {
         Arc::new(Scripted {
             steps: Mutex::new(steps.into_iter().collect()),
+            ..Scripted::default()
+        })
+    }
+
+    fn on_account(account: &str, steps: impl IntoIterator<Item = Step>) -> Arc<Self> {
+        Arc::new(Scripted {
+            steps: Mutex::new(steps.into_iter().collect()),
+            account: Some(account.to_string()),
             ..Scripted::default()
         })
     }
@@ -102,6 +115,10 @@ impl Scripted {
 }
 
 impl Upstream for Scripted {
+    fn account(&self) -> Option<String> {
+        self.account.clone()
+    }
+
     fn refuse(&self, _request: &ToolRequest) -> Option<UpstreamError> {
         let message = self.refusal.clone()?;
         Some(UpstreamError::new(
