@@ -8,6 +8,7 @@ mod amadeus;
 mod backlog;
 mod bad_input;
 mod bookings;
+mod breaker_scope;
 mod chain;
 mod crash;
 mod duffel;

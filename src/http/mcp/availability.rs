@@ -114,10 +114,13 @@ fn of_tool(tool: &ServedTool, now: Instant) -> Value {
             })
             .min()
     };
-    let providers: Vec<Value> = breakers
-        .iter()
+    // The provider's configured name: a breaker the provider's tools share has a key of
+    // its own (`*/duffel`), which is not the provider's name.
+    let providers: Vec<Value> = tool
+        .provider_names()
+        .into_iter()
         .zip(&states)
-        .map(|(b, s)| json!({ "name": b.key().provider, "breaker": s.as_str() }))
+        .map(|(name, s)| json!({ "name": name, "breaker": s.as_str() }))
         .collect();
     json!({
         "name": tool.spec.name,

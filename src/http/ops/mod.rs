@@ -16,6 +16,11 @@
 //! **Breaker keys in URLs** are `tool.provider` (`search_flights.duffel`): tool names never
 //! contain a dot, so the first dot splits them, and the form needs no escaping. The display form
 //! `search_flights/duffel` is accepted percent-encoded (`search_flights%2Fduffel`) too.
+//! A breaker every tool of a provider shares (breaker scope `provider` or `credential`) is
+//! `*.duffel`, or `*.duffel@<digest of the credential>`; each breaker's JSON lists the tools it
+//! guards (`tools`) and its `scope`. Reading a tool's key on such a provider answers the shared
+//! breaker; forcing it is refused with the shared key to force instead, because that force
+//! holds every tool on the provider and the operator should say so.
 //!
 //! With neither client keys nor an admin key configured (the demo), every route is open, and
 //! start-up says so. With client keys but no admin key, forcing is refused (403) rather than
@@ -39,7 +44,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use crate::breaker::{BreakerKey, BreakerSnapshot, ForceMode, TransitionEvent};
+use crate::breaker::{BreakerKey, BreakerScope, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::fleet::StoredTransition;
 use crate::http::edge::{ApiError, PathParam, Role};
 use crate::http::state::AppState;
@@ -128,6 +133,17 @@ fn url_key(key: &BreakerKey) -> String {
     format!("{}.{}", key.tool, key.provider)
 }
 
+/// The scope a key was made under, read from its shape.
+fn scope_of(key: &BreakerKey) -> BreakerScope {
+    if !key.is_shared() {
+        BreakerScope::ToolProvider
+    } else if key.provider.contains('@') {
+        BreakerScope::Credential
+    } else {
+        BreakerScope::Provider
+    }
+}
+
 /// An instant as wall-clock RFC 3339 (tokio instants have no calendar).
 fn wall(at: Instant, now: Instant) -> String {
     let wall_now = crate::clock::utc_now();
@@ -203,16 +219,23 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
             .map(|e| transition_json(e, now))
             .collect(),
     };
-    let maintenance =
+    // A window holds a tool on a provider: a shared breaker shows the first one holding any
+    // of its tools.
+    let tools = state.gateway.tools_guarded_by(&s.key);
+    let wall_now = crate::clock::utc_now();
+    let maintenance = tools.iter().find_map(|tool| {
         state
             .gateway
             .maintenance()
-            .active(&s.key.tool, &s.key.provider, crate::clock::utc_now());
+            .active(tool, s.key.provider_name(), wall_now)
+    });
     json!({
         "key": url_key(&s.key),
         "breaker": s.key.to_string(),
         "tool": s.key.tool,
         "provider": s.key.provider,
+        "scope": scope_of(&s.key).as_str(),
+        "tools": tools,
         "state": s.state.as_str(),
         "detail": s.state.detail_str(),
         "maintenance": maintenance.map(|m| json!({
@@ -309,9 +332,20 @@ fn maintenance_json(schedule: &Schedule, now: DateTime<Utc>) -> Vec<Value> {
         .collect()
 }
 
+/// Whether a tool's own key may stand for the shared breaker that guards the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// Reading: a tool's key answers the breaker that guards the tool, whichever it is.
+    ToolKey,
+    /// Forcing: only the breaker's own key, so a force that holds every tool on a provider is
+    /// never given by naming one of them.
+    OwnKey,
+}
+
 fn find(
     state: &AppState,
     raw: &str,
+    via: Via,
 ) -> Result<std::sync::Arc<crate::breaker::Breaker>, Box<Response>> {
     let known = || {
         state
@@ -322,16 +356,41 @@ fn find(
             .map(|b| json!(url_key(b.key())))
             .collect::<Vec<_>>()
     };
-    parse_key(raw)
-        .and_then(|k| state.gateway.breakers().get(&k))
-        .ok_or_else(|| {
-            ApiError::not_found(format!(
-                "no breaker \"{raw}\"; keys are tool.provider, e.g. search_flights.duffel"
+    let not_found = || -> Box<Response> {
+        ApiError::not_found(format!(
+            "no breaker \"{raw}\"; keys are tool.provider, e.g. search_flights.duffel, or *.provider for a breaker every tool of the provider shares"
+        ))
+        .with("known_breakers", Value::Array(known()))
+        .into_response()
+        .into()
+    };
+    let key = parse_key(raw).ok_or_else(not_found)?;
+    if let Some(breaker) = state.gateway.breakers().get(&key) {
+        return Ok(breaker);
+    }
+    // A tool on a provider whose tools share one breaker.
+    let shared = state
+        .gateway
+        .tool(&key.tool)
+        .and_then(|t| t.breaker_on(&key.provider).cloned())
+        .ok_or_else(not_found)?;
+    match via {
+        Via::ToolKey => Ok(shared),
+        Via::OwnKey => {
+            let tools = state.gateway.tools_guarded_by(shared.key()).join(", ");
+            Err(ApiError::bad_request(format!(
+                "{} on {} has no breaker of its own: every tool on {} shares the breaker \"{}\" (breaker scope \"{}\"); force that one, knowing it holds {tools}",
+                key.tool,
+                key.provider,
+                key.provider,
+                url_key(shared.key()),
+                scope_of(shared.key()).as_str(),
             ))
-            .with("known_breakers", Value::Array(known()))
+            .with("breaker", json!(url_key(shared.key())))
             .into_response()
-            .into()
-        })
+            .into())
+        }
+    }
 }
 
 pub(crate) async fn one_breaker(
@@ -342,7 +401,7 @@ pub(crate) async fn one_breaker(
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
-    match find(&state, &key) {
+    match find(&state, &key, Via::ToolKey) {
         Ok(b) => {
             let now = Instant::now();
             Json(breaker_json(&state, &b.snapshot(now), now)).into_response()
@@ -360,7 +419,7 @@ pub(crate) async fn force_breaker(
     if let Err(res) = authorize(&state, &headers, Role::Admin) {
         return *res;
     }
-    let breaker = match find(&state, &key) {
+    let breaker = match find(&state, &key, Via::OwnKey) {
         Ok(b) => b,
         Err(res) => return *res,
     };
@@ -511,6 +570,16 @@ mod tests {
             parse_key("search_flights.duffel:key2"),
             Some(BreakerKey::new("search_flights", "duffel:key2"))
         );
+        let shared = BreakerKey::shared_account("duffel", "3f9a0c1d2e4b5a6c");
+        assert_eq!(parse_key("*.duffel@3f9a0c1d2e4b5a6c"), Some(shared.clone()));
+        assert_eq!(parse_key(&url_key(&shared)), Some(shared.clone()));
+        assert_eq!(scope_of(&shared), BreakerScope::Credential);
+        assert_eq!(parse_key("*/duffel"), Some(BreakerKey::shared("duffel")));
+        assert_eq!(
+            scope_of(&BreakerKey::shared("duffel")),
+            BreakerScope::Provider
+        );
+        assert_eq!(scope_of(&k), BreakerScope::ToolProvider);
         assert_eq!(parse_key("search_flights"), None);
         assert_eq!(parse_key(".duffel"), None);
     }
