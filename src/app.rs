@@ -12,17 +12,19 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::back_in_service::{BackInServiceSystem, NoticeStore};
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::{Gateway, Upstream};
 use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
+use crate::jobs::callbacks::notice::NoticeSender;
 use crate::jobs::{JobSystem, Store};
 use crate::ledger::Ledger;
 use crate::providers::{self, Env, KeptOffers, Secret};
 use crate::store::StoreError;
 use crate::telemetry::{AlertRules, Telemetry};
-use crate::watches::{NoticeSender, WatchStore, WatchSystem};
+use crate::watches::{WatchStore, WatchSystem};
 
 /// A gateway ready to serve.
 #[derive(Debug, Clone)]
@@ -97,6 +99,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
             max_body_bytes,
             jobs: None,
             watches: None,
+            back_in_service: None,
             fleet: None,
             keys: Keys::new(setup.roster),
             limits,
@@ -130,6 +133,11 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     let postgres = store.db().is_postgres();
     let watch_store = WatchStore::new(store.db().clone());
     let notices = NoticeSender::new(config.auth.callback_allowlist.clone(), secret.clone());
+    app.state.back_in_service = Some(Arc::new(BackInServiceSystem::new(
+        NoticeStore::new(store.db().clone()),
+        app.state.gateway.clone(),
+        NoticeSender::new(config.auth.callback_allowlist.clone(), secret.clone()),
+    )));
     let mut jobs = JobSystem::new(
         store,
         app.state.gateway.clone(),
@@ -251,6 +259,13 @@ pub async fn run(
         .watches
         .clone()
         .map(|watches| tokio::spawn(watches.run(jobs_stop.clone())));
+    // Back-in-service notices stop with the jobs too: a notice not yet fired or sent stays in
+    // the store for the next start or another replica.
+    let notices_task = app
+        .state
+        .back_in_service
+        .clone()
+        .map(|notices| tokio::spawn(notices.run(jobs_stop.clone())));
     let telemetry = app.state.telemetry.clone();
     // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
     // graceful shutdown that waits for every connection.
@@ -268,6 +283,9 @@ pub async fn run(
     .await;
     jobs_stop.cancel();
     if let Some(task) = watches_task {
+        let _ = task.await;
+    }
+    if let Some(task) = notices_task {
         let _ = task.await;
     }
     if let Some(task) = jobs_task {

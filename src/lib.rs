@@ -30,6 +30,7 @@
 
 pub mod agents;
 pub mod app;
+pub mod back_in_service;
 pub mod breaker;
 pub mod call;
 pub mod clients;

@@ -29,6 +29,8 @@ pub struct AppState {
     pub jobs: Option<crate::jobs::Jobs>,
     /// Recurring background calls, with the job store.
     pub watches: Option<crate::watches::Watches>,
+    /// Notices to clients when a tool answers again, with the job store.
+    pub back_in_service: Option<crate::back_in_service::BackInService>,
     /// The breaker state shared with the fleet (or kept across restarts), when attached.
     pub fleet: Option<Arc<crate::fleet::Fleet>>,
     /// Client keys and the admin key (as digests), reloadable.

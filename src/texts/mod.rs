@@ -12,13 +12,15 @@
 //! - `tasks`: what an MCP client reads about a task (its status message, why it cannot be read
 //!   or cancelled);
 //! - `watches`: the watch tools' descriptions and answers, and why a watch was not made,
-//!   changed or found.
+//!   changed or found;
+//! - `back_in_service`: the news a back-in-service notice carries, and why one was not set up.
 //!
 //! Not here: the tools' own summaries of their results and the field errors of arguments
 //! (`tools/`: they are generated from each tool's types and schema), and the fallback prompts an
 //! operator writes (`prompts/`), which [`call::fallback`] renders.
 
 pub mod agents;
+pub mod back_in_service;
 pub mod budget;
 pub mod call;
 pub mod tasks;

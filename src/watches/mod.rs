@@ -13,20 +13,16 @@
 //! - `schedule.rs`: when a watch runs and when it ends (pure, table-tested);
 //! - `store.rs`: watches and notices in the shared database, with the conditional updates that
 //!   make a fleet start and record each instant once;
-//! - `notify.rs`: notices posted to the watch's callback URL, signed and guarded as job
-//!   callbacks are;
 //! - `system.rs`: [`WatchSystem`], the checks and limits of the API and the loop that turns due
 //!   instants into ordinary background jobs (with every guarantee of the job queue) and ended
 //!   jobs into results and notices.
 
 mod condition;
-mod notify;
 mod schedule;
 mod store;
 mod system;
 
 pub use condition::Condition;
-pub use notify::NoticeSender;
 pub use schedule::{End, Schedule};
 pub use store::{Notice, Watch, WatchState, WatchStore};
 pub use system::{NewWatch, WatchError, WatchSystem};

@@ -16,13 +16,13 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::condition::{self, Condition};
-use super::notify::{self, NoticeSender};
 use super::schedule::{self, End, Schedule};
 use super::store::{DueCallback, Notice, RunEnd, Watch, WatchState, WatchStore};
 use crate::call::{CheckError, Gateway};
 use crate::clients::ClientName;
 use crate::clock;
 use crate::config::WatchesConfig;
+use crate::jobs::callbacks::notice::{self, NoticeSender};
 use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError, rfc3339};
 use crate::texts::watches as texts;
 
@@ -300,7 +300,7 @@ impl WatchSystem {
             .deliver(&due.url, body.to_string().into_bytes())
             .await;
         let next = (!sent)
-            .then(|| notify::next_delivery_in(due.attempts + 1))
+            .then(|| notice::next_delivery_in(due.attempts + 1))
             .flatten()
             .map(|wait| clock::ms_after(clock::epoch_ms(), wait));
         if let Err(e) = self

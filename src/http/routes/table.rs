@@ -11,7 +11,7 @@ use super::row::{
     Answer, BREAKER_KEY, Guard, Handler, Operation, Param, ParamSchema, Place, Reply, Route,
     Schema, Security, TOOL, Verb, answer, error, op, route,
 };
-use crate::http::api::{agents, bookings, catalog, jobs, native, watches};
+use crate::http::api::{agents, back_in_service, bookings, catalog, jobs, native, watches};
 use crate::http::ops;
 use crate::http::state::AppState;
 use Verb::{Delete, Get, Post};
@@ -29,6 +29,12 @@ const CROSS_SITE: Answer = error(
 const KEY: Answer = error(401, "Missing or wrong key.");
 const WATCH_ID: &[Param] = &[Param {
     name: "watch_id",
+    place: Place::Path,
+    description: None,
+    schema: ParamSchema::Text,
+}];
+const NOTICE_ID: &[Param] = &[Param {
+    name: "notice_id",
     place: Place::Path,
     description: None,
     schema: ParamSchema::Text,
@@ -445,6 +451,100 @@ pub(crate) const ROUTES: &[Route] = &[
                 ],
             )
         }],
+    ),
+    route(
+        "/v1/back-in-service",
+        Guard::Client,
+        &[
+            Operation {
+                body: Some(Schema::Inline(|| {
+                    json!({"type": "object", "required": ["tool", "callback_url"], "additionalProperties": false, "properties": {
+                        "tool": {"type": "string", "description": "A tool in the caller's scope."},
+                        "callback_url": {"type": "string", "format": "uri", "description": "Where the notice is POSTed, signed (Faregate-Signature) and allowlisted as a job's callback, once the tool answers again."},
+                        "expires_in": {"type": "string", "description": "How long to wait at most, e.g. \"6h\" (default 24h, at most 7 days); an expired notice sends nothing."}
+                    }})
+                })),
+                ..op(
+                    Post,
+                    Handler::Axum(|m| on(m, back_in_service::create)),
+                    "createBackInServiceNotice",
+                    "Be told once when a tool answers again: when one of its providers' breakers admits calls again (closed after its probes, or an operator's forced open ended) and no maintenance window holds it. The notice is POSTed to callback_url, signed, then done; a tool that answers already (available_now) fires it at once.",
+                    &[
+                        answer(
+                            201,
+                            "The notice, waiting, and available_now.",
+                            Reply::Json(Schema::Object),
+                        ),
+                        error(400, "Malformed JSON or body, or unknown fields."),
+                        error(403, "A tool outside the client's scope."),
+                        error(404, "No such tool."),
+                        error(
+                            409,
+                            "The client already waits on as many notices as it may.",
+                        ),
+                        error(
+                            422,
+                            "No callback_url, one outside the callback allowlist or without a signing secret, or an expires_in that is not a duration over 0 and up to 7 days.",
+                        ),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+            op(
+                Get,
+                Handler::Axum(|m| on(m, back_in_service::list)),
+                "listBackInServiceNotices",
+                "The caller's back-in-service notices, newest first (waiting, fired with their callback's state, or expired); every client's with the admin key.",
+                &[
+                    answer(
+                        200,
+                        "The notices.",
+                        Reply::Json(Schema::Inline(
+                            || json!({"type": "object", "required": ["notices"], "properties": {"notices": {"type": "array", "items": {"type": "object"}}}}),
+                        )),
+                    ),
+                    NO_JOB_STORE,
+                    JOB_STORE,
+                ],
+            ),
+        ],
+    ),
+    route(
+        "/v1/back-in-service/{notice_id}",
+        Guard::Client,
+        &[
+            Operation {
+                params: NOTICE_ID,
+                ..op(
+                    Get,
+                    Handler::Axum(|m| on(m, back_in_service::one)),
+                    "getBackInServiceNotice",
+                    "One back-in-service notice: its state, when it fired and its callback's state.",
+                    &[
+                        answer(200, "The notice.", Reply::Json(Schema::Object)),
+                        error(404, "No such notice, or another client's."),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+            Operation {
+                params: NOTICE_ID,
+                ..op(
+                    Delete,
+                    Handler::Axum(|m| on(m, back_in_service::delete)),
+                    "deleteBackInServiceNotice",
+                    "Withdraw a back-in-service notice.",
+                    &[
+                        answer(204, "Deleted.", Reply::Nothing),
+                        error(404, "No such notice, or another client's."),
+                        NO_JOB_STORE,
+                        JOB_STORE,
+                    ],
+                )
+            },
+        ],
     ),
     route(
         "/v1/bookings",

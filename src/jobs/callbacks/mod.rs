@@ -8,6 +8,7 @@
 //! business.
 
 pub mod guard;
+pub mod notice;
 
 use std::sync::Arc;
 use std::time::Duration;

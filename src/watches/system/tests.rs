@@ -252,7 +252,7 @@ impl Bench {
                 max_active_per_client: 5,
                 min_interval: EVERY,
             },
-            super::NoticeSender::new(Vec::new(), None),
+            crate::jobs::callbacks::notice::NoticeSender::new(Vec::new(), None),
         ));
         let shutdown = CancellationToken::new();
         tokio::spawn(Arc::clone(&jobs).run(shutdown.clone(), Duration::from_secs(1)));

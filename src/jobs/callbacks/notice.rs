@@ -1,26 +1,29 @@
-//! Notices posted to a watch's callback URL: the job callbacks' signature (`Faregate-Signature`,
-//! HMAC-SHA256 over `"<t>.<body>"` with the callback secret), allowlist and SSRF guard, so a
-//! receiver of job callbacks checks a notice the same way.
+//! Notices posted to a client's callback URL (a watch's news, a tool back in service): the job
+//! callbacks' signature (`Faregate-Signature`, HMAC-SHA256 over `"<t>.<body>"` with the callback
+//! secret), allowlist and SSRF guard, so a receiver of job callbacks checks a notice the same
+//! way.
 //!
 //! A notice is delivered at least once: its row says `pending` until a 2xx, and a failed
-//! delivery is tried again after a doubling wait, up to [`ATTEMPTS`] times; the notice itself
-//! stays readable in the watch whatever happens to the callback.
+//! delivery is tried again after a doubling wait ([`next_delivery_in`]), up to [`ATTEMPTS`]
+//! times; the notice itself stays readable through the API whatever happens to the callback.
+//! The rooms that keep notices (watches, back-in-service) lease and record each delivery in
+//! their own rows; this module is only where a notice may go and how it is sent.
 
 use std::time::Duration;
 
 use reqwest::Url;
 
-use crate::jobs::callbacks::{guard, post_signed};
+use super::{guard, post_signed};
 use crate::policy::Backoff;
 use crate::providers::Secret;
 
 /// Deliveries before a notice's callback is given up.
-pub(super) const ATTEMPTS: u32 = 8;
+pub const ATTEMPTS: u32 = 8;
 /// The wait after the first failed delivery, doubling up to about 4 minutes.
 const BACKOFF: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(256));
 
 /// The wait before the next delivery after `failed` failed ones; `None` to give up.
-pub(super) fn next_delivery_in(failed: u32) -> Option<Duration> {
+pub fn next_delivery_in(failed: u32) -> Option<Duration> {
     (failed < ATTEMPTS).then(|| BACKOFF.ceiling(failed.saturating_sub(1)))
 }
 
@@ -47,8 +50,8 @@ impl NoticeSender {
         }
     }
 
-    /// Checks a watch's callback URL as a job's is checked, with a message naming the fix.
-    pub(super) async fn check(&self, url: &str) -> Result<(), String> {
+    /// Checks a notice's callback URL as a job's is checked, with a message naming the fix.
+    pub async fn check(&self, url: &str) -> Result<(), String> {
         let parsed = Url::parse(url).map_err(|e| format!("callback_url is not a URL: {e}"))?;
         guard::check_target(&parsed, &self.allowlist).await?;
         if self.secret.is_none() {
@@ -58,7 +61,7 @@ impl NoticeSender {
     }
 
     /// Posts `body` to `url`, signed; true on a 2xx.
-    pub(super) async fn deliver(&self, url: &str, body: Vec<u8>) -> bool {
+    pub async fn deliver(&self, url: &str, body: Vec<u8>) -> bool {
         let (Some(secret), Some(http)) = (&self.secret, &self.http) else {
             return false;
         };

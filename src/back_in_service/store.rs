@@ -1,0 +1,353 @@
+//! Back-in-service notices in the shared database (migration `back_in_service_1_notices`), every
+//! statement once for SQLite and PostgreSQL.
+//!
+//! The step that must happen once in a fleet is a conditional update: a notice fires only from
+//! `waiting` (`fire`), so of two replicas that both see its tool answer again, one changes the
+//! row and the other changes nothing; its callback is leased by a conditional update on its due
+//! time (`lease_callback`), so one replica sends each delivery.
+
+use tokio::sync::OnceCell;
+
+use crate::clients::ClientName;
+use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    name: "back_in_service_1_notices",
+    statements: &[
+        "CREATE TABLE IF NOT EXISTS faregate_back_in_service (
+            id TEXT PRIMARY KEY,
+            client TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            callback_url TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            expires_at BIGINT NOT NULL,
+            fired_at BIGINT,
+            callback_state TEXT,
+            callback_attempts BIGINT NOT NULL,
+            next_callback_at BIGINT,
+            updated_at BIGINT NOT NULL
+        )",
+        "CREATE INDEX IF NOT EXISTS faregate_back_in_service_waiting
+             ON faregate_back_in_service (state, tool)",
+        "CREATE INDEX IF NOT EXISTS faregate_back_in_service_client
+             ON faregate_back_in_service (client, created_at)",
+        "CREATE INDEX IF NOT EXISTS faregate_back_in_service_callbacks
+             ON faregate_back_in_service (callback_state, next_callback_at)",
+    ],
+}];
+
+/// Every column, by name (never `*`: see the job store).
+const COLUMNS: &str = "SELECT id, client, tool, callback_url, state, created_at, expires_at,
+     fired_at, callback_state, callback_attempts, next_callback_at, updated_at
+     FROM faregate_back_in_service ";
+
+/// Where a notice stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeState {
+    /// Its tool has not answered again yet.
+    Waiting,
+    /// Its tool answered again; its callback is sent (or being sent).
+    Fired,
+    /// It waited until its expiry without the tool coming back; it sends nothing.
+    Expired,
+}
+
+impl NoticeState {
+    /// The wire and database name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeState::Waiting => "waiting",
+            NoticeState::Fired => "fired",
+            NoticeState::Expired => "expired",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "waiting" => NoticeState::Waiting,
+            "fired" => NoticeState::Fired,
+            "expired" => NoticeState::Expired,
+            _ => return None,
+        })
+    }
+}
+
+/// A client's request to be told when a tool answers again, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// UUID v7.
+    pub id: String,
+    /// Whose it is: only that client (and the admin) sees it.
+    pub client: ClientName,
+    /// The tool it waits for.
+    pub tool: String,
+    /// Where it is POSTed, signed, when it fires.
+    pub callback_url: String,
+    /// Where it stands.
+    pub state: NoticeState,
+    /// When it was asked for (epoch ms).
+    pub created_at_ms: i64,
+    /// When it stops waiting (epoch ms).
+    pub expires_at_ms: i64,
+    /// When the tool was seen answering again (epoch ms).
+    pub fired_at_ms: Option<i64>,
+    /// Its callback: `pending`, `sent` or `failed`; `None` until it fires.
+    pub callback: Option<String>,
+    /// Deliveries tried so far.
+    pub callback_attempts: u32,
+    /// When the next delivery is due, or until when a replica holds it (epoch ms).
+    pub next_callback_at_ms: Option<i64>,
+    /// Last change (epoch ms).
+    pub updated_at_ms: i64,
+}
+
+fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
+    let text = |c: &str| -> Result<String, StoreError> {
+        r.text(c)?
+            .ok_or_else(|| StoreError(format!("back-in-service column {c} is NULL")))
+    };
+    let int = |c: &str| -> Result<i64, StoreError> {
+        r.int(c)?
+            .ok_or_else(|| StoreError(format!("back-in-service column {c} is NULL")))
+    };
+    let state = text("state")?;
+    Ok(Notice {
+        id: text("id")?,
+        client: ClientName::stored(&text("client")?),
+        tool: text("tool")?,
+        callback_url: text("callback_url")?,
+        state: NoticeState::parse(&state)
+            .ok_or_else(|| StoreError(format!("unknown back-in-service state {state}")))?,
+        created_at_ms: int("created_at")?,
+        expires_at_ms: int("expires_at")?,
+        fired_at_ms: r.int("fired_at")?,
+        callback: r.text("callback_state")?,
+        callback_attempts: u32::try_from(int("callback_attempts")?).unwrap_or(0),
+        next_callback_at_ms: r.int("next_callback_at")?,
+        updated_at_ms: int("updated_at")?,
+    })
+}
+
+/// Back-in-service notices in the shared database. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct NoticeStore {
+    db: Db,
+    migrated: std::sync::Arc<OnceCell<()>>,
+}
+
+impl NoticeStore {
+    /// Notices in `db` (the job store's database); the table is made on first use.
+    pub fn new(db: Db) -> Self {
+        NoticeStore {
+            db,
+            migrated: std::sync::Arc::new(OnceCell::new()),
+        }
+    }
+
+    async fn ready(&self) -> Result<&Db, StoreError> {
+        self.migrated
+            .get_or_try_init(|| self.db.migrate(MIGRATIONS, crate::clock::epoch_ms()))
+            .await?;
+        Ok(&self.db)
+    }
+
+    /// Stores a new, waiting notice.
+    pub async fn insert(&self, n: &Notice) -> Result<(), StoreError> {
+        let db = self.ready().await?;
+        db.execute(
+            "INSERT INTO faregate_back_in_service (id, client, tool, callback_url, state,
+                 created_at, expires_at, callback_attempts, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $6)",
+            &[
+                Arg::Text(Some(&n.id)),
+                Arg::Text(Some(n.client.as_str())),
+                Arg::Text(Some(&n.tool)),
+                Arg::Text(Some(&n.callback_url)),
+                Arg::Text(Some(n.state.as_str())),
+                Arg::Int(Some(n.created_at_ms)),
+                Arg::Int(Some(n.expires_at_ms)),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// One notice.
+    pub async fn get(&self, id: &str) -> Result<Option<Notice>, StoreError> {
+        let db = self.ready().await?;
+        let sql = format!("{COLUMNS} WHERE id = $1");
+        let rows = db
+            .fetch(
+                sqlx::AssertSqlSafe(sql),
+                &[Arg::Text(Some(id))],
+                notice_from_row,
+            )
+            .await?;
+        Ok(rows.into_iter().next())
+    }
+
+    /// Notices, newest first: `client`'s, or every client's for `None`.
+    pub async fn list(
+        &self,
+        client: Option<&ClientName>,
+        limit: u32,
+    ) -> Result<Vec<Notice>, StoreError> {
+        let db = self.ready().await?;
+        let sql = format!(
+            "{COLUMNS} WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        db.fetch(
+            sqlx::AssertSqlSafe(sql),
+            &[
+                Arg::Text(client.map(ClientName::as_str)),
+                Arg::Int(Some(i64::from(limit))),
+            ],
+            notice_from_row,
+        )
+        .await
+    }
+
+    /// How many of `client`'s notices are waiting.
+    pub async fn waiting_count(&self, client: &ClientName) -> Result<u32, StoreError> {
+        let db = self.ready().await?;
+        let rows = db
+            .fetch(
+                "SELECT COUNT(*) AS n FROM faregate_back_in_service
+                 WHERE client = $1 AND state = 'waiting'",
+                &[Arg::Text(Some(client.as_str()))],
+                |r| Ok(r.int("n")?.unwrap_or(0)),
+            )
+            .await?;
+        Ok(u32::try_from(rows.into_iter().next().unwrap_or(0)).unwrap_or(u32::MAX))
+    }
+
+    /// The tools some unexpired notice waits for at `now_ms`.
+    pub async fn waited_for(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
+        let db = self.ready().await?;
+        db.fetch(
+            "SELECT DISTINCT tool FROM faregate_back_in_service
+             WHERE state = 'waiting' AND expires_at > $1 ORDER BY tool",
+            &[Arg::Int(Some(now_ms))],
+            |r| {
+                r.text("tool")?
+                    .ok_or_else(|| StoreError("back-in-service column tool is NULL".into()))
+            },
+        )
+        .await
+    }
+
+    /// Fires every unexpired notice waiting for `tool`, its callback due at once; how many this
+    /// call fired (a notice another replica fired first is not counted again).
+    pub async fn fire(&self, tool: &str, now_ms: i64) -> Result<u64, StoreError> {
+        let db = self.ready().await?;
+        db.execute(
+            "UPDATE faregate_back_in_service
+             SET state = 'fired', fired_at = $2, callback_state = 'pending',
+                 next_callback_at = $2, updated_at = $2
+             WHERE tool = $1 AND state = 'waiting' AND expires_at > $2",
+            &[Arg::Text(Some(tool)), Arg::Int(Some(now_ms))],
+        )
+        .await
+    }
+
+    /// Ends the notices that waited until their expiry; how many.
+    pub async fn expire(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let db = self.ready().await?;
+        db.execute(
+            "UPDATE faregate_back_in_service SET state = 'expired', updated_at = $1
+             WHERE state = 'waiting' AND expires_at <= $1",
+            &[Arg::Int(Some(now_ms))],
+        )
+        .await
+    }
+
+    /// Fired notices whose callbacks are due at `now_ms`, oldest due first.
+    pub async fn due_callbacks(&self, now_ms: i64, limit: u32) -> Result<Vec<Notice>, StoreError> {
+        let db = self.ready().await?;
+        let sql = format!(
+            "{COLUMNS} WHERE callback_state = 'pending' AND next_callback_at <= $1
+             ORDER BY next_callback_at LIMIT $2"
+        );
+        db.fetch(
+            sqlx::AssertSqlSafe(sql),
+            &[Arg::Int(Some(now_ms)), Arg::Int(Some(i64::from(limit)))],
+            notice_from_row,
+        )
+        .await
+    }
+
+    /// Takes `due`'s delivery for this replica until `until_ms`; false when another replica
+    /// took it first.
+    pub async fn lease_callback(&self, due: &Notice, until_ms: i64) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "UPDATE faregate_back_in_service SET next_callback_at = $3
+                 WHERE id = $1 AND callback_state = 'pending' AND next_callback_at = $2",
+                &[
+                    Arg::Text(Some(&due.id)),
+                    Arg::Int(due.next_callback_at_ms),
+                    Arg::Int(Some(until_ms)),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Records a delivery: sent, or failed with the next try (`None`: given up).
+    pub async fn callback_result(
+        &self,
+        id: &str,
+        sent: bool,
+        next_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let db = self.ready().await?;
+        let state = match (sent, next_at_ms) {
+            (true, _) => "sent",
+            (false, Some(_)) => "pending",
+            (false, None) => "failed",
+        };
+        db.execute(
+            "UPDATE faregate_back_in_service
+             SET callback_state = $2, callback_attempts = callback_attempts + 1,
+                 next_callback_at = COALESCE($3, next_callback_at), updated_at = $4
+             WHERE id = $1 AND callback_state = 'pending'",
+            &[
+                Arg::Text(Some(id)),
+                Arg::Text(Some(state)),
+                Arg::Int(next_at_ms),
+                Arg::Int(Some(now_ms)),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes a notice; false when there was none.
+    pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "DELETE FROM faregate_back_in_service WHERE id = $1",
+                &[Arg::Text(Some(id))],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// Deletes notices that ended (expired, or fired with their callback sent or given up)
+    /// before `before_ms`; how many.
+    pub async fn purge(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let db = self.ready().await?;
+        db.execute(
+            "DELETE FROM faregate_back_in_service
+             WHERE state <> 'waiting' AND updated_at < $1
+               AND (callback_state IS NULL OR callback_state <> 'pending')",
+            &[Arg::Int(Some(before_ms))],
+        )
+        .await
+    }
+}

@@ -1,0 +1,252 @@
+//! [`BackInServiceSystem`]: what the API asks (set up a notice within its limits, read, delete),
+//! and the loop that fires notices when their tool answers again, ends those that expired and
+//! delivers the fired ones' callbacks.
+//!
+//! Why a loop that looks, rather than a listener on breaker transitions: a tool comes back in
+//! three ways (a breaker closes after its probes, an operator ends a forced open, a maintenance
+//! window ends), and only the first is an event; a window ending is only a time passing. So
+//! every replica looks every [`POLL`] at the tools some notice waits for and asks the gateway
+//! whether each answers now ([`Gateway::is_available`]: a provider whose breaker admits calls and
+//! that no window holds), the same question the fallback texts and `/v1/breakers` ask. A half-open
+//! breaker is not back: it admits probes only, and the notice fires once they close it.
+//!
+//! In a fleet every replica looks, and the store's conditional update (`waiting` → `fired`) lets
+//! one of them fire each notice; its callback is then leased and delivered like a watch's
+//! notice, tried again after a doubling wait when the receiver does not take it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::store::{Notice, NoticeState, NoticeStore};
+use crate::call::Gateway;
+use crate::clients::ClientName;
+use crate::clock;
+use crate::jobs::callbacks::notice::{self, NoticeSender};
+use crate::jobs::{StoreError, rfc3339};
+use crate::texts::back_in_service as texts;
+
+/// How often the loop looks for tools back in service and due callbacks.
+pub(super) const POLL: Duration = Duration::from_millis(500);
+/// How long a notice waits when its client does not say.
+pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(24 * 3600);
+/// The longest a notice may wait: a traveller who asked a week ago has moved on.
+pub const LONGEST_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Notices one client may have waiting at once, so one client cannot fill the store; a
+/// traveller's agent needs one per tool it found down, a busy application a few per traveller.
+pub const MAX_WAITING_PER_CLIENT: u32 = 1000;
+/// Callbacks started per look: a burst of notices is sent over a few looks.
+const CALLBACKS: u32 = 32;
+/// How long a replica holds a callback while it delivers it (longer than the callback client's
+/// 10 s timeout); after that another replica may try.
+const CALLBACK_LEASE: Duration = Duration::from_secs(30);
+/// How long an ended notice stays readable before it is deleted.
+const KEEP_ENDED: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Looks between two purges of ended notices (about a minute).
+const PURGE_EVERY: u32 = 120;
+
+/// A notice to set up, as the API read it (the tool is served and in the client's scope).
+#[derive(Debug, Clone)]
+pub struct NewNotice {
+    /// Whose it is.
+    pub client: ClientName,
+    /// The tool to wait for.
+    pub tool: String,
+    /// Where it is POSTed, signed (allowlisted, as a job's callback).
+    pub callback_url: String,
+    /// How long it waits at most; `None` for [`DEFAULT_EXPIRY`].
+    pub expires_in: Option<Duration>,
+}
+
+/// Why a notice was not set up or found; each text names the fix.
+#[derive(Debug)]
+pub enum NoticeError {
+    /// The request does not describe a notice that can be kept (422).
+    Invalid(String),
+    /// The client waits on as many notices as it may (409).
+    Full(String),
+    /// No such notice (404).
+    NotFound,
+    /// The store failed (503).
+    Store(StoreError),
+}
+
+impl From<StoreError> for NoticeError {
+    fn from(e: StoreError) -> Self {
+        NoticeError::Store(e)
+    }
+}
+
+/// Back-in-service notices over the gateway's breakers and maintenance windows.
+#[derive(Debug)]
+pub struct BackInServiceSystem {
+    store: NoticeStore,
+    gateway: Arc<Gateway>,
+    sender: NoticeSender,
+}
+
+impl BackInServiceSystem {
+    /// Notices kept in `store`, fired by what `gateway` says of its tools, sent by `sender`.
+    pub fn new(store: NoticeStore, gateway: Arc<Gateway>, sender: NoticeSender) -> Self {
+        BackInServiceSystem {
+            store,
+            gateway,
+            sender,
+        }
+    }
+
+    /// The store (for the API's reads).
+    pub fn store(&self) -> &NoticeStore {
+        &self.store
+    }
+
+    /// Whether `tool` answers calls now (a notice asked for it fires at the next look).
+    pub fn available_now(&self, tool: &str) -> bool {
+        self.gateway
+            .tool(tool)
+            .is_some_and(|t| self.gateway.is_available(&t, Instant::now()))
+    }
+
+    /// Checks `new` (its callback URL, its expiry, the client's cap) and stores it, waiting.
+    pub async fn create(&self, new: NewNotice) -> Result<Notice, NoticeError> {
+        let expires_in = new.expires_in.unwrap_or(DEFAULT_EXPIRY);
+        if expires_in.is_zero() || expires_in > LONGEST_EXPIRY {
+            return Err(NoticeError::Invalid(texts::expires_in_out_of_range(
+                &humantime::format_duration(expires_in).to_string(),
+                &humantime::format_duration(LONGEST_EXPIRY).to_string(),
+            )));
+        }
+        self.sender
+            .check(&new.callback_url)
+            .await
+            .map_err(NoticeError::Invalid)?;
+        if self.store.waiting_count(&new.client).await? >= MAX_WAITING_PER_CLIENT {
+            return Err(NoticeError::Full(texts::full(MAX_WAITING_PER_CLIENT)));
+        }
+        let now = clock::epoch_ms();
+        let notice = Notice {
+            id: uuid::Uuid::now_v7().to_string(),
+            client: new.client,
+            tool: new.tool,
+            callback_url: new.callback_url,
+            state: NoticeState::Waiting,
+            created_at_ms: now,
+            expires_at_ms: clock::ms_after(now, expires_in),
+            fired_at_ms: None,
+            callback: None,
+            callback_attempts: 0,
+            next_callback_at_ms: None,
+            updated_at_ms: now,
+        };
+        self.store.insert(&notice).await?;
+        Ok(notice)
+    }
+
+    /// Notice `id` when `client` may see it (every notice for `None`, the admin); another
+    /// client's reads as none at all.
+    pub async fn own(&self, id: &str, client: Option<&ClientName>) -> Result<Notice, NoticeError> {
+        match self.store.get(id).await? {
+            Some(n) if client.is_none_or(|c| *c == n.client) => Ok(n),
+            _ => Err(NoticeError::NotFound),
+        }
+    }
+
+    /// Deletes notice `id` (a callback under way still ends, unrecorded).
+    pub async fn delete(&self, id: &str, client: Option<&ClientName>) -> Result<(), NoticeError> {
+        self.own(id, client).await?;
+        if self.store.delete(id).await? {
+            Ok(())
+        } else {
+            Err(NoticeError::NotFound)
+        }
+    }
+
+    /// Looks every [`POLL`] until `shutdown`.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut looks: u32 = 0;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(POLL) => {},
+            }
+            if let Err(e) = self.fire_and_expire().await {
+                tracing::warn!(error = %e, "back-in-service: look failed; retrying");
+            }
+            if let Err(e) = self.send_due().await {
+                tracing::warn!(error = %e, "back-in-service: callbacks not read; retrying");
+            }
+            looks = looks.wrapping_add(1);
+            if looks % PURGE_EVERY == 0 {
+                let before = clock::epoch_ms().saturating_sub(KEEP_ENDED.as_millis() as i64);
+                if let Err(e) = self.store.purge(before).await {
+                    tracing::warn!(error = %e, "back-in-service: ended notices not purged");
+                }
+            }
+        }
+    }
+
+    /// Fires the notices of every tool that answers again, after ending those that expired; how
+    /// many this replica fired.
+    pub async fn fire_and_expire(&self) -> Result<u64, StoreError> {
+        let now = clock::epoch_ms();
+        let mut total = 0;
+        let expired = self.store.expire(now).await?;
+        if expired > 0 {
+            tracing::info!(expired, "back-in-service notices expired unfired");
+        }
+        for tool in self.store.waited_for(now).await? {
+            if !self.available_now(&tool) {
+                continue;
+            }
+            let fired = self.store.fire(&tool, now).await?;
+            if fired > 0 {
+                tracing::info!(%tool, fired, "tool back in service: notices fired");
+            }
+            total += fired;
+        }
+        Ok(total)
+    }
+
+    /// Leases the due callbacks and delivers each on a task of its own.
+    pub async fn send_due(self: &Arc<Self>) -> Result<(), StoreError> {
+        let now = clock::epoch_ms();
+        for due in self.store.due_callbacks(now, CALLBACKS).await? {
+            if self
+                .store
+                .lease_callback(&due, clock::ms_after(now, CALLBACK_LEASE))
+                .await?
+            {
+                tokio::spawn(Arc::clone(self).deliver(due));
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts one notice to its callback URL and records how it went.
+    async fn deliver(self: Arc<Self>, due: Notice) {
+        let body = serde_json::json!({
+            "notice_id": due.id,
+            "tool": due.tool,
+            "available_since": due.fired_at_ms.map(rfc3339),
+            "news": texts::back(&due.tool),
+        });
+        let sent = self
+            .sender
+            .deliver(&due.callback_url, body.to_string().into_bytes())
+            .await;
+        let now = clock::epoch_ms();
+        let next = (!sent)
+            .then(|| notice::next_delivery_in(due.callback_attempts + 1))
+            .flatten()
+            .map(|wait| clock::ms_after(now, wait));
+        if let Err(e) = self.store.callback_result(&due.id, sent, next, now).await {
+            // The lease runs out and the notice is tried again.
+            tracing::warn!(error = %e, notice = %due.id, "back-in-service: cannot record a callback");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
