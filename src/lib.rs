@@ -20,8 +20,10 @@
 //!   [`quota`], the providers' allowances for background jobs (shared by a fleet);
 //! - floor 6: [`call`], the path every tool call takes to a provider and back;
 //! - floor 7: [`agents`] (the agent protocols, pure) and [`jobs`] (background calls);
-//! - floor 8: [`http`], the HTTP server: the edge, the API, `/mcp` and operations;
-//! - floor 9: [`app`], wiring and `run(listener, app, shutdown)`.
+//! - floor 8: [`watches`] (recurring background calls) and [`back_in_service`] (notices when a
+//!   tool answers again);
+//! - floor 9: [`http`], the HTTP server: the edge, the API, `/mcp` and operations;
+//! - floor 10: [`app`], wiring and `run(listener, app, shutdown)`.
 //!
 //! The command layer (`faregate serve`, `demo`, …) belongs to the binary (`src/main.rs`,
 //! `src/cli.rs`), and the provider simulator is a crate of its own (`crates/faregate-sim`): the

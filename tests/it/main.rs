@@ -5,6 +5,7 @@
 mod support;
 
 mod amadeus;
+mod back_in_service;
 mod backlog;
 mod bad_input;
 mod bookings;

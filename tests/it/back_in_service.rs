@@ -1,0 +1,278 @@
+//! Back-in-service notices end to end, on real time with short breaker timings: the simulator's
+//! flight search goes down until the tool's breakers open, a client asks to be told when it is
+//! back, nothing is sent while it is down, and once the provider heals and the probes close the
+//! breakers exactly one signed notice reaches the client's receiver; and a notice that could
+//! never be sent is refused, and one client never sees or withdraws another's.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::jobs::{SECRET, verify_signature};
+use crate::support::{MapEnv, Stack, in_days, wait_until};
+
+/// Fast breakers: open after a few failures, half-open after 300 ms, probes every 100 ms.
+fn fast_breakers(mut config: faregate::config::Config) -> faregate::config::Config {
+    for t in &mut config.tools {
+        let mut breaker = t.breaker.to_builder();
+        breaker
+            .open_for(Duration::from_millis(300))
+            .open_for_max(Duration::from_millis(600))
+            .probe_interval(Duration::from_millis(100))
+            .ramp(Vec::new());
+        t.breaker = breaker.build().unwrap_or_else(|e| panic!("{e:?}"));
+        t.timeout = Duration::from_secs(2);
+        t.deadline = Duration::from_secs(3);
+    }
+    config
+}
+
+async fn stack() -> Stack {
+    Stack::builder(41)
+        .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]))
+        .callbacks_to(MockServer::start().await)
+        .config(fast_breakers)
+        .jobs()
+        .start()
+        .await
+}
+
+fn search(days: i64) -> Value {
+    json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(days)}})
+}
+
+/// Whether `/v1/breakers` says `tool` answers calls now.
+async fn available(s: &Stack, tool: &str) -> bool {
+    let (_, body) = s.get_json("/v1/breakers").await;
+    body["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["tool"] == tool))
+        .and_then(|t| t["available"].as_bool())
+        .unwrap_or_else(|| panic!("no availability for {tool}: {body:#}"))
+}
+
+async fn notice(s: &Stack, id: &str) -> Value {
+    let (status, body) = s.get_json(&format!("/v1/back-in-service/{id}")).await;
+    assert_eq!(status, 200, "{body:#}");
+    body
+}
+
+#[tokio::test]
+async fn a_notice_is_posted_once_signed_when_the_tool_answers_again_and_not_before() {
+    let s = stack().await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(s.receiver())
+        .await;
+
+    s.flights_down();
+    let mut day = 10;
+    wait_until(Duration::from_secs(20), "search_flights down", || {
+        day += 1;
+        let days = day;
+        let s = &s;
+        async move {
+            s.call("search_flights", search(days)).await;
+            if available(s, "search_flights").await {
+                Err("still available".to_string())
+            } else {
+                Ok(())
+            }
+        }
+    })
+    .await;
+
+    let (status, created) = s
+        .post(
+            "/v1/back-in-service",
+            json!({"tool": "search_flights", "callback_url": s.callback_url(), "expires_in": "1h"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created:#}");
+    assert_eq!(created["state"], "waiting", "{created:#}");
+    assert_eq!(created["available_now"], false, "{created:#}");
+    let id = created["notice_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    // Several looks of every replica's loop (each 500 ms) while the tool stays down.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!available(&s, "search_flights").await);
+    assert_eq!(notice(&s, &id).await["state"], "waiting");
+    let early = s.receiver().received_requests().await.unwrap_or_default();
+    assert!(early.is_empty(), "nothing is sent while the tool is down");
+
+    // The provider heals; calls probe the half-open breakers until they close.
+    s.sim.clear_faults();
+    wait_until(Duration::from_secs(20), "search_flights back", || {
+        day += 1;
+        let days = day;
+        let s = &s;
+        async move {
+            s.call("search_flights", search(days)).await;
+            if available(s, "search_flights").await {
+                Ok(())
+            } else {
+                Err("still down".to_string())
+            }
+        }
+    })
+    .await;
+    let sent = wait_until(Duration::from_secs(20), "the notice sent", || async {
+        let n = notice(&s, &id).await;
+        if n["callback"] == "sent" {
+            Ok(n)
+        } else {
+            Err(format!("{n:#}"))
+        }
+    })
+    .await;
+    assert_eq!(sent["state"], "fired", "{sent:#}");
+    assert!(sent["fired_at"].is_string(), "{sent:#}");
+
+    // More looks: a fired notice is done.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let received = s.receiver().received_requests().await.unwrap_or_default();
+    assert_eq!(received.len(), 1, "one notice, one callback");
+    let header = received[0]
+        .headers
+        .get("faregate-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    verify_signature(header, &received[0].body);
+    let body: Value = serde_json::from_slice(&received[0].body).unwrap_or_default();
+    assert_eq!(body["notice_id"], id.as_str(), "{body:#}");
+    assert_eq!(body["tool"], "search_flights", "{body:#}");
+    assert_eq!(body["available_since"], sent["fired_at"], "{body:#}");
+    assert!(
+        body["news"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("search_flights is available again"),
+        "{body:#}"
+    );
+}
+
+/// Two clients on one gateway: `agency` and `rival`, both searching only.
+async fn two_clients() -> Stack {
+    use faregate::clients::{ClientName, Scope, digest};
+    use faregate::config::{ClientConfig, ClientKey};
+    let client = |name: &str, key: &str| ClientConfig {
+        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
+        key: ClientKey::Sha256(digest(key.as_bytes())),
+        scope: Scope::new(vec!["search_*".to_string()], false).unwrap_or_else(|e| panic!("{e}")),
+        limits: faregate::config::default_limits(),
+        budget: None,
+    };
+    Stack::builder(43)
+        .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]))
+        .callbacks_to(MockServer::start().await)
+        .config(move |mut c| {
+            c.clients = vec![client("agency", "agency-key"), client("rival", "rival-key")];
+            c
+        })
+        .jobs()
+        .start()
+        .await
+}
+
+async fn as_client(
+    s: &Stack,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = s.http.request(method, s.url(path)).bearer_auth(key);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let (status, _, body) = crate::support::send(request).await;
+    (status, body)
+}
+
+fn message(body: &Value) -> &str {
+    body["message"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn notices_are_refused_naming_the_fix_and_belong_to_their_client() {
+    use reqwest::Method;
+    let s = two_clients().await;
+    let create = |body: Value| {
+        as_client(
+            &s,
+            "agency-key",
+            Method::POST,
+            "/v1/back-in-service",
+            Some(body),
+        )
+    };
+
+    let (status, body) = create(
+        json!({"tool": "search_flights", "callback_url": "https://example.com/hooks/faregate"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body:#}");
+    assert!(message(&body).contains("allowlist"), "{body:#}");
+    let (status, body) = create(json!({"tool": "search_flights"})).await;
+    assert_eq!(status, 422, "{body:#}");
+    assert!(
+        message(&body).contains("callback_url is required"),
+        "{body:#}"
+    );
+    let (status, body) = create(
+        json!({"tool": "search_flights", "callback_url": s.callback_url(), "expires_in": "soon"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body:#}");
+    assert!(message(&body).contains("expires_in"), "{body:#}");
+    let (status, body) =
+        create(json!({"tool": "book_flight", "callback_url": s.callback_url()})).await;
+    assert_eq!(status, 403, "{body:#}");
+    let (status, body) =
+        create(json!({"tool": "find_trains", "callback_url": s.callback_url()})).await;
+    assert_eq!(status, 404, "{body:#}");
+
+    let (status, created) =
+        create(json!({"tool": "search_hotels", "callback_url": s.callback_url()})).await;
+    assert_eq!(status, 201, "{created:#}");
+    assert_eq!(created["client"], "agency", "{created:#}");
+    assert_eq!(created["available_now"], true, "{created:#}");
+    let id = created["notice_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let one = format!("/v1/back-in-service/{id}");
+
+    let (status, theirs) =
+        as_client(&s, "rival-key", Method::GET, "/v1/back-in-service", None).await;
+    assert_eq!(status, 200, "{theirs:#}");
+    assert_eq!(theirs["notices"], json!([]), "{theirs:#}");
+    let (status, body) = as_client(&s, "rival-key", Method::GET, &one, None).await;
+    assert_eq!(status, 404, "{body:#}");
+    let (status, body) = as_client(&s, "rival-key", Method::DELETE, &one, None).await;
+    assert_eq!(status, 404, "{body:#}");
+
+    let (status, mine) =
+        as_client(&s, "agency-key", Method::GET, "/v1/back-in-service", None).await;
+    assert_eq!(status, 200, "{mine:#}");
+    assert_eq!(mine["notices"][0]["notice_id"], id.as_str(), "{mine:#}");
+    let (status, _) = as_client(&s, "agency-key", Method::DELETE, &one, None).await;
+    assert_eq!(status, 204);
+    let (status, body) = as_client(&s, "agency-key", Method::GET, &one, None).await;
+    assert_eq!(status, 404, "{body:#}");
+    let (status, body) = as_client(
+        &s,
+        "rival-key",
+        Method::GET,
+        "/v1/back-in-service/nothing",
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{body:#}");
+}
