@@ -178,7 +178,7 @@ impl BackInServiceSystem {
                 tracing::warn!(error = %e, "back-in-service: callbacks not read; retrying");
             }
             looks = looks.wrapping_add(1);
-            if looks % PURGE_EVERY == 0 {
+            if looks.is_multiple_of(PURGE_EVERY) {
                 let before = clock::epoch_ms().saturating_sub(KEEP_ENDED.as_millis() as i64);
                 if let Err(e) = self.store.purge(before).await {
                     tracing::warn!(error = %e, "back-in-service: ended notices not purged");
