@@ -3,7 +3,7 @@
 //! propagates, half-open probes are leased fleet-wide, forced states survive restarts);
 //! `degraded` takes PostgreSQL away from one replica and gives it back; and `spool` does so
 //! while background jobs arrive and run; `watches` restarts a watch's gateway and runs one
-//! watch on two replicas.
+//! watch on two replicas; `scope` shares one breaker per provider account across replicas.
 //!
 //! The PostgreSQL tests need `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it each
 //! says so on stderr and checks nothing. Each uses a schema of its own, dropped at the end.
@@ -11,6 +11,7 @@
 mod breakers;
 mod degraded;
 mod queue;
+mod scope;
 mod spool;
 mod watches;
 
