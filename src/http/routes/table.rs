@@ -603,7 +603,7 @@ pub(crate) const ROUTES: &[Route] = &[
                 Get,
                 Handler::Axum(|m| on(m, ops::one_breaker)),
                 "getBreaker",
-                "One breaker; the key is tool.provider, e.g. search_flights.duffel.",
+                "One breaker; the key is tool.provider, e.g. search_flights.duffel, or *.provider (*.provider@digest per account) for a breaker a provider's tools share. A tool's key on such a provider answers the shared breaker.",
                 &[
                     answer(200, "The breaker.", Reply::Json(Schema::Object)),
                     error(400, "A key that is not UTF-8 once percent-decoded."),
@@ -634,7 +634,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     ),
                     error(
                         400,
-                        "Unknown state or malformed body, or a key that is not UTF-8 once percent-decoded.",
+                        "Unknown state or malformed body, a key that is not UTF-8 once percent-decoded, or a tool's key on a provider whose tools share one breaker (the answer's `breaker` is the key to force).",
                     ),
                     KEY,
                     error(
