@@ -109,9 +109,10 @@ impl Breaker {
     }
 
     /// Another replica opened this breaker until `until`: follow it, unless forced or already
-    /// open as long. Nothing is counted as a failure of this replica's calls.
-    pub fn follow_open(&self, until: Instant, now: Instant) {
-        self.lock().follow_open(until, now);
+    /// open as long. Nothing is counted as a failure of this replica's calls. Its recovery goes
+    /// through the ramp when `ramp` (not after the provider's rate-limit pause).
+    pub fn follow_open(&self, until: Instant, ramp: bool, now: Instant) {
+        self.lock().follow_open(until, ramp, now);
     }
 
     /// Another replica's probes succeeded: an open or half-open breaker recovers too, into the

@@ -24,6 +24,9 @@ pub struct BreakerSnapshot {
     pub calls_in_window: u32,
     /// When the open period ends, while (automatically) open.
     pub open_until: Option<Instant>,
+    /// While open: the pause is the provider's rate limit (its `Retry-After` on a 429), so the
+    /// recovery skips the ramp.
+    pub quota_pause: bool,
     /// The ramp stage, while ramping.
     pub ramp: Option<RampStatus>,
     /// The probes, while half-open.

@@ -368,6 +368,7 @@ impl Machine {
                 Phase::Open { until } => Some(until),
                 _ => None,
             },
+            quota_pause: matches!(self.phase, Phase::Open { .. }) && self.quota_pause,
             ramp: match &self.phase {
                 Phase::Ramp(ramp) => Some(RampStatus {
                     index: ramp.stage,

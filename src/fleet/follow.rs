@@ -29,7 +29,9 @@ pub(crate) fn follow(breaker: &Breaker, shared: &SharedBreaker, now: Instant) {
     }
     match shared.auto {
         AutoState::Closed => {}
-        AutoState::Open { until_ms } => breaker.follow_open(instant_of(until_ms), now),
+        AutoState::Open { until_ms, ramp } => {
+            breaker.follow_open(instant_of(until_ms), ramp, now);
+        }
         AutoState::Recovered { ramp } => breaker.follow_recovery(ramp, now),
     }
 }

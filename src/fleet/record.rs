@@ -19,6 +19,10 @@ pub(crate) enum AutoState {
     Open {
         /// The end of the open period, the same instant on every replica.
         until_ms: i64,
+        /// Whether the recovery from it goes through the ramp: not after the provider's
+        /// rate-limit pause (a quota that has reset serves at full rate), whichever replica
+        /// probes at its end.
+        ramp: bool,
     },
     /// The probes succeeded, into the ramp (`ramp`) or straight to closed.
     Recovered {
@@ -114,7 +118,10 @@ impl Payload {
         };
         let auto = match (self.auto_state.as_str(), self.open_until) {
             ("closed", _) => AutoState::Closed,
-            ("open", Some(until_ms)) => AutoState::Open { until_ms },
+            ("open", Some(until_ms)) => AutoState::Open {
+                until_ms,
+                ramp: self.ramp,
+            },
             ("recovered", _) => AutoState::Recovered { ramp: self.ramp },
             _ => return None,
         };

@@ -159,12 +159,13 @@ impl Fleet {
                 pending.writes.push_back(Write::Force(key.clone(), mode));
             }
             (_, BreakerState::Open, _) => {
-                let until = breakers
-                    .get(&key)
-                    .and_then(|b| b.snapshot(clock::now()).open_until);
-                if let Some(until) = until {
+                let snapshot = breakers.get(&key).map(|b| b.snapshot(clock::now()));
+                if let Some((until, quota_pause)) =
+                    snapshot.and_then(|s| Some((s.open_until?, s.quota_pause)))
+                {
                     let auto = AutoState::Open {
                         until_ms: epoch_ms_of(until),
+                        ramp: !quota_pause,
                     };
                     pending.writes.push_back(Write::Auto(key.clone(), auto));
                 }

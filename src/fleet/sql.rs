@@ -162,7 +162,7 @@ impl SharedStore {
     ) -> Result<Option<Payload>, StoreError> {
         let (state, until, ramp) = match auto {
             AutoState::Closed => ("closed", None, false),
-            AutoState::Open { until_ms } => ("open", Some(until_ms), false),
+            AutoState::Open { until_ms, ramp } => ("open", Some(until_ms), ramp),
             AutoState::Recovered { ramp } => ("recovered", None, ramp),
         };
         let args = [

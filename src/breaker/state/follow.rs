@@ -34,8 +34,9 @@ impl ProbeLease {
 
 impl Machine {
     /// Another replica opened until `until`: open until then too, unless already open as long,
-    /// forced, or the time has passed.
-    pub(in crate::breaker) fn follow_open(&mut self, until: Instant, now: Instant) {
+    /// forced, or the time has passed. `ramp` says whether the recovery from it goes through the
+    /// ramp: not after the provider's rate-limit pause, whichever replica probes at its end.
+    pub(in crate::breaker) fn follow_open(&mut self, until: Instant, ramp: bool, now: Instant) {
         let now = self.advance(now);
         if until <= now {
             return;
@@ -49,7 +50,7 @@ impl Machine {
         }
         self.epoch += 1;
         self.consecutive = 0;
-        self.quota_pause = false;
+        self.quota_pause = !ramp;
         let reason = TransitionReason::Followed;
         self.transition_as(now, Phase::Open { until }, reason, Origin::Fleet);
     }

@@ -7,7 +7,7 @@ use super::*;
 async fn a_followed_open_keeps_the_peers_open_until_and_counts_nothing_local() {
     let mut h = Harness::new(config());
     h.calls(h.at(0.0), FAIL, 4);
-    h.breaker.follow_open(h.at(40.0), h.at(1.0));
+    h.breaker.follow_open(h.at(40.0), true, h.at(1.0));
     assert_eq!(h.breaker.remaining_open(h.at(1.0)), Some(secs(39.0)));
     let events = h.events();
     assert_eq!(events.len(), 1);
@@ -23,14 +23,14 @@ async fn a_followed_open_keeps_the_peers_open_until_and_counts_nothing_local() {
     // The local window still holds only this replica's four failures.
     assert_eq!(h.breaker.snapshot(h.at(1.0)).calls_in_window, 4);
     // A shorter open of another peer does not shorten it; a longer one extends it.
-    h.breaker.follow_open(h.at(20.0), h.at(2.0));
+    h.breaker.follow_open(h.at(20.0), true, h.at(2.0));
     assert_eq!(h.breaker.remaining_open(h.at(2.0)), Some(secs(38.0)));
-    h.breaker.follow_open(h.at(50.0), h.at(2.0));
+    h.breaker.follow_open(h.at(50.0), true, h.at(2.0));
     assert_eq!(h.breaker.remaining_open(h.at(2.0)), Some(secs(48.0)));
     // An open-until already past is stale news.
     h.breaker.force(ForceMode::Closed, h.at(3.0));
     h.breaker.force(ForceMode::Auto, h.at(3.0));
-    h.breaker.follow_open(h.at(2.5), h.at(3.0));
+    h.breaker.follow_open(h.at(2.5), true, h.at(3.0));
     assert_eq!(h.state(h.at(3.0)), BreakerState::Closed);
 }
 
@@ -62,10 +62,39 @@ async fn a_followed_recovery_ramps_or_closes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_followed_rate_limit_pause_recovers_without_the_ramp_on_every_replica() {
+    // Replica A's 429 paused the provider until its quota resets; replica B only followed the
+    // open. Whichever of them probes at the reset, the recovery is at full rate at once: a ramp
+    // here would waste most of the new window (a fleet draining a backlog ran at 10 % then 50 %
+    // of its learned allowance for a minute).
+    let a = Harness::new(config());
+    let retry_after = Some(secs(90.0));
+    a.call(
+        a.at(0.0),
+        Outcome::Failure(FailureReason::RateLimited { retry_after }),
+    )
+    .expect("closed breaker admits");
+    let opened = a.breaker.snapshot(a.at(0.0));
+    assert!(opened.quota_pause, "a 429's pause is a quota pause");
+    let b = Harness::new(config());
+    b.breaker
+        .follow_open(a.at(90.0), !opened.quota_pause, b.at(1.0));
+    assert!(b.breaker.snapshot(b.at(1.0)).quota_pause);
+    let done = b.pass_probes(b.at(90.0));
+    assert_eq!(b.state(done), BreakerState::Closed);
+    // An open for failures still ramps when a follower probes.
+    let c = Harness::new(config());
+    c.breaker.follow_open(c.at(30.0), true, c.at(1.0));
+    assert!(!c.breaker.snapshot(c.at(1.0)).quota_pause);
+    let done = c.pass_probes(c.at(30.0));
+    assert_eq!(c.state(done), BreakerState::Ramp);
+}
+
+#[tokio::test(start_paused = true)]
 async fn forced_states_win_over_followed_opens() {
     let mut h = Harness::new(config());
     h.breaker.force_followed(ForceMode::Closed, h.at(0.0));
-    h.breaker.follow_open(h.at(40.0), h.at(1.0));
+    h.breaker.follow_open(h.at(40.0), true, h.at(1.0));
     assert_eq!(h.state(h.at(1.0)), BreakerState::ForcedClosed);
     let events = h.events();
     assert_eq!(events.len(), 1);
