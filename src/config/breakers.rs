@@ -34,6 +34,29 @@ pub(super) fn read_scope(s: &Section<'_>, key: &'static str) -> Option<BreakerSc
     scope
 }
 
+/// Whether `name` may name a provider: it is one half of every breaker key of the provider,
+/// in the key's URL form (`tool.provider`, `*.provider@digest`) and in metric labels, so a dot,
+/// a slash or an `@` would make keys ambiguous.
+pub(super) fn is_provider_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Refuses a provider name that cannot stand in a breaker key, with what to write instead.
+pub(super) fn check_provider_name(provider: &Section<'_>, name: &str) {
+    if !is_provider_name(name) {
+        provider.error(
+            "",
+            format!(
+                "\"{name}\" cannot name a provider: use letters, digits, '_' and '-' (at most 64), e.g. \"duffel_eu\"; the name is part of each breaker key (search_flights.{name} would be ambiguous)"
+            ),
+        );
+    }
+}
+
 /// `[breakers]`: the scope of every provider that names none.
 pub(super) fn read_breakers(root: &Section<'_>) -> BreakerScope {
     let Some(s) = root.table("breakers") else {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use super::breakers::{check_shared_policies, read_breakers, read_scope};
+use super::breakers::{check_provider_name, check_shared_policies, read_breakers, read_scope};
 use super::clients::{check_scopes, read_clients};
 use super::files::Files;
 use super::maintenance::{check_maintenance, read_maintenance};
@@ -222,6 +222,7 @@ fn load_into(
     let mut scopes = BTreeMap::new();
     for (name, s) in root.named_tables("providers") {
         declared_providers.insert(name.clone());
+        check_provider_name(&s, &name);
         if let Some(p) = read_provider(&name, &s) {
             providers.insert(name.clone(), p);
         }

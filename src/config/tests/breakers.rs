@@ -103,3 +103,29 @@ fn a_tools_own_breaker_tuning_is_said_to_go_unused_on_a_shared_breaker() {
     assert!(said[0].contains("on duffel:"), "{}", said[0]);
     assert!(said[0].contains("[defaults.breaker]"), "{}", said[0]);
 }
+
+#[test]
+fn a_provider_name_that_would_make_breaker_keys_ambiguous_is_refused() {
+    for bad in ["duffel.eu", "duffel@eu", "duffel/eu"] {
+        let errors = super::errors_of(
+            MapFiles::defaults()
+                .edit(
+                    "faregate.toml",
+                    "[providers.duffel]",
+                    &format!("[providers.\"{bad}\"]"),
+                )
+                .edit(
+                    "tools/search_flights.toml",
+                    "providers = [\"duffel\", \"amadeus\"]",
+                    &format!("providers = [\"{bad}\", \"amadeus\"]"),
+                ),
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains(&format!("\"{bad}\" cannot name a provider"))
+                    && e.contains("letters, digits, '_' and '-'")),
+            "{bad}: {errors:#?}"
+        );
+    }
+}
