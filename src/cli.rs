@@ -282,12 +282,15 @@ pub(crate) fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitC
     faregate::telemetry::init_default();
     let format = faregate::agents::manifest::Format::parse(format).map_err(anyhow::Error::msg)?;
     let config = load(&DiskFiles, config_path)?;
+    // The catalog's order, then the tools from configuration by name (as a gateway lists them).
+    let configured = config.tools.iter().filter(|c| c.http.is_some());
     let tools: Vec<faregate::agents::manifest::ManifestTool<'_>> = tools::CATALOG
         .iter()
-        .filter_map(|spec| {
-            let c = config.tool(spec.name)?;
+        .filter_map(|spec| config.tool(spec.name))
+        .chain(configured)
+        .filter_map(|c| {
             Some(faregate::agents::manifest::ManifestTool {
-                spec,
+                spec: c.spec()?,
                 description: &c.description,
             })
         })

@@ -41,6 +41,7 @@ pub mod config;
 pub mod fingerprint;
 pub mod fleet;
 pub mod http;
+pub mod http_tool;
 pub mod jobs;
 pub mod ledger;
 pub mod maintenance;

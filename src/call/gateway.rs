@@ -124,7 +124,7 @@ impl Gateway {
             .collect();
         let plan = BreakerPlan::new(&config.breakers, &config.tools);
         for tc in &config.tools {
-            let Some(spec) = tools::spec(&tc.name) else {
+            let Some(spec) = tc.spec() else {
                 errors.push(format!("{}: unknown tool {}", tc.file.display(), tc.name));
                 continue;
             };
@@ -215,11 +215,15 @@ impl Gateway {
             .any(|p| self.maintenance.active(tool.spec.name, p, wall).is_none())
     }
 
-    /// The served tools, in manifest order (the catalog's).
+    /// The served tools, in manifest order: the catalog's, then the tools from configuration
+    /// by name.
     pub fn tools(&self) -> Vec<Arc<ServedTool>> {
+        let configured = self.tools.values().filter(|t| t.spec.is_configured());
         tools::CATALOG
             .iter()
-            .filter_map(|s| self.tools.get(s.name).cloned())
+            .filter_map(|s| self.tools.get(s.name))
+            .chain(configured)
+            .cloned()
             .collect()
     }
 

@@ -287,6 +287,7 @@ fn load_into(
         &retry_defaults,
         problems,
     );
+    check_provider_kinds(&providers, &tools, problems);
     check_request_timeout(&root, &server, &tools);
     check_scopes(&root, &clients, &tools);
     check_maintenance(&root, &maintenance, &tools);
@@ -441,13 +442,25 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
                 client_secret_env: secret?,
             }
         }
+        "http" => ProviderKind::Http {
+            auth: read_http_auth(s)?,
+        },
         other => {
             s.error(
                 "kind",
-                format!("unknown provider kind \"{other}\"; valid kinds: duffel, amadeus"),
+                format!("unknown provider kind \"{other}\"; valid kinds: duffel, amadeus, http"),
             );
             // The credential keys depend on the kind; with no valid kind none is "unknown".
-            for key in ["token_env", "client_id_env", "client_secret_env"] {
+            for key in [
+                "token_env",
+                "client_id_env",
+                "client_secret_env",
+                "auth",
+                "header",
+                "key_env",
+                "username_env",
+                "password_env",
+            ] {
                 s.has(key);
             }
             return None;
@@ -489,6 +502,89 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
     })
 }
 
+/// A tool from configuration is served only by `http` providers, and a catalog tool only by
+/// the adapters that know it.
+fn check_provider_kinds(
+    providers: &BTreeMap<String, ProviderConfig>,
+    tools: &[ToolConfig],
+    problems: &RefCell<Problems>,
+) {
+    for tool in tools {
+        for (i, name) in tool.providers.iter().enumerate() {
+            let Some(provider) = providers.get(name) else {
+                continue;
+            };
+            let http = matches!(provider.kind, ProviderKind::Http { .. });
+            let message = match (tool.http.is_some(), http) {
+                (true, false) => format!(
+                    "provider \"{name}\" is of kind {}, which serves only catalog tools; a tool from configuration needs a provider of kind \"http\"",
+                    provider.kind.as_str()
+                ),
+                (false, true) => format!(
+                    "provider \"{name}\" is of kind http, which serves only tools from configuration (kind = \"http\" in the tool's file); {} needs a duffel or amadeus provider",
+                    tool.name
+                ),
+                _ => continue,
+            };
+            problems
+                .borrow_mut()
+                .error(&tool.file, format!("providers[{i}]"), message);
+        }
+    }
+}
+
+/// How an `http` provider authenticates (`auth`, and the keys that kind of authentication
+/// needs).
+fn read_http_auth(s: &Section<'_>) -> Option<HttpAuth> {
+    let env = |key: &'static str, example: &str| -> Option<String> {
+        let v = s.required_string(key, example)?;
+        if is_env_name(&v) {
+            Some(v)
+        } else {
+            s.error(key, env_name_message(&v));
+            None
+        }
+    };
+    let auth = s.string("auth").unwrap_or_else(|| "none".into());
+    Some(match auth.as_str() {
+        "none" => HttpAuth::None,
+        "bearer" => HttpAuth::Bearer {
+            token_env: env("token_env", "\"FLIGHTS_API_TOKEN\"")?,
+        },
+        "api_key" => {
+            let header = s.required_string("header", "\"x-apikey\"");
+            if let Some(h) = &header
+                && reqwest::header::HeaderName::from_bytes(h.as_bytes()).is_err()
+            {
+                s.error(
+                    "header",
+                    format!("\"{h}\" is not an HTTP header name; e.g. \"x-apikey\""),
+                );
+            }
+            let key_env = env("key_env", "\"FLIGHTS_API_KEY\"");
+            HttpAuth::ApiKey {
+                header: header?,
+                key_env: key_env?,
+            }
+        }
+        "basic" => {
+            let username_env = env("username_env", "\"HOTELS_API_USER\"");
+            let password_env = env("password_env", "\"HOTELS_API_PASSWORD\"");
+            HttpAuth::Basic {
+                username_env: username_env?,
+                password_env: password_env?,
+            }
+        }
+        other => {
+            s.error(
+                "auth",
+                format!("unknown authentication \"{other}\"; valid: none, bearer, api_key, basic"),
+            );
+            return None;
+        }
+    })
+}
+
 /// A provider's `connect_timeout` when not given.
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -500,7 +596,7 @@ fn documented_requests_per_second(kind: &ProviderKind, base_url: &Url) -> Option
     match kind {
         ProviderKind::Amadeus { .. } if base_url.host_str() == Some("api.amadeus.com") => Some(40),
         ProviderKind::Amadeus { .. } => Some(10),
-        ProviderKind::Duffel { .. } => None,
+        ProviderKind::Duffel { .. } | ProviderKind::Http { .. } => None,
     }
 }
 

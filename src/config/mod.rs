@@ -10,6 +10,7 @@
 mod breakers;
 mod clients;
 mod files;
+mod http_tools;
 mod load;
 mod maintenance;
 mod model;

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Url;
@@ -332,6 +333,38 @@ pub enum ProviderKind {
         /// Variable with the API secret.
         client_secret_env: String,
     },
+    /// Any JSON HTTP API, serving the tools from configuration that name it; each tool's file
+    /// says its request and result.
+    Http {
+        /// How requests authenticate.
+        auth: HttpAuth,
+    },
+}
+
+/// How an `http` provider's requests authenticate; every secret comes from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpAuth {
+    /// No credential (a public API, or one reached through a private network).
+    None,
+    /// `Authorization: Bearer <token>`.
+    Bearer {
+        /// Variable with the token.
+        token_env: String,
+    },
+    /// An API key in a header of the provider's choosing.
+    ApiKey {
+        /// The header (`x-apikey`).
+        header: String,
+        /// Variable with the key.
+        key_env: String,
+    },
+    /// HTTP Basic authentication.
+    Basic {
+        /// Variable with the user name.
+        username_env: String,
+        /// Variable with the password.
+        password_env: String,
+    },
 }
 
 impl ProviderKind {
@@ -340,6 +373,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Duffel { .. } => "duffel",
             ProviderKind::Amadeus { .. } => "amadeus",
+            ProviderKind::Http { .. } => "http",
         }
     }
 }
@@ -409,6 +443,28 @@ pub struct ToolConfig {
     pub retry: RetryPolicy,
     /// The fallback prompt file for interactive calls (a key of [`Config::prompts`]).
     pub fallback_interactive: String,
+    /// For a tool from configuration (`kind = "http"`): what it is and how its provider is
+    /// asked; `None` for a catalog tool.
+    pub http: Option<HttpTool>,
+}
+
+/// What a tool file of kind `http` declares beyond the policy every tool has.
+#[derive(Debug, Clone)]
+pub struct HttpTool {
+    /// The tool as the catalog describes tools: name, title, access, schemas.
+    pub definition: crate::tools::configured::Definition,
+    /// Its request and result, compiled.
+    pub operation: Arc<crate::http_tool::Operation>,
+}
+
+impl ToolConfig {
+    /// The tool's catalog entry: the catalog's own, or the one its file declares.
+    pub fn spec(&self) -> Option<&'static crate::tools::ToolSpec> {
+        match &self.http {
+            Some(http) => Some(crate::tools::configured::spec(&http.definition)),
+            None => crate::tools::spec(&self.name),
+        }
+    }
 }
 
 impl Config {

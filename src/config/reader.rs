@@ -108,6 +108,11 @@ impl<'a> Section<'a> {
         self.table.get(key)
     }
 
+    /// The raw value at `key` (and marks it known), for tables read whole (a JSON Schema).
+    pub(crate) fn value(&self, key: &'static str) -> Option<&'a toml::Value> {
+        self.get(key)
+    }
+
     /// True when the key is present (and marks it known).
     pub(crate) fn has(&self, key: &'static str) -> bool {
         self.get(key).is_some()

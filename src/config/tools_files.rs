@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::files::Files;
+use super::http_tools::read_http_tool;
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::Problems;
@@ -78,6 +79,17 @@ fn read_tool(
     retry_defaults: &RetryPolicy,
 ) -> Option<ToolConfig> {
     let name = s.required_string("name", "\"search_flights\"");
+    let configured = match s.string("kind").as_deref() {
+        None => false,
+        Some("http") => true,
+        Some(other) => {
+            s.error(
+                "kind",
+                format!("unknown tool kind \"{other}\"; write kind = \"http\" for a tool from configuration, or leave it out for a catalog tool"),
+            );
+            false
+        }
+    };
     if let Some(n) = &name
         && !is_tool_name(n)
     {
@@ -88,16 +100,39 @@ fn read_tool(
             ),
         );
     } else if let Some(n) = &name
+        && configured
+        && known_tools.contains(&n.as_str())
+    {
+        s.error(
+            "name",
+            format!(
+                "\"{n}\" is a catalog tool; give the tool from configuration a name of its own"
+            ),
+        );
+    } else if let Some(n) = &name
+        && !configured
         && !known_tools.contains(&n.as_str())
     {
         s.error(
             "name",
             format!(
-                "unknown tool \"{n}\"; known tools: {}",
+                "unknown tool \"{n}\"; known tools: {} (or declare a tool from configuration with kind = \"http\")",
                 known_tools.join(", ")
             ),
         );
     }
+    let http = if configured {
+        read_http_tool(s, name.as_deref())
+    } else {
+        None
+    };
+    let write = match &http {
+        Some(h) => h.definition.access == Access::Write,
+        None => name
+            .as_deref()
+            .and_then(tools::spec)
+            .is_some_and(|spec| spec.access == Access::Write),
+    };
     let description = s.required_string("description", "\"Search flights …\"");
     if let Some(d) = &description
         && d.trim().len() < 20
@@ -166,7 +201,7 @@ fn read_tool(
             s.error("watch_min_interval", "must be at least \"1s\"; e.g. \"5m\"");
         }
         if let Some(n) = &name
-            && crate::tools::spec(n).is_some_and(|spec| spec.access == crate::tools::Access::Write)
+            && write
         {
             s.error(
                 "watch_min_interval",
@@ -174,7 +209,7 @@ fn read_tool(
             );
         }
     }
-    let fresh_for = read_fresh_for(s, name.as_deref());
+    let fresh_for = read_fresh_for(s, name.as_deref(), write);
     let breaker = match s.table("breaker") {
         Some(b) => {
             let v = read_breaker(&b, breaker_defaults);
@@ -232,16 +267,14 @@ fn read_tool(
         breaker: breaker?,
         retry,
         fallback_interactive: fallback?,
+        http: if configured { Some(http?) } else { None },
     })
 }
 
 /// The tool's `fresh_for`: zero when absent. A write tool is refused one: answering a booking
 /// from memory would tell a second traveller about the first one's booking, and never book.
-fn read_fresh_for(s: &Section<'_>, name: Option<&str>) -> Duration {
+fn read_fresh_for(s: &Section<'_>, name: Option<&str>, write: bool) -> Duration {
     let fresh_for = s.duration("fresh_for").unwrap_or(Duration::ZERO);
-    let write = name
-        .and_then(tools::spec)
-        .is_some_and(|spec| spec.access == Access::Write);
     if write && !fresh_for.is_zero() {
         s.error(
             "fresh_for",

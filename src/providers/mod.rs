@@ -15,6 +15,7 @@ pub mod error;
 pub mod http;
 pub mod kept;
 pub mod limits;
+pub mod rest;
 mod secret;
 
 #[cfg(test)]
@@ -30,7 +31,7 @@ pub use kept::KeptOffers;
 pub use limits::RateLimits;
 pub use secret::Secret;
 
-use crate::config::{BucketKey, Config, ProviderKind};
+use crate::config::{BucketKey, Config, HttpAuth, ProviderKind, ToolConfig};
 use crate::tools::{ToolOutput, ToolRequest};
 
 /// A configured provider.
@@ -41,6 +42,8 @@ pub enum Provider {
     /// Amadeus flight offers, pricing, hotels and flight status (boxed: the client carries
     /// its token source and offer maps, several times Duffel's size).
     Amadeus(Box<amadeus::AmadeusClient>),
+    /// Any JSON HTTP API, for the tools from configuration that name it.
+    Rest(Box<rest::RestClient>),
 }
 
 impl Provider {
@@ -54,6 +57,7 @@ impl Provider {
         match self {
             Provider::Duffel(c) => c.call(request, timeout).await,
             Provider::Amadeus(c) => c.call(request, timeout).await,
+            Provider::Rest(c) => c.call(request, timeout).await,
         }
     }
 
@@ -69,6 +73,11 @@ impl Provider {
             Provider::Amadeus(_) => Err(UpstreamError::new(
                 ErrorKind::Misconfigured { status: 0 },
                 format!("Amadeus does not serve {tool} here, so it has no booking to look up"),
+            )),
+            // A write tool from configuration is not a booking: the ledger never asks.
+            Provider::Rest(_) => Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!("an http provider keeps no bookings of {tool} to look up"),
             )),
         }
     }
@@ -89,6 +98,7 @@ impl Provider {
     /// and tries the next one in the chain, without a breaker permit or a socket.
     pub fn refuse(&self, request: &ToolRequest) -> Option<UpstreamError> {
         match self {
+            Provider::Rest(_) => None,
             Provider::Amadeus(_) => amadeus::AmadeusClient::refuse(request),
             Provider::Duffel(_) => {
                 let id = match request {
@@ -111,11 +121,13 @@ impl Provider {
     }
 }
 
-/// Whether a provider kind serves a tool in this build.
-pub fn kind_serves(kind: &ProviderKind, tool: &str) -> bool {
+/// Whether a provider kind serves a tool in this build: the adapters their catalog tools, an
+/// `http` provider the tools from configuration.
+pub fn kind_serves(kind: &ProviderKind, tool: &ToolConfig) -> bool {
     match kind {
-        ProviderKind::Duffel { .. } => duffel::TOOLS.contains(&tool),
-        ProviderKind::Amadeus { .. } => amadeus::TOOLS.contains(&tool),
+        ProviderKind::Duffel { .. } => duffel::TOOLS.contains(&tool.name.as_str()),
+        ProviderKind::Amadeus { .. } => amadeus::TOOLS.contains(&tool.name.as_str()),
+        ProviderKind::Http { .. } => tool.http.is_some(),
     }
 }
 
@@ -173,11 +185,11 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
             .collect();
         let served: Vec<&str> = users
             .iter()
-            .filter(|t| kind_serves(&p.kind, &t.name))
+            .filter(|t| kind_serves(&p.kind, t))
             .map(|t| t.name.as_str())
             .collect();
         for t in &users {
-            if !kind_serves(&p.kind, &t.name) {
+            if !kind_serves(&p.kind, t) {
                 out.warnings.push(format!(
                     "provider \"{name}\" (kind {}) does not serve {} in this build; the tool skips it",
                     p.kind.as_str(),
@@ -275,7 +287,64 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                     )),
                 );
             }
+            ProviderKind::Http { auth } => {
+                let credential = match http_credential(auth, env) {
+                    Ok(c) => c,
+                    Err(missing) if loopback => {
+                        out.warnings.push(format!(
+                            "provider \"{name}\": {missing} not set; sending no credential to the local server at {}",
+                            p.base_url
+                        ));
+                        rest::Credential::None
+                    }
+                    Err(missing) => {
+                        out.errors.push(format!(
+                            "provider \"{name}\": set {missing} (it serves {})",
+                            served.join(", ")
+                        ));
+                        continue;
+                    }
+                };
+                let operations = users
+                    .iter()
+                    .filter_map(|t| Some((t.name.clone(), Arc::clone(&t.http.as_ref()?.operation))))
+                    .collect();
+                let sink = limits::LimitsSink::new(Arc::clone(&out.rate_limits), name);
+                out.providers.insert(
+                    name.clone(),
+                    Provider::Rest(Box::new(
+                        rest::RestClient::new(http, p.base_url.clone(), credential, operations)
+                            .with_limits(sink),
+                    )),
+                );
+            }
         }
     }
     out
+}
+
+/// The credential `auth` names, read from `env`, or the variables that are not set.
+fn http_credential(auth: &HttpAuth, env: &dyn Env) -> Result<rest::Credential, String> {
+    let read = |var: &str| env.var(var).map(Secret::new).ok_or_else(|| var.to_string());
+    Ok(match auth {
+        HttpAuth::None => rest::Credential::None,
+        HttpAuth::Bearer { token_env } => rest::Credential::Bearer(read(token_env)?),
+        HttpAuth::ApiKey { header, key_env } => {
+            // The configuration checked the header's name.
+            let header = reqwest::header::HeaderName::from_bytes(header.as_bytes())
+                .map_err(|_| format!("a valid header name instead of {header}"))?;
+            rest::Credential::ApiKey(header, read(key_env)?)
+        }
+        HttpAuth::Basic {
+            username_env,
+            password_env,
+        } => match (read(username_env), read(password_env)) {
+            (Ok(user), Ok(password)) => rest::Credential::Basic(user, password),
+            (user, password) => {
+                let missing: Vec<String> =
+                    [user.err(), password.err()].into_iter().flatten().collect();
+                return Err(missing.join(" and "));
+            }
+        },
+    })
 }

@@ -18,9 +18,9 @@ pub const SPEC: ToolSpec = ToolSpec {
     idempotent: false,
     built_for: CallMode::Interactive,
     needs_idempotency_key: true,
-    input_schema: super::schema_of::<Args>,
-    output_schema: super::schema_of::<Output>,
-    parse,
+    input_schema: super::Schema::Derived(super::schema_of::<Args>),
+    output_schema: super::Schema::Derived(super::schema_of::<Output>),
+    parse: super::Parse::Typed(parse),
 };
 
 /// Arguments of `book_hotel`.

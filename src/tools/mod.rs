@@ -13,6 +13,7 @@ pub mod book_flight;
 pub mod book_hotel;
 pub mod check_hotel_availability;
 pub mod checks;
+pub mod configured;
 pub mod get_flight_status;
 pub mod price_flight_offer;
 pub mod search_flights;
@@ -96,23 +97,56 @@ pub struct ToolSpec {
     pub built_for: CallMode,
     /// Whether a call must carry an `idempotency_key`.
     pub needs_idempotency_key: bool,
-    input_schema: fn() -> Value,
-    output_schema: fn() -> Value,
-    parse: ParseFn,
+    input_schema: Schema,
+    output_schema: Schema,
+    parse: Parse,
 }
 
 /// Parses one tool's arguments: `(arguments, today, idempotency_key)`.
 type ParseFn = fn(Value, NaiveDate, Option<&str>) -> Result<ToolRequest, Vec<FieldError>>;
 
+/// Where a tool's JSON Schema comes from.
+#[derive(Debug)]
+pub(crate) enum Schema {
+    /// Derived from the Rust type (a catalog tool).
+    Derived(fn() -> Value),
+    /// Written in the tool's file (a tool from configuration).
+    Given(Value),
+}
+
+impl Schema {
+    fn value(&self) -> Value {
+        match self {
+            Schema::Derived(derive) => derive(),
+            Schema::Given(value) => value.clone(),
+        }
+    }
+}
+
+/// How a tool's schema-valid arguments become a [`ToolRequest`].
+#[derive(Debug)]
+pub(crate) enum Parse {
+    /// Into the catalog tool's typed arguments, with its semantic checks.
+    Typed(ParseFn),
+    /// As they are, for a tool from configuration: its schema is the whole check.
+    Configured,
+}
+
 impl ToolSpec {
     /// The JSON Schema of the arguments (draft 2020-12, subschemas inlined).
     pub fn input_schema(&self) -> Value {
-        (self.input_schema)()
+        self.input_schema.value()
     }
 
     /// The JSON Schema of `data` in an `ok` result.
     pub fn output_schema(&self) -> Value {
-        (self.output_schema)()
+        self.output_schema.value()
+    }
+
+    /// Whether the tool comes from configuration (a `tools/*.toml` of kind `http`) rather than
+    /// the catalog.
+    pub fn is_configured(&self) -> bool {
+        matches!(self.parse, Parse::Configured)
     }
 
     /// Deserializes schema-valid arguments and runs the semantic checks, `today` being the
@@ -123,7 +157,10 @@ impl ToolSpec {
         today: NaiveDate,
         idempotency_key: Option<&str>,
     ) -> Result<ToolRequest, Vec<FieldError>> {
-        (self.parse)(arguments, today, idempotency_key)
+        match self.parse {
+            Parse::Typed(parse) => parse(arguments, today, idempotency_key),
+            Parse::Configured => configured::parse(self, arguments, idempotency_key),
+        }
     }
 }
 
@@ -184,6 +221,8 @@ pub enum ToolRequest {
     BookFlight(book_flight::Args, WriteTerms),
     /// `book_hotel`, with what the call carries besides its arguments.
     BookHotel(book_hotel::Args, WriteTerms),
+    /// A tool from configuration, with its arguments as the model sent them.
+    Configured(configured::Call),
 }
 
 impl ToolRequest {
@@ -194,7 +233,10 @@ impl ToolRequest {
         }
     }
 
-    /// The call's idempotency key, for a tool that needs one.
+    /// The call's idempotency key, for a booking tool: the booking ledger records its call by
+    /// it. A write tool from configuration is not a booking (the ledger keeps order ids and
+    /// amounts it does not have): its key goes to its provider by the tool's idempotency rule
+    /// (`configured::Call::idempotency_key`), which deduplicates it.
     pub fn idempotency_key(&self) -> Option<&str> {
         match self {
             ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) => {
@@ -214,6 +256,7 @@ impl ToolRequest {
             ToolRequest::GetFlightStatus(_) => get_flight_status::SPEC.name,
             ToolRequest::BookFlight(..) => book_flight::SPEC.name,
             ToolRequest::BookHotel(..) => book_hotel::SPEC.name,
+            ToolRequest::Configured(call) => call.tool,
         }
     }
 }
@@ -235,6 +278,8 @@ pub enum ToolOutput {
     BookFlight(book_flight::Output),
     /// `book_hotel`.
     BookHotel(book_hotel::Output),
+    /// A tool from configuration: the kept result and its text.
+    Configured(configured::Output),
 }
 
 /// What a booking tool's result says was booked: what the ledger keeps of it.
@@ -308,6 +353,7 @@ impl ToolOutput {
             ToolOutput::GetFlightStatus(o) => get_flight_status::content(o),
             ToolOutput::BookFlight(o) => book_flight::content(o),
             ToolOutput::BookHotel(o) => book_hotel::content(o),
+            ToolOutput::Configured(o) => o.content.clone(),
         }
     }
 
@@ -321,6 +367,7 @@ impl ToolOutput {
             ToolOutput::GetFlightStatus(o) => serde_json::to_value(o),
             ToolOutput::BookFlight(o) => serde_json::to_value(o),
             ToolOutput::BookHotel(o) => serde_json::to_value(o),
+            ToolOutput::Configured(o) => Ok(o.data.clone()),
         };
         // These types contain only strings, numbers, bools and maps with string keys, which
         // serde_json always serializes; the fallback keeps a bug from becoming a panic.

@@ -16,9 +16,11 @@ pub const SPEC: ToolSpec = ToolSpec {
     idempotent: true,
     built_for: CallMode::Interactive,
     needs_idempotency_key: false,
-    input_schema: super::schema_of::<Args>,
-    output_schema: super::schema_of::<Output>,
-    parse: |v, today, _key| super::parse_args(v, today, check).map(ToolRequest::PriceFlightOffer),
+    input_schema: super::Schema::Derived(super::schema_of::<Args>),
+    output_schema: super::Schema::Derived(super::schema_of::<Output>),
+    parse: super::Parse::Typed(|v, today, _key| {
+        super::parse_args(v, today, check).map(ToolRequest::PriceFlightOffer)
+    }),
 };
 
 /// Arguments of `price_flight_offer`.

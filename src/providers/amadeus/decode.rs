@@ -74,5 +74,13 @@ pub fn decode_response(
             },
             "a booking routed to Amadeus",
         )),
+        ToolRequest::Configured(call) => Err(UpstreamError::new(
+            ErrorKind::Misconfigured { status: 0 },
+            format!(
+                "{} is a tool from configuration, served by http providers, not Amadeus",
+                call.tool
+            ),
+        )
+        .before_write()),
     }
 }

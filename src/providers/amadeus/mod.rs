@@ -226,6 +226,14 @@ impl AmadeusClient {
                 "bookings are not made through Amadeus by this gateway".into(),
                 "a booking routed to Amadeus",
             )),
+            ToolRequest::Configured(call) => Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!(
+                    "{} is a tool from configuration, served by http providers, not Amadeus",
+                    call.tool
+                ),
+            )
+            .before_write()),
         }
     }
 

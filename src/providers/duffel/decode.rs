@@ -113,6 +113,14 @@ pub fn decode_response(
             },
             "get_flight_status routed to Duffel",
         )),
+        ToolRequest::Configured(call) => Err(UpstreamError::new(
+            ErrorKind::Misconfigured { status: 0 },
+            format!(
+                "{} is a tool from configuration, served by http providers, not Duffel",
+                call.tool
+            ),
+        )
+        .before_write()),
     }
 }
 

@@ -130,6 +130,14 @@ impl DuffelClient {
                 },
                 "get_flight_status routed to Duffel",
             )),
+            ToolRequest::Configured(call) => Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!(
+                    "{} is a tool from configuration, served by http providers, not Duffel",
+                    call.tool
+                ),
+            )
+            .before_write()),
         }
     }
 

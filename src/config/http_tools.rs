@@ -1,0 +1,248 @@
+//! Reads what a tool file of kind `http` adds to a tool: its title and access, its JSON Schemas,
+//! `[request]`, `[result]`, `content`, `[classify]` and `[idempotency]`, compiled into an
+//! `http_tool::Operation` so that every problem (a template naming an unknown field, an invalid
+//! JSONPath, a path parameter missing from the schema, a write without an idempotency rule) is
+//! reported with its file and key when the configuration is read, never when a model calls.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::model::HttpTool;
+use super::reader::Section;
+use crate::http_tool::{self, DEFAULT_REJECTED, Method, Operation, OperationDef};
+use crate::tools::configured::Definition;
+use crate::tools::{Access, CallMode};
+
+/// The configured half of a tool of kind `http` named `name`, or `None` after its problems were
+/// recorded.
+pub(super) fn read_http_tool(s: &Section<'_>, name: Option<&str>) -> Option<HttpTool> {
+    let title = s
+        .string("title")
+        .or_else(|| name.map(str::to_string))
+        .unwrap_or_default();
+    let access = match s.string("access").as_deref() {
+        None | Some("read") => Some(Access::Read),
+        Some("write") => Some(Access::Write),
+        Some(other) => {
+            s.error(
+                "access",
+                format!("\"{other}\" is not an access; write \"read\" (safe to repeat) or \"write\" (changes the world)"),
+            );
+            None
+        }
+    };
+    let built_for = match s.string("built_for").as_deref() {
+        None | Some("interactive") => Some(CallMode::Interactive),
+        Some("background") => Some(CallMode::Background),
+        Some(other) => {
+            s.error(
+                "built_for",
+                format!("\"{other}\" is not a mode; write \"interactive\" or \"background\""),
+            );
+            None
+        }
+    };
+    let input_schema = schema(s, "input_schema", true).flatten();
+    let output_schema = schema(s, "output_schema", false);
+    let request = s.table("request");
+    if request.is_none() {
+        s.error(
+            "request",
+            "missing [request]; e.g. method = \"GET\" and path = \"/flights/{ident}\"",
+        );
+    }
+    let method = request.as_ref().and_then(|r| {
+        let m = r.required_string("method", "\"GET\"")?;
+        Method::parse(&m).or_else(|| {
+            r.error(
+                "method",
+                format!(
+                    "\"{m}\" is not a method faregate sends; use GET, POST, PUT, PATCH or DELETE"
+                ),
+            );
+            None
+        })
+    });
+    let path = request
+        .as_ref()
+        .and_then(|r| r.required_string("path", "\"/flights/{ident}\""));
+    let query = request
+        .as_ref()
+        .map(|r| string_pairs(r, "query"))
+        .unwrap_or_default();
+    let body = request
+        .as_ref()
+        .map(|r| string_pairs(r, "body"))
+        .unwrap_or_default();
+    if let Some(r) = &request {
+        r.finish();
+    }
+    let keep = match s.table("result") {
+        Some(r) => {
+            let keep = string_pairs(&r, "keep");
+            if !r.has("keep") {
+                r.error(
+                    "keep",
+                    "missing; name the fields to keep, e.g. keep = { status = \"$.flights[0].status\" }",
+                );
+            }
+            r.finish();
+            keep
+        }
+        None => {
+            s.error(
+                "result",
+                "missing [result]; e.g. [result] keep = { status = \"$.flights[0].status\" }",
+            );
+            Vec::new()
+        }
+    };
+    let content = s.required_string("content", "\"{{ ident }} is {{ status }}.\"");
+    let (rejected, message) = match s.table("classify") {
+        Some(c) => {
+            let rejected = statuses(&c, "rejected");
+            let message = c.string("message");
+            c.finish();
+            (
+                rejected.unwrap_or_else(|| DEFAULT_REJECTED.to_vec()),
+                message,
+            )
+        }
+        None => (DEFAULT_REJECTED.to_vec(), None),
+    };
+    let idempotency_header = s.table("idempotency").and_then(|i| {
+        let header = i.required_string("header", "\"Idempotency-Key\"");
+        i.finish();
+        header
+    });
+    let (access, built_for, input_schema, method, path, content) =
+        (access?, built_for?, input_schema?, method?, path?, content?);
+    let def = OperationDef {
+        write: access == Access::Write,
+        method,
+        path,
+        query,
+        body,
+        idempotency_header,
+        keep,
+        content,
+        rejected,
+        message,
+    };
+    let output_given = output_schema.flatten();
+    let operation = match Operation::compile(&def, &input_schema, output_given.as_ref()) {
+        Ok(operation) => operation,
+        Err(problems) => {
+            for http_tool::Problem { key, message } in problems {
+                s.error(&key, message);
+            }
+            return None;
+        }
+    };
+    let output_schema = output_given.unwrap_or_else(|| kept_schema(&def));
+    Some(HttpTool {
+        definition: Definition {
+            name: name?.to_string(),
+            title,
+            access,
+            built_for,
+            input_schema,
+            output_schema,
+        },
+        operation: Arc::new(operation),
+    })
+}
+
+/// A JSON Schema written as a TOML table: `Some(Some(schema))`, `Some(None)` when it is
+/// optional and absent, `None` after a problem.
+fn schema(s: &Section<'_>, key: &'static str, required: bool) -> Option<Option<Value>> {
+    match s.value(key) {
+        None if required => {
+            s.error(
+                key,
+                format!("missing [{key}]: the JSON Schema of the tool's arguments, e.g. type = \"object\" with [{key}.properties.ident] type = \"string\""),
+            );
+            None
+        }
+        None => Some(None),
+        Some(toml::Value::Table(table)) => match serde_json::to_value(table) {
+            Ok(value) => Some(Some(value)),
+            Err(e) => {
+                s.error(key, format!("cannot be read as JSON: {e}"));
+                None
+            }
+        },
+        Some(other) => {
+            s.error(
+                key,
+                format!(
+                    "expected a table (a JSON Schema), found {}",
+                    other.type_str()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A table of names to strings (`query = { start = "start_date" }`), in file order by name.
+fn string_pairs(s: &Section<'_>, key: &'static str) -> Vec<(String, String)> {
+    match s.value(key) {
+        None => Vec::new(),
+        Some(toml::Value::Table(table)) => table
+            .iter()
+            .filter_map(|(name, value)| match value.as_str() {
+                Some(text) => Some((name.clone(), text.to_string())),
+                None => {
+                    s.error(
+                        &format!("{key}.{name}"),
+                        format!("expected a string, found {}", value.type_str()),
+                    );
+                    None
+                }
+            })
+            .collect(),
+        Some(other) => {
+            s.error(
+                key,
+                format!(
+                    "expected a table of names to strings, found {}",
+                    other.type_str()
+                ),
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// A list of HTTP statuses.
+fn statuses(s: &Section<'_>, key: &'static str) -> Option<Vec<u16>> {
+    let value = s.value(key)?;
+    let Some(items) = value.as_array() else {
+        s.error(
+            key,
+            "expected a list of HTTP statuses, e.g. [400, 404, 422]",
+        );
+        return None;
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match item.as_integer().and_then(|n| u16::try_from(n).ok()) {
+            Some(n) => out.push(n),
+            None => s.error(&format!("{key}[{i}]"), "expected an HTTP status, e.g. 404"),
+        }
+    }
+    Some(out)
+}
+
+/// The output schema of a tool that declares none: an object with the kept fields.
+fn kept_schema(def: &OperationDef) -> Value {
+    let properties: Map<String, Value> = def
+        .keep
+        .iter()
+        .map(|(name, _)| (name.clone(), json!({})))
+        .collect();
+    let required: Vec<&str> = def.keep.iter().map(|(name, _)| name.as_str()).collect();
+    json!({ "type": "object", "properties": properties, "required": required })
+}

@@ -1,0 +1,458 @@
+//! Tools from configuration: how a tool declared in a `tools/*.toml` file of kind `http` turns
+//! a call's arguments into one HTTP request and the provider's answer into a result, as pure
+//! functions (no socket, no clock), so `faregate check`, the adapter and the fuzz target share
+//! them.
+//!
+//! An [`Operation`] is compiled once from what the tool file says ([`OperationDef`]), and every
+//! problem is reported at once with the key it sits at. At call time [`Operation::request`]
+//! builds an [`Outgoing`] request (the path from a template whose parameters are encoded one
+//! segment each, the query and the JSON body from named arguments, the idempotency key of a
+//! write in the header the tool names), and [`Operation::read`] classifies the answer, keeps the
+//! configured fields (JSONPath), checks them against the output schema and writes the
+//! `content` text (a minijinja template).
+//!
+//! The host is never an argument: [`Outgoing::url`] appends the encoded path to the provider's
+//! configured base URL and can neither leave it nor change its host.
+
+pub mod classify;
+pub mod content;
+pub mod keep;
+pub mod path;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::SystemTime;
+
+use reqwest::Url;
+use serde_json::{Map, Value};
+use serde_json_path::JsonPath;
+
+pub use classify::{Class, Classify, DEFAULT_REJECTED, Waits};
+pub use content::Content;
+pub use keep::Keep;
+pub use path::PathTemplate;
+
+/// The HTTP methods a configured tool may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `GET`.
+    Get,
+    /// `POST`.
+    Post,
+    /// `PUT`.
+    Put,
+    /// `PATCH`.
+    Patch,
+    /// `DELETE`.
+    Delete,
+}
+
+impl Method {
+    /// The method named `name` (any case).
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_uppercase().as_str() {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            _ => return None,
+        })
+    }
+
+    /// The method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    /// Whether a request with this method may carry a body.
+    fn takes_body(self) -> bool {
+        matches!(self, Method::Post | Method::Put | Method::Patch)
+    }
+}
+
+/// What a tool file says about its request and its result, before it is compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationDef {
+    /// Whether the tool changes the world (a write), which needs an idempotency rule.
+    pub write: bool,
+    /// `[request] method`.
+    pub method: Method,
+    /// `[request] path`, e.g. `/flights/{ident}`.
+    pub path: String,
+    /// `[request.query]`: query parameter → the argument it comes from.
+    pub query: Vec<(String, String)>,
+    /// `[request.body]`: JSON body field → the argument it comes from.
+    pub body: Vec<(String, String)>,
+    /// `[idempotency] header`: the request header that carries a write's idempotency key.
+    pub idempotency_header: Option<String>,
+    /// `[result.keep]`: result field → JSONPath into the answer.
+    pub keep: Vec<(String, String)>,
+    /// `content`: the template of the text a model reads.
+    pub content: String,
+    /// `[classify] rejected`: the statuses the model can fix.
+    pub rejected: Vec<u16>,
+    /// `[classify] message`: a JSONPath to a refusal's message.
+    pub message: Option<String>,
+}
+
+/// One problem of a tool file's operation: the key it sits at (`request.path`) and what to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The dotted key inside the tool file.
+    pub key: String,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+impl Problem {
+    fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Problem {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A compiled operation: everything a call needs to build its request and read its answer.
+#[derive(Debug)]
+pub struct Operation {
+    method: Method,
+    path: PathTemplate,
+    query: Vec<(String, String)>,
+    body: Vec<(String, String)>,
+    idempotency_header: Option<String>,
+    keep: Keep,
+    output: Option<jsonschema::Validator>,
+    content: Content,
+    classify: Classify,
+}
+
+/// One request, ready to send to the provider's base URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    /// The method.
+    pub method: Method,
+    /// The encoded path, starting with `/`, to append to the base URL's path.
+    pub path: String,
+    /// Query parameters, unencoded (the URL encodes them).
+    pub query: Vec<(String, String)>,
+    /// The JSON body, for methods that take one.
+    pub body: Option<Value>,
+    /// The header and the idempotency key of a write.
+    pub idempotency: Option<(String, String)>,
+}
+
+/// A result as the tool keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kept {
+    /// The kept fields, as one object (the tool's `data`).
+    pub data: Value,
+    /// The text a model reads.
+    pub content: String,
+}
+
+impl Operation {
+    /// Compiles `def` for a tool whose arguments `input_schema` describes (and whose result
+    /// `output_schema` describes, when given); every problem at once.
+    pub fn compile(
+        def: &OperationDef,
+        input_schema: &Value,
+        output_schema: Option<&Value>,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let properties = input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let required: Vec<&str> = input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            problems.push(Problem::new(
+                "input_schema.type",
+                "must be \"object\": a tool's arguments are one JSON object",
+            ));
+        }
+        if let Err(e) = jsonschema::options().build(input_schema) {
+            problems.push(Problem::new(
+                "input_schema",
+                format!("is not a valid JSON Schema: {e}"),
+            ));
+        }
+        let path = match PathTemplate::parse(&def.path) {
+            Ok(path) => {
+                for param in path.params() {
+                    if !properties.contains_key(param) {
+                        problems.push(Problem::new(
+                            "request.path",
+                            format!(
+                                "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
+                            ),
+                        ));
+                    } else if !required.contains(&param) {
+                        problems.push(Problem::new(
+                            "request.path",
+                            format!(
+                                "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
+                            ),
+                        ));
+                    }
+                }
+                Some(path)
+            }
+            Err(message) => {
+                problems.push(Problem::new("request.path", message));
+                None
+            }
+        };
+        for (table, pairs) in [("request.query", &def.query), ("request.body", &def.body)] {
+            for (name, argument) in pairs {
+                if !properties.contains_key(argument) {
+                    problems.push(Problem::new(
+                        format!("{table}.{name}"),
+                        format!(
+                            "\"{argument}\" is not an argument; arguments in input_schema.properties: {}",
+                            names(properties.keys())
+                        ),
+                    ));
+                }
+            }
+        }
+        if !def.body.is_empty() && !def.method.takes_body() {
+            problems.push(Problem::new(
+                "request.body",
+                format!(
+                    "a {} request carries no body: send these arguments in [request.query], or use POST, PUT or PATCH",
+                    def.method.as_str()
+                ),
+            ));
+        }
+        match (&def.idempotency_header, def.write) {
+            (None, true) => problems.push(Problem::new(
+                "idempotency",
+                "a write tool needs an idempotency rule, so that a call repeated with the same key never acts twice: add [idempotency] with header = \"Idempotency-Key\" (the header the provider deduplicates by)",
+            )),
+            (Some(_), false) => problems.push(Problem::new(
+                "idempotency",
+                "only a write tool (access = \"write\") sends an idempotency key; remove [idempotency] or declare the tool a write",
+            )),
+            (Some(header), true) if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() => {
+                problems.push(Problem::new(
+                    "idempotency.header",
+                    format!("\"{header}\" is not an HTTP header name; e.g. \"Idempotency-Key\""),
+                ));
+            }
+            _ => {}
+        }
+        if def.keep.is_empty() {
+            problems.push(Problem::new(
+                "result.keep",
+                "keep at least one field of the answer, e.g. status = \"$.flights[0].status\"",
+            ));
+        }
+        let keep = match Keep::compile(&def.keep) {
+            Ok(keep) => Some(keep),
+            Err(errors) => {
+                for (field, message) in errors {
+                    problems.push(Problem::new(format!("result.keep.{field}"), message));
+                }
+                None
+            }
+        };
+        let output = match output_schema.map(|s| jsonschema::options().build(s)) {
+            Some(Ok(validator)) => Some(validator),
+            Some(Err(e)) => {
+                problems.push(Problem::new(
+                    "output_schema",
+                    format!("is not a valid JSON Schema: {e}"),
+                ));
+                None
+            }
+            None => None,
+        };
+        let content = keep.as_ref().and_then(|keep| {
+            Content::compile(&def.content, keep.names())
+                .map_err(|message| problems.push(Problem::new("content", message)))
+                .ok()
+        });
+        for status in &def.rejected {
+            if !(400..=499).contains(status) || *status == 429 {
+                problems.push(Problem::new(
+                    "classify.rejected",
+                    format!(
+                        "{status} cannot be a refusal the model fixes: list 4xx statuses other than 429 (a rate limit)"
+                    ),
+                ));
+            }
+        }
+        let message = def.message.as_ref().and_then(|m| {
+            JsonPath::parse(m)
+                .map_err(|e| {
+                    problems.push(Problem::new(
+                        "classify.message",
+                        format!(
+                            "\"{m}\" is not a JSONPath (RFC 9535): {e}; e.g. \"$.error.message\""
+                        ),
+                    ));
+                })
+                .ok()
+        });
+        match (path, keep, content) {
+            (Some(path), Some(keep), Some(content)) if problems.is_empty() => Ok(Operation {
+                method: def.method,
+                path,
+                query: def.query.clone(),
+                body: def.body.clone(),
+                idempotency_header: def.idempotency_header.clone(),
+                keep,
+                output,
+                content,
+                classify: Classify {
+                    rejected: def.rejected.clone(),
+                    message,
+                },
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    /// The request for `arguments` (checked against the input schema already) and, for a
+    /// write, its idempotency key; an argument that cannot be sent names itself and says why.
+    pub fn request(
+        &self,
+        arguments: &Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Outgoing, (String, String)> {
+        let path = self.path.render(arguments)?;
+        let mut query = Vec::new();
+        for (name, argument) in &self.query {
+            match arguments.get(argument) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        query.push((name.clone(), scalar(argument, item)?));
+                    }
+                }
+                Some(value) => query.push((name.clone(), scalar(argument, value)?)),
+            }
+        }
+        let body = self.method.takes_body().then(|| {
+            let mut body = Map::new();
+            for (field, argument) in &self.body {
+                if let Some(value) = arguments.get(argument).filter(|v| !v.is_null()) {
+                    body.insert(field.clone(), value.clone());
+                }
+            }
+            Value::Object(body)
+        });
+        let idempotency = match (&self.idempotency_header, idempotency_key) {
+            (Some(header), Some(key)) => Some((header.clone(), key.to_string())),
+            (Some(_), None) => {
+                return Err((
+                    "idempotency_key".into(),
+                    "is missing: this tool changes the world and needs one".into(),
+                ));
+            }
+            (None, _) => None,
+        };
+        Ok(Outgoing {
+            method: self.method,
+            path,
+            query,
+            body,
+            idempotency,
+        })
+    }
+
+    /// Reads one answer received at `now`: the kept result and its text, or what else it was.
+    /// A kept result that breaks the output schema, or whose text cannot be written, is
+    /// malformed: the provider did not answer in the shape the tool declares.
+    pub fn read(
+        &self,
+        status: u16,
+        waits: Waits<'_>,
+        body: &[u8],
+        now: SystemTime,
+    ) -> Result<Kept, Class> {
+        let answer = match self.classify.classify(status, waits, body, now) {
+            Class::Answer(answer) => answer,
+            other => return Err(other),
+        };
+        self.keep_from(&answer)
+    }
+
+    /// The kept result of a JSON answer and its text (the second half of [`Operation::read`]).
+    pub fn keep_from(&self, answer: &Value) -> Result<Kept, Class> {
+        let data = self.keep.apply(answer);
+        if let Some(output) = &self.output
+            && let Err(e) = output.validate(&data)
+        {
+            return Err(Class::Malformed {
+                detail: format!(
+                    "the kept result does not match the output schema at {}: {}",
+                    if e.instance_path().as_str().is_empty() {
+                        "/"
+                    } else {
+                        e.instance_path().as_str()
+                    },
+                    e.masked()
+                ),
+            });
+        }
+        match self.content.render(&data) {
+            Ok(content) => Ok(Kept { data, content }),
+            Err(e) => Err(Class::Malformed {
+                detail: format!("the content template could not be written for this answer: {e}"),
+            }),
+        }
+    }
+}
+
+impl Outgoing {
+    /// The request's URL: `base`'s path with the encoded path appended, then the query. Only
+    /// the path and query of `base` change, so the host is always the configured one.
+    pub fn url(&self, base: &Url) -> Url {
+        let mut url = base.clone();
+        let joined = format!("{}{}", base.path().trim_end_matches('/'), self.path);
+        url.set_path(&joined);
+        url.set_fragment(None);
+        if !self.query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(self.query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+        url
+    }
+}
+
+/// One query value as text: a string, number or boolean.
+fn scalar(argument: &str, value: &Value) -> Result<String, (String, String)> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        _ => Err((
+            argument.to_string(),
+            "must be a string, a number or a boolean (or a list of them): it is sent as a query parameter".into(),
+        )),
+    }
+}
+
+fn names<'a>(keys: impl Iterator<Item = &'a String>) -> String {
+    let list: Vec<&str> = keys.map(String::as_str).collect();
+    if list.is_empty() {
+        "none".into()
+    } else {
+        list.join(", ")
+    }
+}

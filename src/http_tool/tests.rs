@@ -1,0 +1,362 @@
+//! The request builder, the result mapping and the classification table, on a flight-status
+//! operation shaped like a public flight-tracking API (`GET /flights/{ident}`).
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::Url;
+use serde_json::{Value, json};
+
+use super::*;
+
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["ident"],
+        "properties": {
+            "ident": {"type": "string"},
+            "max_pages": {"type": "integer"},
+            "airlines": {"type": "array", "items": {"type": "string"}},
+            "note": {"type": "string"}
+        }
+    })
+}
+
+fn def() -> OperationDef {
+    OperationDef {
+        write: false,
+        method: Method::Get,
+        path: "/flights/{ident}".into(),
+        query: vec![
+            ("max_pages".into(), "max_pages".into()),
+            ("airline".into(), "airlines".into()),
+        ],
+        body: Vec::new(),
+        idempotency_header: None,
+        keep: vec![
+            ("ident".into(), "$.flights[0].ident".into()),
+            ("status".into(), "$.flights[0].status".into()),
+            ("gates".into(), "$.flights[*].gate_origin".into()),
+        ],
+        content:
+            "{{ ident }} is {{ status }}{% if gates %} (gates {{ gates | join(', ') }}){% endif %}."
+                .into(),
+        rejected: DEFAULT_REJECTED.to_vec(),
+        message: Some("$.detail".into()),
+    }
+}
+
+fn operation() -> Operation {
+    Operation::compile(&def(), &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"))
+}
+
+fn url_for(arguments: Value) -> Url {
+    let base = Url::parse("https://api.example.com/aeroapi/").unwrap_or_else(|e| panic!("{e}"));
+    operation()
+        .request(&arguments, None)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .url(&base)
+}
+
+#[test]
+fn path_parameters_are_one_encoded_segment_under_the_base_path() {
+    let cases = [
+        ("BAW117", "/aeroapi/flights/BAW117"),
+        ("a/b", "/aeroapi/flights/a%2Fb"),
+        ("../../admin", "/aeroapi/flights/..%2F..%2Fadmin"),
+        ("x?admin=1#frag", "/aeroapi/flights/x%3Fadmin%3D1%23frag"),
+        ("%2e%2e", "/aeroapi/flights/%252e%252e"),
+        ("Zürich ✈", "/aeroapi/flights/Z%C3%BCrich%20%E2%9C%88"),
+        ("@evil.example.com", "/aeroapi/flights/%40evil.example.com"),
+        ("\\..\\", "/aeroapi/flights/%5C..%5C"),
+    ];
+    for (ident, path) in cases {
+        let url = url_for(json!({"ident": ident}));
+        assert_eq!(url.host_str(), Some("api.example.com"), "{ident}");
+        assert_eq!(url.path(), path, "{ident}");
+        assert_eq!(url.query(), None, "{ident}");
+        assert_eq!(url.fragment(), None, "{ident}");
+    }
+}
+
+#[test]
+fn dot_segments_and_empty_values_are_refused() {
+    for ident in [".", "..", ""] {
+        let refused = operation().request(&json!({"ident": ident}), None);
+        let (field, why) = refused
+            .err()
+            .unwrap_or_else(|| panic!("{ident:?} accepted"));
+        assert_eq!(field, "ident");
+        assert!(why.contains("segment"), "{why}");
+    }
+}
+
+#[test]
+fn query_parameters_come_from_named_arguments_and_are_encoded() {
+    let url = url_for(json!({"ident": "BAW117", "max_pages": 2, "airlines": ["BA", "A&B=C"]}));
+    assert_eq!(
+        url.query(),
+        Some("max_pages=2&airline=BA&airline=A%26B%3DC")
+    );
+    let url = url_for(json!({"ident": "BAW117"}));
+    assert_eq!(url.query(), None, "an absent argument sends no parameter");
+}
+
+#[test]
+fn a_write_sends_its_body_and_its_idempotency_key() {
+    let def = OperationDef {
+        write: true,
+        method: Method::Post,
+        path: "/alerts".into(),
+        query: Vec::new(),
+        body: vec![
+            ("ident".into(), "ident".into()),
+            ("comment".into(), "note".into()),
+        ],
+        idempotency_header: Some("Idempotency-Key".into()),
+        keep: vec![("id".into(), "$.id".into())],
+        content: "Alert {{ id }} set.".into(),
+        ..def()
+    };
+    let op = Operation::compile(&def, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+    let out = op
+        .request(&json!({"ident": "BAW117"}), Some("key-1"))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(out.body, Some(json!({"ident": "BAW117"})));
+    assert_eq!(
+        out.idempotency,
+        Some(("Idempotency-Key".into(), "key-1".into()))
+    );
+    let missing = op.request(&json!({"ident": "BAW117"}), None);
+    assert!(missing.is_err());
+}
+
+#[test]
+fn the_result_keeps_the_configured_fields_and_writes_the_content() {
+    let answer = json!({"flights": [
+        {"ident": "BAW117", "status": "En Route", "gate_origin": "A10"},
+        {"ident": "BAW117", "status": "Scheduled", "gate_origin": "B2"}
+    ]});
+    let kept = operation()
+        .keep_from(&answer)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        kept.data,
+        json!({"ident": "BAW117", "status": "En Route", "gates": ["A10", "B2"]})
+    );
+    assert_eq!(kept.content, "BAW117 is En Route (gates A10, B2).");
+    // A singular path with nothing behind it is null; a list path is an empty list.
+    let kept = operation()
+        .keep_from(&json!({"flights": []}))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        kept.data,
+        json!({"ident": null, "status": null, "gates": []})
+    );
+}
+
+#[test]
+fn a_result_outside_the_output_schema_is_malformed() {
+    let output = json!({
+        "type": "object",
+        "required": ["status"],
+        "properties": {"status": {"type": "string"}}
+    });
+    let op = Operation::compile(&def(), &input_schema(), Some(&output))
+        .unwrap_or_else(|p| panic!("{p:?}"));
+    let wrong = op.keep_from(&json!({"flights": [{"ident": "X", "status": 7}]}));
+    assert!(matches!(wrong, Err(Class::Malformed { .. })), "{wrong:?}");
+}
+
+/// The classification table: status, headers and body → what the gateway makes of them.
+#[test]
+fn classification_table() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let classify = Classify {
+        rejected: DEFAULT_REJECTED.to_vec(),
+        message: Some(JsonPath::parse("$.detail").unwrap_or_else(|e| panic!("{e}"))),
+    };
+    let none = Waits::default();
+    let secs = |s| Some(Duration::from_secs(s));
+    let http_date = httpdate::fmt_http_date(now + Duration::from_secs(90));
+    let cases: Vec<(u16, Waits<'_>, &[u8], Class)> = vec![
+        (200, none, br#"{"a":1}"#, Class::Answer(json!({"a": 1}))),
+        (
+            204,
+            none,
+            b"",
+            Class::Malformed {
+                detail: String::new(),
+            },
+        ),
+        (
+            200,
+            none,
+            b"<html>",
+            Class::Malformed {
+                detail: String::new(),
+            },
+        ),
+        (
+            404,
+            none,
+            br#"{"detail":"No flight BAW999 on that date"}"#,
+            Class::Rejected {
+                message: "No flight BAW999 on that date".into(),
+            },
+        ),
+        (
+            400,
+            none,
+            b"not json",
+            Class::Rejected {
+                message: "the provider refused the request (HTTP 400); check the arguments".into(),
+            },
+        ),
+        (401, none, b"", Class::Misconfigured { status: 401 }),
+        (403, none, b"", Class::Misconfigured { status: 403 }),
+        (302, none, b"", Class::Misconfigured { status: 302 }),
+        (405, none, b"", Class::Misconfigured { status: 405 }),
+        (
+            429,
+            Waits {
+                retry_after: Some("30"),
+                ratelimit_reset: Some("5"),
+            },
+            b"",
+            Class::RateLimited {
+                retry_after: secs(30),
+            },
+        ),
+        (
+            429,
+            Waits {
+                retry_after: None,
+                ratelimit_reset: Some("12"),
+            },
+            b"",
+            Class::RateLimited {
+                retry_after: secs(12),
+            },
+        ),
+        (
+            429,
+            Waits {
+                retry_after: None,
+                ratelimit_reset: Some("1800000040"),
+            },
+            b"",
+            Class::RateLimited {
+                retry_after: secs(40),
+            },
+        ),
+        (429, none, b"", Class::RateLimited { retry_after: None }),
+        (
+            503,
+            Waits {
+                retry_after: Some(&http_date),
+                ratelimit_reset: None,
+            },
+            b"",
+            Class::Server {
+                status: 503,
+                retry_after: secs(90),
+            },
+        ),
+        (
+            500,
+            none,
+            b"",
+            Class::Server {
+                status: 500,
+                retry_after: None,
+            },
+        ),
+    ];
+    for (status, waits, body, expected) in cases {
+        let got = classify.classify(status, waits, body, now);
+        match (&got, &expected) {
+            // Only the kind of a malformed answer matters here; its detail is for operators.
+            (Class::Malformed { .. }, Class::Malformed { .. }) => {}
+            _ => assert_eq!(got, expected, "HTTP {status}"),
+        }
+    }
+}
+
+#[test]
+fn a_statuses_list_of_its_own_replaces_the_default() {
+    let classify = Classify {
+        rejected: vec![422],
+        message: None,
+    };
+    let got = classify.classify(404, Waits::default(), b"", SystemTime::UNIX_EPOCH);
+    assert_eq!(got, Class::Misconfigured { status: 404 });
+}
+
+#[test]
+fn compile_reports_every_problem_with_its_key() {
+    let bad = OperationDef {
+        write: true,
+        method: Method::Get,
+        path: "/flights/{ident}/{leg}".into(),
+        query: vec![("page".into(), "cursor".into())],
+        body: vec![("x".into(), "ident".into())],
+        idempotency_header: None,
+        keep: vec![
+            ("status".into(), "$.flights[0.status".into()),
+            ("ident".into(), "$.ident".into()),
+        ],
+        content: "{{ ident }} {{ gate }}".into(),
+        rejected: vec![429, 500],
+        message: Some("detail".into()),
+    };
+    let problems = Operation::compile(&bad, &input_schema(), None)
+        .err()
+        .unwrap_or_else(|| panic!("compiled"));
+    let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+    for key in [
+        "request.path",
+        "request.query.page",
+        "request.body",
+        "idempotency",
+        "result.keep.status",
+        "classify.rejected",
+        "classify.message",
+    ] {
+        assert!(keys.contains(&key), "no problem at {key}: {problems:#?}");
+    }
+    let path = problems
+        .iter()
+        .find(|p| p.key == "request.path")
+        .map(|p| &p.message);
+    assert!(path.is_some_and(|m| m.contains("{leg}")), "{path:?}");
+}
+
+#[test]
+fn a_template_naming_an_unknown_field_is_refused() {
+    let def = OperationDef {
+        content: "{{ ident }} leaves from gate {{ gate }}".into(),
+        ..def()
+    };
+    let problems = Operation::compile(&def, &input_schema(), None)
+        .err()
+        .unwrap_or_else(|| panic!("compiled"));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].key, "content");
+    assert!(
+        problems[0].message.contains("gate"),
+        "{}",
+        problems[0].message
+    );
+}
+
+#[test]
+fn a_path_parameter_that_is_optional_is_refused() {
+    let def = OperationDef {
+        path: "/flights/{note}".into(),
+        ..def()
+    };
+    let problems = Operation::compile(&def, &input_schema(), None)
+        .err()
+        .unwrap_or_else(|| panic!("compiled"));
+    assert!(problems[0].message.contains("required"), "{problems:?}");
+}

@@ -1,0 +1,203 @@
+//! The adapter of providers of kind `http`: any JSON HTTP API, serving the tools from
+//! configuration that name it.
+//!
+//! It has no wire types of its own: each tool's compiled `http_tool::Operation` builds the
+//! request from the call's arguments and reads the answer. This module adds what needs a
+//! socket: the configured base URL (the only host a request ever goes to), the credential from
+//! the environment, the bounded body read, the rate-limit headers recorded for pacing, and the
+//! mapping of the operation's classification onto [`ErrorKind`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Url;
+use reqwest::header::{ACCEPT, HeaderMap, HeaderName};
+
+use super::error::{ErrorKind, UpstreamError};
+use super::http::{read_body, traced, transport_error};
+use super::limits::LimitsSink;
+use super::secret::Secret;
+use crate::http_tool::{Class, Method, Operation, Waits};
+use crate::tools::configured::{Call, Output};
+use crate::tools::{ToolOutput, ToolRequest};
+
+/// How requests authenticate, with the credential read from the environment at start.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// No credential.
+    None,
+    /// `Authorization: Bearer <token>`.
+    Bearer(Secret),
+    /// The key in the named header.
+    ApiKey(HeaderName, Secret),
+    /// HTTP Basic: user name and password.
+    Basic(Secret, Secret),
+}
+
+/// One provider of kind `http`.
+#[derive(Debug, Clone)]
+pub struct RestClient {
+    http: reqwest::Client,
+    base_url: Url,
+    credential: Credential,
+    /// Each served tool's operation, by tool name.
+    operations: BTreeMap<String, Arc<Operation>>,
+    limits: Option<LimitsSink>,
+}
+
+impl RestClient {
+    /// A client for `base_url` authenticating with `credential`, serving `operations`.
+    pub fn new(
+        http: reqwest::Client,
+        base_url: Url,
+        credential: Credential,
+        operations: BTreeMap<String, Arc<Operation>>,
+    ) -> Self {
+        RestClient {
+            http,
+            base_url,
+            credential,
+            operations,
+            limits: None,
+        }
+    }
+
+    /// The same client, recording the rate-limit headers of every answer into `sink`.
+    pub fn with_limits(mut self, sink: LimitsSink) -> Self {
+        self.limits = Some(sink);
+        self
+    }
+
+    /// Runs one attempt of `request`, a call of a tool from configuration.
+    pub async fn call(
+        &self,
+        request: &ToolRequest,
+        _timeout: Duration,
+    ) -> Result<ToolOutput, UpstreamError> {
+        let ToolRequest::Configured(call) = request else {
+            return Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!(
+                    "an http provider serves only tools from configuration, not {}",
+                    request.tool()
+                ),
+            )
+            .before_write());
+        };
+        let Some(operation) = self.operations.get(call.tool) else {
+            return Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!("this http provider does not serve {}", call.tool),
+            )
+            .before_write());
+        };
+        self.send(operation, call).await.map(ToolOutput::Configured)
+    }
+
+    async fn send(&self, operation: &Operation, call: &Call) -> Result<Output, UpstreamError> {
+        let outgoing = operation
+            .request(&call.arguments, call.idempotency_key.as_deref())
+            .map_err(|(field, why)| {
+                UpstreamError::new(
+                    ErrorKind::Rejected {
+                        message: format!("{field} {why}"),
+                    },
+                    "an argument cannot be sent",
+                )
+                .before_write()
+            })?;
+        let method = match outgoing.method {
+            Method::Get => reqwest::Method::GET,
+            Method::Post => reqwest::Method::POST,
+            Method::Put => reqwest::Method::PUT,
+            Method::Patch => reqwest::Method::PATCH,
+            Method::Delete => reqwest::Method::DELETE,
+        };
+        let mut req = self
+            .http
+            .request(method, outgoing.url(&self.base_url))
+            .header(ACCEPT, "application/json");
+        req = match &self.credential {
+            Credential::None => req,
+            Credential::Bearer(token) => req.bearer_auth(token.expose()),
+            Credential::ApiKey(header, key) => req.header(header.clone(), key.expose()),
+            Credential::Basic(user, password) => {
+                req.basic_auth(user.expose(), Some(password.expose()))
+            }
+        };
+        if let Some((header, key)) = &outgoing.idempotency {
+            req = req.header(header.as_str(), key.as_str());
+        }
+        if let Some(body) = &outgoing.body {
+            req = req.json(body);
+        }
+        let response = traced(req).send().await.map_err(transport_error)?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        if let Some(sink) = &self.limits {
+            sink.observe(&headers);
+        }
+        let body = read_body(response).await?;
+        let waits = Waits {
+            retry_after: text(&headers, "retry-after"),
+            ratelimit_reset: text(&headers, "ratelimit-reset")
+                .or_else(|| text(&headers, "x-ratelimit-reset")),
+        };
+        let request_id = text(&headers, "x-request-id").map(str::to_string);
+        operation
+            .read(status, waits, &body, crate::clock::system_now())
+            .map(|kept| Output {
+                data: kept.data,
+                content: kept.content,
+            })
+            .map_err(|class| {
+                let mut e = upstream_error(class);
+                e.request_id = request_id;
+                e
+            })
+    }
+}
+
+/// A header's value as text, when it is readable.
+fn text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name)?.to_str().ok()
+}
+
+/// The operation's classification in the gateway's terms. A refusal, a rate limit and a
+/// misconfiguration mean the provider did not act on the request, so a write they answer was
+/// not carried out; a server error or a malformed success may have acted.
+pub fn upstream_error(class: Class) -> UpstreamError {
+    let (kind, detail) = match class {
+        Class::Answer(_) => (
+            ErrorKind::Malformed,
+            "an answer classified as a failure".to_string(),
+        ),
+        Class::Rejected { message } => (
+            ErrorKind::Rejected {
+                message: message.clone(),
+            },
+            format!("refused: {message}"),
+        ),
+        Class::RateLimited { retry_after } => (
+            ErrorKind::RateLimited { retry_after },
+            "rate limited (HTTP 429)".to_string(),
+        ),
+        Class::Server {
+            status,
+            retry_after,
+        } => (
+            ErrorKind::Server {
+                status,
+                retry_after,
+            },
+            format!("HTTP {status}"),
+        ),
+        Class::Misconfigured { status } => (
+            ErrorKind::Misconfigured { status },
+            format!("HTTP {status}: check the provider's base_url and credentials"),
+        ),
+        Class::Malformed { detail } => (ErrorKind::Malformed, detail),
+    };
+    UpstreamError::new(kind, detail)
+}

@@ -1,0 +1,101 @@
+//! Tools from configuration in the catalog's terms: a `tools/*.toml` file of kind `http` gives a
+//! tool its name, title, access and JSON Schemas, and this module makes a [`ToolSpec`] of them,
+//! so the call path, the manifests and every protocol treat it as they treat a catalog tool.
+//!
+//! Its arguments are checked by its input schema alone (there is no Rust type behind them) and
+//! handed over as they came, in a [`Call`]; its provider answers with an [`Output`], the kept
+//! result and the `content` text. How the request and the result are made is the adapter's
+//! business (`http_tool`), not the catalog's.
+//!
+//! Every part of the gateway holds catalog entries as `&'static ToolSpec`. A configured tool's
+//! entry is made once per distinct definition and lives as long as the process, like the
+//! catalog's: a reload that reads the same file again gets the same entry back, so reloading
+//! never grows memory unless the definitions themselves change.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::{Access, CallMode, FieldError, Parse, Schema, ToolRequest, ToolSpec};
+
+/// What a tool file says about the tool itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition {
+    /// The tool's name.
+    pub name: String,
+    /// A short human title.
+    pub title: String,
+    /// Read or write.
+    pub access: Access,
+    /// The mode it is built for.
+    pub built_for: CallMode,
+    /// The JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// The JSON Schema of its result.
+    pub output_schema: Value,
+}
+
+/// A checked call of a tool from configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The tool's name.
+    pub tool: &'static str,
+    /// The arguments, valid for the tool's input schema.
+    pub arguments: Value,
+    /// A write's idempotency key (required for one), which its provider deduplicates by.
+    pub idempotency_key: Option<String>,
+}
+
+/// A provider's answer to a tool from configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// The kept result (the call's `data`).
+    pub data: Value,
+    /// The text a model reads.
+    pub content: String,
+}
+
+/// The entries made so far, each once. A `std` mutex: held for a comparison of a few
+/// definitions when a configuration is loaded, never on a call.
+static MADE: Mutex<Vec<(Definition, &'static ToolSpec)>> = Mutex::new(Vec::new());
+
+/// The catalog entry of `definition`: the one made before for an equal definition, or a new one.
+pub fn spec(definition: &Definition) -> &'static ToolSpec {
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, spec)) = made.iter().find(|(d, _)| d == definition) {
+        return spec;
+    }
+    let write = definition.access == Access::Write;
+    let spec: &'static ToolSpec = Box::leak(Box::new(ToolSpec {
+        name: Box::leak(definition.name.clone().into_boxed_str()),
+        title: Box::leak(definition.title.clone().into_boxed_str()),
+        access: definition.access,
+        // A read may be repeated; a write is repeated only by its idempotency key.
+        idempotent: !write,
+        built_for: definition.built_for,
+        needs_idempotency_key: write,
+        input_schema: Schema::Given(definition.input_schema.clone()),
+        output_schema: Schema::Given(definition.output_schema.clone()),
+        parse: Parse::Configured,
+    }));
+    made.push((definition.clone(), spec));
+    spec
+}
+
+/// Schema-valid arguments as a [`Call`], with the idempotency key a write needs.
+pub(super) fn parse(
+    spec: &ToolSpec,
+    arguments: Value,
+    idempotency_key: Option<&str>,
+) -> Result<ToolRequest, Vec<FieldError>> {
+    let idempotency_key = if spec.needs_idempotency_key {
+        Some(super::idempotency_key(spec.name, idempotency_key).map_err(|e| vec![e])?)
+    } else {
+        None
+    };
+    Ok(ToolRequest::Configured(Call {
+        tool: spec.name,
+        arguments,
+        idempotency_key,
+    }))
+}
