@@ -281,11 +281,11 @@ impl Operation {
             }
             None => None,
         };
-        let content = keep.as_ref().and_then(|keep| {
-            Content::compile(&def.content, keep.names())
-                .map_err(|message| problems.push(Problem::new("content", message)))
-                .ok()
-        });
+        // Checked against the fields the file names even when one of their paths is wrong, so
+        // both mistakes are reported at once.
+        let content = Content::compile(&def.content, def.keep.iter().map(|(n, _)| n.as_str()))
+            .map_err(|message| problems.push(Problem::new("content", message)))
+            .ok();
         for status in &def.rejected {
             if !(400..=499).contains(status) || *status == 429 {
                 problems.push(Problem::new(
