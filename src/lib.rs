@@ -11,7 +11,8 @@
 //! - floor 1: [`tools`] (the catalog, pure), [`policy`] (backoff, jitter, retry policy),
 //!   [`texts`] (every sentence a model reads), [`store`] (the database and named migrations),
 //!   [`fingerprint`] (canonical JSON, FNV), [`clock`] (the one place that reads the wall clock)
-//!   and [`clients`] (who a call is for);
+//!   [`clients`] (who a call is for) and [`http_tool`] (tools from configuration: request and
+//!   result, pure);
 //! - floor 2: [`breaker`], the circuit breaker (pure; time passed in);
 //! - floor 3: [`config`], configuration read and validated once, and [`fleet`], the breakers'
 //!   state shared through the store (across replicas and restarts);
