@@ -76,6 +76,8 @@ fn output_tool(o: &ToolOutput) -> &'static str {
         ToolOutput::GetFlightStatus(_) => "get_flight_status",
         ToolOutput::BookFlight(_) => "book_flight",
         ToolOutput::BookHotel(_) => "book_hotel",
+        // No Duffel or Amadeus answer is a tool from configuration's (fuzz/http_tool has those).
+        ToolOutput::Configured(_) => "a tool from configuration",
     }
 }
 

@@ -37,6 +37,8 @@ fn args_json(request: &ToolRequest) -> Value {
         ToolRequest::GetFlightStatus(a) => serde_json::to_value(a),
         ToolRequest::BookFlight(a, _) => serde_json::to_value(a),
         ToolRequest::BookHotel(a, _) => serde_json::to_value(a),
+        // The catalog has no tool from configuration; such a call carries its arguments as sent.
+        ToolRequest::Configured(call) => Ok(call.arguments.clone()),
     };
     v.unwrap_or_else(|e| panic!("typed arguments do not serialize: {e}"))
 }
