@@ -83,12 +83,14 @@ impl Provider {
     }
 
     /// The account this provider is called with: a digest of its identifying credential
-    /// (Duffel's access token, Amadeus's API key), never the credential. Breakers of scope
+    /// (Duffel's access token, Amadeus's API key, an http provider's token, key or user name),
+    /// never the credential. Breakers of scope
     /// `credential` are keyed by it.
     pub fn account(&self) -> &str {
         match self {
             Provider::Duffel(c) => c.account(),
             Provider::Amadeus(c) => c.account(),
+            Provider::Rest(c) => c.account(),
         }
     }
 

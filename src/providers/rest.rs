@@ -41,6 +41,8 @@ pub struct RestClient {
     http: reqwest::Client,
     base_url: Url,
     credential: Credential,
+    /// The digest of the identifying credential: which account this client calls.
+    account: String,
     /// Each served tool's operation, by tool name.
     operations: BTreeMap<String, Arc<Operation>>,
     limits: Option<LimitsSink>,
@@ -54,10 +56,19 @@ impl RestClient {
         credential: Credential,
         operations: BTreeMap<String, Arc<Operation>>,
     ) -> Self {
+        // The user name identifies a Basic account (the password only proves it); a provider
+        // called without a credential is one account, named by its base URL.
+        let account = match &credential {
+            Credential::None => Secret::new(base_url.as_str()).digest(),
+            Credential::Bearer(token) => token.digest(),
+            Credential::ApiKey(_, key) => key.digest(),
+            Credential::Basic(user, _) => user.digest(),
+        };
         RestClient {
             http,
             base_url,
             credential,
+            account,
             operations,
             limits: None,
         }
@@ -67,6 +78,11 @@ impl RestClient {
     pub fn with_limits(mut self, sink: LimitsSink) -> Self {
         self.limits = Some(sink);
         self
+    }
+
+    /// The account this client calls, as the digest of its identifying credential.
+    pub fn account(&self) -> &str {
+        &self.account
     }
 
     /// Runs one attempt of `request`, a call of a tool from configuration.
