@@ -364,3 +364,150 @@ async fn a_tool_result_missed_on_a_broken_stream_is_replayed_after_last_event_id
         "the flight's status: {message:#}"
     );
 }
+
+/// Hotel search held at both providers by `window` (from `start` to `end`, for "the providers'
+/// announced upgrade"), and a weekly window of `search_flights` on duffel to come.
+async fn held_hotels(
+    start: chrono::DateTime<chrono::Utc>,
+    end: chrono::DateTime<chrono::Utc>,
+) -> Stack {
+    use faregate::maintenance::{When, Window};
+    let window = |tool: &str, provider: &str, when: When| Window {
+        tool: tool.into(),
+        provider: provider.into(),
+        when,
+        reason: "the providers' announced upgrade".into(),
+    };
+    let later = faregate::clock::utc_now() + chrono::TimeDelta::days(3);
+    let weekly = When::Weekly {
+        day: chrono::Datelike::weekday(&later),
+        at: chrono::NaiveTime::from_hms_opt(3, 0, 0).unwrap_or_default(),
+        lasts: Duration::from_secs(3600),
+    };
+    Stack::builder(14)
+        .config(move |mut config| {
+            config.maintenance = vec![
+                window("search_hotels", "duffel", When::Once { start, end }),
+                window("search_hotels", "amadeus", When::Once { start, end }),
+                window("search_flights", "duffel", weekly),
+            ];
+            config
+        })
+        .start()
+        .await
+}
+
+/// The whole resource of one `resources/read` answer.
+fn resource(read: &Value) -> Value {
+    serde_json::from_str(text(&read["result"]["contents"][0]["text"])).unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn the_availability_resource_says_when_a_tool_is_in_maintenance_and_lists_the_windows() {
+    let now = faregate::clock::utc_now();
+    let end = now + chrono::TimeDelta::hours(1);
+    let s = held_hotels(now - chrono::TimeDelta::minutes(1), end).await;
+    let session = Session::open(&s).await;
+    let read = session
+        .request(
+            "resources/read",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+        .await;
+
+    let hotels = entry(&read, "search_hotels");
+    assert_eq!(hotels["state"], "maintenance", "{hotels:#}");
+    let until = end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    assert_eq!(hotels["maintenance"]["until"], until.as_str(), "{hotels:#}");
+    assert_eq!(
+        hotels["maintenance"]["reason"], "the providers' announced upgrade",
+        "{hotels:#}"
+    );
+    let retry = hotels["retry_after_s"].as_u64().unwrap_or_default();
+    assert!(
+        (3500..=3600).contains(&retry),
+        "until the window ends: {hotels:#}"
+    );
+    assert_eq!(
+        hotels["providers"][0]["maintenance"]["until"],
+        until.as_str(),
+        "{hotels:#}"
+    );
+    assert_eq!(hotels["providers"][0]["breaker"], "closed", "{hotels:#}");
+
+    // Flight search keeps amadeus outside any window, and its duffel window is still to come.
+    let flights = entry(&read, "search_flights");
+    assert_eq!(flights["state"], "available", "{flights:#}");
+    assert_eq!(flights["maintenance"], Value::Null, "{flights:#}");
+    assert_eq!(flights["providers"][0]["maintenance"], Value::Null);
+
+    let windows = resource(&read)["maintenance_windows"].clone();
+    let listed: Vec<(String, String, bool)> = windows
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .map(|w| {
+                    (
+                        text(&w["tool"]).to_string(),
+                        text(&w["provider"]).to_string(),
+                        w["active"].as_bool().unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        listed,
+        [
+            ("search_hotels".to_string(), "amadeus".to_string(), true),
+            ("search_hotels".to_string(), "duffel".to_string(), true),
+            ("search_flights".to_string(), "duffel".to_string(), false),
+        ],
+        "{windows:#}"
+    );
+    assert_eq!(windows[2]["reason"], "the providers' announced upgrade");
+}
+
+/// A window that opens and closes with no breaker moving: each is news to a subscriber.
+#[tokio::test]
+async fn subscribers_hear_when_a_maintenance_window_starts_and_ends() {
+    let now = faregate::clock::utc_now();
+    let start = now + chrono::TimeDelta::seconds(3);
+    let s = held_hotels(start, start + chrono::TimeDelta::seconds(2)).await;
+    let session = Session::open(&s).await;
+    let read = || {
+        session.request(
+            "resources/read",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+    };
+    assert_eq!(entry(&read().await, "search_hotels")["state"], "available");
+    let subscribed = session
+        .request(
+            "resources/subscribe",
+            json!({"uri": "faregate://tools/availability"}),
+        )
+        .await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed:#}");
+    let mut events = s
+        .http
+        .get(s.url("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-session-id", &session.id)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(events.status().as_u16(), 200);
+    let mut seen = String::new();
+
+    next_update(&mut events, &mut seen).await;
+    assert_eq!(
+        entry(&read().await, "search_hotels")["state"],
+        "maintenance"
+    );
+    next_update(&mut events, &mut seen).await;
+    let after = entry(&read().await, "search_hotels");
+    assert_eq!(after["state"], "available", "{after:#}");
+    assert_eq!(after["maintenance"], Value::Null, "{after:#}");
+}
