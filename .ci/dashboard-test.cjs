@@ -60,6 +60,24 @@ async function colourWithin(page, colour, ms, what) {
     await colourWithin(page, "red", 1000, "outage");
     const stateNow = await page.getAttribute(TILE, "data-state");
     if (stateNow !== "open") fail("expected state open, got " + stateNow);
+
+    // Background searches wait out the outage in the queue: the queue panel shows how many per
+    // tool and how long the oldest due one has waited (the figures refresh every 5 s).
+    for (let i = 0; i < 3; i++) {
+      const queued = await post(`${gw}/v1/tools/search_flights/call`, { mode: "background", arguments: { origin: "JFK", destination: "LHR", departure_date: day(30 + i) } }, clientKey);
+      if (queued.status !== 202) fail("background submission: " + queued.status + " " + queued.body);
+    }
+    const ROW = '#queue tr[data-tool="search_flights"]';
+    try {
+      await page.waitForFunction((row) => {
+        const r = document.querySelector(row);
+        return r && Number(r.dataset.queued) + Number(r.dataset.retrying) >= 3 && r.dataset.oldestDueS !== "";
+      }, ROW, { timeout: 20000 });
+    } catch (e) { fail("the queue panel does not show the 3 waiting search_flights jobs and their oldest due age within 20 s: " + await page.innerHTML("#queue")); }
+    const row = await page.$eval(ROW, (r) => ({ queued: r.dataset.queued, retrying: r.dataset.retrying, oldest: r.dataset.oldestDueS, text: r.textContent }));
+    if (!(Number(row.oldest) >= 0)) fail("oldest due age is not a number of seconds: " + JSON.stringify(row));
+    if (!/\d+ s|min/.test(row.text)) fail("the oldest due age is not shown: " + JSON.stringify(row));
+    console.log(`  queue: search_flights ${row.queued} queued, ${row.retrying} retrying, oldest due ${row.oldest} s`);
     await page.waitForTimeout(300);
     // Close the event stream before the screenshot (an open stream can stall screenshots).
     await page.evaluate(() => window.faregateDashboard.stop());
