@@ -3,11 +3,13 @@
 //! propagates, half-open probes are leased fleet-wide, forced states survive restarts);
 //! `degraded` takes PostgreSQL away from one replica and gives it back; and `spool` does so
 //! while background jobs arrive and run; `watches` restarts a watch's gateway and runs one
-//! watch on two replicas; `scope` shares one breaker per provider account across replicas.
+//! watch on two replicas; `scope` shares one breaker per provider account across replicas;
+//! `back_in_service` sends one back-in-service notice from two replicas.
 //!
 //! The PostgreSQL tests need `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it each
 //! says so on stderr and checks nothing. Each uses a schema of its own, dropped at the end.
 
+mod back_in_service;
 mod breakers;
 mod degraded;
 mod queue;
