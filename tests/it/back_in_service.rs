@@ -157,14 +157,15 @@ async fn a_notice_is_posted_once_signed_when_the_tool_answers_again_and_not_befo
     );
 }
 
-/// Two clients on one gateway: `agency` and `rival`, both searching only.
+/// Two clients on one gateway, with fast breakers: `agency` may search flights only, `rival`
+/// hotels only.
 async fn two_clients() -> Stack {
     use faregate::clients::{ClientName, Scope, digest};
     use faregate::config::{ClientConfig, ClientKey};
-    let client = |name: &str, key: &str| ClientConfig {
+    let client = |name: &str, key: &str, tool: &str| ClientConfig {
         name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
         key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::new(vec!["search_*".to_string()], false).unwrap_or_else(|e| panic!("{e}")),
+        scope: Scope::new(vec![tool.to_string()], false).unwrap_or_else(|e| panic!("{e}")),
         limits: faregate::config::default_limits(),
         budget: None,
     };
@@ -172,8 +173,11 @@ async fn two_clients() -> Stack {
         .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]))
         .callbacks_to(MockServer::start().await)
         .config(move |mut c| {
-            c.clients = vec![client("agency", "agency-key"), client("rival", "rival-key")];
-            c
+            c.clients = vec![
+                client("agency", "agency-key", "search_flights"),
+                client("rival", "rival-key", "search_hotels"),
+            ];
+            fast_breakers(c)
         })
         .jobs()
         .start()
@@ -232,14 +236,14 @@ async fn notices_are_refused_naming_the_fix_and_belong_to_their_client() {
     assert_eq!(status, 422, "{body:#}");
     assert!(message(&body).contains("expires_in"), "{body:#}");
     let (status, body) =
-        create(json!({"tool": "book_flight", "callback_url": s.callback_url()})).await;
+        create(json!({"tool": "search_hotels", "callback_url": s.callback_url()})).await;
     assert_eq!(status, 403, "{body:#}");
     let (status, body) =
         create(json!({"tool": "find_trains", "callback_url": s.callback_url()})).await;
     assert_eq!(status, 404, "{body:#}");
 
     let (status, created) =
-        create(json!({"tool": "search_hotels", "callback_url": s.callback_url()})).await;
+        create(json!({"tool": "search_flights", "callback_url": s.callback_url()})).await;
     assert_eq!(status, 201, "{created:#}");
     assert_eq!(created["client"], "agency", "{created:#}");
     assert_eq!(created["available_now"], true, "{created:#}");
@@ -275,4 +279,145 @@ async fn notices_are_refused_naming_the_fix_and_belong_to_their_client() {
     )
     .await;
     assert_eq!(status, 404, "{body:#}");
+}
+
+/// Reads server-sent events until one of type `kind` arrives; its data.
+async fn next_event(res: &mut reqwest::Response, buf: &mut String, kind: &str) -> Value {
+    let read = async {
+        loop {
+            while let Some(cut) = buf.find("\n\n") {
+                let block: String = buf.drain(..cut + 2).collect();
+                let mut event = "";
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(e) = line.strip_prefix("event:") {
+                        event = e.trim();
+                    } else if let Some(d) = line.strip_prefix("data:") {
+                        data.push_str(d.trim());
+                    }
+                }
+                if event == kind {
+                    return serde_json::from_str(&data).unwrap_or_else(|e| panic!("{data}: {e}"));
+                }
+            }
+            let chunk = res
+                .chunk()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap_or_else(|| panic!("the stream ended"));
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .unwrap_or_else(|_| panic!("no {kind} event within 20 s; read so far: {buf}"))
+}
+
+async fn stream(s: &Stack, key: &str) -> reqwest::Response {
+    let res = s
+        .http
+        .get(s.url("/v1/availability/events"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(res.status().as_u16(), 200);
+    res
+}
+
+/// Calls `tool` as `key`'s client, with `arguments(day)` for a new day each time (no answer
+/// from memory), until the gateway says the tool answers (`available`) or does not.
+async fn call_until(
+    s: &Stack,
+    key: &str,
+    tool: &str,
+    arguments: impl Fn(i64) -> Value,
+    available: bool,
+) {
+    let mut day = 10;
+    wait_until(Duration::from_secs(20), "the tool's availability", || {
+        day += 1;
+        let body = json!({ "arguments": arguments(day) });
+        async move {
+            let (_, envelope) = as_client(
+                s,
+                key,
+                reqwest::Method::POST,
+                &format!("/v1/tools/{tool}/call"),
+                Some(body),
+            )
+            .await;
+            let (_, breakers) = as_client(s, key, reqwest::Method::GET, "/v1/breakers", None).await;
+            let now = breakers["tools"]
+                .as_array()
+                .and_then(|t| t.iter().find(|t| t["tool"] == tool))
+                .is_some_and(|t| t["available"] == available);
+            if now {
+                Ok(())
+            } else {
+                Err(format!("{envelope:#}"))
+            }
+        }
+    })
+    .await;
+}
+
+fn flights(day: i64) -> Value {
+    json!({"origin": "JFK", "destination": "LHR", "departure_date": in_days(day)})
+}
+
+fn hotels(day: i64) -> Value {
+    json!({"city_code": "PAR", "check_in_date": in_days(day), "check_out_date": in_days(day + 2)})
+}
+
+#[tokio::test]
+async fn the_availability_stream_tells_each_client_only_about_its_own_tools() {
+    let s = two_clients().await;
+    let (mut agency, mut rival) = (
+        stream(&s, "agency-key").await,
+        stream(&s, "rival-key").await,
+    );
+    let (mut agency_buf, mut rival_buf) = (String::new(), String::new());
+    let ready = next_event(&mut agency, &mut agency_buf, "ready").await;
+    assert_eq!(
+        ready,
+        json!({"tools": [{"tool": "search_flights", "available": true}]})
+    );
+    let ready = next_event(&mut rival, &mut rival_buf, "ready").await;
+    assert_eq!(
+        ready,
+        json!({"tools": [{"tool": "search_hotels", "available": true}]})
+    );
+
+    // Flight search goes down first: only the agency hears of it.
+    s.flights_down();
+    call_until(&s, "agency-key", "search_flights", flights, false).await;
+    let down = next_event(&mut agency, &mut agency_buf, "availability").await;
+    assert_eq!(down["tool"], "search_flights", "{down:#}");
+    assert_eq!(down["available"], false, "{down:#}");
+
+    // Then hotel search: the rival's first news is its own tool, never the flights.
+    s.down(faregate_sim::RouteGroup::DuffelStays);
+    s.down(faregate_sim::RouteGroup::AmadeusHotels);
+    call_until(&s, "rival-key", "search_hotels", hotels, false).await;
+    let down = next_event(&mut rival, &mut rival_buf, "availability").await;
+    assert_eq!(down["tool"], "search_hotels", "{down:#}");
+    assert_eq!(down["available"], false, "{down:#}");
+
+    // Healed, and probed back to closed: each hears its tool is back.
+    s.sim.clear_faults();
+    call_until(&s, "agency-key", "search_flights", flights, true).await;
+    call_until(&s, "rival-key", "search_hotels", hotels, true).await;
+    let back = next_event(&mut agency, &mut agency_buf, "availability").await;
+    assert_eq!(
+        (back["tool"].clone(), back["available"].clone()),
+        (json!("search_flights"), json!(true)),
+        "{back:#}"
+    );
+    let back = next_event(&mut rival, &mut rival_buf, "availability").await;
+    assert_eq!(
+        (back["tool"].clone(), back["available"].clone()),
+        (json!("search_hotels"), json!(true)),
+        "{back:#}"
+    );
 }

@@ -176,3 +176,80 @@ pub(crate) async fn delete(
         .map_err(|e| refused(e, &id))?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// How often the availability stream looks, besides on every breaker transition: a maintenance
+/// window's start or end is a time passing, not an event.
+const STREAM_LOOK: Duration = Duration::from_millis(500);
+
+/// The caller's tools and whether each answers now, in catalog order.
+fn availability(state: &AppState, scope: &crate::clients::Scope) -> Vec<(&'static str, bool)> {
+    let now = tokio::time::Instant::now();
+    state
+        .gateway
+        .tools()
+        .iter()
+        .filter(|t| calls::in_scope(scope, t))
+        .map(|t| (t.spec.name, state.gateway.is_available(t, now)))
+        .collect()
+}
+
+/// `GET /v1/availability/events`: server-sent events for the caller's tools only: `ready` with
+/// each tool's availability now, then `availability` (`{"tool", "available", "at"}`) whenever one
+/// of them stops or starts answering, as this replica sees it (its breakers follow the fleet's).
+/// The stream for an application that keeps a connection instead of a callback URL; it ends
+/// when the gateway shuts down.
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use futures::StreamExt as _;
+    use std::convert::Infallible;
+    use tokio::sync::broadcast::error::RecvError;
+
+    let scope = caller.scope();
+    let seen = availability(&state, &scope);
+    let ready = json!({
+        "tools": seen.iter().map(|(tool, available)| json!({"tool": tool, "available": available})).collect::<Vec<_>>(),
+    });
+    let first = futures::stream::once(async move {
+        Ok::<Event, Infallible>(Event::default().event("ready").data(ready.to_string()))
+    });
+    let transitions = state.gateway.breakers().subscribe();
+    let token = state.telemetry.streams_token();
+    let changes = futures::stream::unfold(
+        (state, scope, seen, transitions, token, Vec::<Event>::new()),
+        |(state, scope, mut seen, mut transitions, token, mut pending)| async move {
+            while pending.is_empty() {
+                tokio::select! {
+                    _ = token.cancelled() => return None,
+                    t = transitions.recv() => if matches!(t, Err(RecvError::Closed)) { return None },
+                    _ = tokio::time::sleep(STREAM_LOOK) => {},
+                }
+                let now = availability(&state, &scope);
+                let at = rfc3339(crate::clock::epoch_ms());
+                for (tool, available) in &now {
+                    let before = seen.iter().find(|(t, _)| t == tool).map(|(_, a)| *a);
+                    if before != Some(*available) {
+                        let data = json!({"tool": tool, "available": available, "at": at});
+                        pending.push(
+                            Event::default()
+                                .event("availability")
+                                .data(data.to_string()),
+                        );
+                    }
+                }
+                seen = now;
+            }
+            let event = pending.remove(0);
+            Some((
+                Ok::<Event, Infallible>(event),
+                (state, scope, seen, transitions, token, pending),
+            ))
+        },
+    );
+    Sse::new(first.chain(changes))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}

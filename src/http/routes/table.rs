@@ -511,6 +511,21 @@ pub(crate) const ROUTES: &[Route] = &[
         ],
     ),
     route(
+        "/v1/availability/events",
+        Guard::Client,
+        &[op(
+            Get,
+            Handler::Axum(|m| on(m, back_in_service::events)),
+            "availabilityEvents",
+            "Server-sent events for the caller's tools only: ready (each tool and whether it answers now), then availability ({tool, available, at}) whenever one stops or starts answering (its breakers, forced states and maintenance windows counted). For an application that keeps a connection rather than giving a callback URL.",
+            &[answer(
+                200,
+                "An event stream.",
+                Reply::Media("text/event-stream"),
+            )],
+        )],
+    ),
+    route(
         "/v1/back-in-service/{notice_id}",
         Guard::Client,
         &[
