@@ -54,9 +54,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_http() { # url: up to 10 s for any answer
-  for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
-  echo "no answer from $1" >&2; return 1
+wait_http() { # url [log]: up to 30 s for any answer (a loaded machine starts slowly)
+  for _ in $(seq 300); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "no answer from $1" >&2
+  [[ -n ${2:-} ]] && tail -20 "$2" >&2
+  return 1
 }
 
 fresh_database() { # prints a URL of a new, empty database
@@ -89,7 +91,7 @@ replica() {
       faregate.toml > "$d/faregate.toml"
   RUST_LOG=warn "$BIN" serve --config "$d/faregate.toml" 2>"$d/gateway.log" &
   PIDS+=($!)
-  wait_http "http://127.0.0.1:$((18290 + n))/healthz"
+  wait_http "http://127.0.0.1:$((18290 + n))/healthz" "$d/gateway.log"
 }
 
 start_sim() {
