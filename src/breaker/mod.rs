@@ -44,9 +44,10 @@
 //! - **Open**: rejects at once with `retry_after`. After `open_for` (30 s) it is half-open. Each
 //!   re-open without a full recovery in between doubles the time (with jitter) up to 5 min.
 //! - **Half-open**: up to 3 probes, one every `probe_interval / half_open_probes` (3.3 s). Two fast
-//!   successes close it into the ramp (straight to closed when the open period was a 429's
-//!   `Retry-After`: a rate-limit window that has reset is not a sick provider, and ramping would
-//!   waste the new window; a 503's `Retry-After` still ramps); a failed probe, a probe unanswered after `probe_timeout`,
+//!   successes close it into the ramp. When the open period was a 429's `Retry-After`, the
+//!   first fast success closes it straight to closed: a rate-limit window that has reset is not
+//!   a sick provider (it named the instant itself), and more probes or a ramp would waste the
+//!   new window; a 503's `Retry-After` still probes and ramps. A failed probe, a probe unanswered after `probe_timeout`,
 //!   or too few fast successes left possible (a slow success is neither) reopen it. A probe whose
 //!   outcome is `Ignored` gives its slot back. While background jobs of the tool are due, the
 //!   probes are theirs: an interactive [`Caller`] is refused one.

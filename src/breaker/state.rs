@@ -78,9 +78,9 @@ pub(super) struct Machine {
     /// When the current open period began (meaningful while open).
     opened_at: Instant,
     /// The current open period is a provider's rate-limit pause (a 429 with `Retry-After`),
-    /// not a sickness: when its probes succeed the breaker closes without the ramp. A quota that
-    /// has reset serves at full rate at once, and ramping it would only waste the new window
-    /// (the job system paces a backlog to the learned limit instead).
+    /// not a sickness: its first successful probe closes the breaker, without the ramp. A quota
+    /// that has reset serves at full rate at once, and more probes or a ramp would only waste
+    /// the new window (the job system paces a backlog to the learned limit instead).
     quota_pause: bool,
     /// Whether half-open probes need the fleet's lease, and until when this replica holds it.
     lease: follow::ProbeLease,
@@ -469,7 +469,15 @@ impl Machine {
         retry_after: Option<Duration>,
     ) {
         let kind = self.classify(outcome);
-        let needed = self.config.half_open_successes.max(1);
+        // After the provider's rate-limit pause one success says its quota has reset: the
+        // provider named the instant itself, and was never sick. Waiting for more spaced
+        // probes would only leave the new window unused (and the job system paces the backlog
+        // to the learned limit from there).
+        let needed = if self.quota_pause {
+            1
+        } else {
+            self.config.half_open_successes.max(1)
+        };
         let Phase::HalfOpen(probes) = &mut self.phase else {
             return;
         };

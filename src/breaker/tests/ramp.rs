@@ -147,6 +147,32 @@ async fn a_rate_limit_pause_closes_without_the_ramp() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_rate_limit_pause_closes_on_its_first_successful_probe() {
+    let mut h = Harness::new(config());
+    let retry_after = Some(secs(90.0));
+    h.call(
+        h.at(0.0),
+        Outcome::Failure(FailureReason::RateLimited { retry_after }),
+    )
+    .expect("closed breaker admits");
+    h.call(h.at(90.0), FAST)
+        .expect("the first probe is admitted");
+    assert_eq!(h.state(h.at(90.0)), BreakerState::Closed);
+    h.events();
+    // A 503's pause still waits for `half_open_successes` spaced probes.
+    let h = Harness::new(config());
+    let failed = FailureReason::ServerError {
+        status: 503,
+        retry_after,
+    };
+    h.call(h.at(0.0), Outcome::Failure(failed))
+        .expect("closed breaker admits");
+    h.call(h.at(90.0), FAST)
+        .expect("the first probe is admitted");
+    assert_eq!(h.state(h.at(90.0)), BreakerState::HalfOpen);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_maintenance_pause_still_ramps() {
     // A 503 with Retry-After is a provider coming back from maintenance: it ramps.
     let (_, _, state) = after_retry_after_pause(Outcome::Failure(FailureReason::ServerError {
