@@ -30,6 +30,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::MethodRouter;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
 
 pub use edge::{
     ApiError, Caller, ClientId, ClientLimits, ClientSetup, Keys, Role, ServeOptions, client_setup,
@@ -88,12 +89,7 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         };
         let routed = std::mem::take(group);
         *group = if is_mcp {
-            guarded(
-                &state,
-                route.guard,
-                routed.route(route.path, mcp::service(state.clone(), shutdown.clone())),
-            )
-            .layer(middleware::from_fn(mcp::client_answers))
+            routed.route(route.path, mcp::service(state.clone(), shutdown.clone()))
         } else {
             let methods = route
                 .operations
@@ -109,37 +105,62 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
             }
         };
     }
-    let keyed = guarded(&state, Guard::Client, client).merge(guarded(&state, Guard::Call, calls));
-    open.merge(keyed)
-        .merge(mcp_route)
-        .merge(self_authorized)
-        .fallback(edge::no_route)
-        .layer(middleware::from_fn_with_state(
-            edge::RequestBounds {
-                timeout: state.request_timeout,
-                max_body_bytes: state.max_body_bytes,
-            },
-            edge::bound_request,
+    // A path no route serves is answered behind the outer layers too (traced, bounded).
+    let unrouted = Router::new().fallback(edge::no_route);
+    layered(&state, Guard::Open, false, open)
+        .merge(layered(&state, Guard::Client, false, client))
+        .merge(layered(&state, Guard::Call, false, calls))
+        .merge(layered(&state, Guard::Call, true, mcp_route))
+        .merge(layered(
+            &state,
+            Guard::SelfAuthorized,
+            false,
+            self_authorized,
         ))
-        .layer(edge::trace_layer())
+        .merge(layered(&state, Guard::Open, false, unrouted))
         .with_state(state)
 }
 
-/// `routes` behind the edge layers of `guard` (steps 3 to 5 above): client-key authentication
-/// for `Client` and `Call`, the per-client limits for `Call`, and the body limit.
-fn guarded(state: &AppState, guard: Guard, routes: Router<AppState>) -> Router<AppState> {
-    let routes = match guard {
-        Guard::Call => routes.layer(middleware::from_fn_with_state(
-            (state.limits.clone(), state.telemetry.clone()),
-            edge::limit_calls,
-        )),
-        Guard::Client => routes,
-        Guard::Open | Guard::SelfAuthorized => return routes,
-    };
-    routes
-        .layer(DefaultBodyLimit::max(state.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            state.keys.clone(),
-            edge::require_client,
-        ))
+/// `routes` behind every edge layer of `guard`, steps 1 to 5 above (and `mcp::client_answers`
+/// for `/mcp`): the request span and the request's bounds for every route, client-key
+/// authentication for `Client` and `Call`, the per-client limits for `Call`, and the body
+/// limit.
+///
+/// All in one `layer` call: axum boxes each route once per `layer` call, and every request
+/// clones each box (with everything inside it) once per layer above it, so a layer added on
+/// its own cost every call several allocations and a copy of the layers under it.
+fn layered(
+    state: &AppState,
+    guard: Guard,
+    mcp: bool,
+    routes: Router<AppState>,
+) -> Router<AppState> {
+    let outer =
+        ServiceBuilder::new()
+            .layer(edge::trace_layer())
+            .layer(middleware::from_fn_with_state(
+                edge::RequestBounds {
+                    timeout: state.request_timeout,
+                    max_body_bytes: state.max_body_bytes,
+                },
+                edge::bound_request,
+            ));
+    let authenticated = middleware::from_fn_with_state(state.keys.clone(), edge::require_client);
+    let body_limit = DefaultBodyLimit::max(state.max_body_bytes);
+    let limits = middleware::from_fn_with_state(
+        (state.limits.clone(), state.telemetry.clone()),
+        edge::limit_calls,
+    );
+    match guard {
+        Guard::Call if mcp => routes.layer(
+            outer
+                .layer(middleware::from_fn(mcp::client_answers))
+                .layer(authenticated)
+                .layer(body_limit)
+                .layer(limits),
+        ),
+        Guard::Call => routes.layer(outer.layer(authenticated).layer(body_limit).layer(limits)),
+        Guard::Client => routes.layer(outer.layer(authenticated).layer(body_limit)),
+        Guard::Open | Guard::SelfAuthorized => routes.layer(outer),
+    }
 }
