@@ -273,6 +273,65 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `faregate import-openapi`: tool files and fallback prompts for operations of an OpenAPI
+/// document, written where `faregate.toml`'s default `tools_dir` and `prompts_dir` are, never
+/// over an existing file.
+pub(crate) fn import_openapi(
+    document: &Path,
+    operations: &[String],
+    provider: &str,
+    out: &Path,
+) -> anyhow::Result<ExitCode> {
+    faregate::telemetry::init_default();
+    let text = std::fs::read_to_string(document)
+        .with_context(|| format!("cannot read {}", document.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not JSON (faregate reads OpenAPI documents as JSON; convert a YAML one first)",
+            document.display()
+        )
+    })?;
+    let imported = match config::import_openapi(&doc, operations, provider) {
+        Ok(imported) => imported,
+        Err(errors) => {
+            for e in &errors {
+                println!("error: {e}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    for tool in &imported {
+        for (dir, file, text) in [
+            ("tools", format!("{}.toml", tool.name), &tool.tool_file),
+            (
+                "prompts",
+                format!("{}.unavailable.md", tool.name),
+                &tool.fallback,
+            ),
+        ] {
+            let path = out.join(dir).join(file);
+            std::fs::create_dir_all(out.join(dir))
+                .with_context(|| format!("cannot create {}", out.join(dir).display()))?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+                .with_context(|| {
+                    format!(
+                        "cannot write {} (an existing file is never replaced)",
+                        path.display()
+                    )
+                })?;
+            println!("wrote {}", path.display());
+        }
+    }
+    println!(
+        "review the descriptions, content templates and kept fields, then run `faregate check`"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `faregate manifest`: the configured tools in one of the manifest formats.
 ///
 /// This reads configuration only (no provider is contacted and no breaker exists), so it lists

@@ -57,6 +57,21 @@ enum Command {
         #[arg(long, default_value = "faregate.toml")]
         config: PathBuf,
     },
+    /// Write tool files of kind http from operations of an OpenAPI 3.0/3.1 document (JSON), for
+    /// a person to review before `faregate check` and serving.
+    ImportOpenapi {
+        /// The OpenAPI document, as JSON.
+        document: PathBuf,
+        /// An operation id to import as one tool; repeat for several.
+        #[arg(long = "operation", required = true)]
+        operations: Vec<String>,
+        /// The provider of kind http that serves the tools (its `[providers.NAME]`).
+        #[arg(long)]
+        provider: String,
+        /// Where `tools/` and `prompts/` are (the directory of faregate.toml).
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+    },
     /// Print the tool manifest.
     Manifest {
         /// The configuration file.
@@ -95,6 +110,12 @@ fn main() -> ExitCode {
             Command::Sim(args) => cli::demo::sim(&args).await,
             Command::Check { config } => cli::check(&config),
             Command::Manifest { config, format } => cli::manifest(&config, &format),
+            Command::ImportOpenapi {
+                document,
+                operations,
+                provider,
+                out,
+            } => cli::import_openapi(&document, &operations, &provider, &out),
         }
     });
     match result {

@@ -460,6 +460,8 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
                 "key_env",
                 "username_env",
                 "password_env",
+                "token_url",
+                "scope",
             ] {
                 s.has(key);
             }
@@ -575,10 +577,27 @@ fn read_http_auth(s: &Section<'_>) -> Option<HttpAuth> {
                 password_env: password_env?,
             }
         }
+        "oauth2" => {
+            let token_url = s
+                .required_string("token_url", "\"https://auth.example.com/oauth/token\"")
+                .and_then(|u| {
+                    parse_http_url(&u)
+                        .map_err(|msg| s.error("token_url", msg))
+                        .ok()
+                });
+            let client_id_env = env("client_id_env", "\"HOTELS_CLIENT_ID\"");
+            let client_secret_env = env("client_secret_env", "\"HOTELS_CLIENT_SECRET\"");
+            HttpAuth::OAuth2 {
+                token_url: token_url?,
+                client_id_env: client_id_env?,
+                client_secret_env: client_secret_env?,
+                scope: s.string("scope"),
+            }
+        }
         other => {
             s.error(
                 "auth",
-                format!("unknown authentication \"{other}\"; valid: none, bearer, api_key, basic"),
+                format!("unknown authentication \"{other}\"; valid: none, bearer, api_key, basic, oauth2"),
             );
             return None;
         }

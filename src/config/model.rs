@@ -365,6 +365,18 @@ pub enum HttpAuth {
         /// Variable with the password.
         password_env: String,
     },
+    /// OAuth2 client credentials: a token fetched from `token_url`, shared by every call of the
+    /// provider and fetched once for concurrent calls.
+    OAuth2 {
+        /// The token endpoint.
+        token_url: Url,
+        /// Variable with the client id.
+        client_id_env: String,
+        /// Variable with the client secret.
+        client_secret_env: String,
+        /// The scope asked for, when the provider wants one.
+        scope: Option<String>,
+    },
 }
 
 impl ProviderKind {

@@ -15,6 +15,7 @@ pub mod error;
 pub mod http;
 pub mod kept;
 pub mod limits;
+pub mod oauth2;
 pub mod rest;
 mod secret;
 
@@ -290,7 +291,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                 );
             }
             ProviderKind::Http { auth } => {
-                let credential = match http_credential(auth, env) {
+                let credential = match http_credential(name, auth, env, &http) {
                     Ok(c) => c,
                     Err(missing) if loopback => {
                         out.warnings.push(format!(
@@ -325,8 +326,14 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
     out
 }
 
-/// The credential `auth` names, read from `env`, or the variables that are not set.
-fn http_credential(auth: &HttpAuth, env: &dyn Env) -> Result<rest::Credential, String> {
+/// The credential `auth` names for provider `name`, read from `env` (an OAuth2 token source
+/// asking through `http`), or the variables that are not set.
+fn http_credential(
+    name: &str,
+    auth: &HttpAuth,
+    env: &dyn Env,
+    http: &reqwest::Client,
+) -> Result<rest::Credential, String> {
     let read = |var: &str| env.var(var).map(Secret::new).ok_or_else(|| var.to_string());
     Ok(match auth {
         HttpAuth::None => rest::Credential::None,
@@ -345,6 +352,27 @@ fn http_credential(auth: &HttpAuth, env: &dyn Env) -> Result<rest::Credential, S
             (user, password) => {
                 let missing: Vec<String> =
                     [user.err(), password.err()].into_iter().flatten().collect();
+                return Err(missing.join(" and "));
+            }
+        },
+        HttpAuth::OAuth2 {
+            token_url,
+            client_id_env,
+            client_secret_env,
+            scope,
+        } => match (read(client_id_env), read(client_secret_env)) {
+            (Ok(id), Ok(secret)) => rest::Credential::OAuth2(
+                oauth2::TokenSource::new(
+                    name,
+                    http.clone(),
+                    token_url.clone(),
+                    (id, secret),
+                    rest::token_failure,
+                )
+                .with_scope(scope.clone()),
+            ),
+            (id, secret) => {
+                let missing: Vec<String> = [id.err(), secret.err()].into_iter().flatten().collect();
                 return Err(missing.join(" and "));
             }
         },

@@ -15,10 +15,11 @@ use reqwest::Url;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName};
 
 use super::error::{ErrorKind, UpstreamError};
-use super::http::{read_body, traced, transport_error};
+use super::http::{read_body, retry_after, traced, transport_error};
 use super::limits::LimitsSink;
+use super::oauth2::TokenSource;
 use super::secret::Secret;
-use crate::http_tool::{Class, Method, Operation, Waits};
+use crate::http_tool::{Class, Method, Operation, Outgoing, Waits};
 use crate::tools::configured::{Call, Output};
 use crate::tools::{ToolOutput, ToolRequest};
 
@@ -33,6 +34,9 @@ pub enum Credential {
     ApiKey(HeaderName, Secret),
     /// HTTP Basic: user name and password.
     Basic(Secret, Secret),
+    /// An OAuth2 client-credentials token, fetched once for every call of this provider and
+    /// refreshed before it expires (or when the API refuses it).
+    OAuth2(TokenSource),
 }
 
 /// One provider of kind `http`.
@@ -63,6 +67,7 @@ impl RestClient {
             Credential::Bearer(token) => token.digest(),
             Credential::ApiKey(_, key) => key.digest(),
             Credential::Basic(user, _) => user.digest(),
+            Credential::OAuth2(tokens) => tokens.client_id().digest(),
         };
         RestClient {
             http,
@@ -111,18 +116,13 @@ impl RestClient {
         self.send(operation, call).await.map(ToolOutput::Configured)
     }
 
-    async fn send(&self, operation: &Operation, call: &Call) -> Result<Output, UpstreamError> {
-        let outgoing = operation
-            .request(&call.arguments, call.idempotency_key.as_deref())
-            .map_err(|(field, why)| {
-                UpstreamError::new(
-                    ErrorKind::Rejected {
-                        message: format!("{field} {why}"),
-                    },
-                    "an argument cannot be sent",
-                )
-                .before_write()
-            })?;
+    /// One request of `outgoing`, with `token` for an OAuth2 provider; its status, headers and
+    /// (bounded) body.
+    async fn attempt(
+        &self,
+        outgoing: &Outgoing,
+        token: Option<&Secret>,
+    ) -> Result<(u16, HeaderMap, Vec<u8>), UpstreamError> {
         let method = match outgoing.method {
             Method::Get => reqwest::Method::GET,
             Method::Post => reqwest::Method::POST,
@@ -134,11 +134,12 @@ impl RestClient {
             .http
             .request(method, outgoing.url(&self.base_url))
             .header(ACCEPT, "application/json");
-        req = match &self.credential {
-            Credential::None => req,
-            Credential::Bearer(token) => req.bearer_auth(token.expose()),
-            Credential::ApiKey(header, key) => req.header(header.clone(), key.expose()),
-            Credential::Basic(user, password) => {
+        req = match (&self.credential, token) {
+            (_, Some(token)) => req.bearer_auth(token.expose()),
+            (Credential::None | Credential::OAuth2(_), None) => req,
+            (Credential::Bearer(token), None) => req.bearer_auth(token.expose()),
+            (Credential::ApiKey(header, key), None) => req.header(header.clone(), key.expose()),
+            (Credential::Basic(user, password), None) => {
                 req.basic_auth(user.expose(), Some(password.expose()))
             }
         };
@@ -155,6 +156,36 @@ impl RestClient {
             sink.observe(&headers);
         }
         let body = read_body(response).await?;
+        Ok((status, headers, body))
+    }
+
+    async fn send(&self, operation: &Operation, call: &Call) -> Result<Output, UpstreamError> {
+        let outgoing = operation
+            .request(&call.arguments, call.idempotency_key.as_deref())
+            .map_err(|(field, why)| {
+                UpstreamError::new(
+                    ErrorKind::Rejected {
+                        message: format!("{field} {why}"),
+                    },
+                    "an argument cannot be sent",
+                )
+                .before_write()
+            })?;
+        let (status, headers, body) = match &self.credential {
+            Credential::OAuth2(tokens) => {
+                let token = tokens.get().await.map_err(UpstreamError::before_write)?;
+                let answer = self.attempt(&outgoing, Some(&token.value)).await?;
+                if answer.0 != 401 {
+                    answer
+                } else {
+                    // An expired or revoked token: a new one, and the request once more.
+                    tokens.invalidate(&token);
+                    let token = tokens.get().await.map_err(UpstreamError::before_write)?;
+                    self.attempt(&outgoing, Some(&token.value)).await?
+                }
+            }
+            _ => self.attempt(&outgoing, None).await?,
+        };
         let waits = Waits {
             retry_after: text(&headers, "retry-after"),
             ratelimit_reset: text(&headers, "ratelimit-reset")
@@ -216,4 +247,27 @@ pub fn upstream_error(class: Class) -> UpstreamError {
         Class::Malformed { detail } => (ErrorKind::Malformed, detail),
     };
     UpstreamError::new(kind, detail)
+}
+
+/// A token endpoint's failure, for an http provider: it says nothing a model could fix, so a
+/// refusal is the operator's (the token source makes it so), a 429 waits as asked and a 5xx is
+/// the provider failing.
+pub(crate) fn token_failure(
+    status: reqwest::StatusCode,
+    headers: &HeaderMap,
+    _body: &[u8],
+    now: std::time::SystemTime,
+) -> UpstreamError {
+    let code = status.as_u16();
+    let kind = match code {
+        429 => ErrorKind::RateLimited {
+            retry_after: retry_after(headers, now),
+        },
+        500..=599 => ErrorKind::Server {
+            status: code,
+            retry_after: retry_after(headers, now),
+        },
+        _ => ErrorKind::Misconfigured { status: code },
+    };
+    UpstreamError::new(kind, format!("token endpoint: HTTP {code}"))
 }

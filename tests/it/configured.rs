@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wiremock::matchers::{header, method, path};
+use wiremock::matchers::{body_string_contains, header, method, path, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{MapEnv, TestGateway, send, sqlite_store};
@@ -484,4 +484,239 @@ fn check_lists_every_mistake_of_a_tool_file_with_its_key() {
     let good = config_dir("http://127.0.0.1:9/aeroapi", KEY_AUTH, TOOL);
     let (ok, text) = check(good.path());
     assert!(ok, "{text}");
+}
+
+#[tokio::test]
+async fn an_oauth2_token_is_fetched_once_for_concurrent_calls_and_renewed_when_refused() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .and(body_string_contains("grant_type=client_credentials"))
+        .and(body_string_contains("client_id=agent-app"))
+        .and(body_string_contains("scope=flights%3Aread"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(
+                    json!({"access_token": "tkn-1", "token_type": "Bearer", "expires_in": 3600}),
+                )
+                // Slow enough that every concurrent call is waiting for this one fetch.
+                .set_delay(Duration::from_millis(300)),
+        )
+        .up_to_n_times(1)
+        .mount(&upstream)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"access_token": "tkn-2", "expires_in": 3600})),
+        )
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(header("authorization", "Bearer tkn-1"))
+        .and(path_regex("^/aeroapi/flights/[A-Z]+[0-9]+$"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    let auth = format!(
+        "auth = \"oauth2\"\ntoken_url = \"{}/oauth/token\"\nclient_id_env = \"FLIGHTS_CLIENT_ID\"\nclient_secret_env = \"FLIGHTS_CLIENT_SECRET\"\nscope = \"flights:read\"",
+        upstream.uri()
+    );
+    let env = MapEnv(vec![
+        ("FLIGHTS_CLIENT_ID", "agent-app"),
+        ("FLIGHTS_CLIENT_SECRET", "s3cret"),
+    ]);
+    let (gw, _dir) = gateway(&upstream, &auth, &env).await;
+    // Different flights, so no call joins another: each needs a token of its own asking.
+    let calls = (0..12).map(|i| call(&gw, json!({"ident": format!("BAW{}", 100 + i)})));
+    for answer in futures::future::join_all(calls).await {
+        assert_eq!(answer["status"], "ok", "{answer:#}");
+    }
+    let tokens = |requests: &[wiremock::Request]| {
+        requests
+            .iter()
+            .filter(|r| r.url.path() == "/oauth/token")
+            .count()
+    };
+    let received = upstream.received_requests().await.unwrap_or_default();
+    assert_eq!(
+        tokens(&received),
+        1,
+        "one token for twelve concurrent calls"
+    );
+
+    // The API stops taking the first token: the next call fetches a new one and asks again.
+    upstream.reset().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"access_token": "tkn-2", "expires_in": 3600})),
+        )
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(header("authorization", "Bearer tkn-2"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&upstream)
+        .await;
+    let answer = call(&gw, json!({"ident": "BAW117"})).await;
+    assert_eq!(answer["status"], "ok", "{answer:#}");
+    let received = upstream.received_requests().await.unwrap_or_default();
+    assert_eq!(tokens(&received), 1, "{received:#?}");
+    assert_eq!(received.len(), 3, "refused, new token, asked again");
+}
+
+/// A small OpenAPI 3.0 document in the shape of a public flight-tracking API.
+fn flight_tracker_openapi() -> Value {
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Flight tracker", "version": "4.17"},
+        "servers": [{"url": "https://aeroapi.example.com/aeroapi"}],
+        "paths": {
+            "/flights/{ident}": {
+                "parameters": [{"$ref": "#/components/parameters/ident"}],
+                "get": {
+                    "operationId": "getFlightsByIdent",
+                    "summary": "Get information for a flight",
+                    "description": "Returns the flights known for an ident, from about 10 days ago to 2 days ahead.",
+                    "parameters": [
+                        {"name": "max_pages", "in": "query", "required": false,
+                         "schema": {"type": "integer", "minimum": 1, "default": 1}},
+                        {"name": "x-apikey", "in": "header", "required": false, "schema": {"type": "string"}}
+                    ],
+                    "responses": {
+                        "200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FlightsResponse"}}}},
+                        "400": {"$ref": "#/components/responses/Error"}
+                    }
+                }
+            },
+            "/alerts": {
+                "post": {
+                    "operationId": "createAlert",
+                    "summary": "Configure a flight alert",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["ident"],
+                        "properties": {
+                            "ident": {"type": "string", "description": "The flight to watch"},
+                            "events": {"type": "object", "properties": {"arrival": {"type": "boolean"}, "departure": {"type": "boolean"}}},
+                            "target_url": {"type": "string", "nullable": true}
+                        }
+                    }}}},
+                    "responses": {"201": {"description": "Created", "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}
+                    }}}}}
+                }
+            }
+        },
+        "components": {
+            "parameters": {"ident": {"name": "ident", "in": "path", "required": true, "description": "The ident or fa_flight_id of a flight",
+                "schema": {"type": "string"}}},
+            "responses": {"Error": {"description": "Bad request", "content": {"application/json": {"schema": {"type": "object"}}}}},
+            "schemas": {
+                "FlightsResponse": {"type": "object", "required": ["flights"], "properties": {
+                    "flights": {"type": "array", "items": {"$ref": "#/components/schemas/Flight"}},
+                    "links": {"type": "object", "nullable": true, "properties": {"next": {"type": "string"}}},
+                    "num_pages": {"type": "integer"}
+                }},
+                "Flight": {"type": "object", "properties": {
+                    "ident": {"type": "string"},
+                    "status": {"type": "string"},
+                    "gate_origin": {"type": "string", "nullable": true}
+                }}
+            }
+        }
+    })
+}
+
+fn faregate(args: &[&str], dir: &Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn an_openapi_import_round_trips_through_check_and_serves() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/aeroapi/flights/BAW117"))
+        .and(header("x-apikey", API_KEY))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    // A configuration with the provider and no tools yet.
+    let dir = config_dir(&format!("{}/aeroapi", upstream.uri()), KEY_AUTH, TOOL);
+    std::fs::remove_file(dir.path().join("tools/flight_position.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let document = dir.path().join("aeroapi.json");
+    std::fs::write(&document, flight_tracker_openapi().to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let import = |ops: &[&str]| {
+        let mut args = vec![
+            "import-openapi",
+            "aeroapi.json",
+            "--provider",
+            "flights_api",
+        ];
+        for op in ops {
+            args.extend(["--operation", op]);
+        }
+        faregate(&args, dir.path())
+    };
+
+    let (ok, text) = import(&["getFlightsByIdent", "listAirports"]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("no operation \"listAirports\""), "{text}");
+    assert!(text.contains("createAlert, getFlightsByIdent"), "{text}");
+
+    let (ok, text) = import(&["getFlightsByIdent", "createAlert"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("tools/get_flights_by_ident.toml"), "{text}");
+    let (ok, text) = faregate(&["check", "--config", "faregate.toml"], dir.path());
+    assert!(ok, "{text}");
+    // Importing again never replaces the reviewed files.
+    let (ok, text) = import(&["createAlert"]);
+    assert!(!ok && text.contains("never replaced"), "{text}");
+
+    let written =
+        std::fs::read_to_string(dir.path().join("tools/create_alert.toml")).unwrap_or_default();
+    assert!(written.contains("access = \"write\""), "{written}");
+    assert!(
+        written.contains("header = \"Idempotency-Key\""),
+        "{written}"
+    );
+
+    let (config, _) = faregate::config::load(
+        &faregate::config::DiskFiles,
+        &dir.path().join("faregate.toml"),
+        &faregate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gw = TestGateway::start(config, &key_env()).await;
+    let (status, answer) = post(
+        &gw,
+        "/v1/tools/get_flights_by_ident/call",
+        json!({"arguments": {"ident": "BAW117"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer:#}");
+    assert_eq!(answer["status"], "ok", "{answer:#}");
+    assert_eq!(
+        answer["data"]["flights"][0]["gate_origin"], "A10",
+        "{answer:#}"
+    );
+    assert_eq!(answer["data"]["num_pages"], 1, "{answer:#}");
 }

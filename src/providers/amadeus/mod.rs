@@ -38,7 +38,6 @@ mod errors;
 mod flights;
 mod hotels;
 mod recent;
-mod token;
 mod wire;
 
 use std::sync::Arc;
@@ -52,6 +51,7 @@ use serde_json::Value;
 
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, traced, transport_error};
+use super::oauth2::{Token, TokenSource};
 use super::secret::Secret;
 use crate::tools::{ToolOutput, ToolRequest, get_flight_status};
 pub use decode::decode_response;
@@ -111,7 +111,7 @@ struct HotelContext {
 pub struct AmadeusClient {
     http: reqwest::Client,
     base_url: Url,
-    tokens: token::TokenSource,
+    tokens: TokenSource,
     /// The digest of the API key (the key names the account; the secret only proves it).
     account: String,
     /// Searched flight offers (raw JSON, as pricing needs them) by faregate id.
@@ -141,7 +141,15 @@ impl AmadeusClient {
             .map_or(0, |d| d.as_nanos() as u64);
         AmadeusClient {
             account: client_id.digest(),
-            tokens: token::TokenSource::new(http.clone(), token_url, client_id, secret),
+            tokens: TokenSource::new(
+                "amadeus",
+                http.clone(),
+                token_url,
+                (client_id, secret),
+                |status, headers, body, now| {
+                    errors::classify("token endpoint", status, headers, body, now)
+                },
+            ),
             http,
             base_url,
             offers: Recent::new(OFFER_TTL, OFFER_CAPACITY),
@@ -267,7 +275,7 @@ impl AmadeusClient {
         method: &Method,
         url: &Url,
         body: Option<&Value>,
-        token: &token::Token,
+        token: &Token,
     ) -> Result<Reply, UpstreamError> {
         let mut req = self
             .http

@@ -63,15 +63,6 @@ impl<T> OneOrMany<T> {
     }
 }
 
-// === Token ===
-
-/// `POST /v1/security/oauth2/token` answer (only what faregate uses).
-#[derive(Debug, Deserialize)]
-pub(crate) struct TokenResponse {
-    pub access_token: String,
-    pub expires_in: u64,
-}
-
 // === Errors ===
 
 /// The error body of every API: `{"errors": [Issue, …]}`; the token endpoint's own shape

@@ -1,8 +1,9 @@
-//! The OAuth2 client-credentials access token: fetched once, shared, refreshed early,
-//! single-flight.
+//! The OAuth2 client-credentials access token (RFC 6749, 4.4): fetched once, shared, refreshed
+//! early, single-flight. Amadeus uses it, and so does a provider of kind `http` with
+//! `auth = "oauth2"`.
 //!
-//! Amadeus tokens live `expires_in` seconds (1799 in the docs). Every clone of the client
-//! shares one [`TokenSource`]. A token is used until `margin` before it expires (10 % of its
+//! A token lives `expires_in` seconds (1799 in Amadeus's docs). Every clone of a client shares
+//! one [`TokenSource`]. A token is used until `margin` before it expires (10 % of its
 //! lifetime, at most 60 s), so a call never starts with a token about to lapse.
 //!
 //! **Single-flight:** when no usable token is cached, the first caller starts one fetch and
@@ -18,17 +19,20 @@
 //! without a new dependency.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use reqwest::Url;
 use tokio::time::Instant;
 
-use super::{errors, wire};
-use crate::providers::error::{ErrorKind, UpstreamError};
-use crate::providers::http::{read_body, transport_error};
-use crate::providers::secret::Secret;
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+
+use super::error::{ErrorKind, UpstreamError};
+use super::http::{read_body, transport_error};
+use super::secret::Secret;
 
 /// The longest a token request may take before it counts as a timeout.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,6 +50,24 @@ pub(crate) struct Token {
 
 type Fetch = Shared<BoxFuture<'static, Result<Token, UpstreamError>>>;
 
+/// How a provider's token endpoint failures read: `(status, headers, body, now)` to the error,
+/// whose detail starts with "token endpoint" (the provider knows its error bodies; a refusal
+/// there is never the model's to fix, whatever it says).
+pub(crate) type Classify = fn(StatusCode, &HeaderMap, &[u8], SystemTime) -> UpstreamError;
+
+/// The token endpoint's answer (RFC 6749, 5.1).
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: String,
+    /// Seconds; RFC 6749 recommends it, and an hour is assumed without it.
+    #[serde(default = "an_hour")]
+    expires_in: u64,
+}
+
+fn an_hour() -> u64 {
+    3600
+}
+
 /// The shared token state. `std::sync::Mutex`: every critical section is a few field
 /// operations that never `.await`.
 #[derive(Default)]
@@ -58,11 +80,16 @@ struct Slot {
 
 /// Where tokens come from, shared by every clone of one provider's client.
 #[derive(Clone)]
-pub(crate) struct TokenSource {
+pub struct TokenSource {
     http: reqwest::Client,
     url: Url,
     client_id: Secret,
     client_secret: Secret,
+    /// The scope asked for, when the provider wants one.
+    scope: Option<String>,
+    /// Who is asking, for logs (`Amadeus`, or the provider's configured name).
+    provider: String,
+    classify: Classify,
     slot: Arc<Mutex<Slot>>,
 }
 
@@ -76,20 +103,31 @@ impl std::fmt::Debug for TokenSource {
 }
 
 impl TokenSource {
-    /// A token source for `url` (`…/v1/security/oauth2/token`).
+    /// A token source for `provider` at the token endpoint `url`, whose failures `classify`
+    /// reads.
     pub(crate) fn new(
+        provider: &str,
         http: reqwest::Client,
         url: Url,
-        client_id: Secret,
-        client_secret: Secret,
+        (client_id, client_secret): (Secret, Secret),
+        classify: Classify,
     ) -> Self {
         TokenSource {
             http,
             url,
             client_id,
             client_secret,
+            scope: None,
+            provider: provider.to_string(),
+            classify,
             slot: Arc::new(Mutex::new(Slot::default())),
         }
+    }
+
+    /// The same source, asking for `scope`.
+    pub(crate) fn with_scope(mut self, scope: Option<String>) -> Self {
+        self.scope = scope;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Slot> {
@@ -122,6 +160,11 @@ impl TokenSource {
         result
     }
 
+    /// The client id: it names the account the tokens are for.
+    pub(crate) fn client_id(&self) -> &Secret {
+        &self.client_id
+    }
+
     /// Forgets `used` after the API refused it (401), so the next [`get`](Self::get) fetches
     /// a new one. A newer token already cached by another caller is kept.
     pub(crate) fn invalidate(&self, used: &Token) {
@@ -143,29 +186,29 @@ impl TokenSource {
                 "application/x-www-form-urlencoded",
             )
             .body(format!(
-                "grant_type=client_credentials&client_id={}&client_secret={}",
+                "grant_type=client_credentials&client_id={}&client_secret={}{}",
                 form_encode(self.client_id.expose()),
-                form_encode(self.client_secret.expose())
+                form_encode(self.client_secret.expose()),
+                self.scope
+                    .as_deref()
+                    .map(|s| format!("&scope={}", form_encode(s)))
+                    .unwrap_or_default()
             ));
+        let (classify, provider) = (self.classify, self.provider.clone());
         async move {
             let fail = |mut e: UpstreamError| {
                 e.detail = format!("token endpoint: {}", e.detail);
                 e
             };
-            // The lifetime counts from before the request: never later than Amadeus's clock.
+            // The lifetime counts from before the request: never later than the provider's clock.
             let started = Instant::now();
             let response = req.send().await.map_err(|e| fail(transport_error(e)))?;
             let status = response.status();
             let headers = response.headers().clone();
             let body = read_body(response).await.map_err(fail)?;
             if !status.is_success() {
-                let mut e = errors::classify(
-                    "token endpoint",
-                    status,
-                    &headers,
-                    &body,
-                    crate::clock::system_now(),
-                );
+                // The classifier's detail starts with "token endpoint".
+                let mut e = classify(status, &headers, &body, crate::clock::system_now());
                 // No tool argument reaches the token request: a 400 or 404 here is a wrong
                 // base URL or credentials format, for an operator, never for the model.
                 if matches!(e.kind, ErrorKind::Rejected { .. }) {
@@ -173,10 +216,10 @@ impl TokenSource {
                         status: status.as_u16(),
                     };
                 }
-                tracing::warn!(error = %e, "Amadeus token request failed");
+                tracing::warn!(provider, error = %e, "token request failed");
                 return Err(e);
             }
-            let parsed: wire::TokenResponse = serde_json::from_slice(&body).map_err(|e| {
+            let parsed: TokenResponse = serde_json::from_slice(&body).map_err(|e| {
                 UpstreamError::new(
                     ErrorKind::Malformed,
                     format!(
@@ -194,8 +237,9 @@ impl TokenSource {
             let lifetime = Duration::from_secs(parsed.expires_in);
             let margin = (lifetime / 10).min(MAX_MARGIN);
             tracing::debug!(
+                provider,
                 expires_in = parsed.expires_in,
-                "Amadeus access token issued"
+                "access token issued"
             );
             Ok(Token {
                 value: Secret::new(parsed.access_token),

@@ -1,0 +1,511 @@
+//! `faregate import-openapi`: tool files of kind `http` written from operations of an OpenAPI
+//! 3.0 or 3.1 document (JSON), for a person to review before serving them.
+//!
+//! Each operation becomes one tool: its `operationId` the name, its summary and description the
+//! tool's description, its path and query parameters and its JSON request body's properties the
+//! input schema (path parameters required), its first 2xx JSON response's top-level properties
+//! the kept fields and the output schema (a field the document does not require may be `null`),
+//! and a `GET` a read while any other method is a write that sends an `Idempotency-Key`. Local
+//! `$ref`s (`#/components/...`) are inlined. Header and cookie parameters are left out (a model
+//! never sets them; a credential belongs to the provider's `auth`) and named in the file; what
+//! the importer cannot express (a body that is not an object, a response that is not JSON, a
+//! remote `$ref`) is an error naming the operation, never a guess. The files it writes pass `faregate check` like any tool file.
+
+use serde_json::{Map, Value, json};
+
+/// One imported operation: the tool's name, its file and its fallback prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedTool {
+    /// The tool's name (the operation id, made a valid tool name).
+    pub name: String,
+    /// The text of `tools/<name>.toml`.
+    pub tool_file: String,
+    /// The text of `prompts/<name>.unavailable.md`.
+    pub fallback: String,
+}
+
+/// How deep `$ref`s are followed: a schema that refers to itself stops here.
+const MAX_REF_DEPTH: usize = 16;
+
+/// The methods an OpenAPI path item may hold, in the order they are searched.
+const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+
+/// Writes the tool files of `operations` (operation ids) in `doc`, served by `provider`; every
+/// problem at once.
+pub fn import_openapi(
+    doc: &Value,
+    operations: &[String],
+    provider: &str,
+) -> Result<Vec<ImportedTool>, Vec<String>> {
+    let version = doc
+        .get("openapi")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !(version.starts_with("3.0") || version.starts_with("3.1")) {
+        return Err(vec![format!(
+            "not an OpenAPI 3.0 or 3.1 document (its \"openapi\" field is {}); convert a Swagger 2.0 document first",
+            if version.is_empty() {
+                "missing".to_string()
+            } else {
+                format!("\"{version}\"")
+            }
+        )]);
+    }
+    let mut tools = Vec::new();
+    let mut errors = Vec::new();
+    for id in operations {
+        match find(doc, id) {
+            Some((path, method, op, item)) => {
+                match import(doc, id, path, method, op, item, provider) {
+                    Ok(tool) => tools.push(tool),
+                    Err(mut e) => errors.append(&mut e),
+                }
+            }
+            None => errors.push(format!(
+                "no operation \"{id}\" in the document; its operations: {}",
+                operation_ids(doc).join(", ")
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(tools)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The operation with id `id`: its path, method, object and path item.
+fn find<'a>(doc: &'a Value, id: &str) -> Option<(&'a str, &'static str, &'a Value, &'a Value)> {
+    let paths = doc.get("paths")?.as_object()?;
+    for (path, item) in paths {
+        for method in METHODS {
+            if let Some(op) = item.get(method)
+                && op.get("operationId").and_then(Value::as_str) == Some(id)
+            {
+                return Some((path, method, op, item));
+            }
+        }
+    }
+    None
+}
+
+fn operation_ids(doc: &Value) -> Vec<String> {
+    let mut ids = Vec::new();
+    if let Some(paths) = doc.get("paths").and_then(Value::as_object) {
+        for item in paths.values() {
+            for method in METHODS {
+                if let Some(id) = item
+                    .get(method)
+                    .and_then(|op| op.get("operationId"))
+                    .and_then(Value::as_str)
+                {
+                    ids.push(id.to_string());
+                }
+            }
+        }
+    }
+    ids
+}
+
+fn import(
+    doc: &Value,
+    id: &str,
+    path: &str,
+    method: &str,
+    op: &Value,
+    item: &Value,
+    provider: &str,
+) -> Result<ImportedTool, Vec<String>> {
+    let mut errors = Vec::new();
+    let name = tool_name(id);
+    let mut properties = Map::new();
+    let mut required: Vec<String> = Vec::new();
+    let mut query = toml::Table::new();
+    let mut body = toml::Table::new();
+    let mut skipped: Vec<String> = Vec::new();
+    // Path-item parameters apply to every operation; the operation's own override them by name.
+    let params = item
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .chain(
+            op.get("parameters")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten(),
+        );
+    for param in params {
+        let param = match resolve(doc, param, 0) {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(format!("{id}: {e}"));
+                continue;
+            }
+        };
+        let (Some(pname), Some(place)) = (
+            param.get("name").and_then(Value::as_str),
+            param.get("in").and_then(Value::as_str),
+        ) else {
+            errors.push(format!("{id}: a parameter without a name or an \"in\""));
+            continue;
+        };
+        let mut schema = match param.get("schema").map(|s| inline(doc, s, 0)) {
+            Some(Ok(s)) => s,
+            Some(Err(e)) => {
+                errors.push(format!("{id}: parameter {pname}: {e}"));
+                continue;
+            }
+            None => json!({"type": "string"}),
+        };
+        if let (Some(d), Value::Object(s)) = (param.get("description"), &mut schema) {
+            s.entry("description").or_insert(d.clone());
+        }
+        match place {
+            "path" => {
+                required.push(pname.to_string());
+            }
+            "query" => {
+                if param.get("required") == Some(&Value::Bool(true)) {
+                    required.push(pname.to_string());
+                }
+                query.insert(pname.to_string(), toml::Value::String(pname.to_string()));
+            }
+            other => {
+                // Headers and cookies are the provider's (its credential above all), never a
+                // model's: left out, and named in the file for the person reviewing it.
+                skipped.push(format!("{other} parameter {pname}"));
+                continue;
+            }
+        }
+        properties.insert(pname.to_string(), schema);
+    }
+    if let Some(request_body) = op.get("requestBody") {
+        match resolve(doc, request_body, 0).and_then(|rb| {
+            let schema = rb
+                .pointer("/content/application~1json/schema")
+                .ok_or("its request body is not JSON")?;
+            inline(doc, schema, 0)
+        }) {
+            Ok(schema) => {
+                let fields = schema.get("properties").and_then(Value::as_object);
+                match fields {
+                    Some(fields) if schema.get("type").is_none_or(|t| t == "object") => {
+                        let body_required: Vec<&str> = schema
+                            .get("required")
+                            .and_then(Value::as_array)
+                            .map(|r| r.iter().filter_map(Value::as_str).collect())
+                            .unwrap_or_default();
+                        for (field, field_schema) in fields {
+                            // An argument of the same name as a parameter gets a prefix.
+                            let argument = if properties.contains_key(field) {
+                                format!("body_{field}")
+                            } else {
+                                field.clone()
+                            };
+                            if body_required.contains(&field.as_str()) {
+                                required.push(argument.clone());
+                            }
+                            properties.insert(argument.clone(), field_schema.clone());
+                            body.insert(field.clone(), toml::Value::String(argument));
+                        }
+                    }
+                    _ => errors.push(format!(
+                        "{id}: its JSON request body is not an object with properties; write [request.body] by hand"
+                    )),
+                }
+            }
+            Err(e) => errors.push(format!("{id}: {e}")),
+        }
+    }
+    let (keep, output) = match response_schema(doc, op) {
+        Ok(schema) => kept(&schema),
+        Err(e) => {
+            errors.push(format!("{id}: {e}"));
+            (toml::Table::new(), Value::Null)
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let write = method != "get";
+    let description = describe(op, method, path);
+    let mut input =
+        json!({"type": "object", "properties": properties, "additionalProperties": false});
+    if !required.is_empty() {
+        input["required"] = json!(required);
+    }
+    let fields: Vec<&String> = keep.keys().collect();
+    let content = format!(
+        "{name}: {}",
+        fields
+            .iter()
+            .take(6)
+            .map(|f| format!("{f} {{{{ {f} }}}}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut file = toml::Table::new();
+    let mut put = |k: &str, v: toml::Value| {
+        file.insert(k.to_string(), v);
+    };
+    put("name", toml::Value::String(name.clone()));
+    put("kind", toml::Value::String("http".into()));
+    put("title", toml::Value::String(title(op, &name)));
+    put("description", toml::Value::String(description));
+    put(
+        "access",
+        toml::Value::String(if write { "write" } else { "read" }.into()),
+    );
+    put(
+        "providers",
+        toml::Value::Array(vec![toml::Value::String(provider.into())]),
+    );
+    put("content", toml::Value::String(content));
+    put("input_schema", to_toml(&input));
+    if !output.is_null() {
+        put("output_schema", to_toml(&output));
+    }
+    let mut request = toml::Table::new();
+    request.insert(
+        "method".into(),
+        toml::Value::String(method.to_ascii_uppercase()),
+    );
+    request.insert("path".into(), toml::Value::String(path.to_string()));
+    if !query.is_empty() {
+        request.insert("query".into(), toml::Value::Table(query));
+    }
+    if !body.is_empty() {
+        request.insert("body".into(), toml::Value::Table(body));
+    }
+    put("request", toml::Value::Table(request));
+    let mut result = toml::Table::new();
+    result.insert("keep".into(), toml::Value::Table(keep));
+    put("result", toml::Value::Table(result));
+    if write {
+        let mut idem = toml::Table::new();
+        idem.insert(
+            "header".into(),
+            toml::Value::String("Idempotency-Key".into()),
+        );
+        put("idempotency", toml::Value::Table(idem));
+    }
+    let mut fallback = toml::Table::new();
+    fallback.insert(
+        "interactive".into(),
+        toml::Value::String(format!("{name}.unavailable.md")),
+    );
+    put("fallback", toml::Value::Table(fallback));
+    let text = toml::to_string(&file).map_err(|e| vec![format!("{id}: cannot write TOML: {e}")])?;
+    let header = format!(
+        "# Imported by `faregate import-openapi` from operation {id} ({} {path}).\n# Review it before serving: the description is what a model reads, `content` what it quotes,\n# and the kept fields what it sees of the answer.\n",
+        method.to_ascii_uppercase()
+    );
+    let header = if skipped.is_empty() {
+        header
+    } else {
+        format!(
+            "{header}# Not imported (a model never sets them; credentials go in the provider's auth): {}.\n",
+            skipped.join(", ")
+        )
+    };
+    Ok(ImportedTool {
+        fallback: format!(
+            "{name} could not be reached: {{provider}} is not answering reliably right now, so nothing is known of this call's answer and none should be guessed.\nTry again in about {{retry_after_s}} seconds. Tools that work now: {{available_tools}}.\n"
+        ),
+        tool_file: format!("{header}{text}"),
+        name,
+    })
+}
+
+/// `getFlight-Status.v2` → `get_flight_status_v2`: a name every agent protocol accepts.
+fn tool_name(id: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in id.chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push('_');
+        }
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+    }
+    let mut out = out.trim_matches('_').to_string();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        out.insert_str(0, "op_");
+    }
+    out.truncate(64);
+    out
+}
+
+fn title(op: &Value, name: &str) -> String {
+    op.get("summary")
+        .and_then(Value::as_str)
+        .map(|s| s.trim().trim_end_matches('.').to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| name.replace('_', " "))
+}
+
+/// The summary and description, or a sentence naming the call (a model needs at least that).
+fn describe(op: &Value, method: &str, path: &str) -> String {
+    let parts: Vec<&str> = ["summary", "description"]
+        .iter()
+        .filter_map(|k| op.get(*k).and_then(Value::as_str))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let text = parts.join(" ");
+    if text.len() >= 20 {
+        text
+    } else {
+        format!("{text} (calls {} {path})", method.to_ascii_uppercase())
+            .trim()
+            .to_string()
+    }
+}
+
+/// The schema of the first 2xx JSON response.
+fn response_schema(doc: &Value, op: &Value) -> Result<Value, String> {
+    let responses = op
+        .get("responses")
+        .and_then(Value::as_object)
+        .ok_or("it has no responses")?;
+    let (_, response) = responses
+        .iter()
+        .find(|(status, _)| status.starts_with('2'))
+        .ok_or("it documents no 2xx response")?;
+    let response = resolve(doc, response, 0)?;
+    let schema = response
+        .pointer("/content/application~1json/schema")
+        .ok_or("its 2xx response is not JSON; write [result] by hand")?;
+    inline(doc, schema, 0)
+}
+
+/// The kept fields and output schema for a response schema: each top-level property of an
+/// object, or every item of an array.
+fn kept(schema: &Value) -> (toml::Table, Value) {
+    let mut keep = toml::Table::new();
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    match schema.get("properties").and_then(Value::as_object) {
+        Some(fields) => {
+            let always: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for (field, field_schema) in fields {
+                let name = tool_name(field);
+                // JSONPath's bracket notation takes any property name.
+                let escaped = field.replace('\\', "\\\\").replace('\'', "\\'");
+                keep.insert(name.clone(), toml::Value::String(format!("$['{escaped}']")));
+                let field_schema = if always.contains(&field.as_str()) {
+                    field_schema.clone()
+                } else {
+                    json!({"anyOf": [field_schema, {"type": "null"}]})
+                };
+                properties.insert(name.clone(), field_schema);
+                required.push(name);
+            }
+        }
+        None => {
+            keep.insert("items".into(), toml::Value::String("$[*]".into()));
+            let items = schema.get("items").cloned().unwrap_or(json!({}));
+            properties.insert("items".into(), json!({"type": "array", "items": items}));
+            required.push("items".to_string());
+        }
+    }
+    let output = json!({"type": "object", "properties": properties, "required": required});
+    (keep, output)
+}
+
+/// `value`, or what its local `$ref` points at.
+fn resolve<'a>(doc: &'a Value, value: &'a Value, depth: usize) -> Result<&'a Value, String> {
+    match value.get("$ref").and_then(Value::as_str) {
+        None => Ok(value),
+        Some(_) if depth >= MAX_REF_DEPTH => {
+            Err("its $refs nest too deep (a schema that refers to itself?)".into())
+        }
+        Some(r) => {
+            let pointer = r
+                .strip_prefix('#')
+                .ok_or_else(|| format!("$ref \"{r}\" is not in this document; inline it first"))?;
+            let target = doc
+                .pointer(pointer)
+                .ok_or_else(|| format!("$ref \"{r}\" points at nothing"))?;
+            resolve(doc, target, depth + 1)
+        }
+    }
+}
+
+/// `schema` with every local `$ref` inlined (tool schemas carry no `$ref`s: models handle them
+/// poorly) and OpenAPI 3.0's `nullable` written as JSON Schema says it.
+fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value, String> {
+    if depth > MAX_REF_DEPTH {
+        return Err("its schemas nest too deep (a schema that refers to itself?)".into());
+    }
+    let schema = resolve(doc, schema, depth)?;
+    Ok(match schema {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    // OpenAPI 3.0's own keyword, written below as JSON Schema says it.
+                    ("nullable", _) => {}
+                    // Names chosen by the document, each with a schema.
+                    ("properties" | "patternProperties", Value::Object(fields)) => {
+                        let mut inlined = Map::new();
+                        for (name, field) in fields {
+                            inlined.insert(name.clone(), inline(doc, field, depth + 1)?);
+                        }
+                        out.insert(k.clone(), Value::Object(inlined));
+                    }
+                    // Values, not schemas.
+                    ("enum" | "const" | "default" | "example" | "examples", _) => {
+                        out.insert(k.clone(), v.clone());
+                    }
+                    _ => {
+                        out.insert(k.clone(), inline(doc, v, depth + 1)?);
+                    }
+                }
+            }
+            if map.get("nullable") == Some(&Value::Bool(true)) {
+                return Ok(json!({"anyOf": [Value::Object(out), {"type": "null"}]}));
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| inline(doc, v, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+/// A JSON value as TOML (nulls, which TOML lacks, are dropped).
+fn to_toml(value: &Value) -> toml::Value {
+    match value {
+        Value::Null => toml::Value::String(String::new()),
+        Value::Bool(b) => toml::Value::Boolean(*b),
+        Value::Number(n) => n
+            .as_i64()
+            .map(toml::Value::Integer)
+            .or_else(|| n.as_f64().map(toml::Value::Float))
+            .unwrap_or_else(|| toml::Value::String(n.to_string())),
+        Value::String(s) => toml::Value::String(s.clone()),
+        Value::Array(items) => {
+            toml::Value::Array(items.iter().filter(|v| !v.is_null()).map(to_toml).collect())
+        }
+        Value::Object(map) => toml::Value::Table(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), to_toml(v)))
+                .collect(),
+        ),
+    }
+}
