@@ -152,6 +152,12 @@ impl Breaker {
         self.lock().grant_probe_lease(until, now);
     }
 
+    /// Takes `config` as this breaker's policy from now on (a configuration reload), keeping
+    /// its state, history and timers; see the policy's rules for what starts afresh.
+    pub fn reconfigure(&self, config: BreakerConfig, now: Instant) {
+        self.lock().reconfigure(config, now);
+    }
+
     /// A consistent view of the breaker at `now`.
     pub fn snapshot(&self, now: Instant) -> BreakerSnapshot {
         self.lock().snapshot(now)

@@ -12,7 +12,8 @@ use super::{Breaker, BreakerConfig, BreakerKey, TransitionEvent};
 ///
 /// The hot path is a lookup followed by work on the `Arc<Breaker>` it returns (callers may also
 /// keep the `Arc`, e.g. in the tool table, and skip the lookup). Breakers are created once per key
-/// at startup or on first use and never removed, so the map is read-mostly: a `std::sync::RwLock`
+/// at startup or on first use, and removed only when a configuration reload drops their key, so
+/// the map is read-mostly: a `std::sync::RwLock`
 /// lets lookups proceed in parallel, is held only for a hash lookup (never across an `.await`,
 /// which would be a bug with any lock here), and costs less than an async lock. A mutex would
 /// serialise every lookup; a sharded or lock-free map would be a dependency for no measured need.
@@ -61,6 +62,15 @@ impl BreakerRegistry {
     /// The breaker for `key`, if there is one.
     pub fn get(&self, key: &BreakerKey) -> Option<Arc<Breaker>> {
         self.read().get(key).cloned()
+    }
+
+    /// Forgets every breaker whose key `keep` refuses (a reload removed its tool or provider).
+    /// A call still holding one finishes on it; it is no longer listed, ticked or followed.
+    pub fn retain(&self, mut keep: impl FnMut(&BreakerKey) -> bool) {
+        self.breakers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|key, _| keep(key));
     }
 
     /// Every breaker, sorted by key.

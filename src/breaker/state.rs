@@ -349,6 +349,34 @@ impl Machine {
         }
     }
 
+    /// Takes `config` as the policy from now on, keeping the state, its timers and its counts:
+    /// an open breaker stays open until the time it was given, a forced one stays forced, and
+    /// the next transition follows the new rules. Only what the new policy measures
+    /// differently starts afresh: the window's counts when its length changed, the slow-call
+    /// threshold when its rule changed. A ramp stage the new policy no longer has ends the
+    /// ramp (the breaker closes, as after a last stage).
+    pub(super) fn reconfigure(&mut self, config: BreakerConfig, now: Instant) {
+        let now = self.advance(now);
+        if config == self.config {
+            return;
+        }
+        if config.window != self.config.window {
+            self.window = Window::new(config.window, now);
+        }
+        if config.slow_call != self.config.slow_call {
+            self.slow = SlowThreshold::new(config.slow_call);
+        }
+        let seed = config.seed ^ fnv1a_64(self.key.to_string().into_bytes());
+        self.reopen = Reopen::new(config.reopen_backoff(), config.jitter, seed);
+        let stage_gone =
+            matches!(&self.phase, Phase::Ramp(ramp) if ramp.stage >= config.ramp.len());
+        self.config = config;
+        if stage_gone {
+            self.reopens = 0;
+            self.transition(now, Phase::Closed, TransitionReason::RampCompleted);
+        }
+    }
+
     /// Everything the dashboard shows.
     pub(super) fn snapshot(&mut self, now: Instant) -> BreakerSnapshot {
         let now = self.advance(now);

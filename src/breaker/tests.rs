@@ -20,6 +20,7 @@ mod half_open;
 mod open;
 mod props;
 mod ramp;
+mod reconfigure;
 
 /// A fast success (well under the 6 s slow-call threshold).
 const FAST: Outcome = Outcome::Success {
