@@ -84,10 +84,19 @@ impl BreakerPlan {
             _ => None,
         };
         let key = scope.key(tool, provider, account.as_deref());
-        let policy = match self.shared.get(provider) {
-            Some(shared) if scope.is_shared() => shared,
+        registry.get_or_insert_with(&key, || self.policy(provider, own).clone())
+    }
+
+    /// The policy of the breaker guarding a tool on `provider`: the shared one when the
+    /// provider's breakers are shared, else `own` (the tool's).
+    pub(super) fn policy<'a>(
+        &'a self,
+        provider: &str,
+        own: &'a BreakerConfig,
+    ) -> &'a BreakerConfig {
+        match self.shared.get(provider) {
+            Some(shared) if self.scope_of(provider).is_shared() => shared,
             _ => own,
-        };
-        registry.get_or_insert_with(&key, || policy.clone())
+        }
     }
 }

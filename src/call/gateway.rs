@@ -10,20 +10,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use chrono::NaiveDate;
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::answer::{self, Verdict};
 use super::booking::{self, Write};
-use super::breaker_plan::BreakerPlan;
 use super::envelope::{CallInfo, Envelope};
 use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
 use super::pipeline::{self, Context};
 use super::progress::{self, StepSender, Steps};
+use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::{ServedTool, SharedOutcome};
 use super::upstream::Upstream;
 use crate::breaker::{BreakerKey, BreakerRegistry};
@@ -37,7 +39,7 @@ use crate::providers::RateLimits;
 use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
 use crate::tools::spend::Budget;
-use crate::tools::{self, CallMode, ToolRequest};
+use crate::tools::{CallMode, ToolRequest};
 use crate::trace_context::TraceContext;
 
 /// One call as every protocol adapter, and the job system, hands it over.
@@ -84,7 +86,14 @@ pub enum CheckError {
 /// The gateway core: served tools and the call pipeline.
 #[derive(Debug)]
 pub struct Gateway {
-    tools: BTreeMap<String, Arc<ServedTool>>,
+    /// The served tools and maintenance windows, replaced whole by a reload; each call reads
+    /// the snapshot once and keeps it to its end.
+    served: ArcSwap<Served>,
+    /// The providers by the operator's name (a reload builds the new tools over them).
+    upstreams: BTreeMap<String, Arc<dyn Upstream>>,
+    /// Counts the snapshots installed after the first, so that who shows the tool list (MCP
+    /// sessions) hears when it was replaced.
+    replaced: watch::Sender<u64>,
     breakers: BreakerRegistry,
     /// Numbers the calls that came without an id (`fg_1`, `fg_2`, …).
     call_ids: AtomicU64,
@@ -102,8 +111,6 @@ pub struct Gateway {
     /// `std` lock: read once per booking, written only when budgets are set, never held across
     /// an await.
     budgets: std::sync::RwLock<BTreeMap<String, Budget>>,
-    /// The scheduled maintenance windows (`[[maintenance]]`).
-    maintenance: Schedule,
 }
 
 impl Gateway {
@@ -114,48 +121,24 @@ impl Gateway {
         upstreams: &BTreeMap<String, Arc<dyn Upstream>>,
         telemetry: Arc<Telemetry>,
     ) -> Result<Self, Vec<String>> {
-        let mut errors = Vec::new();
-        let mut tools = BTreeMap::new();
         let breakers = BreakerRegistry::default();
-        let provider_timeouts: BTreeMap<String, Duration> = config
-            .providers
-            .iter()
-            .filter_map(|(name, p)| Some((name.clone(), p.timeout?)))
-            .collect();
-        let plan = BreakerPlan::new(&config.breakers, &config.tools);
-        for tc in &config.tools {
-            let Some(spec) = tc.spec() else {
-                errors.push(format!("{}: unknown tool {}", tc.file.display(), tc.name));
-                continue;
-            };
-            // A tool whose providers are configured but none serves it in this build (warned
-            // about when providers were built) is not offered.
-            let built = ServedTool::build_planned(
-                spec,
-                tc,
-                upstreams,
-                &provider_timeouts,
-                &breakers,
-                &plan,
-                &config.prompts,
-            );
-            match built {
-                Ok(Some(tool)) => {
-                    tools.insert(tc.name.clone(), Arc::new(tool));
-                }
-                Ok(None) => {}
-                Err(e) => errors.push(e),
-            }
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
+        let tools: BTreeMap<String, Arc<ServedTool>> =
+            reload::build_tools(config, upstreams, &breakers)?
+                .into_iter()
+                .map(|(name, tool)| (name, Arc::new(tool)))
+                .collect();
         let observer = Observer::new(telemetry);
         for tool in tools.values() {
             observer.register_tool(tool);
         }
-        Ok(Gateway {
+        let served = Served {
             tools,
+            maintenance: Arc::new(Schedule::new(config.maintenance.clone())),
+        };
+        Ok(Gateway {
+            served: ArcSwap::from_pointee(served),
+            upstreams: upstreams.clone(),
+            replaced: watch::Sender::new(0),
             breakers,
             call_ids: AtomicU64::new(1),
             // Per process, so replicas retrying together do not draw the same waits.
@@ -166,8 +149,43 @@ impl Gateway {
             rate_limits: Arc::default(),
             ledger: OnceLock::new(),
             budgets: std::sync::RwLock::default(),
-            maintenance: Schedule::new(config.maintenance.clone()),
         })
+    }
+
+    /// Builds the tools `config` serves beside the running ones and checks them, changing
+    /// nothing: every problem at once, or the set [`Gateway::install`] puts in service. The
+    /// providers are the running ones (`config`'s `[providers]` apply only to each attempt's
+    /// cap, `timeout`).
+    pub fn prepare(&self, config: &Config) -> Result<Prepared, Vec<String>> {
+        reload::prepare(config, &self.upstreams)
+    }
+
+    /// Puts `prepared` in service in one step and says which tools it added, removed and
+    /// changed. A breaker whose tool × provider key stays keeps its state and history and
+    /// follows the new policy from its next transition; calls in flight finish on the
+    /// configuration they started with. Reloads must not overlap (the caller serializes them).
+    pub fn install(&self, prepared: Prepared) -> ToolChanges {
+        let running = self.served.load_full();
+        let (served, changes) = reload::install(prepared, &running, &self.breakers, Instant::now());
+        for name in &changes.added {
+            if let Some(tool) = served.tools.get(name) {
+                self.observer.register_tool(tool);
+            }
+        }
+        self.served.store(Arc::new(served));
+        self.replaced.send_modify(|n| *n += 1);
+        changes
+    }
+
+    /// How many times a reload replaced the served tools (0 as started).
+    pub fn tools_revision(&self) -> u64 {
+        *self.replaced.borrow()
+    }
+
+    /// Wakes on every [`Gateway::install`], for who shows the tool list (the tools, their
+    /// descriptions or their order may have changed).
+    pub fn tools_replaced(&self) -> watch::Receiver<u64> {
+        self.replaced.subscribe()
     }
 
     /// The same gateway, reading the providers' rate limits from `limits` (the board their
@@ -202,34 +220,29 @@ impl Gateway {
         }
     }
 
-    /// The scheduled maintenance windows.
-    pub fn maintenance(&self) -> &Schedule {
-        &self.maintenance
+    /// The scheduled maintenance windows in force.
+    pub fn maintenance(&self) -> Arc<Schedule> {
+        Arc::clone(&self.served.load().maintenance)
     }
 
     /// Whether `tool` takes calls now: one of its providers has a breaker that admits them and
     /// is held by no maintenance window.
     pub fn is_available(&self, tool: &ServedTool, now: Instant) -> bool {
         let wall = crate::clock::utc_now();
+        let served = self.served.load();
         tool.admitting(now)
-            .any(|p| self.maintenance.active(tool.spec.name, p, wall).is_none())
+            .any(|p| served.maintenance.active(tool.spec.name, p, wall).is_none())
     }
 
     /// The served tools, in manifest order: the catalog's, then the tools from configuration
     /// by name.
     pub fn tools(&self) -> Vec<Arc<ServedTool>> {
-        let configured = self.tools.values().filter(|t| t.spec.is_configured());
-        tools::CATALOG
-            .iter()
-            .filter_map(|s| self.tools.get(s.name))
-            .chain(configured)
-            .cloned()
-            .collect()
+        self.served.load().in_manifest_order().cloned().collect()
     }
 
     /// One served tool.
     pub fn tool(&self, name: &str) -> Option<Arc<ServedTool>> {
-        self.tools.get(name).cloned()
+        self.served.load().tools.get(name).cloned()
     }
 
     /// The tools a breaker guards, in manifest order: one tool for a tool × provider breaker,
@@ -296,7 +309,9 @@ impl Gateway {
         req: CallRequest,
         steps: Option<StepSender>,
     ) -> Result<Envelope, CallError> {
-        let tool = self.look_up(&req.tool)?;
+        // The configuration this call runs on to its end, whatever a reload installs meanwhile.
+        let served = self.served.load_full();
+        let tool = self.look_up(&served, &req.tool)?;
         let info = CallInfo {
             breaker: tool.first_breaker_state(Instant::now()).to_string(),
             ..CallInfo::new(self.call_id(req.call_id), tool.spec.name)
@@ -312,8 +327,9 @@ impl Gateway {
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
         if let Some(key) = read_key {
+            let read = (&served, &tool);
             return Ok(self
-                .answer_read(&tool, info, request, deadline, key, steps.as_ref())
+                .answer_read(read, info, request, deadline, key, steps.as_ref())
                 .await);
         }
         let write = Self::write(&tool, &req.client, &request, digest);
@@ -326,7 +342,10 @@ impl Gateway {
                 return Ok(envelope);
             }
         }
-        match self.run_write(&tool, request, deadline, write).await {
+        match self
+            .run_write(&served, &tool, request, deadline, write)
+            .await
+        {
             Ok(success) => Ok(answer::fresh(info, success)),
             Err(failure) => Ok(self.interactive_answer(&tool, info, &failure, None)),
         }
@@ -338,7 +357,7 @@ impl Gateway {
     /// shared call; a failure is answered per caller (its stale result or its fallback).
     async fn answer_read(
         self: &Arc<Self>,
-        tool: &Arc<ServedTool>,
+        (served, tool): (&Arc<Served>, &Arc<ServedTool>),
         info: CallInfo,
         request: ToolRequest,
         deadline: Instant,
@@ -362,7 +381,7 @@ impl Gateway {
                 &request,
                 deadline,
                 CallMode::Interactive,
-                self.context(),
+                self.context(served),
             );
             return match ran.await {
                 Ok(success) => self.remember(tool, key, answer::fresh(info, success)),
@@ -372,7 +391,7 @@ impl Gateway {
         let mut waiter = tool
             .shared_calls
             .join(key.clone(), deadline, |shared_steps| {
-                self.shared_read(tool, request, deadline, key.clone(), shared_steps)
+                self.shared_read((served, tool), request, deadline, key.clone(), shared_steps)
                     .in_current_span()
             });
         let their_steps = steps.map(|to| (waiter.steps(), to));
@@ -406,18 +425,18 @@ impl Gateway {
     /// answer rendered and remembered once for all of them.
     fn shared_read(
         self: &Arc<Self>,
-        tool: &Arc<ServedTool>,
+        (served, tool): (&Arc<Served>, &Arc<ServedTool>),
         request: ToolRequest,
         deadline: Instant,
         key: String,
         steps: Steps,
     ) -> impl std::future::Future<Output = SharedOutcome> + Send + 'static {
         let gateway = Arc::clone(self);
-        let tool = Arc::clone(tool);
+        let (served, tool) = (Arc::clone(served), Arc::clone(tool));
         async move {
             let cx = Context {
                 steps: Some(&steps),
-                ..gateway.context()
+                ..gateway.context(&served)
             };
             let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
             // The call id is each caller's own, set when it is answered.
@@ -469,7 +488,8 @@ impl Gateway {
     /// verdict. No fallback text and no stale answer: only what the job system needs to decide
     /// between done, later and never.
     pub async fn run_background(self: &Arc<Self>, req: CallRequest) -> Verdict {
-        let Some(tool) = self.tools.get(&req.tool).cloned() else {
+        let served = self.served.load_full();
+        let Some(tool) = served.tools.get(&req.tool).cloned() else {
             return Verdict::Never {
                 envelope: None,
                 error: texts::not_served(&req.tool),
@@ -522,7 +542,7 @@ impl Gateway {
             &request,
             deadline,
             CallMode::Background,
-            self.context(),
+            self.context(&served),
         )
         .await;
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
@@ -640,21 +660,21 @@ impl Gateway {
         arguments: &Value,
         idempotency_key: Option<&str>,
     ) -> Result<(), CheckError> {
-        let tool = self.tools.get(tool_name).ok_or(CheckError::UnknownTool)?;
+        let tool = self.tool(tool_name).ok_or(CheckError::UnknownTool)?;
         tool.check(arguments.clone(), Self::today(), idempotency_key)
             .map(|_| ())
             .map_err(CheckError::Invalid)
     }
 
-    fn look_up(&self, name: &str) -> Result<Arc<ServedTool>, CallError> {
-        self.tools
+    fn look_up(&self, served: &Served, name: &str) -> Result<Arc<ServedTool>, CallError> {
+        served
+            .tools
             .get(name)
             .cloned()
             .ok_or_else(|| CallError::UnknownTool {
                 name: name.to_string(),
-                known: self
-                    .tools()
-                    .iter()
+                known: served
+                    .in_manifest_order()
                     .map(|t| t.spec.name.to_string())
                     .collect(),
             })
@@ -665,13 +685,13 @@ impl Gateway {
         given.unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)))
     }
 
-    fn context(&self) -> Context<'_> {
+    fn context<'a>(&'a self, served: &'a Served) -> Context<'a> {
         Context {
             observer: &self.observer,
             jitter: &self.jitter,
             rate_limits: &self.rate_limits,
             steps: None,
-            maintenance: &self.maintenance,
+            maintenance: &served.maintenance,
         }
     }
 
@@ -681,15 +701,16 @@ impl Gateway {
     /// cancelled when its last caller goes away, see `answer_read`.)
     async fn run_write(
         self: &Arc<Self>,
+        served: &Arc<Served>,
         tool: &Arc<ServedTool>,
         request: ToolRequest,
         deadline: Instant,
         write: Option<Write>,
     ) -> Result<Success, Failure> {
         let gateway = Arc::clone(self);
-        let tool = Arc::clone(tool);
+        let (served, tool) = (Arc::clone(served), Arc::clone(tool));
         let write_task = async move {
-            let cx = gateway.context();
+            let cx = gateway.context(&served);
             let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
             if let (Some(write), Some(ledger)) = (&write, gateway.ledger.get()) {
                 booking::finish(ledger, &gateway.observer, write, &booking::outcome_of(&ran)).await;

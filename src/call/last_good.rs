@@ -63,6 +63,25 @@ impl LastGood {
         })
     }
 
+    /// This memory under a new configuration's `fresh_for` and `stale_for` (a reload): the
+    /// same memory when neither changed, otherwise a new one holding the same results (each
+    /// keeps its own age, so nothing is served older than the new windows allow); `None` when
+    /// both are now zero.
+    pub(crate) fn renewed(&self, fresh_for: Duration, stale_for: Duration) -> Option<Self> {
+        if (fresh_for, stale_for) == (self.fresh_for, self.stale_for) {
+            return Some(LastGood {
+                cache: self.cache.clone(),
+                fresh_for,
+                stale_for,
+            });
+        }
+        let renewed = LastGood::new(fresh_for, stale_for)?;
+        for (key, entry) in self.cache.iter() {
+            renewed.cache.insert(String::clone(&key), entry);
+        }
+        Some(renewed)
+    }
+
     /// The cache key of some arguments.
     pub(crate) fn key(arguments: &Value) -> String {
         canonical_json(arguments)

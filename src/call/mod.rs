@@ -34,6 +34,8 @@
 //! - `pipeline.rs`: the upstream part, whose module docs say why its steps come in that order;
 //! - `answer.rs`: the two answer policies, pure functions of a `Failure` and the facts around
 //!   it;
+//! - `reload.rs`: what one configuration serves (the tools and the maintenance windows) and
+//!   how a reload builds a new set whole and installs it over the running breakers;
 //! - `booking.rs`: write calls through the booking ledger (begin, answer from the ledger,
 //!   finish, reconcile);
 //! - `gateway.rs`: [`Gateway`] and both entry points.
@@ -52,6 +54,7 @@ mod observe;
 mod outcome;
 mod pipeline;
 mod progress;
+mod reload;
 mod retry;
 mod served;
 mod upstream;
@@ -63,5 +66,6 @@ pub use answer::{RateLimitHit, Verdict};
 pub use envelope::{CallInfo, Data, Envelope, Status};
 pub use gateway::{CallError, CallRequest, CheckError, Gateway};
 pub use progress::{Step, StepSender};
+pub use reload::{Prepared, ToolChanges};
 pub use served::ServedTool;
 pub use upstream::Upstream;

@@ -1,8 +1,9 @@
 //! The tools as served: for each tool its catalog entry and configuration, its compiled argument
 //! validator, its provider chain (each provider behind its breaker: the tool's own on that
 //! provider, or one the provider's tools share, as the provider's breaker scope says), its
-//! bulkhead, its last good results and its calls in flight. Built once from configuration; read
-//! by every call.
+//! bulkhead, its last good results and its calls in flight. Built from configuration at start
+//! and again on each reload (which carries the breakers, the bulkhead and the last good results
+//! of an unchanged tool over); read by every call.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +21,7 @@ use super::envelope::Envelope;
 use super::last_good::LastGood;
 use super::outcome::Failure;
 use super::upstream::Upstream;
-use crate::breaker::{Breaker, BreakerRegistry, BreakerState};
+use crate::breaker::{Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState};
 use crate::config::ToolConfig;
 use crate::tools::{Access, ArgumentValidator, ToolRequest, ToolSpec, describe_field_errors};
 
@@ -63,6 +64,9 @@ pub(super) struct Route {
     /// The breaker of this tool × provider, or the one every tool of the provider (or of its
     /// account) shares.
     pub(super) breaker: Arc<Breaker>,
+    /// The breaker policy this configuration gives it (a reload applies it to a breaker that
+    /// carries over).
+    policy: BreakerConfig,
     /// The provider's cap on an attempt (`[providers.X] timeout`), under the tool's timeout.
     pub(super) timeout: Option<Duration>,
     /// Until when the provider said its quota is exhausted (the fallback says so). A short
@@ -131,6 +135,7 @@ impl ServedTool {
                     name: name.clone(),
                     upstream: Arc::clone(upstream),
                     breaker: plan.breaker(breakers, &config.name, name, &**upstream, &breaker),
+                    policy: plan.policy(name, &breaker).clone(),
                     timeout: provider_timeouts.get(name).copied(),
                     quota_exhausted_until: Mutex::new(None),
                 })
@@ -159,6 +164,59 @@ impl ServedTool {
                 .cloned()
                 .unwrap_or_default(),
         }))
+    }
+
+    /// Moves this tool, built for a reload beside the running one, onto the gateway's own
+    /// breakers: each route takes the registry's breaker of its key (which keeps its state and
+    /// history and takes this configuration's policy, the first route of a key deciding), or a
+    /// new one for a key the running configuration did not have.
+    pub(super) fn adopt_breakers(
+        &mut self,
+        breakers: &BreakerRegistry,
+        policies_set: &mut std::collections::HashSet<BreakerKey>,
+        now: Instant,
+    ) {
+        for route in &mut self.routes {
+            let key = route.breaker.key().clone();
+            let breaker = breakers.get_or_insert(key.clone(), route.policy.clone());
+            if policies_set.insert(key) {
+                breaker.reconfigure(route.policy.clone(), now);
+            }
+            route.breaker = breaker;
+        }
+    }
+
+    /// Carries over what `running` (this tool under the configuration being replaced) holds
+    /// that callers rely on: its bulkhead when `max_concurrent` did not change (so calls in
+    /// flight still count), its last good results (under this configuration's windows), and
+    /// each provider's "quota used up until".
+    pub(super) fn carry_over(&mut self, running: &ServedTool) {
+        if self.config.max_concurrent == running.config.max_concurrent {
+            self.bulkhead = Arc::clone(&running.bulkhead);
+        }
+        if let Some(memory) = &running.last_good
+            && !self.is_write()
+        {
+            self.last_good = memory.renewed(self.config.fresh_for, self.config.stale_for);
+        }
+        for route in &self.routes {
+            if let Some(old) = running.routes.iter().find(|r| r.name == route.name) {
+                *route.quota() = *old.quota();
+            }
+        }
+    }
+
+    /// Whether `other` serves this tool exactly as this one does: the same configuration, the
+    /// same fallback text and the same providers with the same caps.
+    pub(super) fn same_as(&self, other: &ServedTool) -> bool {
+        self.config == other.config
+            && self.fallback == other.fallback
+            && self.routes.len() == other.routes.len()
+            && self
+                .routes
+                .iter()
+                .zip(&other.routes)
+                .all(|(a, b)| a.name == b.name && a.timeout == b.timeout)
     }
 
     /// Whether the tool changes the world (a booking). The one definition the call path uses:

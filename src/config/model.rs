@@ -424,7 +424,7 @@ impl Default for WatchesConfig {
 }
 
 /// One `tools/<tool>.toml`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolConfig {
     /// The file it came from.
     pub file: PathBuf,
@@ -467,6 +467,15 @@ pub struct HttpTool {
     pub definition: crate::tools::configured::Definition,
     /// Its request and result, compiled.
     pub operation: Arc<crate::http_tool::Operation>,
+}
+
+/// The same declaration: the same definition, and a request and result that read the same (the
+/// compiled operation has no equality of its own). A reload compares tools with it.
+impl PartialEq for HttpTool {
+    fn eq(&self, other: &Self) -> bool {
+        self.definition == other.definition
+            && format!("{:?}", self.operation) == format!("{:?}", other.operation)
+    }
 }
 
 impl ToolConfig {

@@ -65,8 +65,9 @@ pub(super) fn answer(verdict: &Verdict) -> Answer {
 pub(super) struct Dispatcher {
     /// This process's lease owner name.
     pub(super) owner: String,
-    /// What each claimed job's lease lasts (the longest tool deadline plus a margin).
-    pub(super) lease_ms: i64,
+    /// What each claimed job's lease lasts (the longest tool deadline plus a margin), set
+    /// again on every pass, since a reload may change the deadlines.
+    pub(super) lease_ms: std::sync::atomic::AtomicI64,
     /// The providers' allowances (shared by the fleet on PostgreSQL).
     pub(super) quotas: Arc<Quotas>,
 }
@@ -160,7 +161,13 @@ impl Dispatcher {
             return Ok(0);
         }
         let jobs = store
-            .claim(&self.owner, clock::epoch_ms(), self.lease_ms, free, skip)
+            .claim(
+                &self.owner,
+                clock::epoch_ms(),
+                self.lease_ms.load(std::sync::atomic::Ordering::Relaxed),
+                free,
+                skip,
+            )
             .await?;
         let claimed_at = clock::now();
         let mut n = 0;

@@ -133,14 +133,7 @@ impl JobSystem {
         let owner = format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple());
         let unstored = Unstored::default();
         let seen = Arc::new(Seen::default());
-        // The lease: the longest tool deadline plus a margin.
-        let lease = gateway
-            .tools()
-            .iter()
-            .map(|t| t.config.deadline)
-            .max()
-            .unwrap_or(DEFAULT_DEADLINE)
-            + config.lease_margin;
+        let lease = lease_ms(&gateway, config.lease_margin);
         // A fleet on PostgreSQL paces from one shared bucket per provider; one node on its own.
         let limits = Arc::clone(gateway.rate_limits());
         let quotas = Arc::new(match store.db() {
@@ -156,7 +149,7 @@ impl JobSystem {
             wake: Notify::new(),
             dispatcher: Dispatcher {
                 owner: owner.clone(),
-                lease_ms: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
+                lease_ms: std::sync::atomic::AtomicI64::new(lease),
                 quotas: Arc::clone(&quotas),
             },
             runner: Arc::new(Runner {
@@ -461,6 +454,10 @@ impl JobSystem {
             return Ok(());
         }
         let now = clock::now();
+        let lease = lease_ms(&self.gateway, self.runner.config.lease_margin);
+        self.dispatcher
+            .lease_ms
+            .store(lease, std::sync::atomic::Ordering::Relaxed);
         let due = self.store.due_tools(clock::epoch_ms()).await?;
         let tools: Vec<ToolState> = self
             .gateway
@@ -549,4 +546,17 @@ impl JobSystem {
             metrics.set_oldest_due_job_age(name, Duration::from_millis(age));
         }
     }
+}
+
+/// A claimed job's lease in milliseconds: the longest deadline of the tools served now plus
+/// `margin`, so no run outlasts its lease.
+fn lease_ms(gateway: &Gateway, margin: Duration) -> i64 {
+    let lease = gateway
+        .tools()
+        .iter()
+        .map(|t| t.config.deadline)
+        .max()
+        .unwrap_or(DEFAULT_DEADLINE)
+        + margin;
+    i64::try_from(lease.as_millis()).unwrap_or(i64::MAX)
 }

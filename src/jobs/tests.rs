@@ -35,7 +35,7 @@ impl Queue {
             store: MemoryStore::default(),
             dispatcher: Dispatcher {
                 owner: "w".into(),
-                lease_ms: 60_000,
+                lease_ms: std::sync::atomic::AtomicI64::new(60_000),
                 quotas: Arc::new(Quotas::local(Arc::default())),
             },
             workers: Arc::new(Semaphore::new(workers)),

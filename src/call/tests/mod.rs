@@ -17,6 +17,7 @@ mod answer;
 mod gateway;
 mod maintenance;
 mod pipeline;
+mod reload;
 mod scope;
 mod shared;
 

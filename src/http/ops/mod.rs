@@ -298,7 +298,7 @@ pub(crate) async fn list_breakers(State(state): State<AppState>, headers: Header
             })
         })
         .collect();
-    let maintenance = maintenance_json(state.gateway.maintenance(), crate::clock::utc_now());
+    let maintenance = maintenance_json(&state.gateway.maintenance(), crate::clock::utc_now());
     Json(json!({ "breakers": breakers, "tools": tools, "maintenance": maintenance }))
         .into_response()
 }
