@@ -18,6 +18,7 @@ mod openapi;
 mod policies;
 mod problems;
 mod reader;
+mod restart;
 mod server;
 mod tools_files;
 
@@ -29,4 +30,5 @@ pub use load::{DEFAULT_SPOOL, load, placeholders};
 pub use model::*;
 pub use openapi::{ImportedTool, import_openapi};
 pub use problems::{ConfigErrors, Problem, Problems};
+pub use restart::{Settled, settle};
 pub use tools_files::is_tool_name;

@@ -1,0 +1,291 @@
+//! Which settings a running gateway can take on a reload, and which need a restart.
+//!
+//! A reload applies the tools (`tools/`), the prompts (`prompts/`), the clients and their keys
+//! (`[[clients]]`), the maintenance windows (`[[maintenance]]`) and each provider's attempt cap
+//! (`[providers.X] timeout`). Everything else was built into something that lives as long as the
+//! process (the listener, the store, the provider clients, the job workers, the MCP endpoint,
+//! telemetry), so [`settle`] keeps the running value and names each difference, so an operator
+//! reads "needs a restart" instead of wondering why an edit did nothing.
+
+use std::fmt::Debug;
+
+use super::model::Config;
+
+/// A configuration read for a reload, settled against the one running.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    /// What the gateway runs on after the reload: the reloadable parts as read, the rest as
+    /// running.
+    pub config: Config,
+    /// Each setting read with another value than the running one that only a restart applies:
+    /// the key, the value in force and the value read.
+    pub needs_restart: Vec<String>,
+}
+
+/// `read` with every setting a reload cannot apply put back to `running`'s value, and those
+/// settings named.
+pub fn settle(running: &Config, read: Config) -> Settled {
+    let mut out = Vec::new();
+    let mut differ = |key: &str, was: &dyn Debug, now: &dyn Debug| {
+        let (was, now) = (format!("{was:?}"), format!("{now:?}"));
+        if was != now {
+            out.push(format!(
+                "{key}: {was} in force, {now} read; needs a restart"
+            ));
+        }
+    };
+    let (r, n) = (&running.server, &read.server);
+    differ("[server] listen", &r.listen, &n.listen);
+    differ(
+        "[server] max_body_bytes",
+        &r.max_body_bytes,
+        &n.max_body_bytes,
+    );
+    differ(
+        "[server] header_read_timeout",
+        &r.header_read_timeout,
+        &n.header_read_timeout,
+    );
+    differ(
+        "[server] max_connections",
+        &r.max_connections,
+        &n.max_connections,
+    );
+    differ(
+        "[server] shutdown_grace",
+        &r.shutdown_grace,
+        &n.shutdown_grace,
+    );
+    // Unset, it follows the longest tool deadline, which the tools read may have moved.
+    differ(
+        "[server] request_timeout (unset: the longest tool deadline plus 5 s)",
+        &running.request_timeout(),
+        &read.request_timeout(),
+    );
+    let (r, n) = (&running.auth, &read.auth);
+    differ(
+        "[auth] callback_allowlist",
+        &display_all(&r.callback_allowlist),
+        &display_all(&n.callback_allowlist),
+    );
+    differ(
+        "[auth] callback_secret_env",
+        &r.callback_secret_env,
+        &n.callback_secret_env,
+    );
+    let (r, n) = (&running.store, &read.store);
+    differ("[store] url", &redacted(&r.url), &redacted(&n.url));
+    differ(
+        "[store] share_breakers",
+        &r.share_breakers,
+        &n.share_breakers,
+    );
+    differ("[store] spool_path", &r.spool_path, &n.spool_path);
+    differ("[store] job_retention", &r.job_retention, &n.job_retention);
+    differ(
+        "[bookings] settle",
+        &running.bookings.settle,
+        &read.bookings.settle,
+    );
+    differ(
+        "[bookings] reconcile_every",
+        &running.bookings.reconcile_every,
+        &read.bookings.reconcile_every,
+    );
+    differ(
+        "[quota] bucket_key",
+        &running.quota.bucket_key.as_str(),
+        &read.quota.bucket_key.as_str(),
+    );
+    differ("[mcp]", &running.mcp, &read.mcp);
+    differ(
+        "[limits] (for keys without a [[clients]] entry; a client's own limits reload)",
+        &running.limits,
+        &read.limits,
+    );
+    differ("[defaults.jobs]", &running.jobs, &read.jobs);
+    differ("[telemetry]", &running.telemetry, &read.telemetry);
+    differ("[watches]", &running.watches, &read.watches);
+    let mut providers = running.providers.clone();
+    for (name, was) in &running.providers {
+        match read.providers.get(name) {
+            None => differ(&format!("[providers.{name}]"), &"configured", &"removed"),
+            Some(now) => {
+                let key = |field: &str| format!("[providers.{name}] {field}");
+                differ(&key("kind"), &was.kind, &now.kind);
+                differ(
+                    &key("base_url"),
+                    &was.base_url.as_str(),
+                    &now.base_url.as_str(),
+                );
+                differ(
+                    &key("requests_per_second"),
+                    &was.requests_per_second,
+                    &now.requests_per_second,
+                );
+                differ(
+                    &key("connect_timeout"),
+                    &was.connect_timeout,
+                    &now.connect_timeout,
+                );
+                // An attempt's cap is carried on each tool's route: it reloads.
+                if let Some(kept) = providers.get_mut(name) {
+                    kept.timeout = now.timeout;
+                }
+            }
+        }
+    }
+    for name in read.providers.keys() {
+        if !running.providers.contains_key(name) {
+            differ(&format!("[providers.{name}]"), &"absent", &"added");
+        }
+    }
+    let config = Config {
+        server: running.server.clone(),
+        auth: super::model::AuthConfig {
+            callback_allowlist: running.auth.callback_allowlist.clone(),
+            callback_secret_env: running.auth.callback_secret_env.clone(),
+            ..read.auth
+        },
+        store: running.store.clone(),
+        bookings: running.bookings.clone(),
+        quota: running.quota,
+        mcp: running.mcp.clone(),
+        limits: running.limits.clone(),
+        providers,
+        jobs: running.jobs.clone(),
+        telemetry: running.telemetry.clone(),
+        watches: running.watches.clone(),
+        ..read
+    };
+    Settled {
+        config,
+        needs_restart: out,
+    }
+}
+
+/// URLs as one readable list.
+fn display_all(urls: &[reqwest::Url]) -> Vec<&str> {
+    urls.iter().map(reqwest::Url::as_str).collect()
+}
+
+/// A store URL without its password.
+fn redacted(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{EMBEDDED_CONFIG, EmbeddedFiles, load};
+
+    /// The shipped configuration, as `faregate demo` runs it.
+    fn defaults() -> Config {
+        let path = std::path::Path::new(EMBEDDED_CONFIG);
+        match load(&EmbeddedFiles, path, &crate::tools::names()) {
+            Ok((config, _)) => config,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn reloadable_settings_are_taken_and_nothing_needs_a_restart() {
+        let running = defaults();
+        let mut read = running.clone();
+        read.tools.retain(|t| t.name != "book_hotel");
+        read.tools[0].timeout = Duration::from_secs(3);
+        read.prompts
+            .insert("agent-guidance.md".into(), "new".into());
+        if let Some(p) = read.providers.values_mut().next() {
+            p.timeout = Some(Duration::from_secs(2));
+        }
+        let settled = settle(&running, read.clone());
+        assert!(
+            settled.needs_restart.is_empty(),
+            "{:?}",
+            settled.needs_restart
+        );
+        assert_eq!(settled.config.tools, read.tools);
+        assert_eq!(settled.config.prompts, read.prompts);
+        let timeouts = |c: &Config| -> Vec<_> { c.providers.values().map(|p| p.timeout).collect() };
+        assert_eq!(timeouts(&settled.config), timeouts(&read));
+    }
+
+    #[test]
+    fn every_setting_a_reload_cannot_apply_is_named_and_kept() {
+        let running = defaults();
+        let mut read = running.clone();
+        read.server.listen = "0.0.0.0:9090".parse().unwrap_or(running.server.listen);
+        read.store.url = "postgres://app:hunter2@db/faregate".into();
+        read.mcp.legacy_sessions = !running.mcp.legacy_sessions;
+        read.jobs.workers += 1;
+        if let Some(p) = read.providers.get_mut("duffel") {
+            p.connect_timeout += Duration::from_secs(1);
+        }
+        read.providers.remove("amadeus");
+        let settled = settle(&running, read);
+        let named: Vec<&str> = settled
+            .needs_restart
+            .iter()
+            .map(|s| s.split(':').next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "[server] listen",
+                "[store] url",
+                "[mcp]",
+                "[defaults.jobs]",
+                "[providers.amadeus]",
+                "[providers.duffel] connect_timeout",
+            ],
+            "{:#?}",
+            settled.needs_restart
+        );
+        assert!(
+            settled
+                .needs_restart
+                .iter()
+                .all(|s| s.ends_with("needs a restart")),
+            "{:?}",
+            settled.needs_restart
+        );
+        assert!(
+            !settled.needs_restart.concat().contains("hunter2"),
+            "no password in the answer"
+        );
+        let c = &settled.config;
+        assert_eq!(c.server.listen, running.server.listen);
+        assert_eq!(c.store.url, running.store.url);
+        assert_eq!(c.mcp, running.mcp);
+        assert_eq!(c.jobs, running.jobs);
+        assert!(
+            c.providers.contains_key("amadeus"),
+            "the running provider stays"
+        );
+    }
+
+    #[test]
+    fn a_longer_deadline_that_moves_the_request_timeout_needs_a_restart() {
+        let running = defaults();
+        let mut read = running.clone();
+        read.tools[0].deadline = running.longest_deadline() + Duration::from_secs(10);
+        let settled = settle(&running, read);
+        assert!(
+            settled
+                .needs_restart
+                .iter()
+                .any(|s| s.starts_with("[server] request_timeout")),
+            "{:?}",
+            settled.needs_restart
+        );
+    }
+}
