@@ -64,13 +64,23 @@ impl BreakerRegistry {
         self.read().get(key).cloned()
     }
 
-    /// Forgets every breaker whose key `keep` refuses (a reload removed its tool or provider).
-    /// A call still holding one finishes on it; it is no longer listed, ticked or followed.
-    pub fn retain(&self, mut keep: impl FnMut(&BreakerKey) -> bool) {
+    /// Forgets every breaker whose key `keep` refuses (a reload removed its tool or provider)
+    /// and returns their keys. A call still holding one finishes on it; it is no longer listed,
+    /// ticked or followed.
+    pub fn retain(&self, mut keep: impl FnMut(&BreakerKey) -> bool) -> Vec<BreakerKey> {
+        let mut removed = Vec::new();
         self.breakers
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|key, _| keep(key));
+            .retain(|key, _| {
+                let kept = keep(key);
+                if !kept {
+                    removed.push(key.clone());
+                }
+                kept
+            });
+        removed.sort();
+        removed
     }
 
     /// Every breaker, sorted by key.

@@ -166,7 +166,12 @@ impl Gateway {
     /// configuration they started with. Reloads must not overlap (the caller serializes them).
     pub fn install(&self, prepared: Prepared) -> ToolChanges {
         let running = self.served.load_full();
-        let (served, changes) = reload::install(prepared, &running, &self.breakers, Instant::now());
+        let reload::Installed {
+            served,
+            changes,
+            forgotten,
+        } = reload::install(prepared, &running, &self.breakers, Instant::now());
+        self.observer.forget_breakers(&forgotten);
         for name in &changes.added {
             if let Some(tool) = served.tools.get(name) {
                 self.observer.register_tool(tool);

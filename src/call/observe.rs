@@ -63,6 +63,11 @@ impl Observer {
         }
     }
 
+    /// Forgets the breakers a reload removed (their gauges and alerts).
+    pub(crate) fn forget_breakers(&self, keys: &[crate::breaker::BreakerKey]) {
+        self.telemetry.forget_breakers(keys);
+    }
+
     /// One write call's audit line and its ledger outcome counted. The line names the client,
     /// the tool, the idempotency key, the outcome and the order id: ids only, never passenger
     /// data or arguments.

@@ -131,6 +131,13 @@ pub(super) fn prepare(
     })
 }
 
+/// What [`install`] made: the snapshot, what changed, and the breaker keys it forgot.
+pub(super) struct Installed {
+    pub(super) served: Served,
+    pub(super) changes: ToolChanges,
+    pub(super) forgotten: Vec<BreakerKey>,
+}
+
 /// The snapshot that replaces `running`: `prepared`'s tools on the gateway's breakers, with what
 /// carries over from the running tools of the same name, and what changed. Forgets the breakers
 /// of keys no tool uses any more.
@@ -139,7 +146,7 @@ pub(super) fn install(
     running: &Served,
     breakers: &BreakerRegistry,
     now: Instant,
-) -> (Served, ToolChanges) {
+) -> Installed {
     let mut policies_set = HashSet::new();
     let mut changes = ToolChanges::default();
     let mut tools = BTreeMap::new();
@@ -188,10 +195,14 @@ pub(super) fn install(
         .flat_map(|t| t.breakers())
         .map(|b| b.key().clone())
         .collect();
-    breakers.retain(|key| in_use.contains(key));
+    let forgotten = breakers.retain(|key| in_use.contains(key));
     let served = Served {
         tools,
         maintenance: Arc::new(prepared.maintenance),
     };
-    (served, changes)
+    Installed {
+        served,
+        changes,
+        forgotten,
+    }
 }

@@ -81,12 +81,16 @@ impl Fleet {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut pending = Pending::default();
         let mut ticks = 0u64;
-        // In a PostgreSQL fleet every breaker tells of its failures in a run, for the others.
+        // In a PostgreSQL fleet every breaker tells of its failures in a run, for the others, and
+        // probes only under the fleet's lease while the store answers; asked again on every
+        // catch-up, so a breaker a configuration reload added joins within seconds.
         let (failures_tx, mut failures) = mpsc::unbounded_channel();
         let share_failures = |breakers: &BreakerRegistry| {
             if self.shared {
+                let connected = self.is_connected();
                 for breaker in breakers.all() {
                     breaker.share_failures(failures_tx.clone());
+                    breaker.require_probe_lease(connected);
                 }
             }
         };

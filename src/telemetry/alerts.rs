@@ -171,6 +171,16 @@ impl AlertEngine {
         self.evaluate(event.at)
     }
 
+    /// Stops following the breakers of `keys` (a reload removed them): one left open no longer
+    /// counts as rejecting, so its alerts resolve on the next evaluation. Their trips stay in
+    /// the storm and shared-dependency windows, which they age out of.
+    pub fn forget(&mut self, keys: &[BreakerKey]) {
+        for key in keys {
+            self.rejecting_since.remove(key);
+            self.recoveries_lost.remove(key);
+        }
+    }
+
     /// Evaluates the time-based rules at `now` (call it every few hundred milliseconds).
     pub fn tick(&mut self, now: Instant) -> Vec<AlertChange> {
         self.evaluate(now)

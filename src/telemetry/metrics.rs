@@ -483,6 +483,23 @@ impl Metrics {
         }
     }
 
+    /// Drops the gauges of a breaker a reload removed (its tool, or its provider in the tool's
+    /// chain), so no dashboard or alert rule reads its last state as if it were current.
+    /// Counters stay: what happened, happened.
+    pub fn forget_breaker(&self, tool: &str, provider: &str) {
+        for s in BREAKER_STATES {
+            let _ = self.breaker_state.remove_label_values(&[tool, provider, s]);
+        }
+        let labels = [tool, provider];
+        let _ = self.breaker_failure_rate.remove_label_values(&labels);
+        let _ = self.breaker_slow_rate.remove_label_values(&labels);
+        let _ = self.breaker_calls.remove_label_values(&labels);
+        let _ = self.breaker_open_seconds.remove_label_values(&labels);
+        let _ = self
+            .breaker_failure_rate_at_open
+            .remove_label_values(&labels);
+    }
+
     fn set_breaker_state(&self, tool: &str, provider: &str, state: BreakerState) {
         let current = state.detail_str();
         for s in BREAKER_STATES {

@@ -79,6 +79,15 @@ impl Telemetry {
         self.publish(changes);
     }
 
+    /// Forgets the breakers of `keys`, which a reload removed: their gauges go, and their alerts
+    /// resolve at the next tick.
+    pub fn forget_breakers(&self, keys: &[crate::breaker::BreakerKey]) {
+        for key in keys {
+            self.metrics.forget_breaker(&key.tool, &key.provider);
+        }
+        self.engine().forget(keys);
+    }
+
     /// Evaluates the time-based alert rules at `now`.
     pub fn tick(&self, now: Instant) {
         let changes = self.engine().tick(now);

@@ -256,3 +256,25 @@ async fn breakers_opening_apart_are_not_a_shared_dependency() {
     let changes = e.on_transition(&event(&key("c"), Closed, Open));
     assert!(!fired(&changes).contains(&"shared_dependency".to_string()));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_breaker_a_reload_removed_stops_alerting() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let (gone, stays) = (key("search_hotels"), key("search_flights"));
+    e.on_transition(&event(&gone, Closed, Open));
+    e.on_transition(&event(&stays, Closed, Open));
+    advance(Duration::from_secs(5 * 60)).await;
+    assert_eq!(
+        fired(&e.tick(Instant::now())),
+        [
+            "breaker_open_too_long:search_flights/duffel",
+            "breaker_open_too_long:search_hotels/duffel"
+        ]
+    );
+    e.forget(std::slice::from_ref(&gone));
+    assert_eq!(
+        resolved(&e.tick(Instant::now())),
+        ["breaker_open_too_long:search_hotels/duffel"]
+    );
+    assert_eq!(e.active().len(), 1, "the breaker that stays still alerts");
+}
