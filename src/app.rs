@@ -79,33 +79,24 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     }
     if !setup.roster.has_admin() && !auth_off {
         warnings.push(format!(
-            "{} is not set: forcing breakers (POST /v1/breakers/{{key}}/force) and reloading clients (POST /v1/admin/reload) are refused until it is.",
+            "{} is not set: forcing breakers (POST /v1/breakers/{{key}}/force) and reloading the configuration (POST /v1/admin/reload) are refused until it is.",
             config.auth.admin_key_env
         ));
     }
-    let max_body_bytes = config.server.max_body_bytes;
     let limits = Arc::new(ClientLimits::new(
         &config.limits,
         config.server.max_body_bytes,
     ));
     limits.set_own(&setup.own_limits);
     gateway.set_budgets(http::client_budgets(&setup.roster));
-    let request_timeout = config.request_timeout();
     Ok(App {
-        state: AppState {
-            gateway: Arc::new(gateway),
+        state: AppState::new(
+            Arc::new(gateway),
             telemetry,
-            config: Arc::new(config),
-            max_body_bytes,
-            jobs: None,
-            watches: None,
-            back_in_service: None,
-            fleet: None,
-            keys: Keys::new(setup.roster),
+            config,
+            Keys::new(setup.roster),
             limits,
-            request_timeout,
-            client_source: None,
-        },
+        ),
         warnings,
         kept_offers,
     })
@@ -119,7 +110,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
 /// fleet does.
 pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     app.kept_offers.attach(store.db().clone());
-    let config = &app.state.config;
+    let config = &app.state.config();
     app.state
         .gateway
         .attach_ledger(Ledger::new(store.db().clone(), config.bookings.settle));
@@ -232,9 +223,9 @@ pub async fn run(
     });
     let reconciler = reconcile_bookings(
         app.state.gateway.clone(),
-        app.state.config.bookings.reconcile_every,
+        app.state.config().bookings.reconcile_every,
     );
-    let server_config = &app.state.config.server;
+    let server_config = &app.state.config().server;
     let options = ServeOptions {
         header_read_timeout: server_config.header_read_timeout,
         max_connections: server_config.max_connections,

@@ -19,7 +19,7 @@ use tokio::net::TcpListener;
 
 use faregate::app;
 use faregate::config::{self, Config, DiskFiles, Files};
-use faregate::http::{self, AppState, ClientSource};
+use faregate::http::{self, AppState, ConfigSource};
 use faregate::jobs;
 use faregate::providers::{self, ProcessEnv};
 use faregate::tools;
@@ -88,7 +88,7 @@ async fn build(config: Config, store_override: Option<&str>) -> anyhow::Result<a
     let store = jobs::Store::open(&url)
         .await
         .with_context(|| format!("cannot open the job store {}", redact_url(&url)))?;
-    if app.state.config.store.share_breakers {
+    if app.state.config().store.share_breakers {
         let fleet = faregate::fleet::Fleet::open(store.db().clone())
             .await
             .with_context(|| format!("cannot open the breaker state in {}", redact_url(&url)))?;
@@ -128,11 +128,18 @@ pub(crate) async fn serve(
     let addr = config.server.listen;
     let mut app = build(config, None).await?;
     let path = config_path.to_path_buf();
-    app.state.client_source = Some(ClientSource::new(move || {
-        let (config, _) = config::load(&DiskFiles, &path, &tools::names())
-            .map_err(|e| e.errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-        http::client_setup(&config, &ProcessEnv)
-    }));
+    app.state.config_source = Some(ConfigSource::new(
+        move || {
+            let (mut config, _) = config::load(&DiskFiles, &path, &tools::names())
+                .map_err(|e| e.errors.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+            // The address given on the command line stays the one in force.
+            if let Some(addr) = listen {
+                config.server.listen = addr;
+            }
+            Ok(config)
+        },
+        ProcessEnv,
+    ));
     reload_on_sighup(app.state.clone());
     let listener = TcpListener::bind(addr)
         .await
@@ -142,26 +149,37 @@ pub(crate) async fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads the clients again on every SIGHUP, as `POST /v1/admin/reload` does; a configuration
-/// with problems changes nothing and is logged.
+/// Reads the whole configuration again on every SIGHUP, as `POST /v1/admin/reload` does; a
+/// configuration with problems changes nothing and each problem is logged.
 fn reload_on_sighup(state: AppState) {
     #[cfg(unix)]
     tokio::spawn(async move {
         let Ok(mut hangups) =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         else {
-            tracing::warn!("cannot listen for SIGHUP; reload clients with POST /v1/admin/reload");
+            tracing::warn!("cannot listen for SIGHUP; reload with POST /v1/admin/reload");
             return;
         };
         while hangups.recv().await.is_some() {
             let reloading = state.clone();
-            match tokio::task::spawn_blocking(move || reloading.reload_clients()).await {
+            match tokio::task::spawn_blocking(move || reloading.reload()).await {
                 Ok(Ok(summary)) => tracing::info!(
                     clients = ?summary.clients,
                     client_keys = summary.client_keys,
-                    "SIGHUP: clients reloaded"
+                    tools = ?summary.tools,
+                    needs_restart = summary.needs_restart.len(),
+                    "SIGHUP: configuration reloaded"
                 ),
-                Ok(Err(e)) => tracing::error!(problems = ?e, "SIGHUP: clients not reloaded"),
+                Ok(Err(faregate::http::ReloadError::Problems(problems))) => {
+                    for problem in &problems {
+                        tracing::error!("SIGHUP: {problem}");
+                    }
+                    tracing::error!(
+                        problems = problems.len(),
+                        "SIGHUP: configuration not reloaded; the running one keeps serving"
+                    );
+                }
+                Ok(Err(e)) => tracing::error!(error = ?e, "SIGHUP: configuration not reloaded"),
                 Err(e) => tracing::error!(error = %e, "SIGHUP: the reload did not finish"),
             }
         }

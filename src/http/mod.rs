@@ -37,7 +37,7 @@ pub use edge::{
     serve,
 };
 pub use routes::ROUTED_PATHS;
-pub use state::{AppState, ClientSource, ReloadError, ReloadSummary, budgets as client_budgets};
+pub use state::{AppState, ConfigSource, ReloadError, ReloadSummary, budgets as client_budgets};
 
 use routes::{Guard, Handler, ROUTES};
 

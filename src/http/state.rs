@@ -1,16 +1,25 @@
-//! [`AppState`]: what every handler and edge layer can reach, and how the clients it holds are
-//! installed and reloaded.
+//! [`AppState`]: what every handler and edge layer can reach, and how a reload (SIGHUP,
+//! `POST /v1/admin/reload`) replaces the configuration it serves.
+//!
+//! A reload reads the whole configuration again and builds everything it changes beside what
+//! runs (the clients and keys, the served tools); any problem anywhere changes nothing and is
+//! answered in full. Only then is each part swapped in, at once for every later request: the
+//! clients, the served tools (whose calls in flight finish on the snapshot they started with)
+//! and the configuration the handlers read (prompts, guidance). Settings only a restart can
+//! apply keep their running values and are named in the answer (`config::settle`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::edge::{Browsers, Caller, ClientLimits, ClientSetup, Keys, Role};
-use crate::call::Gateway;
+use super::edge::{Browsers, Caller, ClientLimits, ClientSetup, Keys, Role, client_setup};
+use crate::call::{Gateway, ToolChanges};
 use crate::clients::Roster;
-use crate::config::Config;
+use crate::config::{self, Config};
+use crate::providers::Env;
 use crate::tools::spend::{Amount, Budget};
 
 /// What every handler can reach.
@@ -20,9 +29,9 @@ pub struct AppState {
     pub gateway: Arc<Gateway>,
     /// Metrics, alerts and event streams.
     pub telemetry: Arc<crate::telemetry::Telemetry>,
-    /// The configuration (prompts, policies) as read at start; a reload changes the clients
-    /// only.
-    pub config: Arc<Config>,
+    /// The configuration in force (prompts, policies), replaced whole by a reload: read it
+    /// with [`AppState::config`].
+    pub configuration: Arc<ArcSwap<Config>>,
     /// The body limit, for error messages.
     pub max_body_bytes: usize,
     /// Background mode, when a job store is configured.
@@ -39,27 +48,38 @@ pub struct AppState {
     pub limits: Arc<ClientLimits>,
     /// How long one request may take (`[server] request_timeout`, resolved).
     pub request_timeout: Duration,
-    /// Where a reload reads the clients from; `None` = reloading is not possible (the demo).
-    pub client_source: Option<ClientSource>,
+    /// Where a reload reads the configuration from; `None` = reloading is not possible (the
+    /// demo).
+    pub config_source: Option<ConfigSource>,
+    /// Held by the reload in progress, so two (a SIGHUP and the route) never interleave.
+    pub(crate) reloading: Arc<Mutex<()>>,
 }
 
-/// Reads the clients and keys again (the configuration file and the environment), as a start
-/// would.
+/// Reads the configuration again (`faregate.toml`, `tools/`, `prompts/`) as a start would, and
+/// the environment its keys are read from.
 #[derive(Clone)]
-pub struct ClientSource(Arc<dyn Fn() -> Result<ClientSetup, Vec<String>> + Send + Sync>);
+pub struct ConfigSource {
+    read: Arc<dyn Fn() -> Result<Config, Vec<String>> + Send + Sync>,
+    env: Arc<dyn Env + Send + Sync>,
+}
 
-impl ClientSource {
-    /// A source that calls `read` on every reload.
+impl ConfigSource {
+    /// A source that calls `read` on every reload (each problem naming its file and key) and
+    /// reads client keys from `env`.
     pub fn new(
-        read: impl Fn() -> Result<ClientSetup, Vec<String>> + Send + Sync + 'static,
+        read: impl Fn() -> Result<Config, Vec<String>> + Send + Sync + 'static,
+        env: impl Env + Send + Sync + 'static,
     ) -> Self {
-        ClientSource(Arc::new(read))
+        ConfigSource {
+            read: Arc::new(read),
+            env: Arc::new(env),
+        }
     }
 }
 
-impl std::fmt::Debug for ClientSource {
+impl std::fmt::Debug for ConfigSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientSource")
+        f.write_str("ConfigSource")
     }
 }
 
@@ -72,6 +92,15 @@ pub struct ReloadSummary {
     pub client_keys: usize,
     /// Whether an admin key is configured.
     pub admin_key: bool,
+    /// The tools added, removed and changed.
+    pub tools: ToolChanges,
+    /// Whether any file of `prompts/` changed (fallback texts, the agent guidance).
+    pub prompts_changed: bool,
+    /// Whether the maintenance windows changed.
+    pub maintenance_changed: bool,
+    /// The settings read with another value that only a restart applies (their running value
+    /// stays), each with both values.
+    pub needs_restart: Vec<String>,
 }
 
 /// Why a reload changed nothing.
@@ -84,6 +113,37 @@ pub enum ReloadError {
 }
 
 impl AppState {
+    /// The state of a gateway serving `gateway` under `config`, with these keys and limits, and
+    /// nothing attached (no jobs, watches, fleet or reload source).
+    pub fn new(
+        gateway: Arc<Gateway>,
+        telemetry: Arc<crate::telemetry::Telemetry>,
+        config: Config,
+        keys: Keys,
+        limits: Arc<ClientLimits>,
+    ) -> Self {
+        AppState {
+            gateway,
+            telemetry,
+            max_body_bytes: config.server.max_body_bytes,
+            request_timeout: config.request_timeout(),
+            configuration: Arc::new(ArcSwap::from_pointee(config)),
+            jobs: None,
+            watches: None,
+            back_in_service: None,
+            fleet: None,
+            keys,
+            limits,
+            config_source: None,
+            reloading: Arc::default(),
+        }
+    }
+
+    /// The configuration in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.configuration.load_full()
+    }
+
     /// Authorizes a request for a route that needs `role`; `what` names an admin action in
     /// messages.
     pub(crate) fn authorize(
@@ -92,8 +152,9 @@ impl AppState {
         role: Role,
         what: &str,
     ) -> Result<Caller, Box<Response>> {
+        let config = self.configuration.load();
         self.keys
-            .authorize(headers, role, what, &self.config.auth.admin_key_env)
+            .authorize(headers, role, what, &config.auth.admin_key_env)
     }
 
     /// Whether the call routes must refuse what a browser on another site can send unasked:
@@ -106,16 +167,52 @@ impl AppState {
         }
     }
 
-    /// Installs `setup` at once for every later request: its keys, and the limits of clients
-    /// that have their own. A setup without client keys is refused while keys are on: a reload
-    /// must never turn authentication off (a restart can).
-    pub fn install_clients(&self, setup: ClientSetup) -> Result<ReloadSummary, ReloadError> {
-        if setup.roster.auth_off() && !self.keys.auth_off() {
-            return Err(ReloadError::Problems(vec![
-                "the reloaded configuration accepts no client key, which would turn authentication off; keep at least one key, or restart the gateway to run without keys".into(),
-            ]));
+    /// Why `setup` cannot replace the running clients: a setup without client keys while keys
+    /// are on (a reload must never turn authentication off; a restart can).
+    fn refuse_clients(&self, setup: &ClientSetup) -> Option<String> {
+        (setup.roster.auth_off() && !self.keys.auth_off()).then(|| {
+            "the reloaded configuration accepts no client key, which would turn authentication off; keep at least one key, or restart the gateway to run without keys".into()
+        })
+    }
+
+    /// Installs `setup` at once for every later request: its keys, its clients' budgets, and
+    /// the limits of clients that have their own.
+    fn install_clients(&self, setup: ClientSetup) {
+        self.limits.set_own(&setup.own_limits);
+        self.gateway.set_budgets(budgets(&setup.roster));
+        self.keys.directory().replace(setup.roster);
+    }
+
+    /// Reads the whole configuration again from where it came from and installs it (SIGHUP and
+    /// `POST /v1/admin/reload`): the clients and keys, the tools, the prompts and the
+    /// maintenance windows. Every problem of the configuration read is answered at once and
+    /// nothing changes; settings only a restart applies keep their running values and are
+    /// named. Blocking (it reads files): call it off the async workers.
+    pub fn reload(&self) -> Result<ReloadSummary, ReloadError> {
+        let source = self.config_source.as_ref().ok_or(ReloadError::NoSource)?;
+        let _one_at_a_time = self
+            .reloading
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let read = (source.read)().map_err(ReloadError::Problems)?;
+        let running = self.config();
+        let settled = config::settle(&running, read);
+        let mut problems = Vec::new();
+        let setup = client_setup(&settled.config, source.env.as_ref())
+            .map_err(|e| problems.extend(e))
+            .ok();
+        if let Some(refused) = setup.as_ref().and_then(|s| self.refuse_clients(s)) {
+            problems.push(refused);
         }
-        let summary = ReloadSummary {
+        let prepared = self
+            .gateway
+            .prepare(&settled.config)
+            .map_err(|e| problems.extend(e))
+            .ok();
+        let (Some(setup), Some(prepared), true) = (setup, prepared, problems.is_empty()) else {
+            return Err(ReloadError::Problems(problems));
+        };
+        let mut summary = ReloadSummary {
             clients: setup
                 .roster
                 .profiles()
@@ -124,24 +221,28 @@ impl AppState {
                 .collect(),
             client_keys: setup.roster.client_keys(),
             admin_key: setup.roster.has_admin(),
+            tools: ToolChanges::default(),
+            prompts_changed: running.prompts != settled.config.prompts,
+            maintenance_changed: running.maintenance != settled.config.maintenance,
+            needs_restart: settled.needs_restart,
         };
-        self.limits.set_own(&setup.own_limits);
-        self.gateway.set_budgets(budgets(&setup.roster));
-        self.keys.directory().replace(setup.roster);
-        Ok(summary)
-    }
-
-    /// Reads the clients again from where they were configured and installs them (SIGHUP and
-    /// `POST /v1/admin/reload`); on any problem nothing changes.
-    pub fn reload_clients(&self) -> Result<ReloadSummary, ReloadError> {
-        let source = self.client_source.as_ref().ok_or(ReloadError::NoSource)?;
-        let setup = (source.0)().map_err(ReloadError::Problems)?;
-        let summary = self.install_clients(setup)?;
+        // The prompts first: a tool the new set adds finds its guidance lines in force.
+        self.configuration.store(Arc::new(settled.config));
+        self.install_clients(setup);
+        summary.tools = self.gateway.install(prepared);
         tracing::info!(
             clients = summary.clients.len(),
             client_keys = summary.client_keys,
-            "clients reloaded"
+            added = ?summary.tools.added,
+            removed = ?summary.tools.removed,
+            changed = ?summary.tools.changed,
+            prompts_changed = summary.prompts_changed,
+            maintenance_changed = summary.maintenance_changed,
+            "configuration reloaded"
         );
+        for setting in &summary.needs_restart {
+            tracing::warn!("reload: {setting}");
+        }
         Ok(summary)
     }
 }

@@ -24,6 +24,7 @@ mod maintenance;
 mod observability;
 mod pipeline;
 mod protocols;
+mod reload;
 mod security;
 mod tenants;
 mod trace_context;

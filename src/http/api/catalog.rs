@@ -132,7 +132,8 @@ pub(crate) async fn agent_guidance(
 /// instructions), without the lines about tools it may not call or is not offered; `None`
 /// without the file.
 pub(crate) fn guidance_for(state: &AppState, scope: &Scope) -> Option<String> {
-    let text = state.config.prompts.get("agent-guidance.md")?;
+    let config = state.config();
+    let text = config.prompts.get("agent-guidance.md")?;
     // The watch tools count as tools here: a line about them is left out where they are not
     // offered.
     let watch_tools = watch_tools::TOOLS.iter().map(|t| t.name);

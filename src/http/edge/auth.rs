@@ -9,7 +9,7 @@
 //! Who may do what:
 //! - client routes (tool calls, catalog, the caller's own jobs, reads of breakers and alerts):
 //!   a client key or the admin key (which sees every client's jobs); 401 without a valid one;
-//! - admin routes (forcing breakers, reloading clients): the admin key; 401 without a valid
+//! - admin routes (forcing breakers, reloading the configuration): the admin key; 401 without a valid
 //!   key, 403 with a valid client key;
 //! - `/healthz`, `/readyz`, `/dashboard` and (by default) `/metrics`: open.
 //!

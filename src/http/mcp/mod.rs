@@ -73,7 +73,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::{self, manifest};
+use crate::agents;
 use crate::clients::Scope;
 use crate::http::api::catalog::guidance_for;
 use crate::http::calls::{
@@ -103,31 +103,9 @@ fn rmcp_service(
     state: AppState,
     cancel: CancellationToken,
 ) -> StreamableHttpService<Handler, LocalSessionManager> {
-    let mcp = state.config.mcp.clone();
-    let tools: Arc<Vec<Tool>> = Arc::new(
-        state
-            .gateway
-            .tools()
-            .iter()
-            .filter_map(|t| {
-                let json = manifest::mcp_tool(t.spec, &t.config.description);
-                match serde_json::from_value::<Tool>(json) {
-                    Ok(tool) => Some(tool),
-                    Err(e) => {
-                        // The manifest tests pin this shape; a failure here is a bug.
-                        tracing::error!(tool = t.spec.name, error = %e, "MCP tool object rejected by rmcp");
-                        None
-                    }
-                }
-            })
-            .chain(watch_tools::tools(&state))
-            .collect(),
-    );
+    let mcp = state.config().mcp.clone();
     let handler = Handler {
-        tools,
-        // Where no caller is known (rmcp's server info outside `initialize`), the guidance
-        // names no tool at all; `initialize` sends the caller's own.
-        instructions: guidance_for(&state, &Scope::nothing()),
+        tools: Arc::default(),
         max_body_bytes: state.max_body_bytes,
         subscribers: Arc::default(),
         tool_lists: Arc::default(),
@@ -156,11 +134,9 @@ fn rmcp_service(
 #[derive(Debug, Clone)]
 pub(crate) struct Handler {
     state: AppState,
-    /// Every tool `tools/list` may send, built once (each client is sent the ones its scope
-    /// allows).
-    tools: Arc<Vec<Tool>>,
-    /// `prompts/agent-guidance.md`, sent as the server's instructions.
-    instructions: Option<String>,
+    /// Every tool `tools/list` may send, built again after a reload (each client is sent the
+    /// ones its scope allows).
+    tools: Arc<tool_lists::ToolObjects>,
     max_body_bytes: usize,
     /// The sessions subscribed to the availability resource (shared by every session).
     subscribers: Arc<availability::Subscribers>,
@@ -185,8 +161,10 @@ impl ServerHandler for Handler {
         };
         let mut info =
             ServerConfig::new(capabilities).with_server_info(revisions::implementation());
-        if let Some(text) = &self.instructions {
-            info = info.with_instructions(text.clone());
+        // Where no caller is known (rmcp's server info outside `initialize`), the guidance
+        // names no tool at all; `initialize` sends the caller's own.
+        if let Some(text) = guidance_for(&self.state, &Scope::nothing()) {
+            info = info.with_instructions(text);
         }
         info
     }
@@ -218,7 +196,8 @@ impl ServerHandler for Handler {
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller_of(&context)?;
         let scope = caller.scope();
-        let tools = tool_lists::visible(&self.state, &self.tools, &scope)
+        let all = self.tools.current(&self.state);
+        let tools: Vec<Tool> = tool_lists::visible(&self.state, &all, &scope)
             .into_iter()
             .cloned()
             .collect();
@@ -228,7 +207,7 @@ impl ServerHandler for Handler {
                 &self.state,
                 &self.tools,
                 &self.cancel,
-                (session, caller.client(), &scope),
+                (session, caller.client(), tools.clone()),
                 context.peer.clone(),
             );
         }
@@ -300,7 +279,11 @@ impl ServerHandler for Handler {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        self.tools
+            .current(&self.state)
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     async fn call_tool(

@@ -1,13 +1,17 @@
-//! `notifications/tools/list_changed`: a session whose client's set of tools changes (a client
-//! reload, `POST /v1/admin/reload` or SIGHUP, gives it another scope) is told to list them again.
+//! What `tools/list` sends, and `notifications/tools/list_changed`: a session whose list
+//! changes on a reload (`POST /v1/admin/reload` or SIGHUP: its client gets another scope, or
+//! tools are added, removed or described anew) is told to list them again.
 //!
-//! A session is followed from its first `tools/list` (a client that never listed tools has
-//! nothing to refresh) with the names it was sent; one watcher task, started with the first
-//! session and ended with `/mcp`'s cancellation token, wakes on every roster replacement
-//! (`clients::Directory::replaced`), works out each session's tools under its client's new
-//! scope and notifies the sessions whose list differs. The breakers never change the list (a
-//! tool that is down is still listed, and says so when called), so there are no storms.
-//! Stateless requests have no stream to notify; `initialize` advertises `tools.listChanged`.
+//! The MCP tool objects are built from the served tools and rebuilt when a reload replaces them
+//! ([`ToolObjects`], keyed by `Gateway::tools_revision`). A session is followed from its first
+//! `tools/list` (a client that never listed tools has nothing to refresh) with the tools it was
+//! sent; one watcher task, started with the first session and ended with `/mcp`'s cancellation
+//! token, wakes on every roster replacement (`clients::Directory::replaced`) and every
+//! replacement of the served tools (`Gateway::tools_replaced`), works out each session's list
+//! under its client's current scope and notifies the sessions whose list differs. The breakers
+//! never change the list (a tool that is down is still listed, and says so when called), so
+//! there are no storms. Stateless requests have no stream to notify; `initialize` advertises
+//! `tools.listChanged`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,9 +23,54 @@ use rmcp::service::Peer;
 use tokio_util::sync::CancellationToken;
 
 use super::watch_tools;
+use crate::agents::manifest;
 use crate::clients::{ClientName, Scope};
 use crate::http::calls::allowed_tools;
 use crate::http::state::AppState;
+
+/// Every tool `tools/list` may send (each client is sent the ones its scope allows), built for
+/// the served tools of one revision and again after a reload replaced them.
+#[derive(Debug, Default)]
+pub(super) struct ToolObjects {
+    built: Mutex<Option<(u64, Arc<Vec<Tool>>)>>,
+}
+
+impl ToolObjects {
+    /// The tool objects of the tools served now.
+    pub(super) fn current(&self, state: &AppState) -> Arc<Vec<Tool>> {
+        let revision = state.gateway.tools_revision();
+        let mut built = lock(&self.built);
+        match &*built {
+            Some((at, tools)) if *at == revision => Arc::clone(tools),
+            _ => {
+                let tools = Arc::new(all_tools(state));
+                *built = Some((revision, Arc::clone(&tools)));
+                tools
+            }
+        }
+    }
+}
+
+/// The served tools' MCP objects in catalog order, then the watch tools where they are offered.
+fn all_tools(state: &AppState) -> Vec<Tool> {
+    state
+        .gateway
+        .tools()
+        .iter()
+        .filter_map(|t| {
+            let json = manifest::mcp_tool(t.spec, &t.config.description);
+            match serde_json::from_value::<Tool>(json) {
+                Ok(tool) => Some(tool),
+                Err(e) => {
+                    // The manifest tests pin this shape; a failure here is a bug.
+                    tracing::error!(tool = t.spec.name, error = %e, "MCP tool object rejected by rmcp");
+                    None
+                }
+            }
+        })
+        .chain(watch_tools::tools(state))
+        .collect()
+}
 
 /// The names of the tools `scope` lists, in the order `tools/list` sends them.
 pub(super) fn visible<'a>(state: &AppState, tools: &'a [Tool], scope: &Scope) -> Vec<&'a Tool> {
@@ -34,19 +83,16 @@ pub(super) fn visible<'a>(state: &AppState, tools: &'a [Tool], scope: &Scope) ->
         .collect()
 }
 
-fn names(state: &AppState, tools: &[Tool], scope: &Scope) -> Vec<String> {
-    visible(state, tools, scope)
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect()
+fn listing(state: &AppState, tools: &[Tool], scope: &Scope) -> Vec<Tool> {
+    visible(state, tools, scope).into_iter().cloned().collect()
 }
 
 /// One session that listed tools.
 struct Listed {
     client: ClientName,
     peer: Peer<RoleServer>,
-    /// The names it was last sent (or told changed).
-    names: Vec<String>,
+    /// The tools it was last sent (or told changed).
+    sent: Vec<Tool>,
 }
 
 /// The sessions that listed tools, by session id (shared by every session).
@@ -71,41 +117,37 @@ impl ToolLists {
     pub(super) fn listed(
         self: &Arc<Self>,
         state: &AppState,
-        tools: &Arc<Vec<Tool>>,
+        objects: &Arc<ToolObjects>,
         cancel: &CancellationToken,
-        listing: (String, ClientName, &Scope),
+        sent: (String, ClientName, Vec<Tool>),
         peer: Peer<RoleServer>,
     ) {
-        let (session, client, scope) = listing;
-        let names = names(state, tools, scope);
-        lock(&self.sessions).insert(
-            session,
-            Listed {
-                client,
-                peer,
-                names,
-            },
-        );
+        let (session, client, sent) = sent;
+        lock(&self.sessions).insert(session, Listed { client, peer, sent });
         if !self.watching.swap(true, Ordering::AcqRel) {
             let lists = Arc::clone(self);
-            let (state, tools, cancel) = (state.clone(), Arc::clone(tools), cancel.clone());
-            tokio::spawn(async move { lists.watch(state, tools, cancel).await });
+            let (state, objects, cancel) = (state.clone(), Arc::clone(objects), cancel.clone());
+            tokio::spawn(async move { lists.watch(state, objects, cancel).await });
         }
     }
 
-    /// Waits for roster replacements and tells each session whose tools changed.
+    /// Waits for roster and served-tool replacements and tells each session whose list
+    /// changed.
     async fn watch(
         self: Arc<Self>,
         state: AppState,
-        tools: Arc<Vec<Tool>>,
+        objects: Arc<ToolObjects>,
         cancel: CancellationToken,
     ) {
-        let mut replaced = state.keys.directory().replaced();
+        let mut roster_replaced = state.keys.directory().replaced();
+        let mut tools_replaced = state.gateway.tools_replaced();
         loop {
             tokio::select! {
                 () = cancel.cancelled() => return,
-                changed = replaced.changed() => if changed.is_err() { return },
+                changed = roster_replaced.changed() => if changed.is_err() { return },
+                changed = tools_replaced.changed() => if changed.is_err() { return },
             }
+            let tools = objects.current(&state);
             let roster = state.keys.directory().current();
             let changed: Vec<(String, Peer<RoleServer>)> = {
                 let mut sessions = lock(&self.sessions);
@@ -117,9 +159,9 @@ impl ToolLists {
                         let scope = roster
                             .profile(&s.client)
                             .map_or_else(Scope::nothing, |p| p.scope.clone());
-                        let now = names(&state, &tools, &scope);
-                        (now != s.names).then(|| {
-                            s.names = now;
+                        let now = listing(&state, &tools, &scope);
+                        (now != s.sent).then(|| {
+                            s.sent = now;
                             (id.clone(), s.peer.clone())
                         })
                     })

@@ -28,7 +28,7 @@
 
 mod reload;
 
-pub(crate) use reload::reload_clients;
+pub(crate) use reload::reload;
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -517,7 +517,7 @@ fn alert_event(change: &AlertChange) -> Event {
 }
 
 pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if !state.config.telemetry.metrics_public
+    if !state.config().telemetry.metrics_public
         && let Err(res) = authorize(&state, &headers, Role::Client)
     {
         return *res;

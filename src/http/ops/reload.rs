@@ -1,9 +1,11 @@
-//! `POST /v1/admin/reload` (admin key): reads the clients and keys again without a restart, as
-//! SIGHUP does for `faregate serve`.
+//! `POST /v1/admin/reload` (admin key): reads the whole configuration again without a restart
+//! (`faregate.toml`, `tools/`, `prompts/` and the client keys), as SIGHUP does for
+//! `faregate serve`.
 //!
-//! The new set is built whole and swapped in one step: a removed key is refused from the next
-//! request on, a call already admitted finishes, and a configuration with problems changes
-//! nothing (the answer lists every problem).
+//! The new configuration is built whole and swapped in one step: tools added and removed,
+//! policies and texts changed, breakers of unchanged keys carried over, calls in flight finishing
+//! on the configuration they started with. A configuration with problems changes nothing, and
+//! the answer lists every problem. Settings only a restart applies are named in the answer.
 
 use axum::Json;
 use axum::extract::State;
@@ -15,18 +17,26 @@ use crate::http::edge::{ApiError, Role};
 use crate::http::state::{AppState, ReloadError};
 
 /// The handler.
-pub(crate) async fn reload_clients(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(res) = state.authorize(&headers, Role::Admin, "reloading clients") {
+pub(crate) async fn reload(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(res) = state.authorize(&headers, Role::Admin, "reloading the configuration") {
         return *res;
     }
     // Reading the configuration is a few small files; off the async workers all the same.
     let reloading = state.clone();
-    let done = tokio::task::spawn_blocking(move || reloading.reload_clients()).await;
+    let done = tokio::task::spawn_blocking(move || reloading.reload()).await;
     match done {
         Ok(Ok(summary)) => Json(json!({
             "clients": summary.clients,
             "client_keys": summary.client_keys,
             "admin_key": summary.admin_key,
+            "tools": {
+                "added": summary.tools.added,
+                "removed": summary.tools.removed,
+                "changed": summary.tools.changed,
+            },
+            "prompts_changed": summary.prompts_changed,
+            "maintenance_changed": summary.maintenance_changed,
+            "needs_restart": summary.needs_restart,
         }))
         .into_response(),
         Ok(Err(ReloadError::NoSource)) => ApiError::new(
@@ -36,13 +46,17 @@ pub(crate) async fn reload_clients(State(state): State<AppState>, headers: Heade
         .into_response(),
         Ok(Err(ReloadError::Problems(problems))) => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "the configuration has problems, so the clients were not changed; fix them and reload again",
+            "the configuration has problems, so nothing was changed and the running configuration keeps serving; fix them and reload again",
         )
         .with("problems", json!(problems))
         .into_response(),
         Err(e) => {
-            tracing::error!(error = %e, "the client reload task failed");
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the reload did not finish; the clients were not changed").into_response()
+            tracing::error!(error = %e, "the reload task failed");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the reload did not finish; nothing was changed",
+            )
+            .into_response()
         }
     }
 }

@@ -666,23 +666,23 @@ pub(crate) const ROUTES: &[Route] = &[
         Guard::SelfAuthorized,
         &[op(
             Post,
-            Handler::Axum(|m| on(m, ops::reload_clients)),
-            "reloadClients",
-            "Read the clients and keys again without a restart, as SIGHUP does (admin key). A removed key is refused from the next request on; calls already admitted finish.",
+            Handler::Axum(|m| on(m, ops::reload)),
+            "reloadConfiguration",
+            "Read the whole configuration again without a restart, as SIGHUP does (admin key): faregate.toml, tools/, prompts/ and the client keys. Tools are added, removed and changed, breakers of unchanged tool × provider keys keep their state, calls already admitted finish on the configuration they started with, and a removed key is refused from the next request on.",
             &[
                 answer(
                     200,
-                    "The clients holding keys now.",
+                    "What changed: the clients holding keys now, the tools added, removed and changed, whether the prompts and maintenance windows changed, and each setting read that only a restart applies (needs_restart).",
                     Reply::Json(Schema::Object),
                 ),
                 KEY,
                 error(
                     403,
-                    "A client key cannot reload clients; use the admin key.",
+                    "A client key cannot reload the configuration; use the admin key.",
                 ),
                 error(
                     422,
-                    "The configuration has problems (listed); nothing changed.",
+                    "The configuration has problems (every one listed, each naming its file and key); nothing changed.",
                 ),
                 error(501, "Not started from a configuration file."),
             ],

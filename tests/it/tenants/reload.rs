@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use faregate::clients::{ClientName, Scope, digest};
 use faregate::config::{ClientConfig, ClientKey, Config};
-use faregate::http::{ClientSource, client_setup};
+use faregate::http::ConfigSource;
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 
@@ -49,10 +49,10 @@ async fn a_reloaded_key_set_takes_effect_without_a_restart() {
     let on_disk = Arc::new(Mutex::new(config.clone()));
     let mut app = faregate::app::build(config, &env()).unwrap_or_else(|e| panic!("{e:?}"));
     let source = Arc::clone(&on_disk);
-    app.state.client_source = Some(ClientSource::new(move || {
-        let config = source.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        client_setup(&config, &env())
-    }));
+    app.state.config_source = Some(ConfigSource::new(
+        move || Ok(source.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        env(),
+    ));
     let gw = TestGateway::serve(app).await;
     let http = reqwest::Client::new();
     assert_eq!(status_as(&http, &gw, "key-one").await, 200);

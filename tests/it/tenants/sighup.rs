@@ -1,5 +1,5 @@
-//! `faregate serve` reads `[[clients]]` again on SIGHUP: the real binary, a configuration file
-//! edited while it runs, and a signal.
+//! `faregate serve` reads its configuration again on SIGHUP (`[[clients]]`, `tools/`): the real
+//! binary, configuration files edited while it runs, and a signal.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -17,7 +17,7 @@ fn client_with(key: &str) -> String {
 }
 
 #[tokio::test]
-async fn sighup_reloads_the_clients_of_a_running_serve() {
+async fn sighup_reloads_the_clients_and_tools_of_a_running_serve() {
     let dir = config_dir(&client_with("key-one"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_faregate"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
@@ -61,6 +61,8 @@ async fn sighup_reloads_the_clients_of_a_running_serve() {
     assert_eq!(status("key-one").await, 200);
     assert_eq!(status("key-two").await, 401);
     write_config(dir.path(), &client_with("key-two"));
+    std::fs::remove_file(dir.path().join("tools/get_flight_status.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
     let hup = Command::new("kill")
         .args(["-HUP", &child.id().to_string()])
         .status()
@@ -78,6 +80,17 @@ async fn sighup_reloads_the_clients_of_a_running_serve() {
     )
     .await;
     assert_eq!(status("key-one").await, 401, "the removed key is refused");
+    let (_, _, listed) = send(http.get(&tools).bearer_auth("key-two")).await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"search_flights") && !names.contains(&"get_flight_status"),
+        "the removed tool file is no longer served: {names:?}"
+    );
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
@@ -85,5 +98,5 @@ async fn sighup_reloads_the_clients_of_a_running_serve() {
     let _ = reader.join();
     let log: String = rx.try_iter().collect::<Vec<_>>().join("\n");
     assert!(exit.success(), "{exit:?}\n{log}");
-    assert!(log.contains("SIGHUP: clients reloaded"), "{log}");
+    assert!(log.contains("SIGHUP: configuration reloaded"), "{log}");
 }
