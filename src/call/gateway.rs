@@ -169,12 +169,15 @@ impl Gateway {
         let reload::Installed {
             served,
             changes,
+            made,
             forgotten,
         } = reload::install(prepared, &running, &self.breakers, Instant::now());
+        // Series for what is new: a breaker that carried over keeps its own state series.
         self.observer.forget_breakers(&forgotten);
-        for name in &changes.added {
+        self.observer.register_breakers(&made);
+        for name in changes.added.iter().chain(&changes.changed) {
             if let Some(tool) = served.tools.get(name) {
-                self.observer.register_tool(tool);
+                self.observer.register_calls(tool);
             }
         }
         self.served.store(Arc::new(served));

@@ -63,6 +63,25 @@ impl Observer {
         }
     }
 
+    /// The call series of a tool a reload added or changed (its breakers' state series are
+    /// [`Observer::register_breakers`]'s).
+    pub(crate) fn register_calls(&self, tool: &ServedTool) {
+        self.telemetry.metrics().register_tool_calls(
+            tool.spec.name,
+            &tool.provider_names(),
+            tool.config.max_concurrent,
+        );
+    }
+
+    /// The state series of breakers a reload made, closed.
+    pub(crate) fn register_breakers(&self, keys: &[crate::breaker::BreakerKey]) {
+        for key in keys {
+            self.telemetry
+                .metrics()
+                .register_breaker(&key.tool, &key.provider);
+        }
+    }
+
     /// Forgets the breakers a reload removed (their gauges and alerts).
     pub(crate) fn forget_breakers(&self, keys: &[crate::breaker::BreakerKey]) {
         self.telemetry.forget_breakers(keys);

@@ -131,10 +131,12 @@ pub(super) fn prepare(
     })
 }
 
-/// What [`install`] made: the snapshot, what changed, and the breaker keys it forgot.
+/// What [`install`] made: the snapshot, what changed, the breaker keys it made and the ones
+/// it forgot.
 pub(super) struct Installed {
     pub(super) served: Served,
     pub(super) changes: ToolChanges,
+    pub(super) made: Vec<BreakerKey>,
     pub(super) forgotten: Vec<BreakerKey>,
 }
 
@@ -147,6 +149,7 @@ pub(super) fn install(
     breakers: &BreakerRegistry,
     now: Instant,
 ) -> Installed {
+    let existing: HashSet<BreakerKey> = breakers.all().iter().map(|b| b.key().clone()).collect();
     let mut policies_set = HashSet::new();
     let mut changes = ToolChanges::default();
     let mut tools = BTreeMap::new();
@@ -196,6 +199,8 @@ pub(super) fn install(
         .map(|b| b.key().clone())
         .collect();
     let forgotten = breakers.retain(|key| in_use.contains(key));
+    let mut made: Vec<BreakerKey> = in_use.difference(&existing).cloned().collect();
+    made.sort();
     let served = Served {
         tools,
         maintenance: Arc::new(prepared.maintenance),
@@ -203,6 +208,7 @@ pub(super) fn install(
     Installed {
         served,
         changes,
+        made,
         forgotten,
     }
 }

@@ -194,3 +194,49 @@ async fn a_configuration_with_problems_changes_nothing() {
     );
     assert_eq!(gateway.tools_revision(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_shared_breaker_stays_open_for_the_tools_a_reload_adds_to_its_provider() {
+    use crate::breaker::{BreakerKey, BreakerScope};
+    let malformed = || fail(ms(0), ErrorKind::Malformed);
+    let duffel = Scripted::new((0..5).map(|_| malformed()));
+    let shared_scope = |mut config: Config| {
+        config.breakers.scope = BreakerScope::Provider;
+        config
+    };
+    let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
+    let mut without_hotels = shared_scope(config());
+    without_hotels.tools.retain(|t| t.name != "search_hotels");
+    let gateway = Arc::new(
+        Gateway::new(
+            &without_hotels,
+            &upstreams(&[("duffel", &duffel)]),
+            telemetry,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}")),
+    );
+    for day in 0..5 {
+        gateway
+            .call(request(search_on(30 + day)))
+            .await
+            .expect("served");
+    }
+    let shared = BreakerKey::shared("duffel");
+    let open = gateway
+        .breakers()
+        .get(&shared)
+        .expect("the provider's breaker");
+    assert_eq!(open.state(Instant::now()), BreakerState::Open);
+
+    let changes = reload(&gateway, &shared_scope(config()));
+    assert_eq!(changes.added, ["search_hotels"]);
+    let hotels = gateway.tool("search_hotels").expect("served");
+    assert!(
+        Arc::ptr_eq(&hotels.breakers()[0], &open),
+        "guarded by the shared breaker"
+    );
+    assert_eq!(
+        hotels.breakers()[0].state(Instant::now()),
+        BreakerState::Open
+    );
+}
