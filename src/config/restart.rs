@@ -8,6 +8,7 @@
 //! reads "needs a restart" instead of wondering why an edit did nothing.
 
 use std::fmt::Debug;
+use std::time::Duration;
 
 use super::model::Config;
 
@@ -23,8 +24,9 @@ pub struct Settled {
 }
 
 /// `read` with every setting a reload cannot apply put back to `running`'s value, and those
-/// settings named.
-pub fn settle(running: &Config, read: Config) -> Settled {
+/// settings named. `request_timeout` is the request timeout in force (resolved at start: a
+/// reload that moves the longest tool deadline does not move it).
+pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Settled {
     let mut out = Vec::new();
     let mut differ = |key: &str, was: &dyn Debug, now: &dyn Debug| {
         let (was, now) = (format!("{was:?}"), format!("{now:?}"));
@@ -59,7 +61,7 @@ pub fn settle(running: &Config, read: Config) -> Settled {
     // Unset, it follows the longest tool deadline, which the tools read may have moved.
     differ(
         "[server] request_timeout (unset: the longest tool deadline plus 5 s)",
-        &running.request_timeout(),
+        &request_timeout,
         &read.request_timeout(),
     );
     let (r, n) = (&running.auth, &read.auth);
@@ -182,8 +184,6 @@ fn redacted(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::config::{EMBEDDED_CONFIG, EmbeddedFiles, load};
 
@@ -207,7 +207,7 @@ mod tests {
         if let Some(p) = read.providers.values_mut().next() {
             p.timeout = Some(Duration::from_secs(2));
         }
-        let settled = settle(&running, read.clone());
+        let settled = settle(&running, read.clone(), running.request_timeout());
         assert!(
             settled.needs_restart.is_empty(),
             "{:?}",
@@ -231,7 +231,7 @@ mod tests {
             p.connect_timeout += Duration::from_secs(1);
         }
         read.providers.remove("amadeus");
-        let settled = settle(&running, read);
+        let settled = settle(&running, read, running.request_timeout());
         let named: Vec<&str> = settled
             .needs_restart
             .iter()
@@ -278,14 +278,17 @@ mod tests {
         let running = defaults();
         let mut read = running.clone();
         read.tools[0].deadline = running.longest_deadline() + Duration::from_secs(10);
-        let settled = settle(&running, read);
-        assert!(
+        let in_force = running.request_timeout();
+        let named = |settled: &Settled| {
             settled
                 .needs_restart
                 .iter()
-                .any(|s| s.starts_with("[server] request_timeout")),
-            "{:?}",
-            settled.needs_restart
-        );
+                .any(|s| s.starts_with("[server] request_timeout"))
+        };
+        let settled = settle(&running, read.clone(), in_force);
+        assert!(named(&settled), "{:?}", settled.needs_restart);
+        // Reloaded again, the timeout in force is still the one resolved at start.
+        let again = settle(&settled.config, read, in_force);
+        assert!(named(&again), "{:?}", again.needs_restart);
     }
 }

@@ -196,7 +196,7 @@ impl AppState {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let read = (source.read)().map_err(ReloadError::Problems)?;
         let running = self.config();
-        let settled = config::settle(&running, read);
+        let settled = config::settle(&running, read, self.request_timeout);
         let mut problems = Vec::new();
         let setup = client_setup(&settled.config, source.env.as_ref())
             .map_err(|e| problems.extend(e))
