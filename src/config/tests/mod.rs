@@ -17,11 +17,11 @@ mod telemetry;
 mod watches;
 
 /// An in-memory tree of files: the shipped defaults, with edits applied per test.
-struct MapFiles(BTreeMap<PathBuf, String>);
+pub(super) struct MapFiles(pub(super) BTreeMap<PathBuf, String>);
 
 impl MapFiles {
     /// The embedded defaults under `/cfg`.
-    fn defaults() -> Self {
+    pub(super) fn defaults() -> Self {
         let mut map = BTreeMap::new();
         let embedded = EmbeddedFiles;
         for dir in ["", "tools", "prompts"] {
@@ -51,7 +51,7 @@ impl MapFiles {
         self
     }
 
-    fn put(mut self, file: &str, text: &str) -> Self {
+    pub(super) fn put(mut self, file: &str, text: &str) -> Self {
         self.0
             .insert(PathBuf::from(format!("/cfg/{file}")), text.to_string());
         self
@@ -62,7 +62,7 @@ impl MapFiles {
         self
     }
 
-    fn load(&self) -> Result<Config, ConfigErrors> {
+    pub(super) fn load(&self) -> Result<Config, ConfigErrors> {
         load(
             self,
             Path::new("/cfg/faregate.toml"),
