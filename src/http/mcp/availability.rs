@@ -84,7 +84,7 @@ pub(super) fn read(
         .map(|t| of_tool(&state.gateway, t, now, wall))
         .collect();
     let names: Vec<&str> = served.iter().map(|t| t.spec.name).collect();
-    let windows = windows(state.gateway.maintenance(), &names, wall);
+    let windows = windows(&state.gateway.maintenance(), &names, wall);
     let text = json!({ "tools": tools, "maintenance_windows": windows }).to_string();
     Ok(ReadResourceResult::new(vec![
         ResourceContents::TextResourceContents {
@@ -280,7 +280,7 @@ async fn watch(
     cancel: CancellationToken,
 ) {
     loop {
-        let window_change = next_window_change(gateway.maintenance(), crate::clock::utc_now());
+        let window_change = next_window_change(&gateway.maintenance(), crate::clock::utc_now());
         let changed = tokio::select! {
             () = cancel.cancelled() => return,
             event = events.recv() => match event {
