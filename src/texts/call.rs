@@ -1,6 +1,7 @@
 //! The call path's texts: fallbacks, stale answers, refusals, unknown outcomes, and what a
 //! background job says when it cannot run.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -63,20 +64,38 @@ pub fn quota_note(provider: &str, tool: &str, left: Duration) -> String {
 
 /// A stale answer: the last good result's `content`, introduced with its age.
 pub fn stale(tool: &str, age: Duration, content: &str) -> String {
-    format!(
-        "STALE RESULT, {} old: {tool} is not answering right now, so this is the last good result for the same request. Prices and availability may have changed since; say how old it is and confirm before booking. {content}",
-        describe_age(age)
-    )
+    // Sized once and written in place: `content` is the whole earlier answer (kilobytes), which
+    // `format!` would copy again each time its guess of the length ran out, on every call a
+    // stale result answers.
+    let mut text = String::with_capacity(STALE_HEAD_LEN + tool.len() + content.len() + 16);
+    text.push_str("STALE RESULT, ");
+    write_age(&mut text, age);
+    let _ = write!(
+        text,
+        " old: {tool} is not answering right now, so this is the last good result for the same request. Prices and availability may have changed since; say how old it is and confirm before booking. "
+    );
+    text.push_str(content);
+    text
 }
+
+/// The length of [`stale`]'s fixed words.
+const STALE_HEAD_LEN: usize = 220;
 
 /// "4 min", "35 s", "2 h 5 min": an age a model can repeat.
 pub fn describe_age(age: Duration) -> String {
+    let mut text = String::new();
+    write_age(&mut text, age);
+    text
+}
+
+fn write_age(text: &mut String, age: Duration) {
     let s = age.as_secs();
-    match s {
-        0..60 => format!("{s} s"),
-        60..3600 => format!("{} min", s / 60),
-        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-    }
+    // Writing to a String cannot fail.
+    let _ = match s {
+        0..60 => write!(text, "{s} s"),
+        60..3600 => write!(text, "{} min", s / 60),
+        _ => write!(text, "{} h {} min", s / 3600, (s % 3600) / 60),
+    };
 }
 
 /// A provider refused an interactive call for a reason the model can fix, or because the same
@@ -214,6 +233,24 @@ pub fn retrying(tool: &str, provider: &str, why: &str, wait: Duration) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_answer_says_its_age_then_repeats_the_old_text() {
+        for (secs, age) in [(35, "35 s"), (240, "4 min"), (7_500, "2 h 5 min")] {
+            let text = stale(
+                "search_flights",
+                Duration::from_secs(secs),
+                "3 offers: BA117 …",
+            );
+            assert_eq!(
+                text,
+                format!(
+                    "STALE RESULT, {age} old: search_flights is not answering right now, so this is the last good result for the same request. Prices and availability may have changed since; say how old it is and confirm before booking. 3 offers: BA117 …"
+                )
+            );
+            assert_eq!(describe_age(Duration::from_secs(secs)), age);
+        }
+    }
 
     #[test]
     fn every_placeholder_is_filled() {
