@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::amadeus_wire::{self, AmadeusError};
+use super::problem::Problem;
 use super::wire::{self, DuffelError};
 use super::{GroupStats, RouteGroup, Simulator, lock};
 
@@ -354,6 +355,7 @@ async fn run_faults(
     }
     let checked = match group {
         RouteGroup::AmadeusAuth => Ok(()),
+        g if g.is_example() => Ok(()),
         g if g.is_amadeus() => {
             amadeus_wire::check_bearer(sim, req.headers()).map_err(IntoResponse::into_response)
         }
@@ -386,7 +388,9 @@ async fn run_faults(
 
 /// The error body for an injected status, in the group's wire format.
 fn injected(group: RouteGroup, status: StatusCode) -> Response {
-    if group.is_amadeus() {
+    if group.is_example() {
+        Problem::injected(status).into_response()
+    } else if group.is_amadeus() {
         AmadeusError::for_status(status).into_response()
     } else {
         DuffelError::for_status(status, group == RouteGroup::DuffelAirOrders).into_response()
@@ -396,7 +400,9 @@ fn injected(group: RouteGroup, status: StatusCode) -> Response {
 /// 429 with `Retry-After`: Duffel's `rate_limit_error` (the `ratelimit-*` headers are added by
 /// the caller) or Amadeus's 38194.
 fn too_many_requests(group: RouteGroup, retry_after_s: u64) -> Response {
-    let mut res = if group.is_amadeus() {
+    let mut res = if group.is_example() {
+        Problem::injected(StatusCode::TOO_MANY_REQUESTS).into_response()
+    } else if group.is_amadeus() {
         AmadeusError::new(
             StatusCode::TOO_MANY_REQUESTS,
             38194,
@@ -424,6 +430,14 @@ fn too_many_requests_duffel() -> Response {
 
 /// The answer for requests cut short because the simulator is shutting down.
 fn shutting_down(group: RouteGroup) -> Response {
+    if group.is_example() {
+        return Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "INTERNAL_ERROR",
+            "The simulator is shutting down.",
+        )
+        .into_response();
+    }
     if group.is_amadeus() {
         return AmadeusError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -71,6 +71,17 @@
 //! - Without a `requests_per_minute` fault the rate-limit headers advertise 600 per fixed
 //!   minute window per group, counting down, but nothing is enforced.
 //!
+//! # Example APIs (for tools from configuration)
+//! | route | group |
+//! |---|---|
+//! | `GET /aeroapi/flights/{ident}` (FlightAware AeroAPI's format; see `flight_tracker.rs`) | `flight_tracker` |
+//! | `GET /content/v1/hotels/{hotel_id}` (a hotel's content by its `acc_…` id; see `hotel_content.rs`) | `hotel_content` |
+//!
+//! The shipped example tools (`tools/track_flight.toml`, `tools/get_hotel_content.toml`) call
+//! these through providers of kind `http`. They check no credential or version header, send
+//! the `ratelimit-*` headers as the Duffel groups do, and answer errors (injected ones too) as
+//! `{"title", "reason", "detail", "status"}`.
+//!
 //! # Determinism
 //! Offer content (carriers, flight numbers, times, durations, prices, fare brands, baggage,
 //! emissions) is a pure function of the seed and the search (slices, passengers, cabin,
@@ -143,6 +154,9 @@ mod duffel_air_orders;
 mod duffel_stays;
 mod duffel_stays_bookings;
 mod faults;
+mod flight_tracker;
+mod hotel_content;
+mod problem;
 mod script;
 mod stays_data;
 mod store;
@@ -198,11 +212,15 @@ pub enum RouteGroup {
     DuffelStaysBookings,
     /// `GET /stays/bookings` (the stays booking lookups reconciliation makes).
     DuffelStaysBookingList,
+    /// The example flight tracker's `GET /aeroapi/flights/{ident}` (AeroAPI's format).
+    FlightTracker,
+    /// The example hotel-content API's `GET /content/v1/hotels/{hotel_id}`.
+    HotelContent,
 }
 
 impl RouteGroup {
     /// Every group, in admin-API order.
-    pub const ALL: [RouteGroup; 11] = [
+    pub const ALL: [RouteGroup; 13] = [
         RouteGroup::DuffelAirSearch,
         RouteGroup::DuffelAirOffers,
         RouteGroup::DuffelAirOrders,
@@ -214,6 +232,8 @@ impl RouteGroup {
         RouteGroup::DuffelAirOrderList,
         RouteGroup::DuffelStaysBookings,
         RouteGroup::DuffelStaysBookingList,
+        RouteGroup::FlightTracker,
+        RouteGroup::HotelContent,
     ];
 
     /// The admin-API name, e.g. `duffel_air_search`.
@@ -230,6 +250,8 @@ impl RouteGroup {
             RouteGroup::DuffelAirOrderList => "duffel_air_order_list",
             RouteGroup::DuffelStaysBookings => "duffel_stays_bookings",
             RouteGroup::DuffelStaysBookingList => "duffel_stays_booking_list",
+            RouteGroup::FlightTracker => "flight_tracker",
+            RouteGroup::HotelContent => "hotel_content",
         }
     }
 
@@ -242,6 +264,12 @@ impl RouteGroup {
                 | RouteGroup::AmadeusHotels
                 | RouteGroup::AmadeusStatus
         )
+    }
+
+    /// Whether the group is one of the example APIs (the flight tracker and the hotel-content
+    /// service), which answer errors with `problem.rs`'s object and check no headers.
+    pub fn is_example(self) -> bool {
+        matches!(self, RouteGroup::FlightTracker | RouteGroup::HotelContent)
     }
 
     /// The position in [`RouteGroup::ALL`] (and in the per-group state array).
@@ -258,6 +286,8 @@ impl RouteGroup {
             RouteGroup::DuffelAirOrderList => 8,
             RouteGroup::DuffelStaysBookings => 9,
             RouteGroup::DuffelStaysBookingList => 10,
+            RouteGroup::FlightTracker => 11,
+            RouteGroup::HotelContent => 12,
         }
     }
 }
@@ -510,6 +540,14 @@ impl Simulator {
             RouteGroup::AmadeusStatus,
             Router::new().route("/v2/schedule/flights", get(amadeus_status::flights)),
         );
+        let flight_tracker = group(
+            RouteGroup::FlightTracker,
+            Router::new().route("/aeroapi/flights/{ident}", get(flight_tracker::flights)),
+        );
+        let hotel_content = group(
+            RouteGroup::HotelContent,
+            Router::new().route("/content/v1/hotels/{hotel_id}", get(hotel_content::hotel)),
+        );
         Router::new()
             .merge(search)
             .merge(offers)
@@ -522,6 +560,8 @@ impl Simulator {
             .merge(amadeus_flights)
             .merge(amadeus_hotels)
             .merge(amadeus_status)
+            .merge(flight_tracker)
+            .merge(hotel_content)
             .merge(admin::routes())
             .fallback(faults::unknown_route)
             .with_state(self.clone())

@@ -7,6 +7,7 @@
 
 mod air;
 mod amadeus;
+mod examples;
 mod faults;
 mod stays;
 

@@ -315,7 +315,7 @@ async fn admin_api_reads_sets_and_clears_faults() {
             .expect("message")
             .contains("duffel_stays")
     );
-    assert_eq!(r.body["valid_groups"].as_array().map(Vec::len), Some(11));
+    assert_eq!(r.body["valid_groups"].as_array().map(Vec::len), Some(13));
 
     h.send(put("duffel_stays", r#"{"outage":true}"#)).await;
     let r = h
@@ -354,7 +354,7 @@ async fn stats_count_requests_and_statuses_per_group() {
     assert_eq!(r.body["orders_created"], 0);
     let parsed: crate::SimStats = serde_json::from_value(r.body).expect("SimStats round-trips");
     assert_eq!(parsed, h.sim.stats());
-    assert_eq!(Value::from(parsed.groups.len()), 11);
+    assert_eq!(Value::from(parsed.groups.len()), 13);
 }
 
 #[tokio::test]
