@@ -264,7 +264,9 @@ async fn admin_api_reads_sets_and_clears_faults() {
             "duffel_air_search",
             "duffel_stays",
             "duffel_stays_booking_list",
-            "duffel_stays_bookings"
+            "duffel_stays_bookings",
+            "flight_tracker",
+            "hotel_content"
         ]
     );
 
