@@ -42,8 +42,12 @@ pub(crate) async fn demo(
     })?;
     let sim_addr = sim_listener.local_addr()?;
     let sim_url = reqwest::Url::parse(&format!("http://{sim_addr}"))?;
+    // Every provider goes to the simulator's host and keeps its base URL's path: an http
+    // provider's API may live under one, as the flight tracker's `/aeroapi` does.
     for provider in config.providers.values_mut() {
-        provider.base_url = sim_url.clone();
+        let mut url = sim_url.clone();
+        url.set_path(provider.base_url.path());
+        provider.base_url = url;
     }
     config.server.listen = listen;
     // Watches may run every few seconds in the demo, so one is seen firing within a minute; a
@@ -90,7 +94,7 @@ faregate demo — gateway and provider simulator, no credentials needed
   API        http://{addr}/v1/tools   (OpenAPI: http://{addr}/openapi.json)
   MCP        http://{addr}/mcp        (Streamable HTTP)
   dashboard  http://{addr}/dashboard   (breakers, alerts; metrics at /metrics, events at /v1/events)
-  simulator  http://{sim}  (Duffel and Amadeus wire formats; faults at /_sim/faults)
+  simulator  http://{sim}  (Duffel, Amadeus and the example APIs; faults at /_sim/faults)
 
 Try:
 
@@ -124,6 +128,17 @@ Try:
   curl -s http://{sim}/_sim/script -H 'content-type: application/json' \
     -d '{{"steps": [{{"after_ms": 15000, "flight": "BA117", "delay_minutes": 45, "gate": "B12"}}]}}'
   curl -s http://{addr}/v1/watches/019a…
+
+  # two tools from configuration, no Rust (tools/track_flight.toml, tools/get_hotel_content.toml):
+  # a flight tracker in FlightAware AeroAPI's format, and a hotel's description and amenities
+  curl -s http://{addr}/v1/tools/track_flight/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"ident": "BA117"}}}}'
+  curl -s http://{addr}/v1/tools/get_hotel_content/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"hotel_id": "acc_00000SCKMVsotDKOZaBLSE"}}}}'
+  # take the tracker down: its own breaker opens and its last answer (then its fallback text)
+  # is served; DELETE the fault and the probes close it again
+  curl -s -X PUT http://{sim}/_sim/faults/flight_tracker -H 'content-type: application/json' \
+    -d '{{"outage": true}}'
 
   # take Duffel's flight search down, then search again: Amadeus answers ("provider": "amadeus")
   curl -s -X PUT http://{sim}/_sim/faults/duffel_air_search -H 'content-type: application/json' \

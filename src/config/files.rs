@@ -61,17 +61,21 @@ static EMBEDDED: &[(&str, &str)] = embed!(
     "tools/book_hotel.toml",
     "tools/check_hotel_availability.toml",
     "tools/get_flight_status.toml",
+    "tools/get_hotel_content.toml",
     "tools/price_flight_offer.toml",
     "tools/search_flights.toml",
     "tools/search_hotels.toml",
+    "tools/track_flight.toml",
     "prompts/agent-guidance.md",
     "prompts/book_flight.unavailable.md",
     "prompts/book_hotel.unavailable.md",
     "prompts/check_hotel_availability.unavailable.md",
     "prompts/get_flight_status.unavailable.md",
+    "prompts/get_hotel_content.unavailable.md",
     "prompts/price_flight_offer.unavailable.md",
     "prompts/search_flights.unavailable.md",
     "prompts/search_hotels.unavailable.md",
+    "prompts/track_flight.unavailable.md",
 );
 
 fn embedded_relative(path: &Path) -> Option<String> {

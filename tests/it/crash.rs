@@ -92,6 +92,14 @@ base_url = "http://{sim}"
 client_id_env = "CRASH_TEST_AMADEUS_ID"
 client_secret_env = "CRASH_TEST_AMADEUS_SECRET"
 
+[providers.flightaware]
+kind = "http"
+base_url = "http://{sim}/aeroapi"
+
+[providers.hotel_content]
+kind = "http"
+base_url = "http://{sim}/content/v1"
+
 [defaults.breaker]
 open_for = "300ms"
 open_for_max = "1s"

@@ -340,7 +340,9 @@ async fn the_catalog_lists_served_tools_with_schemas_and_health_is_open() {
             "check_hotel_availability",
             "get_flight_status",
             "book_flight",
-            "book_hotel"
+            "book_hotel",
+            "get_hotel_content",
+            "track_flight"
         ]
     );
     let flights = &body["tools"][0];

@@ -16,6 +16,7 @@ mod crash;
 mod duffel;
 mod e2e;
 mod edge;
+mod examples;
 mod fleet;
 mod inbound;
 mod jobs;

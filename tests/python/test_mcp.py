@@ -15,6 +15,8 @@ from conftest import KEYED_DEMO_KEY, fresh_date
 
 MODES = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 CATALOG = ["search_flights", "price_flight_offer", "search_hotels", "check_hotel_availability", "get_flight_status", "book_flight", "book_hotel"]
+# The shipped example tools from configuration (tools/*.toml of kind http), after the catalog.
+EXAMPLES = ["get_hotel_content", "track_flight"]
 WATCH_TOOLS = ["watch_create", "watch_list", "watch_delete"]
 
 
@@ -34,7 +36,7 @@ def test_lists_tools_with_schemas_and_annotations(demo, mode):
             return (await c.list_tools()).tools
 
     tools = run(go())
-    assert [t.name for t in tools] == CATALOG + WATCH_TOOLS, "stable catalog order, then the watch tools"
+    assert [t.name for t in tools] == CATALOG + EXAMPLES + WATCH_TOOLS, "stable catalog order, the tools from configuration, then the watch tools"
     by_name = {t.name: t for t in tools}
     for t in tools:
         assert t.input_schema["type"] == "object"

@@ -37,7 +37,7 @@ def manifest(demo):
 
 def test_the_manifest_is_sdk_tool_params_with_strict_schemas(demo):
     tools = manifest(demo)
-    assert len(tools) == 10, "the 7 catalog tools, then watch_create, watch_list and watch_delete"
+    assert len(tools) == 12, "the 7 catalog tools, the 2 example tools from configuration, then watch_create, watch_list and watch_delete"
     for tool in tools:
         exact(ChatCompletionFunctionToolParam, tool)
         fn = tool["function"]

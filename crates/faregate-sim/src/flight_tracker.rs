@@ -167,7 +167,9 @@ fn place(a: &Airport) -> Value {
 /// `BA117` → (`"BA"`, 117): a 2-character airline code and 1-4 digits.
 fn designator(ident: &str) -> Option<(&str, u64)> {
     let (carrier, number) = ident.split_at_checked(2)?;
-    let code_ok = carrier.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    let code_ok = carrier
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
         && carrier.bytes().any(|b| b.is_ascii_uppercase());
     let number_ok = (1..=4).contains(&number.len()) && number.bytes().all(|b| b.is_ascii_digit());
     (code_ok && number_ok).then_some((carrier, number.parse().ok()?))
@@ -197,10 +199,20 @@ mod tests {
         };
         let early = flight(7, "BA117", day(0)).expect("BA flies");
         let late = flight(7, "BA117", day(23)).expect("BA flies");
-        assert!(early["status"].as_str().is_some_and(|s| s.starts_with("Scheduled")));
+        assert!(
+            early["status"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Scheduled"))
+        );
         assert_eq!(early["actual_out"], Value::Null);
-        assert_eq!(early["scheduled_out"], late["scheduled_out"], "one flight all day");
-        assert_eq!(early["origin"]["code_iata"], "LHR", "odd numbers leave the hub");
+        assert_eq!(
+            early["scheduled_out"], late["scheduled_out"],
+            "one flight all day"
+        );
+        assert_eq!(
+            early["origin"]["code_iata"], "LHR",
+            "odd numbers leave the hub"
+        );
     }
 
     #[test]

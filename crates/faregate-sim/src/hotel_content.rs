@@ -59,8 +59,12 @@ fn content(seed: u64, h: &Hotel) -> Value {
         .iter()
         .map(|(code, name)| json!({ "code": code, "name": name }))
         .collect();
-    let setting = ["a quiet street", "the old town", "the business district", "the riverside"]
-        [(mix >> 8) as usize % 4];
+    let setting = [
+        "on a quiet street",
+        "in the old town",
+        "in the business district",
+        "by the river",
+    ][(mix >> 8) as usize % 4];
     json!({
         "id": h.id,
         "name": h.name,
@@ -69,8 +73,8 @@ fn content(seed: u64, h: &Hotel) -> Value {
         "description": {
             "short": format!("A {}-star hotel in {}.", h.rating, h.city_name),
             "long": format!(
-                "{} is a {}-star hotel on {} in {}, {}. Guests rate it {:.1} out of 10.",
-                h.name, h.rating, setting, h.city_name, h.line_one, h.review_tenths as f64 / 10.0
+                "{}, {}, {}: a {}-star hotel {}. Guests rate it {:.1} out of 10.",
+                h.name, h.line_one, h.city_name, h.rating, setting, h.review_tenths as f64 / 10.0
             ),
         },
         "address": {

@@ -129,9 +129,11 @@ fn the_embedded_defaults_load_with_every_tool() {
             "book_hotel",
             "check_hotel_availability",
             "get_flight_status",
+            "get_hotel_content",
             "price_flight_offer",
             "search_flights",
-            "search_hotels"
+            "search_hotels",
+            "track_flight"
         ]
     );
     let flights = config.tool("search_flights").expect("configured");
@@ -157,8 +159,8 @@ fn the_files_on_disk_match_the_embedded_copies() {
         &crate::tools::names(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(config.tools.len(), 7);
-    assert_eq!(config.prompts.len(), 8);
+    assert_eq!(config.tools.len(), 9);
+    assert_eq!(config.prompts.len(), 10);
 }
 
 #[test]

@@ -10,13 +10,15 @@ use tokio::time::Instant;
 
 use crate::support::{self, MapEnv};
 
-const SECRETS: [(&str, &str); 6] = [
+const SECRETS: [(&str, &str); 8] = [
     ("DUFFEL_ACCESS_TOKEN", "duffel_live_s3cr3ttok3n"),
     ("AMADEUS_CLIENT_ID", "amadeusIds3cr3t77"),
     ("AMADEUS_CLIENT_SECRET", "amadeusSecrets3cr3t88"),
     ("FAREGATE_CLIENT_KEYS", "clients3cr3tone,clients3cr3ttwo"),
     ("FAREGATE_ADMIN_KEY", "admins3cr3tkey"),
     ("FAREGATE_CALLBACK_SECRET", "callbacks3cr3tsig"),
+    ("FLIGHTAWARE_API_KEY", "aeroapiKeys3cr3t99"),
+    ("HOTEL_CONTENT_TOKEN", "hotelContentTok3ns3cr3t"),
 ];
 
 /// Every secret value (each client key separately).

@@ -51,8 +51,11 @@ pub(crate) fn config_for(base_url: &str) -> Config {
     )
     .unwrap_or_else(|e| panic!("embedded config: {e}"));
     let url = reqwest::Url::parse(base_url).unwrap_or_else(|e| panic!("{base_url}: {e}"));
+    // The path stays: the example http providers' APIs live under one on the simulator.
     for p in config.providers.values_mut() {
-        p.base_url = url.clone();
+        let mut to = url.clone();
+        to.set_path(p.base_url.path());
+        p.base_url = to;
     }
     config
 }
