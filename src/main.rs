@@ -48,7 +48,8 @@ enum Command {
         #[arg(long)]
         store: Option<String>,
     },
-    /// The provider simulator alone (Duffel and Amadeus wire formats, with fault injection).
+    /// The provider simulator alone (Duffel and Amadeus wire formats and the example APIs of
+    /// the tools from configuration, with fault injection).
     #[cfg(feature = "demo")]
     Sim(faregate_sim::SimArgs),
     /// Validate the configuration, tools and prompts; list every problem.

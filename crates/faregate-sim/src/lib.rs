@@ -1,5 +1,6 @@
-//! faregate's provider simulator: fake Duffel (Air and Stays) and Amadeus APIs with fault
-//! injection, as a library ([`Simulator`], [`serve`]) and as a command ([`SimArgs`], [`run`]) that
+//! faregate's provider simulator: fake Duffel (Air and Stays) and Amadeus APIs, and the example
+//! APIs the shipped tools from configuration call (a flight tracker in FlightAware AeroAPI's
+//! format, a hotel-content service), with fault injection, as a library ([`Simulator`], [`serve`]) and as a command ([`SimArgs`], [`run`]) that
 //! the `faregate-sim` binary and the gateway's `faregate sim` both start.
 //!
 //! # Why
