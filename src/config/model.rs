@@ -92,8 +92,12 @@ pub struct ServerConfig {
     /// longest tool deadline plus [`REQUEST_TIMEOUT_MARGIN`], so a call is never cut short by
     /// the server before its own deadline answers.
     pub request_timeout: Option<Duration>,
-    /// Open client connections at most; further clients wait in the listen backlog.
+    /// Open client connections at most; further clients wait in the listen backlog. An HTTP/2
+    /// connection takes one, however many calls it carries.
     pub max_connections: u32,
+    /// Calls one HTTP/2 connection may carry at once (its streams); the client is told in the
+    /// connection's SETTINGS, and a stream beyond it is refused.
+    pub max_concurrent_streams: u32,
     /// On SIGTERM/Ctrl-C: how long in-flight calls and running background jobs may take to
     /// finish before their connections are closed and their job leases handed back.
     pub shutdown_grace: Duration,
@@ -110,6 +114,7 @@ pub fn default_server() -> ServerConfig {
         header_read_timeout: Duration::from_secs(10),
         request_timeout: None,
         max_connections: 1024,
+        max_concurrent_streams: 1000,
         shutdown_grace: Duration::from_secs(30),
     }
 }

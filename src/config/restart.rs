@@ -83,6 +83,11 @@ pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Sett
         &n.max_connections,
     );
     differ(
+        "[server] max_concurrent_streams",
+        &r.max_concurrent_streams,
+        &n.max_concurrent_streams,
+    );
+    differ(
         "[server] shutdown_grace",
         &r.shutdown_grace,
         &n.shutdown_grace,

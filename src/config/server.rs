@@ -64,6 +64,10 @@ pub(super) fn read_server(
     if let Some(n) = s.integer("max_connections", 1, 1_000_000) {
         server.max_connections = n as u32;
     }
+    // Above 100,000 one connection could hold more calls than a whole gateway should.
+    if let Some(n) = s.integer("max_concurrent_streams", 1, 100_000) {
+        server.max_concurrent_streams = n as u32;
+    }
     if let Some(d) = s.duration("shutdown_grace") {
         server.shutdown_grace = d;
     }

@@ -12,6 +12,7 @@ fn defaults_protect_an_exposed_gateway() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(config.server.header_read_timeout, Duration::from_secs(10));
     assert_eq!(config.server.max_connections, 1024);
+    assert_eq!(config.server.max_concurrent_streams, 1000);
     assert_eq!(config.server.shutdown_grace, Duration::from_secs(30));
     assert_eq!(config.server.request_timeout, None);
     assert_eq!(
@@ -51,6 +52,11 @@ fn server_and_limits_keys_are_read() {
         )
         .edit(
             "faregate.toml",
+            "max_concurrent_streams = 1000",
+            "max_concurrent_streams = 50",
+        )
+        .edit(
+            "faregate.toml",
             "shutdown_grace = \"30s\"",
             "shutdown_grace = \"5s\"",
         )
@@ -73,6 +79,7 @@ fn server_and_limits_keys_are_read() {
     );
     assert_eq!(config.request_timeout(), Duration::from_secs(120));
     assert_eq!(config.server.max_connections, 7);
+    assert_eq!(config.server.max_concurrent_streams, 50);
     assert_eq!(config.server.shutdown_grace, Duration::from_secs(5));
     assert_eq!(
         config.limits.client_rate,
@@ -122,6 +129,11 @@ fn impossible_server_and_limit_values_are_all_named() {
             )
             .edit(
                 "faregate.toml",
+                "max_concurrent_streams = 1000",
+                "max_concurrent_streams = 0",
+            )
+            .edit(
+                "faregate.toml",
                 "client_rate = \"20/s\"",
                 "client_rate = \"lots\"",
             )
@@ -134,6 +146,7 @@ fn impossible_server_and_limit_values_are_all_named() {
     let expect = [
         "server.header_read_timeout: must be from \"100ms\" to \"5m\"",
         "server.max_connections: 0 is out of range",
+        "server.max_concurrent_streams: 0 is out of range",
         "limits.client_rate: \"lots\" is not a rate; write requests per period, e.g. \"20/s\"",
         "limits.client_burst: 0 is out of range",
         "limits.client_bust: unknown key; valid keys here: client_burst, client_max_concurrent_calls, client_rate",
