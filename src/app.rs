@@ -229,6 +229,7 @@ pub async fn run(
     let options = ServeOptions {
         header_read_timeout: server_config.header_read_timeout,
         max_connections: server_config.max_connections,
+        max_concurrent_streams: server_config.max_concurrent_streams,
         shutdown_grace: server_config.shutdown_grace,
     };
     let fleet_stop = CancellationToken::new();

@@ -2,6 +2,9 @@
 //!
 //! - `server`: the accept loop (connection cap, header timeout, graceful drain) and the
 //!   request timeout; `linger`: closing a connection so its last answer arrives;
+//! - `preface`: HTTP/1.1 or HTTP/2 by a connection's first bytes; `h2c`: serving HTTP/2 on a
+//!   connection under the same limits; `upgrade`: switching an HTTP/1.1 connection to HTTP/2
+//!   (`Upgrade: h2c`);
 //! - `auth`: client and admin keys, held as digests in a reloadable roster; `clients`: the
 //!   roster and per-client limits configuration and environment describe;
 //! - `limits`: per-client rate and in-flight limits on the tool-call routes;
@@ -14,10 +17,13 @@ mod auth;
 mod body;
 mod clients;
 mod error;
+mod h2c;
 mod limits;
 mod linger;
+mod preface;
 mod server;
 mod trace;
+mod upgrade;
 
 pub use auth::{Caller, Keys, Role};
 pub use clients::{ClientSetup, client_setup};

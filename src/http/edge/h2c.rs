@@ -1,0 +1,195 @@
+//! HTTP/2 on one connection: many calls as streams, under the limits HTTP/1.1 connections keep.
+//!
+//! An agent runtime that makes many calls at once needs one connection instead of one per call
+//! in flight, so the gateway speaks cleartext HTTP/2 beside HTTP/1.1 on the same port (the
+//! accept loop tells them apart, `preface`; a client may also switch an HTTP/1.1 connection
+//! over, `upgrade`). hyper's HTTP/2 server runs each stream as its own task, and every stream
+//! passes the same router, so the request timeout, body limit, auth and per-client limits
+//! hold per call exactly as on HTTP/1.1. What differs is per connection:
+//!
+//! - **Streams**: at most `[server] max_concurrent_streams` at once, announced in the
+//!   connection's SETTINGS; a stream beyond it is refused (`REFUSED_STREAM`, which a client
+//!   retries, since nothing of it ran). The connection takes one slot of `max_connections`,
+//!   however many streams it carries.
+//! - **Idle**: HTTP/1.1's header read timer bounds a connection between requests; here a
+//!   connection with no stream in flight for `[server] header_read_timeout` is closed (GOAWAY).
+//!   A stream counts from its request head to the end of its answer's body, so an event stream
+//!   keeps its connection, and a client that trickles a request's headers never reaches the
+//!   router and is idle all along.
+//! - **Shutdown**: draining sends GOAWAY; streams already started finish, new ones are refused.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request};
+use axum::response::Response;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
+
+/// What one HTTP/2 connection is held to (from `[server]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Http2Limits {
+    /// Streams in flight at most.
+    pub max_concurrent_streams: u32,
+    /// How long a connection with no stream in flight stays open.
+    pub idle_timeout: Duration,
+}
+
+/// Serves HTTP/2 on `io` until the client closes, it stays idle, or draining ends it.
+pub(crate) async fn serve<I>(
+    io: I,
+    router: Router,
+    peer: SocketAddr,
+    limits: Http2Limits,
+    draining: &CancellationToken,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (busy, mut idle) = watch::channel(0usize);
+    let service = Streams {
+        router,
+        peer,
+        busy: std::sync::Arc::new(busy),
+    };
+    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    builder
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.max_concurrent_streams);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let why = tokio::select! {
+        res = conn.as_mut() => {
+            if let Err(e) = res {
+                tracing::debug!(%peer, error = %e, "HTTP/2 connection closed with an error");
+            }
+            return;
+        }
+        _ = draining.cancelled() => "draining",
+        _ = idle_for(&mut idle, limits.idle_timeout) => "idle",
+    };
+    conn.as_mut().graceful_shutdown();
+    if let Err(e) = conn.await {
+        tracing::debug!(%peer, error = %e, why, "HTTP/2 connection closed with an error while closing");
+    }
+}
+
+/// Completes once no stream has been in flight for `limit`.
+async fn idle_for(streams: &mut watch::Receiver<usize>, limit: Duration) {
+    loop {
+        let in_flight = *streams.borrow_and_update();
+        let changed = match in_flight {
+            0 => match tokio::time::timeout(limit, streams.changed()).await {
+                Err(_) => return,
+                Ok(changed) => changed,
+            },
+            _ => streams.changed().await,
+        };
+        if changed.is_err() {
+            // The connection's service is gone, so the connection is ending on its own.
+            return std::future::pending().await;
+        }
+    }
+}
+
+/// The per-connection service: the router, with the peer's address and the stream count.
+#[derive(Clone)]
+struct Streams {
+    router: Router,
+    peer: SocketAddr,
+    busy: std::sync::Arc<watch::Sender<usize>>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Streams {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn call(&self, mut request: Request<Incoming>) -> Self::Future {
+        request.extensions_mut().insert(ConnectInfo(self.peer));
+        let busy = InFlight::enter(&self.busy);
+        let answer = self.router.clone().oneshot(request);
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(response.map(|body| Body::new(Counted { body, _busy: busy })))
+        })
+    }
+}
+
+/// One stream in flight, counted until dropped.
+struct InFlight(std::sync::Arc<watch::Sender<usize>>);
+
+impl InFlight {
+    fn enter(busy: &std::sync::Arc<watch::Sender<usize>>) -> Self {
+        busy.send_modify(|n| *n += 1);
+        InFlight(std::sync::Arc::clone(busy))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// An answer's body that keeps its stream counted until it is sent or dropped.
+struct Counted {
+    body: Body,
+    _busy: InFlight,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_means_no_stream_for_the_whole_limit() {
+        let (busy, mut idle) = watch::channel(0usize);
+        let busy = std::sync::Arc::new(busy);
+        let limit = Duration::from_secs(10);
+        let started = tokio::time::Instant::now();
+        let watcher = tokio::spawn(async move { idle_for(&mut idle, limit).await });
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let stream = InFlight::enter(&busy);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!watcher.is_finished(), "a stream in flight keeps it open");
+        drop(stream);
+        let left_at = tokio::time::Instant::now();
+        watcher.await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            left_at.elapsed(),
+            limit,
+            "idle counts from the last stream's end"
+        );
+        assert_eq!(started.elapsed(), Duration::from_secs(46));
+    }
+}
