@@ -18,6 +18,7 @@ mod e2e;
 mod edge;
 mod examples;
 mod fleet;
+mod http2;
 mod inbound;
 mod jobs;
 mod lifecycle;
