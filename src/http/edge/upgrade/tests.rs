@@ -22,7 +22,7 @@ fn window_update(stream: u32, increment: u32) -> Vec<u8> {
 
 #[test]
 fn hpack_integers_follow_the_rfc_examples() {
-    // RFC 7541, C.1.1 and C.1.2: 10 and 1337 with a 5-bit prefix.
+    // HPACK's own worked examples: 10 and 1337 with a 5-bit prefix.
     let mut out = Vec::new();
     integer(&mut out, 5, 10);
     assert_eq!(out, [0x0a]);
