@@ -167,7 +167,7 @@ impl Db {
         &self,
         sql: impl SqlSafeStr,
         args: &[Arg<'_>],
-        decode: Decoder<T>,
+        decode: impl Fn(&dyn StoreRow) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
         match self {
             Db::Sqlite(pool) => decode_all(&sqlite_query(sql, args).fetch_all(pool).await?, decode),
@@ -191,20 +191,20 @@ impl Db {
         &self,
         sql: impl SqlSafeStr,
         args: &[Arg<'_>],
-        decode: Decoder<T>,
+        decode: impl Fn(&dyn StoreRow) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
         match self {
             Db::Sqlite(pool) => {
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
                 let rows = sqlite_query(sql, args).fetch_all(&mut *tx).await?;
                 tx.commit().await?;
-                decode_all(&rows, decode)
+                decode_all(&rows, &decode)
             }
             Db::Postgres { pool, .. } => {
                 let mut tx = pool.begin().await?;
                 let rows = pg_query(sql, args).fetch_all(&mut *tx).await?;
                 tx.commit().await?;
-                decode_all(&rows, decode)
+                decode_all(&rows, &decode)
             }
         }
     }
@@ -246,7 +246,10 @@ impl Db {
     }
 }
 
-fn decode_all<R: StoreRow, T>(rows: &[R], decode: Decoder<T>) -> Result<Vec<T>, StoreError> {
+fn decode_all<R: StoreRow, T>(
+    rows: &[R],
+    decode: impl Fn(&dyn StoreRow) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
     rows.iter().map(|row| decode(row)).collect()
 }
 

@@ -11,7 +11,10 @@
 //! The first migrations use `CREATE … IF NOT EXISTS`, so databases made before migrations were
 //! recorded by name pick them up without change.
 
+use std::sync::Arc;
+
 use sqlx::{Database, Encode, Executor, IntoArguments, Postgres, Sqlite, Type};
+use tokio::sync::OnceCell;
 
 use super::{Db, StoreError};
 
@@ -66,6 +69,39 @@ impl Db {
             }
         }
         Ok(())
+    }
+}
+
+/// A room's tables in the shared database, migrated on first use: the room's store holds one and
+/// asks it for the database before each statement, so attaching a store needs no wait and
+/// replicas that never use a room never make its tables. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Schema {
+    db: Db,
+    migrations: &'static [Migration],
+    /// Where the time recorded with each migration comes from (the clock module's, which this
+    /// room does not import).
+    now_ms: fn() -> i64,
+    migrated: Arc<OnceCell<()>>,
+}
+
+impl Schema {
+    /// `migrations` in `db`, applied the first time [`Schema::ready`] is called.
+    pub fn new(db: Db, migrations: &'static [Migration], now_ms: fn() -> i64) -> Self {
+        Schema {
+            db,
+            migrations,
+            now_ms,
+            migrated: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// The database, once the migrations are applied (a failure is tried again next call).
+    pub async fn ready(&self) -> Result<&Db, StoreError> {
+        self.migrated
+            .get_or_try_init(|| self.db.migrate(self.migrations, (self.now_ms)()))
+            .await?;
+        Ok(&self.db)
     }
 }
 

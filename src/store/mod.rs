@@ -3,10 +3,12 @@
 //!
 //! This room holds what every stateful room shares and nothing of theirs: the connection pool
 //! and the few places SQLite and PostgreSQL differ ([`Db`], `db.rs`), named migrations
-//! (`migrate.rs`), and notifications between replicas (`notify.rs`). Each room keeps its own
-//! statements and migrations next to its own types (the job queue in `jobs/store/`, the
-//! fleet's shared breaker state in `fleet/`), so a room's SQL reads beside the rules it
-//! implements, and rooms never see each other's tables through this one.
+//! (`migrate.rs`, with [`Schema`], a room's tables migrated on first use), notifications between
+//! replicas (`notify.rs`), and the reads every table of client-owned rows answers alike
+//! (`owned.rs`). Each room keeps its own statements and migrations next to its own types (the
+//! job queue in `jobs/store/`, the fleet's shared breaker state in `fleet/`), so a room's SQL
+//! reads beside the rules it implements, and rooms never see each other's tables through this
+//! one.
 //!
 //! Every time a room stores is an epoch-millisecond argument taken from the clock module, so
 //! their conformance suites control time without a clock.
@@ -14,12 +16,14 @@
 mod db;
 mod migrate;
 mod notify;
+mod owned;
 
 use std::fmt;
 
 pub use db::{Arg, Db, Decoder, StoreRow};
-pub use migrate::Migration;
+pub use migrate::{Migration, Schema};
 pub use notify::Listener;
+pub use owned::Owned;
 
 /// A database failure, as text: the driver's errors stay inside this room.
 #[derive(Debug, Clone, PartialEq, Eq)]
