@@ -13,7 +13,8 @@
 //!   [`fingerprint`] (canonical JSON, FNV), [`clock`] (the one place that reads the wall clock)
 //!   [`clients`] (who a call is for) and [`http_tool`] (tools from configuration: request and
 //!   result, pure);
-//! - floor 2: [`breaker`], the circuit breaker (pure; time passed in);
+//! - floor 2: [`breaker`], the circuit breaker (pure; time passed in), and [`outbox`], the
+//!   lease, delivery, retry and record of the notices' callbacks;
 //! - floor 3: [`config`], configuration read and validated once, and [`fleet`], the breakers'
 //!   state shared through the store (across replicas and restarts);
 //! - floor 4: [`providers`], the Duffel and Amadeus adapters (wire formats stay inside);
@@ -46,6 +47,7 @@ pub mod http_tool;
 pub mod jobs;
 pub mod ledger;
 pub mod maintenance;
+pub mod outbox;
 pub mod policy;
 pub mod providers;
 pub mod quota;

@@ -3,13 +3,12 @@
 //!
 //! The step that must happen once in a fleet is a conditional update: a notice fires only from
 //! `waiting` (`fire`), so of two replicas that both see its tool answer again, one changes the
-//! row and the other changes nothing; its callback is leased by a conditional update on its due
-//! time (`lease_callback`), so one replica sends each delivery.
-
-use tokio::sync::OnceCell;
+//! row and the other changes nothing; its callback waits in the same row (the outbox's columns,
+//! set by that one update), where the outbox leases each delivery to one replica.
 
 use crate::clients::ClientName;
-use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
+use crate::outbox::{KeyColumn, Outbox, Spec};
+use crate::store::{Arg, Db, Migration, Owned, Schema, StoreError, StoreRow};
 
 const MIGRATIONS: &[Migration] = &[Migration {
     name: "back_in_service_1_notices",
@@ -37,10 +36,31 @@ const MIGRATIONS: &[Migration] = &[Migration {
     ],
 }];
 
-/// Every column, by name (never `*`: see the job store).
-const COLUMNS: &str = "SELECT id, client, tool, callback_url, state, created_at, expires_at,
-     fired_at, callback_state, callback_attempts, next_callback_at, updated_at
-     FROM faregate_back_in_service ";
+/// Every column, by name (a macro, so the outbox's select can be made of it).
+macro_rules! columns {
+    () => {
+        "id, client, tool, callback_url, state, created_at, expires_at, fired_at,
+         callback_state, callback_attempts, next_callback_at, updated_at"
+    };
+}
+
+/// The notices, as a table of client-owned rows.
+const NOTICES: Owned<Notice> = Owned {
+    table: "faregate_back_in_service",
+    columns: columns!(),
+    decode: notice_from_row,
+};
+
+/// A fired notice's callback lives in its own row.
+static CALLBACKS: Spec<Notice> = Spec {
+    table: "faregate_back_in_service",
+    key: &[KeyColumn::Text("id")],
+    touched: Some("updated_at"),
+    select: concat!("SELECT ", columns!(), " FROM faregate_back_in_service "),
+    alias: "",
+    also: "",
+    decode: notice_from_row,
+};
 
 /// Where a notice stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,24 +152,19 @@ fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
 /// Back-in-service notices in the shared database. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct NoticeStore {
-    db: Db,
-    migrated: std::sync::Arc<OnceCell<()>>,
+    schema: Schema,
 }
 
 impl NoticeStore {
     /// Notices in `db` (the job store's database); the table is made on first use.
     pub fn new(db: Db) -> Self {
         NoticeStore {
-            db,
-            migrated: std::sync::Arc::new(OnceCell::new()),
+            schema: Schema::new(db, MIGRATIONS, crate::clock::epoch_ms),
         }
     }
 
     async fn ready(&self) -> Result<&Db, StoreError> {
-        self.migrated
-            .get_or_try_init(|| self.db.migrate(MIGRATIONS, crate::clock::epoch_ms()))
-            .await?;
-        Ok(&self.db)
+        self.schema.ready().await
     }
 
     /// Stores a new, waiting notice.
@@ -175,16 +190,7 @@ impl NoticeStore {
 
     /// One notice.
     pub async fn get(&self, id: &str) -> Result<Option<Notice>, StoreError> {
-        let db = self.ready().await?;
-        let sql = format!("{COLUMNS} WHERE id = $1");
-        let rows = db
-            .fetch(
-                sqlx::AssertSqlSafe(sql),
-                &[Arg::Text(Some(id))],
-                notice_from_row,
-            )
-            .await?;
-        Ok(rows.into_iter().next())
+        NOTICES.get(self.ready().await?, id).await
     }
 
     /// Notices, newest first: `client`'s, or every client's for `None`.
@@ -193,34 +199,16 @@ impl NoticeStore {
         client: Option<&ClientName>,
         limit: u32,
     ) -> Result<Vec<Notice>, StoreError> {
-        let db = self.ready().await?;
-        let sql = format!(
-            "{COLUMNS} WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
-             ORDER BY created_at DESC, id DESC LIMIT $2"
-        );
-        db.fetch(
-            sqlx::AssertSqlSafe(sql),
-            &[
-                Arg::Text(client.map(ClientName::as_str)),
-                Arg::Int(Some(i64::from(limit))),
-            ],
-            notice_from_row,
-        )
-        .await
+        let client = client.map(ClientName::as_str);
+        NOTICES.list(self.ready().await?, client, limit).await
     }
 
     /// How many of `client`'s notices are waiting.
     pub async fn waiting_count(&self, client: &ClientName) -> Result<u32, StoreError> {
-        let db = self.ready().await?;
-        let rows = db
-            .fetch(
-                "SELECT COUNT(*) AS n FROM faregate_back_in_service
-                 WHERE client = $1 AND state = 'waiting'",
-                &[Arg::Text(Some(client.as_str()))],
-                |r| Ok(r.int("n")?.unwrap_or(0)),
-            )
-            .await?;
-        Ok(u32::try_from(rows.into_iter().next().unwrap_or(0)).unwrap_or(u32::MAX))
+        let waiting = NoticeState::Waiting.as_str();
+        NOTICES
+            .count(self.ready().await?, client.as_str(), waiting)
+            .await
     }
 
     /// The tools some unexpired notice waits for at `now_ms`.
@@ -263,67 +251,9 @@ impl NoticeStore {
         .await
     }
 
-    /// Fired notices whose callbacks are due at `now_ms`, oldest due first.
-    pub async fn due_callbacks(&self, now_ms: i64, limit: u32) -> Result<Vec<Notice>, StoreError> {
-        let db = self.ready().await?;
-        let sql = format!(
-            "{COLUMNS} WHERE callback_state = 'pending' AND next_callback_at <= $1
-             ORDER BY next_callback_at LIMIT $2"
-        );
-        db.fetch(
-            sqlx::AssertSqlSafe(sql),
-            &[Arg::Int(Some(now_ms)), Arg::Int(Some(i64::from(limit)))],
-            notice_from_row,
-        )
-        .await
-    }
-
-    /// Takes `due`'s delivery for this replica until `until_ms`; false when another replica
-    /// took it first.
-    pub async fn lease_callback(&self, due: &Notice, until_ms: i64) -> Result<bool, StoreError> {
-        let db = self.ready().await?;
-        let changed = db
-            .execute(
-                "UPDATE faregate_back_in_service SET next_callback_at = $3
-                 WHERE id = $1 AND callback_state = 'pending' AND next_callback_at = $2",
-                &[
-                    Arg::Text(Some(&due.id)),
-                    Arg::Int(due.next_callback_at_ms),
-                    Arg::Int(Some(until_ms)),
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
-    }
-
-    /// Records a delivery: sent, or failed with the next try (`None`: given up).
-    pub async fn callback_result(
-        &self,
-        id: &str,
-        sent: bool,
-        next_at_ms: Option<i64>,
-        now_ms: i64,
-    ) -> Result<(), StoreError> {
-        let db = self.ready().await?;
-        let state = match (sent, next_at_ms) {
-            (true, _) => "sent",
-            (false, Some(_)) => "pending",
-            (false, None) => "failed",
-        };
-        db.execute(
-            "UPDATE faregate_back_in_service
-             SET callback_state = $2, callback_attempts = callback_attempts + 1,
-                 next_callback_at = COALESCE($3, next_callback_at), updated_at = $4
-             WHERE id = $1 AND callback_state = 'pending'",
-            &[
-                Arg::Text(Some(id)),
-                Arg::Text(Some(state)),
-                Arg::Int(next_at_ms),
-                Arg::Int(Some(now_ms)),
-            ],
-        )
-        .await?;
-        Ok(())
+    /// The fired notices' callbacks.
+    pub async fn callbacks(&self) -> Result<Outbox<Notice>, StoreError> {
+        Ok(Outbox::new(self.ready().await?.clone(), &CALLBACKS))
     }
 
     /// Deletes a notice; false when there was none.

@@ -11,8 +11,8 @@
 //! breaker is not back: it admits probes only, and the notice fires once they close it.
 //!
 //! In a fleet every replica looks, and the store's conditional update (`waiting` → `fired`) lets
-//! one of them fire each notice; its callback is then leased and delivered like a watch's
-//! notice, tried again after a doubling wait when the receiver does not take it.
+//! one of them fire each notice; its callback is then leased and delivered by the outbox, as a
+//! watch's notice is, and tried again after a doubling wait when the receiver does not take it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +24,7 @@ use super::store::{Notice, NoticeState, NoticeStore};
 use crate::call::Gateway;
 use crate::clients::ClientName;
 use crate::clock;
-use crate::jobs::callbacks::notice::{self, NoticeSender};
+use crate::jobs::callbacks::notice::NoticeSender;
 use crate::jobs::{StoreError, rfc3339};
 use crate::texts::back_in_service as texts;
 
@@ -39,9 +39,6 @@ pub const LONGEST_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const MAX_WAITING_PER_CLIENT: u32 = 1000;
 /// Callbacks started per look: a burst of notices is sent over a few looks.
 const CALLBACKS: u32 = 32;
-/// How long a replica holds a callback while it delivers it (longer than the callback client's
-/// 10 s timeout); after that another replica may try.
-const CALLBACK_LEASE: Duration = Duration::from_secs(30);
 /// How long an ended notice stays readable before it is deleted.
 const KEEP_ENDED: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Looks between two purges of ended notices (about a minute).
@@ -209,42 +206,30 @@ impl BackInServiceSystem {
         Ok(total)
     }
 
-    /// Leases the due callbacks and delivers each on a task of its own.
+    /// Leases the due callbacks and delivers each on a task of its own (the outbox records how
+    /// it went and when to try again).
     pub async fn send_due(self: &Arc<Self>) -> Result<(), StoreError> {
-        let now = clock::epoch_ms();
-        for due in self.store.due_callbacks(now, CALLBACKS).await? {
-            if self
-                .store
-                .lease_callback(&due, clock::ms_after(now, CALLBACK_LEASE))
-                .await?
-            {
-                tokio::spawn(Arc::clone(self).deliver(due));
-            }
-        }
-        Ok(())
+        let this = Arc::clone(self);
+        self.store
+            .callbacks()
+            .await?
+            .send_due(clock::epoch_ms(), CALLBACKS, move |due| {
+                Arc::clone(&this).deliver(due)
+            })
+            .await
     }
 
-    /// Posts one notice to its callback URL and records how it went.
-    async fn deliver(self: Arc<Self>, due: Notice) {
+    /// Posts one notice to its callback URL; true when the receiver took it.
+    async fn deliver(self: Arc<Self>, due: Notice) -> bool {
         let body = serde_json::json!({
             "notice_id": due.id,
             "tool": due.tool,
             "available_since": due.fired_at_ms.map(rfc3339),
             "news": texts::back(&due.tool),
         });
-        let sent = self
-            .sender
+        self.sender
             .deliver(&due.callback_url, body.to_string().into_bytes())
-            .await;
-        let now = clock::epoch_ms();
-        let next = (!sent)
-            .then(|| notice::next_delivery_in(due.callback_attempts + 1))
-            .flatten()
-            .map(|wait| clock::ms_after(now, wait));
-        if let Err(e) = self.store.callback_result(&due.id, sent, next, now).await {
-            // The lease runs out and the notice is tried again.
-            tracing::warn!(error = %e, notice = %due.id, "back-in-service: cannot record a callback");
-        }
+            .await
     }
 }
 

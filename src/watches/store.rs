@@ -5,17 +5,18 @@
 //! watch that has none (`job_id IS NULL`) at the instant it is due, and ends only on the watch
 //! still waiting for that job, so of two replicas that both see a watch due or a job ended,
 //! one changes the row and the other changes nothing. A notice is keyed by (watch, instant), so
-//! writing it twice keeps one.
+//! writing it twice keeps one; its callback waits in the notice's row (the outbox's columns,
+//! written by the same insert), where the outbox leases each delivery to one replica.
 
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::OnceCell;
 
 use super::condition::Condition;
 use super::schedule::{End, Schedule};
 use crate::clients::ClientName;
-use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
+use crate::outbox::{KeyColumn, Outbox, Spec};
+use crate::store::{Arg, Db, Migration, Owned, Schema, StoreError, StoreRow};
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -67,10 +68,29 @@ const MIGRATIONS: &[Migration] = &[
 ];
 
 /// Every column, by name (never `*`: see the job store).
-const COLUMNS: &str = "SELECT id, client, tool, arguments, condition, interval_ms, end_at,
-     max_runs, until_departure, callback_url, state, runs, next_run_at, job_id, job_instant,
-     last_result, last_run_at, last_error, departure_at, created_at, updated_at
-     FROM faregate_watches ";
+const COLUMNS: &str = "id, client, tool, arguments, condition, interval_ms, end_at, max_runs,
+     until_departure, callback_url, state, runs, next_run_at, job_id, job_instant, last_result,
+     last_run_at, last_error, departure_at, created_at, updated_at";
+
+/// The watches, as a table of client-owned rows.
+const WATCHES: Owned<Watch> = Owned {
+    table: "faregate_watches",
+    columns: COLUMNS,
+    decode: watch_from_row,
+};
+
+/// A notice's callback lives in the notice's row; it goes to its watch's URL.
+static CALLBACKS: Spec<DueCallback> = Spec {
+    table: "faregate_watch_notices",
+    key: &[KeyColumn::Text("watch_id"), KeyColumn::Int("instant")],
+    touched: None,
+    select: "SELECT n.watch_id, n.instant, n.text, n.result, n.created_at, n.callback_state,
+             n.callback_attempts, n.next_callback_at, w.tool, w.callback_url
+         FROM faregate_watch_notices n JOIN faregate_watches w ON w.id = n.watch_id ",
+    alias: "n.",
+    also: "AND w.callback_url IS NOT NULL",
+    decode: due_callback_from_row,
+};
 
 /// Where a watch stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,10 +188,6 @@ pub struct DueCallback {
     pub tool: String,
     /// The watch's callback URL.
     pub url: String,
-    /// Deliveries tried so far.
-    pub attempts: u32,
-    /// When it was due (the lease compares it).
-    pub due_at_ms: i64,
 }
 
 /// How a run ended, as [`WatchStore::finish_run`] records it.
@@ -190,8 +206,7 @@ pub struct RunEnd {
 /// Watches in the shared database. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct WatchStore {
-    db: Db,
-    migrated: std::sync::Arc<OnceCell<()>>,
+    schema: Schema,
 }
 
 fn ms(d: Duration) -> i64 {
@@ -260,20 +275,27 @@ fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
     })
 }
 
+fn due_callback_from_row(r: &dyn StoreRow) -> Result<DueCallback, StoreError> {
+    let missing = |c: &str| StoreError(format!("notice column {c} is NULL"));
+    Ok(DueCallback {
+        notice: notice_from_row(r)?,
+        tool: r.text("tool")?.ok_or_else(|| missing("tool"))?,
+        url: r
+            .text("callback_url")?
+            .ok_or_else(|| missing("callback_url"))?,
+    })
+}
+
 impl WatchStore {
     /// Watches in `db` (the job store's database); the tables are made on first use.
     pub fn new(db: Db) -> Self {
         WatchStore {
-            db,
-            migrated: std::sync::Arc::new(OnceCell::new()),
+            schema: Schema::new(db, MIGRATIONS, crate::clock::epoch_ms),
         }
     }
 
     async fn ready(&self) -> Result<&Db, StoreError> {
-        self.migrated
-            .get_or_try_init(|| self.db.migrate(MIGRATIONS, crate::clock::epoch_ms()))
-            .await?;
-        Ok(&self.db)
+        self.schema.ready().await
     }
 
     /// Stores a new watch.
@@ -309,16 +331,7 @@ impl WatchStore {
 
     /// One watch.
     pub async fn get(&self, id: &str) -> Result<Option<Watch>, StoreError> {
-        let db = self.ready().await?;
-        let sql = format!("{COLUMNS} WHERE id = $1");
-        let rows = db
-            .fetch(
-                sqlx::AssertSqlSafe(sql),
-                &[Arg::Text(Some(id))],
-                watch_from_row,
-            )
-            .await?;
-        Ok(rows.into_iter().next())
+        WATCHES.get(self.ready().await?, id).await
     }
 
     /// Watches, newest first: `client`'s, or every client's for `None`.
@@ -327,40 +340,24 @@ impl WatchStore {
         client: Option<&ClientName>,
         limit: u32,
     ) -> Result<Vec<Watch>, StoreError> {
-        let db = self.ready().await?;
-        let sql = format!(
-            "{COLUMNS} WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
-             ORDER BY created_at DESC, id DESC LIMIT $2"
-        );
-        db.fetch(
-            sqlx::AssertSqlSafe(sql),
-            &[
-                Arg::Text(client.map(ClientName::as_str)),
-                Arg::Int(Some(i64::from(limit))),
-            ],
-            watch_from_row,
-        )
-        .await
+        let client = client.map(ClientName::as_str);
+        WATCHES.list(self.ready().await?, client, limit).await
     }
 
     /// How many of `client`'s watches are active.
     pub async fn active_count(&self, client: &ClientName) -> Result<u32, StoreError> {
-        let db = self.ready().await?;
-        let rows = db
-            .fetch(
-                "SELECT COUNT(*) AS n FROM faregate_watches WHERE client = $1 AND state = 'active'",
-                &[Arg::Text(Some(client.as_str()))],
-                |r| Ok(r.int("n")?.unwrap_or(0)),
-            )
-            .await?;
-        Ok(u32::try_from(rows.into_iter().next().unwrap_or(0)).unwrap_or(u32::MAX))
+        let active = WatchState::Active.as_str();
+        WATCHES
+            .count(self.ready().await?, client.as_str(), active)
+            .await
     }
 
     /// Active watches due at `now_ms` with no run under way, oldest due first.
     pub async fn due(&self, now_ms: i64, limit: u32) -> Result<Vec<Watch>, StoreError> {
         let db = self.ready().await?;
         let sql = format!(
-            "{COLUMNS} WHERE state = 'active' AND job_id IS NULL AND next_run_at <= $1
+            "SELECT {COLUMNS} FROM faregate_watches
+             WHERE state = 'active' AND job_id IS NULL AND next_run_at <= $1
              ORDER BY next_run_at LIMIT $2"
         );
         db.fetch(
@@ -374,7 +371,10 @@ impl WatchStore {
     /// Watches waiting for a run's job to end.
     pub async fn running(&self, limit: u32) -> Result<Vec<Watch>, StoreError> {
         let db = self.ready().await?;
-        let sql = format!("{COLUMNS} WHERE job_id IS NOT NULL ORDER BY job_instant LIMIT $1");
+        let sql = format!(
+            "SELECT {COLUMNS} FROM faregate_watches
+             WHERE job_id IS NOT NULL ORDER BY job_instant LIMIT $1"
+        );
         db.fetch(
             sqlx::AssertSqlSafe(sql),
             &[Arg::Int(Some(i64::from(limit)))],
@@ -542,91 +542,9 @@ impl WatchStore {
         Ok(inserted == 1)
     }
 
-    /// Notices whose callbacks are due at `now_ms`, oldest due first.
-    pub async fn due_callbacks(
-        &self,
-        now_ms: i64,
-        limit: u32,
-    ) -> Result<Vec<DueCallback>, StoreError> {
-        let db = self.ready().await?;
-        db.fetch(
-            "SELECT n.watch_id, n.instant, n.text, n.result, n.created_at, n.callback_state,
-                    n.callback_attempts,
-                    n.next_callback_at, w.tool, w.callback_url
-             FROM faregate_watch_notices n JOIN faregate_watches w ON w.id = n.watch_id
-             WHERE n.callback_state = 'pending' AND n.next_callback_at <= $1
-               AND w.callback_url IS NOT NULL
-             ORDER BY n.next_callback_at LIMIT $2",
-            &[Arg::Int(Some(now_ms)), Arg::Int(Some(i64::from(limit)))],
-            |r| {
-                let missing = |c: &str| StoreError(format!("notice column {c} is NULL"));
-                Ok(DueCallback {
-                    notice: notice_from_row(r)?,
-                    tool: r.text("tool")?.ok_or_else(|| missing("tool"))?,
-                    url: r
-                        .text("callback_url")?
-                        .ok_or_else(|| missing("callback_url"))?,
-                    attempts: u32::try_from(r.int("callback_attempts")?.unwrap_or(0)).unwrap_or(0),
-                    due_at_ms: r
-                        .int("next_callback_at")?
-                        .ok_or_else(|| missing("next_callback_at"))?,
-                })
-            },
-        )
-        .await
-    }
-
-    /// Takes `due` for this replica until `until_ms`; false when another replica took it first.
-    pub async fn lease_callback(
-        &self,
-        due: &DueCallback,
-        until_ms: i64,
-    ) -> Result<bool, StoreError> {
-        let db = self.ready().await?;
-        let changed = db
-            .execute(
-                "UPDATE faregate_watch_notices SET next_callback_at = $4
-                 WHERE watch_id = $1 AND instant = $2 AND callback_state = 'pending'
-                   AND next_callback_at = $3",
-                &[
-                    Arg::Text(Some(&due.notice.watch_id)),
-                    Arg::Int(Some(due.notice.instant_ms)),
-                    Arg::Int(Some(due.due_at_ms)),
-                    Arg::Int(Some(until_ms)),
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
-    }
-
-    /// Records a delivery: sent, or failed with the next try (`None`: given up).
-    pub async fn callback_result(
-        &self,
-        watch_id: &str,
-        instant_ms: i64,
-        sent: bool,
-        next_at_ms: Option<i64>,
-    ) -> Result<(), StoreError> {
-        let db = self.ready().await?;
-        let state = match (sent, next_at_ms) {
-            (true, _) => "sent",
-            (false, Some(_)) => "pending",
-            (false, None) => "failed",
-        };
-        db.execute(
-            "UPDATE faregate_watch_notices
-             SET callback_state = $3, callback_attempts = callback_attempts + 1,
-                 next_callback_at = COALESCE($4, next_callback_at)
-             WHERE watch_id = $1 AND instant = $2 AND callback_state = 'pending'",
-            &[
-                Arg::Text(Some(watch_id)),
-                Arg::Int(Some(instant_ms)),
-                Arg::Text(Some(state)),
-                Arg::Int(next_at_ms),
-            ],
-        )
-        .await?;
-        Ok(())
+    /// The notices' callbacks.
+    pub async fn callbacks(&self) -> Result<Outbox<DueCallback>, StoreError> {
+        Ok(Outbox::new(self.ready().await?.clone(), &CALLBACKS))
     }
 
     /// A watch's notices, newest first.

@@ -22,7 +22,7 @@ use crate::call::{CheckError, Gateway};
 use crate::clients::ClientName;
 use crate::clock;
 use crate::config::WatchesConfig;
-use crate::jobs::callbacks::notice::{self, NoticeSender};
+use crate::jobs::callbacks::notice::NoticeSender;
 use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError, rfc3339};
 use crate::texts::watches as texts;
 
@@ -32,9 +32,6 @@ const POLL: Duration = Duration::from_millis(250);
 const BATCH: u32 = 64;
 /// Notice callbacks started per look.
 const CALLBACKS: u32 = 16;
-/// How long a replica holds a notice's callback while it delivers it (longer than the callback
-/// client's 10 s timeout); after that another replica may try.
-const CALLBACK_LEASE: Duration = Duration::from_secs(30);
 
 /// A watch to create, as the API read it (not yet checked).
 #[derive(Debug, Clone)]
@@ -273,21 +270,18 @@ impl WatchSystem {
         for watch in self.store.due(clock::epoch_ms(), BATCH).await? {
             self.start_run(&watch).await?;
         }
-        let now = clock::epoch_ms();
-        for due in self.store.due_callbacks(now, CALLBACKS).await? {
-            if self
-                .store
-                .lease_callback(&due, clock::ms_after(now, CALLBACK_LEASE))
-                .await?
-            {
-                tokio::spawn(Arc::clone(self).deliver(due));
-            }
-        }
-        Ok(())
+        let this = Arc::clone(self);
+        self.store
+            .callbacks()
+            .await?
+            .send_due(clock::epoch_ms(), CALLBACKS, move |due| {
+                Arc::clone(&this).deliver(due)
+            })
+            .await
     }
 
-    /// Posts one notice to its watch's callback URL and records how it went.
-    async fn deliver(self: Arc<Self>, due: DueCallback) {
+    /// Posts one notice to its watch's callback URL; true when the receiver took it.
+    async fn deliver(self: Arc<Self>, due: DueCallback) -> bool {
         let body = serde_json::json!({
             "watch_id": due.notice.watch_id,
             "tool": due.tool,
@@ -295,22 +289,9 @@ impl WatchSystem {
             "news": due.notice.text,
             "result": due.notice.result,
         });
-        let sent = self
-            .notices
+        self.notices
             .deliver(&due.url, body.to_string().into_bytes())
-            .await;
-        let next = (!sent)
-            .then(|| notice::next_delivery_in(due.attempts + 1))
-            .flatten()
-            .map(|wait| clock::ms_after(clock::epoch_ms(), wait));
-        if let Err(e) = self
-            .store
-            .callback_result(&due.notice.watch_id, due.notice.instant_ms, sent, next)
             .await
-        {
-            // The lease runs out and the notice is tried again.
-            tracing::warn!(error = %e, watch = %due.notice.watch_id, "watches: cannot record a notice callback");
-        }
     }
 
     /// Submits the job of `watch`'s due instant (the same job on every replica) and records it.

@@ -26,6 +26,7 @@ use crate::clock;
 use crate::config::{self, EMBEDDED_CONFIG, EmbeddedFiles};
 use crate::jobs::callbacks::notice::NoticeSender;
 use crate::maintenance::{When, Window};
+use crate::outbox::Outbox;
 use crate::providers::{Secret, UpstreamError};
 use crate::store::Db;
 use crate::telemetry::{AlertRules, Telemetry};
@@ -165,9 +166,9 @@ async fn a_notice_fires_once_when_the_breakers_close_and_not_while_they_are_open
     assert_eq!(fired.state, NoticeState::Fired);
     assert_eq!(fired.fired_at_ms, Some(back_at));
     assert_eq!(fired.callback.as_deref(), Some("pending"));
-    let due = notices
-        .store()
-        .due_callbacks(clock::epoch_ms(), 10)
+    let due = outbox(&notices)
+        .await
+        .due(clock::epoch_ms(), 10)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(due.len(), 1, "one callback due");
@@ -330,6 +331,15 @@ async fn another_client_neither_sees_nor_deletes_a_notice() {
     ));
 }
 
+/// The fired notices' callbacks of `system`'s store.
+async fn outbox(system: &BackInServiceSystem) -> Outbox<Notice> {
+    system
+        .store()
+        .callbacks()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Two replicas on one store both see the tool back: one fires the notice, the other changes
 /// nothing; and one of them leases its callback.
 async fn check_two_replicas_fire_once(db: Db) {
@@ -349,15 +359,15 @@ async fn check_two_replicas_fire_once(db: Db) {
     let (a, b) = tokio::join!(look(&first), look(&second));
     assert_eq!(a + b, 1, "fired once between the two ({a} + {b})");
     let now = clock::epoch_ms();
-    let due = first
-        .store()
-        .due_callbacks(now, 10)
+    let due = outbox(&first)
+        .await
+        .due(now, 10)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(due.len(), 1);
     let until = clock::ms_after(now, Duration::from_secs(30));
-    let leased_here = first.store().lease_callback(&due[0], until).await;
-    let leased_there = second.store().lease_callback(&due[0], until).await;
+    let leased_here = outbox(&first).await.lease(&due[0], until).await;
+    let leased_there = outbox(&second).await.lease(&due[0], until).await;
     assert_eq!(
         (leased_here, leased_there),
         (Ok(true), Ok(false)),

@@ -4,28 +4,15 @@
 //! way.
 //!
 //! A notice is delivered at least once: its row says `pending` until a 2xx, and a failed
-//! delivery is tried again after a doubling wait ([`next_delivery_in`]), up to [`ATTEMPTS`]
-//! times; the notice itself stays readable through the API whatever happens to the callback.
-//! The rooms that keep notices (watches, back-in-service) lease and record each delivery in
-//! their own rows; this module is only where a notice may go and how it is sent.
-
-use std::time::Duration;
+//! delivery is tried again after a doubling wait, up to a number of times; the notice itself
+//! stays readable through the API whatever happens to the callback. The rooms that keep notices
+//! (watches, back-in-service) lease, retry and record each delivery in their own rows through
+//! the outbox; this module is only where a notice may go and how it is sent.
 
 use reqwest::Url;
 
 use super::{guard, post_signed};
-use crate::policy::Backoff;
 use crate::providers::Secret;
-
-/// Deliveries before a notice's callback is given up.
-pub const ATTEMPTS: u32 = 8;
-/// The wait after the first failed delivery, doubling up to about 4 minutes.
-const BACKOFF: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(256));
-
-/// The wait before the next delivery after `failed` failed ones; `None` to give up.
-pub fn next_delivery_in(failed: u32) -> Option<Duration> {
-    (failed < ATTEMPTS).then(|| BACKOFF.ceiling(failed.saturating_sub(1)))
-}
 
 /// Where notices may go and how they are signed.
 #[derive(Debug)]
@@ -73,22 +60,5 @@ impl NoticeSender {
                 false
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deliveries_wait_longer_each_time_then_give_up() {
-        let waits: Vec<Option<Duration>> = (1..=ATTEMPTS).map(next_delivery_in).collect();
-        assert_eq!(waits[0], Some(Duration::from_secs(1)));
-        assert!(waits.windows(2).take(6).all(|w| w[0] < w[1]), "{waits:?}");
-        assert_eq!(
-            waits[ATTEMPTS as usize - 1],
-            None,
-            "given up after {ATTEMPTS}"
-        );
     }
 }
