@@ -106,7 +106,7 @@ pub struct RateLimitHit {
 /// The envelope of a provider's good answer, to either kind of call.
 pub(super) fn fresh(info: CallInfo, success: Success) -> Envelope {
     let content = success.output.content();
-    let data = Data::new(success.output.to_json());
+    let data = Data::serialize(&success.output);
     let info = CallInfo {
         breaker: success.breaker.as_str().to_string(),
         ..info

@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -242,76 +242,74 @@ impl Envelope {
         })
     }
 
-    /// The envelope as JSON bytes, as the native endpoint sends it: the same bytes as
-    /// `serde_json::to_vec(self)`, but `data` is copied from its serialized form instead of
-    /// being serialized again (a stale answer repeats the same few kilobytes on every call).
+    /// The envelope as JSON bytes, as the native endpoint sends it; `data` is copied from its
+    /// serialized form, not serialized again (a stale answer repeats the same few kilobytes on
+    /// every call).
     pub fn to_json_bytes(&self) -> Vec<u8> {
-        /// `Envelope` field for field, in the same order, with `data` as raw JSON.
-        #[derive(Serialize)]
-        struct Wire<'a> {
-            call_id: &'a str,
-            tool: &'a str,
-            status: Status,
-            content: &'a str,
-            data: Option<&'a RawValue>,
-            stale_age_s: Option<u64>,
-            cached_age_s: Option<u64>,
-            retry_after_s: Option<u64>,
-            breaker: &'a str,
-            job_id: Option<&'a str>,
-            provider: Option<&'a str>,
-        }
-        let wire = Wire {
-            call_id: &self.call_id,
-            tool: &self.tool,
-            status: self.status,
-            content: &self.content,
-            data: self.data.as_ref().map(Data::raw),
-            stale_age_s: self.stale_age_s,
-            cached_age_s: self.cached_age_s,
-            retry_after_s: self.retry_after_s,
-            breaker: &self.breaker,
-            job_id: self.job_id.as_deref(),
-            provider: self.provider.as_deref(),
-        };
-        // Strings, integers and raw JSON that was produced by serde_json: this cannot fail; the
+        // Strings, integers and JSON text that serde_json wrote: this cannot fail; the
         // fallback keeps a bug from becoming a panic.
-        serde_json::to_vec(&wire).unwrap_or_else(|_| b"{}".to_vec())
+        serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec())
     }
 }
 
 /// A call's structured result, serialized once when it is made.
 ///
 /// Cheap to clone (an `Arc`): a fresh result and its copy in the stale cache share it, and every
-/// stale answer reuses it. It reads as a [`Value`] (`Deref`), serializes as that value, and
-/// [`Envelope::to_json_bytes`] copies its serialized form.
+/// stale answer reuses it. A provider's typed result is written straight to JSON text
+/// ([`Data::serialize`]); the [`Value`] it reads as (`Deref`, [`Data::value`]) is built only
+/// when something asks for it (an MCP `structuredContent`, a test), because the native endpoint
+/// and the agent protocols copy the text. It serializes as that text, and
+/// [`Envelope::to_json_bytes`] copies it.
+///
+/// An object's keys keep the order they were written in (a typed result's field order); the
+/// `Value` has them sorted, as `serde_json::Value` always does. JSON objects are unordered, so
+/// both say the same.
 #[derive(Clone)]
 pub struct Data(Arc<DataInner>);
 
 struct DataInner {
-    value: Value,
     json: Box<RawValue>,
+    value: OnceLock<Value>,
 }
 
 impl Data {
     /// Wraps a result, serializing it once.
     pub fn new(value: Value) -> Self {
-        // A `Value` always serializes (its map keys are strings); `null` keeps a bug from
-        // becoming a panic.
-        let json = serde_json::value::to_raw_value(&value)
-            .unwrap_or_else(|_| RawValue::from_string("null".into()).unwrap_or_default());
-        Data(Arc::new(DataInner { value, json }))
+        let json = to_raw(&value);
+        Data(Arc::new(DataInner {
+            json,
+            value: OnceLock::from(value),
+        }))
     }
 
-    /// The result as a JSON value.
+    /// Serializes a typed result to JSON text without building a `Value`.
+    pub fn serialize<T: Serialize + ?Sized>(result: &T) -> Self {
+        Data(Arc::new(DataInner {
+            json: to_raw(result),
+            value: OnceLock::new(),
+        }))
+    }
+
+    /// The result as a JSON value (parsed from its text the first time it is asked for).
     pub fn value(&self) -> &Value {
-        &self.0.value
+        self.0.value.get_or_init(|| {
+            // The text was written by serde_json, so it parses; `null` keeps a bug from
+            // becoming a panic.
+            serde_json::from_str(self.0.json.get()).unwrap_or(Value::Null)
+        })
     }
 
     /// The result as serialized JSON.
     pub fn raw(&self) -> &RawValue {
         &self.0.json
     }
+}
+
+/// `result` as JSON text; `null` if it does not serialize (only a map with non-string keys
+/// would fail, and no result has one: the fallback keeps a bug from becoming a panic).
+fn to_raw<T: Serialize + ?Sized>(result: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(result)
+        .unwrap_or_else(|_| RawValue::from_string("null".into()).unwrap_or_default())
 }
 
 impl From<Value> for Data {
@@ -324,38 +322,39 @@ impl Deref for Data {
     type Target = Value;
 
     fn deref(&self) -> &Value {
-        &self.0.value
+        self.value()
     }
 }
 
 impl PartialEq for Data {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
+        Arc::ptr_eq(&self.0, &other.0) || self.value() == other.value()
     }
 }
 
 impl PartialEq<Value> for Data {
     fn eq(&self, other: &Value) -> bool {
-        &self.0.value == other
+        self.value() == other
     }
 }
 
 impl fmt::Debug for Data {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0.value, f)
+        fmt::Debug::fmt(self.value(), f)
     }
 }
 
-/// The compact JSON text, as `Value`'s `Display` writes it.
+/// The compact JSON text.
 impl fmt::Display for Data {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.0.json.get())
     }
 }
 
+/// Serializes as its JSON text (a `serde_json` serializer copies it; `to_value` parses it).
 impl Serialize for Data {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.value.serialize(serializer)
+        self.0.json.serialize(serializer)
     }
 }
 
@@ -380,7 +379,7 @@ mod tests {
     }
 
     #[test]
-    fn json_bytes_are_exactly_what_serde_writes() {
+    fn json_bytes_read_back_as_the_envelope_they_were() {
         let info = || CallInfo::new("c", "search_hotels");
         for env in [
             stale(),
@@ -403,10 +402,8 @@ mod tests {
             Envelope::invalid_arguments(info(), "bad".into()),
             Envelope::queued(info(), "queued".into(), "job_1".into()),
         ] {
-            assert_eq!(
-                env.to_json_bytes(),
-                serde_json::to_vec(&env).expect("serializes")
-            );
+            let sent: Value = serde_json::from_slice(&env.to_json_bytes()).expect("JSON");
+            assert_eq!(Envelope::from_stored(&sent), Some(env));
         }
     }
 
@@ -464,5 +461,34 @@ mod tests {
         assert_eq!(data, value);
         assert_eq!(data.clone(), Data::from(value.clone()));
         assert_eq!(serde_json::to_value(&data).expect("serializes"), value);
+    }
+
+    #[test]
+    fn a_typed_result_is_written_in_field_order_and_reads_as_its_value() {
+        #[derive(Serialize)]
+        struct Offer {
+            total: &'static str,
+            id: &'static str,
+        }
+        let data = Data::serialize(&Offer {
+            total: "12.30",
+            id: "off_1",
+        });
+        assert_eq!(data.to_string(), r#"{"total":"12.30","id":"off_1"}"#);
+        let value = json!({"id": "off_1", "total": "12.30"});
+        assert_eq!(data, value);
+        assert_eq!(data["id"], "off_1");
+        assert_eq!(serde_json::to_value(&data).expect("serializes"), value);
+        let envelope = Envelope::ok(
+            CallInfo::new("c", "price_flight_offer"),
+            "1 offer".into(),
+            data,
+            "duffel".into(),
+        );
+        let sent = String::from_utf8(envelope.to_json_bytes()).expect("UTF-8");
+        assert!(
+            sent.contains(r#""data":{"total":"12.30","id":"off_1"},"#),
+            "{sent}"
+        );
     }
 }

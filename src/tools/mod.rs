@@ -27,6 +27,7 @@ use chrono::NaiveDate;
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 pub use validate::ArgumentValidator;
@@ -356,22 +357,22 @@ impl ToolOutput {
             ToolOutput::Configured(o) => o.content.clone(),
         }
     }
+}
 
-    /// The result as JSON, matching the tool's output schema.
-    pub fn to_json(&self) -> Value {
-        let res = match self {
-            ToolOutput::SearchFlights(o) => serde_json::to_value(o),
-            ToolOutput::PriceFlightOffer(o) => serde_json::to_value(o),
-            ToolOutput::SearchHotels(o) => serde_json::to_value(o),
-            ToolOutput::CheckHotelAvailability(o) => serde_json::to_value(o),
-            ToolOutput::GetFlightStatus(o) => serde_json::to_value(o),
-            ToolOutput::BookFlight(o) => serde_json::to_value(o),
-            ToolOutput::BookHotel(o) => serde_json::to_value(o),
-            ToolOutput::Configured(o) => Ok(o.data.clone()),
-        };
-        // These types contain only strings, numbers, bools and maps with string keys, which
-        // serde_json always serializes; the fallback keeps a bug from becoming a panic.
-        res.unwrap_or(Value::Null)
+/// The result as JSON, matching the tool's output schema: each output serializes as itself, so
+/// a result can be written straight to JSON text without building a `Value` first.
+impl Serialize for ToolOutput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ToolOutput::SearchFlights(o) => o.serialize(serializer),
+            ToolOutput::PriceFlightOffer(o) => o.serialize(serializer),
+            ToolOutput::SearchHotels(o) => o.serialize(serializer),
+            ToolOutput::CheckHotelAvailability(o) => o.serialize(serializer),
+            ToolOutput::GetFlightStatus(o) => o.serialize(serializer),
+            ToolOutput::BookFlight(o) => o.serialize(serializer),
+            ToolOutput::BookHotel(o) => o.serialize(serializer),
+            ToolOutput::Configured(o) => o.data.serialize(serializer),
+        }
     }
 }
 
