@@ -81,7 +81,7 @@ impl From<StoreError> for NoticeError {
 pub struct BackInServiceSystem {
     store: NoticeStore,
     gateway: Arc<Gateway>,
-    sender: NoticeSender,
+    sender: Arc<NoticeSender>,
 }
 
 impl BackInServiceSystem {
@@ -90,7 +90,7 @@ impl BackInServiceSystem {
         BackInServiceSystem {
             store,
             gateway,
-            sender,
+            sender: Arc::new(sender),
         }
     }
 
@@ -208,29 +208,21 @@ impl BackInServiceSystem {
 
     /// Leases the due callbacks and delivers each on a task of its own (the outbox records how
     /// it went and when to try again).
-    pub async fn send_due(self: &Arc<Self>) -> Result<(), StoreError> {
-        let this = Arc::clone(self);
-        self.store
-            .callbacks()
-            .await?
-            .send_due(clock::epoch_ms(), CALLBACKS, move |due| {
-                Arc::clone(&this).deliver(due)
-            })
-            .await
+    pub async fn send_due(&self) -> Result<(), StoreError> {
+        let callbacks = self.store.callbacks().await?;
+        self.sender.send_due(&callbacks, CALLBACKS, notice).await
     }
+}
 
-    /// Posts one notice to its callback URL; true when the receiver took it.
-    async fn deliver(self: Arc<Self>, due: Notice) -> bool {
-        let body = serde_json::json!({
-            "notice_id": due.id,
-            "tool": due.tool,
-            "available_since": due.fired_at_ms.map(rfc3339),
-            "news": texts::back(&due.tool),
-        });
-        self.sender
-            .deliver(&due.callback_url, body.to_string().into_bytes())
-            .await
-    }
+/// Where a fired notice's callback goes, and what it says.
+fn notice(due: &Notice) -> (String, serde_json::Value) {
+    let body = serde_json::json!({
+        "notice_id": due.id,
+        "tool": due.tool,
+        "available_since": due.fired_at_ms.map(rfc3339),
+        "news": texts::back(&due.tool),
+    });
+    (due.callback_url.clone(), body)
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ pub struct WatchSystem {
     jobs: Jobs,
     gateway: Arc<Gateway>,
     config: WatchesConfig,
-    notices: NoticeSender,
+    notices: Arc<NoticeSender>,
 }
 
 impl WatchSystem {
@@ -97,7 +97,7 @@ impl WatchSystem {
             jobs,
             gateway,
             config,
-            notices,
+            notices: Arc::new(notices),
         }
     }
 
@@ -263,35 +263,15 @@ impl WatchSystem {
 
     /// One look: record the runs whose jobs ended, start the runs that are due, and start
     /// delivering the notices' callbacks that are due (each on its own task).
-    pub async fn pass(self: &Arc<Self>) -> Result<(), StoreError> {
+    pub async fn pass(&self) -> Result<(), StoreError> {
         for watch in self.store.running(BATCH).await? {
             self.check_run(&watch).await?;
         }
         for watch in self.store.due(clock::epoch_ms(), BATCH).await? {
             self.start_run(&watch).await?;
         }
-        let this = Arc::clone(self);
-        self.store
-            .callbacks()
-            .await?
-            .send_due(clock::epoch_ms(), CALLBACKS, move |due| {
-                Arc::clone(&this).deliver(due)
-            })
-            .await
-    }
-
-    /// Posts one notice to its watch's callback URL; true when the receiver took it.
-    async fn deliver(self: Arc<Self>, due: DueCallback) -> bool {
-        let body = serde_json::json!({
-            "watch_id": due.notice.watch_id,
-            "tool": due.tool,
-            "instant": rfc3339(due.notice.instant_ms),
-            "news": due.notice.text,
-            "result": due.notice.result,
-        });
-        self.notices
-            .deliver(&due.url, body.to_string().into_bytes())
-            .await
+        let callbacks = self.store.callbacks().await?;
+        self.notices.send_due(&callbacks, CALLBACKS, notice).await
     }
 
     /// Submits the job of `watch`'s due instant (the same job on every replica) and records it.
@@ -425,6 +405,18 @@ impl WatchSystem {
             .await?;
         Ok(())
     }
+}
+
+/// Where a notice's callback goes (its watch's URL), and what it says.
+fn notice(due: &DueCallback) -> (String, Value) {
+    let body = serde_json::json!({
+        "watch_id": due.notice.watch_id,
+        "tool": due.tool,
+        "instant": rfc3339(due.notice.instant_ms),
+        "news": due.notice.text,
+        "result": due.notice.result,
+    });
+    (due.url.clone(), body)
 }
 
 #[cfg(test)]

@@ -9,10 +9,16 @@
 //! (watches, back-in-service) lease, retry and record each delivery in their own rows through
 //! the outbox; this module is only where a notice may go and how it is sent.
 
+use std::sync::Arc;
+
 use reqwest::Url;
+use serde_json::Value;
 
 use super::{guard, post_signed};
+use crate::clock;
+use crate::outbox::Outbox;
 use crate::providers::Secret;
+use crate::store::StoreError;
 
 /// Where notices may go and how they are signed.
 #[derive(Debug)]
@@ -45,6 +51,24 @@ impl NoticeSender {
             return Err("callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway".into());
         }
         Ok(())
+    }
+
+    /// Delivers the callbacks `outbox` finds due now (at most `limit`): each is posted, signed,
+    /// to the URL and with the JSON body `notice` makes of it, and the outbox records how it went.
+    pub async fn send_due<T: Send + 'static>(
+        self: &Arc<Self>,
+        outbox: &Outbox<T>,
+        limit: u32,
+        notice: fn(&T) -> (String, Value),
+    ) -> Result<(), StoreError> {
+        let sender = Arc::clone(self);
+        outbox
+            .send_due(clock::epoch_ms(), limit, move |due| {
+                let sender = Arc::clone(&sender);
+                let (url, body) = notice(&due);
+                async move { sender.deliver(&url, body.to_string().into_bytes()).await }
+            })
+            .await
     }
 
     /// Posts `body` to `url`, signed; true on a 2xx.
