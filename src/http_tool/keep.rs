@@ -76,7 +76,7 @@ impl Keep {
 
 /// Whether `path` is a singular query (RFC 9535, 2.3.5.1): names and indexes only, no `..`,
 /// no wildcard, filter, slice or union. Quoted names are skipped, so `$['a*b']` is singular.
-fn is_singular(path: &str) -> bool {
+pub(super) fn is_singular(path: &str) -> bool {
     let mut outside = String::new();
     let mut quote: Option<char> = None;
     let mut escaped = false;

@@ -13,11 +13,18 @@
 //!
 //! The host is never an argument: [`Outgoing::url`] appends the encoded path to the provider's
 //! configured base URL and can neither leave it nor change its host.
+//!
+//! A [`Binding`] is the same request vocabulary for a built-in tool served by an http provider
+//! (a provider chain that goes on past the built-in adapters): the request is built from the
+//! tool's checked arguments, and the answer is mapped field by field into the tool's own output
+//! shape ([`Shape`]) and checked against its output schema, so a provider that answers
+//! something else is a malformed answer, never a result with invented or missing fields.
 
 pub mod classify;
 pub mod content;
 pub mod keep;
 pub mod path;
+pub mod shape;
 
 #[cfg(test)]
 mod tests;
@@ -32,6 +39,7 @@ pub use classify::{Class, Classify, DEFAULT_REJECTED, Waits};
 pub use content::Content;
 pub use keep::Keep;
 pub use path::PathTemplate;
+pub use shape::Shape;
 
 /// The HTTP methods a configured tool may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,11 +132,7 @@ impl Problem {
 /// A compiled operation: everything a call needs to build its request and read its answer.
 #[derive(Debug)]
 pub struct Operation {
-    method: Method,
-    path: PathTemplate,
-    query: Vec<(String, String)>,
-    body: Vec<(String, String)>,
-    idempotency_header: Option<String>,
+    request: Request,
     keep: Keep,
     output: Option<jsonschema::Validator>,
     content: Content,
@@ -168,16 +172,6 @@ impl Operation {
         output_schema: Option<&Value>,
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
-        let properties = input_schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let required: Vec<&str> = input_schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
         if input_schema.get("type").and_then(Value::as_str) != Some("object") {
             problems.push(Problem::new(
                 "input_schema.type",
@@ -190,54 +184,12 @@ impl Operation {
                 format!("is not a valid JSON Schema: {e}"),
             ));
         }
-        let path = match PathTemplate::parse(&def.path) {
-            Ok(path) => {
-                for param in path.params() {
-                    if !properties.contains_key(param) {
-                        problems.push(Problem::new(
-                            "request.path",
-                            format!(
-                                "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
-                            ),
-                        ));
-                    } else if !required.contains(&param) {
-                        problems.push(Problem::new(
-                            "request.path",
-                            format!(
-                                "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
-                            ),
-                        ));
-                    }
-                }
-                Some(path)
-            }
-            Err(message) => {
-                problems.push(Problem::new("request.path", message));
-                None
-            }
-        };
-        for (table, pairs) in [("request.query", &def.query), ("request.body", &def.body)] {
-            for (name, argument) in pairs {
-                if !properties.contains_key(argument) {
-                    problems.push(Problem::new(
-                        format!("{table}.{name}"),
-                        format!(
-                            "\"{argument}\" is not an argument; arguments in input_schema.properties: {}",
-                            names(properties.keys())
-                        ),
-                    ));
-                }
-            }
-        }
-        if !def.body.is_empty() && !def.method.takes_body() {
-            problems.push(Problem::new(
-                "request.body",
-                format!(
-                    "a {} request carries no body: send these arguments in [request.query], or use POST, PUT or PATCH",
-                    def.method.as_str()
-                ),
-            ));
-        }
+        let path = compile_request(
+            "request",
+            (def.method, &def.path, &def.query, &def.body),
+            input_schema,
+            &mut problems,
+        );
         match (&def.idempotency_header, def.write) {
             (None, true) => problems.push(Problem::new(
                 "idempotency",
@@ -286,42 +238,25 @@ impl Operation {
         let content = Content::compile(&def.content, def.keep.iter().map(|(n, _)| n.as_str()))
             .map_err(|message| problems.push(Problem::new("content", message)))
             .ok();
-        for status in &def.rejected {
-            if !(400..=499).contains(status) || *status == 429 {
-                problems.push(Problem::new(
-                    "classify.rejected",
-                    format!(
-                        "{status} cannot be a refusal the model fixes: list 4xx statuses other than 429 (a rate limit)"
-                    ),
-                ));
-            }
-        }
-        let message = def.message.as_ref().and_then(|m| {
-            JsonPath::parse(m)
-                .map_err(|e| {
-                    problems.push(Problem::new(
-                        "classify.message",
-                        format!(
-                            "\"{m}\" is not a JSONPath (RFC 9535): {e}; e.g. \"$.error.message\""
-                        ),
-                    ));
-                })
-                .ok()
-        });
+        let classify = classify_rules(
+            "classify",
+            &def.rejected,
+            def.message.as_deref(),
+            &mut problems,
+        );
         match (path, keep, content) {
             (Some(path), Some(keep), Some(content)) if problems.is_empty() => Ok(Operation {
-                method: def.method,
-                path,
-                query: def.query.clone(),
-                body: def.body.clone(),
-                idempotency_header: def.idempotency_header.clone(),
+                request: Request {
+                    method: def.method,
+                    path,
+                    query: def.query.clone(),
+                    body: def.body.clone(),
+                    idempotency_header: def.idempotency_header.clone(),
+                },
                 keep,
                 output,
                 content,
-                classify: Classify {
-                    rejected: def.rejected.clone(),
-                    message,
-                },
+                classify,
             }),
             _ => Err(problems),
         }
@@ -334,45 +269,7 @@ impl Operation {
         arguments: &Value,
         idempotency_key: Option<&str>,
     ) -> Result<Outgoing, (String, String)> {
-        let path = self.path.render(arguments)?;
-        let mut query = Vec::new();
-        for (name, argument) in &self.query {
-            match arguments.get(argument) {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) => {
-                    for item in items {
-                        query.push((name.clone(), scalar(argument, item)?));
-                    }
-                }
-                Some(value) => query.push((name.clone(), scalar(argument, value)?)),
-            }
-        }
-        let body = self.method.takes_body().then(|| {
-            let mut body = Map::new();
-            for (field, argument) in &self.body {
-                if let Some(value) = arguments.get(argument).filter(|v| !v.is_null()) {
-                    body.insert(field.clone(), value.clone());
-                }
-            }
-            Value::Object(body)
-        });
-        let idempotency = match (&self.idempotency_header, idempotency_key) {
-            (Some(header), Some(key)) => Some((header.clone(), key.to_string())),
-            (Some(_), None) => {
-                return Err((
-                    "idempotency_key".into(),
-                    "is missing: this tool changes the world and needs one".into(),
-                ));
-            }
-            (None, _) => None,
-        };
-        Ok(Outgoing {
-            method: self.method,
-            path,
-            query,
-            body,
-            idempotency,
-        })
+        self.request.build(arguments, idempotency_key)
     }
 
     /// Reads one answer received at `now`: the kept result and its text, or what else it was.
@@ -417,6 +314,331 @@ impl Operation {
             }),
         }
     }
+}
+
+/// The request half of an operation or a binding: method, path template, query and body from
+/// named arguments, and a write's idempotency header.
+#[derive(Debug)]
+struct Request {
+    method: Method,
+    path: PathTemplate,
+    query: Vec<(String, String)>,
+    body: Vec<(String, String)>,
+    idempotency_header: Option<String>,
+}
+
+impl Request {
+    /// The request for `arguments` (checked against the input schema already) and, for a
+    /// write, its idempotency key; an argument that cannot be sent names itself and says why.
+    fn build(
+        &self,
+        arguments: &Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Outgoing, (String, String)> {
+        let path = self.path.render(arguments)?;
+        let mut query = Vec::new();
+        for (name, argument) in &self.query {
+            match arguments.get(argument) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        query.push((name.clone(), scalar(argument, item)?));
+                    }
+                }
+                Some(value) => query.push((name.clone(), scalar(argument, value)?)),
+            }
+        }
+        let body = self.method.takes_body().then(|| {
+            let mut body = Map::new();
+            for (field, argument) in &self.body {
+                if let Some(value) = arguments.get(argument).filter(|v| !v.is_null()) {
+                    body.insert(field.clone(), value.clone());
+                }
+            }
+            Value::Object(body)
+        });
+        let idempotency = match (&self.idempotency_header, idempotency_key) {
+            (Some(header), Some(key)) => Some((header.clone(), key.to_string())),
+            (Some(_), None) => {
+                return Err((
+                    "idempotency_key".into(),
+                    "is missing: this tool changes the world and needs one".into(),
+                ));
+            }
+            (None, _) => None,
+        };
+        Ok(Outgoing {
+            method: self.method,
+            path,
+            query,
+            body,
+            idempotency,
+        })
+    }
+}
+
+/// Checks a request's path template, query and body against the arguments `input_schema`
+/// describes; the parsed path, or `None` when it is wrong. Problems are keyed under `table`.
+fn compile_request(
+    table: &str,
+    (method, template, query, body): (Method, &str, &[(String, String)], &[(String, String)]),
+    input_schema: &Value,
+    problems: &mut Vec<Problem>,
+) -> Option<PathTemplate> {
+    let properties = input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let path = match PathTemplate::parse(template) {
+        Ok(path) => {
+            for param in path.params() {
+                if !properties.contains_key(param) {
+                    problems.push(Problem::new(
+                        format!("{table}.path"),
+                        format!(
+                            "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
+                        ),
+                    ));
+                } else if !required.contains(&param) {
+                    problems.push(Problem::new(
+                        format!("{table}.path"),
+                        format!(
+                            "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
+                        ),
+                    ));
+                }
+            }
+            Some(path)
+        }
+        Err(message) => {
+            problems.push(Problem::new(format!("{table}.path"), message));
+            None
+        }
+    };
+    for (part, pairs) in [("query", query), ("body", body)] {
+        for (name, argument) in pairs {
+            if !properties.contains_key(argument) {
+                problems.push(Problem::new(
+                    format!("{table}.{part}.{name}"),
+                    format!(
+                        "\"{argument}\" is not an argument; arguments in input_schema.properties: {}",
+                        names(properties.keys())
+                    ),
+                ));
+            }
+        }
+    }
+    if !body.is_empty() && !method.takes_body() {
+        problems.push(Problem::new(
+            format!("{table}.body"),
+            format!(
+                "a {} request carries no body: send these arguments in [request.query], or use POST, PUT or PATCH",
+                method.as_str()
+            ),
+        ));
+    }
+    path
+}
+
+/// The classification rules `[classify]` gives, checked; problems keyed under `table`.
+fn classify_rules(
+    table: &str,
+    rejected: &[u16],
+    message: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> Classify {
+    for status in rejected {
+        if !(400..=499).contains(status) || *status == 429 {
+            problems.push(Problem::new(
+                format!("{table}.rejected"),
+                format!(
+                    "{status} cannot be a refusal the model fixes: list 4xx statuses other than 429 (a rate limit)"
+                ),
+            ));
+        }
+    }
+    let message = message.and_then(|m| {
+        JsonPath::parse(m)
+            .map_err(|e| {
+                problems.push(Problem::new(
+                    format!("{table}.message"),
+                    format!("\"{m}\" is not a JSONPath (RFC 9535): {e}; e.g. \"$.error.message\""),
+                ));
+            })
+            .ok()
+    });
+    Classify {
+        rejected: rejected.to_vec(),
+        message,
+    }
+}
+
+/// What a built-in tool's file says about one http provider that serves it
+/// (`[binding.<provider>]`), before it is compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingDef {
+    /// `request.method`.
+    pub method: Method,
+    /// `request.path`, e.g. `/flights/{carrier_code}{flight_number}`.
+    pub path: String,
+    /// `request.query`: query parameter → the argument it comes from.
+    pub query: Vec<(String, String)>,
+    /// `result`: output key (`flights[].carrier_code`) → where it comes from.
+    pub result: Vec<(String, String)>,
+    /// `classify.rejected`: the statuses the model can fix.
+    pub rejected: Vec<u16>,
+    /// `classify.message`: a JSONPath to a refusal's message.
+    pub message: Option<String>,
+    /// `classify.empty`: the refusal to answer when the mapped result holds nothing (every list
+    /// of it empty), for a provider whose "nothing" may only mean "not in what it lists";
+    /// `None`: an empty result is an answer.
+    pub empty: Option<String>,
+}
+
+/// A compiled binding: the request for a built-in read tool's arguments, and its answer mapped
+/// into the tool's output shape. Only reads are bound (the gateway checks that), so it sends no
+/// body and no idempotency key.
+#[derive(Debug)]
+pub struct Binding {
+    request: Request,
+    shape: Shape,
+    output: jsonschema::Validator,
+    classify: Classify,
+    empty: Option<String>,
+}
+
+impl Binding {
+    /// Compiles `def` for a built-in tool with these schemas; every problem at once, keyed
+    /// inside the binding's table (`request.path`, `result.flights[].carrier_code`).
+    pub fn compile(
+        def: &BindingDef,
+        input_schema: &Value,
+        output_schema: &Value,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let path = compile_request(
+            "request",
+            (def.method, &def.path, &def.query, &[]),
+            input_schema,
+            &mut problems,
+        );
+        if def.method != Method::Get {
+            problems.push(Problem::new(
+                "request.method",
+                format!(
+                    "a built-in read tool is asked with GET, not {}: a binding serves reads only",
+                    def.method.as_str()
+                ),
+            ));
+        }
+        let shape = Shape::compile(&def.result, input_schema, output_schema)
+            .map_err(|errors| {
+                for (key, message) in errors {
+                    problems.push(Problem::new(format!("result.{key}"), message));
+                }
+            })
+            .ok();
+        let output = jsonschema::options()
+            .build(output_schema)
+            .map_err(|e| {
+                problems.push(Problem::new(
+                    "result",
+                    format!("the tool's output schema cannot be compiled: {e}"),
+                ));
+            })
+            .ok();
+        let classify = classify_rules(
+            "classify",
+            &def.rejected,
+            def.message.as_deref(),
+            &mut problems,
+        );
+        match (path, shape, output) {
+            (Some(path), Some(shape), Some(output)) if problems.is_empty() => Ok(Binding {
+                request: Request {
+                    method: def.method,
+                    path,
+                    query: def.query.clone(),
+                    body: Vec::new(),
+                    idempotency_header: None,
+                },
+                shape,
+                output,
+                classify,
+                empty: def.empty.clone(),
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    /// The request for the tool's checked `arguments` (as JSON); an argument that cannot be
+    /// sent names itself and says why.
+    pub fn request(&self, arguments: &Value) -> Result<Outgoing, (String, String)> {
+        self.request.build(arguments, None)
+    }
+
+    /// Reads one answer received at `now` to a call with `arguments`: the tool's output as
+    /// JSON (valid for its output schema), or what else the answer was. An answer the mapping
+    /// cannot turn into the tool's output is [`Class::Malformed`].
+    pub fn read(
+        &self,
+        (status, waits, body): (u16, Waits<'_>, &[u8]),
+        now: SystemTime,
+        arguments: &Value,
+    ) -> Result<Value, Class> {
+        let answer = match self.classify.classify(status, waits, body, now) {
+            Class::Answer(answer) => answer,
+            other => return Err(other),
+        };
+        self.map(&answer, arguments)
+    }
+
+    /// The tool's output for a JSON answer (the second half of [`Binding::read`]).
+    pub fn map(&self, answer: &Value, arguments: &Value) -> Result<Value, Class> {
+        let data = self
+            .shape
+            .apply(answer, arguments)
+            .map_err(|detail| Class::Malformed { detail })?;
+        if let Err(e) = self.output.validate(&data) {
+            return Err(Class::Malformed {
+                detail: format!(
+                    "the mapped answer does not fit the tool's output at {}: {}",
+                    if e.instance_path().as_str().is_empty() {
+                        "/"
+                    } else {
+                        e.instance_path().as_str()
+                    },
+                    e.masked()
+                ),
+            });
+        }
+        if let Some(message) = &self.empty
+            && is_empty(&data)
+        {
+            return Err(Class::Rejected {
+                message: message.clone(),
+            });
+        }
+        Ok(data)
+    }
+}
+
+/// Whether a mapped result holds nothing: it has lists, and every one of them is empty.
+fn is_empty(data: &Value) -> bool {
+    let lists: Vec<&Value> = data
+        .as_object()
+        .map(|o| o.values().filter(|v| v.is_array()).collect())
+        .unwrap_or_default();
+    !lists.is_empty()
+        && lists
+            .iter()
+            .all(|v| v.as_array().is_some_and(Vec::is_empty))
 }
 
 impl Outgoing {

@@ -205,6 +205,29 @@ impl WriteTerms {
     }
 }
 
+/// The built-in tools an http provider may serve after their built-in providers (through a
+/// binding in the tool's file): reads whose output carries no id that a later call routes back
+/// to its issuer by prefix. `search_flights`, `search_hotels` and `check_hotel_availability`
+/// hand out offer and rate ids (`off_`, `amx_`, `srr_`, …) that pricing and booking send to the
+/// provider that issued them, and an http provider's ids could not be told apart from those;
+/// `price_flight_offer` takes such an id; the bookings are writes.
+pub const BINDABLE: &[&str] = &[get_flight_status::SPEC.name];
+
+/// A built-in tool's output from JSON its provider's answer was mapped into (valid for its
+/// output schema already), or why it does not fit the tool's type. Only the tools of
+/// [`BINDABLE`] are read this way.
+pub fn output_from_json(tool: &str, data: Value) -> Result<ToolOutput, String> {
+    match tool {
+        "get_flight_status" => serde_json::from_value(data)
+            .map(ToolOutput::GetFlightStatus)
+            .map_err(|e| format!("the mapped answer is not a get_flight_status result: {e}")),
+        other => Err(format!(
+            "{other} takes no answer from an http provider; only {} do",
+            BINDABLE.join(", ")
+        )),
+    }
+}
+
 /// A parsed, checked call of one tool.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolRequest {
@@ -243,6 +266,15 @@ impl ToolRequest {
             ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) => {
                 Some(&terms.idempotency_key)
             }
+            _ => None,
+        }
+    }
+
+    /// The checked arguments of a call of a [`BINDABLE`] tool as JSON (what an http provider's
+    /// binding builds its request from); `None` for any other tool.
+    pub fn bound_arguments(&self) -> Option<Value> {
+        match self {
+            ToolRequest::GetFlightStatus(a) => serde_json::to_value(a).ok(),
             _ => None,
         }
     }
