@@ -130,7 +130,12 @@ impl ServedTool {
             .providers
             .iter()
             .filter_map(|name| {
-                let upstream = upstreams.get(name)?;
+                // An http provider serves a built-in tool through the binding its file gives.
+                let upstream = match config.binding(name) {
+                    Some(binding) => upstreams.get(name)?.bound(&config.name, binding)?,
+                    None => Arc::clone(upstreams.get(name)?),
+                };
+                let upstream = &upstream;
                 Some(Route {
                     name: name.clone(),
                     upstream: Arc::clone(upstream),

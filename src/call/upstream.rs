@@ -6,10 +6,12 @@
 //! paused clock.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+use crate::http_tool::Binding;
 use crate::providers::{ErrorKind, FoundBooking, Provider, UpstreamError};
 use crate::tools::{ToolOutput, ToolRequest};
 
@@ -32,6 +34,13 @@ pub trait Upstream: Send + Sync + fmt::Debug {
     /// credential): breakers of scope `credential` are keyed by it. `None` for a stand-in
     /// without one, whose breakers are then keyed by the provider's name alone.
     fn account(&self) -> Option<String> {
+        None
+    }
+
+    /// This provider serving the built-in tool `tool` through `binding` (an http provider the
+    /// tool's file binds), as the tool's route to it; `None` for one that cannot.
+    fn bound(&self, tool: &str, binding: &Arc<Binding>) -> Option<Arc<dyn Upstream>> {
+        let _ = (tool, binding);
         None
     }
 
@@ -60,6 +69,10 @@ impl Upstream for Provider {
 
     fn refuse(&self, request: &ToolRequest) -> Option<UpstreamError> {
         Provider::refuse(self, request)
+    }
+
+    fn bound(&self, tool: &str, binding: &Arc<Binding>) -> Option<Arc<dyn Upstream>> {
+        Provider::bound(self, tool, binding).map(|p| Arc::new(p) as Arc<dyn Upstream>)
     }
 
     fn call<'a>(

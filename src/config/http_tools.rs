@@ -187,7 +187,7 @@ fn schema(s: &Section<'_>, key: &'static str, required: bool) -> Option<Option<V
 }
 
 /// A table of names to strings (`query = { start = "start_date" }`), in file order by name.
-fn string_pairs(s: &Section<'_>, key: &'static str) -> Vec<(String, String)> {
+pub(super) fn string_pairs(s: &Section<'_>, key: &'static str) -> Vec<(String, String)> {
     match s.value(key) {
         None => Vec::new(),
         Some(toml::Value::Table(table)) => table
@@ -217,7 +217,7 @@ fn string_pairs(s: &Section<'_>, key: &'static str) -> Vec<(String, String)> {
 }
 
 /// A list of HTTP statuses.
-fn statuses(s: &Section<'_>, key: &'static str) -> Option<Vec<u16>> {
+pub(super) fn statuses(s: &Section<'_>, key: &'static str) -> Option<Vec<u16>> {
     let value = s.value(key)?;
     let Some(items) = value.as_array() else {
         s.error(

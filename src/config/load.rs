@@ -504,8 +504,8 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
     })
 }
 
-/// A tool from configuration is served only by `http` providers, and a catalog tool only by
-/// the adapters that know it.
+/// A tool from configuration is served only by `http` providers, and a catalog tool by the
+/// adapters that know it and by the `http` providers its file binds (`[binding.<provider>]`).
 fn check_provider_kinds(
     providers: &BTreeMap<String, ProviderConfig>,
     tools: &[ToolConfig],
@@ -522,8 +522,14 @@ fn check_provider_kinds(
                     "provider \"{name}\" is of kind {}, which serves only catalog tools; a tool from configuration needs a provider of kind \"http\"",
                     provider.kind.as_str()
                 ),
+                (false, true) if tool.binding(name).is_some() => continue,
+                (false, true) if crate::tools::BINDABLE.contains(&tool.name.as_str()) => format!(
+                    "provider \"{name}\" is of kind http: it serves {} only through a [binding.{name}] in this file, which says how its request is built from the tool's arguments and how its answer maps into the tool's output",
+                    tool.name
+                ),
                 (false, true) => format!(
-                    "provider \"{name}\" is of kind http, which serves only tools from configuration (kind = \"http\" in the tool's file); {} needs a duffel or amadeus provider",
+                    "provider \"{name}\" is of kind http, which serves only tools from configuration (kind = \"http\" in the tool's file) and, through a binding, the built-in tools whose outputs carry no routable ids ({}); {} needs a duffel or amadeus provider",
+                    crate::tools::BINDABLE.join(", "),
                     tool.name
                 ),
                 _ => continue,
@@ -531,6 +537,33 @@ fn check_provider_kinds(
             problems
                 .borrow_mut()
                 .error(&tool.file, format!("providers[{i}]"), message);
+        }
+        for bound in &tool.bindings {
+            let name = &bound.provider;
+            let message = match providers.get(name) {
+                None => format!(
+                    "unknown provider \"{name}\"; providers configured in faregate.toml: {}",
+                    providers.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+                Some(p) if !matches!(p.kind, ProviderKind::Http { .. }) => format!(
+                    "provider \"{name}\" is of kind {}: a binding is for a provider of kind http (the built-in adapters know the tool already)",
+                    p.kind.as_str()
+                ),
+                Some(_) if !tool.providers.contains(name) => {
+                    problems.borrow_mut().warning(
+                        &tool.file,
+                        format!("binding.{name}"),
+                        format!(
+                            "provider \"{name}\" is not in this tool's providers, so the binding is not used; add it to `providers` after the built-in ones, or remove [binding.{name}]"
+                        ),
+                    );
+                    continue;
+                }
+                Some(_) => continue,
+            };
+            problems
+                .borrow_mut()
+                .error(&tool.file, format!("binding.{name}"), message);
         }
     }
 }

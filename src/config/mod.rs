@@ -7,6 +7,7 @@
 //! Secrets never appear here: the config names environment variables, and only the provider
 //! adapters and the auth layer read them.
 
+mod bindings;
 mod breakers;
 mod clients;
 mod files;

@@ -463,6 +463,28 @@ pub struct ToolConfig {
     /// For a tool from configuration (`kind = "http"`): what it is and how its provider is
     /// asked; `None` for a catalog tool.
     pub http: Option<HttpTool>,
+    /// For a catalog tool: the http providers that serve it after its built-in ones
+    /// (`[binding.<provider>]`), each with its request and result mapping.
+    pub bindings: Vec<Bound>,
+}
+
+/// One `[binding.<provider>]` of a catalog tool's file: how an http provider serves the tool.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    /// The provider's name (of kind http, in the tool's `providers`).
+    pub provider: String,
+    /// What the file says.
+    pub def: crate::http_tool::BindingDef,
+    /// The same, compiled.
+    pub binding: Arc<crate::http_tool::Binding>,
+}
+
+/// The same binding: the same provider and the same declaration (the compiled binding has no
+/// equality of its own, and is made from the declaration alone).
+impl PartialEq for Bound {
+    fn eq(&self, other: &Self) -> bool {
+        self.provider == other.provider && self.def == other.def
+    }
 }
 
 /// What a tool file of kind `http` declares beyond the policy every tool has.
@@ -484,6 +506,14 @@ impl PartialEq for HttpTool {
 }
 
 impl ToolConfig {
+    /// The binding through which the http provider `provider` serves this catalog tool.
+    pub fn binding(&self, provider: &str) -> Option<&Arc<crate::http_tool::Binding>> {
+        self.bindings
+            .iter()
+            .find(|b| b.provider == provider)
+            .map(|b| &b.binding)
+    }
+
     /// The tool's catalog entry: the catalog's own, or the one its file declares.
     pub fn spec(&self) -> Option<&'static crate::tools::ToolSpec> {
         match &self.http {

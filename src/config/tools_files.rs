@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
+use super::bindings::read_bindings;
 use super::files::Files;
 use super::http_tools::read_http_tool;
 use super::model::*;
@@ -126,6 +127,7 @@ fn read_tool(
     } else {
         None
     };
+    let bindings = read_bindings(s, name.as_deref(), configured);
     let write = match &http {
         Some(h) => h.definition.access == Access::Write,
         None => name
@@ -268,6 +270,7 @@ fn read_tool(
         retry,
         fallback_interactive: fallback?,
         http: if configured { Some(http?) } else { None },
+        bindings,
     })
 }
 

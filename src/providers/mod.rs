@@ -95,6 +95,18 @@ impl Provider {
         }
     }
 
+    /// This provider serving the built-in tool `tool` through `binding` (its file's
+    /// `[binding.<provider>]`), for the tool's route to it; `None` unless it is of kind http.
+    /// Every clone shares the client's connections, credential and rate-limit readings.
+    pub fn bound(&self, tool: &str, binding: &Arc<crate::http_tool::Binding>) -> Option<Provider> {
+        match self {
+            Provider::Rest(c) => Some(Provider::Rest(Box::new(
+                c.as_ref().clone().with_binding(tool, Arc::clone(binding)),
+            ))),
+            Provider::Duffel(_) | Provider::Amadeus(_) => None,
+        }
+    }
+
     /// `Some(Rejected)` when this provider cannot serve `request` whatever it would answer:
     /// offer and hotel ids belong to the provider that issued them (Amadeus ids start with
     /// `amx_`/`amh_`, Duffel's with `off_`/`srr_`). The call pipeline skips such a provider
@@ -124,13 +136,14 @@ impl Provider {
     }
 }
 
-/// Whether a provider kind serves a tool in this build: the adapters their catalog tools, an
-/// `http` provider the tools from configuration.
-pub fn kind_serves(kind: &ProviderKind, tool: &ToolConfig) -> bool {
+/// Whether the provider `name` of `kind` serves a tool in this build: the adapters their
+/// catalog tools, an `http` provider the tools from configuration and the catalog tools whose
+/// file binds it (`[binding.<name>]`).
+pub fn kind_serves(name: &str, kind: &ProviderKind, tool: &ToolConfig) -> bool {
     match kind {
         ProviderKind::Duffel { .. } => duffel::TOOLS.contains(&tool.name.as_str()),
         ProviderKind::Amadeus { .. } => amadeus::TOOLS.contains(&tool.name.as_str()),
-        ProviderKind::Http { .. } => tool.http.is_some(),
+        ProviderKind::Http { .. } => tool.http.is_some() || tool.binding(name).is_some(),
     }
 }
 
@@ -188,11 +201,11 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
             .collect();
         let served: Vec<&str> = users
             .iter()
-            .filter(|t| kind_serves(&p.kind, t))
+            .filter(|t| kind_serves(name, &p.kind, t))
             .map(|t| t.name.as_str())
             .collect();
         for t in &users {
-            if !kind_serves(&p.kind, t) {
+            if !kind_serves(name, &p.kind, t) {
                 out.warnings.push(format!(
                     "provider \"{name}\" (kind {}) does not serve {} in this build; the tool skips it",
                     p.kind.as_str(),

@@ -2,7 +2,10 @@
 //! configuration that name it.
 //!
 //! It has no wire types of its own: each tool's compiled `http_tool::Operation` builds the
-//! request from the call's arguments and reads the answer. This module adds what needs a
+//! request from the call's arguments and reads the answer. A built-in tool whose file binds
+//! this provider is served the same way through its `http_tool::Binding`: the request from the
+//! tool's checked arguments, the answer mapped into the tool's typed output, and an answer that
+//! does not fit that type is a malformed answer (the chain goes on to its next provider). This module adds what needs a
 //! socket: the configured base URL (the only host a request ever goes to), the credential from
 //! the environment, the bounded body read, the rate-limit headers recorded for pacing, and the
 //! mapping of the operation's classification onto [`ErrorKind`].
@@ -19,7 +22,7 @@ use super::http::{read_body, retry_after, traced, transport_error};
 use super::limits::LimitsSink;
 use super::oauth2::TokenSource;
 use super::secret::Secret;
-use crate::http_tool::{Class, Method, Operation, Outgoing, Waits};
+use crate::http_tool::{Binding, Class, Method, Operation, Outgoing, Waits};
 use crate::tools::configured::{Call, Output};
 use crate::tools::{ToolOutput, ToolRequest};
 
@@ -49,6 +52,8 @@ pub struct RestClient {
     account: String,
     /// Each served tool's operation, by tool name.
     operations: BTreeMap<String, Arc<Operation>>,
+    /// Each built-in tool it serves through a binding, by tool name.
+    bindings: BTreeMap<String, Arc<Binding>>,
     limits: Option<LimitsSink>,
 }
 
@@ -75,8 +80,15 @@ impl RestClient {
             credential,
             account,
             operations,
+            bindings: BTreeMap::new(),
             limits: None,
         }
+    }
+
+    /// The same client, also serving the built-in tool `tool` through `binding`.
+    pub fn with_binding(mut self, tool: &str, binding: Arc<Binding>) -> Self {
+        self.bindings.insert(tool.to_string(), binding);
+        self
     }
 
     /// The same client, recording the rate-limit headers of every answer into `sink`.
@@ -97,14 +109,7 @@ impl RestClient {
         _timeout: Duration,
     ) -> Result<ToolOutput, UpstreamError> {
         let ToolRequest::Configured(call) = request else {
-            return Err(UpstreamError::new(
-                ErrorKind::Misconfigured { status: 0 },
-                format!(
-                    "an http provider serves only tools from configuration, not {}",
-                    request.tool()
-                ),
-            )
-            .before_write());
+            return self.call_bound(request).await;
         };
         let Some(operation) = self.operations.get(call.tool) else {
             return Err(UpstreamError::new(
@@ -114,6 +119,44 @@ impl RestClient {
             .before_write());
         };
         self.send(operation, call).await.map(ToolOutput::Configured)
+    }
+
+    /// One attempt of a built-in tool's call through the binding its file gives this provider.
+    async fn call_bound(&self, request: &ToolRequest) -> Result<ToolOutput, UpstreamError> {
+        let tool = request.tool();
+        let (Some(binding), Some(arguments)) = (self.bindings.get(tool), request.bound_arguments())
+        else {
+            return Err(UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!("this http provider has no binding for {tool}"),
+            )
+            .before_write());
+        };
+        let outgoing = binding.request(&arguments).map_err(|(field, why)| {
+            UpstreamError::new(
+                ErrorKind::Rejected {
+                    message: format!("{field} {why}"),
+                },
+                "an argument cannot be sent",
+            )
+            .before_write()
+        })?;
+        let (status, headers, body) = self.exchange(&outgoing).await?;
+        let request_id = text(&headers, "x-request-id").map(str::to_string);
+        let failed = |class: Class| {
+            let mut e = upstream_error(class);
+            e.request_id = request_id.clone();
+            e
+        };
+        let data = binding
+            .read(
+                (status, waits(&headers), &body),
+                crate::clock::system_now(),
+                &arguments,
+            )
+            .map_err(&failed)?;
+        crate::tools::output_from_json(tool, data)
+            .map_err(|detail| failed(Class::Malformed { detail }))
     }
 
     /// One request of `outgoing`, with `token` for an OAuth2 provider; its status, headers and
@@ -171,29 +214,10 @@ impl RestClient {
                 )
                 .before_write()
             })?;
-        let (status, headers, body) = match &self.credential {
-            Credential::OAuth2(tokens) => {
-                let token = tokens.get().await.map_err(UpstreamError::before_write)?;
-                let answer = self.attempt(&outgoing, Some(&token.value)).await?;
-                if answer.0 != 401 {
-                    answer
-                } else {
-                    // An expired or revoked token: a new one, and the request once more.
-                    tokens.invalidate(&token);
-                    let token = tokens.get().await.map_err(UpstreamError::before_write)?;
-                    self.attempt(&outgoing, Some(&token.value)).await?
-                }
-            }
-            _ => self.attempt(&outgoing, None).await?,
-        };
-        let waits = Waits {
-            retry_after: text(&headers, "retry-after"),
-            ratelimit_reset: text(&headers, "ratelimit-reset")
-                .or_else(|| text(&headers, "x-ratelimit-reset")),
-        };
+        let (status, headers, body) = self.exchange(&outgoing).await?;
         let request_id = text(&headers, "x-request-id").map(str::to_string);
         operation
-            .read(status, waits, &body, crate::clock::system_now())
+            .read(status, waits(&headers), &body, crate::clock::system_now())
             .map(|kept| Output {
                 data: kept.data,
                 content: kept.content,
@@ -203,6 +227,38 @@ impl RestClient {
                 e.request_id = request_id;
                 e
             })
+    }
+
+    /// Sends `outgoing` with this provider's credential (an OAuth2 token renewed once when the
+    /// API refuses it); the answer's status, headers and body.
+    async fn exchange(
+        &self,
+        outgoing: &Outgoing,
+    ) -> Result<(u16, HeaderMap, Vec<u8>), UpstreamError> {
+        Ok(match &self.credential {
+            Credential::OAuth2(tokens) => {
+                let token = tokens.get().await.map_err(UpstreamError::before_write)?;
+                let answer = self.attempt(outgoing, Some(&token.value)).await?;
+                if answer.0 != 401 {
+                    answer
+                } else {
+                    // An expired or revoked token: a new one, and the request once more.
+                    tokens.invalidate(&token);
+                    let token = tokens.get().await.map_err(UpstreamError::before_write)?;
+                    self.attempt(outgoing, Some(&token.value)).await?
+                }
+            }
+            _ => self.attempt(outgoing, None).await?,
+        })
+    }
+}
+
+/// The waits an answer's headers ask for.
+fn waits(headers: &HeaderMap) -> Waits<'_> {
+    Waits {
+        retry_after: text(headers, "retry-after"),
+        ratelimit_reset: text(headers, "ratelimit-reset")
+            .or_else(|| text(headers, "x-ratelimit-reset")),
     }
 }
 

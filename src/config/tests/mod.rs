@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::*;
 
+mod bindings;
 mod breakers;
 mod clients;
 mod fleet_defaults;
