@@ -32,6 +32,8 @@ fi
 cp -r tools "$DIR/tools"
 # Duffel alone serves the flight search, so that a 429 is not hidden by a failover to Amadeus.
 sed -i -e 's|^providers = \["duffel", "amadeus"\]|providers = ["duffel"]|' "$DIR/tools/search_flights.toml"
+# Amadeus alone serves flight status, so that its 429s are not answered by flightaware behind it.
+sed -i -e 's|^providers = \["amadeus", "flightaware"\]|providers = ["amadeus"]|' "$DIR/tools/get_flight_status.toml"
 sed -e "s|^listen = .*|listen = \"$GW\"|" \
     -e "s|^tools_dir = .*|tools_dir = \"$DIR/tools\"|" \
     -e "s|^prompts_dir = .*|prompts_dir = \"$PWD/prompts\"|" \

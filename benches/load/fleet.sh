@@ -72,14 +72,15 @@ print(urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + sys.argv[2], u.query, u
 PY
 }
 
-# replica n store_url share_breakers: writes its config (Duffel alone serves flight search, so
-# one breaker's requests are counted; per-client limits off: the load is one client) and starts
+# replica n store_url share_breakers: writes its config (Duffel alone serves flight search and
+# Amadeus flight status, so one breaker's requests are counted; per-client limits off: the load is one client) and starts
 # it on port 18290+n.
 replica() {
   local n=$1 store=$2 share=$3 d="$DIR/replica$1"
   mkdir -p "$d"
   cp -r tools "$d/tools"
   sed -i -e 's|^providers = \["duffel", "amadeus"\]|providers = ["duffel"]|' "$d/tools/search_flights.toml"
+  sed -i -e 's|^providers = \["amadeus", "flightaware"\]|providers = ["amadeus"]|' "$d/tools/get_flight_status.toml"
   sed -e "s|^listen = .*|listen = \"127.0.0.1:$((18290 + n))\"|" \
       -e "s|^tools_dir = .*|tools_dir = \"$d/tools\"|" \
       -e "s|^prompts_dir = .*|prompts_dir = \"$PWD/prompts\"|" \

@@ -17,7 +17,7 @@ use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::support::{Stack, in_days, sqlite_store, wait_until};
+use crate::support::{Stack, in_days, sqlite_store, status_by_amadeus_alone, wait_until};
 
 /// Requests the provider allows per window.
 const LIMIT: u32 = 8;
@@ -63,7 +63,8 @@ async fn drain_backlog(store: Store) {
             // not the per-client limits (the security tests), so they are off.
             config.limits.client_rate = None;
             config.limits.client_max_concurrent_calls = None;
-            config
+            // The backlog drains against Amadeus's rate limit, not past it to flightaware.
+            status_by_amadeus_alone(config)
         })
         .jobs_in(store)
         .start()

@@ -6,7 +6,7 @@
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 
-use crate::support::{Stack, in_days};
+use crate::support::{Stack, in_days, status_by_amadeus_alone};
 
 /// Calls `tool` with `arguments`; a tool result is always HTTP 200, whatever its status.
 async fn call(s: &Stack, tool: &str, arguments: Value) -> Value {
@@ -121,7 +121,10 @@ async fn flight_status_is_served_by_amadeus_through_the_simulator() {
 
 #[tokio::test]
 async fn an_exhausted_amadeus_quota_keeps_the_breaker_open_for_a_long_time() {
-    let s = Stack::start(21).await;
+    let s = Stack::builder(21)
+        .config(status_by_amadeus_alone)
+        .start()
+        .await;
     s.sim.set_fault(
         RouteGroup::AmadeusStatus,
         Fault {

@@ -11,6 +11,7 @@ mod bad_input;
 mod bookings;
 mod breaker_scope;
 mod chain;
+mod chain_http;
 mod configured;
 mod crash;
 mod duffel;

@@ -195,7 +195,9 @@ async fn a_watch_runs_on_its_schedule_is_paused_resumed_and_deleted() {
 #[tokio::test]
 async fn a_provider_outage_under_a_watch_is_silent_and_the_schedule_resumes_after_it() {
     let s = stack().await;
+    // Both providers of the chain: Amadeus, and flightaware behind it.
     s.down(RouteGroup::AmadeusStatus);
+    s.down(RouteGroup::FlightTracker);
     let (status, created) = s
         .post(
             "/v1/watches",

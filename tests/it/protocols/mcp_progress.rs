@@ -6,7 +6,7 @@
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 
-use crate::support::{Stack, in_days};
+use crate::support::{Stack, in_days, status_by_amadeus_alone};
 
 const REVISION: &str = "2026-07-28";
 
@@ -89,7 +89,10 @@ async fn a_call_that_fails_over_tells_a_client_with_a_progress_token() {
 
 #[tokio::test]
 async fn a_call_that_retries_says_so_before_each_wait() {
-    let s = Stack::start(72).await;
+    let s = Stack::builder(72)
+        .config(status_by_amadeus_alone)
+        .start()
+        .await;
     s.sim.set_fault(
         RouteGroup::AmadeusStatus,
         Fault {

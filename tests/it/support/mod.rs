@@ -73,8 +73,20 @@ pub(crate) fn with_timeouts(mut config: Config, timeout: Duration, deadline: Dur
 /// serve): for scenarios that count one breaker's attempts, not a chain's.
 pub(crate) fn one_provider_per_tool(mut config: Config) -> Config {
     for t in &mut config.tools {
+        let status = t.name == "get_flight_status";
         t.providers
-            .retain(|p| p == "duffel" || t.name == "get_flight_status");
+            .retain(|p| p == "duffel" || (status && p == "amadeus"));
+    }
+    config
+}
+
+/// get_flight_status served by Amadeus alone (as shipped, flightaware follows it through a
+/// binding): for scenarios about Amadeus's flight-status routes, not about the chain.
+pub(crate) fn status_by_amadeus_alone(mut config: Config) -> Config {
+    for t in &mut config.tools {
+        if t.name == "get_flight_status" {
+            t.providers.retain(|p| p == "amadeus");
+        }
     }
     config
 }
