@@ -87,6 +87,8 @@ fn demo_banner(addr: SocketAddr, sim: SocketAddr) -> String {
             .to_string()
     };
     let (d1, d2) = (day(21), day(23));
+    // The simulator's flight tracker (as AeroAPI) lists each flight on today's UTC date.
+    let utc_today = faregate::clock::utc_now().format("%Y-%m-%d").to_string();
     format!(
         r#"
 faregate demo — gateway and provider simulator, no credentials needed
@@ -135,6 +137,12 @@ Try:
     -d '{{"arguments": {{"ident": "BA117"}}}}'
   curl -s http://{addr}/v1/tools/get_hotel_content/call -H 'content-type: application/json' \
     -d '{{"arguments": {{"hotel_id": "acc_00000SCKMVsotDKOZaBLSE"}}}}'
+  # take Amadeus's flight status down: get_flight_status goes on to FlightAware, bound in
+  # tools/get_flight_status.toml, and answers in its own result ("provider": "flightaware")
+  curl -s -X PUT http://{sim}/_sim/faults/amadeus_status -H 'content-type: application/json' \
+    -d '{{"outage": true}}'
+  curl -s http://{addr}/v1/tools/get_flight_status/call -H 'content-type: application/json' \
+    -d '{{"arguments": {{"carrier_code": "BA", "flight_number": "117", "departure_date": "{utc_today}"}}}}'
   # take the tracker down: its own breaker opens and its last answer (then its fallback text)
   # is served; DELETE the fault and the probes close it again
   curl -s -X PUT http://{sim}/_sim/faults/flight_tracker -H 'content-type: application/json' \
