@@ -377,11 +377,14 @@ impl Request {
     }
 }
 
+/// Names paired with the argument each comes from (a query parameter's, a body field's).
+type Pairs = [(String, String)];
+
 /// Checks a request's path template, query and body against the arguments `input_schema`
 /// describes; the parsed path, or `None` when it is wrong. Problems are keyed under `table`.
 fn compile_request(
     table: &str,
-    (method, template, query, body): (Method, &str, &[(String, String)], &[(String, String)]),
+    (method, template, query, body): (Method, &str, &Pairs, &Pairs),
     input_schema: &Value,
     problems: &mut Vec<Problem>,
 ) -> Option<PathTemplate> {
