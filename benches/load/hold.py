@@ -4,6 +4,10 @@
 one search_flights call on each, waits until the gateway holds all N upstream (its
 `faregate_bulkhead_in_use` gauge; the simulator's flight search hangs), reads the gateway's VmRSS, then clears the simulator's faults so every call
 answers, counts the answers, and prints one key=value line. Bounded: gives up after 180 s.
+
+Each call searches from a different origin (AAA, AAB, ..., skipping the body's destination): the
+gateway shares one provider call among identical concurrent reads, so N copies of one body
+would hold one provider call, not N.
 """
 import asyncio
 import json
@@ -34,6 +38,25 @@ def in_flight(gateway):
     return 0
 
 
+def origins(destination):
+    """Distinct 3-letter codes in order, never the destination (a search needs two airports)."""
+    for a in range(26):
+        for b in range(26):
+            for c in range(26):
+                code = chr(65 + a) + chr(65 + b) + chr(65 + c)
+                if code != destination:
+                    yield code
+
+
+def request_for(gateway, arguments, origin):
+    body = json.dumps({"arguments": {**arguments, "origin": origin}}).encode()
+    return (
+        b"POST /v1/tools/search_flights/call HTTP/1.1\r\nhost: " + gateway.encode()
+        + b"\r\ncontent-type: application/json\r\ncontent-length: "
+        + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+
+
 async def one(host, port, request, opened):
     reader, writer = await asyncio.open_connection(host, port)
     opened.append(writer)
@@ -48,12 +71,8 @@ async def main():
     gateway, sim, pid, n, body_file = sys.argv[1:]
     n, pid = int(n), int(pid)
     host, port = gateway.rsplit(":", 1)
-    body = open(body_file, "rb").read()
-    request = (
-        b"POST /v1/tools/search_flights/call HTTP/1.1\r\nhost: " + gateway.encode()
-        + b"\r\ncontent-type: application/json\r\ncontent-length: "
-        + str(len(body)).encode() + b"\r\n\r\n" + body
-    )
+    arguments = json.load(open(body_file))["arguments"]
+    codes = origins(arguments["destination"])
     idle = rss_kib(pid)
     base = sim_requests(sim)
     opened = []
@@ -62,6 +81,7 @@ async def main():
     # 1,000 new calls a second: a burst of 10,000 connects overflows listen backlogs (the
     # gateway's and the simulator's), and a dropped SYN is a 1 s retransmit.
     for i in range(n):
+        request = request_for(gateway, arguments, next(codes))
         tasks.append(asyncio.create_task(one(host, int(port), request, opened)))
         if i % 100 == 99:
             await asyncio.sleep(0.1)
