@@ -213,23 +213,26 @@ impl AmadeusClient {
         if let Some(refusal) = Self::refuse(request) {
             return Err(refusal);
         }
+        // Each tool's future is boxed: inline, the largest of them (several KB) would size every
+        // call's, and so every provider call of every tool (`Provider::call` holds the largest
+        // adapter's), for as long as a slow provider holds it (memory per held call,
+        // BENCHMARKS.md). One allocation per request is small beside the request.
         match request {
-            ToolRequest::SearchFlights(a) => {
-                self.search_flights(a).await.map(ToolOutput::SearchFlights)
-            }
-            ToolRequest::PriceFlightOffer(a) => {
-                self.price_offer(a).await.map(ToolOutput::PriceFlightOffer)
-            }
-            ToolRequest::SearchHotels(a) => {
-                self.search_hotels(a).await.map(ToolOutput::SearchHotels)
-            }
-            ToolRequest::CheckHotelAvailability(a) => self
-                .hotel_availability(a)
+            ToolRequest::SearchFlights(a) => Box::pin(self.search_flights(a))
+                .await
+                .map(ToolOutput::SearchFlights),
+            ToolRequest::PriceFlightOffer(a) => Box::pin(self.price_offer(a))
+                .await
+                .map(ToolOutput::PriceFlightOffer),
+            ToolRequest::SearchHotels(a) => Box::pin(self.search_hotels(a))
+                .await
+                .map(ToolOutput::SearchHotels),
+            ToolRequest::CheckHotelAvailability(a) => Box::pin(self.hotel_availability(a))
                 .await
                 .map(ToolOutput::CheckHotelAvailability),
-            ToolRequest::GetFlightStatus(a) => {
-                self.flight_status(a).await.map(ToolOutput::GetFlightStatus)
-            }
+            ToolRequest::GetFlightStatus(a) => Box::pin(self.flight_status(a))
+                .await
+                .map(ToolOutput::GetFlightStatus),
             ToolRequest::BookFlight(..) | ToolRequest::BookHotel(..) => Err(rejected(
                 "bookings are not made through Amadeus by this gateway".into(),
                 "a booking routed to Amadeus",
