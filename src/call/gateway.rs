@@ -383,14 +383,17 @@ impl Gateway {
         }
         // Every breaker rejecting: nothing goes upstream, so there is nothing to share (and no
         // progress to report), and the fast-fail answer skips the shared call's task and channel.
+        // Boxed: inline, the pipeline (several KB) would size the call future of every read,
+        // also of the reads that wait below on a shared call and hold nothing of it (memory per
+        // held call, BENCHMARKS.md); one allocation is small beside the fast-fail answer's cost.
         if tool.all_open(Instant::now()) {
-            let ran = pipeline::run(
+            let ran = Box::pin(pipeline::run(
                 tool,
                 &request,
                 deadline,
                 CallMode::Interactive,
                 self.context(served),
-            );
+            ));
             return match ran.await {
                 Ok(success) => self.remember(tool, key, answer::fresh(info, success)),
                 Err(failure) => self.interactive_answer(tool, info, &failure, Some(&key)),
