@@ -74,7 +74,7 @@ impl Context<'_> {
     /// Tells the callers waiting on this call about `step` (nobody listening is fine).
     fn report(&self, step: Step) {
         if let Some(steps) = self.steps {
-            let _ = steps.send(step);
+            steps.send(step);
         }
     }
 }

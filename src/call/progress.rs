@@ -8,6 +8,7 @@
 //! turns each into `notifications/progress` for a client that gave a progress token. The call
 //! path knows nothing of MCP: a step is data, and its sentence is in `texts::call`.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
@@ -65,12 +66,33 @@ impl Step {
 pub type StepSender = mpsc::UnboundedSender<Step>;
 
 /// Where the pipeline of one (possibly shared) call sends its steps: every caller waiting on it
-/// subscribes. Bounded: a caller that does not keep up misses steps, never slows the call.
-pub(super) type Steps = broadcast::Sender<Step>;
+/// may subscribe. Bounded: a caller that does not keep up misses steps, never slows the call.
+///
+/// The broadcast is made when the first caller subscribes: most calls have no listener (only an
+/// MCP client that gave a progress token listens), and its 16 slots (about 2 KB) would
+/// otherwise be kept by every call in flight for as long as it is held (memory per held call,
+/// BENCHMARKS.md). Steps sent before anyone subscribed are not kept, as a broadcast does not
+/// keep them for a later subscriber either.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Steps(Arc<OnceLock<broadcast::Sender<Step>>>);
+
+impl Steps {
+    /// Sends `step` to every caller listening now (none listening is fine).
+    pub(super) fn send(&self, step: Step) {
+        if let Some(to) = self.0.get() {
+            let _ = to.send(step);
+        }
+    }
+
+    /// The steps from now on.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Step> {
+        self.0.get_or_init(|| broadcast::channel(16).0).subscribe()
+    }
+}
 
 /// A new channel for the steps of one call.
 pub(super) fn channel() -> Steps {
-    broadcast::channel(16).0
+    Steps::default()
 }
 
 /// Runs `work`, passing every step received on `steps` to `to`, until `work` ends.
