@@ -51,6 +51,10 @@ pub(crate) async fn call_tool(
         client: caller.client(),
         trace: None,
     };
+    // The request's head and body share hyper's read buffer for the connection: let go of
+    // them before the call waits, so that buffer is reused for the next read instead of a
+    // second one being allocated beside it for as long as the call is held.
+    drop((headers, bytes));
     let envelope = calls::call(&state, request, None)
         .await
         .map_err(|e| e.into_api_error(&state, &scope))?;
