@@ -12,6 +12,9 @@ use crate::trace_context::{TRACEPARENT, TRACESTATE, TraceContext};
 /// one response take unbounded memory.
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
+/// The most [`read_body`] reserves up front from a declared `content-length`.
+const PRESIZE_MAX_BYTES: u64 = 1024 * 1024;
+
 /// Builds the client for one provider, with the default 2 s connect timeout
 /// ([`client_connecting_within`]).
 pub fn client(max_idle_per_host: usize) -> Result<reqwest::Client, reqwest::Error> {
@@ -76,7 +79,11 @@ pub async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, Upstr
             format!("response body of {len} bytes exceeds the {MAX_BODY_BYTES}-byte limit"),
         ));
     }
-    let mut body = Vec::new();
+    // Sized once from the declared length (up to a megabyte, so a length that lies cannot
+    // make a large allocation), so a search answer of tens of kilobytes is not copied again at
+    // every doubling as its chunks arrive.
+    let declared = response.content_length().unwrap_or(0);
+    let mut body = Vec::with_capacity(declared.min(PRESIZE_MAX_BYTES) as usize);
     while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
         if body.len() + chunk.len() > MAX_BODY_BYTES {
             return Err(UpstreamError::new(

@@ -7,38 +7,38 @@ use crate::tools::search_hotels::HotelResult;
 use super::wire;
 use crate::providers::duration::iso_minutes;
 
-pub(crate) fn offer(o: &wire::Offer) -> FlightOffer {
+pub(crate) fn offer(o: &wire::Offer<'_>) -> FlightOffer {
     FlightOffer {
-        offer_id: o.id.clone(),
-        total_amount: o.total_amount.clone(),
-        total_currency: o.total_currency.clone(),
+        offer_id: o.id.to_string(),
+        total_amount: o.total_amount.to_string(),
+        total_currency: o.total_currency.to_string(),
         airline: Airline {
-            iata_code: o.owner.iata_code.clone().unwrap_or_default(),
-            name: o.owner.name.clone(),
+            iata_code: o.owner.iata_code.as_deref().unwrap_or_default().to_string(),
+            name: o.owner.name.to_string(),
         },
         slices: o.slices.iter().map(slice).collect(),
-        expires_at: o.expires_at.clone(),
+        expires_at: o.expires_at.to_string(),
     }
 }
 
-fn slice(s: &wire::Slice) -> FlightSlice {
+fn slice(s: &wire::Slice<'_>) -> FlightSlice {
     let segment_minutes: u32 = s
         .segments
         .iter()
         .filter_map(|seg| seg.duration.as_deref().and_then(iso_minutes))
         .fold(0u32, u32::saturating_add);
     FlightSlice {
-        origin: s.origin.iata_code.clone(),
-        destination: s.destination.iata_code.clone(),
+        origin: s.origin.iata_code.to_string(),
+        destination: s.destination.iata_code.to_string(),
         departing_at: s
             .segments
             .first()
-            .map(|seg| seg.departing_at.clone())
+            .map(|seg| seg.departing_at.to_string())
             .unwrap_or_default(),
         arriving_at: s
             .segments
             .last()
-            .map(|seg| seg.arriving_at.clone())
+            .map(|seg| seg.arriving_at.to_string())
             .unwrap_or_default(),
         duration_minutes: s
             .duration
@@ -50,11 +50,12 @@ fn slice(s: &wire::Slice) -> FlightSlice {
             .segments
             .iter()
             .map(|seg| {
-                format!(
-                    "{}{}",
-                    seg.marketing_carrier.iata_code.as_deref().unwrap_or(""),
-                    seg.marketing_carrier_flight_number
-                )
+                let carrier = seg.marketing_carrier.iata_code.as_deref().unwrap_or("");
+                let number = &*seg.marketing_carrier_flight_number;
+                let mut flight = String::with_capacity(carrier.len() + number.len());
+                flight.push_str(carrier);
+                flight.push_str(number);
+                flight
             })
             .collect(),
     }

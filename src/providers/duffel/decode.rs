@@ -3,7 +3,7 @@
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use super::{cities, convert, errors, wire};
 use crate::providers::error::{ErrorKind, UpstreamError};
@@ -11,11 +11,12 @@ use crate::tools::{
     ToolOutput, ToolRequest, book_flight, price_flight_offer, search_flights, search_hotels,
 };
 
-/// A Duffel answer as `T` (the `data` member), or the error it means.
-pub(super) fn decode<T: DeserializeOwned>(
+/// A Duffel answer as `T` (the `data` member), or the error it means. `T` may borrow from
+/// `bytes` (the offer types do).
+pub(super) fn decode<'a, T: Deserialize<'a>>(
     status: StatusCode,
     headers: &HeaderMap,
-    bytes: &[u8],
+    bytes: &'a [u8],
 ) -> Result<T, UpstreamError> {
     if !status.is_success() {
         return Err(errors::classify(
@@ -72,11 +73,11 @@ pub fn decode_response(
     let headers = HeaderMap::new();
     match request {
         ToolRequest::SearchFlights(a) => {
-            let res: wire::OfferRequest = decode(status, &headers, body)?;
+            let res: wire::OfferRequest<'_> = decode(status, &headers, body)?;
             Ok(ToolOutput::SearchFlights(flights_output(a, &res)))
         }
         ToolRequest::PriceFlightOffer(_) => {
-            let offer: wire::Offer = decode(status, &headers, body)?;
+            let offer: wire::Offer<'_> = decode(status, &headers, body)?;
             Ok(ToolOutput::PriceFlightOffer(price_output(&offer)))
         }
         ToolRequest::SearchHotels(a) => {
@@ -124,35 +125,36 @@ pub fn decode_response(
     }
 }
 
-/// Offers, cheapest first, at most `max_results` of them.
+/// Offers, cheapest first, at most `max_results` of them. The wire offers are sorted and cut
+/// first (the same stable order by amount `keep_cheapest` gives), so only the kept ones are
+/// converted.
 pub(super) fn flights_output(
     a: &search_flights::Args,
-    res: &wire::OfferRequest,
+    res: &wire::OfferRequest<'_>,
 ) -> search_flights::Output {
-    let mut offers: Vec<search_flights::FlightOffer> =
-        res.offers.iter().map(convert::offer).collect();
-    let total = crate::tools::keep_cheapest(&mut offers, |x| &x.total_amount, a.max_results);
+    let mut cheapest: Vec<&wire::Offer<'_>> = res.offers.iter().collect();
+    let total = crate::tools::keep_cheapest(&mut cheapest, |o| &o.total_amount, a.max_results);
     search_flights::Output {
         origin: a.origin.clone(),
         destination: a.destination.clone(),
         departure_date: a.departure_date.clone(),
-        offers,
+        offers: cheapest.into_iter().map(convert::offer).collect(),
         total_offers: total,
     }
 }
 
 /// One offer, priced.
-pub(super) fn price_output(o: &wire::Offer) -> price_flight_offer::Output {
+pub(super) fn price_output(o: &wire::Offer<'_>) -> price_flight_offer::Output {
     price_flight_offer::Output {
         offer: convert::offer(o),
-        base_amount: o.base_amount.clone(),
-        tax_amount: o.tax_amount.clone(),
+        base_amount: o.base_amount.as_deref().map(str::to_string),
+        tax_amount: o.tax_amount.as_deref().map(str::to_string),
         passengers: o
             .passengers
             .iter()
             .map(|p| price_flight_offer::OfferPassenger {
-                passenger_id: p.id.clone(),
-                passenger_type: p.kind.clone().unwrap_or_else(|| {
+                passenger_id: p.id.to_string(),
+                passenger_type: p.kind.as_deref().map(str::to_string).unwrap_or_else(|| {
                     if p.age.is_some_and(|a| a < 18) {
                         "child".into()
                     } else {
@@ -165,7 +167,8 @@ pub(super) fn price_output(o: &wire::Offer) -> price_flight_offer::Output {
         price_guarantee_expires_at: o
             .payment_requirements
             .as_ref()
-            .and_then(|p| p.price_guarantee_expires_at.clone()),
+            .and_then(|p| p.price_guarantee_expires_at.as_deref())
+            .map(str::to_string),
         requires_instant_payment: o
             .payment_requirements
             .as_ref()

@@ -158,6 +158,18 @@ impl DuffelClient {
         url: Url,
         body: Option<&impl Serialize>,
     ) -> Result<T, UpstreamError> {
+        let answer = self.exchange(method, url, body).await?;
+        answer.decode()
+    }
+
+    /// One request and its whole answer, not yet decoded: the caller decodes types that
+    /// borrow from the body.
+    async fn exchange(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&impl Serialize>,
+    ) -> Result<Answer, UpstreamError> {
         let mut req = self
             .http
             .request(method, url)
@@ -174,7 +186,11 @@ impl DuffelClient {
             sink.observe(&headers);
         }
         let bytes = read_body(response).await?;
-        decode(status, &headers, &bytes)
+        Ok(Answer {
+            status,
+            headers,
+            bytes,
+        })
     }
 
     async fn search_flights(
@@ -216,22 +232,25 @@ impl DuffelClient {
         url.query_pairs_mut()
             .append_pair("return_offers", "true")
             .append_pair("supplier_timeout", &supplier_ms.to_string());
-        let res: wire::OfferRequest = self.send(Method::POST, url, Some(&body)).await?;
+        let answer = self.exchange(Method::POST, url, Some(&body)).await?;
+        let res: wire::OfferRequest<'_> = answer.decode()?;
         Ok(flights_output(a, &res))
     }
 
-    async fn get_offer(&self, offer_id: &str) -> Result<wire::Offer, UpstreamError> {
+    /// The offer's answer, to decode as a [`wire::Offer`] borrowing from it.
+    async fn get_offer(&self, offer_id: &str) -> Result<Answer, UpstreamError> {
         let mut url = self.url(&["air", "offers"], &[offer_id]);
         url.query_pairs_mut()
             .append_pair("return_available_services", "false");
-        self.send(Method::GET, url, None::<&()>).await
+        self.exchange(Method::GET, url, None::<&()>).await
     }
 
     async fn price_offer(
         &self,
         a: &price_flight_offer::Args,
     ) -> Result<price_flight_offer::Output, UpstreamError> {
-        let o = self.get_offer(&a.offer_id).await?;
+        let answer = self.get_offer(&a.offer_id).await?;
+        let o: wire::Offer<'_> = answer.decode()?;
         Ok(price_output(&o))
     }
 
@@ -245,12 +264,13 @@ impl DuffelClient {
         terms: &WriteTerms,
         timeout: Duration,
     ) -> Result<book_flight::Output, UpstreamError> {
-        let offer = read_before_write(
+        let answer = read_before_write(
             timeout / 2,
             "the offer read before the order",
             self.get_offer(&a.offer_id),
         )
         .await?;
+        let offer: wire::Offer<'_> = answer.decode().map_err(UpstreamError::before_write)?;
         if let Some(limit) = &terms.spend_limit {
             within_budget(&offer.total_amount, &offer.total_currency, limit).await?;
         }
@@ -263,7 +283,7 @@ impl DuffelClient {
         &self,
         a: &book_flight::Args,
         idempotency_key: &str,
-        offer: wire::Offer,
+        offer: wire::Offer<'_>,
     ) -> Result<book_flight::Output, UpstreamError> {
         if offer.passengers.len() != a.travellers.len() {
             return Err(UpstreamError::new(
@@ -285,7 +305,7 @@ impl DuffelClient {
                 ErrorKind::Rejected {
                     message: format!(
                         "the price changed: the offer now costs {} {} but {} was confirmed; nothing was booked. Tell the traveller the new price and ask before booking",
-                        offer.total_amount, offer.total_currency, confirmed
+                        &*offer.total_amount, &*offer.total_currency, confirmed
                     ),
                 },
                 "confirmed amount differs from the offer total",
@@ -294,13 +314,13 @@ impl DuffelClient {
         }
         let body = wire::CreateOrder {
             kind: "instant",
-            selected_offers: vec![offer.id.clone()],
+            selected_offers: vec![offer.id.to_string()],
             passengers: offer
                 .passengers
                 .iter()
                 .zip(&a.travellers)
                 .map(|(p, t)| wire::OrderPassengerRequest {
-                    id: p.id.clone(),
+                    id: p.id.to_string(),
                     title: title(t.title),
                     gender: match t.gender {
                         book_flight::Gender::M => "m",
@@ -315,8 +335,8 @@ impl DuffelClient {
                 .collect(),
             payments: vec![wire::Payment {
                 kind: "balance",
-                amount: offer.total_amount.clone(),
-                currency: offer.total_currency.clone(),
+                amount: offer.total_amount.to_string(),
+                currency: offer.total_currency.to_string(),
             }],
             metadata: key_metadata(idempotency_key),
         };
@@ -452,6 +472,20 @@ impl DuffelClient {
         );
         let res: wire::StaysResult = self.send(Method::POST, url, None::<&()>).await?;
         Ok(convert::availability(&res))
+    }
+}
+
+/// One answer as it came: status, headers and the whole body.
+struct Answer {
+    status: reqwest::StatusCode,
+    headers: reqwest::header::HeaderMap,
+    bytes: Vec<u8>,
+}
+
+impl Answer {
+    /// The answer as `T`, which may borrow from the body, or the error it means.
+    fn decode<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, UpstreamError> {
+        decode(self.status, &self.headers, &self.bytes)
     }
 }
 

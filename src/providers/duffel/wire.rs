@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::providers::wire_str::WireStr;
+
 /// Duffel wraps every request and response body in `{"data": …}`.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Data<T> {
@@ -158,82 +160,101 @@ pub(crate) struct StaysBooking {
     pub metadata: Option<BTreeMap<String, serde_json::Value>>,
 }
 
-/// The offer request with its offers.
+/// The offer request with its offers. The offer types borrow their strings from the answer's
+/// body ([`WireStr`]): a search answer holds hundreds of strings, and the result keeps few.
 #[derive(Debug, Deserialize)]
-pub(crate) struct OfferRequest {
-    pub offers: Vec<Offer>,
+pub(crate) struct OfferRequest<'a> {
+    #[serde(borrow)]
+    pub offers: Vec<Offer<'a>>,
 }
 
 /// One offer.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Offer {
-    pub id: String,
-    pub total_amount: String,
-    pub total_currency: String,
-    #[serde(default)]
-    pub base_amount: Option<String>,
-    #[serde(default)]
-    pub tax_amount: Option<String>,
-    pub expires_at: String,
-    pub owner: Carrier,
-    pub slices: Vec<Slice>,
-    pub passengers: Vec<OfferPassenger>,
-    #[serde(default)]
-    pub payment_requirements: Option<PaymentRequirements>,
+pub(crate) struct Offer<'a> {
+    #[serde(borrow)]
+    pub id: WireStr<'a>,
+    #[serde(borrow)]
+    pub total_amount: WireStr<'a>,
+    #[serde(borrow)]
+    pub total_currency: WireStr<'a>,
+    #[serde(borrow, default)]
+    pub base_amount: Option<WireStr<'a>>,
+    #[serde(borrow, default)]
+    pub tax_amount: Option<WireStr<'a>>,
+    #[serde(borrow)]
+    pub expires_at: WireStr<'a>,
+    #[serde(borrow)]
+    pub owner: Carrier<'a>,
+    #[serde(borrow)]
+    pub slices: Vec<Slice<'a>>,
+    #[serde(borrow)]
+    pub passengers: Vec<OfferPassenger<'a>>,
+    #[serde(borrow, default)]
+    pub payment_requirements: Option<PaymentRequirements<'a>>,
 }
 
 /// An airline.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Carrier {
-    #[serde(default)]
-    pub iata_code: Option<String>,
-    pub name: String,
+pub(crate) struct Carrier<'a> {
+    #[serde(borrow, default)]
+    pub iata_code: Option<WireStr<'a>>,
+    #[serde(borrow)]
+    pub name: WireStr<'a>,
 }
 
 /// A passenger slot of an offer.
 #[derive(Debug, Deserialize)]
-pub(crate) struct OfferPassenger {
-    pub id: String,
-    #[serde(default, rename = "type")]
-    pub kind: Option<String>,
+pub(crate) struct OfferPassenger<'a> {
+    #[serde(borrow)]
+    pub id: WireStr<'a>,
+    #[serde(borrow, default, rename = "type")]
+    pub kind: Option<WireStr<'a>>,
     #[serde(default)]
     pub age: Option<u8>,
 }
 
 /// Payment terms of an offer.
 #[derive(Debug, Deserialize)]
-pub(crate) struct PaymentRequirements {
+pub(crate) struct PaymentRequirements<'a> {
     #[serde(default)]
     pub requires_instant_payment: bool,
-    #[serde(default)]
-    pub price_guarantee_expires_at: Option<String>,
+    #[serde(borrow, default)]
+    pub price_guarantee_expires_at: Option<WireStr<'a>>,
 }
 
 /// One direction.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Slice {
-    pub origin: Place,
-    pub destination: Place,
-    #[serde(default)]
-    pub duration: Option<String>,
-    pub segments: Vec<Segment>,
+pub(crate) struct Slice<'a> {
+    #[serde(borrow)]
+    pub origin: Place<'a>,
+    #[serde(borrow)]
+    pub destination: Place<'a>,
+    #[serde(borrow, default)]
+    pub duration: Option<WireStr<'a>>,
+    #[serde(borrow)]
+    pub segments: Vec<Segment<'a>>,
 }
 
 /// An airport or city.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Place {
-    pub iata_code: String,
+pub(crate) struct Place<'a> {
+    #[serde(borrow)]
+    pub iata_code: WireStr<'a>,
 }
 
 /// One flight.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Segment {
-    pub departing_at: String,
-    pub arriving_at: String,
-    #[serde(default)]
-    pub duration: Option<String>,
-    pub marketing_carrier: Carrier,
-    pub marketing_carrier_flight_number: String,
+pub(crate) struct Segment<'a> {
+    #[serde(borrow)]
+    pub departing_at: WireStr<'a>,
+    #[serde(borrow)]
+    pub arriving_at: WireStr<'a>,
+    #[serde(borrow, default)]
+    pub duration: Option<WireStr<'a>>,
+    #[serde(borrow)]
+    pub marketing_carrier: Carrier<'a>,
+    #[serde(borrow)]
+    pub marketing_carrier_flight_number: WireStr<'a>,
 }
 
 /// A created order.
