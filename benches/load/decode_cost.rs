@@ -13,7 +13,7 @@
 //! the loop but inside the total, so also run it with 0 calls and subtract).
 
 use std::hint::black_box;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use chrono::NaiveDate;
 use faregate::providers::duffel;
