@@ -25,7 +25,8 @@ fn request() -> ToolRequest {
     let spec = faregate::tools::spec("search_flights").expect("search_flights is in the catalog");
     let validator = ArgumentValidator::new(spec).expect("its schema compiles");
     let today = NaiveDate::from_ymd_opt(2026, 1, 1).expect("a date");
-    let args = serde_json::json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-12-21"});
+    let args =
+        serde_json::json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-12-21"});
     validator
         .check(&args, today, None)
         .expect("the arguments are valid")

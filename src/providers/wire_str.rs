@@ -104,9 +104,17 @@ mod tests {
         struct Owned {
             plain: String,
         }
-        for body in [&br#"{"plain": 5}"#[..], br#"{"plain": null}"#, br#"{"plain": ["x"]}"#] {
-            let ours = serde_json::from_slice::<Probe<'_>>(body).err().map(|e| e.to_string());
-            let serdes = serde_json::from_slice::<Owned>(body).err().map(|e| e.to_string());
+        for body in [
+            &br#"{"plain": 5}"#[..],
+            br#"{"plain": null}"#,
+            br#"{"plain": ["x"]}"#,
+        ] {
+            let ours = serde_json::from_slice::<Probe<'_>>(body)
+                .err()
+                .map(|e| e.to_string());
+            let serdes = serde_json::from_slice::<Owned>(body)
+                .err()
+                .map(|e| e.to_string());
             assert!(ours.is_some());
             assert_eq!(ours, serdes, "{}", String::from_utf8_lossy(body));
         }
