@@ -44,7 +44,7 @@ searches() {
 }
 ok_calls() {
   curl -sf "http://$GW/metrics" |
-    awk '/^faregate_tool_calls_total\{.*tool="search_flights".*status="ok"/ {n += $NF} END {print n + 0}'
+    awk '/^faregate_tool_calls_total\{/ && /tool="search_flights"/ && /status="ok"/ {n += $NF} END {print n + 0}'
 }
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 
