@@ -410,6 +410,9 @@ fn is_postgres(url: &str) -> bool {
 }
 
 fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
+    // Read first, so that a provider refused for its kind or credentials does not also call
+    // this key unknown.
+    let http2_prior_knowledge = s.boolean("http2_prior_knowledge").unwrap_or(false);
     let kind_str = s.required_string("kind", "\"duffel\"")?;
     let base_url = match s.required_string("base_url", "\"https://api.duffel.com\"") {
         Some(u) => match parse_http_url(&u) {
@@ -494,6 +497,16 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
         }
         other => other,
     };
+    if http2_prior_knowledge && base_url.scheme() != "http" {
+        s.error(
+            "http2_prior_knowledge",
+            format!(
+                "is for cleartext providers (an http:// base_url) that serve HTTP/2 without TLS; {} is {}, and over TLS HTTP/2 is negotiated by ALPN without this setting",
+                base_url.as_str(),
+                base_url.scheme()
+            ),
+        );
+    }
     Some(ProviderConfig {
         name: name.to_string(),
         kind,
@@ -501,6 +514,7 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
         requests_per_second,
         connect_timeout,
         timeout,
+        http2_prior_knowledge,
     })
 }
 

@@ -321,6 +321,11 @@ pub struct ProviderConfig {
     /// cap under each tool's own `timeout` for a provider known to be slower or faster than
     /// the tools' defaults. `None`: the tool's timeout alone.
     pub timeout: Option<Duration>,
+    /// Speak HTTP/2 to the provider from the first byte over cleartext (`http2_prior_knowledge`,
+    /// default false): for an internal provider or a sidecar on `http://` that serves h2c, so
+    /// every call in flight shares a few connections instead of holding one each. Only for
+    /// `http://` base URLs; a TLS provider negotiates HTTP/2 by ALPN without it.
+    pub http2_prior_knowledge: bool,
 }
 
 /// The provider wire formats faregate speaks, with the env variables holding their credentials.

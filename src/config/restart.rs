@@ -164,6 +164,11 @@ pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Sett
                     &was.connect_timeout,
                     &now.connect_timeout,
                 );
+                differ(
+                    &key("http2_prior_knowledge"),
+                    &was.http2_prior_knowledge,
+                    &now.http2_prior_knowledge,
+                );
                 // An attempt's cap is carried on each tool's route: it reloads.
                 if let Some(kept) = providers.get_mut(name) {
                     kept.timeout = now.timeout;
@@ -263,6 +268,7 @@ mod tests {
         read.jobs.workers += 1;
         if let Some(p) = read.providers.get_mut("duffel") {
             p.connect_timeout += Duration::from_secs(1);
+            p.http2_prior_knowledge = !p.http2_prior_knowledge;
         }
         read.providers.remove("amadeus");
         let settled = settle(&running, read, running.request_timeout());
@@ -280,6 +286,7 @@ mod tests {
                 "[defaults.jobs]",
                 "[providers.amadeus]",
                 "[providers.duffel] connect_timeout",
+                "[providers.duffel] http2_prior_knowledge",
             ],
             "{:#?}",
             settled.needs_restart

@@ -15,10 +15,25 @@ pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 /// The most [`read_body`] reserves up front from a declared `content-length`.
 const PRESIZE_MAX_BYTES: u64 = 1024 * 1024;
 
-/// Builds the client for one provider, with the default 2 s connect timeout
-/// ([`client_connecting_within`]).
+/// Builds the client for one provider, with the default 2 s connect timeout and HTTP/1.1 or
+/// HTTP/2 as the provider negotiates ([`client_for`]).
 pub fn client(max_idle_per_host: usize) -> Result<reqwest::Client, reqwest::Error> {
-    client_connecting_within(max_idle_per_host, Duration::from_secs(2))
+    client_for(
+        max_idle_per_host,
+        Duration::from_secs(2),
+        Protocol::Negotiated,
+    )
+}
+
+/// How a provider's client speaks HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 over cleartext; over TLS, HTTP/2 when the provider offers it by ALPN.
+    Negotiated,
+    /// HTTP/2 from the first byte (`[providers.X] http2_prior_knowledge`), for a cleartext
+    /// provider or sidecar that serves h2c: the calls in flight share a few connections as
+    /// streams, instead of one connection (and its buffers, on both sides) each.
+    Http2PriorKnowledge,
 }
 
 /// Builds the client for one provider.
@@ -28,18 +43,23 @@ pub fn client(max_idle_per_host: usize) -> Result<reqwest::Client, reqwest::Erro
 /// attempt (so the breaker sees them), not here. The idle pool per host is sized to the largest
 /// bulkhead of the tools using the provider, so a slow provider can hold at most that many
 /// connections.
-pub fn client_connecting_within(
+pub fn client_for(
     max_idle_per_host: usize,
     connect_timeout: Duration,
+    protocol: Protocol,
 ) -> Result<reqwest::Client, reqwest::Error> {
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(max_idle_per_host)
         .tcp_keepalive(Duration::from_secs(30))
         .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("faregate/", env!("CARGO_PKG_VERSION")))
-        .build()
+        .user_agent(concat!("faregate/", env!("CARGO_PKG_VERSION")));
+    match protocol {
+        Protocol::Negotiated => builder,
+        Protocol::Http2PriorKnowledge => builder.http2_prior_knowledge(),
+    }
+    .build()
 }
 
 /// `request` with the current span's W3C trace context (`traceparent`, `tracestate`), so the

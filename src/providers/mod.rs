@@ -222,7 +222,11 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
             .map(|t| t.max_concurrent as usize)
             .max()
             .unwrap_or(16);
-        let http = match http::client_connecting_within(max_idle, p.connect_timeout) {
+        let protocol = match p.http2_prior_knowledge {
+            true => http::Protocol::Http2PriorKnowledge,
+            false => http::Protocol::Negotiated,
+        };
+        let http = match http::client_for(max_idle, p.connect_timeout, protocol) {
             Ok(c) => c,
             Err(e) => {
                 out.errors.push(format!(

@@ -27,6 +27,7 @@ mod maintenance;
 mod observability;
 mod pipeline;
 mod protocols;
+mod provider_http2;
 mod reload;
 mod security;
 mod tenants;

@@ -1,5 +1,6 @@
 //! The settings of a job's and a provider request's lifecycle: how long finished jobs are kept,
-//! how long a provider may take to accept a connection, and its cap on an attempt.
+//! how long a provider may take to accept a connection, its cap on an attempt, and whether it
+//! is spoken to in HTTP/2 from the first byte.
 
 use std::time::Duration;
 
@@ -83,4 +84,47 @@ fn a_providers_connect_timeout_and_attempt_cap_are_read_within_bounds() {
             &["connect_timeout", "between \"100ms\" and \"60s\""],
         );
     }
+}
+
+#[test]
+fn http2_prior_knowledge_is_off_unless_set_and_only_for_a_cleartext_provider() {
+    let config = MapFiles::defaults()
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        config.providers.values().all(|p| !p.http2_prior_knowledge),
+        "HTTP/1.1 (or ALPN over TLS) by default"
+    );
+    let set = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "# http2_prior_knowledge = false",
+            "http2_prior_knowledge = true",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(set.providers["duffel"].http2_prior_knowledge);
+    assert!(!set.providers["amadeus"].http2_prior_knowledge);
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            "# http2_prior_knowledge = false",
+            "http2_prior_knowledge = \"yes\"",
+        ),
+        &["http2_prior_knowledge", "expected true or false"],
+    );
+    assert_one_error(
+        MapFiles::defaults()
+            .edit(
+                "faregate.toml",
+                "# http2_prior_knowledge = false",
+                "http2_prior_knowledge = true",
+            )
+            .edit(
+                "faregate.toml",
+                "base_url = \"http://127.0.0.1:8081\"          # the simulator; the real API is https://api.duffel.com",
+                "base_url = \"https://api.duffel.com\"",
+            ),
+        &["http2_prior_knowledge", "https", "ALPN"],
+    );
 }

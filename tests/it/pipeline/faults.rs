@@ -321,6 +321,7 @@ async fn a_chain_moves_to_the_next_provider_and_both_down_gives_the_fallback() {
                 requests_per_second: None,
                 connect_timeout: std::time::Duration::from_secs(2),
                 timeout: None,
+                http2_prior_knowledge: false,
             },
         );
         for t in &mut c.tools {

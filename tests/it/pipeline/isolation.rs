@@ -43,6 +43,7 @@ async fn a_hanging_flight_provider_does_not_slow_hotel_search() {
                     requests_per_second: None,
                     connect_timeout: std::time::Duration::from_secs(2),
                     timeout: None,
+                    http2_prior_knowledge: false,
                 },
             );
             for t in &mut c.tools {
