@@ -1,0 +1,193 @@
+//! Holds N interactive calls in flight at the gateway over HTTP/2, for `benches/load/memory.sh`.
+//!
+//! `hold_h2 GATEWAY SIM GATEWAY_PID N CONNECTIONS BODY_FILE` opens CONNECTIONS HTTP/2
+//! connections to GATEWAY with prior knowledge and sends N `search_flights` calls as streams,
+//! spread evenly over them (10,000 on 10 is 1,000 streams each, the gateway's shipped
+//! `[server] max_concurrent_streams`). Then, as `hold.py` does over HTTP/1.1: it waits until
+//! the gateway holds all N upstream (its `faregate_bulkhead_in_use` gauge; the simulator's
+//! flight search hangs), reads the gateway's VmRSS, clears the simulator's faults so every call
+//! answers, counts the calls answered 200 with an `ok` envelope, and prints one key=value line.
+//! Bounded: gives up waiting after 180 s, and on the answers after 120 s more.
+//!
+//! Each call searches from its own origin (AAA, AAB, ..., never the body's destination): the
+//! gateway shares one provider call among identical reads in flight, so N copies of one body
+//! would hold one provider call, not N. This is what h2load (`h2.sh`) cannot do: it sends one
+//! body on every stream.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use tokio::time::Instant;
+
+/// VmRSS of `pid` in KiB (0 when it cannot be read).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The gateway's own count of `search_flights` calls upstream (bulkhead slots taken).
+async fn in_flight(http: &reqwest::Client, gateway: &str) -> Option<u64> {
+    let text = http
+        .get(format!("http://{gateway}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find(|l| l.starts_with("faregate_bulkhead_in_use{tool=\"search_flights\"}"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
+/// Flight searches the simulator has received so far.
+async fn sim_searches(http: &reqwest::Client, sim: &str) -> u64 {
+    let stats: Option<Value> = async {
+        http.get(format!("http://{sim}/_sim/stats"))
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()
+    }
+    .await;
+    stats
+        .and_then(|s| s["groups"]["duffel_air_search"]["requests"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Distinct three-letter codes in order, never `destination`.
+fn origins(destination: &str) -> impl Iterator<Item = String> + '_ {
+    (0..26u32 * 26 * 26)
+        .map(|n| {
+            [n / 676, n / 26 % 26, n % 26]
+                .map(|d| {
+                    char::from_digit(d + 10, 36)
+                        .unwrap_or('A')
+                        .to_ascii_uppercase()
+                })
+                .iter()
+                .collect::<String>()
+        })
+        .filter(move |code| code != destination)
+}
+
+/// One call on `conn`: true when it was answered 200 with an `ok` envelope.
+async fn one(mut conn: SendRequest<Body>, gateway: String, body: Vec<u8>) -> bool {
+    let request = axum::http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{gateway}/v1/tools/search_flights/call"))
+        .header("content-type", "application/json")
+        .header("content-length", body.len())
+        .body(Body::from(body));
+    let Ok(request) = request else {
+        return false;
+    };
+    if conn.ready().await.is_err() {
+        return false;
+    }
+    let Ok(response) = conn.send_request(request).await else {
+        return false;
+    };
+    let ok = response.status().as_u16() == 200;
+    let Ok(bytes) = axum::body::to_bytes(Body::new(response.into_body()), 1 << 24).await else {
+        return false;
+    };
+    let envelope: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    ok && envelope["status"] == "ok"
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [gateway, sim, pid, n, connections, body_file] = args.as_slice() else {
+        return Err("usage: hold_h2 GATEWAY SIM GATEWAY_PID N CONNECTIONS BODY_FILE".into());
+    };
+    let (pid, n, connections): (u32, usize, usize) =
+        (pid.parse()?, n.parse()?, connections.parse()?);
+    let body: Value = serde_json::from_str(&std::fs::read_to_string(body_file)?)?;
+    let arguments = body["arguments"].clone();
+    let destination = arguments["destination"].as_str().unwrap_or("").to_string();
+    let http = reqwest::Client::new();
+    let idle = rss_kib(pid);
+    let base = sim_searches(&http, sim).await;
+
+    let mut conns = Vec::with_capacity(connections);
+    for _ in 0..connections.max(1) {
+        let tcp = tokio::net::TcpStream::connect(gateway.as_str()).await?;
+        tcp.set_nodelay(true)?;
+        let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .handshake(TokioIo::new(tcp))
+            .await?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                eprintln!("connection ended: {e}");
+            }
+        });
+        conns.push(send);
+    }
+
+    let started = Instant::now();
+    let mut codes = origins(&destination);
+    let mut calls = Vec::with_capacity(n);
+    for i in 0..n {
+        let Some(origin) = codes.next() else {
+            return Err(format!("more calls than distinct origins ({i})").into());
+        };
+        let mut arguments = arguments.clone();
+        arguments["origin"] = Value::String(origin);
+        let body = serde_json::to_vec(&serde_json::json!({ "arguments": arguments }))?;
+        calls.push(tokio::spawn(one(
+            conns[i % conns.len()].clone(),
+            gateway.clone(),
+            body,
+        )));
+    }
+
+    let mut held = 0;
+    while started.elapsed() < Duration::from_secs(180) {
+        // A busy gateway may miss one scrape; the next one counts.
+        held = in_flight(&http, gateway).await.unwrap_or(held);
+        if held >= n as u64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss = rss_kib(pid);
+    let reached = started.elapsed();
+    http.delete(format!("http://{sim}/_sim/faults"))
+        .send()
+        .await?;
+    let mut answered = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for call in calls {
+        if let Ok(Ok(true)) = tokio::time::timeout_at(deadline, call).await {
+            answered += 1;
+        }
+    }
+    let arrived = sim_searches(&http, sim).await.saturating_sub(base);
+    let per_call = (rss.saturating_sub(idle)) * 1024 / held.max(1);
+    println!(
+        "calls={n} connections={} held={held} at_provider={arrived} seconds_to_hold={:.1} \
+         rss_idle_mib={:.1} rss_held_mib={:.1} bytes_per_call={per_call} answered={answered}",
+        conns.len(),
+        reached.as_secs_f64(),
+        idle as f64 / 1024.0,
+        rss as f64 / 1024.0,
+    );
+    Ok(())
+}
