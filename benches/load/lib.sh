@@ -144,6 +144,23 @@ start_gateway() { # name dir: `faregate serve` on the dir's config, waits for /h
   wait_http "http://$listen/healthz"
 }
 
+# start_opossum name listen upstream: the node + opossum gateway (benches/load/opossum/) on
+# `listen` in front of `upstream`, as the one node process it is meant to be (see its header).
+# Its node_modules come from `npm ci` into target/bench-opossum/, redone when the lock file
+# changes, so nothing is installed into the source tree and a run after the first is offline.
+start_opossum() {
+  local src=${ROOT:-$PWD}/benches/load/opossum cache=${ROOT:-$PWD}/target/bench-opossum
+  if ! cmp -s "$src/package-lock.json" "$cache/package-lock.json" || [[ ! -d $cache/node_modules ]]; then
+    rm -rf "$cache"
+    mkdir -p "$cache"
+    cp "$src/package.json" "$src/package-lock.json" "$cache/"
+    (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  fi
+  spawn "$1" env NODE_PATH="$cache/node_modules" node "$src/gateway.js" "$2" "$3"
+  NODE_PID=$LAST_PID
+  wait_http "http://$2/healthz"
+}
+
 force() { # gateway breaker-key state
   curl -sf -X POST "http://$1/v1/breakers/$2/force" -H "authorization: Bearer $ADMIN_KEY" \
     -H 'content-type: application/json' -d "{\"state\":\"$3\"}" >/dev/null
