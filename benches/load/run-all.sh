@@ -5,17 +5,28 @@
 #   overhead   search_flights through faregate vs straight to a static nginx upstream (a
 #              realistic Duffel offers body, benches/load/duffel_offers.json: 14 offers, 62 KB,
 #              captured from the simulator's JFK-LHR search) vs nginx
-#              proxy_pass in front of the same upstream
+#              proxy_pass in front of the same upstream vs node with opossum doing faregate's
+#              job in front of it (benches/load/opossum/gateway.js: one node process, see its
+#              header). Issue 18's targets: faregate >= 0.5x nginx proxy and >= 3x node
+#              (closed loop, wrk), added p50 <= 0.3 ms over the upstream's own at 200/s (oha)
 #   floor      the fallback answer with both flight breakers forced open vs a minimal axum JSON
-#              handler (benches/load/floor.rs) answering the same bytes
+#              handler (benches/load/floor.rs) answering the same bytes. Issue 18's targets:
+#              >= 0.8x its closed-loop throughput, p99 within 0.3 ms of its p99 at a fixed
+#              500/s (oha, latency corrected). The closed-loop p99s are printed but not judged:
+#              with a fixed number of connections a closed loop's latency is connections /
+#              throughput (Little's law), so 0.8x the throughput is already 1.25x the latency,
+#              and at saturation on 2 shared cores its tail is the scheduler's. The fixed rate
+#              is a load both carry, which is the latency a caller sees.
 #   isolation  fixed-rate hotels + flights; both flight providers go to 15 s latency
 #              mid-run; then they heal and the recovery ramp is read off the simulator's
 #              per-second arrival counts
 #   scale      10,000 interactive calls held by a hanging provider (RSS per in-flight call),
 #              and 10,000 breaker keys (benches/load/breaker_keys.rs)
 #
-# Needs wrk and nginx (apt-get install wrk nginx-light) and oha (cargo install --locked
-# oha@1.16.0). Builds the release binary and the two helper programs in this folder (cargo
+# Needs wrk and nginx (apt-get install wrk nginx-light), oha (cargo install --locked
+# oha@1.16.0) and, for `overhead`, node >= 20 and npm: opossum (pinned in
+# benches/load/opossum/package-lock.json) is installed with `npm ci` into
+# target/bench-opossum/ on first use and whenever the lock file changes. Builds the release binary and the two helper programs in this folder (cargo
 # examples `floor` and `breaker_keys`), starts everything on 127.0.0.1 ports
 # 18400-18499, stops everything it started (EXIT trap), and prints a table. Knobs (environment):
 # WRK_SECS (8), WRK_THREADS (2), WRK_CONNS (32), OHA_SECS (10), ROUNDS (2), ISO_SECS (15),
@@ -40,7 +51,9 @@ ISO_RPS=${ISO_RPS:-100}
 SCALE_CALLS=${SCALE_CALLS:-10000}
 SCENARIOS=("$@")
 [[ ${#SCENARIOS[@]} -eq 0 ]] && SCENARIOS=(overhead floor isolation scale)
-for tool in wrk oha nginx curl python3; do
+TOOLS=(wrk oha nginx curl python3)
+[[ " ${SCENARIOS[*]} " == *" overhead "* ]] && TOOLS+=(node npm)
+for tool in "${TOOLS[@]}"; do
   command -v "$tool" >/dev/null || { echo "$tool is required (see the header of $0)"; exit 1; }
 done
 if [[ -z ${SKIP_BUILD:-} ]]; then
@@ -69,10 +82,11 @@ echo "# faregate load scenarios, $(date -u '+%F %H:%M UTC'); $(nproc) cores," \
 # --------------------------------------------------------------------------------------------
 overhead() {
   echo "== overhead: faregate vs nginx, search_flights with a $(wc -c < benches/load/duffel_offers.json)-byte Duffel body"
-  local UP=127.0.0.1:18401 PX=127.0.0.1:18402 GW=127.0.0.1:18403 ng=$DIR/nginx
+  local UP=127.0.0.1:18401 PX=127.0.0.1:18402 GW=127.0.0.1:18403 ND=127.0.0.1:18404 ng=$DIR/nginx
   start_nginx "$ng" "$UP" "$PX"
   write_config "$DIR/overhead" "$GW" "http://$UP" "http://$UP"
   start_gateway gw-overhead "$DIR/overhead"
+  start_opossum node-opossum "$ND" "http://$UP"
   local d1
   d1=$(day 21)
   echo "{\"data\":{\"slices\":[{\"origin\":\"JFK\",\"destination\":\"LHR\",\"departure_date\":\"$d1\"}],\"passengers\":[{\"type\":\"adult\"}]}}" > "$DIR/duffel-req.json"
@@ -81,29 +95,50 @@ overhead() {
   status=$(curl -s "http://$GW/v1/tools/search_flights/call" -H 'content-type: application/json' \
     -d @"$DIR/flights.json" | python3 -c 'import json,sys; e=json.load(sys.stdin); print(e["status"], e["provider"], len(e["data"]["offers"]), "offers")')
   echo "faregate answers: $status"
+  curl -s "http://$GW/v1/tools/search_flights/call" -H 'content-type: application/json' \
+    -d @"$DIR/flights.json" > "$DIR/faregate-answer.json"
+  curl -s "http://$ND/v1/tools/search_flights/call" -H 'content-type: application/json' \
+    -d @"$DIR/flights.json" > "$DIR/node-answer.json"
+  # The comparison is only fair if node does the same job: the same offers, normalized the
+  # same way, and the same text for a model.
+  echo "node+opossum answers: $(python3 - "$DIR/faregate-answer.json" "$DIR/node-answer.json" <<'PY'
+import json, sys
+f, n = (json.load(open(p)) for p in sys.argv[1:])
+same = [k for k in ("status", "content", "data", "provider", "breaker") if f.get(k) == n.get(k)]
+print(n["status"], n["provider"], len(n["data"]["offers"]), "offers;",
+      "the same", "/".join(same), "as faregate's" if len(same) == 5 else
+      f"as faregate's, NOT {'/'.join(k for k in ('status', 'content', 'data', 'provider', 'breaker') if k not in same)}")
+PY
+)"
   local q="air/offer_requests?return_offers=true&supplier_timeout=7000"
-  local n=() p=() g=() r
+  local n=() p=() g=() o=() r
   for r in $(seq "$ROUNDS"); do
     n+=("$(wrk_post "nginx-direct-$r" "http://$UP/$q" "$DIR/duffel-req.json")")
     p+=("$(wrk_post "nginx-proxy-$r" "http://$PX/$q" "$DIR/duffel-req.json")")
     g+=("$(wrk_post "faregate-$r" "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json")")
+    o+=("$(wrk_post "node-opossum-$r" "http://$ND/v1/tools/search_flights/call" "$DIR/flights.json")")
   done
-  printf '%s\n' "${n[@]}" "${p[@]}" "${g[@]}"
-  local N P G
-  N=$(best rps "${n[@]}"); P=$(best rps "${p[@]}"); G=$(best rps "${g[@]}")
+  printf '%s\n' "${n[@]}" "${p[@]}" "${g[@]}" "${o[@]}"
+  local N P G O
+  N=$(best rps "${n[@]}"); P=$(best rps "${p[@]}"); G=$(best rps "${g[@]}"); O=$(best rps "${o[@]}")
   local rate=${OVERHEAD_RPS:-200}
-  local on op og
+  local on op og oo
   on=$(oha_post nginx-direct-rate "http://$UP/$q" "$DIR/duffel-req.json" "$rate" "$OHA_SECS")
   op=$(oha_post nginx-proxy-rate "http://$PX/$q" "$DIR/duffel-req.json" "$rate" "$OHA_SECS")
   og=$(oha_post faregate-rate "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json" "$rate" "$OHA_SECS")
-  printf '%s\n' "$on" "$op" "$og"
-  local tr added_gw added_px
+  oo=$(oha_post node-opossum-rate "http://$ND/v1/tools/search_flights/call" "$DIR/flights.json" "$rate" "$OHA_SECS")
+  printf '%s\n' "$on" "$op" "$og" "$oo"
+  local tr tn added_gw added_px added_node
   tr=$(ratio "$(val rps "$G")" "$(val rps "$P")")
+  tn=$(ratio "$(val rps "$G")" "$(val rps "$O")")
   added_gw=$(minus "$(val p50_ms "$og")" "$(val p50_ms "$on")")
   added_px=$(minus "$(val p50_ms "$op")" "$(val p50_ms "$on")")
-  row "| 1 overhead | wrk rps: nginx direct $(val rps "$N"), nginx proxy $(val rps "$P"), faregate $(val rps "$G") | faregate/nginx-proxy = $tr | ≥ 0.80: $(check "$tr >= 0.8") |"
-  row "| 1 overhead | oha ${rate}/s p50: direct $(val p50_ms "$on") ms, proxy $(val p50_ms "$op") ms, faregate $(val p50_ms "$og") ms (p99 $(val p99_ms "$og") ms) | added p50: faregate $added_gw ms, nginx proxy $added_px ms | ≤ 0.3 ms: $(check "$added_gw <= 0.3") |"
+  added_node=$(minus "$(val p50_ms "$oo")" "$(val p50_ms "$on")")
+  row "| 1 overhead | wrk rps: nginx direct $(val rps "$N"), nginx proxy $(val rps "$P"), faregate $(val rps "$G") | faregate/nginx-proxy = $tr | ≥ 0.5: $(check "$tr >= 0.5") |"
+  row "| 1 overhead | wrk rps: node+opossum (1 process) $(val rps "$O"), faregate $(val rps "$G") | faregate/node = $tn | ≥ 3: $(check "$tn >= 3") |"
+  row "| 1 overhead | oha ${rate}/s p50: direct $(val p50_ms "$on") ms, proxy $(val p50_ms "$op") ms, faregate $(val p50_ms "$og") ms (p99 $(val p99_ms "$og") ms), node $(val p50_ms "$oo") ms (p99 $(val p99_ms "$oo") ms) | added p50: faregate $added_gw ms, nginx proxy $added_px ms, node $added_node ms | ≤ 0.3 ms: $(check "$added_gw <= 0.3") |"
   stop_pid "$GW_PID"
+  stop_pid "$NODE_PID"
 }
 
 # --------------------------------------------------------------------------------------------
@@ -136,12 +171,15 @@ floor() {
   of=$(oha_post floor-rate "http://$FL/v1/tools/search_flights/call" "$DIR/flights.json" "$rate" "$OHA_SECS")
   og=$(oha_post fallback-rate "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json" "$rate" "$OHA_SECS")
   printf '%s\n' "$of" "$og"
-  local tr dp99
+  # Issue 18's p99 target is judged on the fixed-rate rows (see the header); the closed-loop
+  # p99s are printed for the record.
+  local tr dp99 dp99_rate
   tr=$(ratio "$(val rps "$G")" "$(val rps "$F")")
   dp99=$(minus "$(val p99_ms "$G")" "$(val p99_ms "$F")")
-  row "| 2 floor | wrk rps: floor $(val rps "$F"), fallback $(val rps "$G") | fallback/floor = $tr | ≥ 0.90: $(check "$tr >= 0.9") |"
-  row "| 2 floor | wrk p99: floor $(val p99_ms "$F") ms, fallback $(val p99_ms "$G") ms | +$dp99 ms | ≤ +0.5 ms: $(check "$dp99 <= 0.5") |"
-  row "| 2 floor (fixed rate) | oha ${rate}/s: fallback p50 $(val p50_ms "$og") ms, p99 $(val p99_ms "$og") ms; floor p50 $(val p50_ms "$of") ms, p99 $(val p99_ms "$of") ms | | p99 < 1 ms: $(check "$(val p99_ms "$og") < 1") |"
+  dp99_rate=$(minus "$(val p99_ms "$og")" "$(val p99_ms "$of")")
+  row "| 2 floor | wrk rps: floor $(val rps "$F"), fallback $(val rps "$G") | fallback/floor = $tr | ≥ 0.8: $(check "$tr >= 0.8") |"
+  row "| 2 floor (fixed rate) | oha ${rate}/s: fallback p50 $(val p50_ms "$og") ms, p99 $(val p99_ms "$og") ms; floor p50 $(val p50_ms "$of") ms, p99 $(val p99_ms "$of") ms | p99 +$dp99_rate ms | ≤ +0.3 ms: $(check "$dp99_rate <= 0.3"); p99 < 1 ms: $(check "$(val p99_ms "$og") < 1") |"
+  row "| 2 floor (closed loop) | wrk p99: floor $(val p99_ms "$F") ms, fallback $(val p99_ms "$G") ms | p99 +$dp99 ms | reported, not judged |"
   stop_pid "$GW_PID"
 }
 
