@@ -18,6 +18,7 @@ pub mod limits;
 pub mod oauth2;
 pub mod rest;
 mod secret;
+mod wire_json;
 mod wire_str;
 
 #[cfg(test)]

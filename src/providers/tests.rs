@@ -111,6 +111,41 @@ fn errors_and_wrong_shapes_are_classified_not_panics() {
     assert!(duffel::decode_response(&search_flights(), 1000, b"{}").is_err());
 }
 
+/// A search answer with one byte that is not UTF-8 is malformed, with the place named, for
+/// both adapters: in a string the result reads, and in one no wire type reads (the body is
+/// checked as a whole before it is parsed, `providers/wire_json.rs`).
+#[test]
+fn invalid_utf8_in_an_answer_is_malformed_and_located() {
+    let cases = [
+        (
+            "duffel/offer_request_201.json",
+            "\"total_amount\": \"812.40\"",
+        ),
+        ("duffel/offer_request_201.json", "\"live_mode\": false"),
+        ("amadeus/flight_offers_200.json", "\"iataCode\": \"MAD\""),
+    ];
+    for (file, at) in cases {
+        let mut body = fixture(file);
+        let text = String::from_utf8(body.clone()).unwrap_or_default();
+        let i = text.find(at).unwrap_or_else(|| panic!("{at} in {file}"));
+        body[i + 2] = 0xff;
+        let line = text[..i].matches('\n').count() + 1;
+        let column = i + 2 - text[..i].rfind('\n').map_or(0, |n| n + 1) + 1;
+        let decoded = if file.starts_with("duffel") {
+            duffel::decode_response(&search_flights(), 201, &body)
+        } else {
+            amadeus::decode_response(&search_flights(), 200, &body)
+        };
+        let err = decoded.err().unwrap_or_else(|| panic!("{file}: accepted"));
+        assert!(matches!(err.kind, ErrorKind::Malformed), "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("invalid UTF-8 at line {line} column {column}")),
+            "{file}: {err}"
+        );
+    }
+}
+
 /// Fuzz finding (`fuzz/corpus/provider_responses/duffel_duration_overflow`): a segment
 /// duration of `P9999999D` in a Duffel offer overflowed `iso_minutes` (a panic in debug
 /// builds). The duration is now unreadable and the offer is still answered.

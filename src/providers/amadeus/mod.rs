@@ -311,7 +311,7 @@ impl AmadeusClient {
         if !reply.status.is_success() {
             return Err(Self::classify(what, reply));
         }
-        serde_json::from_slice(&reply.body).map_err(|e| {
+        crate::providers::wire_json::from_slice(&reply.body).map_err(|e| {
             UpstreamError::new(
                 ErrorKind::Malformed,
                 format!(

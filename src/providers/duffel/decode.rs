@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::{cities, convert, errors, wire};
 use crate::providers::error::{ErrorKind, UpstreamError};
+use crate::providers::wire_json;
 use crate::tools::{
     ToolOutput, ToolRequest, book_flight, price_flight_offer, search_flights, search_hotels,
 };
@@ -36,7 +37,7 @@ pub(super) fn decode<'a, T: Deserialize<'a>>(
             "Duffel accepted the request but has not finished processing it",
         ));
     }
-    serde_json::from_slice::<wire::Data<T>>(bytes)
+    wire_json::from_slice::<wire::Data<T>>(bytes)
         .map(|d| d.data)
         .map_err(|e| {
             let mut err = UpstreamError::new(

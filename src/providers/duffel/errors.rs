@@ -24,7 +24,7 @@ pub(crate) fn classify(
     body: &[u8],
     now: SystemTime,
 ) -> UpstreamError {
-    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let parsed: Option<ErrorBody> = crate::providers::wire_json::from_slice(body).ok();
     let request_id = parsed
         .as_ref()
         .and_then(|b| b.meta.as_ref())

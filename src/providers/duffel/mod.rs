@@ -430,7 +430,7 @@ impl DuffelClient {
         let headers = response.headers().clone();
         let bytes = read_body(response).await?;
         let items: Vec<T> = decode(status, &headers, &bytes)?;
-        let cursor = serde_json::from_slice::<wire::PageMeta>(&bytes)
+        let cursor = crate::providers::wire_json::from_slice::<wire::PageMeta>(&bytes)
             .ok()
             .and_then(|p| p.meta)
             .and_then(|m| m.after);
