@@ -184,6 +184,42 @@ PY
   python3 "$REPORT" wrk "$1" "$DIR/wrk-$1.txt"
 }
 
+# metric_sum gateway name tool: the sum of a counter's series for one tool (all labels).
+metric_sum() {
+  curl -sf "http://$1/metrics" |
+    awk -v m="$2" -v t="tool=\"$3\"" 'index($0, m "{") == 1 && index($0, t) {n += $NF} END {printf "%d\n", n}'
+}
+
+# wrk_post_distinct label url: closed-loop throughput of search_flights calls, each with its own
+# departure date (330 days from the day after tomorrow, the two wrk threads half a cycle apart),
+# so that calls in flight at once are distinct searches and do not share a provider call: the
+# per-call cost, where wrk_post's one body measures what coalescing makes of identical calls.
+wrk_post_distinct() {
+  local lua="$DIR/wrk-$RANDOM.lua"
+  cat > "$lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local threads = 0
+function setup(thread)
+  thread:set("id", threads)
+  threads = threads + 1
+end
+local start = os.time()
+local n = 0
+function init(args)
+  n = (id or 0) * 165
+end
+function request()
+  n = (n + 1) % 330
+  local date = os.date("!%Y-%m-%d", start + 86400 * (2 + n))
+  return wrk.format(nil, nil, nil,
+    '{"arguments":{"origin":"JFK","destination":"LHR","departure_date":"' .. date .. '"}}')
+end
+LUA
+  wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --latency -s "$lua" "$2" > "$DIR/wrk-$1.txt" 2>&1
+  python3 "$REPORT" wrk "$1" "$DIR/wrk-$1.txt"
+}
+
 # oha_post label url body-file rate seconds [conns]: fixed rate, latency corrected (no
 # coordinated omission); one line of key=value on stdout.
 oha_post() {

@@ -8,7 +8,11 @@
 #              proxy_pass in front of the same upstream vs node with opossum doing faregate's
 #              job in front of it (benches/load/opossum/gateway.js: one node process, see its
 #              header). Issue 18's targets: faregate >= 0.5x nginx proxy and >= 3x node
-#              (closed loop, wrk), added p50 <= 0.3 ms over the upstream's own at 200/s (oha)
+#              (closed loop, wrk), added p50 <= 0.3 ms over the upstream's own at 200/s (oha).
+#              The throughput targets are judged on distinct searches (wrk_post_distinct: a
+#              departure date of its own per call, so no two calls in flight share a provider
+#              call; the row counts provider calls against calls); the same body on every
+#              connection is reported beside them, as what coalescing makes of identical calls
 #   floor      the fallback answer with both flight breakers forced open vs a minimal axum JSON
 #              handler (benches/load/floor.rs) answering the same bytes. Issue 18's targets:
 #              >= 0.8x its closed-loop throughput, p99 within 0.3 ms of its p99 at a fixed
@@ -111,16 +115,23 @@ print(n["status"], n["provider"], len(n["data"]["offers"]), "offers;",
 PY
 )"
   local q="air/offer_requests?return_offers=true&supplier_timeout=7000"
-  local n=() p=() g=() o=() r
+  local n=() p=() g=() o=() gd=() od=() shared=() r
   for r in $(seq "$ROUNDS"); do
     n+=("$(wrk_post "nginx-direct-$r" "http://$UP/$q" "$DIR/duffel-req.json")")
     p+=("$(wrk_post "nginx-proxy-$r" "http://$PX/$q" "$DIR/duffel-req.json")")
     g+=("$(wrk_post "faregate-$r" "http://$GW/v1/tools/search_flights/call" "$DIR/flights.json")")
     o+=("$(wrk_post "node-opossum-$r" "http://$ND/v1/tools/search_flights/call" "$DIR/flights.json")")
+    local before_calls before_attempts
+    before_calls=$(metric_sum "$GW" faregate_tool_calls_total search_flights)
+    before_attempts=$(metric_sum "$GW" faregate_upstream_attempts_total search_flights)
+    gd+=("$(wrk_post_distinct "faregate-distinct-$r" "http://$GW/v1/tools/search_flights/call")")
+    shared+=("$(($(metric_sum "$GW" faregate_upstream_attempts_total search_flights) - before_attempts))/$(($(metric_sum "$GW" faregate_tool_calls_total search_flights) - before_calls))")
+    od+=("$(wrk_post_distinct "node-distinct-$r" "http://$ND/v1/tools/search_flights/call")")
   done
-  printf '%s\n' "${n[@]}" "${p[@]}" "${g[@]}" "${o[@]}"
-  local N P G O
+  printf '%s\n' "${n[@]}" "${p[@]}" "${g[@]}" "${o[@]}" "${gd[@]}" "${od[@]}"
+  local N P G O GD OD
   N=$(best rps "${n[@]}"); P=$(best rps "${p[@]}"); G=$(best rps "${g[@]}"); O=$(best rps "${o[@]}")
+  GD=$(best rps "${gd[@]}"); OD=$(best rps "${od[@]}")
   local rate=${OVERHEAD_RPS:-200}
   local on op og oo
   on=$(oha_post nginx-direct-rate "http://$UP/$q" "$DIR/duffel-req.json" "$rate" "$OHA_SECS")
@@ -134,8 +145,14 @@ PY
   added_gw=$(minus "$(val p50_ms "$og")" "$(val p50_ms "$on")")
   added_px=$(minus "$(val p50_ms "$op")" "$(val p50_ms "$on")")
   added_node=$(minus "$(val p50_ms "$oo")" "$(val p50_ms "$on")")
-  row "| 1 overhead | wrk rps: nginx direct $(val rps "$N"), nginx proxy $(val rps "$P"), faregate $(val rps "$G") | faregate/nginx-proxy = $tr | ≥ 0.5: $(check "$tr >= 0.5") |"
-  row "| 1 overhead | wrk rps: node+opossum (1 process) $(val rps "$O"), faregate $(val rps "$G") | faregate/node = $tn | ≥ 3: $(check "$tn >= 3") |"
+  local trd tnd
+  trd=$(ratio "$(val rps "$GD")" "$(val rps "$P")")
+  tnd=$(ratio "$(val rps "$GD")" "$(val rps "$OD")")
+  # Judged on distinct searches (each call its own provider call: the per-call cost); the same
+  # body on every connection is reported beside it, as what coalescing makes of identical calls.
+  row "| 1 overhead, distinct searches | wrk rps: nginx direct $(val rps "$N"), nginx proxy $(val rps "$P"), faregate $(val rps "$GD") (provider calls / calls per round: ${shared[*]}) | faregate/nginx-proxy = $trd | ≥ 0.5: $(check "$trd >= 0.5") |"
+  row "| 1 overhead, distinct searches | wrk rps: node+opossum (1 process) $(val rps "$OD"), faregate $(val rps "$GD") | faregate/node = $tnd | ≥ 3: $(check "$tnd >= 3") |"
+  row "| 1 overhead, one body (coalesced) | wrk rps: nginx proxy $(val rps "$P"), faregate $(val rps "$G"), node+opossum $(val rps "$O") | faregate/nginx-proxy = $tr, faregate/node = $tn | reported, not judged |"
   row "| 1 overhead | oha ${rate}/s p50: direct $(val p50_ms "$on") ms, proxy $(val p50_ms "$op") ms, faregate $(val p50_ms "$og") ms (p99 $(val p99_ms "$og") ms), node $(val p50_ms "$oo") ms (p99 $(val p99_ms "$oo") ms) | added p50: faregate $added_gw ms, nginx proxy $added_px ms, node $added_node ms | ≤ 0.3 ms: $(check "$added_gw <= 0.3") |"
   stop_pid "$GW_PID"
   stop_pid "$NODE_PID"
