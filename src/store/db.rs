@@ -91,6 +91,16 @@ impl From<sqlx::Error> for StoreError {
 }
 
 impl Db {
+    /// Whether no statement runs: every connection of the pool is idle. Tests on a paused
+    /// clock wait for it before they move the clock on.
+    #[cfg(test)]
+    pub(crate) fn is_quiet(&self) -> bool {
+        match self {
+            Db::Sqlite(pool) => pool.num_idle() == pool.size() as usize,
+            Db::Postgres { pool, .. } => pool.num_idle() == pool.size() as usize,
+        }
+    }
+
     /// Opens (creating when missing) the SQLite database at a `sqlite://path` or
     /// `sqlite::memory:` URL.
     pub async fn open_sqlite(url: &str) -> Result<Self, StoreError> {

@@ -191,6 +191,8 @@ struct Bench {
     watches: Arc<WatchSystem>,
     jobs: Jobs,
     shutdown: CancellationToken,
+    /// The store's pool, to wait for its statements between steps.
+    db: Db,
     /// Keeps tokio from moving the clock on while a statement runs on the driver's threads.
     _hold: Hold,
     _dir: tempfile::TempDir,
@@ -245,7 +247,7 @@ impl Bench {
             None,
         ));
         let watches = Arc::new(WatchSystem::new(
-            WatchStore::new(db),
+            WatchStore::new(db.clone()),
             Arc::clone(&jobs),
             gateway,
             WatchesConfig {
@@ -261,6 +263,7 @@ impl Bench {
             watches,
             jobs,
             shutdown,
+            db,
             _hold: hold,
             _dir: dir,
         }
@@ -306,13 +309,22 @@ impl Bench {
     }
 
     /// Moves the clock on by one loop poll, then gives the store's threads real time to answer
-    /// (the clock stays where it is meanwhile).
+    /// (the clock stays where it is meanwhile): 1 ms at a time until the pool has been quiet
+    /// twice in a row. A fixed pause is not enough on a loaded machine: a run's statements then
+    /// take longer than the pause, virtual time outruns them, and a run comes "late".
     async fn step(&self) {
         tokio::time::advance(POLL).await;
-        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(1)))
-            .await
-            .expect("the pause ends");
-        tokio::task::yield_now().await;
+        let mut quiet = 0;
+        for _ in 0..2_000 {
+            tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(1)))
+                .await
+                .expect("the pause ends");
+            tokio::task::yield_now().await;
+            quiet = if self.db.is_quiet() { quiet + 1 } else { 0 };
+            if quiet == 2 {
+                return;
+            }
+        }
     }
 
     /// Steps until `done` holds of watch `id`, for at most `within` of virtual time.
