@@ -11,25 +11,16 @@ use std::time::Duration;
 use faregate::breaker::{BreakerConfig, BreakerKey, BreakerRegistry, Outcome};
 use tokio::time::Instant;
 
-/// VmRSS of this process in KiB (0 where `/proc` is missing).
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
+#[path = "vm_rss.rs"]
+mod vm_rss;
+use vm_rss::rss_kib;
 
 fn main() {
     let keys: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
-    let before = rss_kib();
+    let before = rss_kib("self");
     let registry = BreakerRegistry::new(1024);
     let config = BreakerConfig::builder()
         .build()
@@ -47,7 +38,7 @@ fn main() {
             }
         }
     }
-    let after = rss_kib();
+    let after = rss_kib("self");
     let per_key = (after.saturating_sub(before) * 1024) / keys.max(1) as u64;
     println!(
         "keys={} breakers={} rss_before_kib={before} rss_after_kib={after} bytes_per_key={per_key}",

@@ -3,17 +3,26 @@
 `hold.py GATEWAY SIM GATEWAY_PID N BODY_FILE`: opens N keep-alive connections to GATEWAY, sends
 one search_flights call on each, waits until the gateway holds all N upstream (its
 `faregate_bulkhead_in_use` gauge; the simulator's flight search hangs), reads the gateway's VmRSS, then clears the simulator's faults so every call
-answers, counts the answers, and prints one key=value line. Bounded: gives up after 180 s.
+answers, counts the calls answered 200 with an `ok` envelope, and prints one key=value line.
+Bounded: gives up after 180 s.
 
-Each call searches from a different origin (AAA, AAB, ..., skipping the body's destination): the
-gateway shares one provider call among identical concurrent reads, so N copies of one body
-would hold one provider call, not N.
+Each call is a search of its own (an origin the simulator knows, never the body's origin or
+destination, and a departure date 2 to 301 days ahead): the gateway shares one provider call among identical
+concurrent reads, so N copies of one body would hold one provider call, not N. Known airports
+and dates in range make every answer a real `ok` one once the hang is cleared.
 """
 import asyncio
+import datetime
 import json
 import sys
 import time
 import urllib.request
+
+# Airports the simulator knows (crates/faregate-sim/src/tables.rs), as origins.
+KNOWN = (
+    "LHR LGW STN MAN EDI DUB CDG ORY NCE AMS FRA MUC BER MAD BCN FCO MXP LIS ZRH VIE CPH ATH "
+    "IST JFK EWR BOS IAD ATL MIA ORD DFW DEN LAX SFO SEA YYZ DXB DOH SIN HND HKG SYD"
+).split()
 
 
 def rss_kib(pid):
@@ -38,18 +47,24 @@ def in_flight(gateway):
     return 0
 
 
-def origins(destination):
-    """Distinct 3-letter codes in order, never the destination (a search needs two airports)."""
-    for a in range(26):
-        for b in range(26):
-            for c in range(26):
-                code = chr(65 + a) + chr(65 + b) + chr(65 + c)
-                if code != destination:
-                    yield code
+def searches(arguments):
+    """Distinct (origin, departure date) pairs, never the body's own search (a warm-up may have
+    left it in the fresh cache) nor to itself: 300 dates (2 to 301 days ahead, inside the
+    simulator's 361) for each other known airport in turn."""
+    skip = (arguments["origin"], arguments["destination"])
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    for days in range(2, 302):
+        date = (today + datetime.timedelta(days=days)).isoformat()
+        for origin in KNOWN:
+            if origin not in skip:
+                yield origin, date
 
 
-def request_for(gateway, arguments, origin):
-    body = json.dumps({"arguments": {**arguments, "origin": origin}}).encode()
+def request_for(gateway, arguments, search):
+    origin, date = search
+    body = json.dumps(
+        {"arguments": {**arguments, "origin": origin, "departure_date": date}}
+    ).encode()
     return (
         b"POST /v1/tools/search_flights/call HTTP/1.1\r\nhost: " + gateway.encode()
         + b"\r\ncontent-type: application/json\r\ncontent-length: "
@@ -63,8 +78,18 @@ async def one(host, port, request, opened):
     writer.write(request)
     await writer.drain()
     status = await reader.readline()
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    body = await reader.readexactly(length)
     writer.close()
-    return status.split(b" ")[1:2] == [b"200"]
+    try:
+        envelope = json.loads(body)
+    except ValueError:
+        return False
+    return status.split(b" ")[1:2] == [b"200"] and envelope.get("status") == "ok"
 
 
 async def main():
@@ -72,7 +97,7 @@ async def main():
     n, pid = int(n), int(pid)
     host, port = gateway.rsplit(":", 1)
     arguments = json.load(open(body_file))["arguments"]
-    codes = origins(arguments["destination"])
+    codes = searches(arguments)
     idle = rss_kib(pid)
     base = sim_requests(sim)
     opened = []

@@ -9,10 +9,11 @@
 //! answers, counts the calls answered 200 with an `ok` envelope, and prints one key=value line.
 //! Bounded: gives up waiting after 180 s, and on the answers after 120 s more.
 //!
-//! Each call searches from its own origin (AAA, AAB, ..., never the body's destination): the
-//! gateway shares one provider call among identical reads in flight, so N copies of one body
-//! would hold one provider call, not N. This is what h2load (`h2.sh`) cannot do: it sends one
-//! body on every stream.
+//! Each call is a search of its own (an origin the simulator knows, never the body's origin
+//! or destination, and a departure date 2 to 301 days ahead, as `hold.py` makes them): the gateway
+//! shares one provider call among identical reads in flight, so N copies of one body would hold
+//! one provider call, not N. This is what h2load (`h2.sh`) cannot do: it sends one body on every
+//! stream. Known airports and dates in range make every answer a real `ok` one.
 
 use std::time::Duration;
 
@@ -22,18 +23,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
 use tokio::time::Instant;
 
-/// VmRSS of `pid` in KiB (0 when it cannot be read).
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
+#[path = "vm_rss.rs"]
+mod vm_rss;
+use vm_rss::rss_kib;
 
 /// The gateway's own count of `search_flights` calls upstream (bulkhead slots taken).
 async fn in_flight(http: &reqwest::Client, gateway: &str) -> Option<u64> {
@@ -69,20 +61,27 @@ async fn sim_searches(http: &reqwest::Client, sim: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Distinct three-letter codes in order, never `destination`.
-fn origins(destination: &str) -> impl Iterator<Item = String> + '_ {
-    (0..26u32 * 26 * 26)
-        .map(|n| {
-            [n / 676, n / 26 % 26, n % 26]
-                .map(|d| {
-                    char::from_digit(d + 10, 36)
-                        .unwrap_or('A')
-                        .to_ascii_uppercase()
-                })
-                .iter()
-                .collect::<String>()
-        })
-        .filter(move |code| code != destination)
+/// Airports the simulator knows (crates/faregate-sim/src/tables.rs), as origins.
+const KNOWN: [&str; 42] = [
+    "LHR", "LGW", "STN", "MAN", "EDI", "DUB", "CDG", "ORY", "NCE", "AMS", "FRA", "MUC", "BER",
+    "MAD", "BCN", "FCO", "MXP", "LIS", "ZRH", "VIE", "CPH", "ATH", "IST", "JFK", "EWR", "BOS",
+    "IAD", "ATL", "MIA", "ORD", "DFW", "DEN", "LAX", "SFO", "SEA", "YYZ", "DXB", "DOH", "SIN",
+    "HND", "HKG", "SYD",
+];
+
+/// Distinct (origin, departure date) pairs, never from one of `skip` (the body's own search,
+/// which a warm-up may have left in the fresh cache, and its destination): 300 dates (2 to 301
+/// days ahead, inside the simulator's 361) for each other known airport in turn.
+fn searches(skip: [&str; 2]) -> Vec<(&'static str, String)> {
+    let today = chrono::Utc::now().date_naive();
+    let mut all = Vec::new();
+    for days in 2..302 {
+        let date = (today + chrono::TimeDelta::days(days)).to_string();
+        for origin in KNOWN.iter().filter(|o| !skip.contains(*o)) {
+            all.push((*origin, date.clone()));
+        }
+    }
+    all
 }
 
 /// One call on `conn`: true when it was answered 200 with an `ok` envelope.
@@ -120,9 +119,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (pid.parse()?, n.parse()?, connections.parse()?);
     let body: Value = serde_json::from_str(&std::fs::read_to_string(body_file)?)?;
     let arguments = body["arguments"].clone();
-    let destination = arguments["destination"].as_str().unwrap_or("").to_string();
     let http = reqwest::Client::new();
-    let idle = rss_kib(pid);
+    let idle = rss_kib(&pid.to_string());
     let base = sim_searches(&http, sim).await;
 
     let mut conns = Vec::with_capacity(connections);
@@ -141,14 +139,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let started = Instant::now();
-    let mut codes = origins(&destination);
+    let skip = ["origin", "destination"].map(|k| arguments[k].as_str().unwrap_or(""));
+    let mut codes = searches(skip).into_iter();
     let mut calls = Vec::with_capacity(n);
     for i in 0..n {
-        let Some(origin) = codes.next() else {
-            return Err(format!("more calls than distinct origins ({i})").into());
+        let Some((origin, date)) = codes.next() else {
+            return Err(format!("more calls than distinct searches ({i})").into());
         };
         let mut arguments = arguments.clone();
-        arguments["origin"] = Value::String(origin);
+        arguments["origin"] = Value::String(origin.to_string());
+        arguments["departure_date"] = Value::String(date);
         let body = serde_json::to_vec(&serde_json::json!({ "arguments": arguments }))?;
         calls.push(tokio::spawn(one(
             conns[i % conns.len()].clone(),
@@ -167,7 +167,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let rss = rss_kib(pid);
+    let rss = rss_kib(&pid.to_string());
     let reached = started.elapsed();
     http.delete(format!("http://{sim}/_sim/faults"))
         .send()

@@ -14,9 +14,10 @@
 # CONNS (10), WRAP (runs the gateway under another program, e.g. "heaptrack -o FILE").
 # Each configuration gets a fresh `faregate sim` and `faregate serve` (one provider, bulkhead
 # and timeouts raised, breaker forced closed, 200 calls to warm up, then the flight search
-# hangs), as scale() in scenarios.sh sets them up. Each call searches from its own origin, so
-# no two calls share one provider call. Ports 18490-18495 on 127.0.0.1; stops everything it
-# started. One key=value line per configuration, then a Markdown table.
+# hangs), as scale() in scenarios.sh sets them up. Each call is a search of its own (origin and
+# date), so no two calls share one provider call, and every answer after the hang is a real
+# `ok`. Ports 18490-18495 on 127.0.0.1; stops everything it started. One key=value line per
+# configuration, then a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CALLS=${CALLS:-10000}
