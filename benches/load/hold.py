@@ -18,9 +18,10 @@ import sys
 import time
 import urllib.request
 
-# Airports the simulator knows (crates/faregate-sim/src/tables.rs), as origins.
+# Airports the simulator knows (crates/faregate-sim/src/tables.rs), as origins; not London's
+# other two (LGW, STN), which the simulator refuses as a route to LHR (one city).
 KNOWN = (
-    "LHR LGW STN MAN EDI DUB CDG ORY NCE AMS FRA MUC BER MAD BCN FCO MXP LIS ZRH VIE CPH ATH "
+    "LHR MAN EDI DUB CDG ORY NCE AMS FRA MUC BER MAD BCN FCO MXP LIS ZRH VIE CPH ATH "
     "IST JFK EWR BOS IAD ATL MIA ORD DFW DEN LAX SFO SEA YYZ DXB DOH SIN HND HKG SYD"
 ).split()
 

@@ -73,7 +73,7 @@ const KNOWN: [&str; 42] = [
 /// which a warm-up may have left in the fresh cache, and its destination): 300 dates (2 to 301
 /// days ahead, inside the simulator's 361) for each other known airport in turn.
 fn searches(skip: [&str; 2]) -> Vec<(&'static str, String)> {
-    let today = chrono::Utc::now().date_naive();
+    let today = faregate::clock::utc_now().date_naive();
     let mut all = Vec::new();
     for days in 2..302 {
         let date = (today + chrono::TimeDelta::days(days)).to_string();

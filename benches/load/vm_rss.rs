@@ -2,7 +2,7 @@
 //! (`breaker_keys`, `hold_h2`); included with `#[path]`, as each example is its own crate.
 
 /// VmRSS of `/proc/{who}/status` in KiB, `who` a pid or `self` (0 where it cannot be read).
-pub fn rss_kib(who: &str) -> u64 {
+pub(crate) fn rss_kib(who: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{who}/status"))
         .ok()
         .and_then(|s| {
