@@ -61,12 +61,13 @@ async fn sim_searches(http: &reqwest::Client, sim: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Airports the simulator knows (crates/faregate-sim/src/tables.rs), as origins.
-const KNOWN: [&str; 42] = [
-    "LHR", "LGW", "STN", "MAN", "EDI", "DUB", "CDG", "ORY", "NCE", "AMS", "FRA", "MUC", "BER",
-    "MAD", "BCN", "FCO", "MXP", "LIS", "ZRH", "VIE", "CPH", "ATH", "IST", "JFK", "EWR", "BOS",
-    "IAD", "ATL", "MIA", "ORD", "DFW", "DEN", "LAX", "SFO", "SEA", "YYZ", "DXB", "DOH", "SIN",
-    "HND", "HKG", "SYD",
+/// Airports the simulator knows (crates/faregate-sim/src/tables.rs), as origins; not London's
+/// other two (LGW, STN), which the simulator refuses as a route to LHR (one city).
+const KNOWN: [&str; 40] = [
+    "LHR", "MAN", "EDI", "DUB", "CDG", "ORY", "NCE", "AMS", "FRA", "MUC", "BER", "MAD", "BCN",
+    "FCO", "MXP", "LIS", "ZRH", "VIE", "CPH", "ATH", "IST", "JFK", "EWR", "BOS", "IAD", "ATL",
+    "MIA", "ORD", "DFW", "DEN", "LAX", "SFO", "SEA", "YYZ", "DXB", "DOH", "SIN", "HND", "HKG",
+    "SYD",
 ];
 
 /// Distinct (origin, departure date) pairs, never from one of `skip` (the body's own search,
