@@ -141,17 +141,7 @@ fn tool_request(rest: &[u8]) {
         return;
     };
     let url = out.url(base);
-    assert_eq!(url.scheme(), "https");
-    assert_eq!(url.host_str(), Some("api.example.com"), "{url}");
-    assert_eq!(url.port(), Some(8443), "{url}");
-    assert_eq!(url.fragment(), None, "{url}");
-    let segments: Vec<&str> = url
-        .path_segments()
-        .map(Iterator::collect)
-        .unwrap_or_default();
-    assert_eq!(segments.len(), 3, "{url}");
-    assert_eq!(&segments[..2], ["aeroapi", "flights"], "{url}");
-    assert!(!matches!(segments[2], "" | "." | ".."), "{url}");
+    assert_one_segment_under(&url, "api.example.com", Some(8443));
     if let Some(query) = url.query() {
         assert!(query.starts_with("max_pages="), "{url}");
         assert!(!query.contains('&'), "{url}");
@@ -192,11 +182,18 @@ fn binding_request(rest: &[u8]) {
         return;
     };
     let url = out.url(base);
-    assert_eq!(url.scheme(), "https");
-    assert_eq!(url.host_str(), Some("aeroapi.example.com"), "{url}");
-    assert_eq!(url.port(), None, "{url}");
-    assert_eq!(url.fragment(), None, "{url}");
+    assert_one_segment_under(&url, "aeroapi.example.com", None);
     assert_eq!(url.query(), None, "{url}");
+}
+
+/// `url` keeps the configured https `host` and `port`, has no fragment, and is exactly one
+/// segment (never empty, `.` or `..`) under `/aeroapi/flights`: no argument reaches the host
+/// or climbs out of the configured path.
+fn assert_one_segment_under(url: &Url, host: &str, port: Option<u16>) {
+    assert_eq!(url.scheme(), "https");
+    assert_eq!(url.host_str(), Some(host), "{url}");
+    assert_eq!(url.port(), port, "{url}");
+    assert_eq!(url.fragment(), None, "{url}");
     let segments: Vec<&str> = url
         .path_segments()
         .map(Iterator::collect)
