@@ -102,6 +102,14 @@ async fn searches_through_proxy(http2: bool) -> (Vec<(u16, Value)>, Vec<Vec<u8>>
     (answers, seen)
 }
 
+/// Each connection's first bytes as text, for a failure message.
+fn openings(connections: &[Vec<u8>]) -> Vec<String> {
+    connections
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect()
+}
+
 fn all_ok(answers: &[(u16, Value)]) {
     for (status, envelope) in answers {
         assert_eq!(*status, 200, "{envelope}");
@@ -116,10 +124,7 @@ async fn with_http2_prior_knowledge_calls_in_flight_share_one_http2_connection()
     assert!(
         connections.iter().all(|first| first == PREFACE),
         "every provider connection opens with the HTTP/2 preface: {:?}",
-        connections
-            .iter()
-            .map(|c| String::from_utf8_lossy(c).into_owned())
-            .collect::<Vec<_>>()
+        openings(&connections)
     );
     assert_eq!(
         connections.len(),
@@ -137,10 +142,7 @@ async fn without_it_each_call_in_flight_has_its_own_http1_connection() {
             .iter()
             .all(|first| first.starts_with(b"POST /air/offer_requests")),
         "every provider connection carries an HTTP/1.1 request line: {:?}",
-        connections
-            .iter()
-            .map(|c| String::from_utf8_lossy(c).into_owned())
-            .collect::<Vec<_>>()
+        openings(&connections)
     );
     assert_eq!(
         connections.len(),
