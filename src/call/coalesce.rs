@@ -25,6 +25,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use futures::FutureExt;
 use tokio::sync::{broadcast, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -121,14 +122,16 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
         let shared = Arc::clone(&self.flights);
         let task_key = key.clone();
         // The task cannot remove its entry before it is inserted: that needs this lock.
-        let task = tokio::spawn(async move {
-            let value = call.await;
+        // `map`, not an `async move` block awaiting `call`: the block would keep the captured
+        // call and the awaited one in two places, doubling the task for as long as a slow
+        // provider holds it (memory per held call, BENCHMARKS.md).
+        let task = tokio::spawn(call.map(move |value| {
             publish.send_replace(Some(value));
             let mut flights = lock(&shared);
             if flights.by_key.get(&task_key).is_some_and(|f| f.id == id) {
                 flights.by_key.remove(&task_key);
             }
-        });
+        }));
         flights.by_key.insert(
             key.clone(),
             Flight {

@@ -301,9 +301,9 @@ impl Gateway {
             caller.parent(&span);
         }
         let started = Instant::now();
-        let answered = Box::pin(self.answer(req, steps))
-            .instrument(span.clone())
-            .await;
+        // Bound before it is awaited, so the unboxed future is not kept beside the box.
+        let answer = Box::pin(self.answer(req, steps));
+        let answered = answer.instrument(span.clone()).await;
         if let Ok(envelope) = &answered {
             self.observer.called(&span, envelope, started.elapsed());
         }
@@ -341,21 +341,33 @@ impl Gateway {
                 .await);
         }
         let write = Self::write(&tool, &req.client, &request, digest);
-        let mut request = request;
+        // Boxed, and bound before it is awaited: inline, a write's steps (the ledger's SQL
+        // futures of both engines, the write's own pipeline) would size every read's call
+        // future too, for as long as a slow provider holds the read (memory per held call and
+        // fast-fail, BENCHMARKS.md).
+        let written = Box::pin(self.answer_write((&served, &tool), info, request, deadline, write));
+        Ok(written.await)
+    }
+
+    /// A checked write: its ledger entry first (which may answer it: booked earlier, a
+    /// conflict, over budget), then the pipeline, then the answer.
+    async fn answer_write(
+        self: &Arc<Self>,
+        (served, tool): (&Arc<Served>, &Arc<ServedTool>),
+        info: CallInfo,
+        mut request: ToolRequest,
+        deadline: Instant,
+        write: Option<Write>,
+    ) -> Envelope {
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
-            // Boxed, so a read's call future does not carry the ledger's SQL futures (both
-            // engines', several KB) through every move of the call (BENCHMARKS.md, fast-fail).
             let opened = Box::pin(self.open_write(ledger, write, info.clone(), &mut request));
             if let Some(envelope) = opened.await {
-                return Ok(envelope);
+                return envelope;
             }
         }
-        match self
-            .run_write(&served, &tool, request, deadline, write)
-            .await
-        {
-            Ok(success) => Ok(answer::fresh(info, success)),
-            Err(failure) => Ok(self.interactive_answer(&tool, info, &failure, None)),
+        match self.run_write(served, tool, request, deadline, write).await {
+            Ok(success) => answer::fresh(info, success),
+            Err(failure) => self.interactive_answer(tool, info, &failure, None),
         }
     }
 

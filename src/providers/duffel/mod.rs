@@ -115,12 +115,13 @@ impl DuffelClient {
                 .hotel_availability(a)
                 .await
                 .map(ToolOutput::CheckHotelAvailability),
-            ToolRequest::BookFlight(a, terms) => self
-                .book(a, terms, timeout)
+            // The writes are boxed: their several requests (order, then its lookup) would
+            // otherwise size every search's future too, for as long as a slow provider holds
+            // it (memory per held call, BENCHMARKS.md).
+            ToolRequest::BookFlight(a, terms) => Box::pin(self.book(a, terms, timeout))
                 .await
                 .map(ToolOutput::BookFlight),
-            ToolRequest::BookHotel(a, terms) => self
-                .book_stay(a, terms, timeout)
+            ToolRequest::BookHotel(a, terms) => Box::pin(self.book_stay(a, terms, timeout))
                 .await
                 .map(ToolOutput::BookHotel),
             ToolRequest::GetFlightStatus(_) => Err(UpstreamError::new(
