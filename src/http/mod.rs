@@ -57,6 +57,9 @@ use routes::{Guard, Handler, ROUTES};
 ///    before the body;
 /// 5. the body limit, applied as the handler reads the body.
 ///
+/// Steps 2 to 4 are one `from_fn` layer (`edge::guard`) on the `Client` and `Call` routes, in
+/// that order; `/mcp` keeps them as three, with `mcp::client_answers` after step 2.
+///
 /// Every refusal is JSON: a wrong method gets the table's JSON 405 (each route's method
 /// fallback, inside the route's layers, with the `Allow` header the table derives), and `/mcp`
 /// turns rmcp's plain-text refusals into the same shape on its own route, so the calls that are
@@ -135,32 +138,39 @@ fn layered(
     mcp: bool,
     routes: Router<AppState>,
 ) -> Router<AppState> {
-    let outer =
-        ServiceBuilder::new()
-            .layer(edge::trace_layer())
-            .layer(middleware::from_fn_with_state(
-                edge::RequestBounds {
-                    timeout: state.request_timeout,
-                    max_body_bytes: state.max_body_bytes,
-                },
-                edge::bound_request,
-            ));
-    let authenticated = middleware::from_fn_with_state(state.keys.clone(), edge::require_client);
+    let bounds = edge::RequestBounds {
+        timeout: state.request_timeout,
+        max_body_bytes: state.max_body_bytes,
+    };
+    let traced = ServiceBuilder::new().layer(edge::trace_layer());
+    let bounded = middleware::from_fn_with_state(bounds, edge::bound_request);
     let body_limit = DefaultBodyLimit::max(state.max_body_bytes);
-    let limits = middleware::from_fn_with_state(
-        (state.limits.clone(), state.telemetry.clone()),
-        edge::limit_calls,
-    );
+    let limits = (state.limits.clone(), state.telemetry.clone());
+    // Steps 2 to 4 in one layer (`edge::guard`), for the client's routes.
+    let guarded = |limits| {
+        middleware::from_fn_with_state(
+            edge::Gate {
+                bounds,
+                keys: state.keys.clone(),
+                limits,
+            },
+            edge::guard,
+        )
+    };
     match guard {
         Guard::Call if mcp => routes.layer(
-            outer
+            traced
+                .layer(bounded)
                 .layer(middleware::from_fn(mcp::client_answers))
-                .layer(authenticated)
+                .layer(middleware::from_fn_with_state(
+                    state.keys.clone(),
+                    edge::require_client,
+                ))
                 .layer(body_limit)
-                .layer(limits),
+                .layer(middleware::from_fn_with_state(limits, edge::limit_calls)),
         ),
-        Guard::Call => routes.layer(outer.layer(authenticated).layer(body_limit).layer(limits)),
-        Guard::Client => routes.layer(outer.layer(authenticated).layer(body_limit)),
-        Guard::Open | Guard::SelfAuthorized => routes.layer(outer),
+        Guard::Call => routes.layer(traced.layer(body_limit).layer(guarded(Some(limits)))),
+        Guard::Client => routes.layer(traced.layer(body_limit).layer(guarded(None))),
+        Guard::Open | Guard::SelfAuthorized => routes.layer(traced.layer(bounded)),
     }
 }

@@ -204,13 +204,17 @@ pub(crate) async fn require_client(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match keys.authorize(request.headers(), Role::Client, "this", "") {
-        Ok(caller) => {
-            request.extensions_mut().insert(caller);
-            next.run(request).await
-        }
+    match authenticate(&keys, &mut request) {
+        Ok(()) => next.run(request).await,
         Err(res) => *res,
     }
+}
+
+/// [`require_client`]'s check: records the [`Caller`] on `request`, or the 401 to answer.
+pub(super) fn authenticate(keys: &Keys, request: &mut Request) -> Result<(), Box<Response>> {
+    let caller = keys.authorize(request.headers(), Role::Client, "this", "")?;
+    request.extensions_mut().insert(caller);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -257,6 +257,16 @@ pub(crate) async fn limit_calls(
     request: Request,
     next: Next,
 ) -> Response {
+    limit(&limits, &telemetry, request, next).await
+}
+
+/// [`limit_calls`]'s admission around the rest of the request (`next`).
+pub(super) async fn limit(
+    limits: &ClientLimits,
+    telemetry: &Telemetry,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }

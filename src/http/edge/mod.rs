@@ -17,6 +17,7 @@ mod auth;
 mod body;
 mod clients;
 mod error;
+mod gate;
 mod h2c;
 mod limits;
 mod linger;
@@ -36,6 +37,7 @@ pub(crate) use body::{Browsers, read_body};
 pub(crate) use error::{
     MCP_PATH, PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json,
 };
+pub(crate) use gate::{Gate, guard};
 pub(crate) use limits::limit_calls;
 pub(crate) use server::{RequestBounds, bound_request};
 pub(crate) use trace::layer as trace_layer;

@@ -287,6 +287,19 @@ pub(crate) async fn bound_request(
     request: Request,
     next: Next,
 ) -> Response {
+    bounded(bounds, request, |request| next.run(request)).await
+}
+
+/// [`bound_request`]'s checks around `run` (the rest of the request): also the first step of
+/// [`super::gate::guard`], which runs authentication and limits inside the same bound.
+pub(super) async fn bounded<F>(
+    bounds: RequestBounds,
+    request: Request,
+    run: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     // MCP clients read a refusal only as a JSON-RPC error (`error::as_json_rpc`); this layer is
     // outside `/mcp`'s own, so it shapes its two refusals there itself.
     let mcp = request.uri().path() == super::MCP_PATH;
@@ -299,7 +312,7 @@ pub(crate) async fn bound_request(
         };
     }
     let limit = bounds.timeout;
-    match tokio::time::timeout(limit, next.run(request)).await {
+    match tokio::time::timeout(limit, run(request)).await {
         Ok(res) => res,
         Err(_) if mcp => Box::pin(super::as_json_rpc(request_timed_out(limit))).await,
         Err(_) => request_timed_out(limit),
