@@ -296,7 +296,7 @@ pub(super) async fn limit(
             ClientId::Peer(peer)
         }
     };
-    match own.as_deref().unwrap_or(&limits).admit(client) {
+    match own.as_deref().unwrap_or(limits).admit(client) {
         Ok(admission) => {
             let res = next.run(request).await;
             drop(admission);
