@@ -246,9 +246,23 @@ impl Envelope {
     /// serialized form, not serialized again (a stale answer repeats the same few kilobytes on
     /// every call).
     pub fn to_json_bytes(&self) -> Vec<u8> {
+        // Sized once: serde_json's own buffer starts at 128 bytes and grows (a realloc and a
+        // copy each time) through a stale answer's kilobytes of `content` and `data`.
+        let mut bytes = Vec::with_capacity(self.json_len_estimate());
         // Strings, integers and JSON text that serde_json wrote: this cannot fail; the
         // fallback keeps a bug from becoming a panic.
-        serde_json::to_vec(self).unwrap_or_else(|_| b"{}".to_vec())
+        match serde_json::to_writer(&mut bytes, self) {
+            Ok(()) => bytes,
+            Err(_) => b"{}".to_vec(),
+        }
+    }
+
+    /// About the serialized length: the texts, room for some escapes, and the keys and the
+    /// short fields.
+    fn json_len_estimate(&self) -> usize {
+        let text = self.content.len() + self.call_id.len() + self.tool.len();
+        let data = self.data.as_ref().map_or(0, |d| d.raw().get().len());
+        text + text / 16 + data + 256
     }
 }
 
