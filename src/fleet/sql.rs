@@ -92,7 +92,8 @@ const RECORD_EVENT: &str = "INSERT INTO faregate_breaker_events (id, tool, provi
         to_state, reason, at_ms, failure_rate_ppm, slow_rate_ppm, calls, replica)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
-const LATEST_EVENTS: &str = "SELECT * FROM faregate_breaker_events ORDER BY id DESC LIMIT $1";
+const LATEST_EVENTS: &str =
+    "SELECT * FROM faregate_breaker_events ORDER BY id DESC LIMIT CAST($1 AS BIGINT)";
 
 /// `$1` tool, `$2` provider, `$3` owner, `$4` until, `$5` now. Taken when free, expired or
 /// already ours, and never while the shared row says another replica has just reopened it.

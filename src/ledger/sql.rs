@@ -114,10 +114,10 @@ const RESERVE: &str = "UPDATE faregate_bookings
 
 /// `$1` the settle cutoff, `$2` limit: unknown entries, and pending ones nobody finished.
 const UNRESOLVED: &str = "WHERE state = 'unknown' OR (state = 'pending' AND updated_at <= $1)
-     ORDER BY updated_at LIMIT $2";
+     ORDER BY updated_at LIMIT CAST($2 AS BIGINT)";
 
 const LIST: &str = "WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
-     ORDER BY created_at DESC, idempotency_key LIMIT $2";
+     ORDER BY created_at DESC, idempotency_key LIMIT CAST($2 AS BIGINT)";
 
 /// `$1` client, `$2`–`$3` the window of confirmation times.
 const BOOKED_BETWEEN: &str =

@@ -141,7 +141,7 @@ impl<T: Send + 'static> Outbox<T> {
         } = self.spec;
         let sql = format!(
             "{select} WHERE {a}callback_state = 'pending' AND {a}next_callback_at <= $1 {also}
-             ORDER BY {a}next_callback_at LIMIT $2"
+             ORDER BY {a}next_callback_at LIMIT CAST($2 AS BIGINT)"
         );
         let spec = self.spec;
         self.db

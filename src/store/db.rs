@@ -15,6 +15,12 @@
 //! - **Serialized steps.** A check and a write that must be one step (a booking's budget
 //!   reservation) run under `BEGIN IMMEDIATE` on SQLite and under a transaction-scoped advisory
 //!   lock on PostgreSQL ([`Db::execute_serialized`]).
+//! - **Limits.** A bound `LIMIT` is written `LIMIT CAST($n AS BIGINT)`. The SQLite that
+//!   libsqlite3-sys bundles (3.51; 3.40 did not) lets its planner read the value of a bare
+//!   placeholder after `LIMIT`, so every new binding expires the statement and its next run
+//!   compiles it again: the pollers' claims were compiled again on every poll, most of an idle
+//!   gateway's CPU (BENCHMARKS.md). The cast keeps the value out of the plan; PostgreSQL reads
+//!   it the same. A test keeps every statement to it.
 //! - **Migrations.** PostgreSQL replicas take an advisory lock around a migration run; SQLite
 //!   runs it inside `BEGIN IMMEDIATE`, its one-writer lock (see `migrate.rs`).
 
@@ -283,4 +289,49 @@ fn pg_query<'a>(
         Arg::Int(value) => query.bind(value),
         Arg::Names(names) => query.bind(names),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Every `.rs` file under `dir`, with its text.
+    fn sources(dir: &Path, found: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).expect("src/ is readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a source file is UTF-8");
+                found.push((path.display().to_string(), text));
+            }
+        }
+    }
+
+    #[test]
+    fn no_statement_binds_a_bare_limit() {
+        // A bare bound LIMIT makes SQLite compile the statement again on every run (module
+        // docs, "Limits"). The pattern is built so that this file does not match itself.
+        let bare = ["LIMIT", " $"].concat();
+        let mut files = Vec::new();
+        sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        assert!(files.len() > 50, "found only {} source files", files.len());
+        let offenders: Vec<String> = files
+            .iter()
+            .flat_map(|(path, text)| {
+                text.lines()
+                    .enumerate()
+                    .filter(|(_, line)| line.contains(&bare))
+                    .map(move |(n, line)| format!("{path}:{}: {}", n + 1, line.trim()))
+            })
+            .collect();
+        assert!(
+            offenders.is_empty(),
+            "write LIMIT CAST($n AS BIGINT) instead:\n{}",
+            offenders.join("\n")
+        );
+    }
 }

@@ -44,7 +44,7 @@ impl<T> Owned<T> {
     ) -> Result<Vec<T>, StoreError> {
         let sql = format!(
             "SELECT {} FROM {} WHERE (CAST($1 AS TEXT) IS NULL OR client = CAST($1 AS TEXT))
-             ORDER BY created_at DESC, id DESC LIMIT $2",
+             ORDER BY created_at DESC, id DESC LIMIT CAST($2 AS BIGINT)",
             self.columns, self.table
         );
         db.fetch(

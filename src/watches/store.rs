@@ -358,7 +358,7 @@ impl WatchStore {
         let sql = format!(
             "SELECT {COLUMNS} FROM faregate_watches
              WHERE state = 'active' AND job_id IS NULL AND next_run_at <= $1
-             ORDER BY next_run_at LIMIT $2"
+             ORDER BY next_run_at LIMIT CAST($2 AS BIGINT)"
         );
         db.fetch(
             sqlx::AssertSqlSafe(sql),
@@ -373,7 +373,7 @@ impl WatchStore {
         let db = self.ready().await?;
         let sql = format!(
             "SELECT {COLUMNS} FROM faregate_watches
-             WHERE job_id IS NOT NULL ORDER BY job_instant LIMIT $1"
+             WHERE job_id IS NOT NULL ORDER BY job_instant LIMIT CAST($1 AS BIGINT)"
         );
         db.fetch(
             sqlx::AssertSqlSafe(sql),
@@ -553,7 +553,7 @@ impl WatchStore {
         db.fetch(
             "SELECT watch_id, instant, text, result, created_at, callback_state
              FROM faregate_watch_notices
-             WHERE watch_id = $1 ORDER BY instant DESC LIMIT $2",
+             WHERE watch_id = $1 ORDER BY instant DESC LIMIT CAST($2 AS BIGINT)",
             &[Arg::Text(Some(id)), Arg::Int(Some(i64::from(limit)))],
             notice_from_row,
         )

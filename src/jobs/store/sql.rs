@@ -107,7 +107,7 @@ const COUNT: &str = "SELECT COUNT(*) AS n FROM faregate_jobs";
 const OLDEST: &str = concat!(
     "SELECT ",
     job_columns!(),
-    " FROM faregate_jobs ORDER BY id LIMIT $1"
+    " FROM faregate_jobs ORDER BY id LIMIT CAST($1 AS BIGINT)"
 );
 
 const DELETE: &str = "DELETE FROM faregate_jobs WHERE id = $1";
@@ -131,7 +131,7 @@ const LIST: &str = concat!(
      WHERE (CAST($1 AS TEXT) IS NULL OR status = CAST($1 AS TEXT))
        AND (CAST($2 AS TEXT) IS NULL OR tool = CAST($2 AS TEXT))
        AND (CAST($3 AS TEXT) IS NULL OR client = CAST($3 AS TEXT))
-     ORDER BY id DESC LIMIT $4"
+     ORDER BY id DESC LIMIT CAST($4 AS BIGINT)"
 );
 
 /// The condition of a claimable job (`$1` = now): due, or running on an expired lease.
@@ -146,7 +146,7 @@ const CLAIM: &str = concat!(
      WHERE id IN (
          SELECT id FROM faregate_jobs
          WHERE {due} AND {not_skipped}
-         ORDER BY next_attempt_at, id LIMIT $5
+         ORDER BY next_attempt_at, id LIMIT CAST($5 AS BIGINT)
          {lock})
      RETURNING ",
     job_columns!()
@@ -170,7 +170,7 @@ const CLAIM_CALLBACKS: &str = concat!(
          SELECT id FROM faregate_jobs
          WHERE callback_state = 'pending' AND status IN ('succeeded', 'dead')
            AND next_callback_at <= $1
-         ORDER BY next_callback_at LIMIT $3
+         ORDER BY next_callback_at LIMIT CAST($3 AS BIGINT)
          {lock})
      RETURNING ",
     job_columns!()
@@ -187,7 +187,7 @@ const PURGE: &str = "DELETE FROM faregate_jobs WHERE id IN (
          SELECT id FROM faregate_jobs
          WHERE status IN ('succeeded', 'dead', 'cancelled') AND updated_at < $1
            AND NOT (callback_state = 'pending' AND status IN ('succeeded', 'dead'))
-         LIMIT $2)";
+         LIMIT CAST($2 AS BIGINT))";
 
 /// Only a job that has not started is cancelled: a running one may be booking at the provider.
 const CANCEL: &str = "UPDATE faregate_jobs
