@@ -148,7 +148,8 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
             age.as_secs(),
             retry_after_s,
             entry.provider.clone(),
-        );
+        )
+        .with_content_tail(&entry.content);
     }
 
     let content = if let Failure::Maintenance {

@@ -94,6 +94,11 @@ pub struct Envelope {
     pub job_id: Option<String>,
     /// The provider that answered, or was tried last.
     pub provider: Option<String>,
+    /// The end of `content` that a remembered result repeats, with its JSON escaping made once
+    /// ([`SharedText`]): a stale or `fresh_for` answer's kilobytes of text are not escaped
+    /// again on every call. Not data: never serialized, and not compared.
+    #[serde(skip)]
+    pub(crate) content_tail: ContentTail,
 }
 
 /// What every envelope says about its call.
@@ -213,7 +218,18 @@ impl Envelope {
             breaker: info.breaker,
             job_id: None,
             provider: None,
+            content_tail: ContentTail::default(),
         }
+    }
+
+    /// Marks `tail` as the end of `content`, so that serializing this envelope copies its
+    /// escaped form instead of escaping it again; nothing changes when `content` does not end
+    /// with it.
+    pub(crate) fn with_content_tail(mut self, tail: &SharedText) -> Self {
+        if self.content.ends_with(tail.as_str()) {
+            self.content_tail = ContentTail(Some(tail.clone()));
+        }
+        self
     }
 }
 
@@ -239,6 +255,7 @@ impl Envelope {
             breaker: text("breaker").unwrap_or_default(),
             job_id: text("job_id"),
             provider: text("provider"),
+            content_tail: ContentTail::default(),
         })
     }
 
@@ -251,10 +268,52 @@ impl Envelope {
         let mut bytes = Vec::with_capacity(self.json_len_estimate());
         // Strings, integers and JSON text that serde_json wrote: this cannot fail; the
         // fallback keeps a bug from becoming a panic.
-        match serde_json::to_writer(&mut bytes, self) {
+        let written = match self.content_tail.split(&self.content) {
+            Some((head, tail)) => self.write_with_escaped_tail(&mut bytes, head, tail),
+            None => serde_json::to_writer(&mut bytes, self),
+        };
+        match written {
             Ok(()) => bytes,
             Err(_) => b"{}".to_vec(),
         }
+    }
+
+    /// The derived serialization's bytes, field for field in the same order (a unit test
+    /// compares the two), with `content` written as `head` escaped now and `tail` copied
+    /// already escaped.
+    fn write_with_escaped_tail(
+        &self,
+        out: &mut Vec<u8>,
+        head: &str,
+        tail: &SharedText,
+    ) -> serde_json::Result<()> {
+        fn field<T: Serialize + ?Sized>(
+            out: &mut Vec<u8>,
+            key: &str,
+            value: &T,
+        ) -> serde_json::Result<()> {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"\":");
+            serde_json::to_writer(&mut *out, value)
+        }
+        out.extend_from_slice(b"{\"call_id\":");
+        serde_json::to_writer(&mut *out, &self.call_id)?;
+        field(out, "tool", &self.tool)?;
+        field(out, "status", &self.status)?;
+        field(out, "content", head)?;
+        out.pop(); // the closing quote of `head`: the tail goes inside the same string
+        out.extend_from_slice(tail.escaped().as_bytes());
+        out.push(b'"');
+        field(out, "data", &self.data)?;
+        field(out, "stale_age_s", &self.stale_age_s)?;
+        field(out, "cached_age_s", &self.cached_age_s)?;
+        field(out, "retry_after_s", &self.retry_after_s)?;
+        field(out, "breaker", &self.breaker)?;
+        field(out, "job_id", &self.job_id)?;
+        field(out, "provider", &self.provider)?;
+        out.push(b'}');
+        Ok(())
     }
 
     /// About the serialized length: the texts, room for some escapes, and the keys and the
@@ -263,6 +322,104 @@ impl Envelope {
         let text = self.content.len() + self.call_id.len() + self.tool.len();
         let data = self.data.as_ref().map_or(0, |d| d.raw().get().len());
         text + text / 16 + data + 256
+    }
+}
+
+/// A remembered result's `content`: the text that every stale answer (and every `fresh_for`
+/// repeat) of the same arguments carries again, with its JSON escaping made the first time an
+/// answer is serialized with it and kept (escaping a search's kilobytes of text was the
+/// largest piece of a fallback answer that is ours: BENCHMARKS.md).
+#[derive(Clone)]
+pub(crate) struct SharedText(Arc<SharedTextInner>);
+
+struct SharedTextInner {
+    raw: String,
+    /// `raw` as the inside of a JSON string, without its quotes.
+    escaped: OnceLock<String>,
+}
+
+impl SharedText {
+    /// Wraps a text; nothing is escaped until an answer is serialized with it.
+    pub(crate) fn new(raw: String) -> Self {
+        SharedText(Arc::new(SharedTextInner {
+            raw,
+            escaped: OnceLock::new(),
+        }))
+    }
+
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0.raw
+    }
+
+    /// The text as the inside of a JSON string (without its quotes), escaped the first time.
+    fn escaped(&self) -> &str {
+        self.0.escaped.get_or_init(|| {
+            // A string always serializes; the quotes serde_json writes around it are trimmed.
+            let quoted = serde_json::to_string(&self.0.raw).unwrap_or_default();
+            let inside = quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"'));
+            inside.unwrap_or_default().to_string()
+        })
+    }
+}
+
+impl Deref for SharedText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<String> for SharedText {
+    fn from(raw: String) -> Self {
+        SharedText::new(raw)
+    }
+}
+
+impl From<&str> for SharedText {
+    fn from(raw: &str) -> Self {
+        SharedText::new(raw.to_string())
+    }
+}
+
+impl PartialEq for SharedText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl fmt::Debug for SharedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// The pre-escaped end of an envelope's `content`, if it has one ([`Envelope::content_tail`]).
+/// Every two compare equal: it is how `content` gets written, not part of what it says.
+#[derive(Clone, Default)]
+pub(crate) struct ContentTail(Option<SharedText>);
+
+impl ContentTail {
+    /// `content` as the part to escape now and the tail escaped before, when `content` still
+    /// ends with the tail (the field is public, so it is checked: a comparison of bytes costs a
+    /// fraction of escaping them).
+    pub(crate) fn split<'a>(&'a self, content: &'a str) -> Option<(&'a str, &'a SharedText)> {
+        let tail = self.0.as_ref()?;
+        let head = content.strip_suffix(tail.as_str())?;
+        Some((head, tail))
+    }
+}
+
+impl PartialEq for ContentTail {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for ContentTail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "escaped" } else { "none" })
     }
 }
 
@@ -419,6 +576,50 @@ mod tests {
             let sent: Value = serde_json::from_slice(&env.to_json_bytes()).expect("JSON");
             assert_eq!(Envelope::from_stored(&sent), Some(env));
         }
+    }
+
+    /// A stale answer's and a `fresh_for` repeat's bytes, with the remembered text escaped once
+    /// and copied, are exactly what serializing the envelope writes, whatever the text holds.
+    #[test]
+    fn a_pre_escaped_content_tail_writes_the_same_bytes() {
+        let remembered = SharedText::from(
+            "2 offers: \"quoted\" \\ back\nslash, tab\there, \u{1} control, caf\u{e9} \u{1F6EB}.",
+        );
+        let head = "STALE RESULT, 4 minutes old: \"search_flights\"\n";
+        let stale = Envelope::stale(
+            CallInfo::new("c\"1", "search_flights"),
+            format!("{head}{}", remembered.as_str()),
+            Data::new(json!({"offers": [{"id": "off_1"}]})),
+            240,
+            30,
+            "duffel".into(),
+        )
+        .with_content_tail(&remembered);
+        let cached = Envelope::cached(
+            CallInfo::new("c2", "search_flights"),
+            remembered.to_string(),
+            Data::new(json!([1])),
+            12,
+            "duffel".into(),
+        )
+        .with_content_tail(&remembered);
+        // The content changed after the tail was marked: written the ordinary way.
+        let mut changed = cached.clone();
+        changed.content.push_str(" and more");
+        for env in [&stale, &cached, &stale, &changed] {
+            let derived = serde_json::to_vec(env).expect("serializes");
+            assert_eq!(
+                String::from_utf8(env.to_json_bytes()).expect("UTF-8"),
+                String::from_utf8(derived).expect("UTF-8")
+            );
+        }
+        assert!(stale.content_tail.split(&stale.content).is_some());
+        assert!(cached.content_tail.split(&cached.content).is_some());
+        assert!(changed.content_tail.split(&changed.content).is_none());
+        // A tail the content does not end with is not marked at all.
+        let other = Envelope::invalid_arguments(CallInfo::new("c", "t"), "bad".into())
+            .with_content_tail(&remembered);
+        assert!(other.content_tail.split(&other.content).is_none());
     }
 
     #[test]

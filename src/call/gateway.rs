@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use super::answer::{self, Verdict};
 use super::booking::{self, Write};
-use super::envelope::{CallInfo, Envelope};
+use super::envelope::{CallInfo, Envelope, SharedText};
 use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
@@ -389,9 +389,13 @@ impl Gateway {
             .as_ref()
             .and_then(|memory| memory.fresh(&key, Instant::now()))
         {
-            let (content, data, provider) =
-                (hit.content.clone(), hit.data.clone(), hit.provider.clone());
-            return Envelope::cached(info, content, data, age.as_secs(), provider);
+            let (content, data, provider) = (
+                hit.content.to_string(),
+                hit.data.clone(),
+                hit.provider.clone(),
+            );
+            return Envelope::cached(info, content, data, age.as_secs(), provider)
+                .with_content_tail(&hit.content);
         }
         // Every breaker rejecting: nothing goes upstream, so there is nothing to share (and no
         // progress to report), and the fast-fail answer skips the shared call's task and channel.
@@ -754,7 +758,7 @@ impl Gateway {
                 key,
                 GoodResult {
                     data: data.clone(),
-                    content: envelope.content.clone(),
+                    content: SharedText::new(envelope.content.clone()),
                     provider: provider.clone(),
                     fetched_at: Instant::now(),
                 },

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::envelope::Data;
+use super::envelope::{Data, SharedText};
 use crate::fingerprint::canonical_json;
 
 /// The most entries one tool keeps.
@@ -29,8 +29,9 @@ const CAPACITY: u64 = 10_000;
 pub(crate) struct GoodResult {
     /// The result's `data` (shared with the answer that was fresh, serialized once).
     pub data: Data,
-    /// The result's `content` when it was fresh.
-    pub content: String,
+    /// The result's `content` when it was fresh (escaped once for all the answers that repeat
+    /// it).
+    pub content: SharedText,
     /// The provider that answered.
     pub provider: String,
     /// When it was fetched.

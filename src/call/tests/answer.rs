@@ -287,6 +287,8 @@ fn the_interactive_texts_are_complete() {
         (Some(240), Some(cached.data.clone()))
     );
     assert!(stale.content.ends_with("confirm before booking. 0 offers."));
+    // The remembered text is written from its escaped copy, not escaped again.
+    assert!(stale.content_tail.split(&stale.content).is_some());
 }
 
 #[test]
