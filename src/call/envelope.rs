@@ -13,6 +13,8 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::shared_text::SharedText;
+
 /// What happened to a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -223,12 +225,10 @@ impl Envelope {
     }
 
     /// Marks `tail` as the end of `content`, so that serializing this envelope copies its
-    /// escaped form instead of escaping it again; nothing changes when `content` does not end
-    /// with it.
+    /// escaped form instead of escaping it again (checked when it is written: a `content` that
+    /// does not end with it is escaped as usual).
     pub(crate) fn with_content_tail(mut self, tail: &SharedText) -> Self {
-        if self.content.ends_with(tail.as_str()) {
-            self.content_tail = ContentTail(Some(tail.clone()));
-        }
+        self.content_tail = ContentTail(Some(tail.clone()));
         self
     }
 }
@@ -322,76 +322,6 @@ impl Envelope {
         let text = self.content.len() + self.call_id.len() + self.tool.len();
         let data = self.data.as_ref().map_or(0, |d| d.raw().get().len());
         text + text / 16 + data + 256
-    }
-}
-
-/// A remembered result's `content`: the text that every stale answer (and every `fresh_for`
-/// repeat) of the same arguments carries again, with its JSON escaping made the first time an
-/// answer is serialized with it and kept (escaping a search's kilobytes of text was the
-/// largest piece of a fallback answer that is ours: BENCHMARKS.md).
-#[derive(Clone)]
-pub(crate) struct SharedText(Arc<SharedTextInner>);
-
-struct SharedTextInner {
-    raw: String,
-    /// `raw` as the inside of a JSON string, without its quotes.
-    escaped: OnceLock<String>,
-}
-
-impl SharedText {
-    /// Wraps a text; nothing is escaped until an answer is serialized with it.
-    pub(crate) fn new(raw: String) -> Self {
-        SharedText(Arc::new(SharedTextInner {
-            raw,
-            escaped: OnceLock::new(),
-        }))
-    }
-
-    /// The text.
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0.raw
-    }
-
-    /// The text as the inside of a JSON string (without its quotes), escaped the first time.
-    fn escaped(&self) -> &str {
-        self.0.escaped.get_or_init(|| {
-            // A string always serializes; the quotes serde_json writes around it are trimmed.
-            let quoted = serde_json::to_string(&self.0.raw).unwrap_or_default();
-            let inside = quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"'));
-            inside.unwrap_or_default().to_string()
-        })
-    }
-}
-
-impl Deref for SharedText {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl From<String> for SharedText {
-    fn from(raw: String) -> Self {
-        SharedText::new(raw)
-    }
-}
-
-impl From<&str> for SharedText {
-    fn from(raw: &str) -> Self {
-        SharedText::new(raw.to_string())
-    }
-}
-
-impl PartialEq for SharedText {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl fmt::Debug for SharedText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -616,7 +546,7 @@ mod tests {
         assert!(stale.content_tail.split(&stale.content).is_some());
         assert!(cached.content_tail.split(&cached.content).is_some());
         assert!(changed.content_tail.split(&changed.content).is_none());
-        // A tail the content does not end with is not marked at all.
+        // A tail the content does not end with is not used.
         let other = Envelope::invalid_arguments(CallInfo::new("c", "t"), "bad".into())
             .with_content_tail(&remembered);
         assert!(other.content_tail.split(&other.content).is_none());

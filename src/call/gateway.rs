@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use super::answer::{self, Verdict};
 use super::booking::{self, Write};
-use super::envelope::{CallInfo, Envelope, SharedText};
+use super::envelope::{CallInfo, Envelope};
 use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
@@ -27,6 +27,7 @@ use super::pipeline::{self, Context};
 use super::progress::{self, StepSender, Steps};
 use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::{ServedTool, SharedOutcome};
+use super::shared_text::SharedText;
 use super::upstream::Upstream;
 use crate::breaker::{BreakerKey, BreakerRegistry};
 use crate::clients::ClientName;

@@ -18,7 +18,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::envelope::{Data, SharedText};
+use super::envelope::Data;
+use super::shared_text::SharedText;
 use crate::fingerprint::canonical_json;
 
 /// The most entries one tool keeps.

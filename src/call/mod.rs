@@ -57,6 +57,7 @@ mod progress;
 mod reload;
 mod retry;
 mod served;
+mod shared_text;
 mod upstream;
 
 #[cfg(test)]
