@@ -170,6 +170,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss = rss_kib(&pid.to_string());
     let reached = started.elapsed();
+    // `HOLD_PROBE=CMD`: a command run while every call is still held (a heap probe of the
+    // gateway, say), with the gateway's pid as its one argument.
+    if let Ok(probe) = std::env::var("HOLD_PROBE") {
+        let status = std::process::Command::new(&probe).arg(pid.to_string()).status();
+        eprintln!("HOLD_PROBE {probe}: {status:?}");
+    }
     http.delete(format!("http://{sim}/_sim/faults"))
         .send()
         .await?;

@@ -6,12 +6,15 @@
 //! this file.
 
 use std::collections::BTreeMap;
+use std::future::{Future, ready};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use chrono::NaiveDate;
+use futures::FutureExt as _;
+use futures::future::Either;
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -19,6 +22,7 @@ use tracing::Instrument;
 
 use super::answer::{self, Verdict};
 use super::booking::{self, Write};
+use super::coalesce::Waiter;
 use super::envelope::{CallInfo, Envelope};
 use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
@@ -292,35 +296,47 @@ impl Gateway {
     /// [`Gateway::call`], telling `steps` what the call does while its caller waits (a provider
     /// failed and the next is asked; a retry waits): the steps of a read, which may fail over and
     /// retry (a write does neither).
-    pub async fn call_reporting(
+    pub fn call_reporting(
         self: &Arc<Self>,
         req: CallRequest,
         steps: Option<StepSender>,
-    ) -> Result<Envelope, CallError> {
+    ) -> impl Future<Output = Result<Envelope, CallError>> + Send + '_ {
         let span = Observer::call_span(&req.tool);
         if let Some(caller) = &req.trace {
             caller.parent(&span);
         }
         let started = Instant::now();
-        // Bound before it is awaited, so the unboxed future is not kept beside the box.
-        let answer = Box::pin(self.answer(req, steps));
-        let answered = answer.instrument(span.clone()).await;
-        if let Ok(envelope) = &answered {
-            self.observer.called(&span, envelope, started.elapsed());
+        // `answer` looks the tool up and checks the arguments as it is called: in the span, as
+        // the rest of the call. Boxed, and the request moved into it: this future, which every
+        // layer above keeps inline, holds no more than the box and the span.
+        let answer = span.in_scope(|| Box::pin(self.answer(req, steps)));
+        async move {
+            let answered = answer.instrument(span.clone()).await;
+            if let Ok(envelope) = &answered {
+                self.observer.called(&span, envelope, started.elapsed());
+            }
+            answered
         }
-        answered
     }
 
     /// An interactive call: look up → check once → a read: from memory, or shared with identical
     /// calls in flight; a write: the ledger → pipeline → answer.
-    async fn answer(
+    ///
+    /// A plain function returning the read's or the write's future, not an `async fn`: the
+    /// look-up and the check are synchronous, and an `async fn` would keep its arguments and
+    /// every local (the request, its checked copy, the call's info) beside the read's future
+    /// for as long as a slow provider holds the call (memory per held call, BENCHMARKS.md).
+    fn answer(
         self: &Arc<Self>,
         req: CallRequest,
         steps: Option<StepSender>,
-    ) -> Result<Envelope, CallError> {
+    ) -> impl Future<Output = Result<Envelope, CallError>> + Send + '_ {
         // The configuration this call runs on to its end, whatever a reload installs meanwhile.
         let served = self.served.load_full();
-        let tool = self.look_up(&served, &req.tool)?;
+        let tool = match self.look_up(&served, &req.tool) {
+            Ok(tool) => tool,
+            Err(unknown) => return Either::Left(ready(Err(unknown))),
+        };
         let info = CallInfo {
             breaker: tool.first_breaker_state(Instant::now()).to_string(),
             ..CallInfo::new(self.call_id(req.call_id), tool.spec.name)
@@ -332,29 +348,25 @@ impl Gateway {
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
         let request = match checked {
             Ok(request) => request,
-            Err(text) => return Ok(Envelope::invalid_arguments(info, text)),
+            Err(text) => return Either::Left(ready(Ok(Envelope::invalid_arguments(info, text)))),
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
         if let Some(key) = read_key {
-            let read = (&served, &tool);
-            return Ok(self
-                .answer_read(read, info, request, deadline, key, steps.as_ref())
-                .await);
+            let read = self.answer_read((served, tool), info, request, deadline, key, steps);
+            return Either::Right(Either::Left(read.map(Ok)));
         }
         let write = Self::write(&tool, &req.client, &request, digest);
-        // Boxed, and bound before it is awaited: inline, a write's steps (the ledger's SQL
-        // futures of both engines, the write's own pipeline) would size every read's call
-        // future too, for as long as a slow provider holds the read (memory per held call and
-        // fast-fail, BENCHMARKS.md).
-        let written = Box::pin(self.answer_write((&served, &tool), info, request, deadline, write));
-        Ok(written.await)
+        // Boxed: inline, a write's steps (the ledger's SQL futures of both engines, the
+        // write's own pipeline) would size every read's call future too.
+        let written = Box::pin(self.answer_write((served, tool), info, request, deadline, write));
+        Either::Right(Either::Right(written.map(Ok)))
     }
 
     /// A checked write: its ledger entry first (which may answer it: booked earlier, a
     /// conflict, over budget), then the pipeline, then the answer.
     async fn answer_write(
         self: &Arc<Self>,
-        (served, tool): (&Arc<Served>, &Arc<ServedTool>),
+        (served, tool): (Arc<Served>, Arc<ServedTool>),
         info: CallInfo,
         mut request: ToolRequest,
         deadline: Instant,
@@ -366,9 +378,12 @@ impl Gateway {
                 return envelope;
             }
         }
-        match self.run_write(served, tool, request, deadline, write).await {
+        match self
+            .run_write(&served, &tool, request, deadline, write)
+            .await
+        {
             Ok(success) => answer::fresh(info, success),
-            Err(failure) => self.interactive_answer(tool, info, &failure, None),
+            Err(failure) => self.interactive_answer(&tool, info, &failure, None),
         }
     }
 
@@ -376,15 +391,19 @@ impl Gateway {
     /// the call joins an identical one in flight or leads a new one (`coalesce.rs`), and the
     /// caller waits for it until its own deadline. A good answer is remembered once, by the
     /// shared call; a failure is answered per caller (its stale result or its fallback).
-    async fn answer_read(
+    ///
+    /// A plain function, as [`Gateway::answer`]: the memory look-up and the join are
+    /// synchronous, and the future a waiting caller keeps ([`Gateway::await_shared`]) holds what
+    /// answering it needs, not the request its shared call took.
+    fn answer_read(
         self: &Arc<Self>,
-        (served, tool): (&Arc<Served>, &Arc<ServedTool>),
+        (served, tool): (Arc<Served>, Arc<ServedTool>),
         info: CallInfo,
         request: ToolRequest,
         deadline: Instant,
         key: String,
-        steps: Option<&StepSender>,
-    ) -> Envelope {
+        steps: Option<StepSender>,
+    ) -> impl Future<Output = Envelope> + Send + '_ {
         if let Some((hit, age)) = tool
             .last_good
             .as_ref()
@@ -395,8 +414,9 @@ impl Gateway {
                 hit.data.clone(),
                 hit.provider.clone(),
             );
-            return Envelope::cached(info, content, data, age.as_secs(), provider)
+            let envelope = Envelope::cached(info, content, data, age.as_secs(), provider)
                 .with_content_tail(&hit.content);
+            return Either::Left(ready(envelope));
         }
         // Every breaker rejecting: nothing goes upstream, so there is nothing to share (and no
         // progress to report), and the fast-fail answer skips the shared call's task and channel.
@@ -404,24 +424,43 @@ impl Gateway {
         // also of the reads that wait below on a shared call and hold nothing of it (memory per
         // held call, BENCHMARKS.md); one allocation is small beside the fast-fail answer's cost.
         if tool.all_open(Instant::now()) {
-            let ran = Box::pin(pipeline::run(
-                tool,
-                &request,
-                deadline,
-                CallMode::Interactive,
-                self.context(served),
-            ));
-            return match ran.await {
-                Ok(success) => self.remember(tool, key, answer::fresh(info, success)),
-                Err(failure) => self.interactive_answer(tool, info, &failure, Some(&key)),
-            };
+            let ran = Box::pin(async move {
+                let cx = self.context(&served);
+                match pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await {
+                    Ok(success) => self.remember(&tool, key, answer::fresh(info, success)),
+                    Err(failure) => self.interactive_answer(&tool, info, &failure, Some(&key)),
+                }
+            });
+            return Either::Right(Either::Left(ran));
         }
-        let mut waiter = tool
+        let waiter = tool
             .shared_calls
             .join(key.clone(), deadline, |shared_steps| {
-                self.shared_read((served, tool), request, deadline, key.clone(), shared_steps)
-                    .in_current_span()
+                self.shared_read(
+                    (&served, &tool),
+                    request,
+                    deadline,
+                    key.clone(),
+                    shared_steps,
+                )
+                .in_current_span()
             });
+        Either::Right(Either::Right(
+            self.await_shared(tool, info, deadline, key, waiter, steps),
+        ))
+    }
+
+    /// A caller waiting on the shared call it joined, until the call's end or its own
+    /// deadline, whichever comes first; told the call's steps if it listens.
+    async fn await_shared(
+        self: &Arc<Self>,
+        tool: Arc<ServedTool>,
+        info: CallInfo,
+        deadline: Instant,
+        key: String,
+        mut waiter: Waiter<SharedOutcome>,
+        steps: Option<StepSender>,
+    ) -> Envelope {
         let their_steps = steps.map(|to| (waiter.steps(), to));
         // The leader's call ends by its deadline; a caller in more of a hurry stops waiting at
         // its own.
@@ -436,7 +475,7 @@ impl Gateway {
             }
         };
         let outcome = match their_steps {
-            Some((from, to)) => progress::forwarding(wait, from, to).await,
+            Some((from, to)) => progress::forwarding(wait, from, &to).await,
             None => wait.await,
         };
         match outcome.as_deref() {
@@ -444,8 +483,8 @@ impl Gateway {
                 call_id: info.call_id,
                 ..fresh.clone()
             },
-            Some(Err(failure)) => self.interactive_answer(tool, info, failure, Some(&key)),
-            None => self.interactive_answer(tool, info, &Failure::DeadlinePassed, Some(&key)),
+            Some(Err(failure)) => self.interactive_answer(&tool, info, failure, Some(&key)),
+            None => self.interactive_answer(&tool, info, &Failure::DeadlinePassed, Some(&key)),
         }
     }
 

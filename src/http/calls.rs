@@ -10,7 +10,10 @@
 //! Why a call did not run ([`NotRun`]) is answered by the native endpoint as an HTTP error and
 //! by the agent protocols as an error result the model reads.
 
+use std::future::Future;
+
 use axum::http::StatusCode;
+use futures::FutureExt as _;
 use serde_json::json;
 
 use super::edge::ApiError;
@@ -110,16 +113,18 @@ pub(crate) fn in_scope(scope: &Scope, tool: &ServedTool) -> bool {
 
 /// Runs one interactive call; `steps`, if given, hears what it does while it waits (failing
 /// over, retrying).
-pub(crate) async fn call(
+pub(crate) fn call(
     state: &AppState,
     request: CallRequest,
     steps: Option<StepSender>,
-) -> Result<Envelope, NotRun> {
+) -> impl Future<Output = Result<Envelope, NotRun>> + Send + '_ {
+    // Not an `async fn`: that would keep `request` beside the call's own future, which has it.
     state
         .gateway
         .call_reporting(request, steps)
-        .await
-        .map_err(|CallError::UnknownTool { name, .. }| NotRun::UnknownTool(name))
+        .map(|answered| {
+            answered.map_err(|CallError::UnknownTool { name, .. }| NotRun::UnknownTool(name))
+        })
 }
 
 /// Stores a background call: a `queued` envelope with the job (or the existing job for a

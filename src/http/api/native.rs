@@ -3,6 +3,8 @@
 //! to the HTTP request (200 for every tool result, 202 for a queued job, 422 for invalid
 //! arguments).
 
+use std::future::Future;
+
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -20,57 +22,90 @@ use crate::tools::CallMode;
 use crate::trace_context::TraceContext;
 
 /// The handler.
-pub(crate) async fn call_tool(
+///
+/// A plain function: the body is read and checked, and the call made ready, before the
+/// returned future exists, so that a held call's future keeps the call's request once, not
+/// also the headers, the body, the parsed call and every step's state (memory per held call,
+/// BENCHMARKS.md).
+pub(crate) fn call_tool(
     State(state): State<AppState>,
     PathParam(tool): PathParam,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> impl Future<Output = Result<Response, ApiError>> {
+    let ready = ready_call(&state, &caller, &tool, &headers, body);
+    drop(headers);
+    async move {
+        let request = match ready? {
+            Ready::Interactive(request) => request,
+            // Boxed: a job store's future is many kilobytes, and inline it would make every
+            // interactive call's handler future that large too, copied at each of axum's boxes.
+            Ready::Background(call) => {
+                return Box::pin(submit_background(&state, &caller, call)).await;
+            }
+        };
+        let envelope = calls::call(&state, request, None)
+            .await
+            .map_err(|e| e.into_api_error(&state, &caller.scope()))?;
+        let status = match envelope.status {
+            Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
+            Status::Queued => StatusCode::ACCEPTED,
+            _ => StatusCode::OK,
+        };
+        // The envelope's data was serialized once when the result was made; its bytes are
+        // copied here, not serialized again.
+        Ok((
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            envelope.to_json_bytes(),
+        )
+            .into_response())
+    }
+}
+
+/// A call read from its request, to run now or to queue.
+enum Ready {
+    Interactive(CallRequest),
+    Background(NativeCall),
+}
+
+/// [`call_tool`]'s checks: the tool exists and is in the client's scope, the body reads as a
+/// call, the deadline header is valid.
+fn ready_call(
+    state: &AppState,
+    caller: &Caller,
+    tool: &str,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Ready, ApiError> {
     let scope = caller.scope();
-    match state.gateway.tool(&tool) {
-        None => return Err(calls::unknown_tool(&state, &scope, &tool)),
+    match state.gateway.tool(tool) {
+        None => return Err(calls::unknown_tool(state, &scope, tool)),
         Some(served) if !calls::in_scope(&scope, &served) => {
-            return Err(calls::out_of_scope(&state, &scope, &tool));
+            return Err(calls::out_of_scope(state, &scope, tool));
         }
         Some(_) => {}
     }
-    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
-    let call = agents::native::parse(&tool, agents::body::read_json(&bytes)?)?;
+    // The request's head and body share hyper's read buffer for the connection: both are let
+    // go of before the call waits (the caller drops the headers), so that buffer is reused
+    // for the next read instead of a second one being allocated beside it while the call is
+    // held.
+    let bytes = read_body(headers, body, state.max_body_bytes, state.browsers())?;
+    let call = agents::native::parse(tool, agents::body::read_json(&bytes)?)?;
+    drop(bytes);
     if call.options.mode == CallMode::Background {
-        // Boxed: a job store's future is many kilobytes, and inline it would make every
-        // interactive call's handler future that large too, copied at each of axum's boxes.
-        return Box::pin(submit_background(&state, &caller, call)).await;
+        return Ok(Ready::Background(call));
     }
-    let request = CallRequest {
+    Ok(Ready::Interactive(CallRequest {
         tool: call.tool,
         arguments: call.arguments,
         call_id: call.call_id,
         idempotency_key: call.idempotency_key,
-        deadline: options::shorter(call.options.deadline, header_deadline(&headers)?),
+        deadline: options::shorter(call.options.deadline, header_deadline(headers)?),
         client: caller.client(),
         trace: None,
-    };
-    // The request's head and body share hyper's read buffer for the connection: let go of
-    // them before the call waits, so that buffer is reused for the next read instead of a
-    // second one being allocated beside it for as long as the call is held.
-    drop((headers, bytes));
-    let envelope = calls::call(&state, request, None)
-        .await
-        .map_err(|e| e.into_api_error(&state, &scope))?;
-    let status = match envelope.status {
-        Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
-        Status::Queued => StatusCode::ACCEPTED,
-        _ => StatusCode::OK,
-    };
-    // The envelope's data was serialized once when the result was made; its bytes are copied
-    // here, not serialized again.
-    Ok((
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        envelope.to_json_bytes(),
-    )
-        .into_response())
+    }))
 }
 
 /// The caller's deadline from the `Faregate-Deadline-Ms` header, for clients that set headers

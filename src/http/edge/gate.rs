@@ -5,17 +5,21 @@
 //! `require_client`, `limit_calls`, with `mcp::client_answers` between the first two), in one
 //! `from_fn` layer: axum gives each `from_fn` layer, on every request, a boxed future, a boxed
 //! copy of the layers under it and a boxed call of them, and a held call keeps all of them
-//! (memory per held call and fast-fail, BENCHMARKS.md).
+//! (memory per held call and fast-fail, BENCHMARKS.md). The checks run before the layer's
+//! future exists, so a held call keeps only the timer and the admission of them.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use tower::Service as _;
 
 use super::auth::{Keys, authenticate};
-use super::limits::{ClientLimits, limit};
-use super::server::{RequestBounds, bounded};
+use super::body::declared_too_large;
+use super::limits::{Admission, ClientLimits, admit};
+use super::server::{RequestBounds, request_timed_out};
 use crate::telemetry::Telemetry;
 
 /// What [`guard`] checks a request against.
@@ -29,17 +33,53 @@ pub(crate) struct Gate {
     pub limits: Option<(Arc<ClientLimits>, Arc<Telemetry>)>,
 }
 
-/// Middleware: 413 for a declared body over the limit, then, within the request timeout
-/// (503), 401 without a client key, 429 over the client's limits, else the route.
-pub(crate) async fn guard(State(gate): State<Gate>, request: Request, next: Next) -> Response {
-    bounded(gate.bounds, request, |mut request| async move {
-        if let Err(refused) = authenticate(&gate.keys, &mut request) {
-            return *refused;
-        }
-        match &gate.limits {
-            Some((limits, telemetry)) => limit(limits, telemetry, request, next).await,
-            None => next.run(request).await,
-        }
-    })
-    .await
+/// Middleware: 413 for a declared body over the limit, then 401 without a client key, 429 over
+/// the client's limits, else the route, within the request timeout (503).
+///
+/// A plain function, not an `async fn`: every check is synchronous, and the future it returns
+/// keeps only what a held call needs (the timer, the route's boxed future, the client's
+/// admission). An `async fn` keeps its arguments (the request, the gate) and each step's state
+/// beside the route's future for as long as a slow provider holds the call: 3.1 KB of every
+/// held call (memory per held call, BENCHMARKS.md). Never on `/mcp`, whose refusals are
+/// JSON-RPC errors (`bound_request` and `limit_calls` there).
+pub(crate) fn guard(
+    State(gate): State<Gate>,
+    mut request: Request,
+    mut next: Next,
+) -> impl Future<Output = Response> {
+    let checked = check(&gate, &mut request).map(|admission| {
+        let limit = gate.bounds.timeout;
+        (
+            tokio::time::timeout(limit, next.call(request)),
+            limit,
+            admission,
+        )
+    });
+    async move {
+        let (run, limit, admission) = match checked {
+            Ok(running) => running,
+            Err(refused) => return *refused,
+        };
+        let answered = match run.await {
+            Ok(Ok(res)) => res,
+            Ok(Err(never)) => match never {},
+            Err(_) => request_timed_out(limit),
+        };
+        drop(admission);
+        answered
+    }
+}
+
+/// [`guard`]'s checks, in order: the declared body size, the client key (which it adds to
+/// `request` as its [`super::auth::Caller`]), and the client's limits (an admission to hold
+/// while the call runs, on the tool-call routes).
+fn check(gate: &Gate, request: &mut Request) -> Result<Option<Admission>, Box<Response>> {
+    if let Some(refused) = declared_too_large(request.headers(), gate.bounds.max_body_bytes) {
+        return Err(Box::new(refused));
+    }
+    authenticate(&gate.keys, request)?;
+    match &gate.limits {
+        Some((limits, telemetry)) => admit(limits, telemetry, request),
+        None => Ok(None),
+    }
 }

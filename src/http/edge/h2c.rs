@@ -34,7 +34,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
+use tower::Service as _;
 
 /// What one HTTP/2 connection is held to (from `[server]`).
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +117,9 @@ impl hyper::service::Service<Request<Incoming>> for Streams {
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         request.extensions_mut().insert(ConnectInfo(self.peer));
         let busy = InFlight::enter(&self.busy);
-        let answer = self.router.clone().oneshot(request);
+        // The router is always ready (axum's `Router::poll_ready`), so it is called directly:
+        // `oneshot` would keep the request beside the router's future for the whole call.
+        let answer = self.router.clone().call(request);
         Box::pin(async move {
             let response = answer.await?;
             Ok(response.map(|body| Body::new(Counted { body, _busy: busy })))

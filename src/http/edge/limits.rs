@@ -260,17 +260,15 @@ pub(crate) async fn limit_calls(
     limit(&limits, &telemetry, request, next).await
 }
 
-/// [`limit_calls`]'s admission around the rest of the request (`next`).
-pub(super) async fn limit(
+/// [`limit_calls`]'s admission around the rest of the request (`next`): an MCP body is read
+/// first, to tell a tool call from the protocol's other messages.
+async fn limit(
     limits: &ClientLimits,
     telemetry: &Telemetry,
     request: Request,
     next: Next,
 ) -> Response {
-    if request.method() != Method::POST {
-        return next.run(request).await;
-    }
-    let request = if request.uri().path() == "/mcp" {
+    let request = if request.method() == Method::POST && request.uri().path() == "/mcp" {
         match mcp_tool_call(request, limits.max_body_bytes).await {
             Ok((true, request)) => request,
             Ok((false, request)) => return next.run(request).await,
@@ -279,6 +277,28 @@ pub(super) async fn limit(
     } else {
         request
     };
+    match admit(limits, telemetry, &request) {
+        Ok(admission) => {
+            let res = next.run(request).await;
+            drop(admission);
+            res
+        }
+        Err(refused) => *refused,
+    }
+}
+
+/// The client's admission for `request` (none for a request that is not a POST: only calls
+/// count), or its 429, counted in `telemetry`. Synchronous, so that the gate's future keeps
+/// only the admission while the call runs (`gate.rs`). An MCP request is admitted as a call:
+/// [`limit`] tells its tool calls from its other messages first.
+pub(super) fn admit(
+    limits: &ClientLimits,
+    telemetry: &Telemetry,
+    request: &Request,
+) -> Result<Option<Admission>, Box<Response>> {
+    if request.method() != Method::POST {
+        return Ok(None);
+    }
     let caller = request.extensions().get::<Caller>();
     let digest = caller.and_then(Caller::digest);
     let own = match caller {
@@ -297,11 +317,7 @@ pub(super) async fn limit(
         }
     };
     match own.as_deref().unwrap_or(limits).admit(client) {
-        Ok(admission) => {
-            let res = next.run(request).await;
-            drop(admission);
-            res
-        }
+        Ok(admission) => Ok(Some(admission)),
         Err(refusal) => {
             tracing::info!(%client, ?refusal, "client over its limit");
             let limit = match refusal {
@@ -309,7 +325,7 @@ pub(super) async fn limit(
                 Refusal::InFlight(_) => "client_max_concurrent_calls",
             };
             telemetry.metrics().record_client_limited(limit);
-            too_many(refusal)
+            Err(Box::new(too_many(refusal)))
         }
     }
 }

@@ -46,6 +46,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::routing::future::RouteFuture;
 use futures::future::Either;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -53,8 +54,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
-use tower::util::Oneshot;
+use tower::Service as _;
 
 use super::error::ApiError;
 use super::h2c::{self, Http2Limits};
@@ -246,12 +246,14 @@ type Switching = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Sen
 impl hyper::service::Service<Request<Incoming>> for Http1 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<Oneshot<Router, Request<Incoming>>, Switching>;
+    type Future = Either<RouteFuture<Infallible>, Switching>;
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         request.extensions_mut().insert(ConnectInfo(self.peer));
         if !upgrade::wants_h2c(&request) {
-            return Either::Left(self.router.clone().oneshot(request));
+            // Called directly (the router is always ready): `oneshot` would keep the request
+            // beside the router's future for the whole call.
+            return Either::Left(self.router.clone().call(request));
         }
         let switched = Arc::clone(&self.switched);
         let read_for = self.body_read_timeout;
@@ -290,9 +292,9 @@ pub(crate) async fn bound_request(
     bounded(bounds, request, |request| next.run(request)).await
 }
 
-/// [`bound_request`]'s checks around `run` (the rest of the request): also the first step of
-/// [`super::gate::guard`], which runs authentication and limits inside the same bound.
-pub(super) async fn bounded<F>(
+/// [`bound_request`]'s checks around `run` (the rest of the request). `gate::guard` makes the
+/// same two checks for the routes it guards.
+async fn bounded<F>(
     bounds: RequestBounds,
     request: Request,
     run: impl FnOnce(Request) -> F,
@@ -320,7 +322,7 @@ where
 }
 
 /// The 503 of a request that took longer than the request timeout `limit`.
-fn request_timed_out(limit: Duration) -> Response {
+pub(super) fn request_timed_out(limit: Duration) -> Response {
     tracing::warn!(
         limit_s = limit.as_secs_f64(),
         "request abandoned at the request timeout"
