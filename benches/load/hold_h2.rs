@@ -173,7 +173,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `HOLD_PROBE=CMD`: a command run while every call is still held (a heap probe of the
     // gateway, say), with the gateway's pid as its one argument.
     if let Ok(probe) = std::env::var("HOLD_PROBE") {
-        let status = std::process::Command::new(&probe).arg(pid.to_string()).status();
+        let status = std::process::Command::new(&probe)
+            .arg(pid.to_string())
+            .status();
         eprintln!("HOLD_PROBE {probe}: {status:?}");
     }
     http.delete(format!("http://{sim}/_sim/faults"))
