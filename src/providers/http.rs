@@ -1,4 +1,5 @@
-//! HTTP plumbing shared by the provider adapters: the client, bounded body reads, `Retry-After`.
+//! HTTP plumbing shared by the provider adapters: the client, sending (again when a provider
+//! refused a request unprocessed), bounded body reads, `Retry-After`.
 
 use std::time::{Duration, SystemTime};
 
@@ -36,6 +37,9 @@ pub enum Protocol {
     Http2PriorKnowledge,
 }
 
+/// How many more times [`send`] sends a request the provider refused unprocessed.
+const UNPROCESSED_RESENDS: u32 = 2;
+
 /// Builds the client for one provider.
 ///
 /// The connect timeout is short (`[providers.X] connect_timeout`, 2 s by default): a provider
@@ -43,6 +47,11 @@ pub enum Protocol {
 /// attempt (so the breaker sees them), not here. The idle pool per host is sized to the largest
 /// bulkhead of the tools using the provider, so a slow provider can hold at most that many
 /// connections.
+///
+/// reqwest's own retry is off: to resend a request the provider refused unprocessed it clones
+/// every request before sending it and keeps the clone until the answer, about 1 KB per call in
+/// flight for as long as a slow provider holds it (memory per held call, BENCHMARKS.md).
+/// [`send`] resends those requests instead, built again only when one is refused.
 pub fn client_for(
     max_idle_per_host: usize,
     connect_timeout: Duration,
@@ -54,6 +63,7 @@ pub fn client_for(
         .pool_max_idle_per_host(max_idle_per_host)
         .tcp_keepalive(Duration::from_secs(30))
         .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never().max_retries_per_request(0))
         .user_agent(concat!("faregate/", env!("CARGO_PKG_VERSION")));
     match protocol {
         Protocol::Negotiated => builder,
@@ -74,6 +84,44 @@ pub fn traced(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         Some(state) => request.header(TRACESTATE, state),
         None => request,
     }
+}
+
+/// Sends the request `build` makes; sends it again, built again,
+/// at most [`UNPROCESSED_RESENDS`] more times, when the provider refused it without processing
+/// it: an HTTP/2 `REFUSED_STREAM`, or a graceful `GOAWAY` the stream came after. RFC 9113 §8.7
+/// makes such a request safe to send again, even a write, and the provider said nothing about
+/// its health, so it is not an attempt the breaker hears about. `build` runs again only then.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its arguments twice while it waits (memory per held call)"
+)]
+pub fn send(
+    build: impl Fn() -> reqwest::RequestBuilder + Send,
+) -> impl Future<Output = Result<reqwest::Response, reqwest::Error>> + Send {
+    // An `async move` block: an `async fn` would keep `build` twice while the provider answers.
+    async move {
+        let mut resends = 0;
+        loop {
+            match build().send().await {
+                Err(e) if resends < UNPROCESSED_RESENDS && refused_unprocessed(&e) => resends += 1,
+                sent => return sent,
+            }
+        }
+    }
+}
+
+/// Whether `error` is the provider refusing a request it did not process (see [`send`]).
+fn refused_unprocessed(error: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if let Some(stream) = error.downcast_ref::<h2::Error>() {
+            return stream.is_remote()
+                && ((stream.is_go_away() && stream.reason() == Some(h2::Reason::NO_ERROR))
+                    || (stream.is_reset() && stream.reason() == Some(h2::Reason::REFUSED_STREAM)));
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// Maps a transport error from reqwest.
@@ -135,6 +183,71 @@ pub fn parse_delay(value: &str, now: SystemTime) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::body::Bytes;
+    use tokio::net::TcpListener;
+
+    /// An HTTP/2 provider that resets its first `refusals` streams with `reason` and answers
+    /// the others `200 ok`; it returns how many requests it saw when the client goes away.
+    async fn refusing_provider(
+        refusals: usize,
+        reason: h2::Reason,
+    ) -> (String, tokio::task::JoinHandle<usize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/air/offer_requests",
+            listener.local_addr().unwrap()
+        );
+        let provider = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.unwrap();
+            let mut connection = h2::server::handshake(socket).await.unwrap();
+            let mut seen = 0;
+            while let Some(Ok((_request, mut respond))) = connection.accept().await {
+                seen += 1;
+                if seen <= refusals {
+                    respond.send_reset(reason);
+                    continue;
+                }
+                let answer = axum::http::Response::builder()
+                    .status(200)
+                    .body(())
+                    .unwrap();
+                let mut body = respond.send_response(answer, false).unwrap();
+                body.send_data(Bytes::from_static(b"ok"), true).unwrap();
+            }
+            seen
+        });
+        (url, provider)
+    }
+
+    async fn post(url: &str) -> Result<(u16, String), reqwest::Error> {
+        let client = client_for(1, Duration::from_secs(2), Protocol::Http2PriorKnowledge).unwrap();
+        let response = send(|| client.post(url).body("{}")).await?;
+        Ok((response.status().as_u16(), response.text().await?))
+    }
+
+    #[tokio::test]
+    async fn a_request_the_provider_refused_unprocessed_is_sent_again() {
+        let (url, provider) = refusing_provider(2, h2::Reason::REFUSED_STREAM).await;
+        assert_eq!(post(&url).await.unwrap(), (200, "ok".to_string()));
+        assert_eq!(provider.await.unwrap(), 3, "two refusals, then the answer");
+    }
+
+    #[tokio::test]
+    async fn refused_again_and_again_it_fails_after_two_resends() {
+        let (url, provider) = refusing_provider(usize::MAX, h2::Reason::REFUSED_STREAM).await;
+        let error = post(&url).await.unwrap_err();
+        assert_eq!(transport_error(error).kind, ErrorKind::Transport);
+        assert_eq!(provider.await.unwrap(), 3, "sent once and again twice");
+    }
+
+    #[tokio::test]
+    async fn a_request_the_provider_may_have_processed_is_not_sent_again() {
+        // INTERNAL_ERROR says nothing about whether the provider acted on it: a booking
+        // sent twice could be booked twice, so the attempt fails as it is.
+        let (url, provider) = refusing_provider(1, h2::Reason::INTERNAL_ERROR).await;
+        assert!(post(&url).await.is_err());
+        assert_eq!(provider.await.unwrap(), 1);
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_http_dates() {

@@ -31,7 +31,7 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 
 use super::error::{ErrorKind, UpstreamError};
-use super::http::{read_body, transport_error};
+use super::http::{read_body, send, transport_error};
 use super::secret::Secret;
 
 /// The longest a token request may take before it counts as a timeout.
@@ -176,24 +176,16 @@ impl TokenSource {
 
     /// One token request, independent of the caller (it is shared between waiters).
     fn fetch(&self) -> impl Future<Output = Result<Token, UpstreamError>> + Send + 'static {
-        let req = self
-            .http
-            .post(self.url.clone())
-            .timeout(FETCH_TIMEOUT)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(format!(
-                "grant_type=client_credentials&client_id={}&client_secret={}{}",
-                form_encode(self.client_id.expose()),
-                form_encode(self.client_secret.expose()),
-                self.scope
-                    .as_deref()
-                    .map(|s| format!("&scope={}", form_encode(s)))
-                    .unwrap_or_default()
-            ));
+        let form = format!(
+            "grant_type=client_credentials&client_id={}&client_secret={}{}",
+            form_encode(self.client_id.expose()),
+            form_encode(self.client_secret.expose()),
+            self.scope
+                .as_deref()
+                .map(|s| format!("&scope={}", form_encode(s)))
+                .unwrap_or_default()
+        );
+        let (http, url) = (self.http.clone(), self.url.clone());
         let (classify, provider) = (self.classify, self.provider.clone());
         async move {
             let fail = |mut e: UpstreamError| {
@@ -202,7 +194,18 @@ impl TokenSource {
             };
             // The lifetime counts from before the request: never later than the provider's clock.
             let started = Instant::now();
-            let response = req.send().await.map_err(|e| fail(transport_error(e)))?;
+            let response = send(|| {
+                http.post(url.clone())
+                    .timeout(FETCH_TIMEOUT)
+                    .header(reqwest::header::ACCEPT, "application/json")
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        "application/x-www-form-urlencoded",
+                    )
+                    .body(form.clone())
+            })
+            .await
+            .map_err(|e| fail(transport_error(e)))?;
             let status = response.status();
             let headers = response.headers().clone();
             let body = read_body(response).await.map_err(fail)?;

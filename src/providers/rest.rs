@@ -18,7 +18,7 @@ use reqwest::Url;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName};
 
 use super::error::{ErrorKind, UpstreamError};
-use super::http::{read_body, retry_after, traced, transport_error};
+use super::http::{read_body, retry_after, send, traced, transport_error};
 use super::limits::LimitsSink;
 use super::oauth2::TokenSource;
 use super::secret::Secret;
@@ -173,26 +173,31 @@ impl RestClient {
             Method::Patch => reqwest::Method::PATCH,
             Method::Delete => reqwest::Method::DELETE,
         };
-        let mut req = self
-            .http
-            .request(method, outgoing.url(&self.base_url))
-            .header(ACCEPT, "application/json");
-        req = match (&self.credential, token) {
-            (_, Some(token)) => req.bearer_auth(token.expose()),
-            (Credential::None | Credential::OAuth2(_), None) => req,
-            (Credential::Bearer(token), None) => req.bearer_auth(token.expose()),
-            (Credential::ApiKey(header, key), None) => req.header(header.clone(), key.expose()),
-            (Credential::Basic(user, password), None) => {
-                req.basic_auth(user.expose(), Some(password.expose()))
+        let url = outgoing.url(&self.base_url);
+        let response = send(|| {
+            let mut req = self
+                .http
+                .request(method.clone(), url.clone())
+                .header(ACCEPT, "application/json");
+            req = match (&self.credential, token) {
+                (_, Some(token)) => req.bearer_auth(token.expose()),
+                (Credential::None | Credential::OAuth2(_), None) => req,
+                (Credential::Bearer(token), None) => req.bearer_auth(token.expose()),
+                (Credential::ApiKey(header, key), None) => req.header(header.clone(), key.expose()),
+                (Credential::Basic(user, password), None) => {
+                    req.basic_auth(user.expose(), Some(password.expose()))
+                }
+            };
+            if let Some((header, key)) = &outgoing.idempotency {
+                req = req.header(header.as_str(), key.as_str());
             }
-        };
-        if let Some((header, key)) = &outgoing.idempotency {
-            req = req.header(header.as_str(), key.as_str());
-        }
-        if let Some(body) = &outgoing.body {
-            req = req.json(body);
-        }
-        let response = traced(req).send().await.map_err(transport_error)?;
+            if let Some(body) = &outgoing.body {
+                req = req.json(body);
+            }
+            traced(req)
+        })
+        .await
+        .map_err(transport_error)?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         if let Some(sink) = &self.limits {

@@ -44,13 +44,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime};
 
+use hyper::body::Bytes;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::error::{ErrorKind, UpstreamError};
-use super::http::{read_body, traced, transport_error};
+use super::http::{read_body, send, traced, transport_error};
 use super::oauth2::{Token, TokenSource};
 use super::secret::Secret;
 use crate::tools::{ToolOutput, ToolRequest, get_flight_status};
@@ -280,22 +281,28 @@ impl AmadeusClient {
         body: Option<&Value>,
         token: &Token,
     ) -> Result<Reply, UpstreamError> {
-        let mut req = self
-            .http
-            .request(method.clone(), url.clone())
-            .bearer_auth(token.value.expose())
-            .header(reqwest::header::ACCEPT, ACCEPT);
-        if let Some(body) = body {
-            // Every POST faregate sends is a search or a pricing: both need the override.
-            req = req
-                .header("X-HTTP-Method-Override", "GET")
-                .header(
-                    reqwest::header::CONTENT_TYPE,
-                    "application/vnd.amadeus+json",
-                )
-                .body(body.to_string());
-        }
-        let response = traced(req).send().await.map_err(transport_error)?;
+        // Every POST faregate sends is a search or a pricing: both need the override.
+        // Bytes: the request shares them (a resend clones a handle, not the body).
+        let body = body.map(|body| Bytes::from(body.to_string()));
+        let response = send(|| {
+            let req = self
+                .http
+                .request(method.clone(), url.clone())
+                .bearer_auth(token.value.expose())
+                .header(reqwest::header::ACCEPT, ACCEPT);
+            traced(match &body {
+                Some(body) => req
+                    .header("X-HTTP-Method-Override", "GET")
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        "application/vnd.amadeus+json",
+                    )
+                    .body(body.clone()),
+                None => req,
+            })
+        })
+        .await
+        .map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = read_body(response).await?;

@@ -19,13 +19,15 @@ mod wire;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::FutureExt;
+use hyper::body::Bytes;
 use reqwest::{Method, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::booking::FoundBooking;
 use super::error::{ErrorKind, UpstreamError};
-use super::http::{read_body, traced, transport_error};
+use super::http::{read_body, send, traced, transport_error};
 use super::limits::LimitsSink;
 use super::secret::Secret;
 use crate::texts::budget as budget_texts;
@@ -153,34 +155,59 @@ impl DuffelClient {
         url
     }
 
-    async fn send<T: DeserializeOwned>(
+    /// One request, its answer decoded as `T`.
+    fn send<T: DeserializeOwned>(
         &self,
         method: Method,
         url: Url,
-        body: Option<&impl Serialize>,
-    ) -> Result<T, UpstreamError> {
-        let answer = self.exchange(method, url, body).await?;
-        answer.decode()
+        body: Option<Bytes>,
+    ) -> impl Future<Output = Result<T, UpstreamError>> + Send + '_ {
+        // `map`, not an `async fn`: that would keep its arguments beside `exchange`'s.
+        self.exchange(method, url, body)
+            .map(|answer| answer.and_then(|answer| answer.decode()))
     }
 
     /// One request and its whole answer, not yet decoded: the caller decodes types that
-    /// borrow from the body.
-    async fn exchange(
+    /// borrow from the body. `body` is JSON already ([`data_json`]): the request shares its
+    /// bytes, and nothing the caller built it from is kept while the provider answers.
+    ///
+    /// An `async move` block, not an `async fn` (which would keep its arguments twice), and the
+    /// answer is read by a future boxed once it comes: a future is as large as its largest
+    /// step, and this one is kept for as long as a slow provider holds the call (memory per
+    /// held call, BENCHMARKS.md).
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps its arguments twice while it waits (memory per held call)"
+    )]
+    fn exchange(
         &self,
         method: Method,
         url: Url,
-        body: Option<&impl Serialize>,
-    ) -> Result<Answer, UpstreamError> {
-        let mut req = self
-            .http
-            .request(method, url)
-            .bearer_auth(self.token.expose())
-            .header("Duffel-Version", DUFFEL_VERSION)
-            .header(reqwest::header::ACCEPT, "application/json");
-        if let Some(body) = body {
-            req = req.json(&wire::Data { data: body });
+        body: Option<Bytes>,
+    ) -> impl Future<Output = Result<Answer, UpstreamError>> + Send + '_ {
+        async move {
+            let response = send(|| {
+                let req = self
+                    .http
+                    .request(method.clone(), url.clone())
+                    .bearer_auth(self.token.expose())
+                    .header("Duffel-Version", DUFFEL_VERSION)
+                    .header(reqwest::header::ACCEPT, "application/json");
+                traced(match &body {
+                    Some(json) => req
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(json.clone()),
+                    None => req,
+                })
+            })
+            .await
+            .map_err(transport_error)?;
+            Box::pin(self.answer(response)).await
         }
-        let response = traced(req).send().await.map_err(transport_error)?;
+    }
+
+    /// The answer to a request, read whole; its rate-limit headers go to the pacer.
+    async fn answer(&self, response: reqwest::Response) -> Result<Answer, UpstreamError> {
         let status = response.status();
         let headers = response.headers().clone();
         if let Some(sink) = &self.limits {
@@ -199,41 +226,45 @@ impl DuffelClient {
         a: &search_flights::Args,
         timeout: Duration,
     ) -> Result<search_flights::Output, UpstreamError> {
-        let mut slices = vec![wire::SliceRequest {
-            origin: a.origin.clone(),
-            destination: a.destination.clone(),
-            departure_date: a.departure_date.clone(),
-        }];
-        if let Some(ret) = &a.return_date {
-            slices.push(wire::SliceRequest {
-                origin: a.destination.clone(),
-                destination: a.origin.clone(),
-                departure_date: ret.clone(),
-            });
+        // The request built in a block: what it was built from is gone before the wait.
+        let answer = {
+            let mut slices = vec![wire::SliceRequest {
+                origin: a.origin.clone(),
+                destination: a.destination.clone(),
+                departure_date: a.departure_date.clone(),
+            }];
+            if let Some(ret) = &a.return_date {
+                slices.push(wire::SliceRequest {
+                    origin: a.destination.clone(),
+                    destination: a.origin.clone(),
+                    departure_date: ret.clone(),
+                });
+            }
+            let mut passengers: Vec<wire::PassengerRequest> = (0..a.adults)
+                .map(|_| wire::PassengerRequest::Adult { kind: "adult" })
+                .collect();
+            passengers.extend(
+                a.child_ages
+                    .iter()
+                    .map(|age| wire::PassengerRequest::Child { age: age.0 }),
+            );
+            let body = data_json(&wire::CreateOfferRequest {
+                slices,
+                passengers,
+                cabin_class: a.cabin_class.map(cabin),
+                max_connections: a.max_connections,
+            })?;
+            // Duffel accepts 2 000–60 000 ms; leave a second of the attempt for the response.
+            let supplier_ms = (timeout.as_millis() as u64)
+                .saturating_sub(1000)
+                .clamp(2000, 60_000);
+            let mut url = self.url(&["air", "offer_requests"], &[]);
+            url.query_pairs_mut()
+                .append_pair("return_offers", "true")
+                .append_pair("supplier_timeout", &supplier_ms.to_string());
+            self.exchange(Method::POST, url, Some(body))
         }
-        let mut passengers: Vec<wire::PassengerRequest> = (0..a.adults)
-            .map(|_| wire::PassengerRequest::Adult { kind: "adult" })
-            .collect();
-        passengers.extend(
-            a.child_ages
-                .iter()
-                .map(|age| wire::PassengerRequest::Child { age: age.0 }),
-        );
-        let body = wire::CreateOfferRequest {
-            slices,
-            passengers,
-            cabin_class: a.cabin_class.map(cabin),
-            max_connections: a.max_connections,
-        };
-        // Duffel accepts 2 000–60 000 ms; leave a second of the attempt for the response.
-        let supplier_ms = (timeout.as_millis() as u64)
-            .saturating_sub(1000)
-            .clamp(2000, 60_000);
-        let mut url = self.url(&["air", "offer_requests"], &[]);
-        url.query_pairs_mut()
-            .append_pair("return_offers", "true")
-            .append_pair("supplier_timeout", &supplier_ms.to_string());
-        let answer = self.exchange(Method::POST, url, Some(&body)).await?;
+        .await?;
         let res: wire::OfferRequest<'_> = answer.decode()?;
         Ok(flights_output(a, &res))
     }
@@ -243,7 +274,7 @@ impl DuffelClient {
         let mut url = self.url(&["air", "offers"], &[offer_id]);
         url.query_pairs_mut()
             .append_pair("return_available_services", "false");
-        self.exchange(Method::GET, url, None::<&()>).await
+        self.exchange(Method::GET, url, None).await
     }
 
     async fn price_offer(
@@ -342,7 +373,9 @@ impl DuffelClient {
             metadata: key_metadata(idempotency_key),
         };
         let url = self.url(&["air", "orders"], &[]);
-        let order: wire::Order = self.send(Method::POST, url, Some(&body)).await?;
+        let order: wire::Order = self
+            .send(Method::POST, url, Some(data_json(&body)?))
+            .await?;
         Ok(book_output(order, idempotency_key))
     }
 
@@ -420,13 +453,17 @@ impl DuffelClient {
         &self,
         url: Url,
     ) -> Result<(Vec<T>, Option<String>), UpstreamError> {
-        let request = self
-            .http
-            .get(url)
-            .bearer_auth(self.token.expose())
-            .header("Duffel-Version", DUFFEL_VERSION)
-            .header(reqwest::header::ACCEPT, "application/json");
-        let response = traced(request).send().await.map_err(transport_error)?;
+        let response = send(|| {
+            traced(
+                self.http
+                    .get(url.clone())
+                    .bearer_auth(self.token.expose())
+                    .header("Duffel-Version", DUFFEL_VERSION)
+                    .header(reqwest::header::ACCEPT, "application/json"),
+            )
+        })
+        .await
+        .map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = read_body(response).await?;
@@ -443,7 +480,7 @@ impl DuffelClient {
         a: &search_hotels::Args,
     ) -> Result<search_hotels::Output, UpstreamError> {
         let (near, lat, lon) = hotel_location(a)?;
-        let body = wire::StaysSearchRequest {
+        let body = data_json(&wire::StaysSearchRequest {
             check_in_date: a.check_in_date.clone(),
             check_out_date: a.check_out_date.clone(),
             rooms: a.rooms,
@@ -457,9 +494,9 @@ impl DuffelClient {
                     longitude: lon,
                 },
             },
-        };
+        })?;
         let url = self.url(&["stays", "search"], &[]);
-        let res: wire::StaysSearch = self.send(Method::POST, url, Some(&body)).await?;
+        let res: wire::StaysSearch = self.send(Method::POST, url, Some(body)).await?;
         Ok(hotels_output(a, near, &res))
     }
 
@@ -471,9 +508,22 @@ impl DuffelClient {
             &["stays", "search_results"],
             &[&a.hotel_result_id, "actions", "fetch_all_rates"],
         );
-        let res: wire::StaysResult = self.send(Method::POST, url, None::<&()>).await?;
+        let res: wire::StaysResult = self.send(Method::POST, url, None).await?;
         Ok(convert::availability(&res))
     }
+}
+
+/// `value` as the JSON body of a Duffel request, `{"data": value}`.
+fn data_json(value: &impl Serialize) -> Result<Bytes, UpstreamError> {
+    serde_json::to_vec(&wire::Data { data: value })
+        .map(Bytes::from)
+        .map_err(|e| {
+            UpstreamError::new(
+                ErrorKind::Misconfigured { status: 0 },
+                format!("the request body could not be written as JSON: {e}"),
+            )
+            .before_write()
+        })
 }
 
 /// One answer as it came: status, headers and the whole body.

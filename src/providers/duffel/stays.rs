@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use reqwest::Method;
 
-use super::{DuffelClient, key_metadata, read_before_write, same_amount, wire, within_budget};
+use super::{
+    DuffelClient, data_json, key_metadata, read_before_write, same_amount, wire, within_budget,
+};
 use crate::providers::booking::FoundBooking;
 use crate::providers::error::{ErrorKind, UpstreamError};
 use crate::tools::{WriteTerms, book_hotel};
@@ -32,7 +34,7 @@ impl DuffelClient {
         let quote: wire::Quote = read_before_write(
             timeout / 2,
             "the quote before the booking",
-            self.send(Method::POST, url, Some(&body)),
+            self.send(Method::POST, url, Some(data_json(&body)?)),
         )
         .await?;
         if let Some(confirmed) = &a.confirmed_total_amount
@@ -67,7 +69,9 @@ impl DuffelClient {
             metadata: key_metadata(&terms.idempotency_key),
         };
         let url = self.url(&["stays", "bookings"], &[]);
-        let booking: wire::StaysBooking = self.send(Method::POST, url, Some(&body)).await?;
+        let booking: wire::StaysBooking = self
+            .send(Method::POST, url, Some(data_json(&body)?))
+            .await?;
         Ok(output(
             booking,
             quote.total_amount,
