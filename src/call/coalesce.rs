@@ -41,7 +41,7 @@ pub(super) struct Coalescer<T> {
 }
 
 struct Flights<T> {
-    by_key: HashMap<String, Flight<T>>,
+    by_key: HashMap<Arc<str>, Flight<T>>,
     /// Tells a call from a later one under the same key.
     next_id: u64,
 }
@@ -64,7 +64,7 @@ struct Flight<T> {
 /// out; the last one out aborts the call.
 pub(super) struct Waiter<T> {
     flights: Arc<Mutex<Flights<T>>>,
-    key: String,
+    key: Arc<str>,
     id: u64,
     deadline: Instant,
     outcome: watch::Receiver<Option<T>>,
@@ -93,9 +93,10 @@ impl<T> fmt::Debug for Coalescer<T> {
 impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
     /// Joins the call in flight under `key`, or, when there is none, leads one: `call` is then
     /// made (given where to send its steps) and spawned, to run to `deadline` (the caller's).
+    /// The key is shared, not copied, by the map, the call's task and every waiter.
     pub(super) fn join<F>(
         &self,
-        key: String,
+        key: Arc<str>,
         deadline: Instant,
         call: impl FnOnce(Steps) -> F,
     ) -> Waiter<T>
@@ -120,7 +121,7 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
         let steps = progress::channel();
         let call = call(steps.clone());
         let shared = Arc::clone(&self.flights);
-        let task_key = key.clone();
+        let task_key = Arc::clone(&key);
         // The task cannot remove its entry before it is inserted: that needs this lock.
         // `map`, not an `async move` block awaiting `call`: the block would keep the captured
         // call and the awaited one in two places, doubling the task for as long as a slow
@@ -133,7 +134,7 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
             }
         }));
         flights.by_key.insert(
-            key.clone(),
+            Arc::clone(&key),
             Flight {
                 id,
                 deadline,

@@ -427,20 +427,22 @@ impl Gateway {
             let ran = Box::pin(async move {
                 let cx = self.context(&served);
                 match pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await {
-                    Ok(success) => self.remember(&tool, key, answer::fresh(info, success)),
+                    Ok(success) => self.remember(&tool, &key, answer::fresh(info, success)),
                     Err(failure) => self.interactive_answer(&tool, info, &failure, Some(&key)),
                 }
             });
             return Either::Right(Either::Left(ran));
         }
+        // One copy of the key, shared by the call, its task and every caller waiting on it.
+        let key: Arc<str> = key.into();
         let waiter = tool
             .shared_calls
-            .join(key.clone(), deadline, |shared_steps| {
+            .join(Arc::clone(&key), deadline, |shared_steps| {
                 self.shared_read(
                     (&served, &tool),
                     request,
                     deadline,
-                    key.clone(),
+                    Arc::clone(&key),
                     shared_steps,
                 )
                 .in_current_span()
@@ -452,39 +454,48 @@ impl Gateway {
 
     /// A caller waiting on the shared call it joined, until the call's end or its own
     /// deadline, whichever comes first; told the call's steps if it listens.
-    async fn await_shared(
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps its arguments twice while it waits (memory per held call)"
+    )]
+    fn await_shared(
         self: &Arc<Self>,
         tool: Arc<ServedTool>,
         info: CallInfo,
         deadline: Instant,
-        key: String,
+        key: Arc<str>,
         mut waiter: Waiter<SharedOutcome>,
         steps: Option<StepSender>,
-    ) -> Envelope {
-        let their_steps = steps.map(|to| (waiter.steps(), to));
-        // The leader's call ends by its deadline; a caller in more of a hurry stops waiting at
-        // its own.
-        let wait = async {
-            if deadline < waiter.deadline() {
-                tokio::time::timeout_at(deadline, waiter.outcome())
-                    .await
-                    .ok()
-                    .flatten()
-            } else {
-                waiter.outcome().await
+    ) -> impl Future<Output = Envelope> + Send + '_ {
+        async move {
+            let their_steps = steps.map(|to| (waiter.steps(), to));
+            // The leader's call ends by its deadline; a caller in more of a hurry stops waiting
+            // at its own.
+            let wait = async {
+                if deadline < waiter.deadline() {
+                    tokio::time::timeout_at(deadline, waiter.outcome())
+                        .await
+                        .ok()
+                        .flatten()
+                } else {
+                    waiter.outcome().await
+                }
+            };
+            // Forwarding boxed: it nearly triples the wait, and only a caller that listens
+            // (MCP with a progress token) needs it, while every held call's future is as large
+            // as its largest step (memory per held call, BENCHMARKS.md).
+            let outcome = match their_steps {
+                Some((from, to)) => Box::pin(progress::forwarding(wait, from, &to)).await,
+                None => wait.await,
+            };
+            match outcome.as_deref() {
+                Some(Ok(fresh)) => Envelope {
+                    call_id: info.call_id,
+                    ..fresh.clone()
+                },
+                Some(Err(failure)) => self.interactive_answer(&tool, info, failure, Some(&key)),
+                None => self.interactive_answer(&tool, info, &Failure::DeadlinePassed, Some(&key)),
             }
-        };
-        let outcome = match their_steps {
-            Some((from, to)) => progress::forwarding(wait, from, &to).await,
-            None => wait.await,
-        };
-        match outcome.as_deref() {
-            Some(Ok(fresh)) => Envelope {
-                call_id: info.call_id,
-                ..fresh.clone()
-            },
-            Some(Err(failure)) => self.interactive_answer(&tool, info, failure, Some(&key)),
-            None => self.interactive_answer(&tool, info, &Failure::DeadlinePassed, Some(&key)),
         }
     }
 
@@ -495,7 +506,7 @@ impl Gateway {
         (served, tool): (&Arc<Served>, &Arc<ServedTool>),
         request: ToolRequest,
         deadline: Instant,
-        key: String,
+        key: Arc<str>,
         steps: Steps,
     ) -> impl std::future::Future<Output = SharedOutcome> + Send + 'static {
         let gateway = Arc::clone(self);
@@ -508,7 +519,7 @@ impl Gateway {
             let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
             // The call id is each caller's own, set when it is answered.
             let info = CallInfo::new(String::new(), tool.spec.name);
-            Arc::new(ran.map(|success| gateway.remember(&tool, key, answer::fresh(info, success))))
+            Arc::new(ran.map(|success| gateway.remember(&tool, &key, answer::fresh(info, success))))
         }
     }
 
@@ -790,12 +801,12 @@ impl Gateway {
     }
 
     /// Keeps a fresh answer as the tool's last good result for these arguments.
-    fn remember(&self, tool: &ServedTool, key: String, envelope: Envelope) -> Envelope {
+    fn remember(&self, tool: &ServedTool, key: &str, envelope: Envelope) -> Envelope {
         if let (Some(memory), Some(data), Some(provider)) =
             (&tool.last_good, &envelope.data, &envelope.provider)
         {
             memory.put(
-                key,
+                key.to_string(),
                 GoodResult {
                     data: data.clone(),
                     content: SharedText::new(envelope.content.clone()),

@@ -80,208 +80,237 @@ impl Context<'_> {
 }
 
 /// Runs a validated request upstream: the bulkhead, then the provider chain.
-pub(super) async fn run(
-    tool: &ServedTool,
-    request: &ToolRequest,
+///
+/// `run` and `run_route` return `async move` blocks rather than being `async fn`s: an
+/// `async fn` keeps its arguments twice across an await (as arguments and as locals), and this
+/// future is kept for as long as a slow provider holds the call (memory per held call,
+/// BENCHMARKS.md). For the same reason what a step needs only before or after an attempt sits
+/// in a block of its own, and the failure kept across the chain is boxed.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its arguments twice while it waits (memory per held call)"
+)]
+pub(super) fn run<'a>(
+    tool: &'a ServedTool,
+    request: &'a ToolRequest,
     deadline: Instant,
     mode: CallMode,
-    cx: Context<'_>,
-) -> Result<Success, Failure> {
-    let Ok(_slot) = Arc::clone(&tool.bulkhead).try_acquire_owned() else {
-        cx.observer.failed(tool.spec.name, &Failure::BulkheadFull);
-        return Err(Failure::BulkheadFull);
-    };
-    let mut last = Failure::DeadlinePassed;
-    // The providers that failed this call so far, in chain order (the answer names them all).
-    let mut failed: Vec<String> = Vec::new();
-    for (index, route) in tool.routes.iter().enumerate() {
-        let has_next = index + 1 < tool.routes.len();
-        // An id issued by another provider (an Amadeus offer at Duffel): skip this one
-        // without a permit or a socket; if no provider owns it, the refusal is the answer.
-        if let Some(refusal) = route.upstream.refuse(request) {
-            if matches!(last, Failure::DeadlinePassed) {
-                last = Failure::Upstream {
-                    provider: route.name.clone(),
-                    error: refusal,
-                    failed_before: Vec::new(),
-                };
-            }
-            continue;
-        }
-        match run_route(tool, route, request, deadline, mode, has_next, cx).await {
-            Ok(success) => return Ok(success),
-            Err(failure) => {
-                if let Some(provider) = failure.provider() {
-                    failed.push(provider.to_string());
-                }
-                if let Failure::Upstream {
-                    provider, error, ..
-                } = &failure
+    cx: Context<'a>,
+) -> impl Future<Output = Result<Success, Failure>> + Send + 'a {
+    async move {
+        let Ok(_slot) = Arc::clone(&tool.bulkhead).try_acquire_owned() else {
+            cx.observer.failed(tool.spec.name, &Failure::BulkheadFull);
+            return Err(Failure::BulkheadFull);
+        };
+        // What to answer when no provider serves the call; none yet is the deadline passing.
+        let mut last: Option<Box<Failure>> = None;
+        // The providers that failed this call so far, in chain order (the answer names them all).
+        let mut failed: Vec<String> = Vec::new();
+        for (index, route) in tool.routes.iter().enumerate() {
+            let has_next = index + 1 < tool.routes.len();
+            // An id issued by another provider (an Amadeus offer at Duffel): skip this one
+            // without a permit or a socket; if no provider owns it, the refusal is the answer.
+            if let Some(refusal) = route.upstream.refuse(request) {
+                if last
+                    .as_deref()
+                    .is_none_or(|last| matches!(last, Failure::DeadlinePassed))
                 {
-                    tracing::warn!(
-                        tool = tool.spec.name,
-                        provider = %provider,
-                        error = %error,
-                        "upstream failed"
-                    );
+                    last = Some(Box::new(Failure::Upstream {
+                        provider: route.name.clone(),
+                        error: refusal,
+                        failed_before: Vec::new(),
+                    }));
                 }
-                let stop = failure.stops_chain(tool.is_write());
-                if !stop
-                    && let (Some(failed), Some(next)) =
-                        (failure.provider(), tool.routes.get(index + 1))
-                {
-                    cx.report(Step::FailingOver {
-                        tool: tool.spec.name,
-                        failed: failed.to_string(),
-                        why: failure.error_type(),
-                        next: next.name.clone(),
-                    });
-                }
-                last = failure;
-                if stop {
-                    break;
+                continue;
+            }
+            match run_route(tool, route, request, deadline, mode, has_next, cx).await {
+                Ok(success) => return Ok(success),
+                Err(failure) => {
+                    if let Some(provider) = failure.provider() {
+                        failed.push(provider.to_string());
+                    }
+                    if let Failure::Upstream {
+                        provider, error, ..
+                    } = &failure
+                    {
+                        tracing::warn!(
+                            tool = tool.spec.name,
+                            provider = %provider,
+                            error = %error,
+                            "upstream failed"
+                        );
+                    }
+                    let stop = failure.stops_chain(tool.is_write());
+                    if !stop
+                        && let (Some(failed), Some(next)) =
+                            (failure.provider(), tool.routes.get(index + 1))
+                    {
+                        cx.report(Step::FailingOver {
+                            tool: tool.spec.name,
+                            failed: failed.to_string(),
+                            why: failure.error_type(),
+                            next: next.name.clone(),
+                        });
+                    }
+                    last = Some(Box::new(failure));
+                    if stop {
+                        break;
+                    }
                 }
             }
         }
+        let last = last
+            .map_or(Failure::DeadlinePassed, |last| *last)
+            .after(failed);
+        cx.observer.failed(tool.spec.name, &last);
+        Err(last)
     }
-    let last = last.after(failed);
-    cx.observer.failed(tool.spec.name, &last);
-    Err(last)
 }
 
 /// Attempts one provider, retrying while the policy, the breaker and the deadline allow.
-async fn run_route(
-    tool: &ServedTool,
-    route: &Route,
-    request: &ToolRequest,
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its arguments twice while it waits (memory per held call)"
+)]
+fn run_route<'a>(
+    tool: &'a ServedTool,
+    route: &'a Route,
+    request: &'a ToolRequest,
     deadline: Instant,
     mode: CallMode,
     has_next: bool,
-    cx: Context<'_>,
-) -> Result<Success, Failure> {
-    let attempts = if tool.spec.idempotent {
-        tool.config.retry.attempts().max(1)
-    } else {
-        1
-    };
-    let backoff = tool.config.retry.backoff();
-    let caller = match mode {
-        CallMode::Background => Caller::Background,
-        CallMode::Interactive => Caller::Interactive {
-            background_due: tool.background_due(),
-        },
-    };
-    let upstream_failed = |error| Failure::Upstream {
-        provider: route.name.clone(),
-        error,
-        failed_before: Vec::new(),
-    };
-    for attempt in 0..attempts {
-        let now = Instant::now();
-        let remaining = deadline.saturating_duration_since(now);
-        if remaining.is_zero() {
-            return Err(Failure::DeadlinePassed);
-        }
-        let span = Observer::attempt_span(tool.spec.name, &route.name, attempt + 1);
-        // A scheduled window acts as a forced-open breaker: no permit, no request.
-        let wall = clock::utc_now();
-        if let Some(active) = cx.maintenance.active(tool.spec.name, &route.name, wall) {
-            cx.observer.under_maintenance(&span);
-            return Err(Failure::Maintenance {
-                provider: route.name.clone(),
-                left: maintenance::left(wall, active.until),
-                until: active.until,
-                reason: active.reason,
-                failed_before: Vec::new(),
-            });
-        }
-        let permit = match route.breaker.try_acquire_as(now, caller) {
-            Ok(permit) => permit,
-            Err(rejected) => {
-                cx.observer
-                    .rejected(&span, tool.spec.name, &route.name, &rejected);
-                return Err(Failure::Breaker {
-                    provider: route.name.clone(),
-                    rejected,
-                    failed_before: Vec::new(),
-                });
-            }
+    cx: Context<'a>,
+) -> impl Future<Output = Result<Success, Failure>> + Send + 'a {
+    async move {
+        let attempts = if tool.spec.idempotent {
+            tool.config.retry.attempts().max(1)
+        } else {
+            1
         };
-        Observer::admitted(&span, permit.kind());
-        if mode == CallMode::Interactive {
-            cx.rate_limits.spent_interactive(&route.name);
-        }
-        let started = Instant::now();
-        let timeout = route
-            .timeout
-            .map_or(tool.config.timeout, |cap| cap.min(tool.config.timeout))
-            .min(remaining);
-        let result = attempt_once(route.upstream.as_ref(), request, timeout)
-            .instrument(span.clone())
-            .await;
-        let elapsed = started.elapsed();
-        let outcome = classify(&result, elapsed);
-        cx.observer.attempted(
-            &span,
-            tool.spec.name,
-            &route.name,
-            &result,
-            outcome,
-            elapsed,
-        );
-        permit.record(outcome, Instant::now());
-        let error = match result {
-            Ok(output) => {
-                return Ok(Success {
-                    output,
-                    provider: route.name.clone(),
-                    breaker: route.breaker.state(Instant::now()),
-                });
-            }
-            Err(error) => error,
+        let backoff = tool.config.retry.backoff();
+        let caller = match mode {
+            CallMode::Background => Caller::Background,
+            CallMode::Interactive => Caller::Interactive {
+                background_due: tool.background_due(),
+            },
         };
-        if error.is_quota_exhausted()
-            && let Some(wait) = error.kind.retry_after()
-        {
-            route.quota_exhausted_until(Instant::now() + wait);
-        }
-        let last_attempt = attempt + 1 >= attempts;
-        // With another provider in the chain, failing over beats retrying: a retry waits
-        // out a backoff (or a whole second timeout) on a provider that just failed.
-        // A background job never waits out a rate limit on a worker (sixteen workers stuck in
-        // backoff serve nobody): the job goes back to the queue until the reset, the worker
-        // takes other work, and the job system learns the limit from the 429.
-        let rate_limited_job =
-            mode == CallMode::Background && matches!(error.kind, ErrorKind::RateLimited { .. });
-        if last_attempt || has_next || rate_limited_job || !is_retryable(&error.kind) {
-            return Err(upstream_failed(error));
-        }
-        // The provider's own wait wins over our backoff; a wait that does not fit in the
-        // deadline means answering now, with that wait as the retry estimate.
-        let wait = error
-            .kind
-            .retry_after()
-            .unwrap_or_else(|| backoff.full_jitter(attempt, cx.jitter.next_unit()));
-        if Instant::now() + wait >= deadline {
-            return Err(upstream_failed(error));
-        }
-        tracing::debug!(
-            tool = tool.spec.name,
-            provider = %route.name,
-            attempt = attempt + 1,
-            wait_ms = wait.as_millis() as u64,
-            error = %error,
-            "retrying"
-        );
-        cx.report(Step::Retrying {
-            tool: tool.spec.name,
+        let upstream_failed = |error| Failure::Upstream {
             provider: route.name.clone(),
-            why: error.kind.as_str(),
-            wait,
-        });
-        tokio::time::sleep(wait).await;
+            error,
+            failed_before: Vec::new(),
+        };
+        for attempt in 0..attempts {
+            // Everything up to the retry's wait, in a block: the attempt's result and error are
+            // not kept while it waits.
+            let wait = {
+                let now = Instant::now();
+                let remaining = deadline.saturating_duration_since(now);
+                if remaining.is_zero() {
+                    return Err(Failure::DeadlinePassed);
+                }
+                let span = Observer::attempt_span(tool.spec.name, &route.name, attempt + 1);
+                // A scheduled window acts as a forced-open breaker: no permit, no request.
+                let wall = clock::utc_now();
+                if let Some(active) = cx.maintenance.active(tool.spec.name, &route.name, wall) {
+                    cx.observer.under_maintenance(&span);
+                    return Err(Failure::Maintenance {
+                        provider: route.name.clone(),
+                        left: maintenance::left(wall, active.until),
+                        until: active.until,
+                        reason: active.reason,
+                        failed_before: Vec::new(),
+                    });
+                }
+                let permit = match route.breaker.try_acquire_as(now, caller) {
+                    Ok(permit) => permit,
+                    Err(rejected) => {
+                        cx.observer
+                            .rejected(&span, tool.spec.name, &route.name, &rejected);
+                        return Err(Failure::Breaker {
+                            provider: route.name.clone(),
+                            rejected,
+                            failed_before: Vec::new(),
+                        });
+                    }
+                };
+                Observer::admitted(&span, permit.kind());
+                if mode == CallMode::Interactive {
+                    cx.rate_limits.spent_interactive(&route.name);
+                }
+                let started = Instant::now();
+                let timeout = route
+                    .timeout
+                    .map_or(tool.config.timeout, |cap| cap.min(tool.config.timeout))
+                    .min(remaining);
+                let result = attempt_once(route.upstream.as_ref(), request, timeout)
+                    .instrument(span.clone())
+                    .await;
+                let elapsed = started.elapsed();
+                let outcome = classify(&result, elapsed);
+                cx.observer.attempted(
+                    &span,
+                    tool.spec.name,
+                    &route.name,
+                    &result,
+                    outcome,
+                    elapsed,
+                );
+                permit.record(outcome, Instant::now());
+                let error = match result {
+                    Ok(output) => {
+                        return Ok(Success {
+                            output,
+                            provider: route.name.clone(),
+                            breaker: route.breaker.state(Instant::now()),
+                        });
+                    }
+                    Err(error) => error,
+                };
+                if error.is_quota_exhausted()
+                    && let Some(wait) = error.kind.retry_after()
+                {
+                    route.quota_exhausted_until(Instant::now() + wait);
+                }
+                let last_attempt = attempt + 1 >= attempts;
+                // With another provider in the chain, failing over beats retrying: a retry waits
+                // out a backoff (or a whole second timeout) on a provider that just failed.
+                // A background job never waits out a rate limit on a worker (sixteen workers stuck in
+                // backoff serve nobody): the job goes back to the queue until the reset, the worker
+                // takes other work, and the job system learns the limit from the 429.
+                let rate_limited_job = mode == CallMode::Background
+                    && matches!(error.kind, ErrorKind::RateLimited { .. });
+                if last_attempt || has_next || rate_limited_job || !is_retryable(&error.kind) {
+                    return Err(upstream_failed(error));
+                }
+                // The provider's own wait wins over our backoff; a wait that does not fit in the
+                // deadline means answering now, with that wait as the retry estimate.
+                let wait = error
+                    .kind
+                    .retry_after()
+                    .unwrap_or_else(|| backoff.full_jitter(attempt, cx.jitter.next_unit()));
+                if Instant::now() + wait >= deadline {
+                    return Err(upstream_failed(error));
+                }
+                tracing::debug!(
+                    tool = tool.spec.name,
+                    provider = %route.name,
+                    attempt = attempt + 1,
+                    wait_ms = wait.as_millis() as u64,
+                    error = %error,
+                    "retrying"
+                );
+                cx.report(Step::Retrying {
+                    tool: tool.spec.name,
+                    provider: route.name.clone(),
+                    why: error.kind.as_str(),
+                    wait,
+                });
+                wait
+            };
+            tokio::time::sleep(wait).await;
+        }
+        Err(Failure::DeadlinePassed)
     }
-    Err(Failure::DeadlinePassed)
 }
 
 /// One upstream attempt: the provider call bounded by `timeout`. Dropping the provider's future
