@@ -4,13 +4,17 @@
 //! arguments).
 
 use std::future::Future;
+use std::pin::Pin;
 
+use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request};
+use axum::handler::Handler;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use futures::FutureExt;
+use futures::future::{self, Either};
 
 use crate::agents::{self, native::NativeCall, options};
 use crate::call::{CallRequest, Status};
@@ -21,30 +25,72 @@ use crate::jobs::NewJob;
 use crate::tools::CallMode;
 use crate::trace_context::TraceContext;
 
-/// The handler.
+/// The handler, an axum [`Handler`] of its own rather than a function of extractors.
 ///
-/// A plain function: the body is read and checked, and the call made ready, before the
-/// returned future exists, so that a held call's future keeps the call's request once, not
-/// also the headers, the body, the parsed call and every step's state (memory per held call,
-/// BENCHMARKS.md).
-pub(crate) fn call_tool(
-    State(state): State<AppState>,
-    PathParam(tool): PathParam,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> impl Future<Output = Result<Response, ApiError>> {
-    let ready = ready_call(&state, &caller, &tool, &headers, body);
-    drop(headers);
-    async move {
-        let request = match ready? {
-            Ready::Interactive(request) => request,
-            // Boxed: a job store's future is many kilobytes, and inline it would make every
-            // interactive call's handler future that large too, copied at each of axum's boxes.
-            Ready::Background(call) => {
-                return Box::pin(submit_background(&state, &caller, call)).await;
-            }
-        };
+/// axum's handler for a function keeps the request's head (headers, extensions, URI) and the
+/// state beside the function's future until the answer, and the extractors' copies of them
+/// too. This one takes what the call needs out of the request, reads the body in a future of
+/// its own, and checks the call and makes it ready before the call's future exists, so a held
+/// call keeps the call's request once and nothing of the HTTP request it came in (memory per
+/// held call, BENCHMARKS.md). Its refusals are the extractors' were: a path parameter that
+/// is not UTF-8 is a JSON 400, and a body that cannot be read is refused by
+/// [`read_body`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallTool;
+
+impl Handler<CallTool, AppState> for CallTool {
+    type Future = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+    fn call(self, request: Request, state: AppState) -> Self::Future {
+        let (mut parts, body) = request.into_parts();
+        let headers = std::mem::take(&mut parts.headers);
+        let caller = parts.extensions.remove::<Caller>();
+        let tool = PathParam::read(&mut parts);
+        // Boxed, and gone once the body is read: reading it takes more than the call keeps.
+        let read = Box::pin(Bytes::from_request(Request::from_parts(parts, body), &()));
+        Box::pin(
+            read.then(move |body| {
+                let checked = match (caller, tool) {
+                    (Some(caller), Ok(PathParam(tool))) => {
+                        ready_call(&state, &caller, &tool, &headers, body)
+                            .map(|ready| (ready, caller))
+                    }
+                    (_, Err(refused)) => Err(refused),
+                    (None, _) => Err(ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the call route is not behind the client check",
+                    )),
+                };
+                drop(headers);
+                call_tool(state, checked)
+            })
+            .map(IntoResponse::into_response),
+        )
+    }
+}
+
+/// Runs a checked call: the interactive call's envelope, or the background call's job. A plain
+/// function: the checked call is taken apart before the future that waits exists, which then
+/// keeps only what answering needs.
+fn call_tool(
+    state: AppState,
+    checked: Result<(Ready, Caller), ApiError>,
+) -> impl Future<Output = Result<Response, ApiError>> + Send {
+    let (ready, caller) = match checked {
+        Ok(checked) => checked,
+        Err(refused) => return Either::Left(future::ready(Err(refused))),
+    };
+    let request = match ready {
+        Ready::Interactive(request) => request,
+        // Boxed: a job store's future is many kilobytes, and inline it would make every
+        // interactive call's future that large too.
+        Ready::Background(call) => {
+            return Either::Right(Either::Left(Box::pin(async move {
+                submit_background(&state, &caller, call).await
+            })));
+        }
+    };
+    Either::Right(Either::Right(async move {
         let envelope = calls::call(&state, request, None)
             .await
             .map_err(|e| e.into_api_error(&state, &caller.scope()))?;
@@ -61,7 +107,7 @@ pub(crate) fn call_tool(
             envelope.to_json_bytes(),
         )
             .into_response())
-    }
+    }))
 }
 
 /// A call read from its request, to run now or to queue.

@@ -258,6 +258,23 @@ pub(crate) async fn no_route(uri: axum::http::Uri) -> ApiError {
 #[derive(Debug)]
 pub(crate) struct PathParam(pub(crate) String);
 
+impl PathParam {
+    /// The path parameter of `parts`, read at once, for a handler that reads its request itself.
+    /// axum's `Path` only looks up a request extension and never waits; were it ever to, this
+    /// answers 500 rather than block.
+    pub(crate) fn read(parts: &mut Parts) -> Result<Self, ApiError> {
+        use futures::FutureExt;
+        Self::from_request_parts(parts, &())
+            .now_or_never()
+            .unwrap_or_else(|| {
+                Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the path parameter could not be read at once",
+                ))
+            })
+    }
+}
+
 impl<S: Send + Sync> FromRequestParts<S> for PathParam {
     type Rejection = ApiError;
 

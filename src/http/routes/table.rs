@@ -153,7 +153,7 @@ pub(crate) const ROUTES: &[Route] = &[
             body: Some(Schema::Ref("CallBody")),
             ..op(
                 Post,
-                Handler::Axum(|m| on(m, native::call_tool)),
+                Handler::Axum(|m| on(m, native::CallTool)),
                 "callTool",
                 "Run one tool call; the answer is a tool result envelope.",
                 &[
