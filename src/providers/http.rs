@@ -103,7 +103,14 @@ pub fn send(
         let mut resends = 0;
         loop {
             match build().send().await {
-                Err(e) if resends < UNPROCESSED_RESENDS && refused_unprocessed(&e) => resends += 1,
+                Err(e) if resends < UNPROCESSED_RESENDS && refused_unprocessed(&e) => {
+                    resends += 1;
+                    tracing::debug!(
+                        resend = resends,
+                        error = %e,
+                        "the provider refused the request unprocessed; sending it again"
+                    );
+                }
                 sent => return sent,
             }
         }
