@@ -32,8 +32,8 @@ use crate::trace_context::TraceContext;
 /// too. This one takes what the call needs out of the request, reads the body in a future of
 /// its own, and checks the call and makes it ready before the call's future exists, so a held
 /// call keeps the call's request once and nothing of the HTTP request it came in (memory per
-/// held call, BENCHMARKS.md). Its refusals are the extractors' were: a path parameter that
-/// is not UTF-8 is a JSON 400, and a body that cannot be read is refused by
+/// held call, BENCHMARKS.md). It refuses what the extractors refused, as they did: a path
+/// parameter that is not UTF-8 is a JSON 400, and a body that cannot be read is refused by
 /// [`read_body`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallTool;
