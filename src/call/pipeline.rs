@@ -272,18 +272,19 @@ fn run_route<'a>(
                     route.quota_exhausted_until(Instant::now() + wait);
                 }
                 let last_attempt = attempt + 1 >= attempts;
-                // With another provider in the chain, failing over beats retrying: a retry waits
-                // out a backoff (or a whole second timeout) on a provider that just failed.
-                // A background job never waits out a rate limit on a worker (sixteen workers stuck in
-                // backoff serve nobody): the job goes back to the queue until the reset, the worker
-                // takes other work, and the job system learns the limit from the 429.
+                // With another provider in the chain, failing over beats retrying: a retry
+                // waits out a backoff (or a whole second timeout) on a provider that just
+                // failed. A background job never waits out a rate limit on a worker (sixteen
+                // workers stuck in backoff serve nobody): the job goes back to the queue until
+                // the reset, the worker takes other work, and the job system learns the limit
+                // from the 429.
                 let rate_limited_job = mode == CallMode::Background
                     && matches!(error.kind, ErrorKind::RateLimited { .. });
                 if last_attempt || has_next || rate_limited_job || !is_retryable(&error.kind) {
                     return Err(upstream_failed(error));
                 }
-                // The provider's own wait wins over our backoff; a wait that does not fit in the
-                // deadline means answering now, with that wait as the retry estimate.
+                // The provider's own wait wins over our backoff; a wait that does not fit in
+                // the deadline means answering now, with that wait as the retry estimate.
                 let wait = error
                     .kind
                     .retry_after()

@@ -80,14 +80,7 @@ impl Upstream for Provider {
         request: &'a ToolRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<ToolOutput, UpstreamError>> {
-        // Each kind's future boxed on its own, not `Provider::call`'s: that one is as large as
-        // the largest kind's, and this box is kept for as long as a slow provider holds the
-        // call (memory per held call, BENCHMARKS.md).
-        match self {
-            Provider::Duffel(c) => Box::pin(c.call(request, timeout)),
-            Provider::Amadeus(c) => Box::pin(c.call(request, timeout)),
-            Provider::Rest(c) => Box::pin(c.call(request, timeout)),
-        }
+        Provider::call(self, request, timeout)
     }
 
     fn find_booking<'a>(

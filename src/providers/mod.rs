@@ -28,6 +28,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 pub use booking::FoundBooking;
 pub use error::{ErrorKind, UpstreamError, WriteEffect};
 pub use kept::KeptOffers;
@@ -52,15 +54,19 @@ pub enum Provider {
 impl Provider {
     /// Runs one attempt of `request`. Ask [`Provider::refuse`] first: the call pipeline does,
     /// once per call and provider, and skips a provider that refuses.
-    pub async fn call(
-        &self,
-        request: &ToolRequest,
+    ///
+    /// Each kind's future is boxed on its own: one future for every kind would be as large as
+    /// the largest kind's (the http provider's), and the pipeline keeps it for as long as a slow
+    /// provider holds the call (memory per held call, BENCHMARKS.md).
+    pub fn call<'a>(
+        &'a self,
+        request: &'a ToolRequest,
         timeout: Duration,
-    ) -> Result<ToolOutput, UpstreamError> {
+    ) -> BoxFuture<'a, Result<ToolOutput, UpstreamError>> {
         match self {
-            Provider::Duffel(c) => c.call(request, timeout).await,
-            Provider::Amadeus(c) => c.call(request, timeout).await,
-            Provider::Rest(c) => c.call(request, timeout).await,
+            Provider::Duffel(c) => Box::pin(c.call(request, timeout)),
+            Provider::Amadeus(c) => Box::pin(c.call(request, timeout)),
+            Provider::Rest(c) => Box::pin(c.call(request, timeout)),
         }
     }
 

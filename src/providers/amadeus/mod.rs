@@ -215,8 +215,7 @@ impl AmadeusClient {
             return Err(refusal);
         }
         // Each tool's future is boxed: inline, the largest of them (several KB) would size every
-        // call's, and so every provider call of every tool (`Provider::call` holds the largest
-        // adapter's), for as long as a slow provider holds it (memory per held call,
+        // Amadeus call's, for as long as a slow provider holds it (memory per held call,
         // BENCHMARKS.md). One allocation per request is small beside the request.
         match request {
             ToolRequest::SearchFlights(a) => Box::pin(self.search_flights(a))
