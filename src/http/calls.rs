@@ -14,6 +14,7 @@ use std::future::Future;
 
 use axum::http::StatusCode;
 use futures::FutureExt as _;
+use futures::future::{self, Either};
 use serde_json::json;
 
 use super::edge::ApiError;
@@ -165,15 +166,54 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
 
 /// Runs one agent call of `caller` to its model-readable result: a tool outside the caller's
 /// scope is that call's error text, as an unknown tool is.
-pub(crate) async fn run_agent_call(
+///
+/// A plain function, not an `async fn`: the call is checked and taken apart before the future
+/// that waits exists, so a held call keeps its request once (inside the gateway's call), its
+/// call id, and the two references, and a background call's job store future is boxed apart
+/// (memory per held call, BENCHMARKS.md).
+pub(crate) fn run_agent_call<'a>(
+    state: &'a AppState,
+    caller: &'a Caller,
+    call: AgentCall,
+    options: CallOptions,
+    steps: Option<StepSender>,
+) -> impl Future<Output = AgentResult> + Send + 'a {
+    let (run, call_id) = match prepare(state, caller, call, options) {
+        Ok(ready) => ready,
+        Err(not_run) => return Either::Left(future::ready(*not_run)),
+    };
+    let answer = match run {
+        // Boxed, so that an interactive call's future is not as large as a job store's.
+        Run::Background(job) => Either::Left(Box::pin(submit(state, job))),
+        Run::Interactive(request) => Either::Right(self::call(state, request, steps)),
+    };
+    Either::Right(async move {
+        match answer.await {
+            Ok(envelope) => AgentResult::answered(call_id, envelope),
+            Err(not_run) => AgentResult::not_run(call_id, not_run.text(state, &caller.scope())),
+        }
+    })
+}
+
+/// What an agent call becomes once checked.
+enum Run {
+    /// Stored as a job, exactly as the native endpoint does; the model is told where the
+    /// result will be, and never waits for it.
+    Background(NewJob),
+    /// Run now.
+    Interactive(CallRequest),
+}
+
+/// [`run_agent_call`]'s checks, in order: the tool is served, it is in the caller's scope, its
+/// arguments were read; then the arguments lose their strict-mode `null`s and the call gets
+/// its idempotency key. The call id comes back beside the call for the result; a call that
+/// cannot run is its result already (boxed: it is the rare way).
+fn prepare(
     state: &AppState,
     caller: &Caller,
     call: AgentCall,
     options: CallOptions,
-    steps: Option<StepSender>,
-) -> AgentResult {
-    let client = &caller.client();
-    let scope = &caller.scope();
+) -> Result<(Run, Option<String>), Box<AgentResult>> {
     let AgentCall {
         tool: name,
         arguments,
@@ -181,13 +221,14 @@ pub(crate) async fn run_agent_call(
         idempotency_key,
         trace,
     } = call;
+    let scope = &caller.scope();
     let Some(tool) = state.gateway.tool(&name) else {
         let text = NotRun::UnknownTool(name).text(state, scope);
-        return AgentResult::not_run(call_id, text);
+        return Err(Box::new(AgentResult::not_run(call_id, text)));
     };
     if !in_scope(scope, &tool) {
         let text = NotRun::OutOfScope(name).text(state, scope);
-        return AgentResult::not_run(call_id, text);
+        return Err(Box::new(AgentResult::not_run(call_id, text)));
     }
     let arguments = match arguments {
         Ok(v) => drop_optional_nulls(&tool.spec.input_schema(), v),
@@ -199,38 +240,33 @@ pub(crate) async fn run_agent_call(
                     message: why,
                 }],
             );
-            return AgentResult::not_run(call_id, texts::invalid_arguments(&text));
+            return Err(Box::new(AgentResult::not_run(
+                call_id,
+                texts::invalid_arguments(&text),
+            )));
         }
     };
     let idempotency_key = idempotency::key_for(tool.spec, idempotency_key, &arguments);
-    let answer = if options.mode == CallMode::Background {
-        // Stored as a job, exactly as the native endpoint does; the model is told where the
-        // result will be, and never waits for it.
-        let job = NewJob {
+    let run = if options.mode == CallMode::Background {
+        Run::Background(NewJob {
             tool: name,
             arguments,
             call_id: call_id.clone(),
-            client: client.clone(),
+            client: caller.client(),
             idempotency_key,
             callback_url: None,
             trace: trace.or_else(TraceContext::current),
-        };
-        // Boxed, so that an interactive call's future is not as large as a job store's.
-        Box::pin(submit(state, job)).await
+        })
     } else {
-        let request = CallRequest {
+        Run::Interactive(CallRequest {
             tool: name,
             arguments,
             call_id: call_id.clone(),
             idempotency_key,
             deadline: options.deadline,
-            client: client.clone(),
+            client: caller.client(),
             trace,
-        };
-        self::call(state, request, steps).await
+        })
     };
-    match answer {
-        Ok(envelope) => AgentResult::answered(call_id, envelope),
-        Err(not_run) => AgentResult::not_run(call_id, not_run.text(state, scope)),
-    }
+    Ok((run, call_id))
 }

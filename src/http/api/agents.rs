@@ -8,65 +8,185 @@
 //! [`super::watch_tools`]; every other call goes the way of every protocol's calls
 //! ([`crate::http::calls::run_agent_call`]).
 
+use std::future::Future;
+use std::pin::Pin;
+
+use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::Request;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
-use axum::{Extension, Json};
+use axum::handler::Handler;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::FutureExt;
+use futures::future::{self, Either};
 use serde_json::Value;
 
+use super::taken::{self, Taken};
 use super::watch_tools;
 use crate::agents::{AgentCall, AgentResult, CallOptions, anthropic, body::read_json, openai};
 use crate::http::calls::run_agent_call;
 use crate::http::edge::{ApiError, Caller, read_body};
 use crate::http::state::AppState;
 
-/// `POST /v1/openai/tool_calls`.
-pub(crate) async fn openai_tool_calls(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
-    let read = openai::parse(read_json(&bytes)?)?;
-    let results = run_calls(&state, &caller, read.calls, read.options).await;
-    Ok(Json(openai::render(read.api, &results)))
+/// The agent routes' handler: `AgentCalls::OPENAI` for `POST /v1/openai/tool_calls`,
+/// `AgentCalls::ANTHROPIC` for `POST /v1/anthropic/tool_use`.
+///
+/// An axum [`Handler`] of its own, as the native route's (`native::CallTool`) is, and for the
+/// same reason ([`taken`]): it parses the calls before the future that waits exists, so a held
+/// call keeps its calls and nothing of the HTTP request they came in (memory per held call,
+/// BENCHMARKS.md). Refusals are the ones the
+/// extractors gave: a body that cannot be read is refused by [`read_body`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AgentCalls(Protocol);
+
+/// The protocol an agent route speaks: how its body reads and its answer is shaped.
+#[derive(Debug, Clone, Copy)]
+enum Protocol {
+    OpenAi,
+    Anthropic,
 }
 
-/// `POST /v1/anthropic/tool_use`.
-pub(crate) async fn anthropic_tool_use(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
+impl AgentCalls {
+    /// `POST /v1/openai/tool_calls`.
+    pub(crate) const OPENAI: AgentCalls = AgentCalls(Protocol::OpenAi);
+    /// `POST /v1/anthropic/tool_use`.
+    pub(crate) const ANTHROPIC: AgentCalls = AgentCalls(Protocol::Anthropic);
+}
+
+impl Handler<AgentCalls, AppState> for AgentCalls {
+    type Future = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+    fn call(self, request: Request, state: AppState) -> Self::Future {
+        let Taken {
+            headers,
+            caller,
+            body,
+            ..
+        } = taken::take(request, |_| ());
+        let protocol = self.0;
+        Box::pin(
+            body.then(move |body| {
+                let checked = match caller {
+                    Some(caller) => {
+                        read_calls(protocol, &state, &headers, body).map(|read| (read, caller))
+                    }
+                    None => Err(ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the agent routes are not behind the client check",
+                    )),
+                };
+                drop(headers);
+                answer(state, checked)
+            })
+            .map(IntoResponse::into_response),
+        )
+    }
+}
+
+/// The calls of one request, and how their answer is shaped.
+struct ReadCalls {
+    calls: Vec<AgentCall>,
+    options: CallOptions,
+    render: Render,
+}
+
+/// The answer's shape.
+enum Render {
+    OpenAi(openai::Api),
+    Anthropic,
+}
+
+/// Reads the body as `protocol`'s calls.
+fn read_calls(
+    protocol: Protocol,
+    state: &AppState,
+    headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
-    let read = anthropic::parse(read_json(&bytes)?)?;
-    let results = run_calls(&state, &caller, read.calls, read.options).await;
-    Ok(Json(anthropic::render(&results)))
+) -> Result<ReadCalls, ApiError> {
+    let bytes = read_body(headers, body, state.max_body_bytes, state.browsers())?;
+    let body = read_json(&bytes)?;
+    drop(bytes);
+    Ok(match protocol {
+        Protocol::OpenAi => {
+            let read = openai::parse(body)?;
+            ReadCalls {
+                calls: read.calls,
+                options: read.options,
+                render: Render::OpenAi(read.api),
+            }
+        }
+        Protocol::Anthropic => {
+            let read = anthropic::parse(body)?;
+            ReadCalls {
+                calls: read.calls,
+                options: read.options,
+                render: Render::Anthropic,
+            }
+        }
+    })
+}
+
+/// Runs the calls read and renders their results. A plain function: the read calls are taken
+/// apart before the future that waits exists.
+fn answer(
+    state: AppState,
+    checked: Result<(ReadCalls, Caller), ApiError>,
+) -> impl Future<Output = Result<Json<Value>, ApiError>> + Send {
+    let (read, caller) = match checked {
+        Ok(checked) => checked,
+        Err(refused) => return Either::Left(future::ready(Err(refused))),
+    };
+    let ReadCalls {
+        calls,
+        options,
+        render,
+    } = read;
+    Either::Right(async move {
+        let results = run_calls(&state, &caller, calls, options).await;
+        Ok(Json(match render {
+            Render::OpenAi(api) => openai::render(api, &results),
+            Render::Anthropic => anthropic::render(&results),
+        }))
+    })
 }
 
 /// Runs the calls of one request of `caller` concurrently; the results come back in their
-/// order.
-async fn run_calls(
-    state: &AppState,
-    caller: &Caller,
+/// order. A call of a watch tool is boxed: the watch store's future would make every call's
+/// as large.
+fn run_calls<'a>(
+    state: &'a AppState,
+    caller: &'a Caller,
     calls: Vec<AgentCall>,
     options: CallOptions,
-) -> Vec<AgentResult> {
-    let runs = calls.into_iter().map(|call| async move {
-        let watched = watch_tools::run(
-            state,
-            caller,
-            &call.tool,
-            &call.arguments,
-            call.call_id.clone(),
-        );
-        match watched.await {
-            Some(result) => result,
-            None => run_agent_call(state, caller, call, options, None).await,
+) -> impl Future<Output = Vec<AgentResult>> + Send + 'a {
+    let runs = calls.into_iter().map(move |call| {
+        if crate::agents::watch_tools::tool(&call.tool).is_some() {
+            Either::Left(Box::pin(run_watch_call(state, caller, call, options)))
+        } else {
+            Either::Right(run_agent_call(state, caller, call, options, None))
         }
     });
-    futures::future::join_all(runs).await
+    futures::future::join_all(runs)
+}
+
+/// A call of a watch tool, carried out by [`watch_tools`]; a call it does not take goes the
+/// way of every call.
+async fn run_watch_call(
+    state: &AppState,
+    caller: &Caller,
+    call: AgentCall,
+    options: CallOptions,
+) -> AgentResult {
+    let watched = watch_tools::run(
+        state,
+        caller,
+        &call.tool,
+        &call.arguments,
+        call.call_id.clone(),
+    );
+    match watched.await {
+        Some(result) => result,
+        None => run_agent_call(state, caller, call, options, None).await,
+    }
 }

@@ -9,5 +9,6 @@ pub(crate) mod bookings;
 pub(crate) mod catalog;
 pub(crate) mod jobs;
 pub(crate) mod native;
+mod taken;
 pub(crate) mod watch_tools;
 pub(crate) mod watches;

@@ -8,14 +8,15 @@ use std::pin::Pin;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::Request;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequest, Request};
 use axum::handler::Handler;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::FutureExt;
 use futures::future::{self, Either};
 
+use super::taken::{self, Taken};
 use crate::agents::{self, native::NativeCall, options};
 use crate::call::{CallRequest, Status};
 use crate::http::calls;
@@ -27,12 +28,9 @@ use crate::trace_context::TraceContext;
 
 /// The handler, an axum [`Handler`] of its own rather than a function of extractors.
 ///
-/// axum's handler for a function keeps the request's head (headers, extensions, URI) and the
-/// state beside the function's future until the answer, and the extractors' copies of them
-/// too. This one takes what the call needs out of the request, reads the body in a future of
-/// its own, and checks the call and makes it ready before the call's future exists, so a held
-/// call keeps the call's request once and nothing of the HTTP request it came in (memory per
-/// held call, BENCHMARKS.md). It refuses what the extractors refused, as they did: a path
+/// It takes what the call needs out of the request ([`taken`]), and checks the call and makes
+/// it ready before the call's future exists, so a held call keeps the call's request once and
+/// nothing of the HTTP request it came in (memory per held call, BENCHMARKS.md). It refuses what the extractors refused, as they did: a path
 /// parameter that is not UTF-8 is a JSON 400, and a body that cannot be read is refused by
 /// [`read_body`].
 #[derive(Debug, Clone, Copy)]
@@ -42,14 +40,14 @@ impl Handler<CallTool, AppState> for CallTool {
     type Future = Pin<Box<dyn Future<Output = Response> + Send>>;
 
     fn call(self, request: Request, state: AppState) -> Self::Future {
-        let (mut parts, body) = request.into_parts();
-        let headers = std::mem::take(&mut parts.headers);
-        let caller = parts.extensions.remove::<Caller>();
-        let tool = PathParam::read(&mut parts);
-        // Boxed, and gone once the body is read: reading it takes more than the call keeps.
-        let read = Box::pin(Bytes::from_request(Request::from_parts(parts, body), &()));
+        let Taken {
+            headers,
+            caller,
+            head: tool,
+            body,
+        } = taken::take(request, PathParam::read);
         Box::pin(
-            read.then(move |body| {
+            body.then(move |body| {
                 let checked = match (caller, tool) {
                     (Some(caller), Ok(PathParam(tool))) => {
                         ready_call(&state, &caller, &tool, &headers, body)

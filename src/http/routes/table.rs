@@ -754,7 +754,7 @@ pub(crate) const ROUTES: &[Route] = &[
             body: Some(Schema::Ref("OpenAiToolCalls")),
             ..op(
                 Post,
-                Handler::Axum(|m| on(m, agents::openai_tool_calls)),
+                Handler::Axum(|m| on(m, agents::AgentCalls::OPENAI)),
                 "openaiToolCalls",
                 "Run an OpenAI assistant message's tool calls (Chat Completions) or function_call items (Responses API), concurrently; results in the order received.",
                 &[
@@ -777,7 +777,7 @@ pub(crate) const ROUTES: &[Route] = &[
             body: Some(Schema::Ref("AnthropicToolUse")),
             ..op(
                 Post,
-                Handler::Axum(|m| on(m, agents::anthropic_tool_use)),
+                Handler::Axum(|m| on(m, agents::AgentCalls::ANTHROPIC)),
                 "anthropicToolUse",
                 "Run an Anthropic assistant message's tool_use blocks concurrently; answers the user message with tool_result blocks.",
                 &[
