@@ -14,6 +14,13 @@
 //! shares one provider call among identical reads in flight, so N copies of one body would hold
 //! one provider call, not N. This is what h2load (`h2.sh`) cannot do: it sends one body on every
 //! stream. Known airports and dates in range make every answer a real `ok` one.
+//!
+//! `HOLD_ROUTE` picks the protocol the calls come in by: `native` (the default,
+//! `POST /v1/tools/search_flights/call`), `openai` (a Chat Completions `tool_calls` array on
+//! `POST /v1/openai/tool_calls`), `anthropic` (`tool_use` blocks on
+//! `POST /v1/anthropic/tool_use`) or `mcp` (a stateless MCP 2026-07-28 `tools/call` on
+//! `POST /mcp`, answered as JSON), one call per request each. An agent protocol's answer counts
+//! as `ok` when its one result is the search's data (not an error text in brackets).
 
 use std::time::Duration;
 
@@ -85,11 +92,105 @@ fn searches(skip: [&str; 2]) -> Vec<(&'static str, String)> {
     all
 }
 
-/// One call on `conn`: true when it was answered 200 with an `ok` envelope.
-async fn one(mut conn: SendRequest<Body>, gateway: String, body: Vec<u8>) -> bool {
-    let request = axum::http::Request::builder()
+/// The protocol the calls come in by (`HOLD_ROUTE`).
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    Native,
+    OpenAi,
+    Anthropic,
+    Mcp,
+}
+
+impl Route {
+    fn from_env() -> Result<Route, String> {
+        match std::env::var("HOLD_ROUTE").as_deref() {
+            Err(_) | Ok("native") => Ok(Route::Native),
+            Ok("openai") => Ok(Route::OpenAi),
+            Ok("anthropic") => Ok(Route::Anthropic),
+            Ok("mcp") => Ok(Route::Mcp),
+            Ok(other) => Err(format!(
+                "HOLD_ROUTE={other}: use native, openai, anthropic or mcp"
+            )),
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Route::Native => "/v1/tools/search_flights/call",
+            Route::OpenAi => "/v1/openai/tool_calls",
+            Route::Anthropic => "/v1/anthropic/tool_use",
+            Route::Mcp => "/mcp",
+        }
+    }
+
+    /// The headers the route's protocol asks for beside the content type.
+    fn headers(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Route::Mcp => &[
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "search_flights"),
+            ],
+            _ => &[],
+        }
+    }
+
+    /// The request body of one search with `arguments`.
+    fn body(self, arguments: &Value, i: usize) -> Value {
+        match self {
+            Route::Native => serde_json::json!({ "arguments": arguments }),
+            Route::OpenAi => serde_json::json!({ "tool_calls": [{
+                "id": format!("call_{i}"),
+                "type": "function",
+                "function": { "name": "search_flights", "arguments": arguments.to_string() },
+            }]}),
+            Route::Anthropic => serde_json::json!({ "content": [{
+                "type": "tool_use",
+                "id": format!("toolu_{i}"),
+                "name": "search_flights",
+                "input": arguments,
+            }]}),
+            Route::Mcp => serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {
+                    "name": "search_flights",
+                    "arguments": arguments,
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    },
+                },
+            }),
+        }
+    }
+
+    /// Whether an answer's body is the search's fresh data.
+    fn ok(self, answer: &Value) -> bool {
+        let text = match self {
+            Route::Native => return answer["status"] == "ok",
+            Route::OpenAi => &answer["messages"][0]["content"],
+            Route::Anthropic => &answer["content"][0]["content"],
+            Route::Mcp if answer["result"]["isError"] == true => return false,
+            Route::Mcp => &answer["result"]["content"][0]["text"],
+        };
+        text.as_str().is_some_and(|t| {
+            !t.starts_with('[') && !t.starts_with("STALE") && t.contains("\"offers\"")
+        })
+    }
+}
+
+/// One call on `conn`: true when it was answered 200 with the search's fresh data.
+async fn one(mut conn: SendRequest<Body>, gateway: String, route: Route, body: Vec<u8>) -> bool {
+    let mut request = axum::http::Request::builder()
         .method("POST")
-        .uri(format!("http://{gateway}/v1/tools/search_flights/call"))
+        .uri(format!("http://{gateway}{}", route.path()));
+    for (name, value) in route.headers() {
+        request = request.header(*name, *value);
+    }
+    let request = request
         .header("content-type", "application/json")
         .header("content-length", body.len())
         .body(Body::from(body));
@@ -106,8 +207,8 @@ async fn one(mut conn: SendRequest<Body>, gateway: String, body: Vec<u8>) -> boo
     let Ok(bytes) = axum::body::to_bytes(Body::new(response.into_body()), 1 << 24).await else {
         return false;
     };
-    let envelope: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    ok && envelope["status"] == "ok"
+    let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    ok && route.ok(&answer)
 }
 
 #[tokio::main]
@@ -120,6 +221,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (pid.parse()?, n.parse()?, connections.parse()?);
     let body: Value = serde_json::from_str(&std::fs::read_to_string(body_file)?)?;
     let arguments = body["arguments"].clone();
+    let route = Route::from_env()?;
     let http = reqwest::Client::new();
     let idle = rss_kib(&pid.to_string());
     let base = sim_searches(&http, sim).await;
@@ -150,10 +252,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut arguments = arguments.clone();
         arguments["origin"] = Value::String(origin.to_string());
         arguments["departure_date"] = Value::String(date);
-        let body = serde_json::to_vec(&serde_json::json!({ "arguments": arguments }))?;
+        let body = serde_json::to_vec(&route.body(&arguments, i))?;
         calls.push(tokio::spawn(one(
             conns[i % conns.len()].clone(),
             gateway.clone(),
+            route,
             body,
         )));
     }

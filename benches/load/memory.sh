@@ -11,7 +11,9 @@
 # Usage: benches/load/memory.sh [CONFIG...]      (default: h1-h1 h1-h2 h2-h2)
 # Knobs: BIN (a release faregate, else it builds one), EXAMPLES (where hold_h2 is), CALLS
 # (10000; capped by the open-file limit where a configuration needs a descriptor per call),
-# CONNS (10), WRAP (runs the gateway under another program, e.g. "heaptrack -o FILE").
+# CONNS (10), WRAP (runs the gateway under another program, e.g. "heaptrack -o FILE"),
+# HOLD_ROUTE (h2-h2 only: native, the default, or openai, anthropic or mcp, the agent protocols'
+# routes, one call per request; see hold_h2.rs).
 # Each configuration gets a fresh `faregate sim` and `faregate serve` (one provider, bulkhead
 # and timeouts raised, breaker forced closed, 200 calls to warm up, then the flight search
 # hangs), as scale() in scenarios.sh sets them up. Each call is a search of its own (origin and
@@ -77,8 +79,10 @@ measure() {
   else
     out=$(python3 benches/load/hold.py "$gw" "$sim" "$GW_PID" "$n" "$DIR/flights.json")
   fi
-  echo "config=$config $out"
-  ROWS+=("| $config | $(val held "$out") of $n | $(val at_provider "$out") | $(val rss_idle_mib "$out") → $(val rss_held_mib "$out") MiB | $(python3 -c "print(f'{$(val bytes_per_call "$out") / 1024:.1f}')") KB | $(val answered "$out") |")
+  local label=$config
+  [[ $config == h2-* && ${HOLD_ROUTE:-native} != native ]] && label="$config ($HOLD_ROUTE)"
+  echo "config=$label $out"
+  ROWS+=("| $label | $(val held "$out") of $n | $(val at_provider "$out") | $(val rss_idle_mib "$out") → $(val rss_held_mib "$out") MiB | $(python3 -c "print(f'{$(val bytes_per_call "$out") / 1024:.1f}')") KB | $(val answered "$out") |")
   stop_pid "$GW_PID"
   stop_pid "$sim_pid"
 }
