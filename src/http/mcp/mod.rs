@@ -292,7 +292,12 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
-        if let Some(mut out) = watch_tools::call(&self.state, &caller, &request).await {
+        // Boxed, and only for a watch tool: the watch store's future is about 11 KB, and inline
+        // it would make every held call's future that large (memory per held call,
+        // BENCHMARKS.md).
+        if crate::agents::watch_tools::tool(&request.name).is_some()
+            && let Some(mut out) = Box::pin(watch_tools::call(&self.state, &caller, &request)).await
+        {
             revisions::stamp_server_info(&mut out.meta, context.protocol_version());
             return Ok(out.into());
         }
@@ -361,7 +366,8 @@ impl ServerHandler for Handler {
                 };
                 if options.mode == CallMode::Background
                     && takes_tasks
-                    && let Some(mut task) = tasks::created(&self.state, &result).await
+                    // Boxed, as the watch tools are: a rare step, larger than waiting.
+                    && let Some(mut task) = Box::pin(tasks::created(&self.state, &result)).await
                 {
                     revisions::stamp_server_info(&mut task.meta, context.protocol_version());
                     return Ok(CallToolResponse::Task(task));
@@ -380,7 +386,11 @@ impl ServerHandler for Handler {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let mut result = tasks::get(&self.state, &caller_of(&context)?, &request.task_id).await?;
+        // Boxed here and in the two task methods below: a job store's future is about 10 KB,
+        // and rmcp's request future is as large as the largest method's, so inline these would
+        // make every held `tools/call` that large (memory per held call, BENCHMARKS.md).
+        let caller = caller_of(&context)?;
+        let mut result = Box::pin(tasks::get(&self.state, &caller, &request.task_id)).await?;
         revisions::stamp_server_info(&mut result.meta, context.protocol_version());
         Ok(result)
     }
@@ -392,9 +402,14 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let caller = caller_of(&context)?;
-        tasks::custom(&self.state, &caller, &request.method, request.params)
-            .await
-            .map(CustomResult::new)
+        Box::pin(tasks::custom(
+            &self.state,
+            &caller,
+            &request.method,
+            request.params,
+        ))
+        .await
+        .map(CustomResult::new)
     }
 
     /// Cancels the caller's task if its job has not started.
@@ -403,7 +418,8 @@ impl ServerHandler for Handler {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        tasks::cancel(&self.state, &caller_of(&context)?, &request.task_id).await
+        let caller = caller_of(&context)?;
+        Box::pin(tasks::cancel(&self.state, &caller, &request.task_id)).await
     }
 }
 
