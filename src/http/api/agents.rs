@@ -35,8 +35,8 @@ use crate::http::state::AppState;
 /// An axum [`Handler`] of its own, as the native route's (`native::CallTool`) is, and for the
 /// same reason ([`taken`]): it parses the calls before the future that waits exists, so a held
 /// call keeps its calls and nothing of the HTTP request they came in (memory per held call,
-/// BENCHMARKS.md). Refusals are the ones the
-/// extractors gave: a body that cannot be read is refused by [`read_body`].
+/// BENCHMARKS.md). Refusals are the ones the extractors gave: a body that cannot be read is
+/// refused by [`read_body`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AgentCalls(Protocol);
 

@@ -30,9 +30,9 @@ use crate::trace_context::TraceContext;
 ///
 /// It takes what the call needs out of the request ([`taken`]), and checks the call and makes
 /// it ready before the call's future exists, so a held call keeps the call's request once and
-/// nothing of the HTTP request it came in (memory per held call, BENCHMARKS.md). It refuses what the extractors refused, as they did: a path
-/// parameter that is not UTF-8 is a JSON 400, and a body that cannot be read is refused by
-/// [`read_body`].
+/// nothing of the HTTP request it came in (memory per held call, BENCHMARKS.md). It refuses
+/// what the extractors refused, as they did: a path parameter that is not UTF-8 is a JSON 400,
+/// and a body that cannot be read is refused by [`read_body`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallTool;
 
