@@ -58,7 +58,8 @@ use routes::{Guard, Handler, ROUTES};
 /// 5. the body limit, applied as the handler reads the body.
 ///
 /// Steps 2 to 4 are one `from_fn` layer (`edge::guard`) on the `Client` and `Call` routes, in
-/// that order; `/mcp` keeps them as three, with `mcp::client_answers` after step 2.
+/// that order; `/mcp` has one of its own (`mcp::guard`), which reads an MCP body to tell a tool
+/// call before the limits, and answers every refusal as a JSON-RPC error.
 ///
 /// Every refusal is JSON: a wrong method gets the table's JSON 405 (each route's method
 /// fallback, inside the route's layers, with the `Allow` header the table derives), and `/mcp`
@@ -66,17 +67,16 @@ use routes::{Guard, Handler, ROUTES};
 /// not refused pay for no wrapper.
 ///
 /// `/mcp` sits behind the same checks; rmcp then checks `Host` and `Origin` (`[mcp]` in
-/// `faregate.toml`) and enforces the same body limit itself. One more layer wraps `/mcp`
-/// outside all of them (`mcp::client_answers`): its 401 and 403 carry a JSON-RPC error, the
-/// only body MCP clients show their users, and an ended session is 200. `shutdown` ends MCP
+/// `faregate.toml`) and enforces the same body limit itself. Its guard (`mcp::guard`) also
+/// reshapes what comes back: its 401, 403, 413, 429 and 503 carry a JSON-RPC error, the only
+/// body MCP clients show their users, and an ended session is 200. `shutdown` ends MCP
 /// sessions and streams when cancelled.
 pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
     let mut open = Router::new();
     let mut client = Router::new();
     let mut calls = Router::new();
     let mut self_authorized = Router::new();
-    // `/mcp` gets the layers of its guard like any route, plus one outside them all (see
-    // `mcp::client_answers`), so it is built apart and merged in.
+    // `/mcp` has a guard of its own (`mcp::guard`), so it is built apart and merged in.
     let mut mcp_route = Router::new();
     for route in ROUTES {
         let is_mcp = route
@@ -124,8 +124,8 @@ pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
         .with_state(state)
 }
 
-/// `routes` behind every edge layer of `guard`, steps 1 to 5 above (and `mcp::client_answers`
-/// for `/mcp`): the request span and the request's bounds for every route, client-key
+/// `routes` behind every edge layer of `guard`, steps 1 to 5 above (`mcp::guard` for `/mcp`):
+/// the request span and the request's bounds for every route, client-key
 /// authentication for `Client` and `Call`, the per-client limits for `Call`, and the body
 /// limit.
 ///
@@ -160,14 +160,15 @@ fn layered(
     match guard {
         Guard::Call if mcp => routes.layer(
             traced
-                .layer(bounded)
-                .layer(middleware::from_fn(mcp::client_answers))
                 .layer(middleware::from_fn_with_state(
-                    state.keys.clone(),
-                    edge::require_client,
+                    edge::Gate {
+                        bounds,
+                        keys: state.keys.clone(),
+                        limits: Some(limits),
+                    },
+                    mcp::guard,
                 ))
-                .layer(body_limit)
-                .layer(middleware::from_fn_with_state(limits, edge::limit_calls)),
+                .layer(body_limit),
         ),
         Guard::Call => routes.layer(traced.layer(body_limit).layer(guarded(Some(limits)))),
         Guard::Client => routes.layer(traced.layer(body_limit).layer(guarded(None))),

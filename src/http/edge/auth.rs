@@ -23,9 +23,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -197,20 +196,8 @@ impl Keys {
     }
 }
 
-/// Middleware: 401 unless auth is off or the request carries a client key or the admin key;
-/// records the [`Caller`] for the handlers and limits behind it.
-pub(crate) async fn require_client(
-    State(keys): State<Keys>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    match authenticate(&keys, &mut request) {
-        Ok(()) => next.run(request).await,
-        Err(res) => *res,
-    }
-}
-
-/// [`require_client`]'s check: records the [`Caller`] on `request`, or the 401 to answer.
+/// The client-key check of the guards (`gate.rs`, and `/mcp`'s through it): records the
+/// [`Caller`] on `request`, or the 401 to answer.
 pub(super) fn authenticate(keys: &Keys, request: &mut Request) -> Result<(), Box<Response>> {
     let caller = keys.authorize(request.headers(), Role::Client, "this", "")?;
     request.extensions_mut().insert(caller);

@@ -99,10 +99,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Where MCP clients post (`/mcp`): the edge's refusals there are JSON-RPC errors
-/// ([`as_json_rpc`]).
-pub(crate) const MCP_PATH: &str = "/mcp";
-
 /// The JSON-RPC error code of an edge refusal on `/mcp`, by its HTTP status. MCP defines none for
 /// these, and 2026-07-28 asks applications to stay outside -32768..=-32000 (reserved for JSON-RPC
 /// and the specification); the HTTP status is in the digits.

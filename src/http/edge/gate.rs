@@ -1,8 +1,8 @@
 //! One middleware for the routes that need a client key: the request's bounds (body size,
 //! request timeout), the key, and on the call routes the client's limits, in that order.
 //!
-//! The same three steps as the separate layers `/mcp` keeps (`bound_request`,
-//! `require_client`, `limit_calls`, with `mcp::client_answers` between the first two), in one
+//! `/mcp` has a guard of its own (`mcp::client_answers::guard`): the same steps, an MCP body read
+//! to tell a tool call before the limits, and its refusals shaped as JSON-RPC errors. Each is one
 //! `from_fn` layer: axum gives each `from_fn` layer, on every request, a boxed future, a boxed
 //! copy of the layers under it and a boxed call of them, and a held call keeps all of them
 //! (memory per held call and fast-fail, BENCHMARKS.md). The checks run before the layer's
@@ -41,7 +41,7 @@ pub(crate) struct Gate {
 /// admission). An `async fn` keeps its arguments (the request, the gate) and each step's state
 /// beside the route's future for as long as a slow provider holds the call: 3.1 KB of every
 /// held call (memory per held call, BENCHMARKS.md). Never on `/mcp`, whose refusals are
-/// JSON-RPC errors (`bound_request` and `limit_calls` there).
+/// JSON-RPC errors and whose limits read the body (`mcp::client_answers::guard` there).
 pub(crate) fn guard(
     State(gate): State<Gate>,
     mut request: Request,
@@ -74,12 +74,19 @@ pub(crate) fn guard(
 /// `request` as its [`super::auth::Caller`]), and the client's limits (an admission to hold
 /// while the call runs, on the tool-call routes).
 fn check(gate: &Gate, request: &mut Request) -> Result<Option<Admission>, Box<Response>> {
-    if let Some(refused) = declared_too_large(request.headers(), gate.bounds.max_body_bytes) {
-        return Err(Box::new(refused));
-    }
-    authenticate(&gate.keys, request)?;
+    check_size_and_key(gate, request)?;
     match &gate.limits {
         Some((limits, telemetry)) => admit(limits, telemetry, request),
         None => Ok(None),
     }
+}
+
+/// [`guard`]'s first two checks: the declared body size, then the client key (added to
+/// `request` as its [`super::auth::Caller`]). `/mcp`'s own guard (`mcp::client_answers::guard`)
+/// makes them too, and admits a request by its body afterwards.
+pub(crate) fn check_size_and_key(gate: &Gate, request: &mut Request) -> Result<(), Box<Response>> {
+    if let Some(refused) = declared_too_large(request.headers(), gate.bounds.max_body_bytes) {
+        return Err(Box::new(refused));
+    }
+    authenticate(&gate.keys, request)
 }

@@ -30,7 +30,7 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -250,19 +250,10 @@ pub(crate) fn too_many(refusal: Refusal) -> Response {
     res
 }
 
-/// Middleware for the tool-call routes: behind authentication, before the handler. Refusals
-/// are counted in `telemetry`'s metrics.
-pub(crate) async fn limit_calls(
-    State((limits, telemetry)): State<(Arc<ClientLimits>, Arc<Telemetry>)>,
-    request: Request,
-    next: Next,
-) -> Response {
-    limit(&limits, &telemetry, request, next).await
-}
-
-/// [`limit_calls`]'s admission around the rest of the request (`next`): an MCP body is read
-/// first, to tell a tool call from the protocol's other messages.
-async fn limit(
+/// The client's admission around the rest of the request (`next`), for `/mcp`'s guard
+/// (`mcp::client_answers::guard`): an MCP body is read first, to tell a tool call from the protocol's
+/// other messages. Refusals are counted in `telemetry`'s metrics.
+pub(crate) async fn limit(
     limits: &ClientLimits,
     telemetry: &Telemetry,
     request: Request,

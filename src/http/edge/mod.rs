@@ -32,12 +32,9 @@ pub use error::ApiError;
 pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};
 
-pub(crate) use auth::require_client;
 pub(crate) use body::{Browsers, read_body};
-pub(crate) use error::{
-    MCP_PATH, PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json,
-};
-pub(crate) use gate::{Gate, guard};
-pub(crate) use limits::limit_calls;
-pub(crate) use server::{RequestBounds, bound_request};
+pub(crate) use error::{PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json};
+pub(crate) use gate::{Gate, check_size_and_key, guard};
+pub(crate) use limits::limit;
+pub(crate) use server::{RequestBounds, bound_request, request_timed_out};
 pub(crate) use trace::layer as trace_layer;

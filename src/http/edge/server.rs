@@ -302,27 +302,19 @@ async fn bounded<F>(
 where
     F: Future<Output = Response>,
 {
-    // MCP clients read a refusal only as a JSON-RPC error (`error::as_json_rpc`); this layer is
-    // outside `/mcp`'s own, so it shapes its two refusals there itself.
-    let mcp = request.uri().path() == super::MCP_PATH;
     if let Some(refused) = super::body::declared_too_large(request.headers(), bounds.max_body_bytes)
     {
-        return match mcp {
-            // Boxed: the refusal's future does not grow every call's.
-            true => Box::pin(super::as_json_rpc(refused)).await,
-            false => refused,
-        };
+        return refused;
     }
     let limit = bounds.timeout;
     match tokio::time::timeout(limit, run(request)).await {
         Ok(res) => res,
-        Err(_) if mcp => Box::pin(super::as_json_rpc(request_timed_out(limit))).await,
         Err(_) => request_timed_out(limit),
     }
 }
 
 /// The 503 of a request that took longer than the request timeout `limit`.
-pub(super) fn request_timed_out(limit: Duration) -> Response {
+pub(crate) fn request_timed_out(limit: Duration) -> Response {
     tracing::warn!(
         limit_s = limit.as_secs_f64(),
         "request abandoned at the request timeout"

@@ -17,24 +17,58 @@
 //!   (on every tool call for clients that open a session per call). The session is closed when
 //!   the answer is written, so 200 is the truth.
 //!
-//! This layer is the outermost of the `/mcp` route, outside client-key authentication and the
-//! per-client limits, so it sees the edge's 401 and 429 as well as rmcp's own 403; every other
-//! answer passes untouched.
+//! These answers are shaped by `/mcp`'s one edge layer, [`guard`], which also makes the edge's
+//! checks for it: the declared body size (413), the client key (401), the request timeout
+//! (503), and the client's limits (429), admitting a request by its body (only a `tools/call`
+//! counts as a call). One layer, not one per step: axum gives each `from_fn` layer, on every
+//! request, a boxed future and a boxed copy of the layers under it, and a held call keeps all
+//! of them (memory per held call, BENCHMARKS.md). It sees the edge's refusals as well as
+//! rmcp's own 403; every other answer passes untouched.
 
-use axum::extract::Request;
+use std::future::Future;
+
+use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::http::edge;
+use crate::http::edge::{self, Gate};
 
-/// Middleware around the whole `/mcp` route.
-pub(crate) async fn client_answers(request: Request, next: Next) -> Response {
-    let method = request.method().clone();
-    let mut res = next.run(request).await;
-    if method == Method::DELETE && res.status() == StatusCode::ACCEPTED {
-        *res.status_mut() = StatusCode::OK;
-        return res;
+/// Middleware around the whole `/mcp` route: the edge's checks, then the answer reshaped.
+///
+/// A plain function: the size and key checks run before its future exists, which then keeps
+/// the gate, the timer and the rest of the request.
+pub(crate) fn guard(
+    State(gate): State<Gate>,
+    mut request: Request,
+    next: Next,
+) -> impl Future<Output = Response> {
+    let ending_session = request.method() == Method::DELETE;
+    let checked = edge::check_size_and_key(&gate, &mut request);
+    async move {
+        let res = match checked {
+            Err(refused) => *refused,
+            Ok(()) => {
+                let limit = gate.bounds.timeout;
+                let run = async {
+                    match &gate.limits {
+                        Some((limits, telemetry)) => {
+                            edge::limit(limits, telemetry, request, next).await
+                        }
+                        None => next.run(request).await,
+                    }
+                };
+                match tokio::time::timeout(limit, run).await {
+                    Ok(res) => res,
+                    Err(_) => edge::request_timed_out(limit),
+                }
+            }
+        };
+        if ending_session && res.status() == StatusCode::ACCEPTED {
+            let mut res = res;
+            *res.status_mut() = StatusCode::OK;
+            return res;
+        }
+        edge::as_json_rpc(res).await
     }
-    edge::as_json_rpc(res).await
 }

@@ -50,7 +50,7 @@ mod tasks;
 mod tool_lists;
 mod watch_tools;
 
-pub(crate) use client_answers::client_answers;
+pub(crate) use client_answers::guard;
 
 use std::sync::Arc;
 
