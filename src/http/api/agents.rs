@@ -9,20 +9,17 @@
 //! ([`crate::http::calls::run_agent_call`]).
 
 use std::future::Future;
-use std::pin::Pin;
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::Request;
 use axum::extract::rejection::BytesRejection;
 use axum::handler::Handler;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use futures::FutureExt;
+use axum::http::HeaderMap;
 use futures::future::{self, Either};
 use serde_json::Value;
 
-use super::taken::{self, Taken};
+use super::taken::{self, Answering};
 use super::watch_tools;
 use crate::agents::{AgentCall, AgentResult, CallOptions, anthropic, body::read_json, openai};
 use crate::http::calls::run_agent_call;
@@ -55,31 +52,16 @@ impl AgentCalls {
 }
 
 impl Handler<AgentCalls, AppState> for AgentCalls {
-    type Future = Pin<Box<dyn Future<Output = Response> + Send>>;
+    type Future = Answering;
 
     fn call(self, request: Request, state: AppState) -> Self::Future {
-        let Taken {
-            headers,
-            caller,
-            body,
-            ..
-        } = taken::take(request, |_| ());
         let protocol = self.0;
-        Box::pin(
-            body.then(move |body| {
-                let checked = match caller {
-                    Some(caller) => {
-                        read_calls(protocol, &state, &headers, body).map(|read| (read, caller))
-                    }
-                    None => Err(ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "the agent routes are not behind the client check",
-                    )),
-                };
-                drop(headers);
-                answer(state, checked)
-            })
-            .map(IntoResponse::into_response),
+        taken::handle(
+            request,
+            state,
+            |_| (),
+            move |state, _, (), headers, body| read_calls(protocol, state, headers, body),
+            answer,
         )
     }
 }

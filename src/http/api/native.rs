@@ -4,7 +4,6 @@
 //! arguments).
 
 use std::future::Future;
-use std::pin::Pin;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -13,10 +12,9 @@ use axum::extract::rejection::BytesRejection;
 use axum::handler::Handler;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures::FutureExt;
 use futures::future::{self, Either};
 
-use super::taken::{self, Taken};
+use super::taken::{self, Answering};
 use crate::agents::{self, native::NativeCall, options};
 use crate::call::{CallRequest, Status};
 use crate::http::calls;
@@ -37,32 +35,18 @@ use crate::trace_context::TraceContext;
 pub(crate) struct CallTool;
 
 impl Handler<CallTool, AppState> for CallTool {
-    type Future = Pin<Box<dyn Future<Output = Response> + Send>>;
+    type Future = Answering;
 
     fn call(self, request: Request, state: AppState) -> Self::Future {
-        let Taken {
-            headers,
-            caller,
-            head: tool,
-            body,
-        } = taken::take(request, PathParam::read);
-        Box::pin(
-            body.then(move |body| {
-                let checked = match (caller, tool) {
-                    (Some(caller), Ok(PathParam(tool))) => {
-                        ready_call(&state, &caller, &tool, &headers, body)
-                            .map(|ready| (ready, caller))
-                    }
-                    (_, Err(refused)) => Err(refused),
-                    (None, _) => Err(ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "the call route is not behind the client check",
-                    )),
-                };
-                drop(headers);
-                call_tool(state, checked)
-            })
-            .map(IntoResponse::into_response),
+        taken::handle(
+            request,
+            state,
+            PathParam::read,
+            |state, caller, tool, headers, body| {
+                let PathParam(tool) = tool?;
+                ready_call(state, caller, &tool, headers, body)
+            },
+            call_tool,
         )
     }
 }

@@ -289,25 +289,13 @@ pub(crate) async fn bound_request(
     request: Request,
     next: Next,
 ) -> Response {
-    bounded(bounds, request, |request| next.run(request)).await
-}
-
-/// [`bound_request`]'s checks around `run` (the rest of the request). `gate::guard` makes the
-/// same two checks for the routes it guards.
-async fn bounded<F>(
-    bounds: RequestBounds,
-    request: Request,
-    run: impl FnOnce(Request) -> F,
-) -> Response
-where
-    F: Future<Output = Response>,
-{
+    // `gate::guard` makes the same two checks for the routes it guards.
     if let Some(refused) = super::body::declared_too_large(request.headers(), bounds.max_body_bytes)
     {
         return refused;
     }
     let limit = bounds.timeout;
-    match tokio::time::timeout(limit, run(request)).await {
+    match tokio::time::timeout(limit, next.run(request)).await {
         Ok(res) => res,
         Err(_) => request_timed_out(limit),
     }
