@@ -14,6 +14,7 @@
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use super::error::ProtocolError;
@@ -102,12 +103,18 @@ impl<'de> Visitor<'de> for StrictVisitor {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             let StrictValue(value) = map.next_value()?;
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate key \"{key}\"; send each key once"
-                )));
+            // One search of the map per key: the entry tells a repeat and takes a new key.
+            match out.entry(key) {
+                Entry::Vacant(vacant) => {
+                    vacant.insert(value);
+                }
+                Entry::Occupied(repeated) => {
+                    return Err(de::Error::custom(format_args!(
+                        "duplicate key \"{}\"; send each key once",
+                        repeated.key()
+                    )));
+                }
             }
-            out.insert(key, value);
         }
         Ok(Value::Object(out))
     }

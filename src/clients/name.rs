@@ -11,7 +11,7 @@
 //!   for the admin key.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// The longest configured client name.
 const MAX_LEN: usize = 64;
@@ -38,12 +38,14 @@ impl std::error::Error for InvalidClientName {}
 impl ClientName {
     /// The one client there is when authentication is off.
     pub fn local() -> Self {
-        ClientName(Arc::from("local"))
+        static LOCAL: LazyLock<ClientName> = LazyLock::new(|| ClientName(Arc::from("local")));
+        LOCAL.clone()
     }
 
     /// The admin key's caller.
     pub fn admin() -> Self {
-        ClientName(Arc::from("admin"))
+        static ADMIN: LazyLock<ClientName> = LazyLock::new(|| ClientName(Arc::from("admin")));
+        ADMIN.clone()
     }
 
     /// The name of an anonymous key (one of the flat key list): `key-` and the first 4 bytes

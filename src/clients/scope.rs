@@ -4,11 +4,14 @@
 //! A scope is checked where a call enters (every protocol) and where tools are listed (every
 //! manifest and MCP `tools/list`), so a client never sees a tool it may not call.
 
-/// The tools a client may call.
+use std::sync::{Arc, LazyLock};
+
+/// The tools a client may call. Cheap to clone (shared patterns): every call takes its
+/// caller's scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
     /// Names or patterns; `*` matches any run of characters (also none).
-    patterns: Vec<String>,
+    patterns: Arc<[String]>,
     /// Whether tools that book (write tools) are allowed at all.
     may_book: bool,
 }
@@ -17,16 +20,17 @@ impl Scope {
     /// Every tool, bookings included: what a key of the flat key list, the admin key and the
     /// local client (auth off) may call.
     pub fn everything() -> Self {
-        Scope {
-            patterns: vec!["*".to_string()],
+        static EVERYTHING: LazyLock<Scope> = LazyLock::new(|| Scope {
+            patterns: Arc::from(["*".to_string()]),
             may_book: true,
-        }
+        });
+        EVERYTHING.clone()
     }
 
     /// No tool at all: what is said where no caller is known.
     pub fn nothing() -> Self {
         Scope {
-            patterns: Vec::new(),
+            patterns: Arc::from([]),
             may_book: false,
         }
     }
@@ -45,7 +49,10 @@ impl Scope {
                 ));
             }
         }
-        Ok(Scope { patterns, may_book })
+        Ok(Scope {
+            patterns: patterns.into(),
+            may_book,
+        })
     }
 
     /// The patterns, as configured.

@@ -38,7 +38,7 @@ pub fn date_not_past(
     value: &str,
     today: NaiveDate,
 ) -> Option<NaiveDate> {
-    match NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+    match iso_date(value) {
         Ok(d) if d < today => {
             errors.push(
                 field,
@@ -59,7 +59,7 @@ pub fn date_not_past(
 
 /// Parses a `YYYY-MM-DD` date with no constraint (birth dates).
 pub fn date(errors: &mut Errors, field: &str, value: &str) -> Option<NaiveDate> {
-    match NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+    match iso_date(value) {
         Ok(d) => Some(d),
         Err(_) => {
             errors.push(
@@ -69,6 +69,32 @@ pub fn date(errors: &mut Errors, field: &str, value: &str) -> Option<NaiveDate> 
             None
         }
     }
+}
+
+/// `value` as a `YYYY-MM-DD` date: chrono's `%Y-%m-%d` reading, with the common shape (ten
+/// bytes, four digits, two, two) read directly. `parse_from_str` interprets its format string
+/// on every call, about 1.2k instructions, once per date of every call (BENCHMARKS.md,
+/// fast-fail); anything else, and a date that does not exist, goes to chrono as before, so
+/// what is accepted and refused is unchanged.
+fn iso_date(value: &str) -> chrono::ParseResult<NaiveDate> {
+    let digits = |range: std::ops::Range<usize>| {
+        value.as_bytes()[range].iter().try_fold(0u32, |n, b| {
+            b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
+        })
+    };
+    let b = value.as_bytes();
+    if b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10))
+        // Four digits: at most 9999, well inside i32 and chrono's range.
+        && let Some(date) = i32::try_from(y)
+            .ok()
+            .and_then(|y| NaiveDate::from_ymd_opt(y, m, d))
+    {
+        return Ok(date);
+    }
+    NaiveDate::parse_from_str(value, "%Y-%m-%d")
 }
 
 /// Checks that a person's names (`{person}.given_name`, `{person}.family_name`) are not blank:
@@ -132,6 +158,41 @@ mod tests {
         let errs = e.finish().unwrap_err();
         assert_eq!(errs.len(), 1);
         assert!(errs[0].message.contains("not a calendar date"));
+    }
+
+    #[test]
+    fn the_direct_date_reading_accepts_and_refuses_what_chrono_does() {
+        let texts = [
+            "2026-11-30",
+            "2028-02-29",
+            "2026-02-29",
+            "2026-02-30",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-04-31",
+            "0000-01-01",
+            "9999-12-31",
+            "2026-1-05",
+            "2026-01-5 ",
+            " 2026-01-05",
+            "+2026-01-05",
+            "12026-01-05",
+            "2026/01/05",
+            "2026-01-0x",
+            "2026-٠١-05",
+            "",
+        ];
+        for text in texts {
+            assert_eq!(
+                iso_date(text).ok(),
+                NaiveDate::parse_from_str(text, "%Y-%m-%d").ok(),
+                "{text:?}"
+            );
+        }
+        assert_eq!(
+            iso_date("2026-03-07").ok(),
+            NaiveDate::from_ymd_opt(2026, 3, 7)
+        );
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //!
 //! The bytes are then read as strict JSON by [`crate::agents::body`], whose refusals are 400s.
 
+use std::borrow::Cow;
+
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -86,7 +88,7 @@ fn refuse_browser_requests(headers: &HeaderMap) -> Result<(), ApiError> {
     let declared = if essence.is_empty() {
         "no content type".to_string()
     } else {
-        essence
+        essence.into_owned()
     };
     Err(ApiError::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -97,16 +99,21 @@ fn refuse_browser_requests(headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 /// The media type of the body, lower case, without parameters; empty when none is declared.
-fn essence(headers: &HeaderMap) -> String {
-    headers
+/// Borrowed from the header unless it has upper-case letters (no allocation on every call).
+fn essence(headers: &HeaderMap) -> Cow<'_, str> {
+    let declared = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .split(';')
         .next()
         .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
+        .trim();
+    if declared.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(declared.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(declared)
+    }
 }
 
 /// 415 for content types that are plainly not JSON.
