@@ -37,7 +37,12 @@ impl<B> MakeSpan<B> for RequestSpan {
             http.route = route,
             http.response.status_code = Empty,
         );
-        if let Some(caller) = caller_context(request.headers()) {
+        // A span no layer records (no exporter: `telemetry::init`) has no parent to set, and
+        // reading the caller's headers for one would cost every request (BENCHMARKS.md,
+        // fast-fail).
+        if !span.is_disabled()
+            && let Some(caller) = caller_context(request.headers())
+        {
             caller.parent(&span);
         }
         span
