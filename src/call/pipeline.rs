@@ -209,9 +209,12 @@ fn run_route<'a>(
                     return Err(Failure::DeadlinePassed);
                 }
                 let span = Observer::attempt_span(tool.spec.name, &route.name, attempt + 1);
-                // A scheduled window acts as a forced-open breaker: no permit, no request.
-                let wall = clock::utc_now();
-                if let Some(active) = cx.maintenance.active(tool.spec.name, &route.name, wall) {
+                // A scheduled window acts as a forced-open breaker: no permit, no request. (No
+                // window configured, the usual case: no wall clock read for it.)
+                let wall = (!cx.maintenance.windows().is_empty()).then(clock::utc_now);
+                if let Some(wall) = wall
+                    && let Some(active) = cx.maintenance.active(tool.spec.name, &route.name, wall)
+                {
                     cx.observer.under_maintenance(&span);
                     return Err(Failure::Maintenance {
                         provider: route.name.clone(),
