@@ -191,9 +191,11 @@ metric_sum() {
 }
 
 # wrk_post_distinct label url: closed-loop throughput of search_flights calls, each with its own
-# departure date (330 days from the day after tomorrow, the two wrk threads half a cycle apart),
-# so that calls in flight at once are distinct searches and do not share a provider call: the
-# per-call cost, where wrk_post's one body measures what coalescing makes of identical calls.
+# departure date (330 days from the day after tomorrow; each wrk thread takes every
+# WRK_THREADS-th of them, so two threads never send the same date however far one runs ahead of
+# the other), so that calls in flight at once are distinct searches and do not share a provider
+# call: the per-call cost, where wrk_post's one body measures what coalescing makes of
+# identical calls.
 wrk_post_distinct() {
   local lua="$DIR/wrk-$RANDOM.lua"
   cat > "$lua" <<'LUA'
@@ -205,18 +207,18 @@ function setup(thread)
   threads = threads + 1
 end
 local start = os.time()
+local count = tonumber(os.getenv("WRK_THREADS") or "1") or 1
+local per_thread = math.floor(330 / count)
 local n = 0
-function init(args)
-  n = (id or 0) * 165
-end
 function request()
-  n = (n + 1) % 330
-  local date = os.date("!%Y-%m-%d", start + 86400 * (2 + n))
+  n = (n + 1) % per_thread
+  local date = os.date("!%Y-%m-%d", start + 86400 * (2 + n * count + (id or 0)))
   return wrk.format(nil, nil, nil,
     '{"arguments":{"origin":"JFK","destination":"LHR","departure_date":"' .. date .. '"}}')
 end
 LUA
-  wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --latency -s "$lua" "$2" > "$DIR/wrk-$1.txt" 2>&1
+  WRK_THREADS="$WRK_THREADS" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${WRK_SECS}s" --latency \
+    -s "$lua" "$2" > "$DIR/wrk-$1.txt" 2>&1
   python3 "$REPORT" wrk "$1" "$DIR/wrk-$1.txt"
 }
 
