@@ -19,8 +19,10 @@
 //! `POST /v1/tools/search_flights/call`), `openai` (a Chat Completions `tool_calls` array on
 //! `POST /v1/openai/tool_calls`), `anthropic` (`tool_use` blocks on
 //! `POST /v1/anthropic/tool_use`) or `mcp` (a stateless MCP 2026-07-28 `tools/call` on
-//! `POST /mcp`, answered as JSON), one call per request each. An agent protocol's answer counts
-//! as `ok` when its one result is the search's data (not an error text in brackets).
+//! `POST /mcp`, answered as JSON) or `mcp-session` (MCP 2025-06-18: an `initialize` per connection,
+//! then `tools/call` requests in that session, answered as an event stream), one call per
+//! request each. An agent protocol's answer counts as `ok` when its one result is the search's
+//! data (not an error text in brackets).
 
 use std::time::Duration;
 
@@ -99,7 +101,12 @@ enum Route {
     OpenAi,
     Anthropic,
     Mcp,
+    McpSession,
 }
+
+/// The MCP revision of `HOLD_ROUTE=mcp-session` (the session era's latest but one, which the
+/// gateway keeps sessions for).
+const SESSION_REVISION: &str = "2025-06-18";
 
 impl Route {
     fn from_env() -> Result<Route, String> {
@@ -108,8 +115,9 @@ impl Route {
             Ok("openai") => Ok(Route::OpenAi),
             Ok("anthropic") => Ok(Route::Anthropic),
             Ok("mcp") => Ok(Route::Mcp),
+            Ok("mcp-session") => Ok(Route::McpSession),
             Ok(other) => Err(format!(
-                "HOLD_ROUTE={other}: use native, openai, anthropic or mcp"
+                "HOLD_ROUTE={other}: use native, openai, anthropic, mcp or mcp-session"
             )),
         }
     }
@@ -119,7 +127,7 @@ impl Route {
             Route::Native => "/v1/tools/search_flights/call",
             Route::OpenAi => "/v1/openai/tool_calls",
             Route::Anthropic => "/v1/anthropic/tool_use",
-            Route::Mcp => "/mcp",
+            Route::Mcp | Route::McpSession => "/mcp",
         }
     }
 
@@ -131,6 +139,10 @@ impl Route {
                 ("mcp-protocol-version", "2026-07-28"),
                 ("mcp-method", "tools/call"),
                 ("mcp-name", "search_flights"),
+            ],
+            Route::McpSession => &[
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", SESSION_REVISION),
             ],
             _ => &[],
         }
@@ -164,6 +176,12 @@ impl Route {
                     },
                 },
             }),
+            Route::McpSession => serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": { "name": "search_flights", "arguments": arguments },
+            }),
         }
     }
 
@@ -173,8 +191,8 @@ impl Route {
             Route::Native => return answer["status"] == "ok",
             Route::OpenAi => &answer["messages"][0]["content"],
             Route::Anthropic => &answer["content"][0]["content"],
-            Route::Mcp if answer["result"]["isError"] == true => return false,
-            Route::Mcp => &answer["result"]["content"][0]["text"],
+            Route::Mcp | Route::McpSession if answer["result"]["isError"] == true => return false,
+            Route::Mcp | Route::McpSession => &answer["result"]["content"][0]["text"],
         };
         text.as_str().is_some_and(|t| {
             !t.starts_with('[') && !t.starts_with("STALE") && t.contains("\"offers\"")
@@ -183,12 +201,21 @@ impl Route {
 }
 
 /// One call on `conn`: true when it was answered 200 with the search's fresh data.
-async fn one(mut conn: SendRequest<Body>, gateway: String, route: Route, body: Vec<u8>) -> bool {
+async fn one(
+    mut conn: SendRequest<Body>,
+    gateway: String,
+    route: Route,
+    session: Option<String>,
+    body: Vec<u8>,
+) -> bool {
     let mut request = axum::http::Request::builder()
         .method("POST")
         .uri(format!("http://{gateway}{}", route.path()));
     for (name, value) in route.headers() {
         request = request.header(*name, *value);
+    }
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
     }
     let request = request
         .header("content-type", "application/json")
@@ -207,8 +234,66 @@ async fn one(mut conn: SendRequest<Body>, gateway: String, route: Route, body: V
     let Ok(bytes) = axum::body::to_bytes(Body::new(response.into_body()), 1 << 24).await else {
         return false;
     };
-    let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    ok && route.ok(&answer)
+    ok && route.ok(&answer_of(&bytes))
+}
+
+/// The JSON answer in `bytes`: the body itself, or an event stream's last `data:` line that is
+/// a JSON-RPC result or error (a session's answer; progress notifications come before it).
+fn answer_of(bytes: &[u8]) -> Value {
+    if let Ok(answer) = serde_json::from_slice(bytes) {
+        return answer;
+    }
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .rev()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message.get("result").is_some() || message.get("error").is_some())
+        .unwrap_or(Value::Null)
+}
+
+/// Opens an MCP session on `conn` (`initialize`, then `notifications/initialized`): its
+/// `Mcp-Session-Id`.
+async fn open_session(
+    conn: &mut SendRequest<Body>,
+    gateway: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let post = |body: Value, session: Option<&str>| {
+        let mut request = axum::http::Request::builder()
+            .method("POST")
+            .uri(format!("http://{gateway}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", SESSION_REVISION);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.body(Body::from(body.to_string()))
+    };
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": SESSION_REVISION,
+            "capabilities": {},
+            "clientInfo": { "name": "hold_h2", "version": "1" },
+        },
+    });
+    conn.ready().await?;
+    let response = conn.send_request(post(initialize, None)?).await?;
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .ok_or("initialize answered without an Mcp-Session-Id")?;
+    axum::body::to_bytes(Body::new(response.into_body()), 1 << 20).await?;
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    conn.ready().await?;
+    let response = conn
+        .send_request(post(initialized, Some(&session))?)
+        .await?;
+    axum::body::to_bytes(Body::new(response.into_body()), 1 << 20).await?;
+    Ok(session)
 }
 
 #[tokio::main]
@@ -240,6 +325,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         conns.push(send);
     }
+    let mut sessions = Vec::with_capacity(conns.len());
+    for conn in &mut conns {
+        sessions.push(match route {
+            Route::McpSession => Some(open_session(conn, gateway).await?),
+            _ => None,
+        });
+    }
 
     let started = Instant::now();
     let skip = ["origin", "destination"].map(|k| arguments[k].as_str().unwrap_or(""));
@@ -257,6 +349,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             conns[i % conns.len()].clone(),
             gateway.clone(),
             route,
+            sessions[i % conns.len()].clone(),
             body,
         )));
     }

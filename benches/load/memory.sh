@@ -12,7 +12,7 @@
 # Knobs: BIN (a release faregate, else it builds one), EXAMPLES (where hold_h2 is), CALLS
 # (10000; capped by the open-file limit where a configuration needs a descriptor per call),
 # CONNS (10), WRAP (runs the gateway under another program, e.g. "heaptrack -o FILE"),
-# HOLD_ROUTE (h2-h2 only: native, the default, or openai, anthropic or mcp, the agent protocols'
+# HOLD_ROUTE (h2-h2 only: native, the default, or openai, anthropic, mcp or mcp-session, the agent protocols'
 # routes, one call per request; see hold_h2.rs).
 # Each configuration gets a fresh `faregate sim` and `faregate serve` (one provider, bulkhead
 # and timeouts raised, breaker forced closed, 200 calls to warm up, then the flight search
