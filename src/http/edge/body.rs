@@ -55,10 +55,12 @@ pub(crate) fn read_body(
     limit: usize,
     browsers: Browsers,
 ) -> Result<Bytes, ApiError> {
-    if browsers == Browsers::Refused {
-        refuse_browser_requests(headers)?;
+    // With keys off only JSON passes, which the general content-type check would pass too: one
+    // check per request, not both.
+    match browsers {
+        Browsers::Refused => refuse_browser_requests(headers)?,
+        Browsers::KeyProtected => check_content_type(headers)?,
     }
-    check_content_type(headers)?;
     body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(limit)
