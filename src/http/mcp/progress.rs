@@ -9,6 +9,9 @@
 //! The steps come from the call path ([`crate::call::Step`]), which knows nothing of MCP.
 
 use std::future::Future;
+use std::pin::Pin;
+
+use futures::future::Either;
 
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
@@ -35,14 +38,33 @@ pub(super) fn listen(token: Option<ProgressToken>) -> (Option<StepSender>, Optio
 }
 
 /// Runs `work`, sending each step it reports to `peer` as `notifications/progress`.
-pub(super) async fn reporting<F: Future>(
+///
+/// Without a listener (no progress token, the usual call) this is `work` itself. The loop that
+/// forwards steps is boxed, and only for a call that listens: it holds a notification's send
+/// future (about 1 KB), and inline it would size every held `tools/call`'s future, which
+/// rmcp's request task keeps for as long as the call waits (memory per held call,
+/// BENCHMARKS.md).
+pub(super) fn reporting<'a, F>(
     work: F,
     listener: Option<Listener>,
+    peer: &'a Peer<RoleServer>,
+) -> Either<F, Pin<Box<dyn Future<Output = F::Output> + Send + 'a>>>
+where
+    F: Future + Send + 'a,
+    F::Output: Send,
+{
+    match listener {
+        None => Either::Left(work),
+        Some(listener) => Either::Right(Box::pin(forwarding(work, listener, peer))),
+    }
+}
+
+/// `work` while its steps go to `peer`, until it ends.
+async fn forwarding<F: Future>(
+    work: F,
+    Listener { token, mut steps }: Listener,
     peer: &Peer<RoleServer>,
 ) -> F::Output {
-    let Some(Listener { token, mut steps }) = listener else {
-        return work.await;
-    };
     tokio::pin!(work);
     let mut count: u32 = 0;
     loop {
