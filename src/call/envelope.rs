@@ -480,7 +480,7 @@ fn write_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
 /// Whether any byte of `bytes` is one JSON escapes: a control character, a quote or a
 /// backslash. Sixteen bytes at a time with no early exit inside a block, so the compiler can
 /// test a block with vector instructions; a byte-by-byte `all` cannot be (BENCHMARKS.md,
-/// fast-fail: the fallback's `content` head is about 2 KB).
+/// fast-fail: 2.5k instructions per fallback call before, 0.73k after).
 fn needs_escaping(bytes: &[u8]) -> bool {
     let escaped = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
     let mut blocks = bytes.chunks_exact(16);
