@@ -142,15 +142,26 @@ fn tool_request(rest: &[u8]) {
     };
     let url = out.url(base);
     assert_one_segment_under(&url, "api.example.com", Some(8443));
-    if let Some(query) = url.query() {
-        assert!(query.starts_with("max_pages="), "{url}");
-        // An array is sent as one pair per item (`max_pages=1&max_pages=2`, `Request::build`);
-        // no value, whatever its bytes, adds a parameter of another name.
-        assert!(
-            url.query_pairs().all(|(name, _)| name == "max_pages"),
-            "{url}"
-        );
-    }
+    // Exactly the pairs the argument asks for: `max_pages` once per value (an array is sent as
+    // one pair per item, `Request::build`), each value read back as it was given, so no
+    // value, whatever its bytes, adds or changes a parameter.
+    let text = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let expected: Vec<(String, String)> = match &arguments["max_pages"] {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| ("max_pages".into(), text(v)))
+            .collect(),
+        value => vec![("max_pages".into(), text(value))],
+    };
+    let sent: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect();
+    assert_eq!(sent, expected, "{url}");
 }
 
 fn tool_answer(rest: &[u8]) {
