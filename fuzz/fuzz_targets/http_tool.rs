@@ -9,7 +9,8 @@
 //! - 0, the tool's request: the rest is the `ident` argument (as lossy UTF-8, so every byte
 //!   sequence is tried) and, after a NUL, a JSON value for `max_pages`; the request's URL must
 //!   keep the configured scheme, host and port, stay one segment under the configured path,
-//!   carry no fragment, and have no query parameter but `max_pages` (repeated for an array);
+//!   carry no fragment, and carry exactly `max_pages` once per value given (one per item of
+//!   an array), each value as it was given;
 //! - 1, the tool's answer: the second byte picks the HTTP status and the rest is the answer's
 //!   body; reading it never panics, an answer keeps exactly the configured fields and has a
 //!   text, and a failure is never classified as an answer;
