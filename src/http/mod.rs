@@ -25,6 +25,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
@@ -37,7 +39,9 @@ pub use edge::{
     serve,
 };
 pub use routes::ROUTED_PATHS;
-pub use state::{AppState, ConfigSource, ReloadError, ReloadSummary, budgets as client_budgets};
+pub use state::{
+    AppState, ConfigSource, ReloadError, ReloadSummary, SharedState, budgets as client_budgets,
+};
 
 use routes::{Guard, Handler, ROUTES};
 
@@ -72,6 +76,7 @@ use routes::{Guard, Handler, ROUTES};
 /// body MCP clients show their users, and an ended session is 200. `shutdown` ends MCP
 /// sessions and streams when cancelled.
 pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
+    let state: SharedState = Arc::new(state);
     let mut open = Router::new();
     let mut client = Router::new();
     let mut calls = Router::new();
@@ -136,8 +141,8 @@ fn layered(
     state: &AppState,
     guard: Guard,
     mcp: bool,
-    routes: Router<AppState>,
-) -> Router<AppState> {
+    routes: Router<SharedState>,
+) -> Router<SharedState> {
     let bounds = edge::RequestBounds {
         timeout: state.request_timeout,
         max_body_bytes: state.max_body_bytes,
@@ -149,11 +154,11 @@ fn layered(
     // Steps 2 to 4 in one layer (`edge::guard`), for the client's routes.
     let guarded = |limits| {
         middleware::from_fn_with_state(
-            edge::Gate {
+            Arc::new(edge::Gate {
                 bounds,
                 keys: state.keys.clone(),
                 limits,
-            },
+            }),
             edge::guard,
         )
     };
@@ -161,11 +166,11 @@ fn layered(
         Guard::Call if mcp => routes.layer(
             traced
                 .layer(middleware::from_fn_with_state(
-                    edge::Gate {
+                    Arc::new(edge::Gate {
                         bounds,
                         keys: state.keys.clone(),
                         limits: Some(limits),
-                    },
+                    }),
                     mcp::guard,
                 ))
                 .layer(body_limit),

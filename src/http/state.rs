@@ -22,7 +22,16 @@ use crate::config::{self, Config};
 use crate::providers::Env;
 use crate::tools::spend::{Amount, Budget};
 
-/// What every handler can reach.
+/// The router's state: the one [`AppState`] of the gateway, behind one reference count.
+///
+/// axum hands every handler and `from_fn` middleware its own clone of the router's state (a
+/// tool call passes four). `AppState` holds a dozen reference-counted parts, so cloning it
+/// changed a dozen counters, and each clone's drop changed them again: cache lines that every
+/// worker thread writes on every request, which then move from core to core. A clone of this
+/// changes one counter.
+pub type SharedState = Arc<AppState>;
+
+/// What every handler can reach (through [`SharedState`] once the router is built).
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// The call pipeline.

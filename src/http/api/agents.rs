@@ -24,7 +24,7 @@ use super::watch_tools;
 use crate::agents::{AgentCall, AgentResult, CallOptions, anthropic, body::read_json, openai};
 use crate::http::calls::run_agent_call;
 use crate::http::edge::{ApiError, Caller, read_body};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 
 /// The agent routes' handler: `AgentCalls::OPENAI` for `POST /v1/openai/tool_calls`,
 /// `AgentCalls::ANTHROPIC` for `POST /v1/anthropic/tool_use`.
@@ -51,10 +51,10 @@ impl AgentCalls {
     pub(crate) const ANTHROPIC: AgentCalls = AgentCalls(Protocol::Anthropic);
 }
 
-impl Handler<AgentCalls, AppState> for AgentCalls {
+impl Handler<AgentCalls, SharedState> for AgentCalls {
     type Future = Answering;
 
-    fn call(self, request: Request, state: AppState) -> Self::Future {
+    fn call(self, request: Request, state: SharedState) -> Self::Future {
         let protocol = self.0;
         taken::handle(
             request,
@@ -112,7 +112,7 @@ fn read_calls(
 /// Runs the calls read and renders their results. A plain function: the read calls are taken
 /// apart before the future that waits exists.
 fn answer(
-    state: AppState,
+    state: SharedState,
     checked: Result<(ReadCalls, Caller), ApiError>,
 ) -> impl Future<Output = Result<Json<Value>, ApiError>> + Send {
     let (read, caller) = match checked {

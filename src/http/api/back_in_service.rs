@@ -21,7 +21,7 @@ use crate::back_in_service::{BackInService, NewNotice, Notice, NoticeError};
 use crate::clients::ClientName;
 use crate::http::calls;
 use crate::http::edge::{ApiError, Caller, PathParam, read_body};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 use crate::jobs::rfc3339;
 use crate::texts::back_in_service as texts;
 
@@ -84,7 +84,7 @@ fn visible_client(caller: &Caller) -> Option<ClientName> {
 /// `POST /v1/back-in-service`: the tool served and in the caller's scope, then the notice's own
 /// checks; 201 with the notice and whether the tool answers already (then it fires at once).
 pub(crate) async fn create(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -137,7 +137,7 @@ pub(crate) async fn create(
 /// `GET /v1/back-in-service`: the caller's own notices, newest first (every client's for the
 /// admin key).
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<Value>, ApiError> {
     let notices = system(&state)?;
@@ -153,7 +153,7 @@ pub(crate) async fn list(
 
 /// `GET /v1/back-in-service/{notice_id}`.
 pub(crate) async fn one(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
@@ -166,7 +166,7 @@ pub(crate) async fn one(
 
 /// `DELETE /v1/back-in-service/{notice_id}`.
 pub(crate) async fn delete(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<StatusCode, ApiError> {
@@ -199,7 +199,7 @@ fn availability(state: &AppState, scope: &crate::clients::Scope) -> Vec<(&'stati
 /// The stream for an application that keeps a connection instead of a callback URL; it ends
 /// when the gateway shuts down.
 pub(crate) async fn events(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::edge::{ApiError, Caller};
-use crate::http::state::AppState;
+use crate::http::state::SharedState;
 use crate::jobs::rfc3339;
 use crate::ledger::Entry;
 
@@ -43,7 +43,7 @@ pub(crate) struct ListQuery {
 
 /// `GET /v1/bookings`: the caller's bookings, newest first (every client's for the admin key).
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {

@@ -17,7 +17,7 @@ use crate::call::ServedTool;
 use crate::clients::Scope;
 use crate::http::calls::{allowed_tools, in_scope, out_of_scope, unknown_tool};
 use crate::http::edge::{ApiError, Caller, PathParam};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 use crate::tools::{Access, CallMode};
 
 #[derive(Debug, Deserialize)]
@@ -60,7 +60,7 @@ fn describe(tool: &ServedTool) -> Value {
 /// breakers admits calls now, for agents that pick their tools per turn. Every format but
 /// `native` ends with the watch tools the caller is offered.
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     query: Result<Query<CatalogQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
@@ -99,7 +99,7 @@ pub(crate) async fn list(
 
 /// `GET /v1/tools/{tool}`.
 pub(crate) async fn one(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(name): PathParam,
 ) -> Result<Response, ApiError> {
@@ -117,7 +117,7 @@ pub(crate) async fn one(
 /// `GET /v1/prompts/agent-guidance`: the guidance without the lines about tools the caller may
 /// not call.
 pub(crate) async fn agent_guidance(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Response, ApiError> {
     match guidance_for(&state, &caller.scope()) {

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::clients::ClientName;
 use crate::http::edge::{ApiError, Caller, PathParam};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 use crate::jobs::{Found, Job, JobStatus, Jobs, rfc3339};
 use crate::texts::agents as texts;
 
@@ -79,7 +79,7 @@ fn visible_client(caller: &Caller) -> Option<ClientName> {
 
 /// `GET /v1/jobs/{job_id}`: the caller's own job (any job for the admin key); 404 otherwise.
 pub(crate) async fn one(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
@@ -102,7 +102,7 @@ pub(crate) async fn one(
 /// `DELETE /v1/jobs/{job_id}`: cancels the caller's job (any job for the admin key) if it has
 /// not started; 409 for a running or ended job, 404 as for reads.
 pub(crate) async fn cancel(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
@@ -180,7 +180,7 @@ pub(crate) struct ListQuery {
 
 /// `GET /v1/jobs`: the caller's own jobs (every client's for the admin key).
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {

@@ -19,7 +19,7 @@ use crate::agents::{self, native::NativeCall, options};
 use crate::call::{CallRequest, Status};
 use crate::http::calls;
 use crate::http::edge::{ApiError, Caller, PathParam, read_body};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 use crate::jobs::NewJob;
 use crate::tools::CallMode;
 use crate::trace_context::TraceContext;
@@ -34,10 +34,10 @@ use crate::trace_context::TraceContext;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallTool;
 
-impl Handler<CallTool, AppState> for CallTool {
+impl Handler<CallTool, SharedState> for CallTool {
     type Future = Answering;
 
-    fn call(self, request: Request, state: AppState) -> Self::Future {
+    fn call(self, request: Request, state: SharedState) -> Self::Future {
         taken::handle(
             request,
             state,
@@ -55,7 +55,7 @@ impl Handler<CallTool, AppState> for CallTool {
 /// function: the checked call is taken apart before the future that waits exists, which then
 /// keeps only what answering needs.
 fn call_tool(
-    state: AppState,
+    state: SharedState,
     checked: Result<(Ready, Caller), ApiError>,
 ) -> impl Future<Output = Result<Response, ApiError>> + Send {
     let (ready, caller) = match checked {

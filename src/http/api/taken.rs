@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use futures::FutureExt;
 
 use crate::http::edge::{ApiError, Caller};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 
 /// A call route's answer, as its `Handler` returns it.
 pub(crate) type Answering = Pin<Box<dyn Future<Output = Response> + Send>>;
@@ -34,7 +34,7 @@ pub(crate) type Answering = Pin<Box<dyn Future<Output = Response> + Send>>;
 ///   waits, and keeps only what it was given.
 pub(crate) fn handle<T, R, F, O>(
     request: Request,
-    state: AppState,
+    state: SharedState,
     read_head: impl FnOnce(&mut Parts) -> T,
     check: impl FnOnce(
         &AppState,
@@ -45,7 +45,7 @@ pub(crate) fn handle<T, R, F, O>(
     ) -> Result<R, ApiError>
     + Send
     + 'static,
-    answer: impl FnOnce(AppState, Result<(R, Caller), ApiError>) -> F + Send + 'static,
+    answer: impl FnOnce(SharedState, Result<(R, Caller), ApiError>) -> F + Send + 'static,
 ) -> Answering
 where
     T: Send + 'static,

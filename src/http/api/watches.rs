@@ -26,7 +26,7 @@ use crate::agents::watch_tools::{Ends, WatchSpec};
 use crate::clients::{ClientName, Scope};
 use crate::http::calls;
 use crate::http::edge::{ApiError, Caller, PathParam, read_body};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 use crate::jobs::rfc3339;
 use crate::texts::{agents as agent_texts, watches as texts};
 use crate::watches::{End, NewWatch, Notice, Watch, WatchError, WatchState, Watches};
@@ -230,7 +230,7 @@ pub(crate) fn visible_client(caller: &Caller) -> Option<ClientName> {
 
 /// `POST /v1/watches`.
 pub(crate) async fn create(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -258,7 +258,7 @@ pub(crate) async fn create(
 
 /// `GET /v1/watches`: the caller's own watches (every client's for the admin key).
 pub(crate) async fn list(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Json<Value>, ApiError> {
     let watches = watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
@@ -275,7 +275,7 @@ pub(crate) async fn list(
 
 /// `GET /v1/watches/{watch_id}`: one watch with its notices, newest first.
 pub(crate) async fn one(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
@@ -296,7 +296,7 @@ pub(crate) async fn one(
 
 /// `POST /v1/watches/{watch_id}/pause`.
 pub(crate) async fn pause(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
@@ -310,7 +310,7 @@ pub(crate) async fn pause(
 
 /// `POST /v1/watches/{watch_id}/resume`.
 pub(crate) async fn resume(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
@@ -324,7 +324,7 @@ pub(crate) async fn resume(
 
 /// `DELETE /v1/watches/{watch_id}`.
 pub(crate) async fn delete(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
     PathParam(id): PathParam,
 ) -> Result<StatusCode, ApiError> {

@@ -22,8 +22,9 @@ use super::limits::{Admission, ClientLimits, admit};
 use super::server::{RequestBounds, request_timed_out};
 use crate::telemetry::Telemetry;
 
-/// What [`guard`] checks a request against.
-#[derive(Clone)]
+/// What [`guard`] checks a request against. The router holds it in an `Arc`: axum clones a
+/// middleware's state for every request, and one reference count is cheaper to change than the
+/// three inside.
 pub(crate) struct Gate {
     /// The body limit and the request timeout.
     pub bounds: RequestBounds,
@@ -43,7 +44,7 @@ pub(crate) struct Gate {
 /// held call (memory per held call, BENCHMARKS.md). Never on `/mcp`, whose refusals are
 /// JSON-RPC errors and whose limits read the body (`mcp::client_answers::guard` there).
 pub(crate) fn guard(
-    State(gate): State<Gate>,
+    State(gate): State<Arc<Gate>>,
     mut request: Request,
     mut next: Next,
 ) -> impl Future<Output = Response> {

@@ -26,6 +26,7 @@
 //! rmcp's own 403; every other answer passes untouched.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode};
@@ -39,7 +40,7 @@ use crate::http::edge::{self, Gate};
 /// A plain function: the size and key checks run before its future exists, which then keeps
 /// the gate, the timer and the rest of the request.
 pub(crate) fn guard(
-    State(gate): State<Gate>,
+    State(gate): State<Arc<Gate>>,
     mut request: Request,
     next: Next,
 ) -> impl Future<Output = Response> {

@@ -80,7 +80,7 @@ use crate::http::calls::{
     allowed_tools, in_scope, out_of_scope_text, run_agent_call, unknown_tool_text,
 };
 use crate::http::edge::{self, Caller};
-use crate::http::state::AppState;
+use crate::http::state::SharedState;
 use crate::texts::agents as texts;
 use crate::tools::CallMode;
 
@@ -89,7 +89,7 @@ use crate::tools::CallMode;
 ///
 /// `cancel` ends every session and open stream; `run` cancels it when shutdown starts, so
 /// graceful shutdown is not held up by a client's open event stream.
-pub(crate) fn service(state: AppState, cancel: CancellationToken) -> MethodRouter<AppState> {
+pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRouter<SharedState> {
     let max_body_bytes = state.max_body_bytes;
     any_service(rmcp_service(state, cancel))
         .layer(middleware::from_fn_with_state(
@@ -100,7 +100,7 @@ pub(crate) fn service(state: AppState, cancel: CancellationToken) -> MethodRoute
 }
 
 fn rmcp_service(
-    state: AppState,
+    state: SharedState,
     cancel: CancellationToken,
 ) -> StreamableHttpService<Handler, LocalSessionManager> {
     let mcp = state.config().mcp.clone();
@@ -133,7 +133,7 @@ fn rmcp_service(
 /// The MCP server: the gateway's served tools.
 #[derive(Debug, Clone)]
 pub(crate) struct Handler {
-    state: AppState,
+    state: SharedState,
     /// Every tool `tools/list` may send, built again after a reload (each client is sent the
     /// ones its scope allows).
     tools: Arc<tool_lists::ToolObjects>,

@@ -26,7 +26,7 @@ use super::watch_tools;
 use crate::agents::manifest;
 use crate::clients::{ClientName, Scope};
 use crate::http::calls::allowed_tools;
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 
 /// Every tool `tools/list` may send (each client is sent the ones its scope allows), built for
 /// the served tools of one revision and again after a reload replaced them.
@@ -116,7 +116,7 @@ impl ToolLists {
     /// the watcher.
     pub(super) fn listed(
         self: &Arc<Self>,
-        state: &AppState,
+        state: &SharedState,
         objects: &Arc<ToolObjects>,
         cancel: &CancellationToken,
         sent: (String, ClientName, Vec<Tool>),
@@ -135,7 +135,7 @@ impl ToolLists {
     /// changed.
     async fn watch(
         self: Arc<Self>,
-        state: AppState,
+        state: SharedState,
         objects: Arc<ToolObjects>,
         cancel: CancellationToken,
     ) {

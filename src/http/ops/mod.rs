@@ -47,7 +47,7 @@ use tokio::time::Instant;
 use crate::breaker::{BreakerKey, BreakerScope, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::fleet::StoredTransition;
 use crate::http::edge::{ApiError, PathParam, Role};
-use crate::http::state::AppState;
+use crate::http::state::{AppState, SharedState};
 use crate::maintenance::{self, Schedule, When};
 use crate::telemetry::{Alert, AlertChange};
 
@@ -67,7 +67,7 @@ pub(crate) async fn healthz() -> Json<Value> {
 /// `store` says which database holds them and whether it answered a statement within a second:
 /// a store that does not answer leaves the replica ready (interactive calls need no store, and
 /// a PostgreSQL replica spools submissions), so the probe reports it instead of failing.
-pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
+pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
     let tools = state.gateway.tools().len();
     let store = match &state.jobs {
         None => None,
@@ -273,7 +273,10 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
     })
 }
 
-pub(crate) async fn list_breakers(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn list_breakers(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
@@ -394,7 +397,7 @@ fn find(
 }
 
 pub(crate) async fn one_breaker(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     headers: HeaderMap,
     PathParam(key): PathParam,
 ) -> Response {
@@ -411,7 +414,7 @@ pub(crate) async fn one_breaker(
 }
 
 pub(crate) async fn force_breaker(
-    State(state): State<AppState>,
+    State(state): State<SharedState>,
     headers: HeaderMap,
     PathParam(key): PathParam,
     body: Bytes,
@@ -443,7 +446,7 @@ pub(crate) async fn force_breaker(
     Json(breaker_json(&state, &breaker.snapshot(now), now)).into_response()
 }
 
-pub(crate) async fn list_alerts(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn list_alerts(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
@@ -460,7 +463,7 @@ pub(crate) async fn list_alerts(State(state): State<AppState>, headers: HeaderMa
 /// `GET /v1/events`: `event: ready` once, then `transition` and `alert` events (JSON `data`),
 /// a comment every 15 s to keep proxies from closing the stream, and `lagged` (with the number
 /// of events missed) if this client fell more than the channel's capacity behind.
-pub(crate) async fn events(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn events(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
     }
@@ -516,7 +519,7 @@ fn alert_event(change: &AlertChange) -> Event {
     Event::default().event("alert").data(data.to_string())
 }
 
-pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn metrics(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     if !state.config().telemetry.metrics_public
         && let Err(res) = authorize(&state, &headers, Role::Client)
     {

@@ -14,10 +14,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::http::edge::{ApiError, Role};
-use crate::http::state::{AppState, ReloadError};
+use crate::http::state::{ReloadError, SharedState};
 
 /// The handler.
-pub(crate) async fn reload(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn reload(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     if let Err(res) = state.authorize(&headers, Role::Admin, "reloading the configuration") {
         return *res;
     }

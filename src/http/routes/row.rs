@@ -4,7 +4,7 @@
 use axum::routing::{MethodFilter, MethodRouter};
 use serde_json::{Value, json};
 
-use crate::http::state::AppState;
+use crate::http::state::SharedState;
 
 /// Which edge layers wrap a route (in `router`'s order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,14 +61,14 @@ impl Verb {
 #[derive(Clone, Copy)]
 pub(crate) enum Handler {
     /// An axum handler, mounted for the operation's method.
-    Axum(fn(MethodFilter) -> MethodRouter<AppState>),
+    Axum(fn(MethodFilter) -> MethodRouter<SharedState>),
     /// rmcp's Streamable HTTP service, which answers every method of its path itself.
     Mcp,
 }
 
 impl Handler {
     /// The method router for `verb` (`None` for the MCP service).
-    pub(crate) fn method_router(self, verb: Verb) -> Option<MethodRouter<AppState>> {
+    pub(crate) fn method_router(self, verb: Verb) -> Option<MethodRouter<SharedState>> {
         match self {
             Handler::Axum(make) => Some(make(verb.filter())),
             Handler::Mcp => None,

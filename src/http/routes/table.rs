@@ -13,7 +13,7 @@ use super::row::{
 };
 use crate::http::api::{agents, back_in_service, bookings, catalog, jobs, native, watches};
 use crate::http::ops;
-use crate::http::state::AppState;
+use crate::http::state::SharedState;
 use Verb::{Delete, Get, Post};
 
 const JOB_STORE: Answer = error(503, "The job store did not answer.");
@@ -899,7 +899,7 @@ const MCP_ACCEPT: Answer = error(
 );
 
 /// `GET /openapi.json`: the document of this table.
-async fn openapi_json(State(state): State<AppState>) -> Json<Value> {
+async fn openapi_json(State(state): State<SharedState>) -> Json<Value> {
     Json(openapi::document(&state, table()))
 }
 
