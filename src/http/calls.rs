@@ -13,6 +13,7 @@
 use std::future::Future;
 
 use axum::http::StatusCode;
+use axum::http::header::HeaderName;
 use futures::FutureExt as _;
 use futures::future::{self, Either};
 use serde_json::json;
@@ -29,6 +30,10 @@ use crate::jobs::{NewJob, SubmitError};
 use crate::texts::agents as texts;
 use crate::tools::{CallMode, FieldError, describe_field_errors};
 use crate::trace_context::TraceContext;
+
+/// The [`DEADLINE_HEADER`](crate::agents::options::DEADLINE_HEADER) header's name, made once:
+/// looked up by a `&str`, `HeaderMap::get` lowercases and checks the text on every call.
+pub(crate) static DEADLINE_HEADER: HeaderName = HeaderName::from_static("faregate-deadline-ms");
 
 /// Why a call was not run or stored.
 #[derive(Debug)]
@@ -269,4 +274,18 @@ fn prepare(
         })
     };
     Ok((run, call_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deadline_header_name_is_the_documented_header() {
+        assert!(
+            DEADLINE_HEADER
+                .as_str()
+                .eq_ignore_ascii_case(crate::agents::options::DEADLINE_HEADER)
+        );
+    }
 }

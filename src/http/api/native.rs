@@ -139,7 +139,7 @@ fn ready_call(
 /// The caller's deadline from the `Faregate-Deadline-Ms` header, for clients that set headers
 /// once rather than a body field per call; with `deadline_ms` in the body too, the shorter wins.
 fn header_deadline(headers: &HeaderMap) -> Result<Option<std::time::Duration>, ApiError> {
-    let Some(value) = headers.get(options::DEADLINE_HEADER) else {
+    let Some(value) = headers.get(&calls::DEADLINE_HEADER) else {
         return Ok(None);
     };
     let text = String::from_utf8_lossy(value.as_bytes());

@@ -331,7 +331,7 @@ impl ServerHandler for Handler {
         let deadline_header = context
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get(agents::options::DEADLINE_HEADER))
+            .and_then(|parts| parts.headers.get(&crate::http::calls::DEADLINE_HEADER))
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let arguments = request.arguments.clone().unwrap_or_default();
         let takes_tasks = self.state.jobs.is_some() && tasks::client_takes_tasks(&context);
