@@ -71,10 +71,12 @@ pub(super) struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Tells the callers waiting on this call about `step` (nobody listening is fine).
-    fn report(&self, step: Step) {
+    /// Tells the callers waiting on this call about the step `step` makes (nobody listening is
+    /// fine). A closure: a step's texts are allocated only when somebody listens, which on the
+    /// fast-fail path (a rejection failing over to the next provider) nobody does.
+    fn report(&self, step: impl FnOnce() -> Step) {
         if let Some(steps) = self.steps {
-            steps.send(step);
+            steps.send(step());
         }
     }
 }
@@ -145,7 +147,7 @@ pub(super) fn run<'a>(
                         && let (Some(failed), Some(next)) =
                             (failure.provider(), tool.routes.get(index + 1))
                     {
-                        cx.report(Step::FailingOver {
+                        cx.report(|| Step::FailingOver {
                             tool: tool.spec.name,
                             failed: failed.to_string(),
                             why: failure.error_type(),
@@ -303,7 +305,7 @@ fn run_route<'a>(
                     error = %error,
                     "retrying"
                 );
-                cx.report(Step::Retrying {
+                cx.report(|| Step::Retrying {
                     tool: tool.spec.name,
                     provider: route.name.clone(),
                     why: error.kind.as_str(),
