@@ -77,17 +77,22 @@ impl Scope {
 }
 
 /// `*` matches any run of characters; everything else matches itself.
+///
+/// Without collecting the pattern's parts: every call's scope check runs this, and the usual
+/// pattern (`*`, or a tool's name) needs no allocation to decide.
 fn glob(pattern: &str, text: &str) -> bool {
-    let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or("");
+    let Some((first, after_first)) = pattern.split_once('*') else {
+        return pattern == text;
+    };
     let Some(mut rest) = text.strip_prefix(first) else {
         return false;
     };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else {
-        return rest.is_empty();
+    // `after_first` is `middle*…*last`, or `last` alone.
+    let (middle, last) = match after_first.rsplit_once('*') {
+        Some((middle, last)) => (Some(middle), last),
+        None => (None, after_first),
     };
-    for part in middle {
+    for part in middle.into_iter().flat_map(|m| m.split('*')) {
         match rest.find(part) {
             Some(at) => rest = &rest[at + part.len()..],
             None => return false,
@@ -114,6 +119,14 @@ mod tests {
             ("get_*_status", "get_status", false),
             ("a*a", "a", false),
             ("a*a", "aa", true),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "axbxc", true),
+            ("a*b*c", "acb", false),
+            ("*_*", "book_flight", true),
+            ("*_*", "book", false),
+            ("a**b", "ab", true),
+            ("*a*a", "aa", true),
+            ("*a*a", "a", false),
         ] {
             assert_eq!(glob(pattern, tool), matches, "{pattern} vs {tool}");
         }
