@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::Request;
 use axum::extract::rejection::BytesRejection;
 use axum::handler::Handler;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::{self, Either};
 
@@ -83,9 +83,14 @@ fn call_tool(
         };
         // The envelope's data was serialized once when the result was made; its bytes are
         // copied here, not serialized again.
+        // A static header value: from a `&str`, axum copies the text into a new allocation
+        // on every answer.
         Ok((
             status,
-            [(header::CONTENT_TYPE, "application/json")],
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
             envelope.to_json_bytes(),
         )
             .into_response())
