@@ -166,6 +166,18 @@ force() { # gateway breaker-key state
     -H 'content-type: application/json' -d "{\"state\":\"$3\"}" >/dev/null
 }
 
+# fast_fail gateway body-file out-file: the fast-fail setup every fallback measurement uses: one
+# search_flights call with body-file (its answer becomes the stale answer), both flight breakers
+# forced open, and the fallback answer to the same call written to out-file.
+fast_fail() {
+  curl -sf "http://$1/v1/tools/search_flights/call" -H 'content-type: application/json' \
+    -d @"$2" >/dev/null
+  force "$1" search_flights.duffel open
+  force "$1" search_flights.amadeus open
+  curl -s "http://$1/v1/tools/search_flights/call" -H 'content-type: application/json' \
+    -d @"$2" >"$3"
+}
+
 fault() { # sim group json
   curl -sf -X PUT "http://$1/_sim/faults/$2" -H 'content-type: application/json' -d "$3" >/dev/null
 }

@@ -73,10 +73,7 @@ spawn sim "$BIN" sim --listen "$SIM"
 wait_http "http://$SIM/_sim/stats"
 write_config "$DIR/fallback" "$GF" "http://$SIM" "http://$SIM"
 WRAP=$CG start_gateway gw-fallback "$DIR/fallback"
-curl -sf "http://$GF$URL" -H 'content-type: application/json' -d @"$DIR/flights.json" >/dev/null
-force "$GF" search_flights.duffel open
-force "$GF" search_flights.amadeus open
-curl -s "http://$GF$URL" -H 'content-type: application/json' -d @"$DIR/flights.json" > "$DIR/fallback.json"
+fast_fail "$GF" "$DIR/flights.json" "$DIR/fallback.json"
 python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); assert e["status"]=="stale", e["status"]' "$DIR/fallback.json"
 fallback=$(count "$GW_PID" "http://$GF$URL" "$DIR/flights.json" fallback)
 stop_pid "$GW_PID"

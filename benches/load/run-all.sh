@@ -167,12 +167,7 @@ floor() {
   write_config "$DIR/floor" "$GW" "http://$SIM" "http://$SIM"
   start_gateway gw-floor "$DIR/floor"
   echo "{\"arguments\":{\"origin\":\"JFK\",\"destination\":\"LHR\",\"departure_date\":\"$(day 21)\"}}" > "$DIR/flights.json"
-  curl -sf "http://$GW/v1/tools/search_flights/call" -H 'content-type: application/json' \
-    -d @"$DIR/flights.json" > /dev/null
-  force "$GW" search_flights.duffel open
-  force "$GW" search_flights.amadeus open
-  curl -s "http://$GW/v1/tools/search_flights/call" -H 'content-type: application/json' \
-    -d @"$DIR/flights.json" > "$DIR/fallback.json"
+  fast_fail "$GW" "$DIR/flights.json" "$DIR/fallback.json"
   echo "fallback answer: $(python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); print(e["status"], "breaker", e["breaker"], len(e["data"]["offers"]), "offers")' "$DIR/fallback.json"), $(wc -c < "$DIR/fallback.json") bytes"
   spawn floor "$EXAMPLES/floor" "$FL" "$DIR/fallback.json"
   wait_http "http://$FL/x" POST
