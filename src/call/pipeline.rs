@@ -71,8 +71,8 @@ pub(super) struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Tells the callers waiting on this call about the step `step` makes (nobody listening is
-    /// fine). A closure: a step's texts are allocated only when somebody listens, which on the
+    /// Tells the callers waiting on this call about the step `step` builds (nobody listening
+    /// is fine). A closure, so a step's texts are allocated only when somebody listens: on the
     /// fast-fail path (a rejection failing over to the next provider) nobody does.
     fn report(&self, step: impl FnOnce() -> Step) {
         if let Some(steps) = self.steps {

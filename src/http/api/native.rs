@@ -82,9 +82,8 @@ fn call_tool(
             _ => StatusCode::OK,
         };
         // The envelope's data was serialized once when the result was made; its bytes are
-        // copied here, not serialized again.
-        // A static header value: from a `&str`, axum copies the text into a new allocation
-        // on every answer.
+        // copied here, not serialized again. The header value is static: from a `&str`, axum
+        // would copy the text into a new allocation on every answer.
         Ok((
             status,
             [(
