@@ -331,6 +331,74 @@ async fn idle_and_silent_connections_close_at_the_header_read_timeout() {
     );
 }
 
+/// Reads `tcp` until the gateway closes it; panics if it is still open after 3 s.
+async fn closed_within_3_s(tcp: &mut TcpStream, what: &str) {
+    let mut buf = [0u8; 4096];
+    let closing = async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(3), closing)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the connection was still open after 3 s"));
+}
+
+#[tokio::test]
+async fn a_client_that_never_answers_the_goodbye_is_dropped() {
+    let s = stack(|mut c| {
+        c.server.header_read_timeout = Duration::from_millis(300);
+        c.server.max_connections = 1;
+        c
+    })
+    .await;
+    let addr = s.gateway.addr;
+    // A full preface and an empty SETTINGS frame, then silence: the idle close sends GOAWAY
+    // and a PING that is never answered.
+    let mut silent = TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    silent
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    closed_within_3_s(&mut silent, "prior knowledge, PING never answered").await;
+    // An h2c upgrade whose client never sends the HTTP/2 preface after the 101.
+    let mut upgraded = TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    upgraded
+        .write_all(
+            format!(
+                "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+                 Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut head = [0u8; 12];
+    upgraded
+        .read_exact(&mut head)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(&head, b"HTTP/1.1 101", "the upgrade was not taken");
+    closed_within_3_s(&mut upgraded, "h2c upgrade, preface never sent").await;
+    // The only slot of the connection cap is free again.
+    let (mut conn, _driver) = connect(addr).await;
+    let (status, _) = tokio::time::timeout(
+        Duration::from_secs(3),
+        send_on(&mut conn, addr, "/healthz", None),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the freed slot did not serve a new connection"))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+}
+
 #[tokio::test]
 async fn shutdown_lets_streams_in_flight_finish() {
     let mut s = stack(|mut c| {

@@ -15,7 +15,10 @@
 //!   connection with no stream in flight for `[server] header_read_timeout` is closed (GOAWAY).
 //!   A stream counts from its request head to the end of its answer's body, so an event stream
 //!   keeps its connection, and a client that trickles a request's headers never reaches the
-//!   router and is idle all along.
+//!   router and is idle all along. The goodbye is bounded too: a graceful close waits for the
+//!   client to answer a PING (or, after an `h2c` upgrade, for its preface), and a client that
+//!   never does is dropped after another `header_read_timeout`, so silent sockets cannot hold
+//!   the connection cap's slots.
 //! - **Shutdown**: draining sends GOAWAY; streams already started finish, new ones are refused.
 
 use std::convert::Infallible;
@@ -67,19 +70,32 @@ pub(crate) async fn serve<I>(
         .max_concurrent_streams(limits.max_concurrent_streams);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    let why = tokio::select! {
+    let (why, closing) = tokio::select! {
         res = conn.as_mut() => {
             if let Err(e) = res {
                 tracing::debug!(%peer, error = %e, "HTTP/2 connection closed with an error");
             }
             return;
         }
-        _ = draining.cancelled() => "draining",
-        _ = idle_for(&mut idle, limits.idle_timeout) => "idle",
+        // Draining is bounded for every connection at once (`shutdown_grace`). An idle
+        // connection has no stream to finish: only the client's answer to the GOAWAY's PING
+        // (or its preface, after an upgrade) is awaited, and not for longer than the idle limit.
+        _ = draining.cancelled() => ("draining", None),
+        _ = idle_for(&mut idle, limits.idle_timeout) => ("idle", Some(limits.idle_timeout)),
     };
     conn.as_mut().graceful_shutdown();
-    if let Err(e) = conn.await {
-        tracing::debug!(%peer, error = %e, why, "HTTP/2 connection closed with an error while closing");
+    let closed = match closing {
+        Some(limit) => tokio::time::timeout(limit, conn).await.ok(),
+        None => Some(conn.await),
+    };
+    match closed {
+        Some(Ok(())) => {}
+        Some(Err(e)) => {
+            tracing::debug!(%peer, error = %e, why, "HTTP/2 connection closed with an error while closing");
+        }
+        None => {
+            tracing::debug!(%peer, why, "HTTP/2 connection dropped: the client did not answer its closing");
+        }
     }
 }
 
