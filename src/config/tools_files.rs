@@ -196,7 +196,7 @@ fn read_tool(
         .integer("max_concurrent", 1, 100_000)
         .map(|n| n as u32)
         .unwrap_or(64);
-    let stale_for = s.duration("stale_for").unwrap_or(Duration::ZERO);
+    let stale_for = memory_duration(s, "stale_for");
     let watch_min_interval = s.duration("watch_min_interval");
     if let Some(v) = watch_min_interval {
         if v < Duration::from_secs(1) {
@@ -274,10 +274,31 @@ fn read_tool(
     })
 }
 
+/// How long answers are kept in memory at most (`stale_for`, `fresh_for`): a year.
+const MEMORY_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// `stale_for` or `fresh_for`: zero when absent, refused over [`MEMORY_MAX`] (the memory's
+/// cache cannot hold an entry for a thousand years, and an answer a year old is neither fresh
+/// nor a useful stale answer).
+fn memory_duration(s: &Section<'_>, key: &'static str) -> Duration {
+    let kept = s.duration(key).unwrap_or(Duration::ZERO);
+    if kept > MEMORY_MAX {
+        s.error(
+            key,
+            format!(
+                "{} is longer than a year; a remembered answer that old is of no use: use at most \"365d\"",
+                humantime::format_duration(kept)
+            ),
+        );
+        return Duration::ZERO;
+    }
+    kept
+}
+
 /// The tool's `fresh_for`: zero when absent. A write tool is refused one: answering a booking
 /// from memory would tell a second traveller about the first one's booking, and never book.
 fn read_fresh_for(s: &Section<'_>, name: Option<&str>, write: bool) -> Duration {
-    let fresh_for = s.duration("fresh_for").unwrap_or(Duration::ZERO);
+    let fresh_for = memory_duration(s, "fresh_for");
     if write && !fresh_for.is_zero() {
         s.error(
             "fresh_for",

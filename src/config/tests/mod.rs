@@ -381,6 +381,40 @@ fn fresh_for_on_a_write_tool_is_refused_with_the_fix() {
 }
 
 #[test]
+fn answers_are_remembered_for_a_year_at_most() {
+    // Beyond what the memory's cache can hold (a thousand years) it would panic at start or
+    // on reload; a year is already far beyond any useful answer.
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "tools/search_flights.toml",
+            "stale_for = \"15m\"",
+            "stale_for = \"15m\"\nfresh_for = \"1001y\"",
+        ),
+        &[
+            "search_flights.toml: fresh_for",
+            "longer than a year",
+            "at most \"365d\"",
+        ],
+    );
+    assert_one_error(
+        MapFiles::defaults().edit(
+            "tools/search_flights.toml",
+            "stale_for = \"15m\"",
+            "stale_for = \"2y\"",
+        ),
+        &["search_flights.toml: stale_for", "longer than a year"],
+    );
+    MapFiles::defaults()
+        .edit(
+            "tools/search_flights.toml",
+            "stale_for = \"15m\"",
+            "stale_for = \"365d\"",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("a year is allowed: {e}"));
+}
+
+#[test]
 fn secrets_are_never_written_in_the_file() {
     assert_one_error(
         MapFiles::defaults().edit(
