@@ -70,23 +70,27 @@ pub(crate) async fn serve<I>(
         .max_concurrent_streams(limits.max_concurrent_streams);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    let (why, closing) = tokio::select! {
+    let why = tokio::select! {
         res = conn.as_mut() => {
             if let Err(e) = res {
                 tracing::debug!(%peer, error = %e, "HTTP/2 connection closed with an error");
             }
             return;
         }
-        // Draining is bounded for every connection at once (`shutdown_grace`). An idle
-        // connection has no stream to finish: only the client's answer to the GOAWAY's PING
-        // (or its preface, after an upgrade) is awaited, and not for longer than the idle limit.
-        _ = draining.cancelled() => ("draining", None),
-        _ = idle_for(&mut idle, limits.idle_timeout) => ("idle", Some(limits.idle_timeout)),
+        _ = draining.cancelled() => "draining",
+        _ = idle_for(&mut idle, limits.idle_timeout) => "idle",
     };
     conn.as_mut().graceful_shutdown();
-    let closed = match closing {
-        Some(limit) => tokio::time::timeout(limit, conn).await.ok(),
-        None => Some(conn.await),
+    // Draining is bounded for every connection at once (`shutdown_grace`). After an idle
+    // close, the connection ends when the client answers the GOAWAY's PING (or sends its
+    // preface, after an upgrade), or when it has again been idle for the limit: a stream that
+    // slipped in before the GOAWAY still finishes, a silent client is dropped.
+    let closed = match why {
+        "idle" => tokio::select! {
+            res = conn => Some(res),
+            _ = idle_for(&mut idle, limits.idle_timeout) => None,
+        },
+        _ => Some(conn.await),
     };
     match closed {
         Some(Ok(())) => {}
