@@ -435,13 +435,16 @@ impl Gateway {
         }
         // One copy of the key, shared by the call, its task and every caller waiting on it.
         let key: Arc<str> = key.into();
+        // The shared call runs to the tool's deadline, not to this caller's: a caller in a
+        // hurry must not cut it short for the patient ones that join it (`coalesce.rs`).
+        let shared_deadline = Instant::now() + tool.deadline(None);
         let waiter = tool
             .shared_calls
-            .join(Arc::clone(&key), deadline, |shared_steps| {
+            .join(Arc::clone(&key), shared_deadline, |shared_steps| {
                 self.shared_read(
                     (&served, &tool),
                     request,
-                    deadline,
+                    shared_deadline,
                     Arc::clone(&key),
                     shared_steps,
                 )
@@ -469,14 +472,17 @@ impl Gateway {
     ) -> impl Future<Output = Envelope> + Send + '_ {
         async move {
             let their_steps = steps.map(|to| (waiter.steps(), to));
-            // The leader's call ends by its deadline; a caller in more of a hurry stops waiting
-            // at its own.
+            // The shared call ends by the tool's deadline; a caller in more of a hurry stops
+            // waiting at its own and leaves the call running for the provider's true outcome.
             let wait = async {
                 if deadline < waiter.deadline() {
-                    tokio::time::timeout_at(deadline, waiter.outcome())
-                        .await
-                        .ok()
-                        .flatten()
+                    match tokio::time::timeout_at(deadline, waiter.outcome()).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => {
+                            waiter.leave_running();
+                            None
+                        }
+                    }
                 } else {
                     waiter.outcome().await
                 }

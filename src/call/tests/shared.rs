@@ -1,6 +1,7 @@
 //! Reads shared and remembered: identical concurrent reads make one provider call (and one
 //! breaker outcome), other arguments and writes do not share, a caller in a hurry or one that
-//! goes away does not hold the others back, and `fresh_for` answers repeats from memory.
+//! goes away neither holds the others back nor cuts their call short, and `fresh_for` answers
+//! repeats from memory.
 
 use futures::future::join_all;
 
@@ -170,6 +171,81 @@ async fn a_caller_in_a_hurry_gets_its_fallback_at_its_own_deadline() {
     assert_eq!(leader.expect("served").status, Status::Ok);
     assert_eq!(duffel.calls(), 1, "the hurried caller asked nothing");
     assert_eq!(breaker_calls(&gateway, "search_flights"), 1);
+}
+
+/// The failure rate the breaker of `tool`'s first provider has counted.
+fn breaker_failure_rate(gateway: &Gateway, tool: &str) -> f64 {
+    let tool = gateway.tool(tool).expect("served");
+    tool.breakers()[0].snapshot(Instant::now()).failure_rate
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_in_a_hurry_does_not_cut_the_call_short_for_the_others() {
+    // Within the tool's 8 s timeout, beyond the leader's 1 s deadline.
+    let duffel = Scripted::new([ok(secs(2), flights())]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let start = Instant::now();
+    let hurried = async {
+        let answer = gateway
+            .call(CallRequest {
+                deadline: Some(secs(1)),
+                ..request("search_flights", search_args())
+            })
+            .await;
+        (answer, Instant::now())
+    };
+    let patient = async {
+        tokio::time::sleep(ms(100)).await;
+        let answer = gateway.call(request("search_flights", search_args())).await;
+        (answer, Instant::now())
+    };
+    let ((hurried, hurried_at), (patient, patient_at)) = tokio::join!(hurried, patient);
+    assert_eq!(hurried.expect("served").status, Status::Unavailable);
+    assert_eq!(hurried_at - start, secs(1), "at its own deadline");
+    let patient = patient.expect("served");
+    assert_eq!(patient.status, Status::Ok, "{patient:?}");
+    assert_eq!(patient_at - start, secs(2), "when the provider answered");
+    assert_eq!(duffel.calls(), 1, "one provider call for both");
+    assert_eq!(breaker_calls(&gateway, "search_flights"), 1);
+    assert_eq!(
+        breaker_failure_rate(&gateway, "search_flights"),
+        0.0,
+        "the provider answered in time: no timeout counted"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_outlives_a_caller_in_a_hurry_and_its_answer_is_remembered() {
+    let duffel = Scripted::new([ok(secs(2), flights())]);
+    let gateway = gateway_fresh_for(secs(60), &[("duffel", &duffel)]);
+    let hurried = gateway
+        .call(CallRequest {
+            deadline: Some(secs(1)),
+            ..request("search_flights", search_args())
+        })
+        .await
+        .expect("served");
+    assert_eq!(hurried.status, Status::Unavailable, "{hurried:?}");
+    tokio::time::sleep(secs(2)).await;
+    assert_eq!(duffel.answered(), 1, "the provider's answer was awaited");
+    assert_eq!(
+        (
+            breaker_calls(&gateway, "search_flights"),
+            breaker_failure_rate(&gateway, "search_flights")
+        ),
+        (1, 0.0),
+        "counted as the success it was, not as the caller's timeout"
+    );
+    let repeat = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(
+        (repeat.status, repeat.cached_age_s),
+        (Status::Ok, Some(1)),
+        "answered from memory"
+    );
+    assert_eq!(duffel.calls(), 1);
 }
 
 #[tokio::test(start_paused = true)]
