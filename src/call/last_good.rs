@@ -65,12 +65,19 @@ impl LastGood {
         })
     }
 
-    /// This memory under a new configuration's `fresh_for` and `stale_for` (a reload): the
-    /// same memory when neither changed, otherwise a new one holding the same results (each
-    /// keeps its own age, so nothing is served older than the new windows allow); `None` when
-    /// both are now zero.
-    pub(crate) fn renewed(&self, fresh_for: Duration, stale_for: Duration) -> Option<Self> {
-        if (fresh_for, stale_for) == (self.fresh_for, self.stale_for) {
+    /// This memory under a new configuration (a reload) with `fresh_for` and `stale_for`, and
+    /// without the providers in `dropped`: the same memory when nothing of that changed,
+    /// otherwise a new one holding the results of the providers still configured (each keeps
+    /// its own age, so nothing is served older than the new windows allow). An operator who
+    /// takes a provider out of a tool's chain means its answers too: they are neither repeated
+    /// as fresh nor given as stale. `None` when both windows are now zero.
+    pub(crate) fn renewed(
+        &self,
+        fresh_for: Duration,
+        stale_for: Duration,
+        dropped: &[&str],
+    ) -> Option<Self> {
+        if (fresh_for, stale_for) == (self.fresh_for, self.stale_for) && dropped.is_empty() {
             return Some(LastGood {
                 cache: self.cache.clone(),
                 fresh_for,
@@ -79,7 +86,9 @@ impl LastGood {
         }
         let renewed = LastGood::new(fresh_for, stale_for)?;
         for (key, entry) in self.cache.iter() {
-            renewed.cache.insert(String::clone(&key), entry);
+            if !dropped.contains(&entry.provider.as_str()) {
+                renewed.cache.insert(String::clone(&key), entry);
+            }
         }
         Some(renewed)
     }
@@ -184,6 +193,41 @@ mod tests {
         cache.put(key.clone(), entry(Instant::now()));
         assert!(cache.fresh(&key, Instant::now()).is_some());
         assert!(cache.stale(&key, Instant::now()).is_none(), "no stale_for");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reload_keeps_the_results_of_the_providers_still_configured() {
+        let (fresh, stale) = (Duration::from_secs(60), Duration::from_secs(15 * 60));
+        let cache = LastGood::new(fresh, stale).expect("enabled");
+        let (by_duffel, by_amadeus) = ("duffel-key".to_string(), "amadeus-key".to_string());
+        cache.put(by_duffel.clone(), entry(Instant::now()));
+        cache.put(
+            by_amadeus.clone(),
+            GoodResult {
+                provider: "amadeus".into(),
+                ..entry(Instant::now())
+            },
+        );
+        let now = Instant::now();
+
+        let same = cache.renewed(fresh, stale, &[]).expect("enabled");
+        same.put("later".into(), entry(now));
+        assert!(
+            cache.fresh("later", now).is_some(),
+            "nothing changed: one memory, also for calls still in flight"
+        );
+
+        let without_duffel = cache.renewed(fresh, stale, &["duffel"]).expect("enabled");
+        assert!(without_duffel.fresh(&by_duffel, now).is_none());
+        assert!(without_duffel.stale(&by_duffel, now).is_none());
+        assert!(without_duffel.fresh(&by_amadeus, now).is_some());
+
+        let shorter = cache
+            .renewed(Duration::ZERO, stale, &[])
+            .expect("stale_for left");
+        assert!(shorter.fresh(&by_duffel, now).is_none(), "no fresh_for now");
+        assert!(shorter.stale(&by_duffel, now).is_some());
+        assert!(cache.renewed(Duration::ZERO, Duration::ZERO, &[]).is_none());
     }
 
     #[test]

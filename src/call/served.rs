@@ -193,8 +193,8 @@ impl ServedTool {
 
     /// Carries over what `running` (this tool under the configuration being replaced) holds
     /// that callers rely on: its bulkhead when `max_concurrent` did not change (so calls in
-    /// flight still count), its last good results (under this configuration's windows), and
-    /// each provider's "quota used up until".
+    /// flight still count), its last good results (under this configuration's windows, those
+    /// of providers still in the chain), and each provider's "quota used up until".
     pub(super) fn carry_over(&mut self, running: &ServedTool) {
         if self.config.max_concurrent == running.config.max_concurrent {
             self.bulkhead = Arc::clone(&running.bulkhead);
@@ -202,7 +202,13 @@ impl ServedTool {
         if let Some(memory) = &running.last_good
             && !self.is_write()
         {
-            self.last_good = memory.renewed(self.config.fresh_for, self.config.stale_for);
+            let dropped: Vec<&str> = running
+                .routes
+                .iter()
+                .map(|r| r.name.as_str())
+                .filter(|name| !self.routes.iter().any(|r| r.name == *name))
+                .collect();
+            self.last_good = memory.renewed(self.config.fresh_for, self.config.stale_for, &dropped);
         }
         for route in &self.routes {
             if let Some(old) = running.routes.iter().find(|r| r.name == route.name) {

@@ -1,6 +1,7 @@
 //! A reload of the served tools: calls in flight finish on the configuration they started
-//! with, breakers of unchanged keys carry over with their state and history, removed tools
-//! disappear with their breakers, and a configuration with problems changes nothing.
+//! with, breakers of unchanged keys carry over with their state and history, remembered answers
+//! carry over unless their provider left the chain, removed tools disappear with their
+//! breakers, and a configuration with problems changes nothing.
 
 use super::*;
 use crate::breaker::BreakerState;
@@ -172,6 +173,53 @@ async fn calls_in_flight_still_count_against_an_unchanged_bulkhead() {
         1,
         "the running call holds a slot of the same bulkhead"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn remembered_answers_outlast_a_reload_but_not_their_provider() {
+    let duffel = Scripted::new([ok(ms(0), flights())]);
+    let amadeus = Scripted::new([ok(ms(0), flights())]);
+    let remembering = |t: &mut ToolConfig| t.fresh_for = secs(60);
+    let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
+    let gateway = Gateway::new(
+        &with_search_flights(remembering),
+        &upstreams(&[("duffel", &duffel), ("amadeus", &amadeus)]),
+        telemetry,
+    )
+    .map(Arc::new)
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let first = gateway.call(request(search_on(30))).await.expect("served");
+    assert_eq!(first.provider.as_deref(), Some("duffel"));
+
+    reload(
+        &gateway,
+        &with_search_flights(|t| {
+            remembering(t);
+            t.description = "Other words.".into();
+        }),
+    );
+    tokio::time::sleep(secs(1)).await;
+    let repeat = gateway.call(request(search_on(30))).await.expect("served");
+    assert_eq!(
+        (repeat.cached_age_s, duffel.calls()),
+        (Some(1), 1),
+        "the same providers: answered from memory"
+    );
+
+    reload(
+        &gateway,
+        &with_search_flights(|t| {
+            remembering(t);
+            t.providers = vec!["amadeus".into()];
+        }),
+    );
+    let after = gateway.call(request(search_on(30))).await.expect("served");
+    assert_eq!(
+        (after.cached_age_s, after.provider.as_deref()),
+        (None, Some("amadeus")),
+        "duffel is out of the chain, and so are its answers"
+    );
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 1));
 }
 
 #[tokio::test(start_paused = true)]
