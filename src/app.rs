@@ -294,8 +294,9 @@ pub async fn run(
 }
 
 /// The reconciliation task: every `every`, unknown bookings are looked up at their provider
-/// (see `Gateway::reconcile_bookings`). Every replica runs one; two replicas settling the same
-/// entry write the same outcome, and the ledger keeps the first.
+/// (see `Gateway::reconcile_bookings`). Every replica runs one; a replica writes only an entry
+/// still as it read it (`Ledger::settle_read`), so the first to settle an entry wins, and a
+/// slower one cannot overwrite a booking the client tried again since.
 fn reconcile_bookings(gateway: Arc<Gateway>, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         if gateway.ledger().is_none() {

@@ -191,8 +191,19 @@ fn order_id(outcome: &Outcome) -> Option<&str> {
 /// now leaves the entry `pending`: it settles to unknown and reconciliation learns the outcome.
 pub(super) async fn finish(ledger: &Ledger, observer: &Observer, write: &Write, outcome: &Outcome) {
     let now = crate::clock::epoch_ms();
-    if let Err(e) = ledger.finish(&write.client, &write.key, outcome, now).await {
-        tracing::warn!(tool = write.tool, error = %e, "could not record a booking's outcome; it will be reconciled");
+    match ledger.finish(&write.client, &write.key, outcome, now).await {
+        Ok(true) => {}
+        // Reconciliation settled the entry first (the provider's order was found, or the call
+        // took longer than the settle time): the entry stands, unless this is the booking.
+        Ok(false) => {
+            tracing::info!(
+                tool = write.tool,
+                "a booking's outcome came after reconciliation had settled its entry; the entry stands"
+            );
+        }
+        Err(e) => {
+            tracing::warn!(tool = write.tool, error = %e, "could not record a booking's outcome; it will be reconciled");
+        }
     }
     observer.booking(
         &write.client,
@@ -321,10 +332,7 @@ pub(super) async fn reconcile(
             None => continue,
         };
         let now = crate::clock::epoch_ms();
-        match ledger
-            .finish(&entry.client, &entry.idempotency_key, &outcome, now)
-            .await
-        {
+        match ledger.settle_read(&entry, &outcome, now).await {
             Ok(true) => {
                 let label = match outcome {
                     Outcome::Booked { .. } => "reconciled_booked",

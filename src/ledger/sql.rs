@@ -73,9 +73,12 @@ const RETRY: &str = "UPDATE faregate_bookings
 const ONE: &str = "WHERE client = $1 AND idempotency_key = $2";
 
 /// `$3` state, `$4`–`$9` the outcome's fields, `$10` now, `$11` the booked amount in
-/// ten-thousandths. Only an entry without a final outcome changes: a booking's end never
-/// overwrites another's. An unknown outcome keeps what was reserved (it may have been spent);
-/// nothing booked frees it.
+/// ten-thousandths, `$12` the `updated_at` the entry was read with, or null. Only an entry
+/// without a final outcome changes: a booking's end never overwrites another's, except that an
+/// order the provider confirmed is `booked` even over a `failed` written while it was on its
+/// way. An unknown outcome keeps what was reserved (it may have been spent); nothing booked
+/// frees it. With `$12` (reconciliation), only an entry still as it was read changes: another
+/// replica may have settled it and the client tried the key again since.
 const FINISH: &str = "UPDATE faregate_bookings
      SET state = CAST($3 AS TEXT), provider = COALESCE($4, provider), order_id = $5,
          booking_reference = $6,
@@ -86,7 +89,9 @@ const FINISH: &str = "UPDATE faregate_bookings
                              ELSE COALESCE($11, amount_units) END,
          reason = $9, updated_at = $10,
          booked_at = CASE WHEN CAST($3 AS TEXT) = 'booked' THEN $10 END
-     WHERE client = $1 AND idempotency_key = $2 AND state IN ('pending', 'unknown')";
+     WHERE client = $1 AND idempotency_key = $2
+       AND (state IN ('pending', 'unknown') OR (CAST($3 AS TEXT) = 'booked' AND state = 'failed'))
+       AND (CAST($12 AS BIGINT) IS NULL OR updated_at = CAST($12 AS BIGINT))";
 
 /// What a client's bookings hold of its budget in one currency and one window: pending,
 /// booked and unknown ones (a failed one holds nothing), counted on the day they were booked,
@@ -234,14 +239,39 @@ impl Ledger {
         Ok(rows.into_iter().next().map(|e| self.settled(e, now_ms)))
     }
 
-    /// Records what came of a booking (or what reconciliation learned). False when the entry
-    /// already had a final outcome, which is then kept.
+    /// Records what came of a booking. False when the entry already had a final outcome, which
+    /// is then kept (a `booked` one always; a `failed` one unless this outcome is `booked`).
     pub async fn finish(
         &self,
         client: &str,
         key: &str,
         outcome: &Outcome,
         now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.finish_where(client, key, outcome, now_ms, None).await
+    }
+
+    /// Records what reconciliation learned of `read`, an entry it read before asking the
+    /// provider: only if the entry is still as it was read. False otherwise (another replica
+    /// settled it, or the client tried the key again and a new attempt is on its way).
+    pub async fn settle_read(
+        &self,
+        read: &Entry,
+        outcome: &Outcome,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (client, key) = (&read.client, &read.idempotency_key);
+        self.finish_where(client, key, outcome, now_ms, Some(read.updated_at_ms))
+            .await
+    }
+
+    async fn finish_where(
+        &self,
+        client: &str,
+        key: &str,
+        outcome: &Outcome,
+        now_ms: i64,
+        read_at_ms: Option<i64>,
     ) -> Result<bool, StoreError> {
         let db = self.ready().await?;
         let (state, provider, order_id, reference, amount, currency, reason) = match outcome {
@@ -294,6 +324,7 @@ impl Ledger {
                     Arg::Text(reason),
                     Arg::Int(Some(now_ms)),
                     Arg::Int(amount.and_then(units)),
+                    Arg::Int(read_at_ms),
                 ],
             )
             .await?;

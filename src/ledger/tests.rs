@@ -140,6 +140,88 @@ async fn a_failed_booking_may_go_again_with_the_same_arguments_only() {
 }
 
 #[tokio::test]
+async fn a_stale_reconciliation_never_overwrites_a_booking_tried_again() {
+    let (all, _dir) =
+        ledgers("a_stale_reconciliation_never_overwrites_a_booking_tried_again").await;
+    let settle = i64::try_from(SETTLE.as_millis()).unwrap_or(0);
+    let not_found = Outcome::Failed {
+        provider: Some("duffel".into()),
+        reason: "reconciled: the provider holds no order under this key".into(),
+    };
+    for ledger in all {
+        assert_eq!(ledger.begin(&new("a", "k", "d"), T0).await, Ok(Begin::Go));
+        let unknown = Outcome::Unknown {
+            provider: "duffel".into(),
+            reason: "timeout".into(),
+        };
+        assert_eq!(ledger.finish("a", "k", &unknown, T0).await, Ok(true));
+        // Two replicas read the entry for reconciliation.
+        let later = T0 + settle;
+        let read = ledger.unresolved(later, 10).await.unwrap_or_default();
+        let (first, second) = match read.as_slice() {
+            [entry] => (entry.clone(), entry.clone()),
+            other => panic!("one entry to reconcile, not {other:?}"),
+        };
+        assert_eq!(
+            ledger.settle_read(&first, &not_found, later + 1).await,
+            Ok(true)
+        );
+        // The client tries the key again: a new attempt is on its way.
+        assert_eq!(
+            ledger.begin(&new("a", "k", "d"), later + 2).await,
+            Ok(Begin::Go)
+        );
+        assert_eq!(
+            ledger.settle_read(&second, &not_found, later + 3).await,
+            Ok(false),
+            "the second replica read the entry before it changed"
+        );
+        let entry = ledger.get("a", "k", later + 4).await.ok().flatten();
+        assert_eq!(entry.map(|e| e.state), Some(State::Pending));
+        assert_eq!(
+            ledger.finish("a", "k", &booked(), later + 5).await,
+            Ok(true)
+        );
+        let entry = ledger.get("a", "k", later + 6).await.ok().flatten();
+        assert_eq!(entry.map(|e| e.state), Some(State::Booked));
+    }
+}
+
+#[tokio::test]
+async fn an_order_the_provider_confirmed_is_booked_even_over_a_failed_entry() {
+    let (all, _dir) =
+        ledgers("an_order_the_provider_confirmed_is_booked_even_over_a_failed_entry").await;
+    for ledger in all {
+        assert_eq!(ledger.begin(&new("a", "k", "d"), T0).await, Ok(Begin::Go));
+        let failed = Outcome::Failed {
+            provider: Some("duffel".into()),
+            reason: "reconciled: the provider holds no order under this key".into(),
+        };
+        assert_eq!(ledger.finish("a", "k", &failed, T0 + 1).await, Ok(true));
+        assert_eq!(ledger.finish("a", "k", &booked(), T0 + 2).await, Ok(true));
+        let entry = ledger.get("a", "k", T0 + 3).await.ok().flatten();
+        assert_eq!(
+            entry.map(|e| (e.state, e.order_id)),
+            Some((State::Booked, Some("ord_1".to_string())))
+        );
+        let unknown = Outcome::Unknown {
+            provider: "duffel".into(),
+            reason: "timeout".into(),
+        };
+        assert_eq!(
+            ledger.finish("a", "k", &unknown, T0 + 4).await,
+            Ok(false),
+            "booked is final"
+        );
+        assert_eq!(
+            ledger.finish("a", "k", &failed, T0 + 5).await,
+            Ok(false),
+            "booked is final"
+        );
+    }
+}
+
+#[tokio::test]
 async fn unknown_and_unsettled_entries_are_listed_for_reconciliation() {
     let (all, _dir) = ledgers("unknown_and_unsettled_entries_are_listed_for_reconciliation").await;
     let settle = i64::try_from(SETTLE.as_millis()).unwrap_or(0);
