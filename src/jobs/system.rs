@@ -31,11 +31,13 @@ use crate::call::Gateway;
 use crate::clients::ClientName;
 use crate::clock;
 use crate::config::JobsConfig;
+use crate::fingerprint::canonical_json;
 use crate::policy::SplitMix;
 use crate::providers::Secret;
 use crate::quota::{self, Quotas};
 use crate::store::Db;
 use crate::telemetry::Telemetry;
+use crate::texts::call as texts;
 
 /// How often the dispatcher looks for due jobs when nothing wakes it.
 const POLL: Duration = Duration::from_millis(250);
@@ -219,10 +221,17 @@ impl JobSystem {
     }
 
     /// Validates and stores a background call of `job.client`. With an idempotency key that
-    /// client already used for the tool, answers the existing job (`false`) instead of a new one.
-    /// With a spool, a store that does not answer within a second leaves the job in the spool.
+    /// client already used for the tool, answers the existing job (`false`) instead of a new one,
+    /// if it was asked with the same arguments (whatever their key order); with other arguments
+    /// the call is refused (`Invalid`), as an interactive booking's is: the earlier job's result
+    /// is not this call's. With a spool, a store that does not answer within a second leaves the
+    /// job in the spool.
     pub async fn submit(&self, job: NewJob) -> Result<(Job, bool), SubmitError> {
         submit::check(&self.gateway, &self.callback_rules, &job).await?;
+        let asked = job
+            .idempotency_key
+            .is_some()
+            .then(|| canonical_json(&job.arguments));
         let (job, created) = match &self.spool {
             None => self.store.enqueue(job, clock::epoch_ms()).await,
             Some(spool) => spool
@@ -236,6 +245,14 @@ impl JobSystem {
                 }),
         }
         .map_err(SubmitError::Store)?;
+        if !created
+            && let Some(asked) = asked
+            && canonical_json(&job.arguments) != asked
+        {
+            return Err(SubmitError::Invalid(texts::job_key_reused(
+                &job.tool, &job.id,
+            )));
+        }
         self.seen.note(&job, clock::epoch_ms());
         self.wake.notify_one();
         Ok((job, created))

@@ -161,6 +161,14 @@ pub fn key_reused(tool: &str) -> String {
     )
 }
 
+/// A background call under an idempotency key its client used for job `job_id` with other
+/// arguments.
+pub fn job_key_reused(tool: &str, job_id: &str) -> String {
+    format!(
+        "idempotency_key: this key was already used for a different {tool} request (other arguments), job {job_id}, so nothing new was queued. For a new call use a new idempotency key; to follow the earlier one, poll job {job_id} or repeat its arguments exactly."
+    )
+}
+
 /// A booking refused because the gateway could not write it to its ledger first.
 pub fn ledger_unwritable(tool: &str) -> String {
     format!(

@@ -224,6 +224,32 @@ async fn an_idempotency_key_returns_the_existing_job() {
 }
 
 #[tokio::test]
+async fn an_idempotency_key_used_with_other_arguments_is_refused() {
+    let s = stack().await;
+    let with = |arguments: Value| json!({"arguments": arguments, "mode": "background", "idempotency_key": "trip-9"});
+    let (_, first) = s.submit("search_flights", with(flights(23))).await;
+    let date = flights(23)["departure_date"].clone();
+    let reordered = json!({"departure_date": date, "destination": "LHR", "origin": "JFK"});
+    let (status, same) = s.submit("search_flights", with(reordered)).await;
+    assert_eq!(
+        (status, &same["job_id"]),
+        (202, &first["job_id"]),
+        "the same arguments in another key order are the same request"
+    );
+    let (status, other) = s.submit("search_flights", with(flights(24))).await;
+    assert_eq!(status, 422, "{other:#}");
+    assert_eq!(other["status"], "invalid_arguments");
+    let content = other["content"].as_str().unwrap_or_default();
+    let first_id = first["job_id"].as_str().unwrap_or_default();
+    assert!(
+        content.contains("other arguments") && content.contains(first_id),
+        "{content}"
+    );
+    let (_, list) = s.get_json("/v1/jobs?tool=search_flights").await;
+    assert_eq!(list["jobs"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
 async fn bad_background_calls_are_refused_before_they_are_stored() {
     let s = stack().await;
     let (status, env) = s
