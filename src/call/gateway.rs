@@ -41,6 +41,7 @@ use crate::ledger::{Ledger, Outcome, arguments_digest};
 use crate::maintenance::Schedule;
 use crate::policy::SplitMix;
 use crate::providers::RateLimits;
+use crate::providers::{ErrorKind, UpstreamError};
 use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
 use crate::tools::spend::Budget;
@@ -792,6 +793,7 @@ impl Gateway {
         write: Option<Write>,
     ) -> Result<Success, Failure> {
         let gateway = Arc::clone(self);
+        let first_provider = tool.route(None).map(|r| r.name.clone()).unwrap_or_default();
         let (served, tool) = (Arc::clone(served), Arc::clone(tool));
         let write_task = async move {
             let cx = gateway.context(&served);
@@ -801,9 +803,20 @@ impl Gateway {
             }
             ran
         };
-        tokio::spawn(write_task.in_current_span())
-            .await
-            .unwrap_or(Err(Failure::DeadlinePassed))
+        match tokio::spawn(write_task.in_current_span()).await {
+            Ok(ran) => ran,
+            // The write's task failed (a defect: it panicked). Whether its request reached the
+            // provider is not known, so neither is the outcome: the caller is told so, not that
+            // nothing was booked, and the ledger entry, left pending, is reconciled.
+            Err(e) => {
+                tracing::error!(error = %e, "a write's task failed; its outcome is unknown until reconciled");
+                Err(Failure::Upstream {
+                    provider: first_provider,
+                    error: UpstreamError::new(ErrorKind::Transport, "the write's task failed"),
+                    failed_before: Vec::new(),
+                })
+            }
+        }
     }
 
     /// Keeps a fresh answer as the tool's last good result for these arguments.

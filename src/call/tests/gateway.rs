@@ -66,6 +66,25 @@ async fn a_write_runs_to_completion_when_its_caller_goes_away() {
     assert_eq!(snapshot.calls_in_window, 1, "its success was recorded");
 }
 
+/// A write whose task fails (a panic) may have reached the provider: the caller is told the
+/// outcome is unknown, never that nothing was booked.
+#[tokio::test(start_paused = true)]
+async fn a_write_whose_task_fails_is_answered_as_of_unknown_outcome() {
+    let duffel = Scripted::new([Step::Panic]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let env = gateway
+        .call(request("book_flight", booking_args()))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Unavailable);
+    assert!(
+        env.content.contains("not known whether it went through"),
+        "{}",
+        env.content
+    );
+    assert!(!env.content.contains("not made"), "{}", env.content);
+}
+
 /// While background jobs of the tool are due, a half-open breaker's probes are theirs: the
 /// interactive call gets its fallback at once, and the job probes.
 #[tokio::test(start_paused = true)]

@@ -52,6 +52,8 @@ enum Step {
     },
     /// Never answers.
     Hang,
+    /// Panics mid-call (a defect in an adapter).
+    Panic,
 }
 
 /// A provider that plays a script: one step per call, the last step repeating.
@@ -144,6 +146,7 @@ impl Upstream for Scripted {
                     self.answered.fetch_add(1, Ordering::Relaxed);
                     *result
                 }
+                Some(Step::Panic) => panic!("a scripted defect"),
                 Some(Step::Hang) | None => std::future::pending().await,
             }
         })
