@@ -289,6 +289,7 @@ fn load_into(
     );
     check_provider_kinds(&providers, &tools, problems);
     check_request_timeout(&root, &server, &tools);
+    check_settle(&root, &bookings, &tools);
     check_scopes(&root, &clients, &tools);
     check_maintenance(&root, &maintenance, &tools);
     // A defaults table that cannot be built was reported where its keys were set, and the
@@ -516,6 +517,34 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
         timeout,
         http2_prior_knowledge,
     })
+}
+
+/// `[bookings] settle` must be longer than every write tool's deadline: reconciliation reads a
+/// `pending` booking older than `settle` as unknown and, when the provider holds no order yet,
+/// settles it as failed, while a booking within its deadline may still be on its way (and a
+/// call again under its key, told it failed, could book a second time).
+fn check_settle(root: &Section<'_>, bookings: &BookingsConfig, tools: &[ToolConfig]) {
+    let longest = tools
+        .iter()
+        .filter(|t| {
+            t.spec()
+                .is_some_and(|s| s.access == crate::tools::Access::Write)
+        })
+        .max_by_key(|t| t.deadline);
+    let Some(longest) = longest else {
+        return;
+    };
+    if bookings.settle <= longest.deadline {
+        let deadline = humantime::format_duration(longest.deadline);
+        root.error(
+            "bookings.settle",
+            format!(
+                "{} is not longer than the deadline of {} ({deadline}); reconciliation could settle a booking still on its way as failed. Write more than {deadline} (the default is \"2m\"), or shorten the tool's deadline",
+                humantime::format_duration(bookings.settle),
+                longest.name,
+            ),
+        );
+    }
 }
 
 /// A tool from configuration is served only by `http` providers, and a catalog tool by the

@@ -350,6 +350,21 @@ fn deadline_shorter_than_timeout_is_refused() {
 }
 
 #[test]
+fn a_settle_time_within_a_booking_deadline_is_refused() {
+    assert_one_error(
+        MapFiles::defaults().edit("faregate.toml", "settle = \"2m\"", "settle = \"20s\""),
+        &[
+            "bookings.settle",
+            "is not longer than the deadline of book_hotel (20s)",
+        ],
+    );
+    MapFiles::defaults()
+        .edit("faregate.toml", "settle = \"2m\"", "settle = \"21s\"")
+        .load()
+        .unwrap_or_else(|e| panic!("longer than every booking deadline: {e}"));
+}
+
+#[test]
 fn fresh_for_is_read_for_a_read_tool_and_off_by_default() {
     let config = MapFiles::defaults()
         .edit(
