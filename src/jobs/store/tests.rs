@@ -205,6 +205,70 @@ async fn jobs_stored_before_clients_belong_to_the_local_client() {
     }
 }
 
+#[tokio::test]
+async fn a_job_whose_row_cannot_be_read_is_set_aside_and_the_rest_run() {
+    let (sqlite, _dir) = sqlite().await;
+    check_unreadable_row(sqlite).await;
+    if let Some(store) = postgres("a_job_whose_row_cannot_be_read").await {
+        check_unreadable_row(store).await;
+    }
+}
+
+async fn check_unreadable_row(store: Store) {
+    let (bad, _) = store
+        .enqueue(new_job("search_flights", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (good, _) = store
+        .enqueue(new_job("search_hotels", None), T0 + 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // A state name this version does not know (as a newer one might write).
+    store
+        .db()
+        .execute(
+            "UPDATE faregate_jobs SET callback_state = 'postponed' WHERE id = $1",
+            &[crate::store::Arg::Text(Some(&bad.id))],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let claimed = store
+        .claim("w1", T0 + 5, 1000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("the good job is claimed: {e}"));
+    let ids: Vec<&str> = claimed.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, [good.id.as_str()]);
+    let due_again = T0 + 5 + 10 * 60 * 1000;
+    let (status, next, error): (String, i64, String) = {
+        let rows = store
+            .db()
+            .fetch(
+                "SELECT status, next_attempt_at, last_error FROM faregate_jobs WHERE id = $1",
+                &[crate::store::Arg::Text(Some(&bad.id))],
+                |r| {
+                    Ok((
+                        r.text("status")?.unwrap_or_default(),
+                        r.int("next_attempt_at")?.unwrap_or_default(),
+                        r.text("last_error")?.unwrap_or_default(),
+                    ))
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        rows.into_iter().next().expect("the row is kept")
+    };
+    assert_eq!((status.as_str(), next), ("retry_scheduled", due_again));
+    assert!(error.contains("postponed"), "{error}");
+    let before_due = store
+        .claim("w2", due_again - 1, 1000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        before_due.iter().all(|j| j.id != bad.id),
+        "set aside, not claimed and dropped at each lease's end"
+    );
+}
+
 async fn sqlite_unmigrated() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
