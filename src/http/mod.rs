@@ -177,6 +177,10 @@ fn layered(
         ),
         Guard::Call => routes.layer(traced.layer(body_limit).layer(guarded(Some(limits)))),
         Guard::Client => routes.layer(traced.layer(body_limit).layer(guarded(None))),
-        Guard::Open | Guard::SelfAuthorized => routes.layer(traced.layer(bounded)),
+        // The operations routes read a body only once their handler has authorized the caller
+        // (forcing a breaker), and never more than the limit.
+        Guard::Open | Guard::SelfAuthorized => {
+            routes.layer(traced.layer(bounded).layer(body_limit))
+        }
     }
 }

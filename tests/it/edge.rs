@@ -229,6 +229,33 @@ async fn a_client_that_sends_its_whole_oversized_body_reads_the_413() {
     );
 }
 
+/// Forcing a breaker reads its body under the same limit as every other route (axum's own 2 MiB
+/// default no longer applies), and a body over it forces nothing.
+#[tokio::test]
+async fn a_force_with_a_body_over_the_limit_is_refused_and_forces_nothing() {
+    let gw = gateway().await;
+    let mut body = br#"{"state": "open"}"#.to_vec();
+    body.resize(1 << 20, b' ');
+    let head = "POST /v1/breakers/search_flights.duffel/force HTTP/1.1\r\nhost: gw\r\n\
+                content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    let mut chunked = Vec::new();
+    for chunk in body.chunks(32 * 1024) {
+        chunked.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        chunked.extend_from_slice(chunk);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let (status, answer) = parse(&exchange(&gw, head, &chunked).await);
+    assert_eq!(status, 413, "{answer}");
+    let breaker: Value = reqwest::get(gw.url("/v1/breakers/search_flights.duffel"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_default();
+    assert_eq!(breaker["state"], "closed", "{breaker}");
+}
+
 /// `/mcp`'s refusals at the edge keep their status and carry a JSON-RPC error (the only body an
 /// MCP client shows its user) whose message says what to do: a body over the limit (413), a
 /// client over its rate (429, with `Retry-After`), a request over the request timeout (503).

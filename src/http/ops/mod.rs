@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -46,7 +46,7 @@ use tokio::time::Instant;
 
 use crate::breaker::{BreakerKey, BreakerScope, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::fleet::StoredTransition;
-use crate::http::edge::{ApiError, PathParam, Role};
+use crate::http::edge::{ApiError, PathParam, Role, read_body};
 use crate::http::state::{AppState, SharedState};
 use crate::maintenance::{self, Schedule, When};
 use crate::telemetry::{Alert, AlertChange};
@@ -413,15 +413,24 @@ pub(crate) async fn one_breaker(
     }
 }
 
+/// `POST /v1/breakers/{key}/force`. The body is read only once the caller is known to be the
+/// admin (an unauthenticated client cannot make the gateway read it), up to the body limit, and,
+/// while client keys are off, only as JSON from a request no browser marks cross-site (a web
+/// page must not force breakers through the user's browser).
 pub(crate) async fn force_breaker(
     State(state): State<SharedState>,
-    headers: HeaderMap,
     PathParam(key): PathParam,
-    body: Bytes,
+    request: Request,
 ) -> Response {
-    if let Err(res) = authorize(&state, &headers, Role::Admin) {
+    if let Err(res) = authorize(&state, request.headers(), Role::Admin) {
         return *res;
     }
+    let headers = request.headers().clone();
+    let body = Bytes::from_request(request, &state).await;
+    let body = match read_body(&headers, body, state.max_body_bytes, state.browsers()) {
+        Ok(body) => body,
+        Err(e) => return e.into_response(),
+    };
     let breaker = match find(&state, &key, Via::OwnKey) {
         Ok(b) => b,
         Err(res) => return *res,

@@ -98,6 +98,39 @@ async fn a_cross_site_simple_post_is_refused_with_auth_off() {
     assert_eq!(envelope["status"], "ok", "{envelope:#}");
 }
 
+/// With keys off (and no admin key) forcing a breaker is open to local programs, not to a web
+/// page: a form or a cross-site request forces nothing.
+#[tokio::test]
+async fn a_cross_site_force_is_refused_with_auth_off() {
+    let s = Stack::start(33).await;
+    let force = "/v1/breakers/search_flights.duffel/force";
+    let state = || async {
+        let (_, breaker) = s.get_json("/v1/breakers/search_flights.duffel").await;
+        breaker["state"].clone()
+    };
+    for (content_type, site) in [
+        ("text/plain", "cross-site"),
+        ("application/x-www-form-urlencoded", "cross-site"),
+        ("application/json", "cross-site"),
+        ("text/plain", "none"),
+    ] {
+        let request = s
+            .http
+            .post(s.url(force))
+            .header("content-type", content_type)
+            .header("sec-fetch-site", site)
+            .body(r#"{"state": "open"}"#);
+        let (status, _, answer) = send(request).await;
+        assert!(
+            status == 403 || status == 415,
+            "{content_type} {site}: {status} {answer}"
+        );
+        assert_eq!(state().await, "closed", "{content_type} {site}");
+    }
+    let (status, breaker) = s.post(force, json!({"state": "open"})).await;
+    assert_eq!((status, &breaker["state"]), (200, &json!("forced_open")));
+}
+
 #[tokio::test]
 async fn with_client_keys_a_plain_text_body_is_still_read() {
     // A browser cannot add the key without a preflight, so `curl -d` keeps working.
