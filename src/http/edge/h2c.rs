@@ -25,19 +25,19 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
-use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tower::Service as _;
+
+use super::holding::holding;
 
 /// What one HTTP/2 connection is held to (from `[server]`).
 #[derive(Debug, Clone, Copy)]
@@ -142,7 +142,7 @@ impl hyper::service::Service<Request<Incoming>> for Streams {
         let answer = self.router.clone().call(request);
         Box::pin(async move {
             let response = answer.await?;
-            Ok(response.map(|body| Body::new(Counted { body, _busy: busy })))
+            Ok(holding(response, busy))
         })
     }
 }
@@ -160,32 +160,6 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
-    }
-}
-
-/// An answer's body that keeps its stream counted until it is sent or dropped.
-struct Counted {
-    body: Body,
-    _busy: InFlight,
-}
-
-impl hyper::body::Body for Counted {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 

@@ -17,9 +17,11 @@
 //! `tools/list`, `ping` and event streams are not limited, so an MCP client's session set-up
 //! does not spend its call budget). Health, metrics and the operations API stay reachable for
 //! probes and operators while a client is throttled. An OpenAI or Anthropic request with
-//! several tool calls counts once. The in-flight cap counts a request from its headers to its
-//! response head, which for every call route covers the whole call (MCP answers JSON, not a
-//! stream).
+//! several tool calls counts once. The in-flight cap counts a request from its headers to the
+//! end of its answer: for the native, OpenAI and Anthropic routes the answer's head comes when
+//! the call is done, while an MCP call in a session (or one reporting progress) is answered as
+//! an event stream that runs on after its head, so its slot rides in the answer's body
+//! ([`holding`](super::holding)).
 //!
 //! Time is governor's clock over `tokio::time::Instant`, so the limiter's tests run on a paused
 //! clock.
@@ -43,6 +45,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::auth::Caller;
 use super::error::ApiError;
+use super::holding::holding;
 use crate::clients::{ClientName, KeyDigest};
 use crate::config::LimitsConfig;
 use crate::telemetry::Telemetry;
@@ -269,11 +272,9 @@ pub(crate) async fn limit(
         request
     };
     match admit(limits, telemetry, &request) {
-        Ok(admission) => {
-            let res = next.run(request).await;
-            drop(admission);
-            res
-        }
+        // Held by the answer's body: rmcp answers a call in a session (and one that reports
+        // progress) with an event stream whose head comes before the call has run.
+        Ok(admission) => holding(next.run(request).await, admission),
         Err(refused) => *refused,
     }
 }

@@ -19,6 +19,7 @@ mod clients;
 mod error;
 mod gate;
 mod h2c;
+mod holding;
 mod limits;
 mod linger;
 mod preface;

@@ -322,6 +322,89 @@ async fn calls_in_flight_are_capped_per_client() {
     );
 }
 
+/// An MCP call in a session is answered as an event stream whose head comes before the call
+/// has run: its in-flight slot lasts until the stream ends, as a native call's does.
+#[tokio::test]
+async fn mcp_calls_in_a_session_are_capped_per_client_too() {
+    const VERSION: &str = "2025-11-25";
+    let s = Stack::builder(4)
+        .env(keys())
+        .config(one_provider_per_tool)
+        .config(|c| limited(c, None, Some(1)))
+        .start()
+        .await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            latency_ms: 800,
+            ..Fault::default()
+        },
+    );
+    let post = |body: Value, session: Option<String>| {
+        let mut request = s
+            .http
+            .post(s.url("/mcp"))
+            .bearer_auth(CLIENT)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", VERSION)
+            .json(&body);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        request.send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "cap-test", "version": "1"}}});
+    let opened = post(initialize, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no session"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(initialized, Some(session.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let call = |id: u64, days: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "search_flights", "arguments": flights(days)["arguments"]}})
+    };
+    let first = post(call(2, 30), Some(session.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(first.status().as_u16(), 200);
+    wait_until_upstream(&s.sim, RouteGroup::DuffelAirSearch).await;
+    let second = post(call(3, 31), Some(session.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        second.status().as_u16(),
+        429,
+        "the first call is still running"
+    );
+    let first = first.text().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.contains("\"result\""), "{first}");
+    let third = post(call(4, 32), Some(session))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        third.status().as_u16(),
+        200,
+        "the slot is free once the stream ended"
+    );
+    let third = third.text().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(third.contains("\"result\""), "{third}");
+    assert_eq!(
+        s.requests(RouteGroup::DuffelAirSearch),
+        2,
+        "the refused call never reached the provider"
+    );
+}
+
 mod callbacks;
 mod cross_site;
 mod secrets;
