@@ -232,7 +232,11 @@ impl Subscribers {
         session: String,
         peer: Peer<RoleServer>,
     ) {
-        self.lock().insert(session, peer);
+        let mut sessions = self.lock();
+        // Sessions that ended go as new ones come, not only when an update fails to reach them.
+        sessions.retain(|_, p| !p.is_transport_closed());
+        sessions.insert(session, peer);
+        drop(sessions);
         self.watcher.get_or_init(|| {
             let events = state.gateway.breakers().subscribe();
             let gateway = Arc::clone(&state.gateway);

@@ -107,6 +107,7 @@ fn rmcp_service(
     let handler = Handler {
         tools: Arc::default(),
         max_body_bytes: state.max_body_bytes,
+        sessions: mcp.legacy_sessions,
         subscribers: Arc::default(),
         tool_lists: Arc::default(),
         cancel: cancel.clone(),
@@ -138,6 +139,9 @@ pub(crate) struct Handler {
     /// ones its scope allows).
     tools: Arc<tool_lists::ToolObjects>,
     max_body_bytes: usize,
+    /// Whether 2025 revisions are served in sessions (`[mcp] legacy_sessions`, read at start as
+    /// rmcp is configured).
+    sessions: bool,
     /// The sessions subscribed to the availability resource (shared by every session).
     subscribers: Arc<availability::Subscribers>,
     /// The sessions that listed tools, told when their client's tools change.
@@ -202,7 +206,7 @@ impl ServerHandler for Handler {
             .cloned()
             .collect();
         // A session of a configured client hears when a reload changes its tools.
-        if let (Caller::Client { .. }, Ok(session)) = (&caller, session_of(&context)) {
+        if let (Caller::Client { .. }, Ok(session)) = (&caller, self.session_of(&context)) {
             self.tool_lists.listed(
                 &self.state,
                 &self.tools,
@@ -261,7 +265,7 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         availability::known(&request.uri)?;
-        let session = session_of(&context)?;
+        let session = self.session_of(&context)?;
         self.subscribers
             .subscribe(&self.state, &self.cancel, session, context.peer.clone());
         Ok(())
@@ -274,7 +278,7 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         availability::known(&request.uri)?;
-        self.subscribers.unsubscribe(&session_of(&context)?);
+        self.subscribers.unsubscribe(&self.session_of(&context)?);
         Ok(())
     }
 
@@ -452,21 +456,34 @@ fn cancelled(tool: &str) -> ErrorData {
 /// reserve; 499 as in "client closed request").
 const CANCELLED: i32 = -31499;
 
-/// The request's MCP session, which a subscription needs: its notifications go to the session's
-/// event stream.
-fn session_of(context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.headers.get("mcp-session-id"))
-        .and_then(|v| v.to_str().ok())
-        .map(String::from)
-        .ok_or_else(|| {
-            ErrorData::invalid_request(
-                "resources/subscribe needs an MCP session (a 2025 revision with initialize, and [mcp] legacy_sessions = true): a stateless request has no event stream to send updates to; read faregate://tools/availability instead",
-                None,
-            )
-        })
+impl Handler {
+    /// The request's MCP session, which a subscription needs: its notifications go to the
+    /// session's event stream. Only a request rmcp serves in a session has one: rmcp has then
+    /// checked the `Mcp-Session-Id` it carries against the sessions it keeps, while a stateless
+    /// request's header is whatever the client wrote (remembering it would let any client grow
+    /// the gateway's maps without bound, and answer a subscription nothing will ever be sent to).
+    fn session_of(&self, context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
+        let in_session = self.sessions
+            && context
+                .protocol_version()
+                .is_none_or(|revision| revision.has_initialize());
+        in_session
+            .then(|| {
+                context
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|parts| parts.headers.get("mcp-session-id"))
+                    .and_then(|v| v.to_str().ok())
+                    .map(String::from)
+            })
+            .flatten()
+            .ok_or_else(|| {
+                ErrorData::invalid_request(
+                    "resources/subscribe needs an MCP session (a 2025 revision with initialize, and [mcp] legacy_sessions = true): a stateless request has no event stream to send updates to; read faregate://tools/availability instead",
+                    None,
+                )
+            })
+    }
 }
 
 fn error_result(text: String) -> CallToolResult {

@@ -123,7 +123,12 @@ impl ToolLists {
         peer: Peer<RoleServer>,
     ) {
         let (session, client, sent) = sent;
-        lock(&self.sessions).insert(session, Listed { client, peer, sent });
+        let mut sessions = lock(&self.sessions);
+        // Sessions that ended (closed or expired in rmcp) go as new ones come, not only at a
+        // reload.
+        sessions.retain(|_, s| !s.peer.is_transport_closed());
+        sessions.insert(session, Listed { client, peer, sent });
+        drop(sessions);
         if !self.watching.swap(true, Ordering::AcqRel) {
             let lists = Arc::clone(self);
             let (state, objects, cancel) = (state.clone(), Arc::clone(objects), cancel.clone());
@@ -169,7 +174,7 @@ impl ToolLists {
             };
             for (session, peer) in changed {
                 if let Err(e) = peer.notify_tool_list_changed().await {
-                    tracing::debug!(%session, error = %e, "tools/list_changed not sent; forgetting the session");
+                    tracing::debug!(error = %e, "tools/list_changed not sent; forgetting the session");
                     lock(&self.sessions).remove(&session);
                 }
             }

@@ -173,6 +173,25 @@ async fn next_update(events: &mut reqwest::Response, seen: &mut String) -> Value
         .unwrap_or_else(|_| panic!("no resources/updated within 10 s; read so far: {seen}"))
 }
 
+/// A stateless request has no session whatever `Mcp-Session-Id` it carries (rmcp does not check
+/// one outside sessions): its subscription is refused, not remembered under a made-up id.
+#[tokio::test]
+async fn a_stateless_subscription_with_a_made_up_session_id_is_refused() {
+    let s = Stack::builder(13)
+        .config(|mut c| {
+            c.mcp.legacy_sessions = false;
+            c
+        })
+        .start()
+        .await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+        "params": {"uri": "faregate://tools/availability"}});
+    let (status, _, answer) = post(&s, &subscribe, Some("made-up")).await;
+    assert_eq!(status, 200, "{answer:#}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("needs an MCP session"), "{answer:#}");
+}
+
 #[tokio::test]
 async fn the_availability_resource_follows_the_breakers_and_tells_subscribers() {
     let s = Stack::start(12).await;
