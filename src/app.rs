@@ -152,13 +152,16 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         jobs = jobs.spool_in(config.store.spool_path.clone(), replica);
     }
     let jobs = Arc::new(jobs);
-    app.state.watches = Some(Arc::new(WatchSystem::new(
-        watch_store,
-        Arc::clone(&jobs),
-        app.state.gateway.clone(),
-        config.watches.clone(),
-        notices,
-    )));
+    app.state.watches = Some(Arc::new(
+        WatchSystem::new(
+            watch_store,
+            Arc::clone(&jobs),
+            app.state.gateway.clone(),
+            config.watches.clone(),
+            notices,
+        )
+        .checked_against(Arc::clone(app.state.keys.directory())),
+    ));
     app.state.jobs = Some(jobs);
 }
 

@@ -170,6 +170,27 @@ impl Roster {
             .find(|e| e.profile.name == *name)
             .map(|e| Arc::clone(&e.profile))
     }
+
+    /// What the client named `name` may call now, for work it set up earlier (a watch's runs):
+    /// its profile's scope; everything for the local client while auth is off and for the admin
+    /// while an admin key is configured; nothing for a client that no longer holds a key.
+    pub fn scope_now(&self, name: &ClientName) -> Scope {
+        let unrestricted_while = |holds: bool| {
+            if holds {
+                Scope::everything()
+            } else {
+                Scope::nothing()
+            }
+        };
+        if *name == ClientName::local() {
+            return unrestricted_while(self.auth_off());
+        }
+        if *name == ClientName::admin() {
+            return unrestricted_while(self.has_admin());
+        }
+        self.profile(name)
+            .map_or_else(Scope::nothing, |p| p.scope.clone())
+    }
 }
 
 /// The current roster, swapped whole by a reload.

@@ -171,6 +171,14 @@ pub fn arguments_not_an_object(why: &str) -> String {
     )
 }
 
+/// Why a watch ended before a run: its client may no longer call `tool` (a reload narrowed its
+/// scope, or took its key away).
+pub fn no_longer_allowed(tool: &str) -> String {
+    format!(
+        "the watch cannot run any more: its client may no longer call {tool} (the gateway's client configuration changed)"
+    )
+}
+
 /// No tool `tool` is served; `watchable` are the read tools that are.
 pub fn not_served(tool: &str, watchable: &[&str]) -> String {
     format!(

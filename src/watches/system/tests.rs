@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{NewWatch, POLL, WatchSystem};
 use crate::call::{Gateway, Upstream};
-use crate::clients::ClientName;
+use crate::clients::{ClientName, ClientProfile, Directory, Roster, digest};
 use crate::clock;
 use crate::config::{self, EMBEDDED_CONFIG, EmbeddedFiles, JobsConfig, WatchesConfig};
 use crate::jobs::{JobStatus, JobStore, JobSystem, Jobs, Store};
@@ -189,6 +189,9 @@ const EVERY: Duration = Duration::from_secs(60);
 /// One gateway with its job system and watch system running, on a SQLite file.
 struct Bench {
     watches: Arc<WatchSystem>,
+    /// The clients the runs are checked against: auth off (the local client may call
+    /// everything) until a test replaces the roster.
+    clients: Arc<Directory>,
     jobs: Jobs,
     shutdown: CancellationToken,
     /// The store's pool, to wait for its statements between steps.
@@ -246,21 +249,26 @@ impl Bench {
             Vec::new(),
             None,
         ));
-        let watches = Arc::new(WatchSystem::new(
-            WatchStore::new(db.clone()),
-            Arc::clone(&jobs),
-            gateway,
-            WatchesConfig {
-                max_active_per_client: 5,
-                min_interval: EVERY,
-            },
-            crate::jobs::callbacks::notice::NoticeSender::new(Vec::new(), None),
-        ));
+        let clients = Arc::new(Directory::new(Roster::default()));
+        let watches = Arc::new(
+            WatchSystem::new(
+                WatchStore::new(db.clone()),
+                Arc::clone(&jobs),
+                gateway,
+                WatchesConfig {
+                    max_active_per_client: 5,
+                    min_interval: EVERY,
+                },
+                crate::jobs::callbacks::notice::NoticeSender::new(Vec::new(), None),
+            )
+            .checked_against(Arc::clone(&clients)),
+        );
         let shutdown = CancellationToken::new();
         tokio::spawn(Arc::clone(&jobs).run(shutdown.clone(), Duration::from_secs(1)));
         tokio::spawn(Arc::clone(&watches).run(shutdown.clone()));
         Bench {
             watches,
+            clients,
             jobs,
             shutdown,
             db,
@@ -573,4 +581,46 @@ async fn an_outage_during_a_watch_is_silent_and_the_schedule_resumes_after_it() 
     );
     bench.until_runs(&watch.id, 3).await;
     assert_eq!(bench.watch(&watch.id).await.last_error, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_whose_client_may_no_longer_call_its_tool_ends_before_its_next_run() {
+    let provider = Scripted::new([Answer::Flight {
+        delay: 0,
+        gate: "A1",
+    }]);
+    let bench = Bench::start(Arc::clone(&provider)).await;
+    let arguments = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": date()});
+    let watch = bench
+        .create(
+            "get_flight_status",
+            arguments,
+            json!({"kind": "status_changed"}),
+        )
+        .await;
+    bench.until_runs(&watch.id, 1).await;
+    let calls = provider.calls();
+    // Client keys turned on by a reload: the local client, whose watch this is (made while
+    // auth was off), holds no key any more.
+    let mut roster = Roster::default();
+    let other = ClientName::configured("other").unwrap_or_else(|e| panic!("{e}"));
+    roster
+        .add_client(
+            digest(b"other-key"),
+            Arc::new(ClientProfile::unrestricted(other)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    bench.clients.replace(roster);
+    bench
+        .until(&watch.id, EVERY * 3, "the watch to end", |w| {
+            w.state == WatchState::Ended
+        })
+        .await;
+    let ended = bench.watch(&watch.id).await;
+    let why = ended.last_error.unwrap_or_default();
+    assert!(
+        why.contains("may no longer call get_flight_status"),
+        "{why}"
+    );
+    assert_eq!(provider.calls(), calls, "no run after the change");
 }
