@@ -89,14 +89,20 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     ));
     limits.set_own(&setup.own_limits);
     gateway.set_budgets(http::client_budgets(&setup.roster));
+    let state = AppState::new(
+        Arc::new(gateway),
+        telemetry,
+        config,
+        Keys::new(setup.roster),
+        limits,
+    );
+    // Work a client set up earlier (a background job, a watch's run) runs only while the
+    // current roster still lets it call the tool.
+    state
+        .gateway
+        .check_clients_against(Arc::clone(state.keys.directory()));
     Ok(App {
-        state: AppState::new(
-            Arc::new(gateway),
-            telemetry,
-            config,
-            Keys::new(setup.roster),
-            limits,
-        ),
+        state,
         warnings,
         kept_offers,
     })
@@ -152,16 +158,13 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         jobs = jobs.spool_in(config.store.spool_path.clone(), replica);
     }
     let jobs = Arc::new(jobs);
-    app.state.watches = Some(Arc::new(
-        WatchSystem::new(
-            watch_store,
-            Arc::clone(&jobs),
-            app.state.gateway.clone(),
-            config.watches.clone(),
-            notices,
-        )
-        .checked_against(Arc::clone(app.state.keys.directory())),
-    ));
+    app.state.watches = Some(Arc::new(WatchSystem::new(
+        watch_store,
+        Arc::clone(&jobs),
+        app.state.gateway.clone(),
+        config.watches.clone(),
+        notices,
+    )));
     app.state.jobs = Some(jobs);
 }
 

@@ -34,7 +34,7 @@ use super::served::{ServedTool, SharedOutcome};
 use super::shared_text::SharedText;
 use super::upstream::Upstream;
 use crate::breaker::{BreakerKey, BreakerRegistry};
-use crate::clients::ClientName;
+use crate::clients::{ClientName, Directory};
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
 use crate::ledger::{Ledger, Outcome, arguments_digest};
@@ -116,6 +116,10 @@ pub struct Gateway {
     /// `std` lock: read once per booking, written only when budgets are set, never held across
     /// an await.
     budgets: std::sync::RwLock<BTreeMap<String, Budget>>,
+    /// The clients and what each may call now, for work a client set up earlier (background
+    /// jobs, watches' runs): a reload may have narrowed its scope or taken its key away since.
+    /// Unset (the library alone, tests of the call path): not checked.
+    clients: OnceLock<Arc<Directory>>,
 }
 
 impl Gateway {
@@ -154,6 +158,7 @@ impl Gateway {
             rate_limits: Arc::default(),
             ledger: OnceLock::new(),
             budgets: std::sync::RwLock::default(),
+            clients: OnceLock::new(),
         })
     }
 
@@ -581,6 +586,14 @@ impl Gateway {
             };
         };
         let info = CallInfo::new(self.call_id(req.call_id), tool.spec.name);
+        if !self.may_call(&req.client, &tool) {
+            let text = texts::client_no_longer_allowed(tool.spec.name);
+            return Verdict::Never {
+                error: text.clone(),
+                envelope: Some(refused_here(info, text)),
+                attempted: false,
+            };
+        }
         let digest = self.write_digest(&tool, &req.arguments);
         // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
@@ -681,6 +694,24 @@ impl Gateway {
         };
         booking::finish(ledger, &self.observer, write, &outcome).await;
         Some(refusal)
+    }
+
+    /// Checks the work clients set up earlier against `clients` from now on (see
+    /// [`Gateway::may_call`]); set once, at start.
+    pub fn check_clients_against(&self, clients: Arc<Directory>) {
+        let _ = self.clients.set(clients);
+    }
+
+    /// Whether `client` may call `tool` now, by the current roster: for a background job or a
+    /// watch's run, which the client asked for before a reload may have narrowed its scope or
+    /// taken its key away. (Interactive calls are checked at the edge, against the key itself.)
+    pub fn may_call(&self, client: &ClientName, tool: &ServedTool) -> bool {
+        self.clients.get().is_none_or(|clients| {
+            clients
+                .current()
+                .scope_now(client)
+                .allows(tool.spec.name, tool.is_write())
+        })
     }
 
     /// Replaces every client's daily booking budget (the client configuration, at start and on

@@ -19,7 +19,7 @@ use super::condition::{self, Condition};
 use super::schedule::{self, End, Schedule};
 use super::store::{DueCallback, Notice, RunEnd, Watch, WatchState, WatchStore};
 use crate::call::{CheckError, Gateway};
-use crate::clients::{ClientName, Directory};
+use crate::clients::ClientName;
 use crate::clock;
 use crate::config::WatchesConfig;
 use crate::jobs::callbacks::notice::NoticeSender;
@@ -81,10 +81,6 @@ pub struct WatchSystem {
     gateway: Arc<Gateway>,
     config: WatchesConfig,
     notices: Arc<NoticeSender>,
-    /// The clients and what each may call now: a run is checked against them, since a reload
-    /// may have narrowed a client's scope or taken its key away since the watch was made.
-    /// `None` (tests of the runs alone): not checked.
-    clients: Option<Arc<Directory>>,
 }
 
 impl WatchSystem {
@@ -102,14 +98,7 @@ impl WatchSystem {
             gateway,
             config,
             notices: Arc::new(notices),
-            clients: None,
         }
-    }
-
-    /// These watches' runs are made only while their client may still call the tool.
-    pub fn checked_against(mut self, clients: Arc<Directory>) -> Self {
-        self.clients = Some(clients);
-        self
     }
 
     /// The store (for the API's reads).
@@ -288,11 +277,10 @@ impl WatchSystem {
     /// Submits the job of `watch`'s due instant (the same job on every replica) and records it.
     async fn start_run(&self, watch: &Watch) -> Result<(), StoreError> {
         let instant = watch.next_run_at_ms;
-        if let Some(clients) = &self.clients
-            && !clients
-                .current()
-                .scope_now(&watch.client)
-                .allows(&watch.tool, false)
+        // A reload may have narrowed the client's scope, or taken its key away, since the
+        // watch was made (`Gateway::may_call`).
+        if let Some(tool) = self.gateway.tool(&watch.tool)
+            && !self.gateway.may_call(&watch.client, &tool)
         {
             let why = texts::no_longer_allowed(&watch.tool);
             self.store

@@ -250,19 +250,17 @@ impl Bench {
             None,
         ));
         let clients = Arc::new(Directory::new(Roster::default()));
-        let watches = Arc::new(
-            WatchSystem::new(
-                WatchStore::new(db.clone()),
-                Arc::clone(&jobs),
-                gateway,
-                WatchesConfig {
-                    max_active_per_client: 5,
-                    min_interval: EVERY,
-                },
-                crate::jobs::callbacks::notice::NoticeSender::new(Vec::new(), None),
-            )
-            .checked_against(Arc::clone(&clients)),
-        );
+        gateway.check_clients_against(Arc::clone(&clients));
+        let watches = Arc::new(WatchSystem::new(
+            WatchStore::new(db.clone()),
+            Arc::clone(&jobs),
+            gateway,
+            WatchesConfig {
+                max_active_per_client: 5,
+                min_interval: EVERY,
+            },
+            crate::jobs::callbacks::notice::NoticeSender::new(Vec::new(), None),
+        ));
         let shutdown = CancellationToken::new();
         tokio::spawn(Arc::clone(&jobs).run(shutdown.clone(), Duration::from_secs(1)));
         tokio::spawn(Arc::clone(&watches).run(shutdown.clone()));
