@@ -1,0 +1,61 @@
+//! The fleet's rules that one process can check, on a SQLite file: rows written "by another
+//! replica" are written straight through the statements, under a name that is not this
+//! replica's, and followed by this replica's catch-up read.
+//!
+//! Scenarios that need a store that goes away, notifications or leases between processes are in
+//! `tests/it/fleet/` (PostgreSQL).
+
+use super::handle::Fleet;
+use super::record::AutoState;
+use crate::breaker::BreakerKey;
+use crate::clock;
+use crate::store::Db;
+
+/// A name no replica of these tests is given.
+const PEER: &str = "replica-peer";
+
+fn key() -> BreakerKey {
+    BreakerKey::new("search_flights", "duffel")
+}
+
+/// This replica's fleet on a fresh SQLite file (kept as long as the directory).
+async fn fleet(dir: &tempfile::TempDir) -> std::sync::Arc<Fleet> {
+    let db = Db::open_sqlite_file(&dir.path().join("fleet.db"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    Fleet::open(db).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn a_recovery_never_ends_an_open_that_still_runs() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let now = clock::epoch_ms();
+    let open = AutoState::Open {
+        until_ms: now + 40_000,
+        ramp: true,
+    };
+    let store = &fleet.store;
+    let opened = store.set_auto(&key(), open, PEER, now).await;
+    let opened = opened.unwrap_or_else(|e| panic!("{e}"));
+    assert!(opened.is_some(), "the peer's open is written");
+    // This replica recovered while it did not know of that open (it was away from the store).
+    let recovered = AutoState::Recovered { ramp: true };
+    let refused = store
+        .set_auto(&key(), recovered, &fleet.replica, now + 1)
+        .await;
+    assert_eq!(
+        refused.map(|r| r.is_some()).ok(),
+        Some(false),
+        "nothing written"
+    );
+    let rows = store.all().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].auto, rows[0].replica.as_str()), (open, PEER));
+    // Once the open has run out, a recovery from it is written.
+    let later = store
+        .set_auto(&key(), recovered, &fleet.replica, now + 40_000)
+        .await;
+    let later = later.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(later.map(|r| r.auto_state), Some("recovered".to_string()));
+}
