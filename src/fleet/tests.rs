@@ -5,9 +5,11 @@
 //! Scenarios that need a store that goes away, notifications or leases between processes are in
 //! `tests/it/fleet/` (PostgreSQL).
 
+use std::collections::HashSet;
+
 use super::handle::Fleet;
 use super::record::AutoState;
-use crate::breaker::BreakerKey;
+use crate::breaker::{BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, ForceMode};
 use crate::clock;
 use crate::store::Db;
 
@@ -16,6 +18,13 @@ const PEER: &str = "replica-peer";
 
 fn key() -> BreakerKey {
     BreakerKey::new("search_flights", "duffel")
+}
+
+fn config() -> BreakerConfig {
+    BreakerConfig::builder()
+        .jitter(0.0)
+        .build()
+        .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
 /// This replica's fleet on a fresh SQLite file (kept as long as the directory).
@@ -58,4 +67,36 @@ async fn a_recovery_never_ends_an_open_that_still_runs() {
         .await;
     let later = later.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(later.map(|r| r.auto_state), Some("recovered".to_string()));
+}
+
+#[tokio::test]
+async fn a_force_still_to_be_written_is_not_undone_by_a_peers_row() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let breaker = breakers.get_or_insert(key(), config());
+    // Forced here while the store was away: the force waits to be written.
+    breaker.force(ForceMode::Open, clock::now());
+    // Meanwhile a peer opened the breaker, and its row has no force.
+    let now = clock::epoch_ms();
+    let open = AutoState::Open {
+        until_ms: now + 30_000,
+        ramp: true,
+    };
+    let written = fleet.store.set_auto(&key(), open, PEER, now).await;
+    written.unwrap_or_else(|e| panic!("{e}"));
+    let forcing = HashSet::from([key()]);
+    let read = fleet.catch_up(&breakers, &forcing).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+    // Once the force is written, the row is this replica's force.
+    let forced = fleet
+        .store
+        .force(&key(), ForceMode::Open, &fleet.replica, now)
+        .await;
+    let forced = forced.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(forced.map(|r| r.forced), Some(Some("open".to_string())));
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
 }

@@ -1,5 +1,6 @@
 //! What a replica cut off from PostgreSQL writes on its return never undoes what the fleet did
-//! meanwhile: a recovery it made alone does not end a newer open of another replica.
+//! meanwhile, nor what the replica itself did: a recovery it made alone does not end a newer
+//! open of another replica, and a force it took while away holds on it as on the others.
 //!
 //! PostgreSQL is taken away from one replica through a proxy the test cuts (the server is
 //! shared with every other test). That the returning replica's writes are all in is known from
@@ -84,6 +85,34 @@ async fn a_recovery_made_alone_does_not_end_a_newer_open_of_the_fleet() {
         epoch_ms(&b["open_until"]),
     );
     assert!((until - fleets).abs() <= 20, "{until} vs {fleets}");
+    drop((away, other));
+    drop_schema(&url, &schema).await;
+}
+
+#[tokio::test]
+async fn a_force_made_while_away_holds_on_its_replica_after_the_return() {
+    let Some(url) = postgres_url("a_force_made_while_away_holds_on_its_replica") else {
+        return;
+    };
+    let schema = schema("fg_fleet_rejoin_force");
+    let sim = support::start_sim(28).await;
+    let proxy = CutProxy::start(server_of(&url).await).await;
+    let away = fleet_config(&sim.url(), |_| {});
+    let away = replica(&through(&url, proxy.addr), &schema, away).await;
+    let other = replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await;
+    proxy.cut();
+    wait_connected(&away, false).await;
+    force(&away, FLIGHTS, "open").await;
+    // Meanwhile the other replica writes the breaker's row: it opens on its own failures.
+    sim.sim.set_fault(RouteGroup::DuffelAirSearch, outage());
+    trip(&other).await;
+    proxy.restore();
+    wait_connected(&away, true).await;
+    // The force reaches the fleet...
+    wait_for_state(&other, FLIGHTS, "forced_open").await;
+    // ...and still holds where it was made.
+    let b = breaker(&away, FLIGHTS).await;
+    assert_eq!(b["state"], "forced_open", "{b:#}");
     drop((away, other));
     drop_schema(&url, &schema).await;
 }
