@@ -1,7 +1,8 @@
 //! The task that keeps this replica in step with the fleet, beside the server and off the call
 //! path: it publishes this replica's own transitions, follows the others' (notified at once,
 //! and read again every second in case a notification was missed), holds the half-open probe
-//! lease while this replica probes, and notices when the store stops answering.
+//! lease while this replica probes (and lets it lapse when it has no callers, so a replica that
+//! has takes it), and notices when the store stops answering.
 //!
 //! Calls never wait for it: a breaker's transition is a broadcast event this task receives
 //! later, so a healthy call's path makes no database round trip, and a store that is away
@@ -32,8 +33,9 @@ const TICK: Duration = Duration::from_millis(250);
 /// Every this many ticks, the shared rows and the history are read again.
 const CATCH_UP_TICKS: u64 = 4;
 
-/// How long a probe lease lasts unless renewed; the holder renews it every tick, so a replica
-/// that dies hands the probes to another one within this.
+/// How long a probe lease lasts unless renewed; the holder renews it every tick while it probes
+/// (a probe in flight, or a caller asking within this long), so a replica that dies or has no
+/// callers hands the probes to another one within this.
 const LEASE: Duration = Duration::from_secs(3);
 
 /// The most writes that wait for a store that is away; the oldest are dropped beyond it.
@@ -347,13 +349,15 @@ impl Fleet {
         }
     }
 
-    /// Takes the probe lease of each breaker that waits for one, and renews the ones held.
+    /// Takes the probe lease of each breaker that waits for one, and renews the ones held
+    /// while this replica probes; an idle one lapses (it is not dropped: this replica may still
+    /// admit a probe until then).
     async fn leases(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
         let now = clock::now();
         for breaker in breakers.all() {
             let key = breaker.key().clone();
-            let holds = breaker.holds_probe_lease(now);
-            if !holds && !breaker.wants_probe_lease(now) {
+            let renew = breaker.keeps_probe_lease(now, LEASE);
+            if !renew && !breaker.wants_probe_lease(now) {
                 continue;
             }
             let now_ms = clock::epoch_ms();

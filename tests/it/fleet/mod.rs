@@ -3,7 +3,7 @@
 //! propagates, half-open probes are leased fleet-wide, forced states survive restarts);
 //! `degraded` takes PostgreSQL away from one replica and gives it back, and `spool` does so
 //! while background jobs arrive and run; `rejoin` checks what such a replica writes on its
-//! return against what the fleet did meanwhile; `watches` restarts a watch's gateway and runs one
+//! return against what the fleet did meanwhile; `lease` hands the probe lease to a replica with callers; `watches` restarts a watch's gateway and runs one
 //! watch on two replicas; `scope` shares one breaker per provider account across replicas;
 //! `back_in_service` sends one back-in-service notice from two replicas.
 //!
@@ -13,6 +13,7 @@
 mod back_in_service;
 mod breakers;
 mod degraded;
+mod lease;
 mod queue;
 mod rejoin;
 mod scope;
