@@ -124,9 +124,18 @@ impl Fleet {
         breakers: &BreakerRegistry,
         forcing: &HashSet<BreakerKey>,
     ) {
-        if shared.replica != self.replica && forcing.contains(&shared.key) {
+        if shared.replica == self.replica {
+            self.wrote(&shared.key, shared.version);
             return;
         }
+        if forcing.contains(&shared.key) {
+            return;
+        }
+        // A row of a breaker this replica does not serve is not applied: a reload that adds the
+        // breaker has it follow the row at the next read.
+        let Some(breaker) = breakers.get(&shared.key) else {
+            return;
+        };
         {
             let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
             let seen = applied.entry(shared.key.clone()).or_insert(i64::MIN);
@@ -135,13 +144,7 @@ impl Fleet {
             }
             *seen = shared.version;
         }
-        if shared.replica == self.replica {
-            return;
-        }
-        // A breaker this replica does not serve has nothing to follow.
-        if let Some(breaker) = breakers.get(&shared.key) {
-            follow(&breaker, shared, clock::now());
-        }
+        follow(&breaker, shared, clock::now());
     }
 
     /// Follows a row this replica wrote, as the store kept it (another replica's later

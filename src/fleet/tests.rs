@@ -100,3 +100,21 @@ async fn a_force_still_to_be_written_is_not_undone_by_a_peers_row() {
     read.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
 }
+
+#[tokio::test]
+async fn a_breaker_a_reload_adds_follows_the_rows_written_before_it() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let now = clock::epoch_ms();
+    let forced = fleet.store.force(&key(), ForceMode::Open, PEER, now).await;
+    forced.unwrap_or_else(|e| panic!("{e}"));
+    // Read while this replica serves no such breaker.
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    // A reload adds it; the next read has it follow the fleet's force.
+    let breaker = breakers.get_or_insert(key(), config());
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+}
