@@ -147,6 +147,12 @@ impl Breaker {
         self.lock().holds_probe_lease(now)
     }
 
+    /// Whether this breaker holds the probe lease and should renew it: a probe is in flight,
+    /// or a caller asked for one within `idle`.
+    pub fn keeps_probe_lease(&self, now: Instant, idle: Duration) -> bool {
+        self.lock().keeps_probe_lease(now, idle)
+    }
+
     /// The fleet granted this replica the probes of the current half-open period until `until`.
     pub fn grant_probe_lease(&self, until: Instant, now: Instant) {
         self.lock().grant_probe_lease(until, now);

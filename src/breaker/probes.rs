@@ -88,6 +88,13 @@ impl Probes {
             .min()
     }
 
+    /// Whether a probe was admitted and is not recorded yet.
+    pub(super) fn in_flight(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| matches!(s, Slot::InFlight { .. }))
+    }
+
     /// Finished probes that succeeded under the slow-call threshold.
     pub(super) fn fast(&self) -> u32 {
         self.counts.calls - self.counts.failures - self.counts.slow

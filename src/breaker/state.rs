@@ -246,6 +246,7 @@ impl Machine {
                 reason: RejectReason::ForcedOpen,
             }),
             Phase::HalfOpen(probes) => {
+                self.lease.asked(now);
                 let gap = self.config.probe_interval / self.config.half_open_probes.max(1);
                 let timeout = self.config.probe_timeout;
                 match caller {

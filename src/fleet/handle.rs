@@ -1,7 +1,7 @@
 //! [`Fleet`]: this replica's membership in the fleet, shared by the task that keeps it in step
 //! (`run.rs`) and the operations API (its status and the fleet's breaker history).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -71,7 +71,7 @@ impl Fleet {
     /// still running, and the history.
     pub async fn restore(&self, breakers: &BreakerRegistry) -> Result<(), StoreError> {
         self.require_leases(breakers, self.shared);
-        self.catch_up(breakers).await
+        self.catch_up(breakers, &HashSet::new()).await
     }
 
     /// This replica's standing in the fleet.
@@ -98,10 +98,15 @@ impl Fleet {
             .collect()
     }
 
-    /// Reads every shared row and the latest history, and follows what changed.
-    pub(super) async fn catch_up(&self, breakers: &BreakerRegistry) -> Result<(), StoreError> {
+    /// Reads every shared row and the latest history, and follows what changed (but not the
+    /// rows of the breakers in `forcing`: see [`Fleet::apply`]).
+    pub(super) async fn catch_up(
+        &self,
+        breakers: &BreakerRegistry,
+        forcing: &HashSet<BreakerKey>,
+    ) -> Result<(), StoreError> {
         for shared in self.store.all().await? {
-            self.apply(&shared, breakers);
+            self.apply(&shared, breakers, forcing);
         }
         let latest = self.store.latest(RECENT_TRANSITIONS as i64).await?;
         self.remember(latest);
@@ -109,7 +114,28 @@ impl Fleet {
     }
 
     /// Follows `shared` unless it was applied already or this replica wrote it.
-    pub(super) fn apply(&self, shared: &SharedBreaker, breakers: &BreakerRegistry) {
+    ///
+    /// A breaker in `forcing` has a force of this replica still to be written, which will
+    /// replace the row whole: following the row first would undo the force on this replica
+    /// only (the others follow it once written), so the row is left for a later read.
+    pub(super) fn apply(
+        &self,
+        shared: &SharedBreaker,
+        breakers: &BreakerRegistry,
+        forcing: &HashSet<BreakerKey>,
+    ) {
+        if shared.replica == self.replica {
+            self.wrote(&shared.key, shared.version);
+            return;
+        }
+        if forcing.contains(&shared.key) {
+            return;
+        }
+        // A row of a breaker this replica does not serve is not applied: a reload that adds the
+        // breaker has it follow the row at the next read.
+        let Some(breaker) = breakers.get(&shared.key) else {
+            return;
+        };
         {
             let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
             let seen = applied.entry(shared.key.clone()).or_insert(i64::MIN);
@@ -118,13 +144,21 @@ impl Fleet {
             }
             *seen = shared.version;
         }
-        if shared.replica == self.replica {
-            return;
+        follow(&breaker, shared, clock::now());
+    }
+
+    /// Follows a row this replica wrote, as the store kept it (another replica's later
+    /// open-until rather than this replica's).
+    pub(super) fn follow_written(&self, written: &SharedBreaker, breakers: &BreakerRegistry) {
+        if let Some(breaker) = breakers.get(&written.key) {
+            follow(&breaker, written, clock::now());
         }
-        // A breaker this replica does not serve has nothing to follow.
-        if let Some(breaker) = breakers.get(&shared.key) {
-            follow(&breaker, shared, clock::now());
-        }
+    }
+
+    /// Forgets which version of `key`'s row was applied, so the next read follows the row.
+    pub(super) fn forget(&self, key: &BreakerKey) {
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        applied.remove(key);
     }
 
     /// Notes that this replica wrote version `version` of `key`'s row itself.

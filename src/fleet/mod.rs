@@ -37,6 +37,8 @@ mod handle;
 mod record;
 mod run;
 mod sql;
+#[cfg(test)]
+mod tests;
 
 pub use handle::{Fleet, FleetStatus, RECENT_TRANSITIONS};
 pub use record::StoredTransition;

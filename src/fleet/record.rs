@@ -72,7 +72,7 @@ pub struct StoredTransition {
 }
 
 /// A notification's payload: the row just written, so a listener applies it without a read.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Payload {
     pub(crate) tool: String,
     pub(crate) provider: String,

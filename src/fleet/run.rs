@@ -1,7 +1,8 @@
 //! The task that keeps this replica in step with the fleet, beside the server and off the call
 //! path: it publishes this replica's own transitions, follows the others' (notified at once,
 //! and read again every second in case a notification was missed), holds the half-open probe
-//! lease while this replica probes, and notices when the store stops answering.
+//! lease while this replica probes (and lets it lapse when it has no callers, so a replica that
+//! has takes it), and notices when the store stops answering.
 //!
 //! Calls never wait for it: a breaker's transition is a broadcast event this task receives
 //! later, so a healthy call's path makes no database round trip, and a store that is away
@@ -32,8 +33,9 @@ const TICK: Duration = Duration::from_millis(250);
 /// Every this many ticks, the shared rows and the history are read again.
 const CATCH_UP_TICKS: u64 = 4;
 
-/// How long a probe lease lasts unless renewed; the holder renews it every tick, so a replica
-/// that dies hands the probes to another one within this.
+/// How long a probe lease lasts unless renewed; the holder renews it every tick while it probes
+/// (a probe in flight, or a caller asking within this long), so a replica that dies or has no
+/// callers hands the probes to another one within this.
 const LEASE: Duration = Duration::from_secs(3);
 
 /// The most writes that wait for a store that is away; the oldest are dropped beyond it.
@@ -67,6 +69,17 @@ struct Pending {
     writes: VecDeque<Write>,
     /// Breakers whose probe lease this replica holds.
     leases: HashSet<BreakerKey>,
+}
+
+impl Pending {
+    /// The breakers with a force of this replica still to be written.
+    fn forcing(&self) -> HashSet<BreakerKey> {
+        let forces = self.writes.iter().filter_map(|w| match w {
+            Write::Force(key, _) => Some(key.clone()),
+            _ => None,
+        });
+        forces.collect()
+    }
 }
 
 impl Fleet {
@@ -110,7 +123,7 @@ impl Fleet {
                 },
                 Some(key) = failures.recv() => self.tell_failure(&key).await,
                 Some(h) = heard.recv() => match h {
-                    Heard::Row(payload) => self.heard(&payload, breakers),
+                    Heard::Row(payload) => self.heard(&payload, breakers, &pending),
                     Heard::Reconnected => self.refresh(breakers, &mut pending).await,
                 },
                 _ = tick.tick() => {
@@ -200,31 +213,41 @@ impl Fleet {
         if !self.is_connected() {
             return;
         }
-        while let Some(write) = pending.writes.front() {
-            match self.write(write).await {
-                Ok(()) => {
-                    pending.writes.pop_front();
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "fleet: a write did not reach the store");
-                    self.set_connected(false, breakers);
-                    pending.leases.clear();
-                    return;
-                }
-            }
+        if let Err(e) = self.write_pending(breakers, pending).await {
+            tracing::debug!(error = %e, "fleet: a write did not reach the store");
+            self.set_connected(false, breakers);
+            pending.leases.clear();
         }
     }
 
-    async fn write(&self, write: &Write) -> Result<(), StoreError> {
+    /// Writes what waits, in order, up to the first write the store does not take.
+    async fn write_pending(
+        &self,
+        breakers: &BreakerRegistry,
+        pending: &mut Pending,
+    ) -> Result<(), StoreError> {
+        while let Some(write) = pending.writes.front() {
+            self.write(write, breakers).await?;
+            pending.writes.pop_front();
+        }
+        Ok(())
+    }
+
+    async fn write(&self, write: &Write, breakers: &BreakerRegistry) -> Result<(), StoreError> {
         let now_ms = clock::epoch_ms();
         let row = match write {
             Write::Event(t) => return self.store.record(t).await,
             Write::DropLease(key) => return self.store.drop_lease(key, &self.replica).await,
             Write::Force(key, mode) => self.store.force(key, *mode, &self.replica, now_ms).await?,
             Write::Auto(key, auto) => {
-                self.store
-                    .set_auto(key, *auto, &self.replica, now_ms)
-                    .await?
+                let row = self.store.set_auto(key, *auto, &self.replica, now_ms);
+                let row = row.await?;
+                if row.is_none() {
+                    // A recovery refused: the row holds an open of another replica that this
+                    // one has not followed yet; the next catch-up reads it.
+                    self.forget(key);
+                }
+                row
             }
         };
         let Some(row) = row else {
@@ -232,11 +255,18 @@ impl Fleet {
         };
         let key = BreakerKey::new(row.tool.clone(), row.provider.clone());
         self.wrote(&key, row.version);
+        // A row always serializes; the payload is a few hundred bytes.
+        let payload = serde_json::to_string(&Note::Row(row.clone())).unwrap_or_default();
+        if let (Write::Auto(_, asked), Some(written)) = (write, row.into_record())
+            && written.auto != *asked
+        {
+            // The store kept another replica's later open-until: this replica's own record of
+            // it says so, and nothing else will tell it (the row is now this replica's).
+            self.follow_written(&written, breakers);
+        }
         if self.shared {
-            // A row always serializes; the payload is a few hundred bytes. The row is written
-            // already: a notification that does not go out is caught up by the others' next
-            // read, so it is not retried.
-            let payload = serde_json::to_string(&Note::Row(row)).unwrap_or_default();
+            // The row is written already: a notification that does not go out is caught up by
+            // the others' next read, so it is not retried.
             let notify = self.store.db.notify(TOPIC, &payload);
             match tokio::time::timeout(super::sql::DB_TIMEOUT, notify).await {
                 Ok(Ok(())) => {}
@@ -269,10 +299,10 @@ impl Fleet {
     }
 
     /// Follows a notified row, or counts a peer's failure.
-    fn heard(&self, payload: &str, breakers: &BreakerRegistry) {
+    fn heard(&self, payload: &str, breakers: &BreakerRegistry, pending: &Pending) {
         match serde_json::from_str::<Note>(payload) {
             Ok(Note::Row(row)) => match row.into_record() {
-                Some(shared) => self.apply(&shared, breakers),
+                Some(shared) => self.apply(&shared, breakers, &pending.forcing()),
                 None => tracing::debug!("fleet: a row this version cannot read"),
             },
             Ok(Note::Failure {
@@ -291,15 +321,22 @@ impl Fleet {
     }
 
     /// Reads the shared state again; the store answering (or not) sets the connection state,
-    /// and a store that answers again gets what waited.
+    /// and a store that answers again gets what waited, before it is read: read first, a
+    /// peer's row would undo here a force this replica made while away, which every other
+    /// replica then follows when it is written. What the store keeps instead of a write (a
+    /// later open-until, an open that a recovery may not end) is followed from the write's
+    /// answer or from the read after it.
     async fn refresh(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
-        match self.catch_up(breakers).await {
+        let rejoining = !self.is_connected();
+        if rejoining && let Err(e) = self.write_pending(breakers, pending).await {
+            tracing::debug!(error = %e, "fleet: the store did not answer");
+            pending.leases.clear();
+            return;
+        }
+        match self.catch_up(breakers, &pending.forcing()).await {
             Ok(()) => {
-                let rejoined = !self.is_connected();
                 self.set_connected(true, breakers);
-                if rejoined {
-                    self.flush(breakers, pending).await;
-                } else {
+                if !rejoining {
                     // New breakers (first seen since) need the lease too.
                     self.require_leases(breakers, self.shared);
                 }
@@ -312,13 +349,15 @@ impl Fleet {
         }
     }
 
-    /// Takes the probe lease of each breaker that waits for one, and renews the ones held.
+    /// Takes the probe lease of each breaker that waits for one, and renews the ones held
+    /// while this replica probes; an idle one lapses (it is not dropped: this replica may still
+    /// admit a probe until then).
     async fn leases(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
         let now = clock::now();
         for breaker in breakers.all() {
             let key = breaker.key().clone();
-            let holds = breaker.holds_probe_lease(now);
-            if !holds && !breaker.wants_probe_lease(now) {
+            let renew = breaker.keeps_probe_lease(now, LEASE);
+            if !renew && !breaker.wants_probe_lease(now) {
                 continue;
             }
             let now_ms = clock::epoch_ms();

@@ -74,6 +74,11 @@ const FORCE: &str = "INSERT INTO faregate_breakers
 
 /// `$1` tool, `$2` provider, `$3` state, `$4` open-until, `$5` ramp, `$6` replica, `$7` now. Two
 /// replicas opening together keep the later open-until.
+///
+/// A recovery never ends an open that still runs: a replica recovers only after the opens it
+/// knew of elapsed, so such an open is one it did not know of (it was away from the store
+/// while another replica opened, and writes its recovery on its return). Nothing is written
+/// then, and no row comes back.
 const AUTO: &str = "INSERT INTO faregate_breakers
         (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at)
      VALUES ($1, $2, NULL, $3, $4, $5, 1, $6, $7)
@@ -84,6 +89,8 @@ const AUTO: &str = "INSERT INTO faregate_breakers
              THEN faregate_breakers.open_until ELSE excluded.open_until END,
          ramp = excluded.ramp, version = faregate_breakers.version + 1,
          replica = excluded.replica, updated_at = excluded.updated_at
+     WHERE excluded.auto_state <> 'recovered' OR faregate_breakers.auto_state <> 'open'
+         OR COALESCE(faregate_breakers.open_until, 0) <= excluded.updated_at
      RETURNING *";
 
 const ALL: &str = "SELECT * FROM faregate_breakers";
@@ -153,7 +160,8 @@ impl SharedStore {
             .pop())
     }
 
-    /// Records the automatic state of `key` that the others follow; the row as written.
+    /// Records the automatic state of `key` that the others follow; the row as written, or
+    /// `None` for a recovery refused because the row holds an open that still runs.
     pub(crate) async fn set_auto(
         &self,
         key: &BreakerKey,

@@ -1,10 +1,18 @@
 //! What a breaker takes from the rest of a fleet: another replica's open (with its open-until),
 //! another replica's successful probes, and the lease that lets one replica at a time probe.
 //!
+//! The lease goes to a replica with callers: the first of a half-open period is taken at once
+//! (so the first caller probes without a wait), but it is kept only while this replica probes
+//! or has callers asking to, and taken again after it lapsed only when a caller asked for a
+//! probe since. An idle replica (drained from its balancer) would otherwise hold the lease of a
+//! half-open period that, with no probe, never ends, and keep the whole fleet refusing.
+//!
 //! The fleet room reads these from the shared store and calls in here; the machine stays pure.
 //! A followed transition counts nothing of this replica's own traffic: the window, the run of
 //! failures and the slow-call threshold are left as they are (a followed open clears the run
 //! only, as any open does), so each replica keeps recording its own outcomes.
+
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -16,8 +24,10 @@ use crate::breaker::event::{Origin, TransitionReason};
 pub(in crate::breaker) struct ProbeLease {
     /// Probes need the lease (a replica of a connected fleet); off for a single node.
     needed: bool,
-    /// Until when this replica holds the lease of the current half-open period.
+    /// Until when this replica holds (or held) the lease of the current half-open period.
     held_until: Option<Instant>,
+    /// When a caller of this replica last asked for a probe in the current half-open period.
+    asked_at: Option<Instant>,
 }
 
 impl ProbeLease {
@@ -26,9 +36,31 @@ impl ProbeLease {
         !self.needed || self.held_until.is_some_and(|until| until > now)
     }
 
+    /// A caller asked for a probe at `now`, admitted or not.
+    pub(super) fn asked(&mut self, now: Instant) {
+        self.asked_at = Some(now);
+    }
+
     /// The half-open period ended: its lease with it.
     pub(super) fn end(&mut self) {
         self.held_until = None;
+        self.asked_at = None;
+    }
+
+    /// Whether this replica should take the lease at `now`: it needs one and holds none, and
+    /// either held none yet in this period or a caller asked for a probe since its last lapsed.
+    fn wanted(&self, now: Instant) -> bool {
+        self.needed
+            && match self.held_until {
+                None => true,
+                Some(until) if until > now => false,
+                Some(until) => self.asked_at.is_some_and(|at| at >= until),
+            }
+    }
+
+    /// Whether this replica holds the lease at `now`.
+    fn held(&self, now: Instant) -> bool {
+        self.needed && self.held_until.is_some_and(|until| until > now)
     }
 }
 
@@ -107,18 +139,30 @@ impl Machine {
         self.lease.needed = needed;
     }
 
-    /// Whether this replica is half-open, needs the lease for its probes and does not hold it.
+    /// Whether this replica is half-open, needs the lease for its probes and does not hold it:
+    /// the first lease of a half-open period, or one for a caller that asked since the last
+    /// lapsed.
     pub(in crate::breaker) fn wants_probe_lease(&mut self, now: Instant) -> bool {
         let now = self.advance(now);
-        matches!(self.phase, Phase::HalfOpen(_)) && !self.lease.admits(now)
+        matches!(self.phase, Phase::HalfOpen(_)) && self.lease.wanted(now)
     }
 
     /// Whether this replica holds the lease of its current half-open period.
     pub(in crate::breaker) fn holds_probe_lease(&mut self, now: Instant) -> bool {
         let now = self.advance(now);
-        matches!(self.phase, Phase::HalfOpen(_))
-            && self.lease.needed
-            && self.lease.held_until.is_some_and(|until| until > now)
+        matches!(self.phase, Phase::HalfOpen(_)) && self.lease.held(now)
+    }
+
+    /// Whether this replica holds the lease and should renew it: a probe of its own is in
+    /// flight, or a caller asked for one within `idle`. Otherwise the lease lapses, and a
+    /// replica with callers takes it.
+    pub(in crate::breaker) fn keeps_probe_lease(&mut self, now: Instant, idle: Duration) -> bool {
+        let now = self.advance(now);
+        let Phase::HalfOpen(probes) = &self.phase else {
+            return false;
+        };
+        let asked = self.lease.asked_at.is_some_and(|at| at + idle > now);
+        self.lease.held(now) && (probes.in_flight() || asked)
     }
 
     /// The fleet granted (or renewed) this replica the lease until `until`; ignored unless

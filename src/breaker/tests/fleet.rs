@@ -139,6 +139,41 @@ async fn a_lease_covers_one_half_open_period() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_idle_replica_lets_its_lease_lapse_and_takes_it_again_only_for_a_caller() {
+    // A replica drained from its balancer must not keep the fleet half-open: a half-open
+    // period with no probe never ends, and the other replicas refuse while it holds the lease.
+    let h = Harness::new(config());
+    h.breaker.require_probe_lease(true);
+    h.trip(h.at(0.0));
+    let idle = secs(3.0);
+    // The first lease of the period is taken at once, callers or not.
+    assert!(h.breaker.wants_probe_lease(h.at(30.0)));
+    h.breaker.grant_probe_lease(h.at(33.0), h.at(30.0));
+    assert!(h.breaker.holds_probe_lease(h.at(31.0)));
+    // No caller asked: it is not renewed, and once lapsed not taken again.
+    assert!(!h.breaker.keeps_probe_lease(h.at(31.0), idle));
+    assert!(!h.breaker.wants_probe_lease(h.at(34.0)));
+    assert!(!h.breaker.wants_probe_lease(h.at(60.0)));
+    // A caller asks (and is refused, without the lease): now it is wanted.
+    let refused = h.call(h.at(61.0), FAST).unwrap_err();
+    assert_eq!(refused.reason, RejectReason::HalfOpenFull);
+    assert!(h.breaker.wants_probe_lease(h.at(61.25)));
+    // Held again, it is renewed while a probe is in flight, however long ago it was asked for.
+    h.breaker.grant_probe_lease(h.at(70.0), h.at(61.25));
+    let probe = h
+        .breaker
+        .try_acquire(h.at(61.5))
+        .expect("the holder probes");
+    assert!(h.breaker.keeps_probe_lease(h.at(65.0), idle));
+    drop(probe);
+    // Once it is recorded (here: ignored), it is renewed for `idle` after a caller last asked.
+    assert!(!h.breaker.keeps_probe_lease(h.at(65.0), idle));
+    assert_eq!(h.call(h.at(66.0), FAST), Ok(PermitKind::Probe));
+    assert!(h.breaker.keeps_probe_lease(h.at(68.9), idle));
+    assert!(!h.breaker.keeps_probe_lease(h.at(69.0), idle));
+}
+
+#[tokio::test(start_paused = true)]
 async fn peer_failures_join_the_run_and_an_own_success_ends_it() {
     let mut h = Harness::new(config());
     h.calls(h.at(0.0), FAIL, 2);

@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use faregate::jobs::Store;
 use faregate_sim::{Fault, RouteGroup};
-use serde_json::{Value, json};
 
 use super::{
-    breaker, drop_schema, fleet_config, postgres_url, replica, replica_name, schema,
-    search_flights, wait_for_state,
+    breaker, drop_schema, epoch_ms, fleet_config, force, postgres_url, replica, replica_name,
+    schema, search_flights, wait_for_state,
 };
 use crate::support::{self, NoEnv, TestGateway, requests, send, wait_until};
 
@@ -21,16 +20,6 @@ fn outage() -> Fault {
         outage: true,
         ..Fault::default()
     }
-}
-
-/// Epoch milliseconds of an RFC 3339 field.
-fn epoch_ms(value: &Value) -> i64 {
-    let text = value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a time: {value}"));
-    chrono::DateTime::parse_from_rfc3339(text)
-        .unwrap_or_else(|e| panic!("{text}: {e}"))
-        .timestamp_millis()
 }
 
 #[tokio::test]
@@ -217,18 +206,6 @@ async fn half_open_probes_are_leased_fleet_wide() {
     );
     drop(gateways);
     drop_schema(&url, &schema).await;
-}
-
-async fn force(gateway: &TestGateway, key: &str, state: &str) -> Value {
-    let url = gateway.url(&format!("/v1/breakers/{key}/force"));
-    let (status, _, body) = send(
-        reqwest::Client::new()
-            .post(url)
-            .json(&json!({ "state": state })),
-    )
-    .await;
-    assert_eq!(status, 200, "{body:#}");
-    body
 }
 
 #[tokio::test]

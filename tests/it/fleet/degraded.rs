@@ -7,37 +7,14 @@
 use std::time::Duration;
 
 use faregate_sim::{Fault, RouteGroup};
-use serde_json::Value;
 
 use super::{
-    breaker, drop_schema, fleet_config, metrics, postgres_url, replica, schema, search_flights,
-    server_of, through, wait_for_state,
+    breaker, drop_schema, fleet_config, metrics, postgres_url, ready, replica, schema,
+    search_flights, server_of, through, wait_connected, wait_for_state,
 };
-use crate::support::{self, CutProxy, TestGateway, send, wait_until};
+use crate::support::{self, CutProxy, wait_until};
 
 const FLIGHTS: &str = "search_flights.duffel";
-
-async fn ready(gateway: &TestGateway) -> Value {
-    send(reqwest::Client::new().get(gateway.url("/readyz")))
-        .await
-        .2
-}
-
-async fn wait_connected(gateway: &TestGateway, connected: bool) {
-    wait_until(
-        Duration::from_secs(15),
-        "the fleet connection state",
-        || async {
-            let r = ready(gateway).await;
-            if r["fleet"]["connected"] == connected {
-                Ok(())
-            } else {
-                Err(format!("{r:#}"))
-            }
-        },
-    )
-    .await;
-}
 
 #[tokio::test]
 async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {

@@ -1,8 +1,9 @@
 //! Fleets: gateways sharing one store. `queue` runs 1,000 jobs on three replicas of one
 //! PostgreSQL queue; `breakers` checks that the replicas act as one gateway's breakers (an open
 //! propagates, half-open probes are leased fleet-wide, forced states survive restarts);
-//! `degraded` takes PostgreSQL away from one replica and gives it back; and `spool` does so
-//! while background jobs arrive and run; `watches` restarts a watch's gateway and runs one
+//! `degraded` takes PostgreSQL away from one replica and gives it back, and `spool` does so
+//! while background jobs arrive and run; `rejoin` checks what such a replica writes on its
+//! return against what the fleet did meanwhile; `lease` hands the probe lease to a replica with callers; `watches` restarts a watch's gateway and runs one
 //! watch on two replicas; `scope` shares one breaker per provider account across replicas;
 //! `back_in_service` sends one back-in-service notice from two replicas.
 //!
@@ -12,7 +13,9 @@
 mod back_in_service;
 mod breakers;
 mod degraded;
+mod lease;
 mod queue;
+mod rejoin;
 mod scope;
 mod spool;
 mod watches;
@@ -25,6 +28,9 @@ use faregate::jobs::{JobStore, Store};
 use serde_json::{Value, json};
 
 use crate::support::{self, NoEnv, TestGateway, send, wait_until};
+
+/// The breaker of flight search (one provider per tool), in URLs.
+const FLIGHTS: &str = "search_flights.duffel";
 
 /// The PostgreSQL URL, or `None` after saying on stderr that `test` did not run.
 fn postgres_url(test: &str) -> Option<String> {
@@ -101,6 +107,67 @@ async fn search_flights(gateway: &TestGateway) -> (u16, Value) {
     let url = gateway.url("/v1/tools/search_flights/call");
     let (status, _, envelope) = send(reqwest::Client::new().post(url).json(&body)).await;
     (status, envelope)
+}
+
+/// `POST /v1/breakers/{key}/force` with `state` on `gateway`; the answer (a 200).
+async fn force(gateway: &TestGateway, key: &str, state: &str) -> Value {
+    let url = gateway.url(&format!("/v1/breakers/{key}/force"));
+    let (status, _, body) = send(
+        reqwest::Client::new()
+            .post(url)
+            .json(&json!({ "state": state })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body:#}");
+    body
+}
+
+/// Epoch milliseconds of an RFC 3339 field.
+fn epoch_ms(value: &Value) -> i64 {
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a time: {value}"));
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+        .timestamp_millis()
+}
+
+/// `GET /readyz` on `gateway`.
+async fn ready(gateway: &TestGateway) -> Value {
+    send(reqwest::Client::new().get(gateway.url("/readyz")))
+        .await
+        .2
+}
+
+/// Waits until `gateway` says whether the fleet's store answers it (`connected`).
+async fn wait_connected(gateway: &TestGateway, connected: bool) {
+    wait_until(
+        Duration::from_secs(15),
+        "the fleet connection state",
+        || async {
+            let r = ready(gateway).await;
+            if r["fleet"]["connected"] == connected {
+                Ok(())
+            } else {
+                Err(format!("{r:#}"))
+            }
+        },
+    )
+    .await;
+}
+
+/// Calls flight search on `gateway` until its breaker is open (the provider failing).
+async fn trip(gateway: &TestGateway) {
+    wait_until(Duration::from_secs(10), "the breaker to open", || async {
+        search_flights(gateway).await;
+        let b = breaker(gateway, FLIGHTS).await;
+        if b["state"] == "open" {
+            Ok(())
+        } else {
+            Err(format!("{b:#}"))
+        }
+    })
+    .await;
 }
 
 /// `url` with its host and port replaced by `addr`.

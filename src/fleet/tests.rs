@@ -1,0 +1,120 @@
+//! The fleet's rules that one process can check, on a SQLite file: rows written "by another
+//! replica" are written straight through the statements, under a name that is not this
+//! replica's, and followed by this replica's catch-up read.
+//!
+//! Scenarios that need a store that goes away, notifications or leases between processes are in
+//! `tests/it/fleet/` (PostgreSQL).
+
+use std::collections::HashSet;
+
+use super::handle::Fleet;
+use super::record::AutoState;
+use crate::breaker::{BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, ForceMode};
+use crate::clock;
+use crate::store::Db;
+
+/// A name no replica of these tests is given.
+const PEER: &str = "replica-peer";
+
+fn key() -> BreakerKey {
+    BreakerKey::new("search_flights", "duffel")
+}
+
+fn config() -> BreakerConfig {
+    BreakerConfig::builder()
+        .jitter(0.0)
+        .build()
+        .unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+/// This replica's fleet on a fresh SQLite file (kept as long as the directory).
+async fn fleet(dir: &tempfile::TempDir) -> std::sync::Arc<Fleet> {
+    let db = Db::open_sqlite_file(&dir.path().join("fleet.db"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    Fleet::open(db).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn a_recovery_never_ends_an_open_that_still_runs() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let now = clock::epoch_ms();
+    let open = AutoState::Open {
+        until_ms: now + 40_000,
+        ramp: true,
+    };
+    let store = &fleet.store;
+    let opened = store.set_auto(&key(), open, PEER, now).await;
+    let opened = opened.unwrap_or_else(|e| panic!("{e}"));
+    assert!(opened.is_some(), "the peer's open is written");
+    // This replica recovered while it did not know of that open (it was away from the store).
+    let recovered = AutoState::Recovered { ramp: true };
+    let refused = store
+        .set_auto(&key(), recovered, &fleet.replica, now + 1)
+        .await;
+    assert_eq!(
+        refused.map(|r| r.is_some()).ok(),
+        Some(false),
+        "nothing written"
+    );
+    let rows = store.all().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].auto, rows[0].replica.as_str()), (open, PEER));
+    // Once the open has run out, a recovery from it is written.
+    let later = store
+        .set_auto(&key(), recovered, &fleet.replica, now + 40_000)
+        .await;
+    let later = later.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(later.map(|r| r.auto_state), Some("recovered".to_string()));
+}
+
+#[tokio::test]
+async fn a_force_still_to_be_written_is_not_undone_by_a_peers_row() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let breaker = breakers.get_or_insert(key(), config());
+    // Forced here while the store was away: the force waits to be written.
+    breaker.force(ForceMode::Open, clock::now());
+    // Meanwhile a peer opened the breaker, and its row has no force.
+    let now = clock::epoch_ms();
+    let open = AutoState::Open {
+        until_ms: now + 30_000,
+        ramp: true,
+    };
+    let written = fleet.store.set_auto(&key(), open, PEER, now).await;
+    written.unwrap_or_else(|e| panic!("{e}"));
+    let forcing = HashSet::from([key()]);
+    let read = fleet.catch_up(&breakers, &forcing).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+    // Once the force is written, the row is this replica's force.
+    let forced = fleet
+        .store
+        .force(&key(), ForceMode::Open, &fleet.replica, now)
+        .await;
+    let forced = forced.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(forced.map(|r| r.forced), Some(Some("open".to_string())));
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+}
+
+#[tokio::test]
+async fn a_breaker_a_reload_adds_follows_the_rows_written_before_it() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let now = clock::epoch_ms();
+    let forced = fleet.store.force(&key(), ForceMode::Open, PEER, now).await;
+    forced.unwrap_or_else(|e| panic!("{e}"));
+    // Read while this replica serves no such breaker.
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    // A reload adds it; the next read has it follow the fleet's force.
+    let breaker = breakers.get_or_insert(key(), config());
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+}
