@@ -96,8 +96,8 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
         Keys::new(setup.roster),
         limits,
     );
-    // Work a client set up earlier (a background job, a watch's run) runs only while the
-    // current roster still lets it call the tool.
+    // A watch's runs are made only while the current roster still lets its client call the
+    // tool.
     state
         .gateway
         .check_clients_against(Arc::clone(state.keys.directory()));

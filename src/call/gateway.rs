@@ -116,9 +116,9 @@ pub struct Gateway {
     /// `std` lock: read once per booking, written only when budgets are set, never held across
     /// an await.
     budgets: std::sync::RwLock<BTreeMap<String, Budget>>,
-    /// The clients and what each may call now, for work a client set up earlier (background
-    /// jobs, watches' runs): a reload may have narrowed its scope or taken its key away since.
-    /// Unset (the library alone, tests of the call path): not checked.
+    /// The clients and what each may call now, for work a client set up earlier (a watch's
+    /// runs): a reload may have narrowed its scope or taken its key away since. Unset (the
+    /// library alone, tests of the call path): not checked.
     clients: OnceLock<Arc<Directory>>,
 }
 
@@ -586,14 +586,6 @@ impl Gateway {
             };
         };
         let info = CallInfo::new(self.call_id(req.call_id), tool.spec.name);
-        if !self.may_call(&req.client, &tool) {
-            let text = texts::client_no_longer_allowed(tool.spec.name);
-            return Verdict::Never {
-                error: text.clone(),
-                envelope: Some(refused_here(info, text)),
-                attempted: false,
-            };
-        }
         let digest = self.write_digest(&tool, &req.arguments);
         // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
@@ -702,9 +694,9 @@ impl Gateway {
         let _ = self.clients.set(clients);
     }
 
-    /// Whether `client` may call `tool` now, by the current roster: for a background job or a
-    /// watch's run, which the client asked for before a reload may have narrowed its scope or
-    /// taken its key away. (Interactive calls are checked at the edge, against the key itself.)
+    /// Whether `client` may call `tool` now, by this replica's current roster: for a watch's
+    /// run, which the client asked for before a reload may have narrowed its scope or taken its
+    /// key away. (Interactive calls are checked at the edge, against the key itself.)
     pub fn may_call(&self, client: &ClientName, tool: &ServedTool) -> bool {
         self.clients.get().is_none_or(|clients| {
             clients

@@ -161,14 +161,6 @@ pub fn key_reused(tool: &str) -> String {
     )
 }
 
-/// Work a client set up earlier (a background job, a watch's run) that it may no longer call:
-/// a reload narrowed its scope or took its key away.
-pub fn client_no_longer_allowed(tool: &str) -> String {
-    format!(
-        "this client may no longer call {tool} (the gateway's client configuration changed since the call was made), so it was not run"
-    )
-}
-
 /// A background call under an idempotency key its client used for job `job_id` with other
 /// arguments.
 pub fn job_key_reused(tool: &str, job_id: &str) -> String {

@@ -171,11 +171,11 @@ pub fn arguments_not_an_object(why: &str) -> String {
     )
 }
 
-/// Why a watch ended before a run: its client may no longer call `tool` (a reload narrowed its
-/// scope, or took its key away).
+/// Why a watch's instant passed without a run: its client may not call `tool` now (a reload
+/// narrowed its scope, or took its key away).
 pub fn no_longer_allowed(tool: &str) -> String {
     format!(
-        "the watch cannot run any more: its client may no longer call {tool} (the gateway's client configuration changed)"
+        "not run: this watch's client may no longer call {tool} (the gateway's client configuration changed); it runs again once the client may, or delete it"
     )
 }
 

@@ -447,6 +447,36 @@ impl WatchStore {
         Ok(changed == 1)
     }
 
+    /// Lets the instant `instant` pass without a run (its client may not call the tool now), with
+    /// why: the watch is due again at `next`, or has ended when there is none. False when
+    /// another replica started or skipped that instant meanwhile.
+    pub async fn skip_run(
+        &self,
+        id: &str,
+        instant: i64,
+        next: Option<i64>,
+        error: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let db = self.ready().await?;
+        let changed = db
+            .execute(
+                "UPDATE faregate_watches SET next_run_at = COALESCE($3, next_run_at),
+                     state = CASE WHEN $3 IS NULL THEN 'ended' ELSE state END,
+                     last_error = $4, updated_at = $5
+                 WHERE id = $1 AND job_id IS NULL AND state = 'active' AND next_run_at = $2",
+                &[
+                    Arg::Text(Some(id)),
+                    Arg::Int(Some(instant)),
+                    Arg::Int(next),
+                    Arg::Text(Some(error)),
+                    Arg::Int(Some(now_ms)),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
     /// Ends a watch whose run could not even be submitted (its arguments no longer hold), with
     /// why; false when a run is under way or it was not active.
     pub async fn end_unrun(&self, id: &str, error: &str, now_ms: i64) -> Result<bool, StoreError> {

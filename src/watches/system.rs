@@ -278,13 +278,19 @@ impl WatchSystem {
     async fn start_run(&self, watch: &Watch) -> Result<(), StoreError> {
         let instant = watch.next_run_at_ms;
         // A reload may have narrowed the client's scope, or taken its key away, since the
-        // watch was made (`Gateway::may_call`).
+        // watch was made (`Gateway::may_call`): the instant passes without a run. Not the
+        // watch's end: in a fleet, a replica a reload has not reached yet does not know a client
+        // just added, and must not end its watches.
         if let Some(tool) = self.gateway.tool(&watch.tool)
             && !self.gateway.may_call(&watch.client, &tool)
         {
             let why = texts::no_longer_allowed(&watch.tool);
+            let now = clock::epoch_ms();
+            let next = watch
+                .schedule
+                .next(instant, now, watch.runs, watch.departure_at_ms);
             self.store
-                .end_unrun(&watch.id, &why, clock::epoch_ms())
+                .skip_run(&watch.id, instant, next, &why, now)
                 .await?;
             return Ok(());
         }

@@ -161,61 +161,6 @@ async fn a_failed_read_is_answered_with_its_last_good_result_and_its_age() {
     assert!(stale.content.starts_with("STALE RESULT, 4 min old"));
 }
 
-/// A job runs only while its client may still call its tool: after a reload that narrowed the
-/// client's scope or took its key away, it is never run, and its result says why.
-#[tokio::test(start_paused = true)]
-async fn a_job_whose_client_may_no_longer_call_its_tool_is_never_run() {
-    use crate::clients::{ClientName, ClientProfile, Directory, Roster, Scope, digest};
-    let duffel = Scripted::new([ok(ms(0), flights())]);
-    let gateway = gateway(&[("duffel", &duffel)]);
-    let searcher = ClientName::configured("searcher").unwrap_or_else(|e| panic!("{e}"));
-    let mut roster = Roster::default();
-    let scope = Scope::new(vec!["search_*".into()], false).unwrap_or_else(|e| panic!("{e}"));
-    roster
-        .add_client(
-            digest(b"searcher-key"),
-            Arc::new(ClientProfile {
-                scope,
-                ..ClientProfile::unrestricted(searcher.clone())
-            }),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    gateway.check_clients_against(Arc::new(Directory::new(roster)));
-    let as_client = |client: &ClientName, tool: &str, arguments: Value| CallRequest {
-        client: client.clone(),
-        ..request(tool, arguments)
-    };
-
-    let allowed = gateway
-        .run_background(as_client(&searcher, "search_flights", search_args()))
-        .await;
-    assert!(matches!(allowed, Verdict::Done { .. }), "{allowed:?}");
-    for (client, tool, arguments) in [
-        (&searcher, "book_flight", booking_args()),
-        // Its job was queued while auth was off; client keys are on now.
-        (&ClientName::local(), "search_flights", search_args()),
-    ] {
-        let verdict = gateway
-            .run_background(as_client(client, tool, arguments))
-            .await;
-        let Verdict::Never {
-            envelope: Some(env),
-            error,
-            attempted: false,
-        } = verdict
-        else {
-            panic!("{client} {tool}: never run: {verdict:?}");
-        };
-        assert_eq!(env.status, Status::Rejected);
-        assert!(error.contains("may no longer call"), "{error}");
-    }
-    assert_eq!(
-        duffel.calls(),
-        1,
-        "only the allowed job reached the provider"
-    );
-}
-
 /// A job's arguments are checked once per run, schema and semantics together: valid at
 /// acceptance but past their date now, the job is never run, and its result says why.
 #[tokio::test(start_paused = true)]

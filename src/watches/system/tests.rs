@@ -582,7 +582,7 @@ async fn an_outage_during_a_watch_is_silent_and_the_schedule_resumes_after_it() 
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_watch_whose_client_may_no_longer_call_its_tool_ends_before_its_next_run() {
+async fn a_watch_makes_no_run_while_its_client_may_not_call_its_tool() {
     let provider = Scripted::new([Answer::Flight {
         delay: 0,
         gate: "A1",
@@ -610,15 +610,20 @@ async fn a_watch_whose_client_may_no_longer_call_its_tool_ends_before_its_next_r
         .unwrap_or_else(|e| panic!("{e}"));
     bench.clients.replace(roster);
     bench
-        .until(&watch.id, EVERY * 3, "the watch to end", |w| {
-            w.state == WatchState::Ended
+        .until(&watch.id, EVERY * 3, "an instant to pass unrun", |w| {
+            w.last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("may no longer call get_flight_status"))
         })
         .await;
-    let ended = bench.watch(&watch.id).await;
-    let why = ended.last_error.unwrap_or_default();
-    assert!(
-        why.contains("may no longer call get_flight_status"),
-        "{why}"
-    );
-    assert_eq!(provider.calls(), calls, "no run after the change");
+    bench
+        .through(&watch.id, EVERY * 3, |w, _| {
+            assert_eq!(w.runs, 1, "no run while the client may not call the tool");
+            assert_eq!(w.state, WatchState::Active, "not ended: {w:?}");
+        })
+        .await;
+    assert_eq!(provider.calls(), calls, "nothing reached the provider");
+    // The reload reaches back (auth off again): the watch runs on.
+    bench.clients.replace(Roster::default());
+    bench.until_runs(&watch.id, 2).await;
 }
