@@ -13,20 +13,18 @@
 //! The first caller (the leader) starts the call on a task of its own, so the leader going away
 //! does not cancel it for the others. Every caller, the leader too, is a [`Waiter`]; when the
 //! last waiter goes away before the answer, the task is aborted, as a lone read is cancelled
-//! with its caller (a dropped breaker permit records nothing), unless a waiter left it running
-//! (below).
+//! with its caller (a dropped breaker permit records nothing).
 //!
 //! # Deadlines
 //! The shared call runs to the tool's own deadline, not to its leader's: a leader in a hurry
 //! (an agent that asked for a short deadline) would otherwise cut the call short for every
 //! patient caller that joined it, and the breaker would count the hurry as the provider's
 //! timeout. [`Waiter::deadline`] says when the call ends, so a waiter whose own deadline comes
-//! sooner stops waiting then and answers with its fallback.
-//!
-//! A waiter that stops at its own deadline leaves the call running ([`Waiter::leave_running`]),
-//! even when nobody else waits: the provider is then judged by the tool's timeout, which the
-//! operator set, and a good answer is still remembered for the next caller. Only callers that go
-//! away (a closed connection) cancel a call nobody waits on.
+//! sooner stops waiting then and answers with its fallback; it counts out like a caller that
+//! went away, so a call whose every caller stopped waiting is aborted, and its breaker counts
+//! nothing. (Leaving it running instead would let one client with tiny deadlines keep any
+//! number of calls upstream after its answers, past its in-flight cap, each holding a bulkhead
+//! slot and spending provider quota.)
 
 use std::collections::HashMap;
 use std::fmt;
@@ -61,10 +59,8 @@ struct Flight<T> {
     deadline: Instant,
     /// The outcome, once there is one.
     outcome: watch::Receiver<Option<T>>,
-    /// The callers waiting on it; at zero the call is aborted, unless it is left running.
+    /// The callers waiting on it; at zero the call is aborted.
     waiters: usize,
-    /// A waiter stopped at its own deadline: the call runs to its end, waited on or not.
-    left_running: bool,
     task: AbortHandle,
     /// The call's steps (failing over, retrying), for every waiter.
     steps: Steps,
@@ -150,7 +146,6 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
                 deadline,
                 outcome: outcome.clone(),
                 waiters: 1,
-                left_running: false,
                 task: task.abort_handle(),
                 steps: steps.clone(),
             },
@@ -185,18 +180,6 @@ impl<T: Clone> Waiter<T> {
         self.deadline
     }
 
-    /// This caller stops waiting because its own deadline came first: the call runs on to its
-    /// end even if nobody waits any more, so that the breaker counts what the provider did, not
-    /// the caller's hurry, and a good answer is remembered.
-    pub(super) fn leave_running(&self) {
-        let mut flights = lock(&self.flights);
-        if let Some(flight) = flights.by_key.get_mut(&self.key)
-            && flight.id == self.id
-        {
-            flight.left_running = true;
-        }
-    }
-
     /// The shared call's steps from now on.
     pub(super) fn steps(&self) -> broadcast::Receiver<Step> {
         self.steps.subscribe()
@@ -213,7 +196,7 @@ impl<T> Drop for Waiter<T> {
             return;
         }
         flight.waiters -= 1;
-        if flight.waiters == 0 && !flight.left_running {
+        if flight.waiters == 0 {
             // Nobody waits any more: the call is not worth finishing (a read only).
             flight.task.abort();
             flights.by_key.remove(&self.key);
@@ -331,25 +314,5 @@ mod tests {
             0,
             "aborted, never finished"
         );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_call_left_running_finishes_when_nobody_waits() {
-        let coalescer = Coalescer::default();
-        let finished = Arc::new(AtomicU32::new(0));
-        let done = Arc::clone(&finished);
-        let hurried = coalescer.join("k".into(), later(10), move |_| async move {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            done.fetch_add(1, Ordering::Relaxed);
-            1u32
-        });
-        let patient = coalescer.join("k".into(), later(10), |_| async { 2u32 });
-        hurried.leave_running();
-        drop(hurried);
-        drop(patient);
-        assert_eq!(coalescer.in_flight(), 1, "still running");
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        assert_eq!(finished.load(Ordering::Relaxed), 1, "ran to its end");
-        assert_eq!(coalescer.in_flight(), 0, "and is gone once finished");
     }
 }

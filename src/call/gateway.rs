@@ -478,16 +478,13 @@ impl Gateway {
         async move {
             let their_steps = steps.map(|to| (waiter.steps(), to));
             // The shared call ends by the tool's deadline; a caller in more of a hurry stops
-            // waiting at its own and leaves the call running for the provider's true outcome.
+            // waiting at its own (and counts out, as one that went away).
             let wait = async {
                 if deadline < waiter.deadline() {
-                    match tokio::time::timeout_at(deadline, waiter.outcome()).await {
-                        Ok(outcome) => outcome,
-                        Err(_) => {
-                            waiter.leave_running();
-                            None
-                        }
-                    }
+                    tokio::time::timeout_at(deadline, waiter.outcome())
+                        .await
+                        .ok()
+                        .flatten()
                 } else {
                     waiter.outcome().await
                 }
