@@ -43,7 +43,7 @@ const MAX_PENDING: usize = 4096;
 
 /// One write to the store, waiting for its turn.
 #[derive(Debug)]
-enum Write {
+pub(super) enum Write {
     /// A transition for the history.
     Event(StoredTransition),
     /// An operator's force (or its end).
@@ -233,7 +233,11 @@ impl Fleet {
         Ok(())
     }
 
-    async fn write(&self, write: &Write, breakers: &BreakerRegistry) -> Result<(), StoreError> {
+    pub(super) async fn write(
+        &self,
+        write: &Write,
+        breakers: &BreakerRegistry,
+    ) -> Result<(), StoreError> {
         let now_ms = clock::epoch_ms();
         let row = match write {
             Write::Event(t) => return self.store.record(t).await,
@@ -258,10 +262,11 @@ impl Fleet {
         // A row always serializes; the payload is a few hundred bytes.
         let payload = serde_json::to_string(&Note::Row(row.clone())).unwrap_or_default();
         if let (Write::Auto(_, asked), Some(written)) = (write, row.into_record())
-            && written.auto != *asked
+            && (written.auto != *asked || written.forced.is_some())
         {
-            // The store kept another replica's later open-until: this replica's own record of
-            // it says so, and nothing else will tell it (the row is now this replica's).
+            // The store kept what another replica wrote: a later open-until, or an operator's
+            // force (an automatic write never sets one) made while this replica was away. The
+            // row is now this replica's, so no read will tell it: it follows the row here.
             self.follow_written(&written, breakers);
         }
         if self.shared {

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 
 use super::handle::Fleet;
 use super::record::AutoState;
+use super::run::Write;
 use crate::breaker::{BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, ForceMode};
 use crate::clock;
 use crate::store::Db;
@@ -114,6 +115,31 @@ async fn a_breaker_a_reload_adds_follows_the_rows_written_before_it() {
     read.unwrap_or_else(|e| panic!("{e}"));
     // A reload adds it; the next read has it follow the fleet's force.
     let breaker = breakers.get_or_insert(key(), config());
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+}
+
+#[tokio::test]
+async fn a_replica_writing_its_state_on_return_follows_a_force_made_meanwhile() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let breaker = breakers.get_or_insert(key(), config());
+    // While this replica was away from the store, an operator forced the breaker open on a peer.
+    let now = clock::epoch_ms();
+    let forced = fleet.store.force(&key(), ForceMode::Open, PEER, now).await;
+    forced.unwrap_or_else(|e| panic!("{e}"));
+    // Back, this replica writes what it queued meanwhile (its breaker opened on its own), before
+    // it reads: the row keeps the peer's force, and is now this replica's.
+    let open = AutoState::Open {
+        until_ms: now + 30_000,
+        ramp: true,
+    };
+    let queued = Write::Auto(key(), open);
+    let written = fleet.write(&queued, &breakers).await;
+    written.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
     let read = fleet.catch_up(&breakers, &HashSet::new()).await;
     read.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
