@@ -172,10 +172,15 @@ pub fn arguments_not_an_object(why: &str) -> String {
 }
 
 /// Why a watch's instant passed without a run: its client may not call `tool` now (a reload
-/// narrowed its scope, or took its key away).
-pub fn no_longer_allowed(tool: &str) -> String {
+/// narrowed its scope, or took its key away). `ended`: that was its last instant.
+pub fn no_longer_allowed(tool: &str, ended: bool) -> String {
+    let then = if ended {
+        "and the watch has reached its end"
+    } else {
+        "it runs again once the client may, or delete it"
+    };
     format!(
-        "not run: this watch's client may no longer call {tool} (the gateway's client configuration changed); it runs again once the client may, or delete it"
+        "not run: this watch's client may no longer call {tool} (the gateway's client configuration changed); {then}"
     )
 }
 

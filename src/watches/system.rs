@@ -284,11 +284,11 @@ impl WatchSystem {
         if let Some(tool) = self.gateway.tool(&watch.tool)
             && !self.gateway.may_call(&watch.client, &tool)
         {
-            let why = texts::no_longer_allowed(&watch.tool);
             let now = clock::epoch_ms();
             let next = watch
                 .schedule
                 .next(instant, now, watch.runs, watch.departure_at_ms);
+            let why = texts::no_longer_allowed(&watch.tool, next.is_none());
             self.store
                 .skip_run(&watch.id, instant, next, &why, now)
                 .await?;
