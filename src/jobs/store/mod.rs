@@ -11,6 +11,7 @@
 pub(crate) mod memory;
 mod model;
 mod sql;
+mod unreadable;
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::model::{
     CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
 };
+use super::unreadable;
 use crate::clients::ClientName;
 use crate::store::{Arg, Db, Migration, StoreRow};
 use crate::trace_context::TraceContext;
@@ -151,19 +152,6 @@ const CLAIM: &str = concat!(
      RETURNING ",
     job_columns!()
 );
-
-/// A claimed job whose row this version cannot read (a hand edit, or a state name a newer
-/// version wrote during a rolling upgrade): `$1` id, `$2` owner, `$3` when it is due again,
-/// `$4` why, `$5` now. Set aside rather than failing the whole claim, which left every job of
-/// the batch `running` with no run, claimed and dropped again at each lease's end.
-const SET_ASIDE: &str = "UPDATE faregate_jobs
-     SET status = 'retry_scheduled', lease_owner = NULL, lease_until = NULL,
-         next_attempt_at = $3, last_error = $4, updated_at = $5
-     WHERE id = $1 AND lease_owner = $2 AND status = 'running'";
-
-/// How long a job whose row cannot be read is set aside: then a replica (perhaps of a newer
-/// version, or after the row was fixed) may claim it again.
-const SET_ASIDE_FOR_MS: i64 = 10 * 60 * 1000;
 
 /// Every end of a run, in one statement: `$3` the new status, `$4` the result, `$5` the error,
 /// `$6` whether the attempt counts, `$7` the next due time (kept when NULL), `$8` now. A final
@@ -355,31 +343,6 @@ impl Store {
         self.db.fetch(OLDEST, &args, job_from_row).await
     }
 
-    /// Sets aside claimed job `id`, whose row could not be read (`error`), for
-    /// [`SET_ASIDE_FOR_MS`]; the rest of its batch runs.
-    async fn set_aside(&self, id: Option<&str>, owner: &str, error: &StoreError, now_ms: i64) {
-        let Some(id) = id else {
-            tracing::error!(%error, "a claimed job's row cannot be read, not even its id; its lease will end");
-            return;
-        };
-        let why = format!("this gateway cannot read the job's stored row ({error}); set aside");
-        let args = [
-            Arg::Text(Some(id)),
-            Arg::Text(Some(owner)),
-            Arg::Int(Some(now_ms.saturating_add(SET_ASIDE_FOR_MS))),
-            Arg::Text(Some(&why)),
-            Arg::Int(Some(now_ms)),
-        ];
-        match self.db.execute(SET_ASIDE, &args).await {
-            Ok(_) => {
-                tracing::error!(job = id, %error, "a claimed job's row cannot be read; set aside for 10 minutes, the rest of its batch runs");
-            }
-            Err(e) => {
-                tracing::error!(job = id, %error, store_error = %e, "a claimed job's row cannot be read and could not be set aside; its lease will end");
-            }
-        }
-    }
-
     /// The claim statement in this store's dialect.
     fn claim_statement(&self) -> sqlx::AssertSqlSafe<String> {
         sqlx::AssertSqlSafe(
@@ -446,7 +409,9 @@ impl JobStore for Store {
         for row in claimed {
             match row {
                 Ok(job) => jobs.push(job),
-                Err((id, error)) => self.set_aside(id.as_deref(), owner, &error, now_ms).await,
+                Err((id, error)) => {
+                    unreadable::set_aside(&self.db, id.as_deref(), owner, &error, now_ms).await;
+                }
             }
         }
         // RETURNING does not keep the subquery's order: oldest due first, as documented.
