@@ -403,16 +403,10 @@ impl JobStore for Store {
         ];
         let claimed = self
             .db
-            .claim(self.claim_statement(), &args, |row| Ok(readable(row)))
-            .await?;
-        let mut jobs = Vec::with_capacity(claimed.len());
-        for row in claimed {
-            match row {
-                Ok(job) => jobs.push(job),
-                Err((id, error)) => {
-                    unreadable::set_aside(&self.db, id.as_deref(), owner, &error, now_ms).await;
-                }
-            }
+            .claim(self.claim_statement(), &args, |row| Ok(readable(row)));
+        let (mut jobs, unreadable) = unreadable::split(claimed.await?);
+        for (id, error) in unreadable {
+            unreadable::set_aside(&self.db, id.as_deref(), owner, &error, now_ms).await;
         }
         // RETURNING does not keep the subquery's order: oldest due first, as documented.
         jobs.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
@@ -466,7 +460,12 @@ impl JobStore for Store {
             Arg::Int(Some(lease_ms)),
             Arg::Int(Some(i64::from(limit))),
         ];
-        self.db.claim(sql, &args, job_from_row).await
+        let claimed = self.db.claim(sql, &args, |row| Ok(readable(row)));
+        let (jobs, unreadable) = unreadable::split(claimed.await?);
+        for (id, error) in unreadable {
+            unreadable::set_callback_aside(&self.db, id.as_deref(), &error, now_ms).await;
+        }
+        Ok(jobs)
     }
 
     async fn callback_result(
@@ -582,7 +581,7 @@ fn job_from_row(r: &dyn StoreRow) -> Result<Job, StoreError> {
 }
 
 /// A claimed row as a [`Job`], or, when it cannot be read, its id (if that can be) and why.
-fn readable(r: &dyn StoreRow) -> Result<Job, (Option<String>, StoreError)> {
+fn readable(r: &dyn StoreRow) -> Result<Job, unreadable::Unreadable> {
     job_from_row(r).map_err(|e| (r.text("id").ok().flatten(), e))
 }
 

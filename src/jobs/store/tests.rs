@@ -269,6 +269,73 @@ async fn check_unreadable_row(store: Store) {
     );
 }
 
+#[tokio::test]
+async fn a_callback_whose_row_cannot_be_read_waits_and_the_rest_go_out() {
+    let (sqlite, _dir) = sqlite().await;
+    check_unreadable_callback(sqlite).await;
+    if let Some(store) = postgres("a_callback_whose_row_cannot_be_read").await {
+        check_unreadable_callback(store).await;
+    }
+}
+
+async fn check_unreadable_callback(store: Store) {
+    let mut ended = Vec::new();
+    for tool in ["search_flights", "search_hotels"] {
+        let mut nj = new_job(tool, None);
+        nj.callback_url = Some("https://chat.example.com/hook".into());
+        let (j, _) = store
+            .enqueue(nj, T0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        ended.push(j.id);
+    }
+    store
+        .claim("w", T0, 1000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for id in &ended {
+        store
+            .finish(id, "w", succeeded(json!({"status": "ok"})), T0 + 10)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let (bad, good) = (&ended[0], &ended[1]);
+    // Stored arguments that no longer parse (a hand edit).
+    store
+        .db()
+        .execute(
+            "UPDATE faregate_jobs SET arguments = '{not json' WHERE id = $1",
+            &[crate::store::Arg::Text(Some(bad))],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let due = store
+        .claim_callbacks(T0 + 10, 30_000, 10)
+        .await
+        .unwrap_or_else(|e| panic!("the good callback is claimed: {e}"));
+    let ids: Vec<&str> = due.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, [good.as_str()]);
+    let waits_until = T0 + 10 + 10 * 60 * 1000;
+    let after_lease = store
+        .claim_callbacks(T0 + 10 + 30_000, 30_000, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        after_lease.iter().all(|j| j.id != *bad),
+        "set aside past the claim's lease"
+    );
+    let next: Vec<i64> = store
+        .db()
+        .fetch(
+            "SELECT next_callback_at FROM faregate_jobs WHERE id = $1",
+            &[crate::store::Arg::Text(Some(bad))],
+            |r| Ok(r.int("next_callback_at")?.unwrap_or_default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(next, [waits_until]);
+}
+
 async fn sqlite_unmigrated() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
