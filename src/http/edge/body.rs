@@ -73,16 +73,7 @@ pub(crate) fn read_body(
 /// With client keys off: 403 for a request a browser marks cross-site, 415 for any body not
 /// declared as JSON (what a page on another site could make a browser send unasked).
 fn refuse_browser_requests(headers: &HeaderMap) -> Result<(), ApiError> {
-    let cross_site = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("cross-site"));
-    if cross_site {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "cross-site requests are refused while client keys are off: a web page must not call tools through the user's browser. Call from a program, or set client keys on the gateway",
-        ));
-    }
+    refuse_cross_site(headers)?;
     let essence = essence(headers);
     if essence == "application/json" || essence.ends_with("+json") {
         return Ok(());
@@ -98,6 +89,23 @@ fn refuse_browser_requests(headers: &HeaderMap) -> Result<(), ApiError> {
             "the body is declared as {declared}; send it with `Content-Type: application/json` (while client keys are off, nothing else is read, so that a web page cannot make a browser call tools)"
         ),
     ))
+}
+
+/// 403 for a request a browser marks cross-site: with client keys off, what a web page on
+/// another site makes the user's browser send (also to a route that reads no body, such as a
+/// reload).
+pub(crate) fn refuse_cross_site(headers: &HeaderMap) -> Result<(), ApiError> {
+    let cross_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("cross-site"));
+    if cross_site {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross-site requests are refused while client keys are off: a web page must not call tools through the user's browser. Call from a program, or set client keys on the gateway",
+        ));
+    }
+    Ok(())
 }
 
 /// The media type of the body, lower case, without parameters; empty when none is declared.

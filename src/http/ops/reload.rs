@@ -13,13 +13,20 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::http::edge::{ApiError, Role};
+use crate::http::edge::{ApiError, Browsers, Role, refuse_cross_site};
 use crate::http::state::{ReloadError, SharedState};
 
 /// The handler.
 pub(crate) async fn reload(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     if let Err(res) = state.authorize(&headers, Role::Admin, "reloading the configuration") {
         return *res;
+    }
+    // With keys off (and so no admin key to present) a web page must not reload the gateway
+    // through the user's browser; a reload reads no body, so only the mark is checked.
+    if state.browsers() == Browsers::Refused
+        && let Err(e) = refuse_cross_site(&headers)
+    {
+        return e.into_response();
     }
     // Reading the configuration is a few small files; off the async workers all the same.
     let reloading = state.clone();
