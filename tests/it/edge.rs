@@ -52,6 +52,18 @@ async fn exchange(gw: &TestGateway, head: &str, body: &[u8]) -> String {
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// `body` in HTTP/1.1 chunked transfer coding (32 KiB chunks, then the last chunk).
+fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut coded = Vec::new();
+    for chunk in body.chunks(32 * 1024) {
+        coded.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        coded.extend_from_slice(chunk);
+        coded.extend_from_slice(b"\r\n");
+    }
+    coded.extend_from_slice(b"0\r\n\r\n");
+    coded
+}
+
 /// The status and the JSON body of an HTTP/1.1 answer.
 fn parse(answer: &str) -> (u16, Value) {
     let status = answer
@@ -213,14 +225,7 @@ async fn a_client_that_sends_its_whole_oversized_body_reads_the_413() {
     // Chunked: refused while reading, at the limit.
     let head = "POST /v1/anthropic/tool_use HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n\
                 transfer-encoding: chunked\r\n\r\n";
-    let mut chunked = Vec::new();
-    for chunk in body.chunks(32 * 1024) {
-        chunked.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
-        chunked.extend_from_slice(chunk);
-        chunked.extend_from_slice(b"\r\n");
-    }
-    chunked.extend_from_slice(b"0\r\n\r\n");
-    let (status, answer) = parse(&exchange(&gw, head, &chunked).await);
+    let (status, answer) = parse(&exchange(&gw, head, &chunked(&body)).await);
     assert_eq!(status, 413, "{answer}");
     assert!(
         answer["message"]
@@ -238,14 +243,7 @@ async fn a_force_with_a_body_over_the_limit_is_refused_and_forces_nothing() {
     body.resize(1 << 20, b' ');
     let head = "POST /v1/breakers/search_flights.duffel/force HTTP/1.1\r\nhost: gw\r\n\
                 content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
-    let mut chunked = Vec::new();
-    for chunk in body.chunks(32 * 1024) {
-        chunked.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
-        chunked.extend_from_slice(chunk);
-        chunked.extend_from_slice(b"\r\n");
-    }
-    chunked.extend_from_slice(b"0\r\n\r\n");
-    let (status, answer) = parse(&exchange(&gw, head, &chunked).await);
+    let (status, answer) = parse(&exchange(&gw, head, &chunked(&body)).await);
     assert_eq!(status, 413, "{answer}");
     let breaker: Value = reqwest::get(gw.url("/v1/breakers/search_flights.duffel"))
         .await

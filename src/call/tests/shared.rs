@@ -21,6 +21,14 @@ fn request(tool: &str, arguments: Value) -> CallRequest {
     }
 }
 
+/// The usual search, from a caller that will wait 1 s at most.
+fn in_a_hurry() -> CallRequest {
+    CallRequest {
+        deadline: Some(secs(1)),
+        ..request("search_flights", search_args())
+    }
+}
+
 /// Search arguments for another route (`n` days out).
 fn search_on(days: i64) -> Value {
     let date = Gateway::today() + chrono::Duration::days(days);
@@ -156,12 +164,7 @@ async fn a_caller_in_a_hurry_gets_its_fallback_at_its_own_deadline() {
     let hurried = async {
         // Joins once the leader's call is upstream.
         tokio::time::sleep(ms(100)).await;
-        let answer = gateway
-            .call(CallRequest {
-                deadline: Some(secs(1)),
-                ..request("search_flights", search_args())
-            })
-            .await;
+        let answer = gateway.call(in_a_hurry()).await;
         (answer, Instant::now())
     };
     let (leader, (hurried, hurried_at)) = tokio::join!(leader, hurried);
@@ -186,12 +189,7 @@ async fn a_leader_in_a_hurry_does_not_cut_the_call_short_for_the_others() {
     let gateway = gateway(&[("duffel", &duffel)]);
     let start = Instant::now();
     let hurried = async {
-        let answer = gateway
-            .call(CallRequest {
-                deadline: Some(secs(1)),
-                ..request("search_flights", search_args())
-            })
-            .await;
+        let answer = gateway.call(in_a_hurry()).await;
         (answer, Instant::now())
     };
     let patient = async {
@@ -218,13 +216,7 @@ async fn a_leader_in_a_hurry_does_not_cut_the_call_short_for_the_others() {
 async fn a_caller_in_a_hurry_alone_cancels_its_call_and_counts_no_timeout() {
     let duffel = Scripted::new([ok(secs(2), flights())]);
     let gateway = gateway(&[("duffel", &duffel)]);
-    let hurried = gateway
-        .call(CallRequest {
-            deadline: Some(secs(1)),
-            ..request("search_flights", search_args())
-        })
-        .await
-        .expect("served");
+    let hurried = gateway.call(in_a_hurry()).await.expect("served");
     assert_eq!(hurried.status, Status::Unavailable, "{hurried:?}");
     tokio::time::sleep(secs(2)).await;
     assert_eq!(

@@ -18,17 +18,6 @@ use crate::support::{self, MapEnv, TestGateway, send, wait_until};
 
 const KEY: &str = "search_flights.duffel";
 
-async fn force(gateway: &TestGateway, state: &str) {
-    let url = gateway.url(&format!("/v1/breakers/{KEY}/force"));
-    let (status, _, body) = send(
-        reqwest::Client::new()
-            .post(url)
-            .json(&json!({ "state": state })),
-    )
-    .await;
-    assert_eq!(status, 200, "{body:#}");
-}
-
 async fn notice_on(gateway: &TestGateway, id: &str) -> Value {
     let url = gateway.url(&format!("/v1/back-in-service/{id}"));
     send(reqwest::Client::new().get(url)).await.2
@@ -67,7 +56,7 @@ async fn two_replicas_on_postgres_send_a_back_in_service_notice_once() {
     let a = replica(config.clone()).await;
     let b = replica(config).await;
 
-    force(&a, "open").await;
+    super::force(&a, KEY, "open").await;
     wait_for_state(&b, KEY, "forced_open").await;
     let body = json!({"tool": "search_flights",
                       "callback_url": format!("{}/hooks/faregate", receiver.uri())});
@@ -87,7 +76,7 @@ async fn two_replicas_on_postgres_send_a_back_in_service_notice_once() {
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(notice_on(&b, &id).await["state"], "waiting");
 
-    force(&b, "auto").await;
+    super::force(&b, KEY, "auto").await;
     wait_for_state(&a, KEY, "closed").await;
     wait_until(Duration::from_secs(20), "the notice sent", || async {
         let n = notice_on(&a, &id).await;

@@ -255,9 +255,10 @@ async fn without_auth_the_peer_address_is_the_client() {
     assert_eq!(send(call()).await.0, 429);
 }
 
-#[tokio::test]
-async fn calls_in_flight_are_capped_per_client() {
-    let s = Stack::builder(3)
+/// A keyed stack whose clients may have one call in flight, and whose Duffel flight search
+/// takes 800 ms (so a first call is still in flight when a second comes).
+async fn one_call_at_a_time_against_a_slow_search(seed: u64) -> Stack {
+    let s = Stack::builder(seed)
         .env(keys())
         .config(one_provider_per_tool)
         .config(|c| limited(c, None, Some(1)))
@@ -270,6 +271,12 @@ async fn calls_in_flight_are_capped_per_client() {
             ..Fault::default()
         },
     );
+    s
+}
+
+#[tokio::test]
+async fn calls_in_flight_are_capped_per_client() {
+    let s = one_call_at_a_time_against_a_slow_search(3).await;
     let http = &s.http;
     let url = s.url("/v1/tools/search_flights/call");
     let slow = tokio::spawn(
@@ -327,19 +334,7 @@ async fn calls_in_flight_are_capped_per_client() {
 #[tokio::test]
 async fn mcp_calls_in_a_session_are_capped_per_client_too() {
     const VERSION: &str = "2025-11-25";
-    let s = Stack::builder(4)
-        .env(keys())
-        .config(one_provider_per_tool)
-        .config(|c| limited(c, None, Some(1)))
-        .start()
-        .await;
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            latency_ms: 800,
-            ..Fault::default()
-        },
-    );
+    let s = one_call_at_a_time_against_a_slow_search(4).await;
     let post = |body: Value, session: Option<String>| {
         let mut request = s
             .http
