@@ -16,7 +16,7 @@ use chrono::NaiveDate;
 use futures::FutureExt as _;
 use futures::future::Either;
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -28,7 +28,7 @@ use super::last_good::{GoodResult, LastGood};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
 use super::pipeline::{self, Context};
-use super::progress::{self, StepSender, Steps};
+use super::progress::{self, Step, StepSender, Steps};
 use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::{ServedTool, SharedOutcome};
 use super::shared_text::SharedText;
@@ -443,9 +443,15 @@ impl Gateway {
         // The shared call runs to the tool's deadline, not to this caller's: a caller in a
         // hurry must not cut it short for the patient ones that join it (`coalesce.rs`).
         let shared_deadline = Instant::now() + tool.deadline(None);
+        // A caller that listens subscribes to the steps now, not when its future is first
+        // polled: the shared call's task may run (fail over, report, answer) before that.
+        let mut leader_steps = None;
         let waiter = tool
             .shared_calls
             .join(Arc::clone(&key), shared_deadline, |shared_steps| {
+                if steps.is_some() {
+                    leader_steps = Some(shared_steps.subscribe());
+                }
                 self.shared_read(
                     (&served, &tool),
                     request,
@@ -455,9 +461,15 @@ impl Gateway {
                 )
                 .in_current_span()
             });
-        Either::Right(Either::Right(
-            self.await_shared(tool, info, deadline, key, waiter, steps),
-        ))
+        let their_steps = steps.map(|to| (leader_steps.unwrap_or_else(|| waiter.steps()), to));
+        Either::Right(Either::Right(self.await_shared(
+            tool,
+            info,
+            deadline,
+            key,
+            waiter,
+            their_steps,
+        )))
     }
 
     /// A caller waiting on the shared call it joined, until the call's end or its own
@@ -473,10 +485,9 @@ impl Gateway {
         deadline: Instant,
         key: Arc<str>,
         mut waiter: Waiter<SharedOutcome>,
-        steps: Option<StepSender>,
+        their_steps: Option<(broadcast::Receiver<Step>, StepSender)>,
     ) -> impl Future<Output = Envelope> + Send + '_ {
         async move {
-            let their_steps = steps.map(|to| (waiter.steps(), to));
             // The shared call ends by the tool's deadline; a caller in more of a hurry stops
             // waiting at its own (and counts out, as one that went away).
             let wait = async {

@@ -96,6 +96,10 @@ pub(super) fn channel() -> Steps {
 }
 
 /// Runs `work`, passing every step received on `steps` to `to`, until `work` ends.
+///
+/// A step sent before `work` ended is passed on even when both are ready at once (a shared call
+/// runs in its own task, and can report a step and finish before this caller's task is polled):
+/// the caller hears it before its answer, never not at all.
 pub(super) async fn forwarding<F: std::future::Future>(
     work: F,
     mut steps: broadcast::Receiver<Step>,
@@ -105,7 +109,10 @@ pub(super) async fn forwarding<F: std::future::Future>(
     loop {
         tokio::select! {
             biased;
-            out = &mut work => return out,
+            out = &mut work => {
+                pass_on_queued(&mut steps, to);
+                return out;
+            }
             step = steps.recv() => match step {
                 Ok(step) => {
                     // The caller stopped listening: the call goes on without it.
@@ -115,5 +122,48 @@ pub(super) async fn forwarding<F: std::future::Future>(
                 Err(broadcast::error::RecvError::Closed) => return work.await,
             },
         }
+    }
+}
+
+/// Passes on the steps already in `steps`, without waiting for more.
+fn pass_on_queued(steps: &mut broadcast::Receiver<Step>, to: &StepSender) {
+    loop {
+        match steps.try_recv() {
+            Ok(step) => {
+                let _ = to.send(step);
+            }
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing_over() -> Step {
+        Step::FailingOver {
+            tool: "search_flights",
+            failed: "duffel".into(),
+            why: "upstream_5xx",
+            next: "amadeus".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_step_sent_just_before_the_call_ends_still_reaches_the_caller() {
+        // The shared call reported a step and finished before the caller's task ran again:
+        // both are ready at the caller's next poll.
+        let steps = channel();
+        let listening = steps.subscribe();
+        steps.send(failing_over());
+        let (to, mut heard) = mpsc::unbounded_channel();
+
+        let out = forwarding(std::future::ready("answer"), listening, &to).await;
+
+        assert_eq!(out, "answer");
+        assert_eq!(heard.try_recv().ok(), Some(failing_over()));
+        assert!(heard.try_recv().is_err(), "one step, told once");
     }
 }

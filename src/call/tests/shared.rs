@@ -297,3 +297,25 @@ async fn without_fresh_for_every_repeat_asks_the_provider() {
     }
     assert_eq!(duffel.calls(), 3, "stale_for alone never answers a repeat");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_listening_caller_hears_the_steps_of_a_call_that_ran_before_it_was_polled() {
+    let duffel = Scripted::new([fail(ms(0), server_error())]);
+    let amadeus = Scripted::new([ok(ms(10), flights())]);
+    let gateway = gateway(&[("duffel", &duffel), ("amadeus", &amadeus)]);
+    let (to, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let call = gateway.call_reporting(request("search_flights", search_args()), Some(to));
+    // The shared call runs in its own task: here it fails over and answers before its caller
+    // is first polled (a busy machine can do the same to a caller).
+    tokio::time::sleep(secs(1)).await;
+    assert_eq!(amadeus.calls(), 1, "the call has run");
+
+    let answered = call.await.expect("served");
+
+    assert_eq!(answered.status, Status::Ok);
+    let step = heard.try_recv().map(|step| step.text());
+    assert_eq!(
+        step.as_deref(),
+        Ok("search_flights: duffel failed (upstream_5xx), trying amadeus")
+    );
+}
