@@ -38,7 +38,8 @@
 //!   how a reload builds a new set whole and installs it over the running breakers;
 //! - `booking.rs`: write calls through the booking ledger (begin, answer from the ledger,
 //!   finish, reconcile);
-//! - `gateway.rs`: [`Gateway`] and both entry points.
+//! - `gateway/`: [`Gateway`] and both entry points (`read.rs`, `write.rs`, `background.rs`:
+//!   the three ways a checked call goes on).
 //!
 //! The words a model reads are in `texts::call`.
 

@@ -1,0 +1,126 @@
+//! One background attempt of a stored job: look up → check once → the ledger (for a write) →
+//! pipeline → a [`Verdict`]. No fallback text and no stale answer: only what the job system
+//! needs to decide between done, later and never.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::{CallRequest, Gateway, refused_here};
+use crate::call::answer::{self, Verdict};
+use crate::call::booking::{self, Write};
+use crate::call::envelope::{CallInfo, Envelope};
+use crate::call::pipeline;
+use crate::texts::call as texts;
+use crate::tools::CallMode;
+
+impl Gateway {
+    /// Runs one background attempt of a stored job: look up → check once → pipeline →
+    /// verdict. No fallback text and no stale answer: only what the job system needs to decide
+    /// between done, later and never.
+    pub async fn run_background(self: &Arc<Self>, req: CallRequest) -> Verdict {
+        let served = self.served.load_full();
+        let Some(tool) = served.tools.get(&req.tool).cloned() else {
+            return Verdict::Never {
+                envelope: None,
+                error: texts::not_served(&req.tool),
+                attempted: false,
+            };
+        };
+        let info = CallInfo::new(self.call_id(req.call_id), tool.spec.name);
+        let digest = self.write_digest(&tool, &req.arguments);
+        // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.
+        let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
+        let request = match checked {
+            Ok(request) => request,
+            Err(text) => {
+                return Verdict::Never {
+                    error: text.clone(),
+                    envelope: Some(Envelope::invalid_arguments(info, text)),
+                    attempted: false,
+                };
+            }
+        };
+        let deadline = Instant::now() + tool.deadline(req.deadline);
+        let write = Self::write(&tool, &req.client, &request, digest);
+        let mut request = request;
+        if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
+            let begun = booking::begin(ledger, write).await;
+            if let Some(verdict) = self.background_answered(write, info.clone(), &begun) {
+                return verdict;
+            }
+            match self.apply_budget(ledger, write, &mut request).await {
+                None => {}
+                Some(Ok(text)) => {
+                    return Verdict::Never {
+                        error: text.clone(),
+                        envelope: Some(refused_here(info, text)),
+                        attempted: false,
+                    };
+                }
+                Some(Err(error)) => {
+                    return Verdict::Later {
+                        anchor: None,
+                        error,
+                        attempted: false,
+                        rate_limited: None,
+                    };
+                }
+            }
+        }
+        let ran = pipeline::run(
+            &tool,
+            &request,
+            deadline,
+            CallMode::Background,
+            self.context(&served),
+        )
+        .await;
+        if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
+            booking::finish(ledger, &self.observer, write, &booking::outcome_of(&ran)).await;
+        }
+        match ran {
+            Ok(success) => Verdict::Done(answer::fresh(info, success)),
+            Err(failure) => {
+                let route = tool.route(failure.provider());
+                let facts = answer::Background {
+                    info,
+                    write: tool.is_write(),
+                    remaining_open: route.and_then(|r| r.breaker.remaining_open(Instant::now())),
+                };
+                answer::background(failure, facts)
+            }
+        }
+    }
+
+    /// A background write the ledger answered before any provider was asked: a booking made
+    /// earlier is the job's result; a conflict or an outcome still being learned ends the job
+    /// (repeating it could book twice); a ledger that cannot be written sends nothing and the
+    /// job runs again later.
+    pub(super) fn background_answered(
+        &self,
+        write: &Write,
+        info: CallInfo,
+        begun: &Result<crate::ledger::Begin, crate::store::StoreError>,
+    ) -> Option<Verdict> {
+        let envelope = booking::answered(&self.observer, write, info, begun)?;
+        Some(match begun {
+            Err(e) => Verdict::Later {
+                anchor: None,
+                error: format!("booking ledger: {e}"),
+                attempted: false,
+                rate_limited: None,
+            },
+            Ok(crate::ledger::Begin::Recorded(entry))
+                if entry.state == crate::ledger::State::Booked =>
+            {
+                Verdict::Done(envelope)
+            }
+            Ok(_) => Verdict::Never {
+                error: envelope.content.clone(),
+                envelope: Some(envelope),
+                attempted: false,
+            },
+        })
+    }
+}

@@ -1,0 +1,195 @@
+//! A read: answered from memory within the tool's `fresh_for`; otherwise shared with identical
+//! reads in flight (one provider call, `coalesce.rs`), each caller waiting until its own
+//! deadline and told the call's steps if it listens. A good answer is remembered once, by the
+//! shared call; a failure is answered per caller (its stale result or its fallback).
+
+use std::future::{Future, ready};
+use std::sync::Arc;
+
+use futures::future::Either;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::Gateway;
+use crate::call::answer;
+use crate::call::coalesce::Waiter;
+use crate::call::envelope::{CallInfo, Envelope};
+use crate::call::last_good::GoodResult;
+use crate::call::outcome::Failure;
+use crate::call::pipeline::{self, Context};
+use crate::call::progress::{self, Step, StepSender, Steps};
+use crate::call::reload::Served;
+use crate::call::served::{ServedTool, SharedOutcome};
+use crate::call::shared_text::SharedText;
+use crate::tools::{CallMode, ToolRequest};
+
+impl Gateway {
+    /// A checked read: a repeat within the tool's `fresh_for` is answered from memory; otherwise
+    /// the call joins an identical one in flight or leads a new one (`coalesce.rs`), and the
+    /// caller waits for it until its own deadline. A good answer is remembered once, by the
+    /// shared call; a failure is answered per caller (its stale result or its fallback).
+    ///
+    /// A plain function, as [`Gateway::answer`]: the memory look-up and the join are
+    /// synchronous, and the future a waiting caller keeps ([`Gateway::await_shared`]) holds what
+    /// answering it needs, not the request its shared call took.
+    pub(super) fn answer_read(
+        self: &Arc<Self>,
+        (served, tool): (Arc<Served>, Arc<ServedTool>),
+        info: CallInfo,
+        request: ToolRequest,
+        deadline: Instant,
+        key: String,
+        steps: Option<StepSender>,
+    ) -> impl Future<Output = Envelope> + Send + '_ {
+        if let Some((hit, age)) = tool
+            .last_good
+            .as_ref()
+            .and_then(|memory| memory.fresh(&key, Instant::now()))
+        {
+            let (content, data, provider) = (
+                hit.content.to_string(),
+                hit.data.clone(),
+                hit.provider.clone(),
+            );
+            let envelope = Envelope::cached(info, content, data, age.as_secs(), provider)
+                .with_content_tail(&hit.content);
+            return Either::Left(ready(envelope));
+        }
+        // Every breaker rejecting: nothing goes upstream, so there is nothing to share (and no
+        // progress to report), and the fast-fail answer skips the shared call's task and channel.
+        // Boxed: inline, the pipeline (several KB) would size the call future of every read,
+        // also of the reads that wait below on a shared call and hold nothing of it (memory per
+        // held call, BENCHMARKS.md); one allocation is small beside the fast-fail answer's cost.
+        if tool.all_open(Instant::now()) {
+            let ran = Box::pin(async move {
+                let cx = self.context(&served);
+                match pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await {
+                    Ok(success) => self.remember(&tool, &key, answer::fresh(info, success)),
+                    Err(failure) => self.interactive_answer(&tool, info, &failure, Some(&key)),
+                }
+            });
+            return Either::Right(Either::Left(ran));
+        }
+        // One copy of the key, shared by the call, its task and every caller waiting on it.
+        let key: Arc<str> = key.into();
+        // The shared call runs to the tool's deadline, not to this caller's: a caller in a
+        // hurry must not cut it short for the patient ones that join it (`coalesce.rs`).
+        let shared_deadline = Instant::now() + tool.deadline(None);
+        // A caller that listens subscribes to the steps now, not when its future is first
+        // polled: the shared call's task may run (fail over, report, answer) before that.
+        let mut leader_steps = None;
+        let waiter = tool
+            .shared_calls
+            .join(Arc::clone(&key), shared_deadline, |shared_steps| {
+                if steps.is_some() {
+                    leader_steps = Some(shared_steps.subscribe());
+                }
+                self.shared_read(
+                    (&served, &tool),
+                    request,
+                    shared_deadline,
+                    Arc::clone(&key),
+                    shared_steps,
+                )
+                .in_current_span()
+            });
+        let their_steps = steps.map(|to| (leader_steps.unwrap_or_else(|| waiter.steps()), to));
+        Either::Right(Either::Right(self.await_shared(
+            tool,
+            info,
+            deadline,
+            key,
+            waiter,
+            their_steps,
+        )))
+    }
+
+    /// A caller waiting on the shared call it joined, until the call's end or its own
+    /// deadline, whichever comes first; told the call's steps if it listens.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps its arguments twice while it waits (memory per held call)"
+    )]
+    pub(super) fn await_shared(
+        self: &Arc<Self>,
+        tool: Arc<ServedTool>,
+        info: CallInfo,
+        deadline: Instant,
+        key: Arc<str>,
+        mut waiter: Waiter<SharedOutcome>,
+        their_steps: Option<(broadcast::Receiver<Step>, StepSender)>,
+    ) -> impl Future<Output = Envelope> + Send + '_ {
+        async move {
+            // The shared call ends by the tool's deadline; a caller in more of a hurry stops
+            // waiting at its own (and counts out, as one that went away).
+            let wait = async {
+                if deadline < waiter.deadline() {
+                    tokio::time::timeout_at(deadline, waiter.outcome())
+                        .await
+                        .ok()
+                        .flatten()
+                } else {
+                    waiter.outcome().await
+                }
+            };
+            // Forwarding boxed: it nearly triples the wait, and only a caller that listens
+            // (MCP with a progress token) needs it, while every held call's future is as large
+            // as its largest step (memory per held call, BENCHMARKS.md).
+            let outcome = match their_steps {
+                Some((from, to)) => Box::pin(progress::forwarding(wait, from, &to)).await,
+                None => wait.await,
+            };
+            match outcome.as_deref() {
+                Some(Ok(fresh)) => Envelope {
+                    call_id: info.call_id,
+                    ..fresh.clone()
+                },
+                Some(Err(failure)) => self.interactive_answer(&tool, info, failure, Some(&key)),
+                None => self.interactive_answer(&tool, info, &Failure::DeadlinePassed, Some(&key)),
+            }
+        }
+    }
+
+    /// The one provider call that identical concurrent reads share: the pipeline, then a good
+    /// answer rendered and remembered once for all of them.
+    pub(super) fn shared_read(
+        self: &Arc<Self>,
+        (served, tool): (&Arc<Served>, &Arc<ServedTool>),
+        request: ToolRequest,
+        deadline: Instant,
+        key: Arc<str>,
+        steps: Steps,
+    ) -> impl std::future::Future<Output = SharedOutcome> + Send + 'static {
+        let gateway = Arc::clone(self);
+        let (served, tool) = (Arc::clone(served), Arc::clone(tool));
+        async move {
+            let cx = Context {
+                steps: Some(&steps),
+                ..gateway.context(&served)
+            };
+            let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
+            // The call id is each caller's own, set when it is answered.
+            let info = CallInfo::new(String::new(), tool.spec.name);
+            Arc::new(ran.map(|success| gateway.remember(&tool, &key, answer::fresh(info, success))))
+        }
+    }
+
+    /// Keeps a fresh answer as the tool's last good result for these arguments.
+    pub(super) fn remember(&self, tool: &ServedTool, key: &str, envelope: Envelope) -> Envelope {
+        if let (Some(memory), Some(data), Some(provider)) =
+            (&tool.last_good, &envelope.data, &envelope.provider)
+        {
+            memory.put(
+                key.to_string(),
+                GoodResult {
+                    data: data.clone(),
+                    content: SharedText::new(envelope.content.clone()),
+                    provider: provider.clone(),
+                    fetched_at: Instant::now(),
+                },
+            );
+        }
+        envelope
+    }
+}

@@ -1,0 +1,189 @@
+//! A write: its ledger entry first (booked earlier, a conflict, over the client's daily budget
+//! answer it before any provider is asked), then the pipeline on a task of its own that runs to
+//! its end and records the outcome even if the caller goes away.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::{Gateway, refused_here};
+use crate::call::answer;
+use crate::call::booking::{self, Write};
+use crate::call::envelope::{CallInfo, Envelope};
+use crate::call::outcome::{Failure, Success};
+use crate::call::pipeline;
+use crate::call::reload::Served;
+use crate::call::served::ServedTool;
+use crate::clients::ClientName;
+use crate::ledger::{Ledger, Outcome, arguments_digest};
+use crate::providers::{ErrorKind, UpstreamError};
+use crate::texts::call as texts;
+use crate::tools::spend::Budget;
+use crate::tools::{CallMode, ToolRequest};
+
+impl Gateway {
+    /// A checked write: its ledger entry first (which may answer it: booked earlier, a
+    /// conflict, over budget), then the pipeline, then the answer.
+    pub(super) async fn answer_write(
+        self: &Arc<Self>,
+        (served, tool): (Arc<Served>, Arc<ServedTool>),
+        info: CallInfo,
+        mut request: ToolRequest,
+        deadline: Instant,
+        write: Option<Write>,
+    ) -> Envelope {
+        if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
+            let opened = Box::pin(self.open_write(ledger, write, info.clone(), &mut request));
+            if let Some(envelope) = opened.await {
+                return envelope;
+            }
+        }
+        match self
+            .run_write(&served, &tool, request, deadline, write)
+            .await
+        {
+            Ok(success) => answer::fresh(info, success),
+            Err(failure) => self.interactive_answer(&tool, info, &failure, None),
+        }
+    }
+
+    /// A write's ledger entry, before any provider is asked: `Some` is the answer when the
+    /// ledger already answers it (booked earlier, a conflict, unwritable) or the client's budget
+    /// refuses it; `None` lets it run, its spend limited to what the budget leaves.
+    pub(super) async fn open_write(
+        &self,
+        ledger: &Ledger,
+        write: &Write,
+        info: CallInfo,
+        request: &mut ToolRequest,
+    ) -> Option<Envelope> {
+        let begun = booking::begin(ledger, write).await;
+        if let Some(envelope) = booking::answered(&self.observer, write, info.clone(), &begun) {
+            return Some(envelope);
+        }
+        let refused = self.apply_budget(ledger, write, request).await;
+        refused.map(|(Ok(text) | Err(text))| refused_here(info, text))
+    }
+
+    /// The digest of a write call's arguments, when a ledger will record it.
+    pub(super) fn write_digest(&self, tool: &ServedTool, arguments: &Value) -> Option<String> {
+        (tool.is_write() && self.ledger.get().is_some())
+            .then(|| arguments_digest(tool.spec.name, arguments))
+    }
+
+    /// The ledger coordinates of a checked write call (a digest was taken only for writes).
+    pub(super) fn write(
+        tool: &ServedTool,
+        client: &ClientName,
+        request: &ToolRequest,
+        digest: Option<String>,
+    ) -> Option<Write> {
+        Some(Write {
+            client: client.to_string(),
+            tool: tool.spec.name,
+            key: request.idempotency_key()?.to_string(),
+            digest: digest?,
+        })
+    }
+
+    /// Limits a write to what the client's daily budget leaves, when it has one. `Some(Ok)`:
+    /// the budget is spent, refused (final; the ledger says failed); `Some(Err)`: the ledger
+    /// could not be read, so nothing is sent. Either is the text to answer.
+    pub(super) async fn apply_budget(
+        &self,
+        ledger: &Ledger,
+        write: &Write,
+        request: &mut ToolRequest,
+    ) -> Option<Result<String, String>> {
+        let budget = self
+            .budgets
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&write.client)
+            .cloned()?;
+        let (refusal, reason) = match booking::spend_limit(ledger, write, &budget).await {
+            Ok(Ok(limit)) => {
+                request.limit_spend(limit);
+                return None;
+            }
+            Ok(Err(text)) => (Ok(text), "over_budget"),
+            Err(e) => {
+                tracing::warn!(tool = write.tool, error = %e, "booking refused: the ledger could not be read for the budget");
+                (
+                    Err(texts::ledger_unwritable(write.tool)),
+                    "ledger_unreadable",
+                )
+            }
+        };
+        let outcome = Outcome::Failed {
+            provider: None,
+            reason: reason.into(),
+        };
+        booking::finish(ledger, &self.observer, write, &outcome).await;
+        Some(refusal)
+    }
+
+    /// Replaces every client's daily booking budget (the client configuration, at start and on
+    /// each reload); bookings from then on are held to them.
+    pub fn set_budgets(&self, budgets: BTreeMap<String, Budget>) {
+        *self
+            .budgets
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = budgets;
+    }
+
+    /// Sets (or, with `None`, removes) `client`'s daily booking budget; bookings from then on
+    /// are held to it.
+    pub fn set_budget(&self, client: &ClientName, budget: Option<Budget>) {
+        let mut budgets = self
+            .budgets
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match budget {
+            Some(b) => budgets.insert(client.to_string(), b),
+            None => budgets.remove(client.as_str()),
+        };
+    }
+
+    /// Runs the pipeline for a write whose caller waits. It runs to completion on its own task
+    /// even if the caller goes away, and records its outcome in the ledger there: dropping it
+    /// halfway could leave a booking made at the provider with nobody told. (A read is
+    /// cancelled when its last caller goes away, see `answer_read`.)
+    pub(super) async fn run_write(
+        self: &Arc<Self>,
+        served: &Arc<Served>,
+        tool: &Arc<ServedTool>,
+        request: ToolRequest,
+        deadline: Instant,
+        write: Option<Write>,
+    ) -> Result<Success, Failure> {
+        let gateway = Arc::clone(self);
+        let first_provider = tool.route(None).map(|r| r.name.clone()).unwrap_or_default();
+        let (served, tool) = (Arc::clone(served), Arc::clone(tool));
+        let write_task = async move {
+            let cx = gateway.context(&served);
+            let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
+            if let (Some(write), Some(ledger)) = (&write, gateway.ledger.get()) {
+                booking::finish(ledger, &gateway.observer, write, &booking::outcome_of(&ran)).await;
+            }
+            ran
+        };
+        match tokio::spawn(write_task.in_current_span()).await {
+            Ok(ran) => ran,
+            // The write's task failed (a defect: it panicked). Whether its request reached the
+            // provider is not known, so neither is the outcome: the caller is told so, not that
+            // nothing was booked, and the ledger entry, left pending, is reconciled.
+            Err(e) => {
+                tracing::error!(error = %e, "a write's task failed; its outcome is unknown until reconciled");
+                Err(Failure::Upstream {
+                    provider: first_provider,
+                    error: UpstreamError::new(ErrorKind::Transport, "the write's task failed"),
+                    failed_before: Vec::new(),
+                })
+            }
+        }
+    }
+}
