@@ -214,6 +214,15 @@ pub fn not_served(tool: &str) -> String {
     format!("tool {tool} is not served by this gateway")
 }
 
+/// A stored job not run because its client may not call `tool` now by this replica's client
+/// configuration; tried again after `wait`.
+pub fn job_not_allowed_now(tool: &str, wait: std::time::Duration) -> String {
+    format!(
+        "not run: this job's client may not call {tool} by the gateway's client configuration (a reload removed its key or narrowed what it may call, or has not reached this replica yet); nothing was sent, and it is tried again in {} s until [jobs] max_age",
+        wait.as_secs()
+    )
+}
+
 /// A background attempt that found the tool's bulkhead full.
 pub fn bulkhead_full() -> String {
     "the tool's bulkhead was full".to_string()

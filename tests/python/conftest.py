@@ -52,8 +52,14 @@ def start_demo(name: str, client_keys: str):
         pytest.fail(f"{BINARY} is missing; run `cargo build` first")
     api_port, sim_port = free_port(), free_port()
     log = open(ROOT / "target" / f"python-{name}.log", "w")
+    # A store of its own, new each run: two demos with other client keys are two gateways, not
+    # one fleet (each would leave the other's jobs waiting for a client it does not know).
+    store = ROOT / "target" / f"python-{name}.db"
+    for stale in store.parent.glob(f"{store.name}*"):
+        stale.unlink()
     proc = subprocess.Popen(
-        [str(BINARY), "demo", "--listen", f"127.0.0.1:{api_port}", "--sim-listen", f"127.0.0.1:{sim_port}"],
+        [str(BINARY), "demo", "--listen", f"127.0.0.1:{api_port}", "--sim-listen", f"127.0.0.1:{sim_port}",
+         "--store", f"sqlite://{store}"],
         stdout=log,
         stderr=subprocess.STDOUT,
         env={**os.environ, "FAREGATE_CLIENT_KEYS": client_keys},

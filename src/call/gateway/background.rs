@@ -3,6 +3,7 @@
 //! needs to decide between done, later and never.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -13,6 +14,9 @@ use crate::call::envelope::{CallInfo, Envelope};
 use crate::call::pipeline;
 use crate::texts::call as texts;
 use crate::tools::CallMode;
+
+/// How long a job whose client may not call its tool now waits before it is tried again.
+const NOT_ALLOWED_WAIT: Duration = Duration::from_secs(30);
 
 impl Gateway {
     /// Runs one background attempt of a stored job: look up → check once → pipeline →
@@ -27,6 +31,18 @@ impl Gateway {
                 attempted: false,
             };
         };
+        // A reload may have taken the client's key away or narrowed what it may call since the
+        // job was accepted: nothing is sent (no booking, no quota spent). Not the job's end: in
+        // a fleet, a replica a reload has not reached yet does not know a client just added, so
+        // the job waits and comes back, and `[jobs] max_age` ends it if the client never may.
+        if !self.may_call(&req.client, &tool) {
+            return Verdict::Later {
+                anchor: Some(NOT_ALLOWED_WAIT),
+                error: texts::job_not_allowed_now(tool.spec.name, NOT_ALLOWED_WAIT),
+                attempted: false,
+                rate_limited: None,
+            };
+        }
         let info = CallInfo::new(self.call_id(req.call_id), tool.spec.name);
         let digest = self.write_digest(&tool, &req.arguments);
         // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.

@@ -6,6 +6,7 @@ use crate::breaker::BreakerState;
 use crate::call::answer::Verdict;
 use crate::call::envelope::Status;
 use crate::call::gateway::CallRequest;
+use crate::clients::{ClientName, ClientProfile, Directory, Roster, digest};
 
 fn request(tool: &str, arguments: Value) -> CallRequest {
     CallRequest {
@@ -192,4 +193,51 @@ async fn a_job_whose_arguments_are_no_longer_valid_is_never_run() {
         Verdict::Never { envelope: None, ref error, attempted: false }
             if error == "tool search_trains is not served by this gateway"
     ));
+}
+
+/// A job accepted before a reload took its client's key away (or narrowed what it may call)
+/// sends nothing: no booking, no quota. It is not ended either: in a fleet, a replica the
+/// reload has not reached yet may not know a client just added; the job comes back later.
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_client_may_not_call_its_tool_now_sends_nothing_and_comes_back() {
+    let duffel = Scripted::new([ok(ms(0), booked())]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    // Client keys turned on by a reload: the local client, whose job this is (accepted while
+    // auth was off), holds no key any more.
+    let mut roster = Roster::default();
+    let other = ClientName::configured("other").unwrap_or_else(|e| panic!("{e}"));
+    roster
+        .add_client(
+            digest(b"other-key"),
+            Arc::new(ClientProfile::unrestricted(other)),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let clients = Arc::new(Directory::new(roster));
+    gateway.check_clients_against(Arc::clone(&clients));
+
+    let verdict = gateway
+        .run_background(request("book_flight", booking_args()))
+        .await;
+
+    let Verdict::Later {
+        anchor,
+        attempted,
+        ref error,
+        ..
+    } = verdict
+    else {
+        panic!("later, not ended: {verdict:?}");
+    };
+    assert_eq!(anchor, Some(secs(30)), "tried again in 30 s");
+    assert!(!attempted, "no attempt counted");
+    assert!(error.contains("may not call book_flight"), "{error}");
+    assert_eq!(duffel.calls(), 0, "nothing reached the provider");
+
+    // The reload reaches back (auth off again): the job books.
+    clients.replace(Roster::default());
+    let verdict = gateway
+        .run_background(request("book_flight", booking_args()))
+        .await;
+    assert!(matches!(verdict, Verdict::Done(_)), "{verdict:?}");
+    assert_eq!(duffel.calls(), 1);
 }
