@@ -454,18 +454,25 @@ pub(crate) fn parse_write<A: DeserializeOwned>(
 }
 
 /// The call's idempotency key for a tool that needs one, trimmed, or the field error that says
-/// what is wrong with it (missing, blank or too long).
+/// what is wrong with it (missing, blank, too long, or with a control character).
+///
+/// Checked here, where every protocol's write passes: the key may go to the provider as a
+/// header (a configured tool's `[idempotency] header`), where a control character would fail
+/// the request before it is sent, and that failure would count against the provider's breaker.
 pub(crate) fn idempotency_key(tool: &str, given: Option<&str>) -> Result<String, FieldError> {
     let problem = match given.map(str::trim) {
         None => "is missing",
         Some("") => "is blank",
         Some(key) if key.len() > 200 => "is longer than 200 characters",
+        Some(key) if key.chars().any(char::is_control) => {
+            "has a line break or another control character"
+        }
         Some(key) => return Ok(key.to_string()),
     };
     Err(FieldError {
         field: "idempotency_key".into(),
         message: format!(
-            "{problem}: {tool} needs an idempotency_key on the call (1 to 200 characters, e.g. a UUID); reuse the same key when repeating the request so it can never book twice"
+            "{problem}: {tool} needs an idempotency_key on the call (1 to 200 printable characters, e.g. a UUID); reuse the same key when repeating the request so it can never book twice"
         ),
     })
 }

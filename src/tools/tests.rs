@@ -194,6 +194,10 @@ fn booking_needs_an_idempotency_key_and_valid_travellers() {
     assert!(key_named(whole(None)));
     assert!(key_named(whole(Some("  "))));
     assert!(key_named(whole(Some(&"k".repeat(201)))));
+    // Every protocol's key passes here (MCP's `_meta` one too): a control character would fail
+    // a configured tool's idempotency header before it is sent.
+    assert!(key_named(whole(Some("k\u{1}1"))));
+    assert!(key_named(whole(Some("k\n1"))));
     let born_later = json!({"offer_id": "off_123", "travellers": [{"given_name": "Ana", "family_name": "Garcia",
         "born_on": "2030-01-01", "gender": "f", "title": "ms", "email": "ana@example.com",
         "phone_number": "+34600000000"}]});
