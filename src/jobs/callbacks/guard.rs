@@ -18,8 +18,9 @@ use std::time::Duration;
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-/// Whether `url` is allowed: same scheme and host (and port), and its path starts with the
-/// prefix's path. No user info, no fragments.
+/// Whether `url` is allowed: same scheme and host (and port), and its path is the prefix's path
+/// or under it (an entry `/hooks` admits `/hooks` and `/hooks/x`, not `/hooks-admin`). No user
+/// info, no fragments.
 pub fn allowed(url: &Url, allowlist: &[Url]) -> bool {
     if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
         return false;
@@ -28,8 +29,16 @@ pub fn allowed(url: &Url, allowlist: &[Url]) -> bool {
         url.scheme() == prefix.scheme()
             && url.host_str() == prefix.host_str()
             && url.port_or_known_default() == prefix.port_or_known_default()
-            && url.path().starts_with(prefix.path())
+            && under(url.path(), prefix.path())
     })
+}
+
+/// Whether `path` is `prefix` or a path below it, segment by segment.
+fn under(path: &str, prefix: &str) -> bool {
+    match path.strip_prefix(prefix) {
+        None => false,
+        Some(rest) => rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'),
+    }
 }
 
 /// Whether `ip` is an address a callback must never reach through a host name: loopback,
@@ -168,6 +177,23 @@ mod tests {
         assert!(
             !ok("https://chat.example.com/hooks/../admin"),
             "dot segments are resolved before the prefix check"
+        );
+    }
+
+    #[test]
+    fn an_entry_without_a_trailing_slash_admits_its_path_and_below_only() {
+        let allow =
+            vec![Url::parse("https://chat.example.com/hooks").unwrap_or_else(|e| panic!("{e}"))];
+        let ok = |u: &str| allowed(&Url::parse(u).unwrap_or_else(|e| panic!("{e}")), &allow);
+        assert!(ok("https://chat.example.com/hooks"));
+        assert!(ok("https://chat.example.com/hooks/faregate"));
+        assert!(
+            !ok("https://chat.example.com/hooks-admin"),
+            "a sibling path"
+        );
+        assert!(
+            !ok("https://chat.example.com/hooksX/faregate"),
+            "a sibling path"
         );
     }
 
