@@ -150,6 +150,9 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
         .timeout(Duration::from_secs(10))
         .connect_timeout(Duration::from_secs(3))
         .redirect(reqwest::redirect::Policy::none())
+        // Straight to the receiver, never through a proxy from the environment
+        // (`HTTPS_PROXY`): a proxy would resolve the host itself, past the guarded resolver.
+        .no_proxy()
         .dns_resolver(GuardedResolver)
         .build()
 }

@@ -210,7 +210,9 @@ pub async fn post_signed(
     match sent {
         Ok(res) if res.status().is_success() => Ok(()),
         Ok(res) => Err(format!("refused with status {}", res.status().as_u16())),
-        Err(e) => Err(format!("failed: {e}")),
+        // Without the URL, which reqwest's error adds: a receiver's URL often carries a token
+        // (in its path or query), and this text is logged at every failed delivery.
+        Err(e) => Err(format!("failed: {}", e.without_url())),
     }
 }
 

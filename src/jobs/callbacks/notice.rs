@@ -80,7 +80,10 @@ impl NoticeSender {
         match post_signed(http, url, &self.allowlist, secret, body).await {
             Ok(()) => true,
             Err(why) => {
-                tracing::warn!(%url, "notice callback not delivered: {why}");
+                // The host only: the rest of a receiver's URL may carry a token.
+                let host = Url::parse(url).ok();
+                let host = host.as_ref().and_then(Url::host_str).unwrap_or("?");
+                tracing::warn!(%host, "notice callback not delivered: {why}");
                 false
             }
         }

@@ -107,3 +107,26 @@ fn a_job_given_up_without_an_envelope_gets_an_unavailable_one() {
         "without the caller's call id, the job id the queued answer carried"
     );
 }
+
+#[tokio::test]
+async fn a_failed_delivery_says_why_without_the_receivers_url() {
+    // `localhost` is on the allowlist, but the guarded resolver never connects to a private
+    // address: the delivery fails, and its reason is logged.
+    let allowlist = vec![Url::parse("http://localhost/hooks/").unwrap_or_else(|e| panic!("{e}"))];
+    let http = guard::client().unwrap_or_else(|e| panic!("{e}"));
+    let secret = crate::providers::Secret::new("s");
+    let failed = post_signed(
+        &http,
+        "http://localhost/hooks/SECRET-TOKEN?sig=abc",
+        &allowlist,
+        &secret,
+        b"{}".to_vec(),
+    )
+    .await;
+    let why = failed
+        .err()
+        .unwrap_or_else(|| panic!("delivered to a private address"));
+    assert!(why.starts_with("failed"), "{why}");
+    assert!(!why.contains("SECRET-TOKEN"), "{why}");
+    assert!(!why.contains("sig=abc"), "{why}");
+}
