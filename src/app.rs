@@ -18,6 +18,7 @@ use crate::call::{Gateway, Upstream};
 use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
+use crate::jobs::callbacks::allowlist::Allowlists;
 use crate::jobs::callbacks::notice::NoticeSender;
 use crate::jobs::{JobSystem, Store};
 use crate::ledger::Ledger;
@@ -129,18 +130,22 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     }
     let postgres = store.db().is_postgres();
     let watch_store = WatchStore::new(store.db().clone());
-    let notices = NoticeSender::new(config.auth.callback_allowlist.clone(), secret.clone());
+    // Each client's callbacks are held to its own list when its entry has one, looked up in the
+    // roster as reloads leave it.
+    let allowlists = Allowlists::from(config.auth.callback_allowlist.clone())
+        .with_clients(Arc::clone(app.state.keys.directory()));
+    let notices = NoticeSender::new(allowlists.clone(), secret.clone());
     app.state.back_in_service = Some(Arc::new(BackInServiceSystem::new(
         NoticeStore::new(store.db().clone()),
         app.state.gateway.clone(),
-        NoticeSender::new(config.auth.callback_allowlist.clone(), secret.clone()),
+        NoticeSender::new(allowlists.clone(), secret.clone()),
     )));
     let mut jobs = JobSystem::new(
         store,
         app.state.gateway.clone(),
         app.state.telemetry.clone(),
         config.jobs.clone(),
-        config.auth.callback_allowlist.clone(),
+        allowlists,
         secret,
     )
     .keep_finished_for(config.store.job_retention);

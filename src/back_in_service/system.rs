@@ -24,7 +24,7 @@ use super::store::{Notice, NoticeState, NoticeStore};
 use crate::call::Gateway;
 use crate::clients::ClientName;
 use crate::clock;
-use crate::jobs::callbacks::notice::NoticeSender;
+use crate::jobs::callbacks::notice::{Delivery, NoticeSender};
 use crate::jobs::{StoreError, rfc3339};
 use crate::texts::back_in_service as texts;
 
@@ -116,7 +116,7 @@ impl BackInServiceSystem {
             )));
         }
         self.sender
-            .check(&new.callback_url)
+            .check(&new.client, &new.callback_url)
             .await
             .map_err(NoticeError::Invalid)?;
         if self.store.waiting_count(&new.client).await? >= MAX_WAITING_PER_CLIENT {
@@ -215,14 +215,18 @@ impl BackInServiceSystem {
 }
 
 /// Where a fired notice's callback goes, and what it says.
-fn notice(due: &Notice) -> (String, serde_json::Value) {
+fn notice(due: &Notice) -> Delivery {
     let body = serde_json::json!({
         "notice_id": due.id,
         "tool": due.tool,
         "available_since": due.fired_at_ms.map(rfc3339),
         "news": texts::back(&due.tool),
     });
-    (due.callback_url.clone(), body)
+    Delivery {
+        client: due.client.clone(),
+        url: due.callback_url.clone(),
+        body,
+    }
 }
 
 #[cfg(test)]

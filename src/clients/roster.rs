@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
+use reqwest::Url;
 use sha2::{Digest, Sha256};
 
 use super::{ClientName, DailyBudget, Scope};
@@ -42,7 +43,8 @@ fn constant_time_eq(a: &KeyDigest, b: &KeyDigest) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// What one client may do: its name, the tools it may call and its booking budget.
+/// What one client may do: its name, the tools it may call, its booking budget and where its
+/// callbacks may go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientProfile {
     /// The client's name.
@@ -51,6 +53,9 @@ pub struct ClientProfile {
     pub scope: Scope,
     /// How much it may book per UTC day; `None` = no budget of its own.
     pub budget: Option<DailyBudget>,
+    /// Where its callbacks may go, when its entry has a list of its own (else the gateway's
+    /// `[auth] callback_allowlist`).
+    pub callback_allowlist: Option<Vec<Url>>,
 }
 
 impl ClientProfile {
@@ -61,6 +66,7 @@ impl ClientProfile {
             name,
             scope: Scope::everything(),
             budget: None,
+            callback_allowlist: None,
         }
     }
 }

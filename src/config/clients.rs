@@ -1,5 +1,5 @@
 //! `[[clients]]`: named clients, each with its key, the tools it may call, whether it may book,
-//! its own limits and a booking budget per day.
+//! its own limits, a booking budget per day and where its callbacks may go.
 //!
 //! ```toml
 //! [[clients]]
@@ -9,6 +9,7 @@
 //! may_book = true
 //! rate = "5/s"                         # rate, burst, max_concurrent_calls override [limits]
 //! budget_per_day = { amount = "2000.00", currency = "EUR" }
+//! callback_allowlist = ["https://travel-app.example/hooks/"]   # instead of [auth]'s, for it
 //! ```
 //!
 //! Every problem is reported at once: unknown keys, a name the gateway keeps for itself, a key
@@ -18,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use super::model::{ClientConfig, ClientKey, LimitsConfig, ToolConfig};
-use super::reader::{Section, env_name_message, is_env_name};
+use super::reader::{Section, env_name_message, is_env_name, parse_http_url};
 use super::server::parse_rate;
 use crate::clients::{ClientName, DailyBudget, Scope, digest_from_hex};
 
@@ -109,12 +110,23 @@ fn read_client(s: &Section<'_>, limits: &LimitsConfig) -> Option<ClientConfig> {
             }
         }
     });
+    let callback_allowlist = s.strings("callback_allowlist").map(|urls| {
+        let mut parsed = Vec::new();
+        for (i, u) in urls.iter().enumerate() {
+            match parse_http_url(u) {
+                Ok(url) => parsed.push(url),
+                Err(msg) => s.error(&format!("callback_allowlist[{i}]"), msg),
+            }
+        }
+        parsed
+    });
     Some(ClientConfig {
         name: name?,
         key: key?,
         scope: scope?,
         limits: own,
         budget,
+        callback_allowlist,
     })
 }
 

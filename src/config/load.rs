@@ -19,7 +19,7 @@ use super::maintenance::{check_maintenance, read_maintenance};
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::{ConfigErrors, Problems};
-use super::reader::{Section, env_name_message, is_env_name, parse_toml};
+use super::reader::{Section, env_name_message, is_env_name, parse_http_url, parse_toml};
 use super::server::{check_request_timeout, read_limits, read_server};
 use super::tools_files::read_tools;
 use crate::breaker::BreakerConfig;
@@ -808,17 +808,5 @@ fn check_allowed_origin(o: &str) -> Result<(), String> {
         Ok(u) if base != o && u.port().is_some() => Err(bad("a port and :* together")),
         Ok(_) => Ok(()),
         Err(e) => Err(bad(&e.to_string())),
-    }
-}
-
-fn parse_http_url(s: &str) -> Result<Url, String> {
-    match Url::parse(s) {
-        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(u),
-        Ok(_) => Err(format!(
-            "\"{s}\" must be an http or https URL with a host, e.g. \"https://api.duffel.com\""
-        )),
-        Err(e) => Err(format!(
-            "\"{s}\" is not a URL ({e}); write e.g. \"https://api.duffel.com\""
-        )),
     }
 }

@@ -67,6 +67,8 @@ pub struct ClientConfig {
     pub limits: LimitsConfig,
     /// Its booking budget per UTC day, when it has one.
     pub budget: Option<DailyBudget>,
+    /// Its own callback allowlist, which replaces `[auth] callback_allowlist` for it.
+    pub callback_allowlist: Option<Vec<Url>>,
 }
 
 /// Where a client's key comes from: never the key itself.

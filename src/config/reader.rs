@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use reqwest::Url;
+
 use super::files::Files;
 use super::problems::Problems;
 
@@ -370,4 +372,18 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 pub(crate) fn parse_percent(s: &str) -> Option<f64> {
     let n: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
     Some(n / 100.0)
+}
+
+/// An `http` or `https` URL with a host (a provider's base, a callback allowlist entry); `Err`
+/// says what to write instead.
+pub(super) fn parse_http_url(s: &str) -> Result<Url, String> {
+    match Url::parse(s) {
+        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(u),
+        Ok(_) => Err(format!(
+            "\"{s}\" must be an http or https URL with a host, e.g. \"https://api.duffel.com\""
+        )),
+        Err(e) => Err(format!(
+            "\"{s}\" is not a URL ({e}); write e.g. \"https://api.duffel.com\""
+        )),
+    }
 }

@@ -292,6 +292,7 @@ mod tests {
                 name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
                 scope: Scope::everything(),
                 budget,
+                callback_allowlist: None,
             })
         };
         let eur = DailyBudget::new("1250.5", "EUR").unwrap_or_else(|e| panic!("{e}"));

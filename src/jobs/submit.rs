@@ -1,10 +1,11 @@
 //! Accepting a background call: the same argument checks an interactive call gets (one call
-//! into the gateway), the callback URL against the allowlist and the SSRF guard, before the job
+//! into the gateway), the callback URL against the client's allowlist and the SSRF guard, before the job
 //! is stored (in the store, or in the spool while the store does not answer). A job is only
 //! stored when it can run; the caller learns what is wrong at once.
 
 use reqwest::Url;
 
+use super::callbacks::allowlist::Allowlists;
 use super::callbacks::guard;
 use super::store::{NewJob, StoreError};
 use crate::call::{CheckError, Gateway};
@@ -25,8 +26,8 @@ pub enum SubmitError {
 /// Where callbacks may go, as submission checks it.
 #[derive(Debug, Clone)]
 pub(super) struct CallbackRules {
-    /// `[auth] callback_allowlist`.
-    pub(super) allowlist: Vec<Url>,
+    /// Each client's callback allowlist.
+    pub(super) allowlists: Allowlists,
     /// Whether a signing secret is configured (unsigned callbacks are never sent).
     pub(super) can_sign: bool,
 }
@@ -45,7 +46,7 @@ pub(super) async fn check(
     if let Some(url) = &job.callback_url {
         let parsed = Url::parse(url)
             .map_err(|e| SubmitError::Callback(format!("callback_url is not a URL: {e}")))?;
-        guard::check_target(&parsed, &callbacks.allowlist)
+        guard::check_target(&parsed, &callbacks.allowlists.of(&job.client))
             .await
             .map_err(SubmitError::Callback)?;
         if !callbacks.can_sign {

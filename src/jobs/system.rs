@@ -13,11 +13,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::Url;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::callbacks::allowlist::Allowlists;
 use super::callbacks::{Sender, guard};
 use super::dispatch::{Dispatcher, ToolState};
 use super::land::Unstored;
@@ -120,15 +120,17 @@ pub struct Listing {
 }
 
 impl JobSystem {
-    /// A job system over `store`. Callbacks are refused unless a secret is configured.
+    /// A job system over `store`, its callbacks held to `allowlists` (a `Vec<Url>` is the
+    /// gateway's list for every client). Callbacks are refused unless a secret is configured.
     pub fn new(
         store: Store,
         gateway: Arc<Gateway>,
         telemetry: Arc<Telemetry>,
         config: JobsConfig,
-        allowlist: Vec<Url>,
+        allowlists: impl Into<Allowlists>,
         callback_secret: Option<Secret>,
     ) -> Self {
+        let allowlists = allowlists.into();
         let http = guard::client()
             .map_err(|e| tracing::error!(error = %e, "cannot build the callback HTTP client; callbacks will fail"))
             .ok();
@@ -144,7 +146,7 @@ impl JobSystem {
         });
         JobSystem {
             callback_rules: CallbackRules {
-                allowlist: allowlist.clone(),
+                allowlists: allowlists.clone(),
                 can_sign: callback_secret.is_some(),
             },
             workers: config.workers,
@@ -168,7 +170,7 @@ impl JobSystem {
             }),
             callbacks: Arc::new(Sender {
                 store: store.clone(),
-                allowlist,
+                allowlists,
                 secret: callback_secret,
                 http,
                 telemetry: Arc::clone(&telemetry),

@@ -85,7 +85,7 @@ static CALLBACKS: Spec<DueCallback> = Spec {
     key: &[KeyColumn::Text("watch_id"), KeyColumn::Int("instant")],
     touched: None,
     select: "SELECT n.watch_id, n.instant, n.text, n.result, n.created_at, n.callback_state,
-             n.callback_attempts, n.next_callback_at, w.tool, w.callback_url
+             n.callback_attempts, n.next_callback_at, w.tool, w.client, w.callback_url
          FROM faregate_watch_notices n JOIN faregate_watches w ON w.id = n.watch_id ",
     alias: "n.",
     also: "AND w.callback_url IS NOT NULL",
@@ -186,6 +186,8 @@ pub struct DueCallback {
     pub notice: Notice,
     /// The watch's tool.
     pub tool: String,
+    /// The watch's client (its callback allowlist applies).
+    pub client: ClientName,
     /// The watch's callback URL.
     pub url: String,
 }
@@ -280,6 +282,7 @@ fn due_callback_from_row(r: &dyn StoreRow) -> Result<DueCallback, StoreError> {
     Ok(DueCallback {
         notice: notice_from_row(r)?,
         tool: r.text("tool")?.ok_or_else(|| missing("tool"))?,
+        client: ClientName::stored(&r.text("client")?.ok_or_else(|| missing("client"))?),
         url: r
             .text("callback_url")?
             .ok_or_else(|| missing("callback_url"))?,

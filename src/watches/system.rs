@@ -22,7 +22,7 @@ use crate::call::{CheckError, Gateway};
 use crate::clients::ClientName;
 use crate::clock;
 use crate::config::WatchesConfig;
-use crate::jobs::callbacks::notice::NoticeSender;
+use crate::jobs::callbacks::notice::{Delivery, NoticeSender};
 use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError, rfc3339};
 use crate::texts::watches as texts;
 
@@ -152,7 +152,10 @@ impl WatchSystem {
             Err(CheckError::Invalid(text)) => return Err(WatchError::Invalid(text)),
         }
         if let Some(url) = &new.callback_url {
-            self.notices.check(url).await.map_err(WatchError::Invalid)?;
+            self.notices
+                .check(&new.client, url)
+                .await
+                .map_err(WatchError::Invalid)?;
         }
         let max = self.config.max_active_per_client;
         if self.store.active_count(&new.client).await? >= max {
@@ -425,7 +428,7 @@ impl WatchSystem {
 }
 
 /// Where a notice's callback goes (its watch's URL), and what it says.
-fn notice(due: &DueCallback) -> (String, Value) {
+fn notice(due: &DueCallback) -> Delivery {
     let body = serde_json::json!({
         "watch_id": due.notice.watch_id,
         "tool": due.tool,
@@ -433,7 +436,11 @@ fn notice(due: &DueCallback) -> (String, Value) {
         "news": due.notice.text,
         "result": due.notice.result,
     });
-    (due.url.clone(), body)
+    Delivery {
+        client: due.client.clone(),
+        url: due.url.clone(),
+        body,
+    }
 }
 
 #[cfg(test)]

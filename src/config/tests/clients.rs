@@ -30,6 +30,7 @@ may_book = true
 rate = "5/s"
 max_concurrent_calls = 2
 budget_per_day = {{ amount = "2000.50", currency = "EUR" }}
+callback_allowlist = ["https://travel-app.example/hooks/"]
 
 [[clients]]
 name = "reporting"
@@ -64,6 +65,14 @@ key_sha256 = "{}"
         Amount::parse("2000.5").unwrap_or_else(|| panic!("amount"))
     );
     assert_eq!(budget.currency, "EUR");
+    assert_eq!(
+        app.callback_allowlist,
+        Some(vec![
+            reqwest::Url::parse("https://travel-app.example/hooks/")
+                .unwrap_or_else(|e| panic!("{e}"))
+        ])
+    );
+    assert_eq!(reporting.callback_allowlist, None, "the gateway's list");
     assert_eq!(reporting.key, ClientKey::Sha256(digest(b"reporting-key")));
     assert!(
         reporting.scope.allows("search_flights", false),
@@ -104,6 +113,7 @@ key_sha256 = "{k}"
 name = "delta"
 key_env = "not-a-variable"
 budget_per_day = {{ amount = "lots", currency = "EUR" }}
+callback_allowlist = ["https://ok.example/hooks/", "ftp://files.example/"]
 
 [[clients]]
 name = "alpha"
@@ -123,6 +133,10 @@ key_env = "ALPHA2_KEY"
         ("clients[3].key_sha256", "give the key one way only"),
         ("clients[4].key_env", "is not an environment variable name"),
         ("clients[4].budget_per_day", "is not an amount"),
+        (
+            "clients[4].callback_allowlist[1]",
+            "must be an http or https URL",
+        ),
         ("clients[5].name", "client alpha is configured twice"),
     ];
     for (key, says) in expect {

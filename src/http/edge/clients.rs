@@ -54,6 +54,7 @@ pub fn client_setup(config: &Config, env: &dyn Env) -> Result<ClientSetup, Vec<S
             name: client.name.clone(),
             scope: client.scope.clone(),
             budget: client.budget.clone(),
+            callback_allowlist: client.callback_allowlist.clone(),
         };
         // A clash with a key of the flat list names that key's client (`key-<8 hex>`).
         if let Err(e) = roster.add_client(d, Arc::new(profile)) {

@@ -1,7 +1,8 @@
 //! The callback SSRF guard. A callback URL comes from a client, and the gateway posts to it
 //! from inside the operator's network, so it is held to three rules:
-//! 1. it must match an allowlist entry (`[auth] callback_allowlist`): same scheme, host and
-//!    port, and a path under the entry's path ([`allowed`]);
+//! 1. it must match an entry of the client's allowlist (its own `callback_allowlist`, else
+//!    `[auth] callback_allowlist`, see [`super::allowlist`]): same scheme, host and port, and a
+//!    path under the entry's path ([`allowed`]);
 //! 2. a host *name* must resolve to public addresses only: loopback, private, link-local
 //!    (cloud metadata at 169.254.169.254), unique-local, CGNAT and other special ranges are
 //!    refused ([`is_private`]); an internal receiver is allowed by writing its address itself
@@ -17,6 +18,8 @@ use std::time::Duration;
 
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use super::allowlist::Allowlist;
 
 /// Whether `url` is allowed: same scheme and host (and port), and its path is the prefix's path
 /// or under it (an entry `/hooks` admits `/hooks` and `/hooks/x`, not `/hooks-admin`). No user
@@ -83,22 +86,12 @@ fn is_private_v4(v4: Ipv4Addr) -> bool {
 /// How long the submission check waits for DNS before leaving the decision to delivery.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The submission check: the allowlist, then (for a host name) its addresses. `Err` is the
-/// message for the client (a 422). A name that does not resolve now is accepted: delivery
+/// The submission check: the client's allowlist, then (for a host name) its addresses. `Err` is
+/// the message for the client (a 422). A name that does not resolve now is accepted: delivery
 /// resolves again and refuses private addresses then.
-pub async fn check_target(url: &Url, allowlist: &[Url]) -> Result<(), String> {
-    if !allowed(url, allowlist) {
-        let entries: Vec<&str> = allowlist.iter().map(Url::as_str).collect();
-        return Err(if entries.is_empty() {
-            format!(
-                "callback_url {url} is not allowed: this gateway has no callback allowlist ([auth] callback_allowlist), so it sends no callbacks; poll GET /v1/jobs/{{id}} instead"
-            )
-        } else {
-            format!(
-                "callback_url {url} is not on the gateway's callback allowlist; use a URL under one of: {}",
-                entries.join(", ")
-            )
-        });
+pub async fn check_target(url: &Url, allowlist: &Allowlist) -> Result<(), String> {
+    if !allowed(url, allowlist.entries()) {
+        return Err(allowlist.refusal(url));
     }
     let host = url.host_str().unwrap_or_default();
     if host.trim_matches(['[', ']']).parse::<IpAddr>().is_ok() {
@@ -160,6 +153,8 @@ pub fn client() -> Result<reqwest::Client, reqwest::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clients::ClientName;
+    use crate::jobs::callbacks::allowlist::Allowlists;
 
     #[test]
     fn only_allowlisted_prefixes_pass() {
@@ -239,7 +234,8 @@ mod tests {
 
     #[tokio::test]
     async fn names_that_resolve_inward_are_refused_and_literals_are_explicit() {
-        let allow = |u: &str| vec![Url::parse(u).unwrap_or_else(|e| panic!("{e}"))];
+        let gateways = |list: Vec<Url>| Allowlists::from(list).of(&ClientName::local());
+        let allow = |u: &str| gateways(vec![Url::parse(u).unwrap_or_else(|e| panic!("{e}"))]);
         let url = |u: &str| Url::parse(u).unwrap_or_else(|e| panic!("{e}"));
         // localhost is a name: it resolves to loopback, so it is refused even when listed.
         let e = check_target(
@@ -272,7 +268,7 @@ mod tests {
         .await
         .unwrap_err();
         assert!(e.contains("not on the gateway's callback allowlist; use a URL under one of: http://127.0.0.1:9/hooks/"), "{e}");
-        let e = check_target(&url("http://127.0.0.1:9/hooks/"), &[])
+        let e = check_target(&url("http://127.0.0.1:9/hooks/"), &gateways(Vec::new()))
             .await
             .unwrap_err();
         assert!(e.contains("no callback allowlist"), "{e}");

@@ -5,8 +5,9 @@
 //! Due callbacks are leased before they are sent, so replicas sharing a queue never send one
 //! twice. Delivery is retried with a doubling wait; a failed delivery never loses the result,
 //! which stays in the job (`GET /v1/jobs/{id}`). Where a callback may go is [`guard`]'s
-//! business.
+//! business, held to the client's list ([`allowlist`]).
 
+pub mod allowlist;
 pub mod guard;
 pub mod notice;
 
@@ -18,6 +19,7 @@ use reqwest::Url;
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
+use self::allowlist::{Allowlist, Allowlists};
 use super::land::{self, Unstored};
 use super::store::{Job, JobStore, Store};
 use crate::call::{CallInfo, Envelope};
@@ -110,7 +112,7 @@ fn body(job: &Job) -> Vec<u8> {
 #[derive(Debug)]
 pub(super) struct Sender {
     pub(super) store: Store,
-    pub(super) allowlist: Vec<Url>,
+    pub(super) allowlists: Allowlists,
     pub(super) secret: Option<Secret>,
     /// The callback client ([`guard::client`]); `None` if it could not be built, and then
     /// callbacks fail (and are retried) rather than go out without the SSRF guard.
@@ -172,10 +174,12 @@ impl Sender {
         else {
             return false;
         };
-        // Checked again at delivery: the allowlist may have changed since the job was stored
-        // (another replica, a restart). Host names are re-resolved by the client's guarded
-        // resolver, which never connects to a private address.
-        match post_signed(http, url, &self.allowlist, secret, body(job)).await {
+        // Checked again at delivery, against the job's client's list now: it may have changed
+        // since the job was stored (a reload, another replica, a restart). Host names are
+        // re-resolved by the client's guarded resolver, which never connects to a private
+        // address.
+        let allowlist = self.allowlists.of(&job.client);
+        match post_signed(http, url, &allowlist, secret, body(job)).await {
             Ok(()) => true,
             Err(why) => {
                 tracing::warn!(job = %job.id, "callback not delivered: {why}");
@@ -186,17 +190,18 @@ impl Sender {
 }
 
 /// POSTs `body` as JSON to `url`, signed with `secret` ([`SIGNATURE_HEADER`]), after checking
-/// the URL against `allowlist` again (it may have changed since the URL was accepted): the
-/// one delivery of job callbacks and watch notices. `Err` says why it was not delivered.
+/// the URL against the client's `allowlist` again (it may have changed since the URL was
+/// accepted): the one delivery of job callbacks and notices. `Err` says why it was not
+/// delivered.
 pub async fn post_signed(
     http: &reqwest::Client,
     url: &str,
-    allowlist: &[Url],
+    allowlist: &Allowlist,
     secret: &Secret,
     body: Vec<u8>,
 ) -> Result<(), String> {
     let parsed = match Url::parse(url) {
-        Ok(u) if guard::allowed(&u, allowlist) => u,
+        Ok(u) if guard::allowed(&u, allowlist.entries()) => u,
         _ => return Err("the URL is no longer on the allowlist".into()),
     };
     let signature = sign(secret.expose().as_bytes(), clock::epoch_ms() / 1000, &body);

@@ -14,16 +14,29 @@ use std::sync::Arc;
 use reqwest::Url;
 use serde_json::Value;
 
+use super::allowlist::Allowlists;
 use super::{guard, post_signed};
+use crate::clients::ClientName;
 use crate::clock;
 use crate::outbox::Outbox;
 use crate::providers::Secret;
 use crate::store::StoreError;
 
+/// One notice to deliver: whose it is, where it goes and what it says.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The client that asked for it (its allowlist applies).
+    pub client: ClientName,
+    /// Its callback URL.
+    pub url: String,
+    /// The JSON body.
+    pub body: Value,
+}
+
 /// Where notices may go and how they are signed.
 #[derive(Debug)]
 pub struct NoticeSender {
-    allowlist: Vec<Url>,
+    allowlists: Allowlists,
     secret: Option<Secret>,
     /// The guarded callback client; `None` if it could not be built (then deliveries fail and
     /// are retried, never sent without the guard).
@@ -31,22 +44,24 @@ pub struct NoticeSender {
 }
 
 impl NoticeSender {
-    /// Notices to URLs in `allowlist`, signed with `secret` (none = callbacks refused).
-    pub fn new(allowlist: Vec<Url>, secret: Option<Secret>) -> Self {
+    /// Notices to URLs on their client's list of `allowlists` (a `Vec<Url>` is the gateway's
+    /// list for every client), signed with `secret` (none = callbacks refused).
+    pub fn new(allowlists: impl Into<Allowlists>, secret: Option<Secret>) -> Self {
         let http = guard::client()
             .map_err(|e| tracing::error!(error = %e, "cannot build the notice HTTP client; notice callbacks will fail"))
             .ok();
         NoticeSender {
-            allowlist,
+            allowlists: allowlists.into(),
             secret,
             http,
         }
     }
 
-    /// Checks a notice's callback URL as a job's is checked, with a message naming the fix.
-    pub async fn check(&self, url: &str) -> Result<(), String> {
+    /// Checks `client`'s callback URL for its notices as a job's is checked, with a message
+    /// naming the fix.
+    pub async fn check(&self, client: &ClientName, url: &str) -> Result<(), String> {
         let parsed = Url::parse(url).map_err(|e| format!("callback_url is not a URL: {e}"))?;
-        guard::check_target(&parsed, &self.allowlist).await?;
+        guard::check_target(&parsed, &self.allowlists.of(client)).await?;
         if self.secret.is_none() {
             return Err("callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway".into());
         }
@@ -59,25 +74,30 @@ impl NoticeSender {
         self: &Arc<Self>,
         outbox: &Outbox<T>,
         limit: u32,
-        notice: fn(&T) -> (String, Value),
+        notice: fn(&T) -> Delivery,
     ) -> Result<(), StoreError> {
         let sender = Arc::clone(self);
         outbox
             .send_due(clock::epoch_ms(), limit, move |due| {
                 let sender = Arc::clone(&sender);
-                let (url, body) = notice(&due);
-                async move { sender.deliver(&url, body.to_string().into_bytes()).await }
+                let delivery = notice(&due);
+                async move {
+                    let body = delivery.body.to_string().into_bytes();
+                    sender.deliver(&delivery.client, &delivery.url, body).await
+                }
             })
             .await
     }
 
-    /// Posts `body` to `url`, signed; true on a 2xx.
-    pub async fn deliver(&self, url: &str, body: Vec<u8>) -> bool {
+    /// Posts `body` to `client`'s `url`, signed; true on a 2xx.
+    pub async fn deliver(&self, client: &ClientName, url: &str, body: Vec<u8>) -> bool {
         let (Some(secret), Some(http)) = (&self.secret, &self.http) else {
             return false;
         };
-        // Checked again at delivery: the allowlist may have changed since the watch was made.
-        match post_signed(http, url, &self.allowlist, secret, body).await {
+        // Checked again at delivery, against the client's list now: it may have changed since
+        // the notice was asked for (a reload, a restart).
+        let allowlist = self.allowlists.of(client);
+        match post_signed(http, url, &allowlist, secret, body).await {
             Ok(()) => true,
             Err(why) => {
                 // The host only: the rest of a receiver's URL may carry a token.

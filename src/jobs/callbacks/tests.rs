@@ -1,6 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::clients::ClientName;
 use crate::jobs::store::{CallbackState, JobStatus};
 
 #[test]
@@ -112,7 +113,10 @@ fn a_job_given_up_without_an_envelope_gets_an_unavailable_one() {
 async fn a_failed_delivery_says_why_without_the_receivers_url() {
     // `localhost` is on the allowlist, but the guarded resolver never connects to a private
     // address: the delivery fails, and its reason is logged.
-    let allowlist = vec![Url::parse("http://localhost/hooks/").unwrap_or_else(|e| panic!("{e}"))];
+    let allowlist = Allowlists::from(vec![
+        Url::parse("http://localhost/hooks/").unwrap_or_else(|e| panic!("{e}")),
+    ])
+    .of(&ClientName::local());
     let http = guard::client().unwrap_or_else(|e| panic!("{e}"));
     let secret = crate::providers::Secret::new("s");
     let failed = post_signed(

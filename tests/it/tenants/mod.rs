@@ -1,8 +1,9 @@
 //! Clients kept apart: each call and job carries the client whose key authenticated it
 //! ([`jobs`]), named clients are configured ([`check`]) and reloaded without a restart
 //! ([`reload`], and by SIGHUP: [`sighup`]), and a client calls and sees only its tools
-//! ([`scopes`]).
+//! ([`scopes`]), and a client's callbacks go only where its own list says ([`callbacks`]).
 
+mod callbacks;
 mod check;
 mod jobs;
 mod reload;
