@@ -14,7 +14,9 @@
 //! creation time. It is inserted with `ON CONFLICT DO NOTHING` and only then deleted from the
 //! spool, so a crash between the two finds the id taken on the next flush and just deletes.
 //! A spooled job whose client already used its idempotency key for the tool in the store (a
-//! resubmission while the store was away) becomes that job: the key means one job.
+//! resubmission while the store was away) becomes that job: the key means one job, and the id
+//! the caller was answered with stays an alias of it. With other arguments it would have been
+//! refused had the store answered, so it is stored dead with that reason, never run.
 //!
 //! While spooled, a job is answered by this replica: its id (`GET /v1/jobs/{id}`) and its
 //! idempotency key (the same submission again) find it in the spool. The file survives a
@@ -30,8 +32,10 @@ use tokio::sync::OnceCell;
 use super::store::{Job, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
 use crate::clients::ClientName;
 use crate::clock;
+use crate::fingerprint::canonical_json;
 use crate::store::{Db, within};
 use crate::telemetry::Telemetry;
+use crate::texts::call as texts;
 
 /// After the store failed, submissions go straight to the spool for this long.
 const AWAY_FOR: Duration = Duration::from_secs(2);
@@ -224,7 +228,11 @@ impl Spool {
                     self.store_failed(e);
                 })?;
                 if stored.id != job.id {
-                    tracing::info!(job = %job.id, into = %stored.id, tool = %job.tool, "jobs: a spooled job's idempotency key names a job in the store; it is that job");
+                    within(STORE_WAIT, merge(store, &job, &stored))
+                        .await
+                        .inspect_err(|e| {
+                            self.store_failed(e);
+                        })?;
                 }
                 file.delete(&job.id).await?;
                 moved += 1;
@@ -264,6 +272,31 @@ impl Spool {
             }
             Err(e) => tracing::warn!(error = %e, "jobs: cannot count the spooled jobs"),
         }
+    }
+}
+
+/// Moves in `spooled`, whose client's idempotency key names `stored` in the store (resubmitted
+/// while the store was away). With the same arguments it is that job: its id becomes an alias,
+/// so the caller polling the id it was answered with finds `stored`. With other arguments it is
+/// refused as a submission would have been, and stored dead with the reason, so that id reads
+/// why instead of nothing. A flush cut short here does the same again (both are idempotent).
+async fn merge(store: &Store, spooled: &Job, stored: &Job) -> Result<(), StoreError> {
+    let now = clock::epoch_ms();
+    if canonical_json(&spooled.arguments) == canonical_json(&stored.arguments) {
+        tracing::info!(job = %spooled.id, into = %stored.id, tool = %spooled.tool, "jobs: a spooled job's idempotency key names a job in the store; it is that job");
+        store.alias(&spooled.id, &stored.id, now).await
+    } else {
+        tracing::warn!(job = %spooled.id, other = %stored.id, tool = %spooled.tool, "jobs: a spooled job's idempotency key names a job with other arguments in the store; it is stored dead, never run");
+        let error = texts::job_key_reused(&spooled.tool, &stored.id);
+        store
+            .enqueue_refused(
+                &spooled.id,
+                &new_job(spooled),
+                spooled.created_at_ms,
+                now,
+                &error,
+            )
+            .await
     }
 }
 

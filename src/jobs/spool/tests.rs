@@ -214,6 +214,87 @@ async fn a_spooled_key_the_store_already_holds_becomes_that_job() {
     let stored = all(&s.store).await;
     assert_eq!(stored.len(), 1, "one key, one job: {stored:#?}");
     assert_eq!(stored[0].id, first.id);
+
+    // The id the caller was answered with finds that job, and cancels it.
+    let found = s
+        .store
+        .get(&spooled.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("the spooled id finds nothing"));
+    assert_eq!(found.id, first.id);
+    let now = crate::clock::epoch_ms();
+    let cancelled = s
+        .store
+        .cancel(&spooled.id, &ClientName::stored("acme"), now)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(cancelled, "cancelled through the spooled id");
+    // Purged with its job: the alias goes too.
+    s.store
+        .purge(now + 1, 100)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Db::Sqlite(pool) = s.store.db() else {
+        panic!("a SQLite store")
+    };
+    let aliases: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM faregate_job_aliases")
+        .fetch_one(pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(aliases, 0);
+}
+
+#[tokio::test]
+async fn a_spooled_key_the_store_holds_for_other_arguments_is_stored_dead_saying_why() {
+    let s = setup().await;
+    let (first, _) = s
+        .store
+        .enqueue(job("acme", Some("k-1")), crate::clock::epoch_ms())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut other = job("acme", Some("k-1"));
+    other.arguments = json!({"city_code": "LON"});
+    other.callback_url = Some("https://hooks.example/x".into());
+    let spooled = spool_directly(&s.spool, other).await;
+
+    for _ in 0..2 {
+        // A second flush (one cut short before its delete) changes nothing.
+        s.spool
+            .flush(&s.store)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(s.spool.depth(), 0);
+    let refused = s
+        .store
+        .get(&spooled.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("the spooled id finds nothing"));
+    assert_eq!(refused.status, JobStatus::Dead, "{refused:#?}");
+    assert_eq!(refused.attempts, 0, "never run");
+    assert_eq!(refused.arguments, json!({"city_code": "LON"}));
+    assert_eq!(refused.idempotency_key, None, "the key is the other job's");
+    let why = refused.last_error.clone().unwrap_or_default();
+    assert!(
+        why.contains("already used for a different search_hotels request")
+            && why.contains(&first.id),
+        "{why}"
+    );
+    assert!(
+        refused.next_callback_at_ms.is_some(),
+        "its callback is due: {refused:#?}"
+    );
+    let kept = s
+        .store
+        .get(&first.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("the first job is gone"));
+    assert_eq!(kept.status, JobStatus::Queued);
+    assert_eq!(kept.arguments, json!({"city_code": "PAR"}));
+    assert_eq!(all(&s.store).await.len(), 2);
 }
 
 #[tokio::test]

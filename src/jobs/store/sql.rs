@@ -32,6 +32,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "jobs_4_retention",
         statements: RETENTION,
     },
+    Migration {
+        name: "jobs_5_aliases",
+        statements: ALIASES,
+    },
 ];
 
 /// The table and its indexes, created when missing (so databases made before migrations were
@@ -86,6 +90,27 @@ const TRACE: &[&str] = &[
 const RETENTION: &[&str] =
     &["CREATE INDEX IF NOT EXISTS faregate_jobs_finished ON faregate_jobs (status, updated_at)"];
 
+/// A submission answered with one id that turned out to be another job: a spooled job whose
+/// client's idempotency key already named a job in the store when the spool moved it in
+/// ([`Store::alias`]). The id the caller was given finds the job the key names.
+const ALIASES: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS faregate_job_aliases (
+        id TEXT PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+    )",
+    "CREATE INDEX IF NOT EXISTS faregate_job_aliases_job ON faregate_job_aliases (job_id)",
+];
+
+const ALIAS: &str = "INSERT INTO faregate_job_aliases (id, job_id, created_at) VALUES ($1, $2, $3)
+     ON CONFLICT DO NOTHING";
+
+/// Aliases of jobs that are gone (purged), a batch of `$1`.
+const PURGE_ALIASES: &str = "DELETE FROM faregate_job_aliases WHERE id IN (
+         SELECT a.id FROM faregate_job_aliases a
+         WHERE NOT EXISTS (SELECT 1 FROM faregate_jobs j WHERE j.id = a.job_id)
+         LIMIT CAST($1 AS BIGINT))";
+
 /// The columns a [`Job`] is read from, named rather than `*`: a SQLite connection that loaded
 /// the schema before a migration added a column would otherwise prepare `*` with the old
 /// column count and read the new row with it (named columns make SQLite reload its schema).
@@ -101,6 +126,21 @@ const ENQUEUE: &str = "INSERT INTO faregate_jobs (id, tool, arguments, call_id, 
         callback_url, status, attempts, next_attempt_at, created_at, updated_at, callback_state,
         client, trace_parent, trace_state)
      VALUES ($1, $2, $3, $4, $5, $6, 'queued', 0, $7, $7, $7, $8, $9, $10, $11)
+     ON CONFLICT DO NOTHING";
+
+const ALIASED: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM faregate_jobs WHERE id = (SELECT job_id FROM faregate_job_aliases WHERE id = $1)"
+);
+
+/// A submission stored as already dead, without its idempotency key (which names another job):
+/// `$5` callback URL, `$6` accepted at, `$7` now, `$8` callback state, `$12` the error, `$13`
+/// when its callback is due.
+const ENQUEUE_REFUSED: &str = "INSERT INTO faregate_jobs (id, tool, arguments, call_id,
+        callback_url, status, attempts, next_attempt_at, created_at, updated_at, callback_state,
+        client, trace_parent, trace_state, last_error, next_callback_at)
+     VALUES ($1, $2, $3, $4, $5, 'dead', 0, $6, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT DO NOTHING";
 
 const COUNT: &str = "SELECT COUNT(*) AS n FROM faregate_jobs";
@@ -191,9 +231,11 @@ const PURGE: &str = "DELETE FROM faregate_jobs WHERE id IN (
          LIMIT CAST($2 AS BIGINT))";
 
 /// Only a job that has not started is cancelled: a running one may be booking at the provider.
+/// `$1` may be an alias ([`ALIASES`]).
 const CANCEL: &str = "UPDATE faregate_jobs
      SET status = 'cancelled', next_callback_at = NULL, updated_at = $3
-     WHERE id = $1 AND client = $2 AND status IN ('queued', 'retry_scheduled')";
+     WHERE id = COALESCE((SELECT job_id FROM faregate_job_aliases WHERE id = $1), $1)
+       AND client = $2 AND status IN ('queued', 'retry_scheduled')";
 
 const RELEASE: &str = "UPDATE faregate_jobs
      SET status = CASE WHEN attempts = 0 THEN 'queued' ELSE 'retry_scheduled' END,
@@ -303,6 +345,63 @@ impl Store {
         Ok((job, inserted))
     }
 
+    /// Stores `job`, accepted as `id` at `accepted_ms`, as a dead job whose `last_error` is
+    /// `error`, without its idempotency key: the spool moved in a job whose key already named a
+    /// job with other arguments in the store, so it was never run, and the caller reads why
+    /// (and its callback, if it gave one, says so too). Nothing when `id` is taken.
+    pub(in crate::jobs) async fn enqueue_refused(
+        &self,
+        id: &str,
+        job: &NewJob,
+        accepted_ms: i64,
+        now_ms: i64,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        let (callback, due) = if job.callback_url.is_some() {
+            (CallbackState::Pending, Some(now_ms))
+        } else {
+            (CallbackState::None, None)
+        };
+        let arguments = job.arguments.to_string();
+        self.db
+            .execute(
+                ENQUEUE_REFUSED,
+                &[
+                    Arg::Text(Some(id)),
+                    Arg::Text(Some(&job.tool)),
+                    Arg::Text(Some(&arguments)),
+                    Arg::Text(job.call_id.as_deref()),
+                    Arg::Text(job.callback_url.as_deref()),
+                    Arg::Int(Some(accepted_ms)),
+                    Arg::Int(Some(now_ms)),
+                    Arg::Text(Some(callback.as_str())),
+                    Arg::Text(Some(job.client.as_str())),
+                    Arg::Text(job.trace.as_ref().map(TraceContext::traceparent)),
+                    Arg::Text(job.trace.as_ref().and_then(TraceContext::tracestate)),
+                    Arg::Text(Some(error)),
+                    Arg::Int(due),
+                ],
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Lets `id` find job `job_id` from now on (`get`, `cancel`): the spool moved in a job
+    /// answered as `id` that the client's idempotency key makes `job_id`.
+    pub(in crate::jobs) async fn alias(
+        &self,
+        id: &str,
+        job_id: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let args = [
+            Arg::Text(Some(id)),
+            Arg::Text(Some(job_id)),
+            Arg::Int(Some(now_ms)),
+        ];
+        self.db.execute(ALIAS, &args).await.map(|_| ())
+    }
+
     /// Deletes job `id`; whether it was there. Only the spool deletes: a job it moved into the
     /// shared store leaves the spool.
     pub(in crate::jobs) async fn delete(&self, id: &str) -> Result<bool, StoreError> {
@@ -367,6 +466,11 @@ impl JobStore for Store {
     async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {
         let args = [Arg::Text(Some(id))];
         let found = self.db.fetch(BY_ID, &args, job_from_row).await?;
+        if let Some(job) = found.into_iter().next() {
+            return Ok(Some(job));
+        }
+        // Only a miss looks for an alias: a polled job is found by its own id.
+        let found = self.db.fetch(ALIASED, &args, job_from_row).await?;
         Ok(found.into_iter().next())
     }
 
@@ -501,7 +605,11 @@ impl JobStore for Store {
 
     async fn purge(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
         let args = [Arg::Int(Some(before_ms)), Arg::Int(Some(i64::from(limit)))];
-        self.db.execute(PURGE, &args).await
+        let purged = self.db.execute(PURGE, &args).await?;
+        self.db
+            .execute(PURGE_ALIASES, &[Arg::Int(Some(i64::from(limit)))])
+            .await?;
+        Ok(purged)
     }
 
     async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {

@@ -205,6 +205,86 @@ async fn jobs_stored_before_clients_belong_to_the_local_client() {
     }
 }
 
+/// What the spool leaves when it moves in a resubmission whose key names a stored job: an
+/// alias that finds (and cancels) that job, or a dead job that never ran, saying why; both on
+/// each engine's SQL.
+#[tokio::test]
+async fn an_alias_finds_its_job_and_a_refused_submission_is_stored_dead() {
+    let (sqlite, _dir) = sqlite().await;
+    check_aliases(sqlite).await;
+    if let Some(store) = postgres("an_alias_finds_its_job").await {
+        check_aliases(store).await;
+    }
+}
+
+async fn check_aliases(store: Store) {
+    let (job, _) = store
+        .enqueue(new_job("search_flights", Some("k")), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let alias = "0190a000-0000-7000-8000-00000000a11a";
+    for _ in 0..2 {
+        store
+            .alias(alias, &job.id, T0 + 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(stored(&store, alias).await.id, job.id);
+    assert!(
+        store
+            .cancel(alias, &ClientName::local(), T0 + 2)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    assert_eq!(stored(&store, &job.id).await.status, JobStatus::Cancelled);
+
+    let refused_id = "0190a000-0000-7000-8000-00000000dead";
+    let mut asked = new_job("search_flights", Some("k"));
+    asked.callback_url = Some("https://hooks.example/x".into());
+    for _ in 0..2 {
+        store
+            .enqueue_refused(
+                refused_id,
+                &asked,
+                T0 + 3,
+                T0 + 4,
+                "key used for other arguments",
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let refused = stored(&store, refused_id).await;
+    assert_eq!(refused.status, JobStatus::Dead);
+    assert_eq!(refused.idempotency_key, None);
+    assert_eq!(refused.created_at_ms, T0 + 3);
+    assert_eq!(
+        refused.last_error.as_deref(),
+        Some("key used for other arguments")
+    );
+    // Its callback goes out like any dead job's.
+    let due = store
+        .claim_callbacks(T0 + 5, 1_000, 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        due.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        [refused_id]
+    );
+
+    // Purging the job takes its alias.
+    store
+        .purge(T0 + 1_000_000_000, 100)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        store
+            .get(alias)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_none()
+    );
+}
+
 #[tokio::test]
 async fn a_job_whose_row_cannot_be_read_is_set_aside_and_the_rest_run() {
     let (sqlite, _dir) = sqlite().await;
