@@ -3,6 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use hyper::body::Bytes;
 use reqwest::header::HeaderMap;
 
 use super::error::{ErrorKind, UpstreamError};
@@ -145,7 +146,13 @@ pub fn transport_error(e: reqwest::Error) -> UpstreamError {
 }
 
 /// Reads a response body, refusing more than [`MAX_BODY_BYTES`].
-pub async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, UpstreamError> {
+///
+/// A body that arrives as one chunk (a search answer of tens of kilobytes usually comes with its
+/// headers in one read) is returned as that chunk, a view of the client's read buffer: no copy,
+/// and no allocation of the body's size per call, which the client can then reuse for its next
+/// read (BENCHMARKS.md, "The provider's answer kept where it was read"). A body in several
+/// chunks is gathered into one buffer.
+pub async fn read_body(mut response: reqwest::Response) -> Result<Bytes, UpstreamError> {
     if let Some(len) = response.content_length()
         && len > MAX_BODY_BYTES as u64
     {
@@ -154,21 +161,38 @@ pub async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, Upstr
             format!("response body of {len} bytes exceeds the {MAX_BODY_BYTES}-byte limit"),
         ));
     }
+    let declared = response.content_length().unwrap_or(0);
+    let Some(first) = response.chunk().await.map_err(transport_error)? else {
+        return Ok(Bytes::new());
+    };
+    let too_large = || {
+        UpstreamError::new(
+            ErrorKind::Malformed,
+            format!("response body exceeds the {MAX_BODY_BYTES}-byte limit"),
+        )
+    };
+    if first.len() > MAX_BODY_BYTES {
+        return Err(too_large());
+    }
+    let Some(second) = response.chunk().await.map_err(transport_error)? else {
+        return Ok(first);
+    };
     // Sized once from the declared length (up to a megabyte, so a length that lies cannot
     // make a large allocation), so a search answer of tens of kilobytes is not copied again at
     // every doubling as its chunks arrive.
-    let declared = response.content_length().unwrap_or(0);
-    let mut body = Vec::with_capacity(declared.min(PRESIZE_MAX_BYTES) as usize);
-    while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
+    let mut body = Vec::with_capacity(
+        (declared.min(PRESIZE_MAX_BYTES) as usize).max(first.len() + second.len()),
+    );
+    let mut next = Some(second);
+    body.extend_from_slice(&first);
+    while let Some(chunk) = next {
         if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(UpstreamError::new(
-                ErrorKind::Malformed,
-                format!("response body exceeds the {MAX_BODY_BYTES}-byte limit"),
-            ));
+            return Err(too_large());
         }
         body.extend_from_slice(&chunk);
+        next = response.chunk().await.map_err(transport_error)?;
     }
-    Ok(body)
+    Ok(Bytes::from(body))
 }
 
 /// `Retry-After` as seconds or an HTTP-date, relative to `now`.
@@ -190,7 +214,6 @@ pub fn parse_delay(value: &str, now: SystemTime) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hyper::body::Bytes;
     use tokio::net::TcpListener;
 
     /// An HTTP/2 provider that resets its first `refusals` streams with `reason` and answers
@@ -254,6 +277,66 @@ mod tests {
         let (url, provider) = refusing_provider(1, h2::Reason::INTERNAL_ERROR).await;
         assert!(post(&url).await.is_err());
         assert_eq!(provider.await.unwrap(), 1);
+    }
+
+    /// An HTTP/1.1 provider that answers one request with `head` and then each of `pieces`,
+    /// written apart (flushed, with a pause between), so the client reads them as separate
+    /// chunks.
+    async fn provider_writing(head: String, pieces: Vec<Vec<u8>>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = vec![0; 4096];
+            let _ = socket.read(&mut request).await.unwrap();
+            socket.write_all(head.as_bytes()).await.unwrap();
+            for piece in pieces {
+                socket.write_all(&piece).await.unwrap();
+                socket.flush().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        url
+    }
+
+    async fn body_of(url: &str) -> Result<Bytes, UpstreamError> {
+        let client = client(1).unwrap();
+        let response = client.get(url).send().await.map_err(transport_error)?;
+        read_body(response).await
+    }
+
+    #[tokio::test]
+    async fn a_body_in_one_piece_or_in_several_is_read_whole_and_in_order() {
+        let body: Vec<u8> = (0..70_000u32).map(|i| b"0123456789"[(i % 10) as usize]).collect();
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+        let url = provider_writing(head.clone(), vec![body.clone()]).await;
+        assert_eq!(body_of(&url).await.unwrap(), body);
+
+        let pieces = vec![body[..10].to_vec(), body[10..50_000].to_vec(), body[50_000..].to_vec()];
+        let url = provider_writing(head, pieces).await;
+        assert_eq!(body_of(&url).await.unwrap(), body, "gathered in order");
+
+        // Chunked, without a declared length: nothing to size the buffer by.
+        let chunked = [b"5\r\nhello\r\n".to_vec(), b"6\r\n world\r\n0\r\n\r\n".to_vec()];
+        let head = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_string();
+        let url = provider_writing(head, chunked.to_vec()).await;
+        assert_eq!(body_of(&url).await.unwrap(), &b"hello world"[..]);
+
+        let url = provider_writing("HTTP/1.1 204 No Content\r\n\r\n".into(), Vec::new()).await;
+        assert!(body_of(&url).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_body_declared_over_the_limit_is_refused_unread() {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n",
+            MAX_BODY_BYTES + 1
+        );
+        let url = provider_writing(head, vec![b"{".to_vec()]).await;
+        let error = body_of(&url).await.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Malformed);
+        assert!(error.to_string().contains("exceeds the"), "{error}");
     }
 
     #[test]

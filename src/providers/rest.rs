@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::body::Bytes;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName};
 
@@ -165,7 +166,7 @@ impl RestClient {
         &self,
         outgoing: &Outgoing,
         token: Option<&Secret>,
-    ) -> Result<(u16, HeaderMap, Vec<u8>), UpstreamError> {
+    ) -> Result<(u16, HeaderMap, Bytes), UpstreamError> {
         let method = match outgoing.method {
             Method::Get => reqwest::Method::GET,
             Method::Post => reqwest::Method::POST,
@@ -239,7 +240,7 @@ impl RestClient {
     async fn exchange(
         &self,
         outgoing: &Outgoing,
-    ) -> Result<(u16, HeaderMap, Vec<u8>), UpstreamError> {
+    ) -> Result<(u16, HeaderMap, Bytes), UpstreamError> {
         Ok(match &self.credential {
             Credential::OAuth2(tokens) => {
                 let token = tokens.get().await.map_err(UpstreamError::before_write)?;

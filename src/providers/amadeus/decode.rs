@@ -1,6 +1,7 @@
 //! Public for fuzzing (`fuzz/fuzz_targets/provider_responses.rs`): an Amadeus answer mapped
 //! into a tool result without I/O, through the same functions the adapter's calls use.
 
+use hyper::body::Bytes;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
@@ -30,7 +31,7 @@ pub fn decode_response(
     let reply = Reply {
         status,
         headers: HeaderMap::new(),
-        body: body.to_vec(),
+        body: Bytes::copy_from_slice(body),
     };
     match request {
         ToolRequest::SearchFlights(a) => {

@@ -130,7 +130,7 @@ pub struct AmadeusClient {
 struct Reply {
     status: StatusCode,
     headers: HeaderMap,
-    body: Vec<u8>,
+    body: Bytes,
 }
 
 impl AmadeusClient {

@@ -530,7 +530,7 @@ fn data_json(value: &impl Serialize) -> Result<Bytes, UpstreamError> {
 struct Answer {
     status: reqwest::StatusCode,
     headers: reqwest::header::HeaderMap,
-    bytes: Vec<u8>,
+    bytes: Bytes,
 }
 
 impl Answer {
