@@ -308,17 +308,26 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_in_one_piece_or_in_several_is_read_whole_and_in_order() {
-        let body: Vec<u8> = (0..70_000u32).map(|i| b"0123456789"[(i % 10) as usize]).collect();
+        let body: Vec<u8> = (0..70_000u32)
+            .map(|i| b"0123456789"[(i % 10) as usize])
+            .collect();
         let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
         let url = provider_writing(head.clone(), vec![body.clone()]).await;
         assert_eq!(body_of(&url).await.unwrap(), body);
 
-        let pieces = vec![body[..10].to_vec(), body[10..50_000].to_vec(), body[50_000..].to_vec()];
+        let pieces = vec![
+            body[..10].to_vec(),
+            body[10..50_000].to_vec(),
+            body[50_000..].to_vec(),
+        ];
         let url = provider_writing(head, pieces).await;
         assert_eq!(body_of(&url).await.unwrap(), body, "gathered in order");
 
         // Chunked, without a declared length: nothing to size the buffer by.
-        let chunked = [b"5\r\nhello\r\n".to_vec(), b"6\r\n world\r\n0\r\n\r\n".to_vec()];
+        let chunked = [
+            b"5\r\nhello\r\n".to_vec(),
+            b"6\r\n world\r\n0\r\n\r\n".to_vec(),
+        ];
         let head = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_string();
         let url = provider_writing(head, chunked.to_vec()).await;
         assert_eq!(body_of(&url).await.unwrap(), &b"hello world"[..]);
