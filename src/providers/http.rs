@@ -147,11 +147,12 @@ pub fn transport_error(e: reqwest::Error) -> UpstreamError {
 
 /// Reads a response body, refusing more than [`MAX_BODY_BYTES`].
 ///
-/// A body that arrives as one chunk (a search answer of tens of kilobytes usually comes with its
-/// headers in one read) is returned as that chunk, a view of the client's read buffer: no copy,
-/// and no allocation of the body's size per call, which the client can then reuse for its next
-/// read (BENCHMARKS.md, "The provider's answer kept where it was read"). A body in several
-/// chunks is gathered into one buffer.
+/// A body that arrives as one chunk (one that is whole by the time the client reads it: a short
+/// answer, or a long one from a provider nearby, as the 62 KB search of the benchmarks) is
+/// returned as that chunk, a view of the client's read buffer: no copy, and no allocation of
+/// the body's size per call, and the client reuses its buffer for the next read (BENCHMARKS.md,
+/// "The provider's answer kept where it was read"). A body in several chunks (a long answer
+/// over the internet comes in many TCP segments and TLS records) is gathered into one buffer.
 pub async fn read_body(mut response: reqwest::Response) -> Result<Bytes, UpstreamError> {
     if let Some(len) = response.content_length()
         && len > MAX_BODY_BYTES as u64
@@ -324,12 +325,12 @@ mod tests {
         assert_eq!(body_of(&url).await.unwrap(), body, "gathered in order");
 
         // Chunked, without a declared length: nothing to size the buffer by.
-        let chunked = [
+        let chunked = vec![
             b"5\r\nhello\r\n".to_vec(),
             b"6\r\n world\r\n0\r\n\r\n".to_vec(),
         ];
         let head = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_string();
-        let url = provider_writing(head, chunked.to_vec()).await;
+        let url = provider_writing(head, chunked).await;
         assert_eq!(body_of(&url).await.unwrap(), &b"hello world"[..]);
 
         let url = provider_writing("HTTP/1.1 204 No Content\r\n\r\n".into(), Vec::new()).await;
