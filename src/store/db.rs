@@ -127,8 +127,12 @@ impl Db {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .busy_timeout(Duration::from_secs(10));
+        // No ping before each acquire: it guards against a server that hung up, and a SQLite
+        // connection is a thread of this process over a local file. The ping was a round trip
+        // to that thread for every statement of every poller (BENCHMARKS.md: idle wake-ups).
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         Ok(Db::Sqlite(pool))
