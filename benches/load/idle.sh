@@ -26,7 +26,6 @@ switches() { # pid: "thread-name switches" per thread
       "$(awk '/ctxt_switches/ {s += $2} END {print s}' "$t/status")"
   done | awk '{s[$1] += $2} END {for (k in s) print k, s[k]}' | sort
 }
-on_cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}'; }
 
 measure() { # label bin
   local label=$1

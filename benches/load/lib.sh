@@ -41,6 +41,10 @@ wait_http() { # url [method]: waits up to 10 s (WAIT_SECS) for any HTTP answer
   return 1
 }
 
+on_cpu_ns() { # pid: on-CPU nanoseconds of the process, all its threads (schedstat's first field)
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'
+}
+
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 day() { date -u -d "+$1 days" +%F; }

@@ -37,7 +37,7 @@ fi
 # sample pid: "on-CPU ns, context switches" of the process, all its threads.
 sample() {
   local ns switches
-  ns=$(cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  ns=$(on_cpu_ns "$1")
   switches=$(cat /proc/"$1"/task/*/status 2>/dev/null |
     awk '/ctxt_switches/ {s += $2} END {print s + 0}')
   echo "$ns $switches"
