@@ -144,7 +144,12 @@ pub(crate) async fn serve(
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
-    tracing::info!("faregate listening on http://{}", listener.local_addr()?);
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    tracing::info!(
+        "faregate listening on http://{} ({workers} worker thread{})",
+        listener.local_addr()?,
+        if workers == 1 { "" } else { "s" }
+    );
     app::run(listener, app, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
 }

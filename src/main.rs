@@ -4,6 +4,7 @@
 mod cli;
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -17,6 +18,18 @@ use clap::{Parser, Subcommand};
     about = "A tool-call gateway for AI travel agents"
 )]
 struct Cli {
+    /// How many threads run the gateway's calls (default: one per CPU this process may use).
+    /// On cores shared with other processes, fewer threads cost less CPU per call and answer
+    /// sooner at a light load (BENCHMARKS.md, "One worker thread per replica"). tokio's own
+    /// `TOKIO_WORKER_THREADS` is not read.
+    #[arg(
+        long,
+        global = true,
+        env = "FAREGATE_WORKER_THREADS",
+        value_name = "N",
+        value_parser = worker_count
+    )]
+    worker_threads: Option<NonZeroUsize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -84,9 +97,24 @@ enum Command {
     },
 }
 
+/// `--worker-threads`: a whole number of at least 1.
+fn worker_count(text: &str) -> Result<NonZeroUsize, String> {
+    text.trim().parse().map_err(|_| {
+        format!("{text:?} is not a number of threads: give a whole number of at least 1")
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Always set, so that tokio never reads `TOKIO_WORKER_THREADS` itself: it panics on a
+    // value that is not a positive number, and a bad setting must be an error that says what
+    // to fix (clap refuses `--worker-threads 0` and `FAREGATE_WORKER_THREADS=x` with one).
+    let workers = cli
+        .worker_threads
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, NonZeroUsize::get);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
         .enable_all()
         .build()
         .context("cannot start the async runtime")

@@ -29,6 +29,7 @@ mod pipeline;
 mod protocols;
 mod provider_http2;
 mod reload;
+mod runtime;
 mod security;
 mod tenants;
 mod trace_context;

@@ -1,0 +1,160 @@
+//! The binary's runtime: `--worker-threads` (or `FAREGATE_WORKER_THREADS`) sets how many
+//! threads run the calls, `serve` says how many it runs, and a bad count, or tokio's own
+//! `TOKIO_WORKER_THREADS` set to nonsense, is an error that says what to fix, never a panic.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What the shipped configuration reads from the environment.
+const CREDENTIALS: [(&str, &str); 4] = [
+    ("DUFFEL_ACCESS_TOKEN", "duffel_test_token"),
+    ("AMADEUS_CLIENT_ID", "id"),
+    ("AMADEUS_CLIENT_SECRET", "secret"),
+    ("FAREGATE_CLIENT_KEYS", ""),
+];
+
+/// Kills its child when dropped, so a failing test leaves no process behind.
+struct Proc(std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `faregate serve` on the shipped configuration with `args` before the command and
+/// `env`; returns the process and its "listening" log line.
+fn serve(args: &[&str], env: &[(&str, &str)]) -> (Proc, String) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_faregate"))
+        .args(args)
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(repo().join("faregate.toml"))
+        .current_dir(dir.path())
+        .envs(CREDENTIALS)
+        .env("RUST_LOG", "info")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    let child = Proc(child);
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("no listening line: {e}\n{log}"));
+        if line.contains("listening on http://") {
+            // The temporary directory (the store's file) may go: the gateway has opened it.
+            drop(dir);
+            return (child, line);
+        }
+        log.push_str(&line);
+        log.push('\n');
+    }
+}
+
+/// How many of the process's threads bear the name of tokio's threads: its workers, and its
+/// blocking pool's once started, which `serve` does not use before its first reload.
+#[cfg(target_os = "linux")]
+fn runtime_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|name| name.trim_end() == "tokio-rt-worker")
+        })
+        .count()
+}
+
+#[test]
+fn serve_runs_as_many_worker_threads_as_asked_and_says_so() {
+    let (three, line) = serve(&["--worker-threads", "3"], &[]);
+    assert!(line.contains("(3 worker threads)"), "{line}");
+    #[cfg(target_os = "linux")]
+    assert_eq!(runtime_threads(three.0.id()), 3, "{line}");
+
+    // The environment variable, and tokio's own one ignored.
+    let (one, line) = serve(
+        &[],
+        &[
+            ("FAREGATE_WORKER_THREADS", "1"),
+            ("TOKIO_WORKER_THREADS", "4"),
+        ],
+    );
+    assert!(line.contains("(1 worker thread)"), "{line}");
+    #[cfg(target_os = "linux")]
+    assert_eq!(runtime_threads(one.0.id()), 1, "{line}");
+}
+
+/// Runs the binary to its end with `args` and `env` (besides the shipped configuration's
+/// provider credentials); what it printed must hold no panic.
+fn run(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
+        .args(args)
+        .envs(CREDENTIALS)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("panicked"), "{text}");
+    (out, text)
+}
+
+#[test]
+fn a_bad_worker_count_is_refused_with_what_to_fix() {
+    let config = repo().join("faregate.toml");
+    let config = config.to_str().unwrap_or_else(|| panic!("a UTF-8 path"));
+    for (args, env) in [
+        (
+            vec!["--worker-threads", "0", "check", "--config", config],
+            vec![],
+        ),
+        (
+            vec!["check", "--config", config, "--worker-threads", "many"],
+            vec![],
+        ),
+        (
+            vec!["check", "--config", config],
+            vec![("FAREGATE_WORKER_THREADS", "-2")],
+        ),
+    ] {
+        let (out, text) = run(&args, &env);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {text}");
+        assert!(
+            text.contains("--worker-threads") && text.contains("a whole number of at least 1"),
+            "{args:?} {env:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn tokio_s_own_variable_set_to_nonsense_is_not_read() {
+    let config = repo().join("faregate.toml");
+    for value in ["0", "abc"] {
+        let (out, text) = run(
+            &["check", "--config", &config.to_string_lossy()],
+            &[("TOKIO_WORKER_THREADS", value)],
+        );
+        assert!(out.status.success(), "TOKIO_WORKER_THREADS={value}: {text}");
+    }
+}
