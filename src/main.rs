@@ -97,12 +97,19 @@ enum Command {
     },
 }
 
-/// `--worker-threads`: a whole number of at least 1.
+/// `--worker-threads`: a whole number from 1 to [`MAX_WORKERS`].
 fn worker_count(text: &str) -> Result<NonZeroUsize, String> {
-    text.trim().parse().map_err(|_| {
-        format!("{text:?} is not a number of threads: give a whole number of at least 1")
-    })
+    match text.trim().parse::<NonZeroUsize>() {
+        Ok(n) if n.get() <= MAX_WORKERS => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a number of threads: give a whole number from 1 to {MAX_WORKERS}"
+        )),
+    }
 }
+
+/// More worker threads than any machine a replica runs on has cores; far more would fail to
+/// start (tokio panics when the system refuses a thread).
+const MAX_WORKERS: usize = 1024;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -2,10 +2,10 @@
 //! threads run the calls, `serve` says how many it runs, and a bad count, or tokio's own
 //! `TOKIO_WORKER_THREADS` set to nonsense, is an error that says what to fix, never a panic.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output};
+
+use crate::support::ServeProcess;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -19,53 +19,21 @@ const CREDENTIALS: [(&str, &str); 4] = [
     ("FAREGATE_CLIENT_KEYS", ""),
 ];
 
-/// Kills its child when dropped, so a failing test leaves no process behind.
-struct Proc(std::process::Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `faregate serve` on the shipped configuration with `args` before the command and
-/// `env`; returns the process and its "listening" log line.
-fn serve(args: &[&str], env: &[(&str, &str)]) -> (Proc, String) {
+/// `env`, in a temporary directory of its own (where its store's file is).
+fn serve(args: &[&str], env: &[(&str, &str)]) -> (ServeProcess, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(args)
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(repo().join("faregate.toml"))
-        .current_dir(dir.path())
-        .envs(CREDENTIALS)
-        .env("RUST_LOG", "info")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
-    let child = Proc(child);
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut log = String::new();
-    loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("no listening line: {e}\n{log}"));
-        if line.contains("listening on http://") {
-            // The temporary directory (the store's file) may go: the gateway has opened it.
-            drop(dir);
-            return (child, line);
-        }
-        log.push_str(&line);
-        log.push('\n');
-    }
+    let serve = ServeProcess::start(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(args)
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(repo().join("faregate.toml"))
+            .current_dir(dir.path())
+            .envs(CREDENTIALS)
+            .env("RUST_LOG", "info")
+            .envs(env.iter().copied()),
+    );
+    (serve, dir)
 }
 
 /// How many of the process's threads bear the name of tokio's threads: its workers, and its
@@ -84,22 +52,26 @@ fn runtime_threads(pid: u32) -> usize {
 
 #[test]
 fn serve_runs_as_many_worker_threads_as_asked_and_says_so() {
-    let (three, line) = serve(&["--worker-threads", "3"], &[]);
-    assert!(line.contains("(3 worker threads)"), "{line}");
+    let (three, _dir) = serve(&["--worker-threads", "3"], &[]);
+    assert!(
+        three.listening.contains("(3 worker threads)"),
+        "{}",
+        three.log
+    );
     #[cfg(target_os = "linux")]
-    assert_eq!(runtime_threads(three.0.id()), 3, "{line}");
+    assert_eq!(runtime_threads(three.id()), 3, "{}", three.log);
 
     // The environment variable, and tokio's own one ignored.
-    let (one, line) = serve(
+    let (one, _other_dir) = serve(
         &[],
         &[
             ("FAREGATE_WORKER_THREADS", "1"),
             ("TOKIO_WORKER_THREADS", "4"),
         ],
     );
-    assert!(line.contains("(1 worker thread)"), "{line}");
+    assert!(one.listening.contains("(1 worker thread)"), "{}", one.log);
     #[cfg(target_os = "linux")]
-    assert_eq!(runtime_threads(one.0.id()), 1, "{line}");
+    assert_eq!(runtime_threads(one.id()), 1, "{}", one.log);
 }
 
 /// Runs the binary to its end with `args` and `env` (besides the shipped configuration's
@@ -141,7 +113,7 @@ fn a_bad_worker_count_is_refused_with_what_to_fix() {
         let (out, text) = run(&args, &env);
         assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {text}");
         assert!(
-            text.contains("--worker-threads") && text.contains("a whole number of at least 1"),
+            text.contains("--worker-threads") && text.contains("a whole number from 1 to 1024"),
             "{args:?} {env:?}: {text}"
         );
     }

@@ -2,13 +2,9 @@
 //! neither `Debug` of the built gateway, nor `faregate check`, nor the logs of `faregate serve`
 //! (at debug level, through authenticated and refused calls and a SIGTERM) show one.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use tokio::time::Instant;
-
-use crate::support::{self, MapEnv};
+use crate::support::{self, MapEnv, ServeProcess};
 
 const SECRETS: [(&str, &str); 8] = [
     ("DUFFEL_ACCESS_TOKEN", "duffel_live_s3cr3ttok3n"),
@@ -80,39 +76,15 @@ fn faregate_check_names_variables_never_values() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_logs_of_serve_show_no_secret_through_calls_and_a_sigterm() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(repo().join("faregate.toml"))
-        .current_dir(dir.path())
-        .envs(SECRETS)
-        .env("RUST_LOG", "debug")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut log = String::new();
-    let started = Instant::now();
-    let addr = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("no listening line: {e}\n{log}"));
-        log.push_str(&line);
-        log.push('\n');
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-                .collect::<String>();
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{log}");
-    };
+    let mut serve = ServeProcess::start(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(repo().join("faregate.toml"))
+            .current_dir(dir.path())
+            .envs(SECRETS)
+            .env("RUST_LOG", "debug"),
+    );
+    let addr = serve.addr.clone();
     let http = reqwest::Client::new();
     let url = format!("http://{addr}/v1/tools/search_flights/call");
     let body =
@@ -125,7 +97,7 @@ async fn the_logs_of_serve_show_no_secret_through_calls_and_a_sigterm() {
             .body(body)
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}\n{log}"));
+            .unwrap_or_else(|e| panic!("{e}\n{}", serve.log));
         let expected = if key == "wrong-guess-key" { 401 } else { 422 };
         assert_eq!(res.status().as_u16(), expected);
     }
@@ -139,17 +111,11 @@ async fn the_logs_of_serve_show_no_secret_through_calls_and_a_sigterm() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(res.status().as_u16(), 200);
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(status.success());
-    let exit = child.wait().unwrap_or_else(|e| panic!("{e}"));
-    let _ = reader.join();
-    log.extend(rx.try_iter().map(|l| l + "\n"));
+    let exit = serve.terminate();
+    let log = &serve.log;
     assert!(exit.success(), "SIGTERM is a clean exit: {exit:?}\n{log}");
     assert!(log.contains("shutting down"), "{log}");
-    assert_clean("the serve log", &log);
+    assert_clean("the serve log", log);
     assert!(
         !log.contains("wrong-guess-key"),
         "a presented key is logged:\n{log}"

@@ -1,9 +1,11 @@
 //! The one harness of the integration tests: configuration pointing at a test upstream, the
 //! simulator and the gateway on loopback ([`servers`]), both together with an HTTP client
-//! ([`Stack`]), waiting for something to happen ([`wait_until`]), and the recorded provider
-//! answers in `tests/fixtures/` ([`fixture`]).
+//! ([`Stack`]), the real `faregate serve` binary as a child process ([`ServeProcess`]), waiting
+//! for something to happen ([`wait_until`]), and the recorded provider answers in
+//! `tests/fixtures/` ([`fixture`]).
 
 mod proxy;
+mod serve;
 mod servers;
 mod stack;
 mod wait;
@@ -17,6 +19,7 @@ use faregate::providers::Env;
 use serde_json::Value;
 
 pub(crate) use proxy::CutProxy;
+pub(crate) use serve::ServeProcess;
 pub(crate) use servers::{TestGateway, TestSim, requests, start_sim};
 pub(crate) use stack::{Stack, StackBuilder};
 pub(crate) use wait::{wait_until, wait_until_upstream};

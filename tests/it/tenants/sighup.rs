@@ -1,12 +1,11 @@
 //! `faregate serve` reads its configuration again on SIGHUP (`[[clients]]`, `tools/`): the real
 //! binary, configuration files edited while it runs, and a signal.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use super::{config_dir, hex, write_config};
-use crate::support::{send, wait_until};
+use crate::support::{ServeProcess, send, wait_until};
 
 /// One named client whose key is `key`.
 fn client_with(key: &str) -> String {
@@ -19,39 +18,20 @@ fn client_with(key: &str) -> String {
 #[tokio::test]
 async fn sighup_reloads_the_clients_and_tools_of_a_running_serve() {
     let dir = config_dir(&client_with("key-one"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(dir.path().join("faregate.toml"))
-        .current_dir(dir.path())
-        .envs([
-            ("DUFFEL_ACCESS_TOKEN", "duffel_test_token"),
-            ("AMADEUS_CLIENT_ID", "id"),
-            ("AMADEUS_CLIENT_SECRET", "secret"),
-            ("FAREGATE_CLIENT_KEYS", ""),
-            ("RUST_LOG", "info"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let addr = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("no listening line: {e}"));
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-                .collect::<String>();
-        }
-    };
+    let mut serve = ServeProcess::start(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(dir.path().join("faregate.toml"))
+            .current_dir(dir.path())
+            .envs([
+                ("DUFFEL_ACCESS_TOKEN", "duffel_test_token"),
+                ("AMADEUS_CLIENT_ID", "id"),
+                ("AMADEUS_CLIENT_SECRET", "secret"),
+                ("FAREGATE_CLIENT_KEYS", ""),
+                ("RUST_LOG", "info"),
+            ]),
+    );
+    let addr = serve.addr.clone();
     let http = reqwest::Client::new();
     let tools = format!("http://{addr}/v1/tools");
     let status = |key: &'static str| {
@@ -64,7 +44,7 @@ async fn sighup_reloads_the_clients_and_tools_of_a_running_serve() {
     std::fs::remove_file(dir.path().join("tools/get_flight_status.toml"))
         .unwrap_or_else(|e| panic!("{e}"));
     let hup = Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
+        .args(["-HUP", &serve.id().to_string()])
         .status()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(hup.success());
@@ -91,12 +71,8 @@ async fn sighup_reloads_the_clients_and_tools_of_a_running_serve() {
         names.contains(&"search_flights") && !names.contains(&"get_flight_status"),
         "the removed tool file is no longer served: {names:?}"
     );
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let exit = child.wait().unwrap_or_else(|e| panic!("{e}"));
-    let _ = reader.join();
-    let log: String = rx.try_iter().collect::<Vec<_>>().join("\n");
+    let exit = serve.terminate();
+    let log = &serve.log;
     assert!(exit.success(), "{exit:?}\n{log}");
     assert!(log.contains("SIGHUP: configuration reloaded"), "{log}");
 }
