@@ -109,6 +109,10 @@ fn a_bad_worker_count_is_refused_with_what_to_fix() {
             vec!["check", "--config", config],
             vec![("FAREGATE_WORKER_THREADS", "-2")],
         ),
+        (
+            vec!["--worker-threads", "100000", "check", "--config", config],
+            vec![],
+        ),
     ] {
         let (out, text) = run(&args, &env);
         assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {text}");
