@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, header, method, path, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{MapEnv, TestGateway, send, sqlite_store};
+use crate::support::{MapEnv, TestGateway, run_to_end, send, sqlite_store};
 
 /// The flight-status tool as an operator writes it.
 const TOOL: &str = r#"
@@ -441,19 +441,14 @@ async fn path_parameters_never_leave_the_configured_base_path() {
 
 /// `faregate check` on the configuration in `dir`: whether it passed, and what it printed.
 fn check(dir: &Path) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(["check", "--config"])
-        .arg(dir.join("faregate.toml"))
-        .env_remove("FAREGATE_CLIENT_KEYS")
-        .env_remove("FAREGATE_ADMIN_KEY")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (status, text) = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(["check", "--config"])
+            .arg(dir.join("faregate.toml"))
+            .env_remove("FAREGATE_CLIENT_KEYS")
+            .env_remove("FAREGATE_ADMIN_KEY"),
     );
-    (out.status.success(), text)
+    (status.success(), text)
 }
 
 #[test]
@@ -635,17 +630,12 @@ fn flight_tracker_openapi() -> Value {
 }
 
 fn faregate(args: &[&str], dir: &Path) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (status, text) = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(args)
+            .current_dir(dir),
     );
-    (out.status.success(), text)
+    (status.success(), text)
 }
 
 #[tokio::test]

@@ -3,9 +3,9 @@
 //! `TOKIO_WORKER_THREADS` set to nonsense, is an error that says what to fix, never a panic.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus};
 
-use crate::support::ServeProcess;
+use crate::support::{ServeProcess, run_to_end};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -76,20 +76,15 @@ fn serve_runs_as_many_worker_threads_as_asked_and_says_so() {
 
 /// Runs the binary to its end with `args` and `env` (besides the shipped configuration's
 /// provider credentials); what it printed must hold no panic.
-fn run(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(args)
-        .envs(CREDENTIALS)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+fn run(args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String) {
+    let (status, text) = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(args)
+            .envs(CREDENTIALS)
+            .envs(env.iter().copied()),
     );
     assert!(!text.contains("panicked"), "{text}");
-    (out, text)
+    (status, text)
 }
 
 #[test]
@@ -114,8 +109,8 @@ fn a_bad_worker_count_is_refused_with_what_to_fix() {
             vec![],
         ),
     ] {
-        let (out, text) = run(&args, &env);
-        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {text}");
+        let (status, text) = run(&args, &env);
+        assert_eq!(status.code(), Some(2), "{args:?} {env:?}: {text}");
         assert!(
             text.contains("--worker-threads") && text.contains("a whole number from 1 to 1024"),
             "{args:?} {env:?}: {text}"
@@ -127,10 +122,10 @@ fn a_bad_worker_count_is_refused_with_what_to_fix() {
 fn tokio_s_own_variable_set_to_nonsense_is_not_read() {
     let config = repo().join("faregate.toml");
     for value in ["0", "abc"] {
-        let (out, text) = run(
+        let (status, text) = run(
             &["check", "--config", &config.to_string_lossy()],
             &[("TOKIO_WORKER_THREADS", value)],
         );
-        assert!(out.status.success(), "TOKIO_WORKER_THREADS={value}: {text}");
+        assert!(status.success(), "TOKIO_WORKER_THREADS={value}: {text}");
     }
 }

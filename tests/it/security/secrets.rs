@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::{self, MapEnv, ServeProcess};
+use crate::support::{self, MapEnv, ServeProcess, run_to_end};
 
 const SECRETS: [(&str, &str); 8] = [
     ("DUFFEL_ACCESS_TOKEN", "duffel_live_s3cr3ttok3n"),
@@ -53,19 +53,14 @@ fn repo() -> std::path::PathBuf {
 
 #[test]
 fn faregate_check_names_variables_never_values() {
-    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(["check", "--config"])
-        .arg(repo().join("faregate.toml"))
-        .envs(SECRETS)
-        .env("RUST_LOG", "debug")
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (status, text) = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(["check", "--config"])
+            .arg(repo().join("faregate.toml"))
+            .envs(SECRETS)
+            .env("RUST_LOG", "debug"),
     );
-    assert!(out.status.success(), "{text}");
+    assert!(status.success(), "{text}");
     assert!(
         text.contains("auth: 2 client key(s) in FAREGATE_CLIENT_KEYS; admin key set"),
         "{text}"

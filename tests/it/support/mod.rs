@@ -1,11 +1,11 @@
 //! The one harness of the integration tests: configuration pointing at a test upstream, the
 //! simulator and the gateway on loopback ([`servers`]), both together with an HTTP client
-//! ([`Stack`]), the real `faregate serve` binary as a child process ([`ServeProcess`]), waiting
+//! ([`Stack`]), the real `faregate` binary as a child process ([`run_to_end`], [`ServeProcess`]), waiting
 //! for something to happen ([`wait_until`]), and the recorded provider answers in
 //! `tests/fixtures/` ([`fixture`]).
 
+mod binary;
 mod proxy;
-mod serve;
 mod servers;
 mod stack;
 mod wait;
@@ -18,8 +18,8 @@ use faregate::jobs::Store;
 use faregate::providers::Env;
 use serde_json::Value;
 
+pub(crate) use binary::{ServeProcess, run_to_end};
 pub(crate) use proxy::CutProxy;
-pub(crate) use serve::ServeProcess;
 pub(crate) use servers::{TestGateway, TestSim, requests, start_sim};
 pub(crate) use stack::{Stack, StackBuilder};
 pub(crate) use wait::{wait_until, wait_until_upstream};

@@ -4,22 +4,18 @@
 use std::process::Command;
 
 use super::{config_dir, hex};
+use crate::support::run_to_end;
 
 fn check(dir: &std::path::Path, env: &[(&str, &str)]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faregate"))
-        .args(["check", "--config"])
-        .arg(dir.join("faregate.toml"))
-        .env_remove("FAREGATE_CLIENT_KEYS")
-        .env_remove("FAREGATE_ADMIN_KEY")
-        .envs(env.iter().copied())
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (status, text) = run_to_end(
+        Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(["check", "--config"])
+            .arg(dir.join("faregate.toml"))
+            .env_remove("FAREGATE_CLIENT_KEYS")
+            .env_remove("FAREGATE_ADMIN_KEY")
+            .envs(env.iter().copied()),
     );
-    (out.status.success(), text)
+    (status.success(), text)
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! The real `faregate serve` binary as a child process: started with the caller's arguments
-//! and environment, its log (stderr) read line by line, ready once it says where it listens,
-//! stopped with SIGTERM to read the rest of its log, and killed if a test fails first.
+//! The real `faregate` binary as a child process: a command run to its end with what it printed
+//! ([`run_to_end`]), and `faregate serve` ([`ServeProcess`]) started with the caller's
+//! arguments and environment, its log (stderr) read line by line, ready once it says where it
+//! listens, stopped with SIGTERM to read the rest of its log, and killed if a test fails first.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -9,6 +10,19 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+/// Runs `command` to its end: how it exited, and what it printed (stdout, then stderr).
+pub(crate) fn run_to_end(command: &mut Command) -> (ExitStatus, String) {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("run faregate: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status, text)
+}
 
 /// A running `faregate serve`.
 pub(crate) struct ServeProcess {
