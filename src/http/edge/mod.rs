@@ -1,7 +1,8 @@
 //! The edge: what every request meets before a handler, and how every refusal is answered.
 //!
 //! - `server`: the accept loop (connection cap, header timeout, graceful drain) and the
-//!   request timeout; `linger`: closing a connection so its last answer arrives;
+//!   request timeout; `linger`: closing a connection so its last answer arrives; `repoll`: a
+//!   connection that wakes itself while polled is polled again on the spot;
 //! - `preface`: HTTP/1.1 or HTTP/2 by a connection's first bytes; `h2c`: serving HTTP/2 on a
 //!   connection under the same limits; `upgrade`: switching an HTTP/1.1 connection to HTTP/2
 //!   (`Upgrade: h2c`);
@@ -23,6 +24,7 @@ mod holding;
 mod limits;
 mod linger;
 mod preface;
+mod repoll;
 mod server;
 mod trace;
 mod upgrade;

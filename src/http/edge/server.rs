@@ -60,6 +60,7 @@ use super::error::ApiError;
 use super::h2c::{self, Http2Limits};
 use super::linger::Lingering;
 use super::preface::{self, Protocol, Rewind};
+use super::repoll::Repoll;
 use super::upgrade;
 
 /// The inbound limits of the accept loop (from `[server]`).
@@ -110,14 +111,14 @@ pub async fn serve(
                 }
             },
         };
-        connections.spawn(connection(
+        connections.spawn(Repoll::new(connection(
             stream,
             peer,
             router.clone(),
             permit,
             draining.clone(),
             options,
-        ));
+        )));
         while connections.try_join_next().is_some() {}
     }
     drop(listener);
