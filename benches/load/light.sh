@@ -8,7 +8,8 @@
 # Usage: benches/load/light.sh [ROUNDS]      (default 3)
 # Knobs: BIN (a release faregate, else it builds one), BASE_BIN (another faregate to compare,
 # alternated with BIN round by round), LIGHT_RATES ("200 3000": requests per second),
-# LIGHT_SECS (8), SKIP_BUILD=1.
+# LIGHT_SECS (8), LIGHT_PATH (healthy, the default; or fallback: both flight breakers forced
+# open after the first call, so every call is the fast-fail answer), SKIP_BUILD=1.
 #
 # Setup as `run-all.sh overhead`: a static nginx upstream answering the captured 62 KB Duffel
 # offers body, each gateway pointed at it, search_flights with one body (sequential calls at
@@ -22,6 +23,9 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
 LIGHT_RATES=${LIGHT_RATES:-200 3000}
 LIGHT_SECS=${LIGHT_SECS:-8}
+LIGHT_PATH=${LIGHT_PATH:-healthy}
+[[ $LIGHT_PATH == healthy || $LIGHT_PATH == fallback ]] ||
+  { echo "LIGHT_PATH is healthy or fallback, not $LIGHT_PATH"; exit 1; }
 DIR=$(mktemp -d /tmp/faregate-light.XXXXXX)
 chmod 755 "$DIR"
 # shellcheck source=benches/load/lib.sh
@@ -87,6 +91,9 @@ for gw in "$GW" ${BASE_BIN:+"$GB"}; do
   status=$(curl -s "http://$gw/v1/tools/search_flights/call" -H 'content-type: application/json' \
     -d @"$DIR/flights.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')
   [[ $status == ok ]] || { echo "the gateway on $gw answers $status, not ok"; exit 1; }
+  if [[ $LIGHT_PATH == fallback ]]; then
+    fast_fail "$gw" "$DIR/flights.json" "$DIR/fallback.json"
+  fi
 done
 
 URL=/v1/tools/search_flights/call
@@ -103,7 +110,7 @@ for r in $(seq "$ROUNDS"); do
     done
   done
 done
-echo "# the healthy call at fixed rates, oha -c 8 ${LIGHT_SECS}s each, $(date -u '+%F %H:%M UTC'), load average $(busy)"
+echo "# the $LIGHT_PATH call at fixed rates, oha -c 8 ${LIGHT_SECS}s each, $(date -u '+%F %H:%M UTC'), load average $(busy)"
 echo "| round | rate/s | target | p50 ms | added to nginx's p50 | p99 ms | on-CPU µs per request | switches per request |"
 echo "|---|---|---|---|---|---|---|---|"
 python3 - "${lines[@]}" <<'PY'
