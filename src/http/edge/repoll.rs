@@ -7,8 +7,10 @@
 //! by queueing it behind the worker's other tasks and waking a parked worker to share them
 //! (`yield_now` in its scheduler). On a lightly loaded gateway that parked worker then takes
 //! the I/O driver, and the provider's answer lands on it: one request, two cores, two
-//! cross-thread wake-ups more (BENCHMARKS.md, "A connection that wakes itself"). Every request
-//! with a body does this once.
+//! cross-thread wake-ups more (BENCHMARKS.md, "A connection that wakes itself"). Every
+//! HTTP/1.1 request with a body does this once. (An HTTP/2 stream runs in a task of its own,
+//! which hyper spawns, and its body comes from the connection's task: a wake from another
+//! task, not this one.)
 //!
 //! [`Repoll`] gives the connection's future a waker of its own. A wake that comes while the
 //! future is being polled (from itself, or from another thread at that moment) is noted, and
