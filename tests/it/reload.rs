@@ -14,7 +14,7 @@ use faregate::http::ConfigSource;
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 
-use crate::support::{MapEnv, TestGateway, in_days, requests, send, start_sim, wait_until};
+use crate::support::{MapEnv, TestGateway, in_days, repo, requests, send, start_sim, wait_until};
 
 const ADMIN: &str = "admin-key";
 const KEY: &str = "client-key";
@@ -27,10 +27,6 @@ fn env() -> MapEnv {
         ("AMADEUS_CLIENT_ID", "id"),
         ("AMADEUS_CLIENT_SECRET", "secret"),
     ])
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The shipped configuration, tools and prompts in a directory of their own, the providers

@@ -2,22 +2,9 @@
 //! threads run the calls, `serve` says how many it runs, and a bad count, or tokio's own
 //! `TOKIO_WORKER_THREADS` set to nonsense, is an error that says what to fix, never a panic.
 
-use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
 
-use crate::support::{ServeProcess, run_to_end};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// What the shipped configuration reads from the environment.
-const CREDENTIALS: [(&str, &str); 4] = [
-    ("DUFFEL_ACCESS_TOKEN", "duffel_test_token"),
-    ("AMADEUS_CLIENT_ID", "id"),
-    ("AMADEUS_CLIENT_SECRET", "secret"),
-    ("FAREGATE_CLIENT_KEYS", ""),
-];
+use crate::support::{PROVIDER_CREDENTIALS, ServeProcess, repo, run_to_end};
 
 /// Starts `faregate serve` on the shipped configuration with `args` before the command and
 /// `env`, in a temporary directory of its own (where its store's file is).
@@ -29,7 +16,8 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> (ServeProcess, tempfile::TempDi
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(repo().join("faregate.toml"))
             .current_dir(dir.path())
-            .envs(CREDENTIALS)
+            .envs(PROVIDER_CREDENTIALS)
+            .env("FAREGATE_CLIENT_KEYS", "")
             .env("RUST_LOG", "info")
             .envs(env.iter().copied()),
     );
@@ -80,7 +68,8 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String) {
     let (status, text) = run_to_end(
         Command::new(env!("CARGO_BIN_EXE_faregate"))
             .args(args)
-            .envs(CREDENTIALS)
+            .envs(PROVIDER_CREDENTIALS)
+            .env("FAREGATE_CLIENT_KEYS", "")
             .envs(env.iter().copied()),
     );
     assert!(!text.contains("panicked"), "{text}");

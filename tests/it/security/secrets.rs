@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::{self, MapEnv, ServeProcess, run_to_end};
+use crate::support::{self, MapEnv, ServeProcess, repo, run_to_end};
 
 const SECRETS: [(&str, &str); 8] = [
     ("DUFFEL_ACCESS_TOKEN", "duffel_live_s3cr3ttok3n"),
@@ -45,10 +45,6 @@ fn debug_of_the_built_gateway_shows_no_secret() {
     let app = faregate::app::build(config, &env).unwrap_or_else(|e| panic!("{e:?}"));
     assert_clean("Debug of App", &format!("{app:?}"));
     assert_clean("start-up warnings", &app.warnings.join("\n"));
-}
-
-fn repo() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! The one harness of the integration tests: configuration pointing at a test upstream, the
 //! simulator and the gateway on loopback ([`servers`]), both together with an HTTP client
 //! ([`Stack`]), the real `faregate` binary as a child process ([`run_to_end`], [`ServeProcess`]), waiting
-//! for something to happen ([`wait_until`]), and the recorded provider answers in
-//! `tests/fixtures/` ([`fixture`]).
+//! for something to happen ([`wait_until`]), the recorded provider answers in
+//! `tests/fixtures/` ([`fixture`]), and the shipped configuration's root ([`repo`]) and
+//! provider credentials ([`PROVIDER_CREDENTIALS`]).
 
 mod binary;
 mod proxy;
@@ -10,7 +11,7 @@ mod servers;
 mod stack;
 mod wait;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use faregate::config::{self, Config, EMBEDDED_CONFIG, EmbeddedFiles};
@@ -23,6 +24,18 @@ pub(crate) use proxy::CutProxy;
 pub(crate) use servers::{TestGateway, TestSim, requests, start_sim};
 pub(crate) use stack::{Stack, StackBuilder};
 pub(crate) use wait::{wait_until, wait_until_upstream};
+
+/// The repository's root: the shipped `faregate.toml`, `tools/` and `prompts/`.
+pub(crate) fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The provider credentials the shipped configuration reads from the environment (test values).
+pub(crate) const PROVIDER_CREDENTIALS: [(&str, &str); 3] = [
+    ("DUFFEL_ACCESS_TOKEN", "duffel_test_token"),
+    ("AMADEUS_CLIENT_ID", "id"),
+    ("AMADEUS_CLIENT_SECRET", "secret"),
+];
 
 /// An environment with no variables set: tests never touch the process environment.
 pub(crate) struct NoEnv;

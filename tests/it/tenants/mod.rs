@@ -10,13 +10,11 @@ mod reload;
 mod scopes;
 mod sighup;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use faregate::clients::digest;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo;
 
 /// A key's SHA-256 as `sha256sum` prints it (what `key_sha256` holds).
 fn hex(key: &str) -> String {

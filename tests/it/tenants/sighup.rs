@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::{config_dir, hex, write_config};
-use crate::support::{ServeProcess, send, wait_until};
+use crate::support::{PROVIDER_CREDENTIALS, ServeProcess, send, wait_until};
 
 /// One named client whose key is `key`.
 fn client_with(key: &str) -> String {
@@ -23,13 +23,8 @@ async fn sighup_reloads_the_clients_and_tools_of_a_running_serve() {
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(dir.path().join("faregate.toml"))
             .current_dir(dir.path())
-            .envs([
-                ("DUFFEL_ACCESS_TOKEN", "duffel_test_token"),
-                ("AMADEUS_CLIENT_ID", "id"),
-                ("AMADEUS_CLIENT_SECRET", "secret"),
-                ("FAREGATE_CLIENT_KEYS", ""),
-                ("RUST_LOG", "info"),
-            ]),
+            .envs(PROVIDER_CREDENTIALS)
+            .envs([("FAREGATE_CLIENT_KEYS", ""), ("RUST_LOG", "info")]),
     );
     let addr = serve.addr.clone();
     let http = reqwest::Client::new();
