@@ -209,9 +209,13 @@ pub fn maintenance_background(provider: &str, until: DateTime<Utc>, reason: &str
     )
 }
 
-/// A stored job whose tool this gateway does not serve (any more).
-pub fn not_served(tool: &str) -> String {
-    format!("tool {tool} is not served by this gateway")
+/// A stored job not run because this replica does not serve its tool now; tried again after
+/// `wait`.
+pub fn job_tool_not_served_now(tool: &str, wait: std::time::Duration) -> String {
+    format!(
+        "not run: tool {tool} is not served by this replica's configuration (a reload removed it, or the configuration that adds it has not reached this replica yet); nothing was sent, and it is tried again in {} s until [jobs] max_age",
+        wait.as_secs()
+    )
 }
 
 /// A stored job not run because its client may not call `tool` now by this replica's client

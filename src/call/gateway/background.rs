@@ -18,17 +18,25 @@ use crate::tools::CallMode;
 /// How long a job whose client may not call its tool now waits before it is tried again.
 const NOT_ALLOWED_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a job whose tool this replica does not serve now waits before it is tried again.
+const NOT_HERE_WAIT: Duration = NOT_ALLOWED_WAIT;
+
 impl Gateway {
     /// Runs one background attempt of a stored job: look up → check once → pipeline →
     /// verdict. No fallback text and no stale answer: only what the job system needs to decide
     /// between done, later and never.
     pub async fn run_background(self: &Arc<Self>, req: CallRequest) -> Verdict {
         let served = self.served.load_full();
+        // A tool this replica does not serve now is not the job's end either: in a fleet during
+        // a rolling change of configuration, the replica that accepted the job serves its tool
+        // and this one does not yet (or no longer). Nothing is sent; the job comes back, and
+        // `[jobs] max_age` ends it if no replica serves the tool by then.
         let Some(tool) = served.tools.get(&req.tool).cloned() else {
-            return Verdict::Never {
-                envelope: None,
-                error: texts::not_served(&req.tool),
+            return Verdict::Later {
+                anchor: Some(NOT_HERE_WAIT),
+                error: texts::job_tool_not_served_now(&req.tool, NOT_HERE_WAIT),
                 attempted: false,
+                rate_limited: None,
             };
         };
         // A reload may have taken the client's key away or narrowed what it may call since the

@@ -184,15 +184,39 @@ async fn a_job_whose_arguments_are_no_longer_valid_is_never_run() {
     assert_eq!(error, env.content);
     assert!(error.contains("departure_date"), "{error}");
     assert_eq!(duffel.calls(), 0);
+}
 
+/// A job whose tool this replica does not serve sends nothing and is not ended: in a fleet
+/// during a rolling change of configuration, the replica that accepted it serves the tool and
+/// this one does not yet. It comes back in 30 s; `[jobs] max_age` ends it if nobody serves it.
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_tool_is_not_served_here_sends_nothing_and_comes_back() {
+    let duffel = Scripted::new([]);
+    let gateway = gateway(&[("duffel", &duffel)]);
     let verdict = gateway
         .run_background(request("search_trains", search_args()))
         .await;
-    assert!(matches!(
-        verdict,
-        Verdict::Never { envelope: None, ref error, attempted: false }
-            if error == "tool search_trains is not served by this gateway"
-    ));
+    let Verdict::Later {
+        anchor,
+        error,
+        attempted: false,
+        rate_limited: None,
+    } = verdict
+    else {
+        panic!("later, not attempted: {verdict:?}");
+    };
+    assert_eq!(anchor, Some(Duration::from_secs(30)));
+    assert!(
+        error.starts_with(
+            "not run: tool search_trains is not served by this replica's configuration"
+        ),
+        "{error}"
+    );
+    assert!(
+        error.contains("tried again in 30 s until [jobs] max_age"),
+        "{error}"
+    );
+    assert_eq!(duffel.calls(), 0);
 }
 
 /// A job accepted before a reload took its client's key away (or narrowed what it may call)
