@@ -110,7 +110,13 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
         F: Future<Output = T> + Send + 'static,
     {
         let mut flights = lock(&self.flights);
-        if let Some(flight) = flights.by_key.get_mut(&key) {
+        // A call whose outcome channel closed while its entry is still here panicked (a call
+        // that answers removes its entry before the channel closes, and an aborted one is
+        // removed with the abort): its waiters have their `None`, and a caller who comes now
+        // leads a new call rather than join one that will never answer.
+        if let Some(flight) = flights.by_key.get_mut(&key)
+            && flight.outcome.has_changed().is_ok()
+        {
             flight.waiters += 1;
             return Waiter {
                 flights: Arc::clone(&self.flights),
@@ -314,5 +320,34 @@ mod tests {
             0,
             "aborted, never finished"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_after_a_call_panicked_leads_a_new_call() {
+        let coalescer = Coalescer::default();
+        let starts = Arc::new(AtomicU32::new(0));
+        let mut first = coalescer.join("k".into(), later(10), |_| async {
+            tokio::task::yield_now().await;
+            panic!("a defect in the call");
+        });
+        assert_eq!(
+            first.outcome().await,
+            None,
+            "a panicked call has no outcome"
+        );
+        // `first` still holds the panicked call's entry; a caller now must not join it.
+        let mut next = coalescer.join(
+            "k".into(),
+            later(10),
+            counted(&starts, Duration::from_secs(1), 5),
+        );
+        drop(first);
+        assert_eq!(
+            coalescer.in_flight(),
+            1,
+            "the panicked call's last waiter leaves the new call alone"
+        );
+        assert_eq!(next.outcome().await, Some(5), "a new call answers");
+        assert_eq!(starts.load(Ordering::Relaxed), 1);
     }
 }
