@@ -51,6 +51,7 @@ pub mod outbox;
 pub mod policy;
 pub mod providers;
 pub mod quota;
+pub mod secret;
 pub mod store;
 pub mod telemetry;
 pub mod texts;

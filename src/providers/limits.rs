@@ -24,7 +24,7 @@ use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 
 use super::http::parse_delay;
-use super::secret::Secret;
+use crate::secret::Secret;
 
 /// One answer's rate-limit headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

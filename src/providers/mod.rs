@@ -17,7 +17,6 @@ pub mod kept;
 pub mod limits;
 pub mod oauth2;
 pub mod rest;
-mod secret;
 mod wire_json;
 mod wire_str;
 
@@ -34,9 +33,9 @@ pub use booking::FoundBooking;
 pub use error::{ErrorKind, UpstreamError, WriteEffect};
 pub use kept::KeptOffers;
 pub use limits::RateLimits;
-pub use secret::Secret;
 
 use crate::config::{BucketKey, Config, HttpAuth, ProviderKind, ToolConfig};
+use crate::secret::Secret;
 use crate::tools::{ToolOutput, ToolRequest};
 
 /// A configured provider.

@@ -32,7 +32,7 @@ use serde::Deserialize;
 
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, send, transport_error};
-use super::secret::Secret;
+use crate::secret::Secret;
 
 /// The longest a token request may take before it counts as a timeout.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);

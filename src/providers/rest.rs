@@ -22,8 +22,8 @@ use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, retry_after, send, traced, transport_error};
 use super::limits::LimitsSink;
 use super::oauth2::TokenSource;
-use super::secret::Secret;
 use crate::http_tool::{Binding, Class, Method, Operation, Outgoing, Waits};
+use crate::secret::Secret;
 use crate::tools::configured::{Call, Output};
 use crate::tools::{ToolOutput, ToolRequest};
 

@@ -5,7 +5,7 @@
 //! access token and never the token.
 
 use faregate::breaker::BreakerScope;
-use faregate::providers::Secret;
+use faregate::secret::Secret;
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 

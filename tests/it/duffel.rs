@@ -8,7 +8,8 @@ use tokio::time::Instant;
 
 use faregate::call::{CallRequest, Gateway, Status};
 use faregate::providers::duffel::DuffelClient;
-use faregate::providers::{ErrorKind, Secret, UpstreamError};
+use faregate::providers::{ErrorKind, UpstreamError};
+use faregate::secret::Secret;
 use faregate::tools::{self, ToolOutput, ToolRequest};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};

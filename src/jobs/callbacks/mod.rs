@@ -25,7 +25,7 @@ use super::store::{Job, JobStore, Store};
 use crate::call::{CallInfo, Envelope};
 use crate::clock;
 use crate::policy::Backoff;
-use crate::providers::Secret;
+use crate::secret::Secret;
 use crate::telemetry::{CallbackOutcome, Telemetry};
 
 /// The header carrying the signature.

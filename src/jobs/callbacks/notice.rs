@@ -19,7 +19,7 @@ use super::{guard, post_signed};
 use crate::clients::ClientName;
 use crate::clock;
 use crate::outbox::Outbox;
-use crate::providers::Secret;
+use crate::secret::Secret;
 use crate::store::StoreError;
 
 /// One notice to deliver: whose it is, where it goes and what it says.

@@ -118,7 +118,7 @@ async fn a_failed_delivery_says_why_without_the_receivers_url() {
     ])
     .of(&ClientName::local());
     let http = guard::client().unwrap_or_else(|e| panic!("{e}"));
-    let secret = crate::providers::Secret::new("s");
+    let secret = crate::secret::Secret::new("s");
     let failed = post_signed(
         &http,
         "http://localhost/hooks/SECRET-TOKEN?sig=abc",

@@ -53,7 +53,7 @@ use serde_json::Value;
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, send, traced, transport_error};
 use super::oauth2::{Token, TokenSource};
-use super::secret::Secret;
+use crate::secret::Secret;
 use crate::tools::{ToolOutput, ToolRequest, get_flight_status};
 pub use decode::decode_response;
 use recent::Recent;

@@ -29,7 +29,7 @@ use super::booking::FoundBooking;
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, send, traced, transport_error};
 use super::limits::LimitsSink;
-use super::secret::Secret;
+use crate::secret::Secret;
 use crate::texts::budget as budget_texts;
 use crate::tools::search_flights::CabinClass;
 use crate::tools::spend::{Amount, SpendLimit};

@@ -9,8 +9,9 @@ mod tokens;
 use std::time::Duration;
 
 use faregate::call::Gateway;
+use faregate::providers::UpstreamError;
 use faregate::providers::amadeus::AmadeusClient;
-use faregate::providers::{Secret, UpstreamError};
+use faregate::secret::Secret;
 use faregate::tools::{self, ToolOutput, ToolRequest};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_string_contains, header, method, path};

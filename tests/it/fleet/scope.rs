@@ -7,7 +7,7 @@ use std::time::Duration;
 use faregate::breaker::BreakerScope;
 use faregate::config::Config;
 use faregate::jobs::{JobStore, Store};
-use faregate::providers::Secret;
+use faregate::secret::Secret;
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 
