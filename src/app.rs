@@ -20,6 +20,7 @@ use crate::fleet::Fleet;
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
 use crate::jobs::callbacks::allowlist::Allowlists;
 use crate::jobs::callbacks::notice::NoticeSender;
+use crate::jobs::callbacks::signing::Signing;
 use crate::jobs::{JobSystem, Store};
 use crate::ledger::Ledger;
 use crate::providers::{self, Env, KeptOffers};
@@ -125,7 +126,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     let secret = env.var(&config.auth.callback_secret_env).map(Secret::new);
     if secret.is_none() {
         app.warnings.push(format!(
-            "{} is not set: background calls with a callback_url are refused (jobs still run; poll GET /v1/jobs/{{id}})",
+            "{} is not set: background calls and notices with a callback_url are refused, except from clients whose [[clients]] entry names a callback_secret_env of its own (jobs still run; poll GET /v1/jobs/{{id}})",
             config.auth.callback_secret_env
         ));
     }
@@ -135,11 +136,13 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     // roster as reloads leave it.
     let allowlists = Allowlists::from(config.auth.callback_allowlist.clone())
         .with_clients(Arc::clone(app.state.keys.directory()));
-    let notices = NoticeSender::new(allowlists.clone(), secret.clone());
+    // Likewise signed with its own secret when its entry names one.
+    let signing = Signing::from(secret).with_clients(Arc::clone(app.state.keys.directory()));
+    let notices = NoticeSender::new(allowlists.clone(), signing.clone());
     app.state.back_in_service = Some(Arc::new(BackInServiceSystem::new(
         NoticeStore::new(store.db().clone()),
         app.state.gateway.clone(),
-        NoticeSender::new(allowlists.clone(), secret.clone()),
+        NoticeSender::new(allowlists.clone(), signing.clone()),
     )));
     let mut jobs = JobSystem::new(
         store,
@@ -147,7 +150,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         app.state.telemetry.clone(),
         config.jobs.clone(),
         allowlists,
-        secret,
+        signing,
     )
     .keep_finished_for(config.store.job_retention);
     if postgres {

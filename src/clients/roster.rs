@@ -17,6 +17,7 @@ use reqwest::Url;
 use sha2::{Digest, Sha256};
 
 use super::{ClientName, DailyBudget, Scope};
+use crate::secret::Secret;
 
 /// A key's SHA-256 digest: how keys are held and compared.
 pub type KeyDigest = [u8; 32];
@@ -56,6 +57,9 @@ pub struct ClientProfile {
     /// Where its callbacks may go, when its entry has a list of its own (else the gateway's
     /// `[auth] callback_allowlist`).
     pub callback_allowlist: Option<Vec<Url>>,
+    /// The secret its callbacks are signed with, when its entry names one of its own (else the
+    /// gateway's, from `[auth] callback_secret_env`).
+    pub callback_secret: Option<Secret>,
 }
 
 impl ClientProfile {
@@ -67,6 +71,7 @@ impl ClientProfile {
             scope: Scope::everything(),
             budget: None,
             callback_allowlist: None,
+            callback_secret: None,
         }
     }
 }

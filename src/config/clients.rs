@@ -10,6 +10,7 @@
 //! rate = "5/s"                         # rate, burst, max_concurrent_calls override [limits]
 //! budget_per_day = { amount = "2000.00", currency = "EUR" }
 //! callback_allowlist = ["https://travel-app.example/hooks/"]   # instead of [auth]'s, for it
+//! callback_secret_env = "TRAVEL_APP_CALLBACK_SECRET"            # signs its callbacks instead
 //! ```
 //!
 //! Every problem is reported at once: unknown keys, a name the gateway keeps for itself, a key
@@ -120,6 +121,15 @@ fn read_client(s: &Section<'_>, limits: &LimitsConfig) -> Option<ClientConfig> {
         }
         parsed
     });
+    let callback_secret_env =
+        s.string("callback_secret_env")
+            .and_then(|var| match is_env_name(&var) {
+                true => Some(var),
+                false => {
+                    s.error("callback_secret_env", env_name_message(&var));
+                    None
+                }
+            });
     Some(ClientConfig {
         name: name?,
         key: key?,
@@ -127,6 +137,7 @@ fn read_client(s: &Section<'_>, limits: &LimitsConfig) -> Option<ClientConfig> {
         limits: own,
         budget,
         callback_allowlist,
+        callback_secret_env,
     })
 }
 

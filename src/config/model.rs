@@ -69,6 +69,9 @@ pub struct ClientConfig {
     pub budget: Option<DailyBudget>,
     /// Its own callback allowlist, which replaces `[auth] callback_allowlist` for it.
     pub callback_allowlist: Option<Vec<Url>>,
+    /// The variable holding its own callback signing secret, which replaces `[auth]
+    /// callback_secret_env`'s for its job callbacks and notices.
+    pub callback_secret_env: Option<String>,
 }
 
 /// Where a client's key comes from: never the key itself.

@@ -293,6 +293,7 @@ mod tests {
                 scope: Scope::everything(),
                 budget,
                 callback_allowlist: None,
+                callback_secret: None,
             })
         };
         let eur = DailyBudget::new("1250.5", "EUR").unwrap_or_else(|e| panic!("{e}"));

@@ -7,6 +7,7 @@ use reqwest::Url;
 
 use super::callbacks::allowlist::Allowlists;
 use super::callbacks::guard;
+use super::callbacks::signing::{self, Signing};
 use super::store::{NewJob, StoreError};
 use crate::call::{CheckError, Gateway};
 
@@ -28,8 +29,8 @@ pub enum SubmitError {
 pub(super) struct CallbackRules {
     /// Each client's callback allowlist.
     pub(super) allowlists: Allowlists,
-    /// Whether a signing secret is configured (unsigned callbacks are never sent).
-    pub(super) can_sign: bool,
+    /// The secret each client's callbacks are signed with (unsigned callbacks are never sent).
+    pub(super) signing: Signing,
 }
 
 /// Checks `job` as a submission: its arguments, and its callback URL against the rules.
@@ -49,10 +50,8 @@ pub(super) async fn check(
         guard::check_target(&parsed, &callbacks.allowlists.of(&job.client))
             .await
             .map_err(SubmitError::Callback)?;
-        if !callbacks.can_sign {
-            return Err(SubmitError::Callback(
-                "callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway".into(),
-            ));
+        if callbacks.signing.secret_for(&job.client).is_none() {
+            return Err(SubmitError::Callback(signing::NO_SECRET.into()));
         }
     }
     Ok(())

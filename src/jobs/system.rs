@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::callbacks::allowlist::Allowlists;
+use super::callbacks::signing::Signing;
 use super::callbacks::{Sender, guard};
 use super::dispatch::{Dispatcher, ToolState};
 use super::land::Unstored;
@@ -34,7 +35,6 @@ use crate::config::JobsConfig;
 use crate::fingerprint::canonical_json;
 use crate::policy::SplitMix;
 use crate::quota::{self, Quotas};
-use crate::secret::Secret;
 use crate::store::Db;
 use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
@@ -128,9 +128,10 @@ impl JobSystem {
         telemetry: Arc<Telemetry>,
         config: JobsConfig,
         allowlists: impl Into<Allowlists>,
-        callback_secret: Option<Secret>,
+        signing: impl Into<Signing>,
     ) -> Self {
         let allowlists = allowlists.into();
+        let signing = signing.into();
         let http = guard::client()
             .map_err(|e| tracing::error!(error = %e, "cannot build the callback HTTP client; callbacks will fail"))
             .ok();
@@ -147,7 +148,7 @@ impl JobSystem {
         JobSystem {
             callback_rules: CallbackRules {
                 allowlists: allowlists.clone(),
-                can_sign: callback_secret.is_some(),
+                signing: signing.clone(),
             },
             workers: config.workers,
             wake: Notify::new(),
@@ -171,7 +172,7 @@ impl JobSystem {
             callbacks: Arc::new(Sender {
                 store: store.clone(),
                 allowlists,
-                secret: callback_secret,
+                signing,
                 http,
                 telemetry: Arc::clone(&telemetry),
                 unstored: unstored.clone(),

@@ -168,6 +168,7 @@ async fn two_clients() -> Stack {
         scope: Scope::new(vec![tool.to_string()], false).unwrap_or_else(|e| panic!("{e}")),
         limits: faregate::config::default_limits(),
         budget: None,
+        callback_secret_env: None,
         callback_allowlist: None,
     };
     Stack::builder(43)

@@ -460,6 +460,7 @@ async fn scoped() -> Stack {
             .unwrap_or_else(|e| panic!("{e}")),
         limits: faregate::config::default_limits(),
         budget: None,
+        callback_secret_env: None,
         callback_allowlist: None,
     };
     Stack::builder(23)

@@ -31,6 +31,7 @@ rate = "5/s"
 max_concurrent_calls = 2
 budget_per_day = {{ amount = "2000.50", currency = "EUR" }}
 callback_allowlist = ["https://travel-app.example/hooks/"]
+callback_secret_env = "TRAVEL_APP_CALLBACK_SECRET"
 
 [[clients]]
 name = "reporting"
@@ -73,6 +74,14 @@ key_sha256 = "{}"
         ])
     );
     assert_eq!(reporting.callback_allowlist, None, "the gateway's list");
+    assert_eq!(
+        app.callback_secret_env.as_deref(),
+        Some("TRAVEL_APP_CALLBACK_SECRET")
+    );
+    assert_eq!(
+        reporting.callback_secret_env, None,
+        "the gateway's secret signs its callbacks"
+    );
     assert_eq!(reporting.key, ClientKey::Sha256(digest(b"reporting-key")));
     assert!(
         reporting.scope.allows("search_flights", false),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::clients::{ClientName, ClientProfile, Roster, digest};
 use crate::config::{ClientKey, Config, LimitsConfig};
 use crate::providers::Env;
+use crate::secret::Secret;
 
 /// What a start or a reload installs.
 #[derive(Debug)]
@@ -50,11 +51,25 @@ pub fn client_setup(config: &Config, env: &dyn Env) -> Result<ClientSetup, Vec<S
                 }
             },
         };
+        let callback_secret = match &client.callback_secret_env {
+            None => None,
+            Some(var) => match env.var(var).filter(|s| !s.trim().is_empty()) {
+                Some(secret) => Some(Secret::new(secret)),
+                None => {
+                    errors.push(format!(
+                        "client {}: the variable {var} (its callback_secret_env) is not set; set it to the secret the client's receiver checks callbacks with, or remove callback_secret_env to sign its callbacks with [auth]'s secret",
+                        client.name
+                    ));
+                    continue;
+                }
+            },
+        };
         let profile = ClientProfile {
             name: client.name.clone(),
             scope: client.scope.clone(),
             budget: client.budget.clone(),
             callback_allowlist: client.callback_allowlist.clone(),
+            callback_secret,
         };
         // A clash with a key of the flat list names that key's client (`key-<8 hex>`).
         if let Err(e) = roster.add_client(d, Arc::new(profile)) {

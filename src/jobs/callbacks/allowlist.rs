@@ -2,11 +2,10 @@
 //! `[[clients]]` entry) when it has one, else the gateway's (`[auth] callback_allowlist`).
 //!
 //! # Why per client
-//! The gateway signs every callback with one secret, so a receiver cannot tell from the
-//! signature which client's job it hears about. With one gateway-wide list, client A could aim
-//! signed callbacks at client B's receiver, and the refusal for an unlisted URL named every
-//! receiver of every client. A client with its own list may use only its own entries, and a
-//! refusal names only them.
+//! With one gateway-wide list, client A could aim callbacks at client B's receiver, and the
+//! refusal for an unlisted URL named every receiver of every client. A client with its own list
+//! may use only its own entries, and a refusal names only them. (A client's own signing secret,
+//! [`super::signing`], is what lets B's receiver tell A's callbacks from its own.)
 //!
 //! The list is looked up when a URL is accepted and again at each delivery, in the roster as it
 //! is then: a reload that narrows a client's list stops its callbacks to what is no longer on

@@ -1,7 +1,8 @@
 //! Callbacks: POST a finished job's envelope to the caller's allowlisted URL, signed.
 //!
 //! `Faregate-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with the
-//! callback secret, so the receiver can check both origin and freshness (the Stripe scheme).
+//! client's callback secret ([`signing`]), so the receiver can check both origin and freshness
+//! (the Stripe scheme).
 //! Due callbacks are leased before they are sent, so replicas sharing a queue never send one
 //! twice. Delivery is retried with a doubling wait; a failed delivery never loses the result,
 //! which stays in the job (`GET /v1/jobs/{id}`). Where a callback may go is [`guard`]'s
@@ -10,6 +11,7 @@
 pub mod allowlist;
 pub mod guard;
 pub mod notice;
+pub mod signing;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +22,7 @@ use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use self::allowlist::{Allowlist, Allowlists};
+use self::signing::Signing;
 use super::land::{self, Unstored};
 use super::store::{Job, JobStore, Store};
 use crate::call::{CallInfo, Envelope};
@@ -113,7 +116,8 @@ fn body(job: &Job) -> Vec<u8> {
 pub(super) struct Sender {
     pub(super) store: Store,
     pub(super) allowlists: Allowlists,
-    pub(super) secret: Option<Secret>,
+    /// The secret each client's callbacks are signed with.
+    pub(super) signing: Signing,
     /// The callback client ([`guard::client`]); `None` if it could not be built, and then
     /// callbacks fail (and are retried) rather than go out without the SSRF guard.
     pub(super) http: Option<reqwest::Client>,
@@ -170,8 +174,8 @@ impl Sender {
 
     /// POSTs the job's final envelope, signed; true on a 2xx.
     async fn deliver(&self, job: &Job) -> bool {
-        let (Some(url), Some(secret), Some(http)) = (&job.callback_url, &self.secret, &self.http)
-        else {
+        let secret = self.signing.secret_for(&job.client);
+        let (Some(url), Some(secret), Some(http)) = (&job.callback_url, &secret, &self.http) else {
             return false;
         };
         // Checked again at delivery, against the job's client's list now: it may have changed

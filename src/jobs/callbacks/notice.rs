@@ -15,11 +15,11 @@ use reqwest::Url;
 use serde_json::Value;
 
 use super::allowlist::Allowlists;
+use super::signing::{self, Signing};
 use super::{guard, post_signed};
 use crate::clients::ClientName;
 use crate::clock;
 use crate::outbox::Outbox;
-use crate::secret::Secret;
 use crate::store::StoreError;
 
 /// One notice to deliver: whose it is, where it goes and what it says.
@@ -37,7 +37,7 @@ pub struct Delivery {
 #[derive(Debug)]
 pub struct NoticeSender {
     allowlists: Allowlists,
-    secret: Option<Secret>,
+    signing: Signing,
     /// The guarded callback client; `None` if it could not be built (then deliveries fail and
     /// are retried, never sent without the guard).
     http: Option<reqwest::Client>,
@@ -45,14 +45,15 @@ pub struct NoticeSender {
 
 impl NoticeSender {
     /// Notices to URLs on their client's list of `allowlists` (a `Vec<Url>` is the gateway's
-    /// list for every client), signed with `secret` (none = callbacks refused).
-    pub fn new(allowlists: impl Into<Allowlists>, secret: Option<Secret>) -> Self {
+    /// list for every client), signed as `signing` says (an `Option<Secret>` is the gateway's
+    /// secret for every client; none = callbacks refused).
+    pub fn new(allowlists: impl Into<Allowlists>, signing: impl Into<Signing>) -> Self {
         let http = guard::client()
             .map_err(|e| tracing::error!(error = %e, "cannot build the notice HTTP client; notice callbacks will fail"))
             .ok();
         NoticeSender {
             allowlists: allowlists.into(),
-            secret,
+            signing: signing.into(),
             http,
         }
     }
@@ -62,8 +63,8 @@ impl NoticeSender {
     pub async fn check(&self, client: &ClientName, url: &str) -> Result<(), String> {
         let parsed = Url::parse(url).map_err(|e| format!("callback_url is not a URL: {e}"))?;
         guard::check_target(&parsed, &self.allowlists.of(client)).await?;
-        if self.secret.is_none() {
-            return Err("callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway".into());
+        if self.signing.secret_for(client).is_none() {
+            return Err(signing::NO_SECRET.into());
         }
         Ok(())
     }
@@ -91,7 +92,8 @@ impl NoticeSender {
 
     /// Posts `body` to `client`'s `url`, signed; true on a 2xx.
     pub async fn deliver(&self, client: &ClientName, url: &str, body: Vec<u8>) -> bool {
-        let (Some(secret), Some(http)) = (&self.secret, &self.http) else {
+        let secret = self.signing.secret_for(client);
+        let (Some(secret), Some(http)) = (&secret, &self.http) else {
             return false;
         };
         // Checked again at delivery, against the client's list now: it may have changed since

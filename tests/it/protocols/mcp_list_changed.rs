@@ -23,6 +23,7 @@ fn client(scope: Scope) -> ClientConfig {
         scope,
         limits: faregate::config::default_limits(),
         budget: None,
+        callback_secret_env: None,
         callback_allowlist: None,
     }
 }

@@ -25,6 +25,7 @@ async fn stack() -> Stack {
         scope: Scope::everything(),
         limits: faregate::config::default_limits(),
         budget: None,
+        callback_secret_env: None,
         callback_allowlist: own
             .map(|u| vec![reqwest::Url::parse(u).unwrap_or_else(|e| panic!("{e}"))]),
     };

@@ -77,6 +77,49 @@ key_env = "BETA_KEY"
 }
 
 #[test]
+fn check_names_a_clients_unset_or_misnamed_callback_secret_variable_and_never_the_secret() {
+    let clients = format!(
+        r#"
+[[clients]]
+name = "alpha"
+key_sha256 = "{a}"
+callback_secret_env = "ALPHA_CALLBACK_SECRET"
+
+[[clients]]
+name = "beta"
+key_sha256 = "{b}"
+callback_secret_env = "beta secret"
+"#,
+        a = hex("alpha-key"),
+        b = hex("beta-key")
+    );
+    let dir = config_dir(&clients);
+    let (ok, text) = check(dir.path(), &[]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("clients[1].callback_secret_env"),
+        "a name no variable can have: {text}"
+    );
+
+    let dir = config_dir(&clients.replace("\"beta secret\"", "\"BETA_CALLBACK_SECRET\""));
+    let (ok, text) = check(dir.path(), &[("BETA_CALLBACK_SECRET", "beta-s3cret")]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("ALPHA_CALLBACK_SECRET (its callback_secret_env) is not set"),
+        "{text}"
+    );
+    let (ok, text) = check(
+        dir.path(),
+        &[
+            ("ALPHA_CALLBACK_SECRET", "alpha-s3cret"),
+            ("BETA_CALLBACK_SECRET", "beta-s3cret"),
+        ],
+    );
+    assert!(ok, "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+}
+
+#[test]
 fn check_on_a_fleet_store_says_when_the_spool_could_not_be_written() {
     let dir = config_dir("");
     let path = dir.path().join("faregate.toml");

@@ -8,6 +8,7 @@ mod check;
 mod jobs;
 mod reload;
 mod scopes;
+mod secrets;
 mod sighup;
 
 use std::path::Path;

@@ -24,6 +24,7 @@ fn client(name: &str, key: &str) -> ClientConfig {
         scope: Scope::everything(),
         limits: faregate::config::default_limits(),
         budget: None,
+        callback_secret_env: None,
         callback_allowlist: None,
     }
 }
