@@ -519,10 +519,19 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
     })
 }
 
-/// `[bookings] settle` must be longer than every write tool's deadline: reconciliation reads a
-/// `pending` booking older than `settle` as unknown and, when the provider holds no order yet,
-/// settles it as failed, while a booking within its deadline may still be on its way (and a
-/// call again under its key, told it failed, could book a second time).
+/// How much longer than every write tool's deadline `[bookings] settle` must be.
+///
+/// A booking's age is the reconciling replica's clock minus the stamp the booking replica's
+/// clock wrote, so a reconciler whose clock runs ahead sees it older than it is; and a provider
+/// may still create an order from a request that reached it just before the gateway gave up.
+/// Thirty seconds covers both with room: clocks kept by NTP agree within milliseconds.
+const SETTLE_MARGIN: Duration = Duration::from_secs(30);
+
+/// `[bookings] settle` must be longer than every write tool's deadline, by [`SETTLE_MARGIN`]:
+/// reconciliation reads a `pending` booking older than `settle` as unknown and, when the
+/// provider holds no order yet, settles it as failed, while a booking within its deadline may
+/// still be on its way (and a call again under its key, told it failed, could book a second
+/// time).
 fn check_settle(root: &Section<'_>, bookings: &BookingsConfig, tools: &[ToolConfig]) {
     let longest = tools
         .iter()
@@ -534,14 +543,17 @@ fn check_settle(root: &Section<'_>, bookings: &BookingsConfig, tools: &[ToolConf
     let Some(longest) = longest else {
         return;
     };
-    if bookings.settle <= longest.deadline {
+    let least = longest.deadline + SETTLE_MARGIN;
+    if bookings.settle < least {
         let deadline = humantime::format_duration(longest.deadline);
         root.error(
             "bookings.settle",
             format!(
-                "{} is not longer than the deadline of {} ({deadline}); reconciliation could settle a booking still on its way as failed. Write more than {deadline} (the default is \"2m\"), or shorten the tool's deadline",
+                "{} is not {} longer than the deadline of {} ({deadline}); reconciliation could settle a booking still on its way as failed (a replica's clock running ahead, or a provider still creating the order). Write at least \"{}\" (the default is \"2m\"), or shorten the tool's deadline",
                 humantime::format_duration(bookings.settle),
+                humantime::format_duration(SETTLE_MARGIN),
                 longest.name,
+                humantime::format_duration(least),
             ),
         );
     }

@@ -350,18 +350,25 @@ fn deadline_shorter_than_timeout_is_refused() {
 }
 
 #[test]
-fn a_settle_time_within_a_booking_deadline_is_refused() {
-    assert_one_error(
-        MapFiles::defaults().edit("faregate.toml", "settle = \"2m\"", "settle = \"20s\""),
-        &[
-            "bookings.settle",
-            "is not longer than the deadline of book_hotel (20s)",
-        ],
-    );
+fn a_settle_time_within_a_booking_deadline_and_its_margin_is_refused() {
+    for short in ["20s", "49s"] {
+        assert_one_error(
+            MapFiles::defaults().edit(
+                "faregate.toml",
+                "settle = \"2m\"",
+                &format!("settle = \"{short}\""),
+            ),
+            &[
+                "bookings.settle",
+                "is not 30s longer than the deadline of book_hotel (20s)",
+                "Write at least \"50s\"",
+            ],
+        );
+    }
     MapFiles::defaults()
-        .edit("faregate.toml", "settle = \"2m\"", "settle = \"21s\"")
+        .edit("faregate.toml", "settle = \"2m\"", "settle = \"50s\"")
         .load()
-        .unwrap_or_else(|e| panic!("longer than every booking deadline: {e}"));
+        .unwrap_or_else(|e| panic!("30s longer than every booking deadline: {e}"));
 }
 
 #[test]
