@@ -1,7 +1,8 @@
 //! Dispatch: which due jobs this process claims now, and how many.
 //!
 //! A pass never claims more jobs than there are free workers, never claims for a tool whose
-//! breakers are all open (its jobs would only be requeued), and claims the tools of a provider
+//! breakers are all open (its jobs would only be requeued), nor for a tool this replica does not
+//! serve until its jobs are past `max_age` (see [`Dispatcher::claim`]), and claims the tools of a provider
 //! whose limit is known ([`Pacing`]) on their own, at most what that provider's pacer allows
 //! now, so a backlog stays under the limit instead of finding it once per window. A provider's
 //! limit is one allowance for every tool it serves: its tools share one pacer. Every claimed job takes a
@@ -14,6 +15,7 @@
 //! same tokens.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -60,6 +62,25 @@ pub(super) fn answer(verdict: &Verdict) -> Answer {
     }
 }
 
+/// Which due jobs one claim may take.
+#[derive(Debug, Clone, Copy)]
+struct Which<'a> {
+    /// Not those of these tools.
+    skip: &'a [String],
+    /// Only those created before this instant (epoch milliseconds).
+    created_before_ms: i64,
+}
+
+impl<'a> Which<'a> {
+    /// Every due job but those of `skip`'s tools.
+    fn all_but(skip: &'a [String]) -> Self {
+        Which {
+            skip,
+            created_before_ms: i64::MAX,
+        }
+    }
+}
+
 /// Claims due jobs for this process.
 #[derive(Debug)]
 pub(super) struct Dispatcher {
@@ -70,11 +91,22 @@ pub(super) struct Dispatcher {
     pub(super) lease_ms: std::sync::atomic::AtomicI64,
     /// The providers' allowances (shared by the fleet on PostgreSQL).
     pub(super) quotas: Arc<Quotas>,
+    /// `[jobs] max_age`: the age past which a job of a tool this replica does not serve is
+    /// claimed, to be ended.
+    pub(super) max_age: Duration,
 }
 
 impl Dispatcher {
     /// One pass: claims what may run now among `due` (the tools with due jobs), at most one job
     /// per free permit of `workers`.
+    ///
+    /// A due tool that is not among `tools` (the ones this replica serves) is left to the
+    /// replicas that serve it: in a rolling change of configuration, a replica that has not
+    /// loaded a new tool yet would otherwise claim its jobs and hand them back 30 s later, and
+    /// a replica that a reload took a tool from would do the same to jobs the others run. Its
+    /// jobs are claimed here only once they are older than `max_age`, when running them would
+    /// end them (`run::decide`): a tool that no replica serves any more leaves no job queued
+    /// for ever.
     pub(super) async fn claim<S: JobStore>(
         &self,
         store: &S,
@@ -83,10 +115,12 @@ impl Dispatcher {
         workers: &Arc<Semaphore>,
     ) -> Result<Vec<Claimed>, StoreError> {
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let unserved: Vec<String> = due.iter().filter(|d| !names.contains(d)).cloned().collect();
         let mut skip: Vec<String> = tools
             .iter()
             .filter(|t| t.all_open)
             .map(|t| t.name.clone())
+            .chain(unserved.iter().cloned())
             .collect();
         // The tools of a provider whose limit is known are claimed on their own, at most what
         // its pacer grants now; the rest together, as many as there are free workers. A
@@ -109,6 +143,7 @@ impl Dispatcher {
                     let others: Vec<String> = names
                         .iter()
                         .filter(|n| skip.contains(n) || !mine.iter().any(|t| &t.name == *n))
+                        .chain(unserved.iter())
                         .cloned()
                         .collect();
                     paced.push((provider, granted, others));
@@ -119,7 +154,14 @@ impl Dispatcher {
         let mut claimed = Vec::new();
         for (provider, granted, others) in paced {
             let got = self
-                .claim_some(store, workers, granted, &others, tools, &mut claimed)
+                .claim_some(
+                    store,
+                    workers,
+                    granted,
+                    Which::all_but(&others),
+                    tools,
+                    &mut claimed,
+                )
                 .await;
             // What was granted and not claimed goes back to the bucket.
             let unused = granted - got.as_ref().map_or(0, |n| (*n).min(granted));
@@ -127,8 +169,25 @@ impl Dispatcher {
             got?;
         }
         let first_unpaced = claimed.len();
-        self.claim_some(store, workers, u32::MAX, &skip, tools, &mut claimed)
-            .await?;
+        self.claim_some(
+            store,
+            workers,
+            u32::MAX,
+            Which::all_but(&skip),
+            tools,
+            &mut claimed,
+        )
+        .await?;
+        if !unserved.is_empty() {
+            let max_age = i64::try_from(self.max_age.as_millis()).unwrap_or(i64::MAX);
+            let before = clock::epoch_ms().saturating_sub(max_age);
+            let past_max_age = Which {
+                skip: &names,
+                created_before_ms: before,
+            };
+            self.claim_some(store, workers, u32::MAX, past_max_age, tools, &mut claimed)
+                .await?;
+        }
         // Unpaced claims start their provider's counting window (learning from a 429).
         let mut unpaced: Vec<(&str, u32, Instant)> = Vec::new();
         for c in &claimed[first_unpaced..] {
@@ -143,14 +202,14 @@ impl Dispatcher {
         Ok(claimed)
     }
 
-    /// Claims up to `max` due jobs (never more than there are free workers) of the tools not in
-    /// `skip`.
+    /// Claims up to `max` due jobs (never more than there are free workers) of those `which`
+    /// allows.
     async fn claim_some<S: JobStore>(
         &self,
         store: &S,
         workers: &Arc<Semaphore>,
         max: u32,
-        skip: &[String],
+        which: Which<'_>,
         tools: &[ToolState],
         claimed: &mut Vec<Claimed>,
     ) -> Result<u32, StoreError> {
@@ -161,12 +220,13 @@ impl Dispatcher {
             return Ok(0);
         }
         let jobs = store
-            .claim(
+            .claim_created_before(
                 &self.owner,
                 clock::epoch_ms(),
                 self.lease_ms.load(std::sync::atomic::Ordering::Relaxed),
                 free,
-                skip,
+                which.skip,
+                which.created_before_ms,
             )
             .await?;
         let claimed_at = clock::now();

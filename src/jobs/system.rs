@@ -156,6 +156,7 @@ impl JobSystem {
                 owner: owner.clone(),
                 lease_ms: std::sync::atomic::AtomicI64::new(lease),
                 quotas: Arc::clone(&quotas),
+                max_age: config.max_age,
             },
             runner: Arc::new(Runner {
                 store: store.clone(),

@@ -22,6 +22,9 @@ use crate::quota::Quotas;
 
 const FLIGHTS: &str = "search_flights";
 const HOTELS: &str = "search_hotels";
+/// A tool the queue's replica does not serve.
+const TRAINS: &str = "search_trains";
+const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 struct Queue {
     store: MemoryStore,
@@ -37,6 +40,7 @@ impl Queue {
                 owner: "w".into(),
                 lease_ms: std::sync::atomic::AtomicI64::new(60_000),
                 quotas: Arc::new(Quotas::local(Arc::default())),
+                max_age: MAX_AGE,
             },
             workers: Arc::new(Semaphore::new(workers)),
         }
@@ -95,7 +99,7 @@ impl Queue {
             .await;
         let config = JobsConfig {
             max_attempts: 20,
-            max_age: Duration::from_secs(24 * 3600),
+            max_age: MAX_AGE,
             workers: 4,
             lease_margin: Duration::from_secs(30),
         };
@@ -242,6 +246,86 @@ async fn after_a_429_a_tool_is_paced_to_the_learned_rate() {
     assert!(
         (2..=6).contains(&total),
         "{total} claims in 6 s at about 0.63 jobs/s"
+    );
+}
+
+/// A tool this replica does not serve (a rolling change of configuration, a tool a reload took
+/// away) is left to the replicas that serve it, by the paced claims and the rest alike; its
+/// jobs are claimed here only once they are past `max_age`, and then end.
+#[tokio::test(start_paused = true)]
+async fn a_tool_not_served_here_is_left_to_others_until_its_jobs_are_past_max_age() {
+    let q = Queue::new(8);
+    let trains = q.submit(TRAINS).await;
+    let hotels = q.submit(HOTELS).await;
+    let claimed = q.pass(&[]).await;
+    assert_eq!(
+        ids(&claimed),
+        [hotels.as_str()],
+        "not the unserved tool's job"
+    );
+    for c in claimed {
+        q.finish(c, succeeded(HOTELS)).await;
+    }
+
+    // search_flights' provider answers one job and refuses the next with a 429: from its reset
+    // on, its claims are paced.
+    let done = q.submit(FLIGHTS).await;
+    let limited = q.submit(FLIGHTS).await;
+    let claimed = q.pass(&[]).await;
+    assert_eq!(ids(&claimed), [done.as_str(), limited.as_str()]);
+    advance(Duration::from_secs(1)).await;
+    for c in claimed {
+        let verdict = if c.job.id == done {
+            succeeded(FLIGHTS)
+        } else {
+            Verdict::Later {
+                anchor: Some(Duration::from_secs(1)),
+                error: "duffel: 429".into(),
+                attempted: true,
+                rate_limited: Some(RateLimitHit {
+                    retry_after: Some(Duration::from_secs(1)),
+                }),
+            }
+        };
+        q.finish(c, verdict).await;
+    }
+    advance(Duration::from_secs(30)).await;
+    let paced = q.pass(&[]).await;
+    assert_eq!(
+        ids(&paced),
+        [limited.as_str()],
+        "the paced claim takes its tool's job, not the older one of the unserved tool"
+    );
+    for c in paced {
+        q.finish(c, succeeded(FLIGHTS)).await;
+    }
+
+    advance(MAX_AGE - Duration::from_secs(40)).await;
+    assert!(q.pass(&[]).await.is_empty(), "not yet past max_age");
+    advance(Duration::from_secs(10)).await;
+    let claimed = q.pass(&[]).await;
+    assert_eq!(ids(&claimed), [trains.as_str()], "past max_age: claimed");
+    // Run here, it is not sent (`Gateway::run_background`), and its age ends it.
+    let not_here = Verdict::Later {
+        anchor: Some(Duration::from_secs(30)),
+        error: "not run: tool search_trains is not served by this replica's configuration".into(),
+        attempted: false,
+        rate_limited: None,
+    };
+    for c in claimed {
+        q.finish(c, not_here.clone()).await;
+    }
+    let job = q
+        .store
+        .get(&trains)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("the job"));
+    assert_eq!(job.status, JobStatus::Dead, "{job:?}");
+    let error = job.last_error.unwrap_or_default();
+    assert!(
+        error.starts_with("gave up after 1day") && error.contains("not served"),
+        "{error}"
     );
 }
 

@@ -102,13 +102,14 @@ impl JobStore for MemoryStore {
         Ok(found)
     }
 
-    async fn claim(
+    async fn claim_created_before(
         &self,
         owner: &str,
         now_ms: i64,
         lease_ms: i64,
         limit: u32,
         skip_tools: &[String],
+        created_before_ms: i64,
     ) -> Result<Vec<Job>, StoreError> {
         let mut jobs = self.jobs();
         let mut claimable: Vec<&mut Job> = jobs
@@ -116,7 +117,9 @@ impl JobStore for MemoryStore {
             .filter(|j| {
                 let expired = j.status == JobStatus::Running
                     && j.lease_until_ms.is_some_and(|until| until < now_ms);
-                (is_due(j, now_ms) || expired) && !skip_tools.contains(&j.tool)
+                (is_due(j, now_ms) || expired)
+                    && !skip_tools.contains(&j.tool)
+                    && j.created_at_ms < created_before_ms
             })
             .collect();
         claimable.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));

@@ -292,6 +292,20 @@ pub trait JobStore: Send + Sync {
         lease_ms: i64,
         limit: u32,
         skip_tools: &[String],
+    ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send {
+        self.claim_created_before(owner, now_ms, lease_ms, limit, skip_tools, i64::MAX)
+    }
+    /// [`JobStore::claim`] of the jobs created before `created_before_ms` only: a replica
+    /// claims the jobs of tools it does not serve only once they are past `max_age`, to end
+    /// them.
+    fn claim_created_before(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: u32,
+        skip_tools: &[String],
+        created_before_ms: i64,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
     /// Ends a leased job's run with `transition`; `false` if `owner` no longer holds the lease
     /// (it expired and another worker took the job), and then nothing changes.

@@ -179,14 +179,15 @@ const LIST: &str = concat!(
 const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
                    OR (status = 'running' AND lease_until < $1))";
 
-/// `$1` now, `$2` owner, `$3` lease, `$4` tools to skip, `$5` limit; `{due}`, `{not_skipped}` and
-/// `{lock}` are filled in by [`claim_statement`].
+/// `$1` now, `$2` owner, `$3` lease, `$4` tools to skip, `$5` limit, `$6` the instant the jobs
+/// were created before; `{due}`, `{not_skipped}` and `{lock}` are filled in by
+/// [`claim_statement`].
 const CLAIM: &str = concat!(
     "UPDATE faregate_jobs
      SET status = 'running', lease_owner = $2, lease_until = $1 + $3, updated_at = $1
      WHERE id IN (
          SELECT id FROM faregate_jobs
-         WHERE {due} AND {not_skipped}
+         WHERE {due} AND {not_skipped} AND created_at < CAST($6 AS BIGINT)
          ORDER BY next_attempt_at, id LIMIT CAST($5 AS BIGINT)
          {lock})
      RETURNING ",
@@ -490,13 +491,14 @@ impl JobStore for Store {
         self.db.fetch(LIST, &args, job_from_row).await
     }
 
-    async fn claim(
+    async fn claim_created_before(
         &self,
         owner: &str,
         now_ms: i64,
         lease_ms: i64,
         limit: u32,
         skip_tools: &[String],
+        created_before_ms: i64,
     ) -> Result<Vec<Job>, StoreError> {
         let args = [
             Arg::Int(Some(now_ms)),
@@ -504,6 +506,7 @@ impl JobStore for Store {
             Arg::Int(Some(lease_ms)),
             Arg::Names(skip_tools),
             Arg::Int(Some(i64::from(limit))),
+            Arg::Int(Some(created_before_ms)),
         ];
         let claimed = self
             .db

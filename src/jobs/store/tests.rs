@@ -562,6 +562,40 @@ async fn check_skip<S: JobStore>(s: Arc<S>) {
 }
 
 conformance!(
+    a_claim_can_take_only_jobs_created_before_an_instant,
+    check_created_before
+);
+async fn check_created_before<S: JobStore>(s: Arc<S>) {
+    let (old, _) = s
+        .enqueue(new_job("search_trains", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.enqueue(new_job("search_trains", None), T0 + 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (hotels, _) = s
+        .enqueue(new_job("search_hotels", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let served = ["search_hotels".to_string()];
+    let claimed = s
+        .claim_created_before("w", T0 + 20, 1000, 10, &served, T0 + 10)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        claimed.iter().map(|j| j.id.clone()).collect::<Vec<_>>(),
+        [old.id],
+        "created before T0 + 10, and not a skipped tool's"
+    );
+    let rest = s
+        .claim("w", T0 + 20, 1000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rest.len(), 2, "a plain claim takes any age: {rest:?}");
+    assert!(rest.iter().any(|j| j.id == hotels.id));
+}
+
+conformance!(
     retries_count_only_attempts_that_reached_a_provider,
     check_retry
 );
