@@ -62,6 +62,9 @@ pub(super) fn answer(verdict: &Verdict) -> Answer {
     }
 }
 
+/// How often, at most, the log says that jobs of tools not served here are due.
+const UNSERVED_TOLD_EVERY: Duration = Duration::from_secs(60);
+
 /// Which due jobs one claim may take.
 #[derive(Debug, Clone, Copy)]
 struct Which<'a> {
@@ -94,6 +97,9 @@ pub(super) struct Dispatcher {
     /// `[jobs] max_age`: the age past which a job of a tool this replica does not serve is
     /// claimed, to be ended.
     pub(super) max_age: Duration,
+    /// When the log last said that jobs of tools not served here are due (at most once a
+    /// minute: the jobs wait in the queue meanwhile, and no gauge of this replica shows them).
+    pub(super) unserved_told: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Dispatcher {
@@ -179,6 +185,7 @@ impl Dispatcher {
         )
         .await?;
         if !unserved.is_empty() {
+            self.tell_unserved(&unserved);
             let max_age = i64::try_from(self.max_age.as_millis()).unwrap_or(i64::MAX);
             let before = clock::epoch_ms().saturating_sub(max_age);
             let past_max_age = Which {
@@ -200,6 +207,21 @@ impl Dispatcher {
             self.quotas.claimed(provider, n, at).await;
         }
         Ok(claimed)
+    }
+
+    /// Logs that jobs of `unserved` tools are due, unless it did in the last minute.
+    fn tell_unserved(&self, unserved: &[String]) {
+        let now = clock::now();
+        let mut told = self.unserved_told.lock().unwrap_or_else(|e| e.into_inner());
+        if told.is_some_and(|at| now.saturating_duration_since(at) < UNSERVED_TOLD_EVERY) {
+            return;
+        }
+        *told = Some(now);
+        tracing::warn!(
+            tools = %unserved.join(", "),
+            max_age = %humantime::format_duration(self.max_age),
+            "jobs of tools this replica does not serve are due: they are left to replicas that serve them, and ended once older than max_age"
+        );
     }
 
     /// Claims up to `max` due jobs (never more than there are free workers) of those `which`

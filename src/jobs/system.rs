@@ -157,6 +157,7 @@ impl JobSystem {
                 lease_ms: std::sync::atomic::AtomicI64::new(lease),
                 quotas: Arc::clone(&quotas),
                 max_age: config.max_age,
+                unserved_told: Default::default(),
             },
             runner: Arc::new(Runner {
                 store: store.clone(),

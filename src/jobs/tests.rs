@@ -41,6 +41,7 @@ impl Queue {
                 lease_ms: std::sync::atomic::AtomicI64::new(60_000),
                 quotas: Arc::new(Quotas::local(Arc::default())),
                 max_age: MAX_AGE,
+                unserved_told: Default::default(),
             },
             workers: Arc::new(Semaphore::new(workers)),
         }
