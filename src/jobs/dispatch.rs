@@ -2,11 +2,12 @@
 //!
 //! A pass never claims more jobs than there are free workers, never claims for a tool whose
 //! breakers are all open (its jobs would only be requeued), nor for a tool this replica does not
-//! serve until its jobs are past `max_age` (see [`Dispatcher::claim`]), and claims the tools of a provider
-//! whose limit is known ([`Pacing`]) on their own, at most what that provider's pacer allows
-//! now, so a backlog stays under the limit instead of finding it once per window. A provider's
-//! limit is one allowance for every tool it serves: its tools share one pacer. Every claimed job takes a
-//! worker permit at once, so the next claim of the same pass sees the workers it left.
+//! serve until its jobs are past `max_age` (see [`Dispatcher::claim`]), and claims the tools of a
+//! provider whose limit is known ([`Pacing`]) on their own, at most what that provider's pacer
+//! allows now, so a backlog stays under the limit instead of finding it once per window. A
+//! provider's limit is one allowance for every tool it serves: its tools share one pacer. Every
+//! claimed job takes a worker permit at once, so the next claim of the same pass sees the workers
+//! it left.
 //!
 //! Time comes from [`crate::clock`] (epoch milliseconds for the store, tokio instants for the
 //! pacers), so the whole pass runs on a paused clock in tests. The pacers are the quota room's
@@ -184,17 +185,6 @@ impl Dispatcher {
             &mut claimed,
         )
         .await?;
-        if !unserved.is_empty() {
-            self.tell_unserved(&unserved);
-            let max_age = i64::try_from(self.max_age.as_millis()).unwrap_or(i64::MAX);
-            let before = clock::epoch_ms().saturating_sub(max_age);
-            let past_max_age = Which {
-                skip: &names,
-                created_before_ms: before,
-            };
-            self.claim_some(store, workers, u32::MAX, past_max_age, tools, &mut claimed)
-                .await?;
-        }
         // Unpaced claims start their provider's counting window (learning from a 429).
         let mut unpaced: Vec<(&str, u32, Instant)> = Vec::new();
         for c in &claimed[first_unpaced..] {
@@ -205,6 +195,19 @@ impl Dispatcher {
         }
         for (provider, n, at) in unpaced {
             self.quotas.claimed(provider, n, at).await;
+        }
+        // Past `max_age`, the jobs of tools not served here are claimed to be ended: nothing is
+        // sent for them, so no provider's window counts them.
+        if !unserved.is_empty() {
+            self.tell_unserved(&unserved);
+            let max_age = i64::try_from(self.max_age.as_millis()).unwrap_or(i64::MAX);
+            let before = clock::epoch_ms().saturating_sub(max_age);
+            let past_max_age = Which {
+                skip: &names,
+                created_before_ms: before,
+            };
+            self.claim_some(store, workers, u32::MAX, past_max_age, tools, &mut claimed)
+                .await?;
         }
         Ok(claimed)
     }
