@@ -280,6 +280,30 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
                     config.auth.admin_key_env
                 );
             }
+            // Which secret signs whose callbacks: variable names only, never a secret.
+            let own: Vec<String> = config
+                .clients
+                .iter()
+                .filter(|c| c.callback_secret_env.is_some())
+                .map(|c| c.name.to_string())
+                .collect();
+            let gateway_secret =
+                providers::Env::var(&ProcessEnv, &config.auth.callback_secret_env).is_some();
+            let refused = match (gateway_secret, own.is_empty()) {
+                (true, _) => "",
+                (false, true) => " (callback URLs are refused)",
+                (false, false) => " (callback URLs are refused but for clients with their own)",
+            };
+            let own = if own.is_empty() {
+                String::new()
+            } else {
+                format!("; clients signed with their own secret: {}", own.join(", "))
+            };
+            println!(
+                "callbacks: signing secret {} in {}{refused}{own}",
+                if gateway_secret { "set" } else { "NOT set" },
+                config.auth.callback_secret_env,
+            );
             println!(
                 "{}: OK — {} tools, {} providers, {} prompts",
                 config_path.display(),

@@ -13,6 +13,7 @@ fn check(dir: &std::path::Path, env: &[(&str, &str)]) -> (bool, String) {
             .arg(dir.join("faregate.toml"))
             .env_remove("FAREGATE_CLIENT_KEYS")
             .env_remove("FAREGATE_ADMIN_KEY")
+            .env_remove("FAREGATE_CALLBACK_SECRET")
             .envs(env.iter().copied()),
     );
     (status.success(), text)
@@ -117,6 +118,10 @@ callback_secret_env = "beta secret"
     );
     assert!(ok, "{text}");
     assert!(!text.contains("s3cret"), "{text}");
+    assert!(
+        text.contains("callbacks: signing secret NOT set in FAREGATE_CALLBACK_SECRET (callback URLs are refused but for clients with their own); clients signed with their own secret: alpha, beta"),
+        "{text}"
+    );
 }
 
 #[test]
