@@ -63,6 +63,11 @@ pub(super) fn answer(verdict: &Verdict) -> Answer {
     }
 }
 
+/// How long past `max_age` a job of a tool not served here waits before this replica claims it
+/// to end it. A replica that serves the tool asks a job again at least every 5 minutes (6 with
+/// the requeue's jitter), so it makes the job's last attempt, which may still succeed, first.
+pub(super) const UNSERVED_GRACE: Duration = Duration::from_secs(600);
+
 /// How often, at most, the log says that jobs of tools not served here are due.
 const UNSERVED_TOLD_EVERY: Duration = Duration::from_secs(60);
 
@@ -111,9 +116,9 @@ impl Dispatcher {
     /// replicas that serve it: in a rolling change of configuration, a replica that has not
     /// loaded a new tool yet would otherwise claim its jobs and hand them back 30 s later, and
     /// a replica that a reload took a tool from would do the same to jobs the others run. Its
-    /// jobs are claimed here only once they are older than `max_age`, when running them would
-    /// end them (`run::decide`): a tool that no replica serves any more leaves no job queued
-    /// for ever.
+    /// jobs are claimed here only once they are older than `max_age` and [`UNSERVED_GRACE`],
+    /// when running them ends them (`run::decide`): a tool that no replica serves any more
+    /// leaves no job queued for ever.
     pub(super) async fn claim<S: JobStore>(
         &self,
         store: &S,
@@ -200,8 +205,9 @@ impl Dispatcher {
         // sent for them, so no provider's window counts them.
         if !unserved.is_empty() {
             self.tell_unserved(&unserved);
-            let max_age = i64::try_from(self.max_age.as_millis()).unwrap_or(i64::MAX);
-            let before = clock::epoch_ms().saturating_sub(max_age);
+            let wait = self.max_age.saturating_add(UNSERVED_GRACE);
+            let wait = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+            let before = clock::epoch_ms().saturating_sub(wait);
             let past_max_age = Which {
                 skip: &names,
                 created_before_ms: before,
@@ -223,7 +229,7 @@ impl Dispatcher {
         tracing::warn!(
             tools = %unserved.join(", "),
             max_age = %humantime::format_duration(self.max_age),
-            "jobs of tools this replica does not serve are due: they are left to replicas that serve them, and ended once older than max_age"
+            "jobs of tools this replica does not serve are due: they are left to replicas that serve them, and ended here once 10 minutes older than max_age"
         );
     }
 

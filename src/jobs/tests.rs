@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::time::advance;
 
-use super::dispatch::{Claimed, Dispatcher, ToolState, answer};
+use super::dispatch::{Claimed, Dispatcher, ToolState, UNSERVED_GRACE, answer};
 use super::policy::RequeuePolicy;
 use super::run::decide;
 use super::store::memory::MemoryStore;
@@ -118,6 +118,10 @@ impl Queue {
 
 fn ids(claimed: &[Claimed]) -> Vec<&str> {
     claimed.iter().map(|c| c.job.id.as_str()).collect()
+}
+
+fn ids_of(jobs: &[super::store::Job]) -> Vec<&str> {
+    jobs.iter().map(|j| j.id.as_str()).collect()
 }
 
 fn breaker_open(retry_after: Duration) -> Verdict {
@@ -251,18 +255,27 @@ async fn after_a_429_a_tool_is_paced_to_the_learned_rate() {
 }
 
 /// A tool this replica does not serve (a rolling change of configuration, a tool a reload took
-/// away) is left to the replicas that serve it, by the paced claims and the rest alike; its
-/// jobs are claimed here only once they are past `max_age`, and then end.
+/// away) is left to the replicas that serve it, by the paced claims and the rest alike, even
+/// with its lease run out; its jobs are claimed here only once they are 10 minutes past
+/// `max_age`, and then end.
 #[tokio::test(start_paused = true)]
 async fn a_tool_not_served_here_is_left_to_others_until_its_jobs_are_past_max_age() {
     let q = Queue::new(8);
     let trains = q.submit(TRAINS).await;
+    // A replica that serves it claimed it, then stopped: its lease runs out.
+    let gone = q
+        .store
+        .claim("gone", clock::epoch_ms(), 1_000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids_of(&gone), [trains.as_str()]);
+    advance(Duration::from_secs(2)).await;
     let hotels = q.submit(HOTELS).await;
     let claimed = q.pass(&[]).await;
     assert_eq!(
         ids(&claimed),
         [hotels.as_str()],
-        "not the unserved tool's job"
+        "not the unserved tool's job, though its lease ran out"
     );
     for c in claimed {
         q.finish(c, succeeded(HOTELS)).await;
@@ -301,11 +314,19 @@ async fn a_tool_not_served_here_is_left_to_others_until_its_jobs_are_past_max_ag
         q.finish(c, succeeded(FLIGHTS)).await;
     }
 
-    advance(MAX_AGE - Duration::from_secs(40)).await;
-    assert!(q.pass(&[]).await.is_empty(), "not yet past max_age");
+    // A replica that serves the tool has 10 minutes past max_age for the job's last attempt.
+    advance(MAX_AGE + UNSERVED_GRACE - Duration::from_secs(40)).await;
+    assert!(
+        q.pass(&[]).await.is_empty(),
+        "not yet 10 minutes past max_age"
+    );
     advance(Duration::from_secs(10)).await;
     let claimed = q.pass(&[]).await;
-    assert_eq!(ids(&claimed), [trains.as_str()], "past max_age: claimed");
+    assert_eq!(
+        ids(&claimed),
+        [trains.as_str()],
+        "10 minutes past max_age: claimed"
+    );
     // Run here, it is not sent (`Gateway::run_background`), and its age ends it.
     let not_here = Verdict::Later {
         anchor: Some(Duration::from_secs(30)),
@@ -325,7 +346,7 @@ async fn a_tool_not_served_here_is_left_to_others_until_its_jobs_are_past_max_ag
     assert_eq!(job.status, JobStatus::Dead, "{job:?}");
     let error = job.last_error.unwrap_or_default();
     assert!(
-        error.starts_with("gave up after 1day") && error.contains("not served"),
+        error.starts_with("gave up after 1day 10m") && error.contains("not served"),
         "{error}"
     );
 }

@@ -29,6 +29,13 @@ fn is_due(job: &Job, now_ms: i64) -> bool {
         && job.next_attempt_at_ms <= now_ms
 }
 
+/// Due, or running with an expired lease: what a claim may take.
+fn claimable(job: &Job, now_ms: i64) -> bool {
+    let expired =
+        job.status == JobStatus::Running && job.lease_until_ms.is_some_and(|until| until < now_ms);
+    is_due(job, now_ms) || expired
+}
+
 impl JobStore for MemoryStore {
     async fn migrate(&self) -> Result<(), StoreError> {
         Ok(())
@@ -115,9 +122,7 @@ impl JobStore for MemoryStore {
         let mut claimable: Vec<&mut Job> = jobs
             .iter_mut()
             .filter(|j| {
-                let expired = j.status == JobStatus::Running
-                    && j.lease_until_ms.is_some_and(|until| until < now_ms);
-                (is_due(j, now_ms) || expired)
+                claimable(j, now_ms)
                     && !skip_tools.contains(&j.tool)
                     && j.created_at_ms < created_before_ms
             })
@@ -250,7 +255,7 @@ impl JobStore for MemoryStore {
         let mut tools: Vec<String> = self
             .jobs()
             .iter()
-            .filter(|j| is_due(j, now_ms))
+            .filter(|j| claimable(j, now_ms))
             .map(|j| j.tool.clone())
             .collect();
         tools.sort();

@@ -346,7 +346,9 @@ pub trait JobStore: Send + Sync {
         owner: &str,
         now_ms: i64,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
-    /// The tools that have jobs due now (for probe priority).
+    /// The tools that have jobs a claim could take now: due, or running with an expired lease
+    /// (for probe priority, and so that the dispatcher can leave the tools it does not serve
+    /// out of its claims).
     fn due_tools(
         &self,
         now_ms: i64,

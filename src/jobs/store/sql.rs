@@ -243,8 +243,10 @@ const RELEASE: &str = "UPDATE faregate_jobs
          lease_owner = NULL, lease_until = NULL, next_attempt_at = $2, updated_at = $2
      WHERE lease_owner = $1 AND status = 'running'";
 
+/// `$1` now: the tools a claim could take a job of now ([`DUE`]: due, or with an expired lease).
 const DUE_TOOLS: &str = "SELECT DISTINCT tool FROM faregate_jobs
-     WHERE status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1";
+     WHERE (status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
+        OR (status = 'running' AND lease_until < $1)";
 
 const DEPTH: &str = "SELECT tool, status, COUNT(*) AS n FROM faregate_jobs
      GROUP BY tool, status ORDER BY tool, status";

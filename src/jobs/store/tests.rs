@@ -562,6 +562,35 @@ async fn check_skip<S: JobStore>(s: Arc<S>) {
 }
 
 conformance!(
+    a_tool_whose_job_lease_ran_out_is_due,
+    check_expired_lease_due
+);
+async fn check_expired_lease_due<S: JobStore>(s: Arc<S>) {
+    s.enqueue(new_job("search_trains", None), T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let claimed = s
+        .claim("w1", T0, 1000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(claimed.len(), 1);
+    let due = s
+        .due_tools(T0 + 1000)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(due.is_empty(), "leased until T0 + 1000: {due:?}");
+    let due = s
+        .due_tools(T0 + 1001)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        due,
+        ["search_trains"],
+        "its lease ran out: a claim could take it"
+    );
+}
+
+conformance!(
     a_claim_can_take_only_jobs_created_before_an_instant,
     check_created_before
 );
