@@ -525,7 +525,7 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
 /// clock wrote, so a reconciler whose clock runs ahead sees it older than it is; and a provider
 /// may still create an order from a request that reached it just before the gateway gave up.
 /// Thirty seconds covers both with room: clocks kept by NTP agree within milliseconds.
-const SETTLE_MARGIN: Duration = Duration::from_secs(30);
+pub(super) const SETTLE_MARGIN: Duration = Duration::from_secs(30);
 
 /// `[bookings] settle` must be longer than every write tool's deadline, by [`SETTLE_MARGIN`]:
 /// reconciliation reads a `pending` booking older than `settle` as unknown and, when the

@@ -12,6 +12,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
+use super::load::SETTLE_MARGIN;
 use super::model::Config;
 
 /// A configuration read for a reload, settled against the one running.
@@ -54,6 +55,35 @@ pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Sett
                 ));
                 false
             }
+        }
+    });
+    // `[bookings] settle` stays as running, so a booking tool's deadline may grow only within it
+    // (`check_settle` held the file to its own `settle`): reconciliation would otherwise settle
+    // a booking still on its way as failed.
+    let settle = running.bookings.settle;
+    tools.retain_mut(|tool| {
+        let write = tool
+            .spec()
+            .is_some_and(|s| s.access == crate::tools::Access::Write);
+        if !write || tool.deadline + SETTLE_MARGIN <= settle {
+            return true;
+        }
+        let keep = running.tool(&tool.name).cloned();
+        out.push(format!(
+            "{}: the deadline of {} ({}) needs [bookings] settle of at least {}, and the settle in force ({}) changes only with a restart: {}; needs a restart",
+            tool.file.display(),
+            tool.name,
+            humantime::format_duration(tool.deadline),
+            humantime::format_duration(tool.deadline + SETTLE_MARGIN),
+            humantime::format_duration(settle),
+            if keep.is_some() { "the running tool stays" } else { "not served until a restart" },
+        ));
+        match keep {
+            Some(w) => {
+                *tool = w;
+                true
+            }
+            None => false,
         }
     });
     let read = Config { tools, ..read };
@@ -312,6 +342,46 @@ mod tests {
             c.providers.contains_key("amadeus"),
             "the running provider stays"
         );
+    }
+
+    #[test]
+    fn a_booking_deadline_the_settle_in_force_cannot_cover_keeps_the_running_tool() {
+        let running = defaults();
+        let mut read = running.clone();
+        read.bookings.settle = Duration::from_secs(600);
+        let book = |c: &Config| {
+            c.tool("book_flight")
+                .unwrap_or_else(|| panic!("book_flight"))
+                .deadline
+        };
+        let i = read
+            .tools
+            .iter()
+            .position(|t| t.name == "book_flight")
+            .unwrap_or_else(|| panic!("book_flight"));
+        read.tools[i].deadline = Duration::from_secs(300);
+        read.tools[i].description = "changed".into();
+        let settled = settle(&running, read, Duration::from_secs(3600));
+        assert_eq!(
+            book(&settled.config),
+            book(&running),
+            "the running deadline"
+        );
+        assert_eq!(
+            settled
+                .config
+                .tool("book_flight")
+                .map(|t| t.description.as_str()),
+            running.tool("book_flight").map(|t| t.description.as_str()),
+            "the whole running tool stays"
+        );
+        assert_eq!(settled.config.bookings.settle, running.bookings.settle);
+        let said = settled.needs_restart.join("\n");
+        assert!(
+            said.contains("the deadline of book_flight (5m) needs [bookings] settle of at least 5m 30s, and the settle in force (2m) changes only with a restart: the running tool stays"),
+            "{said}"
+        );
+        assert!(said.contains("[bookings] settle: 120s in force"), "{said}");
     }
 
     #[test]
