@@ -11,6 +11,11 @@
 //!
 //! The secret is looked up at each delivery, in the roster as it is then (as the allowlist is),
 //! so a reload that gives a client its own secret signs its next callback with it.
+//!
+//! A client the roster does not hold now (removed by a reload, or not added yet on a replica a
+//! reload has not reached) is signed for with the gateway's secret, as it is held to the
+//! gateway's allowlist. That opens nothing to a client with a secret of its own: its receiver
+//! checks its own secret and refuses what the gateway's signs.
 
 use std::sync::Arc;
 
