@@ -133,6 +133,18 @@ fn breaker_open(retry_after: Duration) -> Verdict {
     }
 }
 
+/// A provider's 429 with its reset `retry_after` away.
+fn rate_limited(retry_after: Duration) -> Verdict {
+    Verdict::Later {
+        anchor: Some(retry_after),
+        error: "duffel: 429".into(),
+        attempted: true,
+        rate_limited: Some(RateLimitHit {
+            retry_after: Some(retry_after),
+        }),
+    }
+}
+
 fn succeeded(tool: &str) -> Verdict {
     let info = CallInfo::new("c", tool);
     Verdict::Done(Envelope::ok(
@@ -226,14 +238,7 @@ async fn after_a_429_a_tool_is_paced_to_the_learned_rate() {
     for c in claimed {
         q.finish(c, succeeded(FLIGHTS)).await;
     }
-    let limited = Verdict::Later {
-        anchor: Some(Duration::from_secs(4)),
-        error: "duffel: 429".into(),
-        attempted: true,
-        rate_limited: Some(RateLimitHit {
-            retry_after: Some(Duration::from_secs(4)),
-        }),
-    };
+    let limited = rate_limited(Duration::from_secs(4));
     for c in rest {
         q.finish(c, limited.clone()).await;
     }
@@ -292,14 +297,7 @@ async fn a_tool_not_served_here_is_left_to_others_until_its_jobs_are_past_max_ag
         let verdict = if c.job.id == done {
             succeeded(FLIGHTS)
         } else {
-            Verdict::Later {
-                anchor: Some(Duration::from_secs(1)),
-                error: "duffel: 429".into(),
-                attempted: true,
-                rate_limited: Some(RateLimitHit {
-                    retry_after: Some(Duration::from_secs(1)),
-                }),
-            }
+            rate_limited(Duration::from_secs(1))
         };
         q.finish(c, verdict).await;
     }

@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{MapEnv, Stack, in_days, send, wait_until};
+use super::{message, post_as};
+use crate::support::{MapEnv, Stack, in_days, wait_until};
 
 /// `agency` has its own list (the receiver's `/agency/`); `rival` has none, so it keeps the
 /// gateway's (the receiver's `/hooks/`, which the stack adds).
@@ -44,11 +45,6 @@ async fn stack() -> Stack {
         .await
 }
 
-async fn post_as(s: &Stack, key: &str, route: &str, body: Value) -> (u16, Value) {
-    let (status, _, body) = send(s.http.post(s.url(route)).bearer_auth(key).json(&body)).await;
-    (status, body)
-}
-
 fn hotels(callback: &str) -> Value {
     json!({"mode": "background",
            "arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)},
@@ -57,10 +53,6 @@ fn hotels(callback: &str) -> Value {
 
 async fn submit_as(s: &Stack, key: &str, callback: &str) -> (u16, Value) {
     post_as(s, key, "/v1/tools/search_hotels/call", hotels(callback)).await
-}
-
-fn message(body: &Value) -> &str {
-    body["message"].as_str().unwrap_or_default()
 }
 
 /// The paths the receiver was posted to.

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::post_as;
 use crate::protocols::{chat_call, hotels_args};
 use crate::support::{MapEnv, Stack, send};
 
@@ -26,11 +27,6 @@ async fn two_clients() -> Stack {
         .jobs()
         .start()
         .await
-}
-
-async fn post_as(s: &Stack, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let (status, _, body) = send(s.http.post(s.url(path)).bearer_auth(key).json(&body)).await;
-    (status, body)
 }
 
 async fn get_as(s: &Stack, key: &str, path: &str) -> (u16, Value) {

@@ -14,8 +14,20 @@ mod sighup;
 use std::path::Path;
 
 use faregate::clients::digest;
+use serde_json::Value;
 
-use crate::support::repo;
+use crate::support::{Stack, repo, send};
+
+/// POSTs `body` as JSON to `path` with `key`; the status and the JSON answer.
+async fn post_as(s: &Stack, key: &str, path: &str, body: Value) -> (u16, Value) {
+    let (status, _, body) = send(s.http.post(s.url(path)).bearer_auth(key).json(&body)).await;
+    (status, body)
+}
+
+/// An error answer's `message`.
+fn message(body: &Value) -> &str {
+    body["message"].as_str().unwrap_or_default()
+}
 
 /// A key's SHA-256 as `sha256sum` prints it (what `key_sha256` holds).
 fn hex(key: &str) -> String {

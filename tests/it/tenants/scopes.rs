@@ -6,6 +6,7 @@ use faregate::config::{ClientConfig, ClientKey};
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 
+use super::post_as;
 use crate::protocols::{chat_call, hotels_args};
 use crate::support::{Stack, in_days, send};
 
@@ -39,11 +40,6 @@ fn flights() -> Value {
 
 fn booking() -> Value {
     json!({"offer_id": "off_123", "passengers": [{"given_name": "Ada", "family_name": "Lovelace", "born_on": "1990-01-01", "email": "ada@example.com", "phone_number": "+442071234567", "title": "ms", "gender": "f"}], "idempotency_key": "k-1"})
-}
-
-async fn post_as(s: &Stack, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let (status, _, body) = send(s.http.post(s.url(path)).bearer_auth(key).json(&body)).await;
-    (status, body)
 }
 
 async fn get_as(s: &Stack, key: &str, path: &str) -> (u16, Value) {

@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::{message, post_as};
 use crate::jobs::signed_with;
-use crate::support::{MapEnv, Stack, in_days, send, wait_until};
+use crate::support::{MapEnv, Stack, in_days, wait_until};
 
 const GATEWAY_SECRET: &str = "gateway-callback-secret";
 const AGENCY_SECRET: &str = "agency-callback-secret";
@@ -44,20 +45,11 @@ async fn stack(env: Vec<(&'static str, &'static str)>) -> Stack {
         .await
 }
 
-async fn post_as(s: &Stack, key: &str, route: &str, body: Value) -> (u16, Value) {
-    let (status, _, body) = send(s.http.post(s.url(route)).bearer_auth(key).json(&body)).await;
-    (status, body)
-}
-
 async fn submit_as(s: &Stack, key: &str, callback: &str) -> (u16, Value) {
     let body = json!({"mode": "background",
         "arguments": {"city_code": "PAR", "check_in_date": in_days(30), "check_out_date": in_days(32)},
         "callback_url": callback});
     post_as(s, key, "/v1/tools/search_hotels/call", body).await
-}
-
-fn message(body: &Value) -> &str {
-    body["message"].as_str().unwrap_or_default()
 }
 
 #[tokio::test]
