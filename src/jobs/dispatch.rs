@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use super::store::{Job, JobStore, StoreError};
+use super::store::{Job, JobStore, Overdue, StoreError};
 use crate::call::Verdict;
 use crate::clock;
 use crate::quota::{Answer, Quotas};
@@ -63,9 +63,11 @@ pub(super) fn answer(verdict: &Verdict) -> Answer {
     }
 }
 
-/// How long past `max_age` a job of a tool not served here waits before this replica claims it
-/// to end it. A replica that serves the tool asks a job again at least every 5 minutes (6 with
-/// the requeue's jitter), so it makes the job's last attempt, which may still succeed, first.
+/// How long past `max_age`, and how long after it became due, a job of a tool not served here
+/// waits before this replica claims it to end it. A replica that serves the tool asks a job
+/// again at least every 5 minutes (6 with the requeue's jitter) unless the provider asked for
+/// longer (`Retry-After`), and claims it as soon as it is due, so it makes the job's last
+/// attempt, which may still succeed, first.
 pub(super) const UNSERVED_GRACE: Duration = Duration::from_secs(600);
 
 /// How often, at most, the log says that jobs of tools not served here are due.
@@ -76,8 +78,8 @@ const UNSERVED_TOLD_EVERY: Duration = Duration::from_secs(60);
 struct Which<'a> {
     /// Not those of these tools.
     skip: &'a [String],
-    /// Only those created before this instant (epoch milliseconds).
-    created_before_ms: i64,
+    /// Only those created and due early enough.
+    overdue: Overdue,
 }
 
 impl<'a> Which<'a> {
@@ -85,7 +87,7 @@ impl<'a> Which<'a> {
     fn all_but(skip: &'a [String]) -> Self {
         Which {
             skip,
-            created_before_ms: i64::MAX,
+            overdue: Overdue::ANY,
         }
     }
 }
@@ -117,7 +119,9 @@ impl Dispatcher {
     /// loaded a new tool yet would otherwise claim its jobs and hand them back 30 s later, and
     /// a replica that a reload took a tool from would do the same to jobs the others run. Its
     /// jobs are claimed here only once they are older than `max_age` and [`UNSERVED_GRACE`],
-    /// when running them ends them (`run::decide`): a tool that no replica serves any more
+    /// and have been due for [`UNSERVED_GRACE`] (a provider's long `Retry-After` may put a job's
+    /// last attempt past `max_age`: that attempt is the serving replicas' to make), when running
+    /// them ends them (`run::decide`): a tool that no replica serves any more
     /// leaves no job queued for ever.
     pub(super) async fn claim<S: JobStore>(
         &self,
@@ -205,12 +209,15 @@ impl Dispatcher {
         // sent for them, so no provider's window counts them.
         if !unserved.is_empty() {
             self.tell_unserved(&unserved);
-            let wait = self.max_age.saturating_add(UNSERVED_GRACE);
-            let wait = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
-            let before = clock::epoch_ms().saturating_sub(wait);
+            let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+            let now = clock::epoch_ms();
             let past_max_age = Which {
                 skip: &names,
-                created_before_ms: before,
+                overdue: Overdue {
+                    created_before_ms: now
+                        .saturating_sub(ms(self.max_age.saturating_add(UNSERVED_GRACE))),
+                    due_by_ms: now.saturating_sub(ms(UNSERVED_GRACE)),
+                },
             };
             self.claim_some(store, workers, u32::MAX, past_max_age, tools, &mut claimed)
                 .await?;
@@ -229,7 +236,7 @@ impl Dispatcher {
         tracing::warn!(
             tools = %unserved.join(", "),
             max_age = %humantime::format_duration(self.max_age),
-            "jobs of tools this replica does not serve are due: they are left to replicas that serve them, and ended here once 10 minutes older than max_age"
+            "jobs of tools this replica does not serve are due: they are left to replicas that serve them, and ended here once 10 minutes older than max_age and due for 10 minutes"
         );
     }
 
@@ -251,13 +258,13 @@ impl Dispatcher {
             return Ok(0);
         }
         let jobs = store
-            .claim_created_before(
+            .claim_overdue(
                 &self.owner,
                 clock::epoch_ms(),
                 self.lease_ms.load(std::sync::atomic::Ordering::Relaxed),
                 free,
                 which.skip,
-                which.created_before_ms,
+                which.overdue,
             )
             .await?;
         let claimed_at = clock::now();

@@ -56,7 +56,8 @@ mod tests;
 use std::sync::Arc;
 
 pub use store::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, Store, StoreError, Transition,
+    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, Store, StoreError,
+    Transition,
 };
 pub use submit::SubmitError;
 pub use system::{Found, JobSystem, Listing};

@@ -14,7 +14,7 @@ use super::dispatch::{Claimed, Dispatcher, ToolState, UNSERVED_GRACE, answer};
 use super::policy::RequeuePolicy;
 use super::run::decide;
 use super::store::memory::MemoryStore;
-use super::store::{JobStatus, JobStore, NewJob};
+use super::store::{JobStatus, JobStore, NewJob, Transition};
 use crate::call::{CallInfo, Data, Envelope, RateLimitHit, Verdict};
 use crate::clock;
 use crate::config::JobsConfig;
@@ -346,6 +346,54 @@ async fn a_tool_not_served_here_is_left_to_others_until_its_jobs_are_past_max_ag
     assert!(
         error.starts_with("gave up after 1day 10m") && error.contains("not served"),
         "{error}"
+    );
+}
+
+/// A provider's long `Retry-After` can put a job's last attempt past `max_age` and its 10 minutes
+/// of grace. That attempt is left to the replicas that serve the tool: a replica that does not
+/// claims the job only once it has been due for 10 minutes too.
+#[tokio::test(start_paused = true)]
+async fn a_last_attempt_put_past_max_age_by_a_retry_after_is_left_to_the_serving_replicas() {
+    let q = Queue::new(8);
+    let trains = q.submit(TRAINS).await;
+    let there = q
+        .store
+        .claim("there", clock::epoch_ms(), 60_000, 10, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids_of(&there), [trains.as_str()]);
+    // The replica that serves it was told to come back in 20 minutes, just before max_age.
+    advance(MAX_AGE - Duration::from_secs(60)).await;
+    let retry_after = Duration::from_secs(20 * 60);
+    let due_at = clock::epoch_ms() + i64::try_from(retry_after.as_millis()).unwrap_or(i64::MAX);
+    let requeued = q
+        .store
+        .finish(
+            &trains,
+            "there",
+            Transition::Retry {
+                next_attempt_at_ms: due_at,
+                error: "429 Too Many Requests".into(),
+                attempted: true,
+            },
+            clock::epoch_ms(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(requeued);
+
+    advance(retry_after).await;
+    assert!(
+        q.pass(&[]).await.is_empty(),
+        "due, and 10 minutes past max_age, but a serving replica has not had its turn"
+    );
+    advance(UNSERVED_GRACE - Duration::from_secs(1)).await;
+    assert!(q.pass(&[]).await.is_empty(), "due for not quite 10 minutes");
+    advance(Duration::from_secs(2)).await;
+    assert_eq!(
+        ids(&q.pass(&[]).await),
+        [trains.as_str()],
+        "due for 10 minutes and no replica that serves it took it: claimed, to be ended"
     );
 }
 

@@ -8,7 +8,7 @@
 use std::sync::Mutex;
 
 use super::model::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
+    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError, Transition,
 };
 use crate::clients::ClientName;
 
@@ -109,14 +109,14 @@ impl JobStore for MemoryStore {
         Ok(found)
     }
 
-    async fn claim_created_before(
+    async fn claim_overdue(
         &self,
         owner: &str,
         now_ms: i64,
         lease_ms: i64,
         limit: u32,
         skip_tools: &[String],
-        created_before_ms: i64,
+        overdue: Overdue,
     ) -> Result<Vec<Job>, StoreError> {
         let mut jobs = self.jobs();
         let mut claimable: Vec<&mut Job> = jobs
@@ -124,7 +124,8 @@ impl JobStore for MemoryStore {
             .filter(|j| {
                 claimable(j, now_ms)
                     && !skip_tools.contains(&j.tool)
-                    && j.created_at_ms < created_before_ms
+                    && j.created_at_ms < overdue.created_before_ms
+                    && j.lease_until_ms.unwrap_or(j.next_attempt_at_ms) <= overdue.due_by_ms
             })
             .collect();
         claimable.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));

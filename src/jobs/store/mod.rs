@@ -17,7 +17,7 @@ mod unreadable;
 mod tests;
 
 pub use model::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
+    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError, Transition,
 };
 pub use sql::Store;
 

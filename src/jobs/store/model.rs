@@ -257,6 +257,25 @@ impl Transition {
     }
 }
 
+/// Which due jobs a claim may take, besides their tools: those created before
+/// `created_before_ms` that have been due since `due_by_ms` or earlier (epoch milliseconds). A
+/// running job whose lease expired has been due since its lease's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overdue {
+    /// Only jobs created before this instant.
+    pub created_before_ms: i64,
+    /// Only jobs due at this instant already.
+    pub due_by_ms: i64,
+}
+
+impl Overdue {
+    /// Every due job, whatever its age.
+    pub const ANY: Overdue = Overdue {
+        created_before_ms: i64::MAX,
+        due_by_ms: i64::MAX,
+    };
+}
+
 /// What a job store does. The SQL store implements it once for SQLite and PostgreSQL, and the
 /// conformance suite (`store/tests.rs`) holds every implementation to the same rules. Times are
 /// epoch milliseconds passed in, so tests control them.
@@ -293,19 +312,19 @@ pub trait JobStore: Send + Sync {
         limit: u32,
         skip_tools: &[String],
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send {
-        self.claim_created_before(owner, now_ms, lease_ms, limit, skip_tools, i64::MAX)
+        self.claim_overdue(owner, now_ms, lease_ms, limit, skip_tools, Overdue::ANY)
     }
-    /// [`JobStore::claim`] of the jobs created before `created_before_ms` only: a replica
-    /// claims the jobs of tools it does not serve only once they are past `max_age`, to end
-    /// them.
-    fn claim_created_before(
+    /// [`JobStore::claim`] of the jobs `overdue` names only: a replica claims the jobs of tools
+    /// it does not serve only once they are long past `max_age` and have waited long for a
+    /// replica that serves them, to end them.
+    fn claim_overdue(
         &self,
         owner: &str,
         now_ms: i64,
         lease_ms: i64,
         limit: u32,
         skip_tools: &[String],
-        created_before_ms: i64,
+        overdue: Overdue,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
     /// Ends a leased job's run with `transition`; `false` if `owner` no longer holds the lease
     /// (it expired and another worker took the job), and then nothing changes.

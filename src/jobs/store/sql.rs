@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::model::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
+    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError, Transition,
 };
 use super::unreadable;
 use crate::clients::ClientName;
@@ -180,7 +180,8 @@ const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at
                    OR (status = 'running' AND lease_until < $1))";
 
 /// `$1` now, `$2` owner, `$3` lease, `$4` tools to skip, `$5` limit, `$6` the instant the jobs
-/// were created before; `{due}`, `{not_skipped}` and `{lock}` are filled in by
+/// were created before, `$7` the instant they were due by (a running job's expired lease is
+/// due from its end, a queued one's `lease_until` is NULL); `{due}`, `{not_skipped}` and `{lock}` are filled in by
 /// [`claim_statement`].
 const CLAIM: &str = concat!(
     "UPDATE faregate_jobs
@@ -188,6 +189,7 @@ const CLAIM: &str = concat!(
      WHERE id IN (
          SELECT id FROM faregate_jobs
          WHERE {due} AND {not_skipped} AND created_at < CAST($6 AS BIGINT)
+           AND COALESCE(lease_until, next_attempt_at) <= CAST($7 AS BIGINT)
          ORDER BY next_attempt_at, id LIMIT CAST($5 AS BIGINT)
          {lock})
      RETURNING ",
@@ -493,14 +495,14 @@ impl JobStore for Store {
         self.db.fetch(LIST, &args, job_from_row).await
     }
 
-    async fn claim_created_before(
+    async fn claim_overdue(
         &self,
         owner: &str,
         now_ms: i64,
         lease_ms: i64,
         limit: u32,
         skip_tools: &[String],
-        created_before_ms: i64,
+        overdue: Overdue,
     ) -> Result<Vec<Job>, StoreError> {
         let args = [
             Arg::Int(Some(now_ms)),
@@ -508,7 +510,8 @@ impl JobStore for Store {
             Arg::Int(Some(lease_ms)),
             Arg::Names(skip_tools),
             Arg::Int(Some(i64::from(limit))),
-            Arg::Int(Some(created_before_ms)),
+            Arg::Int(Some(overdue.created_before_ms)),
+            Arg::Int(Some(overdue.due_by_ms)),
         ];
         let claimed = self
             .db

@@ -591,37 +591,82 @@ async fn check_expired_lease_due<S: JobStore>(s: Arc<S>) {
 }
 
 conformance!(
-    a_claim_can_take_only_jobs_created_before_an_instant,
-    check_created_before
+    a_claim_can_take_only_jobs_created_and_due_before_an_instant,
+    check_overdue
 );
-async fn check_created_before<S: JobStore>(s: Arc<S>) {
-    let (old, _) = s
-        .enqueue(new_job("search_trains", None), T0)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    s.enqueue(new_job("search_trains", None), T0 + 10)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (hotels, _) = s
-        .enqueue(new_job("search_hotels", None), T0)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+async fn check_overdue<S: JobStore>(s: Arc<S>) {
+    let enqueue = |tool: &'static str, at: i64| {
+        let s = Arc::clone(&s);
+        async move {
+            let (job, _) = s
+                .enqueue(new_job(tool, None), at)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            job.id
+        }
+    };
+    let old = enqueue("search_trains", T0).await;
+    let hotels = enqueue("search_hotels", T0 + 1).await;
+    // Created early, but requeued to be due late.
+    let late = enqueue("search_trains", T0 + 2).await;
+    // Created early, claimed, and its lease ran out.
+    let lapsed = enqueue("search_trains", T0 + 3).await;
+    let young = enqueue("search_trains", T0 + 10).await;
+    let ids = |jobs: Vec<Job>| {
+        let mut ids: Vec<String> = jobs.into_iter().map(|j| j.id).collect();
+        ids.sort();
+        ids
+    };
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    let claim = |owner: &'static str, now: i64, lease: i64, limit: u32| {
+        let s = Arc::clone(&s);
+        async move {
+            s.claim(owner, now, lease, limit, &[])
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+    let first = claim("other", T0 + 3, 1000, 3).await;
+    assert_eq!(
+        ids(first),
+        sorted(vec![old.clone(), hotels.clone(), late.clone()]),
+        "oldest due first"
+    );
+    for (id, due) in [(&old, T0 + 15), (&hotels, T0 + 15), (&late, T0 + 18)] {
+        let requeued = s
+            .finish(id, "other", retry(due, "429", true), T0 + 4)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(requeued);
+    }
+    let second = claim("other", T0 + 4, 1, 1).await;
+    assert_eq!(ids(second), std::slice::from_ref(&lapsed));
+    // Now `lapsed`'s lease ran out at T0 + 5, `old` and `hotels` are due from T0 + 15, `late`
+    // from T0 + 18, `young` from T0 + 10.
+
     let served = ["search_hotels".to_string()];
+    let overdue = Overdue {
+        created_before_ms: T0 + 10,
+        due_by_ms: T0 + 16,
+    };
     let claimed = s
-        .claim_created_before("w", T0 + 20, 1000, 10, &served, T0 + 10)
+        .claim_overdue("w", T0 + 20, 1000, 10, &served, overdue)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        claimed.iter().map(|j| j.id.clone()).collect::<Vec<_>>(),
-        [old.id],
-        "created before T0 + 10, and not a skipped tool's"
+        ids(claimed),
+        sorted(vec![old.clone(), lapsed.clone()]),
+        "created before T0 + 10, due by T0 + 16 (a lease's end counts), not a skipped tool's"
     );
-    let rest = s
-        .claim("w", T0 + 20, 1000, 10, &[])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(rest.len(), 2, "a plain claim takes any age: {rest:?}");
-    assert!(rest.iter().any(|j| j.id == hotels.id));
+    let rest = claim("w", T0 + 20, 1000, 10).await;
+    assert_eq!(
+        ids(rest),
+        sorted(vec![hotels, late, young]),
+        "a plain claim takes any age and due time"
+    );
 }
 
 conformance!(
