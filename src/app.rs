@@ -20,7 +20,7 @@ use crate::fleet::Fleet;
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
 use crate::jobs::callbacks::allowlist::Allowlists;
 use crate::jobs::callbacks::notice::NoticeSender;
-use crate::jobs::callbacks::signing::Signing;
+use crate::jobs::callbacks::signing::{self, Signing};
 use crate::jobs::{JobSystem, Store};
 use crate::ledger::Ledger;
 use crate::providers::{self, Env, KeptOffers};
@@ -130,6 +130,8 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
             config.auth.callback_secret_env
         ));
     }
+    app.warnings
+        .extend(signing::whitespace_warnings(config, env));
     let postgres = store.db().is_postgres();
     let watch_store = WatchStore::new(store.db().clone());
     // Each client's callbacks are held to its own list when its entry has one, looked up in the

@@ -304,6 +304,9 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
                 if gateway_secret { "set" } else { "NOT set" },
                 config.auth.callback_secret_env,
             );
+            for w in jobs::callbacks::signing::whitespace_warnings(&config, &ProcessEnv) {
+                println!("warning: {w}");
+            }
             println!(
                 "{}: OK — {} tools, {} providers, {} prompts",
                 config_path.display(),

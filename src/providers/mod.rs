@@ -188,7 +188,8 @@ pub struct Built {
 /// Builds a client for every configured provider that a tool uses.
 ///
 /// A provider whose base URL is on loopback (the simulator) gets a placeholder credential when
-/// its variable is unset, with a warning; a real provider without credentials is an error.
+/// its variable is unset, with a warning; a real provider without credentials is an error, and
+/// so is a credential that cannot be sent ([`credential`]), on loopback too.
 pub fn build(config: &Config, env: &dyn Env) -> Built {
     let mut out = Built {
         providers: BTreeMap::new(),
@@ -247,8 +248,12 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
             .is_some_and(|h| h == "localhost" || h.starts_with("127.") || h == "[::1]");
         match &p.kind {
             ProviderKind::Duffel { token_env } => {
-                let token = match env.var(token_env) {
-                    Some(t) => Secret::new(t),
+                let token = match credential(env, token_env) {
+                    Some(Ok(t)) => t,
+                    Some(Err(unusable)) => {
+                        out.errors.push(format!("provider \"{name}\": {unusable}"));
+                        continue;
+                    }
                     None if loopback => {
                         out.warnings.push(format!(
                             "provider \"{name}\": {token_env} is not set; using a placeholder token for the local simulator at {}",
@@ -280,18 +285,26 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                 client_id_env,
                 client_secret_env,
             } => {
-                let (id, secret) = match (env.var(client_id_env), env.var(client_secret_env)) {
-                    (Some(id), Some(secret)) => (Secret::new(id), Secret::new(secret)),
+                let (id, secret) = match (
+                    credential(env, client_id_env),
+                    credential(env, client_secret_env),
+                ) {
+                    (Some(Err(unusable)), _) | (_, Some(Err(unusable))) => {
+                        out.errors.push(format!("provider \"{name}\": {unusable}"));
+                        continue;
+                    }
+                    (Some(Ok(id)), Some(Ok(secret))) => (id, secret),
                     (id, secret) if loopback => {
                         out.warnings.push(format!(
                             "provider \"{name}\": {client_id_env}/{client_secret_env} not both set; using placeholder credentials for the local simulator at {}",
                             p.base_url
                         ));
                         (
-                            Secret::new(id.unwrap_or_else(|| "amadeus_simulator_key".into())),
-                            Secret::new(
-                                secret.unwrap_or_else(|| "amadeus_simulator_secret".into()),
-                            ),
+                            id.and_then(Result::ok)
+                                .unwrap_or_else(|| Secret::new("amadeus_simulator_key")),
+                            secret
+                                .and_then(Result::ok)
+                                .unwrap_or_else(|| Secret::new("amadeus_simulator_secret")),
                         )
                     }
                     _ => {
@@ -317,14 +330,18 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
             ProviderKind::Http { auth } => {
                 let credential = match http_credential(name, auth, env, &http) {
                     Ok(c) => c,
-                    Err(missing) if loopback => {
+                    Err(Unsendable::Unusable(unusable)) => {
+                        out.errors.push(format!("provider \"{name}\": {unusable}"));
+                        continue;
+                    }
+                    Err(Unsendable::Unset(missing)) if loopback => {
                         out.warnings.push(format!(
                             "provider \"{name}\": {missing} not set; sending no credential to the local server at {}",
                             p.base_url
                         ));
                         rest::Credential::None
                     }
-                    Err(missing) => {
+                    Err(Unsendable::Unset(missing)) => {
                         out.errors.push(format!(
                             "provider \"{name}\": set {missing} (it serves {})",
                             served.join(", ")
@@ -350,22 +367,73 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
     out
 }
 
+/// A provider credential read from the variable `var`: `None` when it is not set; else its
+/// value without the whitespace around it, or, when it holds a control character, why it
+/// cannot be sent.
+///
+/// HTTP drops the whitespace around a header's value, so no provider issues a credential that
+/// begins or ends with any: there, it is the newline `echo` leaves at the end of a secret's
+/// file, and it is dropped. A control character inside (a line break within the value, from a
+/// paste) cannot be sent in a header at all: every request would fail before leaving, and each
+/// failure would count against the provider's breakers as if the provider were down. So it
+/// stops start-up, naming the variable (never the value); the same rule holds for the
+/// credentials sent in a form or as Basic auth, which no provider issues with one either.
+pub(crate) fn credential(env: &dyn Env, var: &str) -> Option<Result<Secret, String>> {
+    let value = env.var(var)?;
+    let value = value.trim();
+    Some(if value.chars().any(char::is_control) {
+        Err(format!(
+            "{var} holds a control character (a line break or a tab within the value), which no HTTP request can carry: set it to the credential alone"
+        ))
+    } else {
+        Ok(Secret::new(value))
+    })
+}
+
+/// Why [`http_credential`] has no credential to send.
+#[derive(Debug)]
+enum Unsendable {
+    /// These variables are not set ("A and B").
+    Unset(String),
+    /// One is set to what cannot be sent; the text says which and what to fix.
+    Unusable(String),
+}
+
+impl Unsendable {
+    /// The problems of several variables as one: an unusable value first, since setting the
+    /// others would not help while it stays.
+    fn of(problems: impl IntoIterator<Item = Unsendable>) -> Unsendable {
+        let mut unset = Vec::new();
+        for p in problems {
+            match p {
+                Unsendable::Unusable(_) => return p,
+                Unsendable::Unset(var) => unset.push(var),
+            }
+        }
+        Unsendable::Unset(unset.join(" and "))
+    }
+}
+
 /// The credential `auth` names for provider `name`, read from `env` (an OAuth2 token source
-/// asking through `http`), or the variables that are not set.
+/// asking through `http`), or why there is none to send.
 fn http_credential(
     name: &str,
     auth: &HttpAuth,
     env: &dyn Env,
     http: &reqwest::Client,
-) -> Result<rest::Credential, String> {
-    let read = |var: &str| env.var(var).map(Secret::new).ok_or_else(|| var.to_string());
+) -> Result<rest::Credential, Unsendable> {
+    let read = |var: &str| match credential(env, var) {
+        Some(Ok(secret)) => Ok(secret),
+        Some(Err(unusable)) => Err(Unsendable::Unusable(unusable)),
+        None => Err(Unsendable::Unset(var.to_string())),
+    };
     Ok(match auth {
         HttpAuth::None => rest::Credential::None,
         HttpAuth::Bearer { token_env } => rest::Credential::Bearer(read(token_env)?),
         HttpAuth::ApiKey { header, key_env } => {
             // The configuration checked the header's name.
             let header = reqwest::header::HeaderName::from_bytes(header.as_bytes())
-                .map_err(|_| format!("a valid header name instead of {header}"))?;
+                .map_err(|_| Unsendable::Unusable(format!("{header} is not a header name")))?;
             rest::Credential::ApiKey(header, read(key_env)?)
         }
         HttpAuth::Basic {
@@ -374,9 +442,9 @@ fn http_credential(
         } => match (read(username_env), read(password_env)) {
             (Ok(user), Ok(password)) => rest::Credential::Basic(user, password),
             (user, password) => {
-                let missing: Vec<String> =
-                    [user.err(), password.err()].into_iter().flatten().collect();
-                return Err(missing.join(" and "));
+                return Err(Unsendable::of(
+                    [user.err(), password.err()].into_iter().flatten(),
+                ));
             }
         },
         HttpAuth::OAuth2 {
@@ -396,8 +464,9 @@ fn http_credential(
                 .with_scope(scope.clone()),
             ),
             (id, secret) => {
-                let missing: Vec<String> = [id.err(), secret.err()].into_iter().flatten().collect();
-                return Err(missing.join(" and "));
+                return Err(Unsendable::of(
+                    [id.err(), secret.err()].into_iter().flatten(),
+                ));
             }
         },
     })

@@ -162,3 +162,59 @@ fn an_absurd_segment_duration_is_not_a_panic() {
         duffel::decode_response(&price, 200, body.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
     assert!(matches!(out, ToolOutput::PriceFlightOffer(_)));
 }
+
+/// An environment of the given variables.
+struct Vars(&'static [(&'static str, &'static str)]);
+
+impl super::Env for Vars {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// The shipped configuration's providers built with `env`: their errors.
+fn build_errors(env: &Vars) -> Vec<String> {
+    let (config, _) = crate::config::load(
+        &crate::config::EmbeddedFiles,
+        std::path::Path::new(crate::config::EMBEDDED_CONFIG),
+        &crate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    super::build(&config, env).errors
+}
+
+/// A Duffel token or an Amadeus key with whitespace around it is sent without it; one with a
+/// line break inside stops start-up even for the local simulator (where an unset one gets a
+/// placeholder), naming the variable, never the value.
+#[test]
+fn a_credential_broken_inside_stops_start_and_whitespace_around_one_does_not() {
+    let padded = Vars(&[
+        ("DUFFEL_ACCESS_TOKEN", "duffel_test_abc\n"),
+        ("AMADEUS_CLIENT_ID", " key\n"),
+        ("AMADEUS_CLIENT_SECRET", "secret\r\n"),
+    ]);
+    assert_eq!(build_errors(&padded), Vec::<String>::new());
+    let broken = Vars(&[
+        ("DUFFEL_ACCESS_TOKEN", "duffel_test\nabc"),
+        ("AMADEUS_CLIENT_SECRET", "sec\tret"),
+    ]);
+    let errors = build_errors(&broken);
+    for var in ["DUFFEL_ACCESS_TOKEN", "AMADEUS_CLIENT_SECRET"] {
+        assert!(
+            errors.iter().any(|e| e.contains(&format!(
+                "{var} holds a control character (a line break or a tab within the value)"
+            ))),
+            "{var}: {errors:?}"
+        );
+    }
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        !errors
+            .iter()
+            .any(|e| e.contains("abc") || e.contains("ret")),
+        "never the value: {errors:?}"
+    );
+}

@@ -393,6 +393,55 @@ async fn each_authentication_mode_sends_its_credential_from_the_environment() {
     }
 }
 
+/// A credential is sent without the whitespace around it (the newline `echo` leaves in a
+/// secret's file would otherwise make every request fail before leaving, and open the
+/// provider's breakers as if it were down); one with a line break inside stops start-up, naming
+/// the variable and never the value.
+#[tokio::test]
+async fn a_credential_is_sent_without_the_newline_around_it_and_one_broken_inside_stops_start() {
+    let upstream = MockServer::start().await;
+    Mock::given(path("/aeroapi/flights/BAW117"))
+        .and(header("x-apikey", API_KEY))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    Mock::given(path("/aeroapi/flights/BAW117"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&upstream)
+        .await;
+    const PADDED: &str = " provider-key-123\n";
+    assert_eq!(PADDED.trim(), API_KEY);
+    let (gw, _dir) = gateway(
+        &upstream,
+        KEY_AUTH,
+        &MapEnv(vec![("FLIGHTS_API_KEY", PADDED)]),
+    )
+    .await;
+    for _ in 0..3 {
+        let answer = call(&gw, json!({"ident": "BAW117"})).await;
+        assert_eq!(answer["status"], "ok", "{answer:#}");
+    }
+
+    let dir = config_dir(&format!("{}/aeroapi", upstream.uri()), KEY_AUTH, TOOL);
+    let (config, _) = faregate::config::load(
+        &faregate::config::DiskFiles,
+        &dir.path().join("faregate.toml"),
+        &faregate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let broken = MapEnv(vec![("FLIGHTS_API_KEY", "provider-key\r\n-123")]);
+    let Err(errors) = faregate::app::build(config, &broken) else {
+        panic!("a gateway started with a credential that cannot be sent");
+    };
+    let text = errors.join("\n");
+    assert!(
+        text.contains("FLIGHTS_API_KEY holds a control character")
+            && text.contains("set it to the credential alone"),
+        "{text}"
+    );
+    assert!(!text.contains("provider-key"), "never the value: {text}");
+}
+
 #[tokio::test]
 async fn path_parameters_never_leave_the_configured_base_path() {
     let upstream = MockServer::start().await;

@@ -20,6 +20,8 @@
 use std::sync::Arc;
 
 use crate::clients::{ClientName, Directory};
+use crate::config::Config;
+use crate::providers::Env;
 use crate::secret::Secret;
 
 /// The gateway's secret, and the clients whose entries may name their own.
@@ -61,6 +63,37 @@ impl Signing {
 
 /// Why a callback URL is refused when there is no secret to sign its callbacks with.
 pub const NO_SECRET: &str = "callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway, or give the client its own callback_secret_env in its [[clients]] entry";
+
+/// What start-up and `faregate check` say about each signing secret `config` names (the
+/// gateway's, each client's own) that begins or ends with whitespace in `env`.
+///
+/// Callbacks are signed with a secret's bytes as set, whitespace included: a receiver that
+/// reads the same variable or file checks the same bytes, and trimming here would break it. But
+/// the whitespace is most often the newline `echo` leaves in a secret's file, and a receiver
+/// that trims its copy refuses every signature, which is hard to trace back from its side.
+pub fn whitespace_warnings(config: &Config, env: &dyn Env) -> Vec<String> {
+    let gateway = std::iter::once((
+        "the gateway's".to_string(),
+        &config.auth.callback_secret_env,
+    ));
+    let clients = config.clients.iter().filter_map(|c| {
+        c.callback_secret_env
+            .as_ref()
+            .map(|var| (format!("client {}'s", c.name), var))
+    });
+    gateway
+        .chain(clients)
+        .filter(|(_, var)| {
+            env.var(var)
+                .is_some_and(|value| value.trim().len() != value.len())
+        })
+        .map(|(whose, var)| {
+            format!(
+                "{var} ({whose} callback signing secret) begins or ends with whitespace (a newline from echo?): callbacks are signed with it as set, whitespace included, so a receiver must check them with the same bytes; remove the whitespace from the secret on both sides unless that is what they use"
+            )
+        })
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {

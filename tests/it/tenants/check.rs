@@ -122,6 +122,32 @@ callback_secret_env = "beta secret"
         text.contains("callbacks: signing secret NOT set in FAREGATE_CALLBACK_SECRET (callback URLs are refused but for clients with their own); clients signed with their own secret: alpha, beta"),
         "{text}"
     );
+    assert!(!text.contains("whitespace"), "{text}");
+
+    // A secret read from a file `echo` wrote ends with a newline: callbacks are signed with it
+    // as set, and check says so, for the gateway's secret and a client's alike.
+    let (ok, text) = check(
+        dir.path(),
+        &[
+            ("ALPHA_CALLBACK_SECRET", "alpha-s3cret"),
+            ("BETA_CALLBACK_SECRET", "beta-s3cret\n"),
+            ("FAREGATE_CALLBACK_SECRET", " gateway-s3cret"),
+        ],
+    );
+    assert!(ok, "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+    for var in [
+        "FAREGATE_CALLBACK_SECRET (the gateway's callback signing secret)",
+        "BETA_CALLBACK_SECRET (client beta's callback signing secret)",
+    ] {
+        assert!(
+            text.contains(&format!(
+                "warning: {var} begins or ends with whitespace (a newline from echo?): callbacks are signed with it as set"
+            )),
+            "{var} in {text}"
+        );
+    }
+    assert!(!text.contains("ALPHA_CALLBACK_SECRET ("), "{text}");
 }
 
 #[test]
