@@ -236,8 +236,12 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
             for w in &warnings {
                 println!("warning: {w}");
             }
-            for w in built.warnings.iter().chain(&built.errors) {
+            for w in built.warnings.iter().chain(&built.unset) {
                 println!("warning: {w}");
+            }
+            // A credential set to what cannot be sent fails here as it would fail `serve`.
+            for e in &built.errors {
+                println!("error: {e}");
             }
             // Counts and variable names only: never a key.
             let count = |name: &str| {
@@ -260,6 +264,9 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
             };
             if let Err(problem) = spool_usable(&config) {
                 println!("error: [store] spool_path: {problem}");
+                return Ok(ExitCode::FAILURE);
+            }
+            if !built.errors.is_empty() {
                 return Ok(ExitCode::FAILURE);
             }
             if !config.clients.is_empty() {

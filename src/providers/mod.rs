@@ -175,8 +175,12 @@ impl Env for ProcessEnv {
 pub struct Built {
     /// Providers that can serve calls.
     pub providers: BTreeMap<String, Provider>,
-    /// Human-readable problems (a missing credential); start-up refuses when not empty.
+    /// Human-readable problems (a credential that cannot be sent, an HTTP client that cannot
+    /// be built); start-up and `faregate check` refuse when not empty.
     pub errors: Vec<String>,
+    /// Credentials that are not set, with what to set: start-up refuses, but `faregate check`
+    /// only warns, since it may run where the secrets are not (a CI job checking the files).
+    pub unset: Vec<String>,
     /// Things worth saying that do not stop start-up.
     pub warnings: Vec<String>,
     /// What each provider says (or its configuration says) about its rate limit.
@@ -194,6 +198,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
     let mut out = Built {
         providers: BTreeMap::new(),
         errors: Vec::new(),
+        unset: Vec::new(),
         warnings: Vec::new(),
         rate_limits: Arc::default(),
         kept_offers: Arc::default(),
@@ -262,7 +267,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         Secret::new("duffel_test_simulator")
                     }
                     None => {
-                        out.errors.push(format!(
+                        out.unset.push(format!(
                             "provider \"{name}\": set {token_env} to a Duffel access token (it serves {})",
                             served.join(", ")
                         ));
@@ -308,7 +313,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         )
                     }
                     _ => {
-                        out.errors.push(format!(
+                        out.unset.push(format!(
                             "provider \"{name}\": set {client_id_env} and {client_secret_env} to the Amadeus API key and secret (it serves {})",
                             served.join(", ")
                         ));
@@ -342,7 +347,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         rest::Credential::None
                     }
                     Err(Unsendable::Unset(missing)) => {
-                        out.errors.push(format!(
+                        out.unset.push(format!(
                             "provider \"{name}\": set {missing} (it serves {})",
                             served.join(", ")
                         ));

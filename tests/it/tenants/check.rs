@@ -186,3 +186,22 @@ fn check_on_a_fleet_store_says_when_the_spool_could_not_be_written() {
     let (ok, text) = check(dir.path(), &[]);
     assert!(ok, "{text}");
 }
+
+/// A provider credential set to what no request can carry fails `check` as it fails `serve`;
+/// one that is not set is only a warning (check may run where the secrets are not).
+#[test]
+fn check_fails_on_a_credential_that_cannot_be_sent_and_warns_on_an_unset_one() {
+    let dir = config_dir("");
+    let (ok, text) = check(dir.path(), &[("DUFFEL_ACCESS_TOKEN", "duffel_test\nabc")]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("error: provider \"duffel\": DUFFEL_ACCESS_TOKEN holds a control character"),
+        "{text}"
+    );
+    assert!(!text.contains("duffel_test"), "{text}");
+    assert!(!text.contains(": OK"), "{text}");
+
+    let (ok, text) = check(dir.path(), &[("DUFFEL_ACCESS_TOKEN", "duffel_test_abc\n")]);
+    assert!(ok, "{text}");
+    assert!(!text.contains("DUFFEL_ACCESS_TOKEN"), "{text}");
+}
