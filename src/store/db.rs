@@ -90,9 +90,30 @@ where
 pub type Decoder<T> = fn(&dyn StoreRow) -> Result<T, StoreError>;
 
 /// Driver errors stay in the implementation: the store interface reports text.
+///
+/// A refusal by the database is told in the database's own words: its message, PostgreSQL's
+/// hint when it gives one, and the error's code, e.g. ``the database refused: role "gw" does not
+/// exist (code 28000)``. sqlx's own wording adds "error returned from database" and the line of
+/// the PostgreSQL server's C source that raised the error (`at line 768`), which tells an
+/// operator nothing. PostgreSQL's detail is left out: it can quote a row's values (`Key
+/// (id)=(…) already exists`), and these texts reach logs and error answers.
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError(e.to_string())
+        let sqlx::Error::Database(refusal) = &e else {
+            return StoreError(e.to_string());
+        };
+        let mut text = format!("the database refused: {}", refusal.message());
+        if let Some(hint) = refusal
+            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .and_then(|pg| pg.hint())
+        {
+            text.push_str("; hint: ");
+            text.push_str(hint);
+        }
+        if let Some(code) = refusal.code() {
+            text.push_str(&format!(" (code {code})"));
+        }
+        StoreError(text)
     }
 }
 
@@ -298,6 +319,43 @@ fn pg_query<'a>(
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    use super::{Db, StoreError};
+
+    /// A refusal reads as the database's words and code, without sqlx's wrapping.
+    #[tokio::test]
+    async fn a_refusal_is_told_in_the_databases_words() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let db = Db::open_sqlite_file(&dir.path().join("t.db"))
+            .await
+            .expect("a SQLite file opens");
+        let StoreError(text) = db
+            .execute("SELECT * FROM no_such_table", &[])
+            .await
+            .expect_err("no such table");
+        assert_eq!(
+            text,
+            "the database refused: no such table: no_such_table (code 1)"
+        );
+
+        let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+            eprintln!(
+                "note: a_refusal_is_told_in_the_databases_words: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+            );
+            return;
+        };
+        let mut stranger = reqwest::Url::parse(&url).expect("the test URL parses");
+        stranger
+            .set_username("faregate_no_such_role")
+            .expect("a URL with a user");
+        let StoreError(text) = Db::open_postgres(stranger.as_str(), None)
+            .await
+            .expect_err("an unknown role");
+        assert_eq!(
+            text,
+            "the database refused: role \"faregate_no_such_role\" does not exist (code 28000)"
+        );
+    }
 
     /// Every `.rs` file under `dir`, with its text.
     fn sources(dir: &Path, found: &mut Vec<(String, String)>) {
