@@ -89,6 +89,9 @@ where
 /// Turns one row into a value.
 pub type Decoder<T> = fn(&dyn StoreRow) -> Result<T, StoreError>;
 
+/// SQLite's code for a file it cannot open or create.
+const SQLITE_CANTOPEN: &str = "14";
+
 /// Driver errors stay in the implementation: the store interface reports text.
 ///
 /// A refusal by the database is told in the database's own words: its message, PostgreSQL's
@@ -144,6 +147,7 @@ impl Db {
     }
 
     async fn sqlite_pool(options: SqliteConnectOptions) -> Result<Self, StoreError> {
+        let file = options.get_filename().display().to_string();
         let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -155,7 +159,20 @@ impl Db {
             .max_connections(4)
             .test_before_acquire(false)
             .connect_with(options)
-            .await?;
+            .await
+            .map_err(|e| {
+                let cannot_open = matches!(
+                    &e,
+                    sqlx::Error::Database(refusal) if refusal.code().as_deref() == Some(SQLITE_CANTOPEN)
+                );
+                let mut e = StoreError::from(e);
+                if cannot_open {
+                    e.0.push_str(&format!(
+                        ": the directory of {file} must exist and be writable by this user (SQLite creates the file and its -wal and -shm files beside it)"
+                    ));
+                }
+                e
+            })?;
         Ok(Db::Sqlite(pool))
     }
 
@@ -336,6 +353,15 @@ mod tests {
         assert_eq!(
             text,
             "the database refused: no such table: no_such_table (code 1)"
+        );
+        let missing = dir.path().join("no-such-dir").join("t.db");
+        let StoreError(text) = Db::open_sqlite_file(&missing)
+            .await
+            .expect_err("a file in a missing directory");
+        assert!(
+            text.contains("unable to open database file (code 14): the directory of")
+                && text.contains("no-such-dir/t.db must exist and be writable by this user"),
+            "{text}"
         );
 
         let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
