@@ -44,7 +44,7 @@ pub struct App {
 pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     let built = providers::build(&config, env);
     let mut errors = built.errors;
-    errors.extend(built.unset);
+    errors.extend(built.environment);
     let rate_limits = built.rate_limits;
     let kept_offers = built.kept_offers;
     let upstreams = built

@@ -236,7 +236,7 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
             for w in &warnings {
                 println!("warning: {w}");
             }
-            for w in built.warnings.iter().chain(&built.unset) {
+            for w in built.warnings.iter().chain(&built.environment) {
                 println!("warning: {w}");
             }
             // A credential set to what cannot be sent fails here as it would fail `serve`.

@@ -19,6 +19,7 @@ use super::edge::{Browsers, Caller, ClientLimits, ClientSetup, Keys, Role, clien
 use crate::call::{Gateway, ToolChanges};
 use crate::clients::Roster;
 use crate::config::{self, Config};
+use crate::jobs::callbacks::signing;
 use crate::providers::Env;
 use crate::tools::spend::{Amount, Budget};
 
@@ -235,6 +236,7 @@ impl AppState {
             maintenance_changed: running.maintenance != settled.config.maintenance,
             needs_restart: settled.needs_restart,
         };
+        let padded = signing::whitespace_warnings(&settled.config, source.env.as_ref());
         // The prompts first: a tool the new set adds finds its guidance lines in force.
         self.configuration.store(Arc::new(settled.config));
         self.install_clients(setup);
@@ -251,6 +253,9 @@ impl AppState {
         );
         for setting in &summary.needs_restart {
             tracing::warn!("reload: {setting}");
+        }
+        for warning in padded {
+            tracing::warn!("reload: {warning}");
         }
         Ok(summary)
     }

@@ -175,12 +175,14 @@ impl Env for ProcessEnv {
 pub struct Built {
     /// Providers that can serve calls.
     pub providers: BTreeMap<String, Provider>,
-    /// Human-readable problems (a credential that cannot be sent, an HTTP client that cannot
-    /// be built); start-up and `faregate check` refuse when not empty.
+    /// Human-readable problems of what is set (a credential that cannot be sent); start-up and
+    /// `faregate check` refuse when not empty.
     pub errors: Vec<String>,
-    /// Credentials that are not set, with what to set: start-up refuses, but `faregate check`
-    /// only warns, since it may run where the secrets are not (a CI job checking the files).
-    pub unset: Vec<String>,
+    /// Problems of the machine rather than of what is set: credentials that are not set, an
+    /// HTTP client that cannot be built (no CA certificates to load). Start-up refuses, but
+    /// `faregate check` only warns, since it may run where the secrets and certificates are
+    /// not (a CI job checking the files).
+    pub environment: Vec<String>,
     /// Things worth saying that do not stop start-up.
     pub warnings: Vec<String>,
     /// What each provider says (or its configuration says) about its rate limit.
@@ -198,7 +200,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
     let mut out = Built {
         providers: BTreeMap::new(),
         errors: Vec::new(),
-        unset: Vec::new(),
+        environment: Vec::new(),
         warnings: Vec::new(),
         rate_limits: Arc::default(),
         kept_offers: Arc::default(),
@@ -241,7 +243,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
         let http = match http::client_for(max_idle, p.connect_timeout, protocol) {
             Ok(c) => c,
             Err(e) => {
-                out.errors.push(format!(
+                out.environment.push(format!(
                     "provider \"{name}\": cannot build an HTTP client: {e}"
                 ));
                 continue;
@@ -267,7 +269,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         Secret::new("duffel_test_simulator")
                     }
                     None => {
-                        out.unset.push(format!(
+                        out.environment.push(format!(
                             "provider \"{name}\": set {token_env} to a Duffel access token (it serves {})",
                             served.join(", ")
                         ));
@@ -313,7 +315,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         )
                     }
                     _ => {
-                        out.unset.push(format!(
+                        out.environment.push(format!(
                             "provider \"{name}\": set {client_id_env} and {client_secret_env} to the Amadeus API key and secret (it serves {})",
                             served.join(", ")
                         ));
@@ -347,7 +349,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                         rest::Credential::None
                     }
                     Err(Unsendable::Unset(missing)) => {
-                        out.unset.push(format!(
+                        out.environment.push(format!(
                             "provider \"{name}\": set {missing} (it serves {})",
                             served.join(", ")
                         ));
@@ -378,17 +380,18 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
 ///
 /// HTTP drops the whitespace around a header's value, so no provider issues a credential that
 /// begins or ends with any: there, it is the newline `echo` leaves at the end of a secret's
-/// file, and it is dropped. A control character inside (a line break within the value, from a
+/// file, and it is dropped. A line break or other control character inside the value (from a
 /// paste) cannot be sent in a header at all: every request would fail before leaving, and each
 /// failure would count against the provider's breakers as if the provider were down. So it
-/// stops start-up, naming the variable (never the value); the same rule holds for the
-/// credentials sent in a form or as Basic auth, which no provider issues with one either.
+/// stops start-up, naming the variable (never the value). A tab could be sent, but no provider
+/// issues a credential with one either, so it is refused with the rest, as it is in a
+/// credential sent in a form or as Basic auth.
 pub(crate) fn credential(env: &dyn Env, var: &str) -> Option<Result<Secret, String>> {
     let value = env.var(var)?;
     let value = value.trim();
     Some(if value.chars().any(char::is_control) {
         Err(format!(
-            "{var} holds a control character (a line break or a tab within the value), which no HTTP request can carry: set it to the credential alone"
+            "{var} holds a control character (a line break or a tab within the value), which no provider's credential has: set it to the credential alone"
         ))
     } else {
         Ok(Secret::new(value))

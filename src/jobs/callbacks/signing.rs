@@ -64,7 +64,7 @@ impl Signing {
 /// Why a callback URL is refused when there is no secret to sign its callbacks with.
 pub const NO_SECRET: &str = "callbacks need a signing secret: set the variable named by auth.callback_secret_env on the gateway, or give the client its own callback_secret_env in its [[clients]] entry";
 
-/// What start-up and `faregate check` say about each signing secret `config` names (the
+/// What start-up, a reload and `faregate check` say about each signing secret `config` names (the
 /// gateway's, each client's own) that begins or ends with whitespace in `env`.
 ///
 /// Callbacks are signed with a secret's bytes as set, whitespace included: a receiver that

@@ -181,8 +181,8 @@ const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at
 
 /// `$1` now, `$2` owner, `$3` lease, `$4` tools to skip, `$5` limit, `$6` the instant the jobs
 /// were created before, `$7` the instant they were due by (a running job's expired lease is
-/// due from its end, a queued one's `lease_until` is NULL); `{due}`, `{not_skipped}` and `{lock}` are filled in by
-/// [`claim_statement`].
+/// due from its end, a queued one's `lease_until` is NULL); `{due}`, `{not_skipped}` and
+/// `{lock}` are filled in by [`claim_statement`].
 const CLAIM: &str = concat!(
     "UPDATE faregate_jobs
      SET status = 'running', lease_owner = $2, lease_until = $1 + $3, updated_at = $1

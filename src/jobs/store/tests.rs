@@ -609,8 +609,9 @@ async fn check_overdue<S: JobStore>(s: Arc<S>) {
     let hotels = enqueue("search_hotels", T0 + 1).await;
     // Created early, but requeued to be due late.
     let late = enqueue("search_trains", T0 + 2).await;
-    // Created early, claimed, and its lease ran out.
+    // Created early, claimed, and their leases ran out: one early, one late.
     let lapsed = enqueue("search_trains", T0 + 3).await;
+    let lapsed_early = enqueue("search_trains", T0 + 4).await;
     let young = enqueue("search_trains", T0 + 10).await;
     let ids = |jobs: Vec<Job>| {
         let mut ids: Vec<String> = jobs.into_iter().map(|j| j.id).collect();
@@ -635,17 +636,19 @@ async fn check_overdue<S: JobStore>(s: Arc<S>) {
         sorted(vec![old.clone(), hotels.clone(), late.clone()]),
         "oldest due first"
     );
-    for (id, due) in [(&old, T0 + 15), (&hotels, T0 + 15), (&late, T0 + 18)] {
+    for (id, due) in [(&old, T0 + 16), (&hotels, T0 + 15), (&late, T0 + 18)] {
         let requeued = s
             .finish(id, "other", retry(due, "429", true), T0 + 4)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(requeued);
     }
-    let second = claim("other", T0 + 4, 1, 1).await;
+    let second = claim("other", T0 + 4, 13, 1).await;
     assert_eq!(ids(second), std::slice::from_ref(&lapsed));
-    // Now `lapsed`'s lease ran out at T0 + 5, `old` and `hotels` are due from T0 + 15, `late`
-    // from T0 + 18, `young` from T0 + 10.
+    let third = claim("other", T0 + 4, 1, 1).await;
+    assert_eq!(ids(third), std::slice::from_ref(&lapsed_early));
+    // Now `lapsed_early`'s lease ran out at T0 + 5 and `lapsed`'s at T0 + 17; `hotels` is due
+    // from T0 + 15, `old` from T0 + 16, `late` from T0 + 18, `young` from T0 + 10.
 
     let served = ["search_hotels".to_string()];
     let overdue = Overdue {
@@ -658,13 +661,13 @@ async fn check_overdue<S: JobStore>(s: Arc<S>) {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         ids(claimed),
-        sorted(vec![old.clone(), lapsed.clone()]),
+        sorted(vec![old.clone(), lapsed_early.clone()]),
         "created before T0 + 10, due by T0 + 16 (a lease's end counts), not a skipped tool's"
     );
     let rest = claim("w", T0 + 20, 1000, 10).await;
     assert_eq!(
         ids(rest),
-        sorted(vec![hotels, late, young]),
+        sorted(vec![hotels, late, lapsed, young]),
         "a plain claim takes any age and due time"
     );
 }
