@@ -95,12 +95,15 @@ pub enum Role {
     Admin,
 }
 
+/// The token of an `Authorization: Bearer <token>` header. The scheme's name is matched
+/// without regard to case, as HTTP's authentication schemes are (RFC 9110 §11.1): `BEARER`
+/// and `bearer` name it as well as `Bearer` does.
 fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     let value = headers.get(header::AUTHORIZATION)?.as_bytes();
-    let rest = value
-        .strip_prefix(b"Bearer ")
-        .or_else(|| value.strip_prefix(b"bearer "))?;
-    Some(rest.trim_ascii())
+    let (scheme, token) = value.split_at_checked(b"Bearer ".len())?;
+    scheme
+        .eq_ignore_ascii_case(b"Bearer ")
+        .then(|| token.trim_ascii())
 }
 
 fn unauthorized(message: impl Into<String>) -> Response {
@@ -265,6 +268,32 @@ mod tests {
         );
         let adm = keys.authorize(&headers(Some("adm")), Role::Client, "x", "A");
         assert!(matches!(&adm, Ok(c) if c.client() == ClientName::admin() && c.is_admin()));
+    }
+
+    #[test]
+    fn the_scheme_is_matched_without_regard_to_case() {
+        let keys = keys(&["c1"], &[]);
+        let with = |value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                header::AUTHORIZATION,
+                HeaderValue::from_str(value).unwrap_or_else(|e| panic!("{e}")),
+            );
+            status(keys.authorize(&h, Role::Client, "x", "A"))
+        };
+        for accepted in ["Bearer c1", "bearer c1", "BEARER c1", "bEaReR  c1 "] {
+            assert_eq!(with(accepted), 200, "{accepted}");
+        }
+        for refused in [
+            "Bearerc1",
+            "Basic c1",
+            "Token c1",
+            "Bearer",
+            "Bearer c2",
+            "c1",
+        ] {
+            assert_eq!(with(refused), 401, "{refused}");
+        }
     }
 
     #[test]
