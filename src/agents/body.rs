@@ -7,6 +7,9 @@
 //!   means two things, and the gateway will not guess which one the model meant.
 //! - Lone surrogate escapes (`"\ud800"`) and numbers beyond `f64` are syntax errors
 //!   ("malformed JSON"), so no protocol parser ever sees a string that is not valid UTF-8.
+//! - A UTF-8 byte-order mark before the text is skipped, as RFC 8259 §8.1 allows: some
+//!   Windows tools write one, and refusing it as "expected value at line 1 column 1" named
+//!   nothing the sender could see.
 //!
 //! The body's size and declared content type are the HTTP edge's business; this reads bytes
 //! it was handed.
@@ -21,6 +24,7 @@ use super::error::ProtocolError;
 
 /// The body as one JSON value, or what is wrong with it.
 pub fn read_json(bytes: &[u8]) -> Result<Value, ProtocolError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ProtocolError::new(
             "the request body is empty; send a JSON object such as {\"arguments\": {…}}",
@@ -163,6 +167,20 @@ mod tests {
             lone.as_ref()
                 .is_err_and(|e| e.contains("malformed JSON") && e.contains("escape")),
             "{lone:?}"
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_text_is_skipped() {
+        let v = parse("\u{feff}{\"arguments\": {\"origin\": \"JFK\"}}")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(v["arguments"]["origin"], "JFK");
+        // Only before the text: inside it, it is not whitespace.
+        assert!(parse("{\"a\": \u{feff}1}").is_err());
+        assert!(
+            parse("\u{feff}")
+                .unwrap_err()
+                .contains("the request body is empty")
         );
     }
 
