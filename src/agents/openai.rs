@@ -51,6 +51,12 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
             let options = CallOptions::from_body(&obj)?;
             let list = match (obj.remove("tool_calls"), obj.remove("output")) {
                 (Some(Value::Array(l)), _) | (None, Some(Value::Array(l))) => l,
+                // A whole Chat Completions response: the message is one level down.
+                _ if obj.contains_key("choices") => {
+                    return Err(refuse(
+                        "no tool calls found: this is a whole Chat Completions response; send the message of the choice to run (choices[0].message)".into(),
+                    ));
+                }
                 _ => return Err(refuse("no tool calls found".into())),
             };
             (list, options)
@@ -187,6 +193,16 @@ mod tests {
             assert!(e.message().ends_with(SHAPES), "{e}");
         }
         assert!(parse(json!({"tool_calls": [], "mode": "later"})).is_err());
+        let whole = json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [
+            {"index": 0, "message": {"role": "assistant", "tool_calls": []}}]});
+        let e = parse(whole)
+            .err()
+            .unwrap_or_else(|| panic!("a whole response"));
+        assert!(
+            e.message()
+                .contains("a whole Chat Completions response; send the message of the choice to run (choices[0].message)"),
+            "{e}"
+        );
     }
 
     #[test]
