@@ -277,7 +277,7 @@ impl Overdue {
 }
 
 /// What a job store does. The SQL store implements it once for SQLite and PostgreSQL, and the
-/// conformance suite (`store/tests.rs`) holds every implementation to the same rules. Times are
+/// conformance suite (`store/tests/`) holds every implementation to the same rules. Times are
 /// epoch milliseconds passed in, so tests control them.
 ///
 /// Every state change after a claim names the lease `owner`: a worker whose lease expired (and
