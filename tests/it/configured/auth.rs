@@ -1,0 +1,175 @@
+//! The provider of kind http authenticates each way, with credentials from the environment: sent as configured, trimmed of the whitespace around them, refused at start when broken inside, and an OAuth2 token fetched once and renewed.
+
+use super::*;
+
+#[tokio::test]
+async fn each_authentication_mode_sends_its_credential_from_the_environment() {
+    let modes = [
+        (
+            "auth = \"bearer\"\ntoken_env = \"FLIGHTS_TOKEN\"",
+            MapEnv(vec![("FLIGHTS_TOKEN", "tok-abc")]),
+            ("authorization", "Bearer tok-abc"),
+        ),
+        (KEY_AUTH, key_env(), ("x-apikey", API_KEY)),
+        (
+            "auth = \"basic\"\nusername_env = \"FLIGHTS_USER\"\npassword_env = \"FLIGHTS_PASSWORD\"",
+            MapEnv(vec![
+                ("FLIGHTS_USER", "agent"),
+                ("FLIGHTS_PASSWORD", "s3cret"),
+            ]),
+            // base64("agent:s3cret")
+            ("authorization", "Basic YWdlbnQ6czNjcmV0"),
+        ),
+    ];
+    for (auth, env, (name, value)) in modes {
+        let upstream = MockServer::start().await;
+        Mock::given(path("/aeroapi/flights/BAW117"))
+            .and(header(name, value))
+            .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+            .mount(&upstream)
+            .await;
+        // Without the credential the provider says 401: an operator's problem, not the model's.
+        Mock::given(path("/aeroapi/flights/BAW117"))
+            .respond_with(ResponseTemplate::new(401))
+            .mount(&upstream)
+            .await;
+        let (gw, _dir) = gateway(&upstream, auth, &env).await;
+        let answer = call(&gw, json!({"ident": "BAW117"})).await;
+        assert_eq!(answer["status"], "ok", "{auth}: {answer:#}");
+    }
+}
+
+/// A credential is sent without the whitespace around it (the newline `echo` leaves in a
+/// secret's file would otherwise make every request fail before leaving, and open the
+/// provider's breakers as if it were down); one with a line break inside stops start-up, naming
+/// the variable and never the value.
+#[tokio::test]
+async fn a_credential_is_sent_without_the_newline_around_it_and_one_broken_inside_stops_start() {
+    let upstream = MockServer::start().await;
+    Mock::given(path("/aeroapi/flights/BAW117"))
+        .and(header("x-apikey", API_KEY))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    Mock::given(path("/aeroapi/flights/BAW117"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&upstream)
+        .await;
+    const PADDED: &str = " provider-key-123\n";
+    assert_eq!(PADDED.trim(), API_KEY);
+    let (gw, _dir) = gateway(
+        &upstream,
+        KEY_AUTH,
+        &MapEnv(vec![("FLIGHTS_API_KEY", PADDED)]),
+    )
+    .await;
+    for _ in 0..3 {
+        let answer = call(&gw, json!({"ident": "BAW117"})).await;
+        assert_eq!(answer["status"], "ok", "{answer:#}");
+    }
+
+    let dir = config_dir(&format!("{}/aeroapi", upstream.uri()), KEY_AUTH, TOOL);
+    let (config, _) = faregate::config::load(
+        &faregate::config::DiskFiles,
+        &dir.path().join("faregate.toml"),
+        &faregate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let broken = MapEnv(vec![("FLIGHTS_API_KEY", "provider-key\r\n-123")]);
+    let Err(errors) = faregate::app::build(config, &broken) else {
+        panic!("a gateway started with a credential that cannot be sent");
+    };
+    let text = errors.join("\n");
+    assert!(
+        text.contains("FLIGHTS_API_KEY holds a control character")
+            && text.contains("set it to the credential alone"),
+        "{text}"
+    );
+    assert!(!text.contains("provider-key"), "never the value: {text}");
+}
+
+#[tokio::test]
+async fn an_oauth2_token_is_fetched_once_for_concurrent_calls_and_renewed_when_refused() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .and(body_string_contains("grant_type=client_credentials"))
+        .and(body_string_contains("client_id=agent-app"))
+        .and(body_string_contains("scope=flights%3Aread"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(
+                    json!({"access_token": "tkn-1", "token_type": "Bearer", "expires_in": 3600}),
+                )
+                // Slow enough that every concurrent call is waiting for this one fetch.
+                .set_delay(Duration::from_millis(300)),
+        )
+        .up_to_n_times(1)
+        .mount(&upstream)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"access_token": "tkn-2", "expires_in": 3600})),
+        )
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(header("authorization", "Bearer tkn-1"))
+        .and(path_regex("^/aeroapi/flights/[A-Z]+[0-9]+$"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    let auth = format!(
+        "auth = \"oauth2\"\ntoken_url = \"{}/oauth/token\"\nclient_id_env = \"FLIGHTS_CLIENT_ID\"\nclient_secret_env = \"FLIGHTS_CLIENT_SECRET\"\nscope = \"flights:read\"",
+        upstream.uri()
+    );
+    let env = MapEnv(vec![
+        ("FLIGHTS_CLIENT_ID", "agent-app"),
+        ("FLIGHTS_CLIENT_SECRET", "s3cret"),
+    ]);
+    let (gw, _dir) = gateway(&upstream, &auth, &env).await;
+    // Different flights, so no call joins another: each needs a token of its own asking.
+    let calls = (0..12).map(|i| call(&gw, json!({"ident": format!("BAW{}", 100 + i)})));
+    for answer in futures::future::join_all(calls).await {
+        assert_eq!(answer["status"], "ok", "{answer:#}");
+    }
+    let tokens = |requests: &[wiremock::Request]| {
+        requests
+            .iter()
+            .filter(|r| r.url.path() == "/oauth/token")
+            .count()
+    };
+    let received = upstream.received_requests().await.unwrap_or_default();
+    assert_eq!(
+        tokens(&received),
+        1,
+        "one token for twelve concurrent calls"
+    );
+
+    // The API stops taking the first token: the next call fetches a new one and asks again.
+    upstream.reset().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"access_token": "tkn-2", "expires_in": 3600})),
+        )
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(header("authorization", "Bearer tkn-2"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&upstream)
+        .await;
+    let answer = call(&gw, json!({"ident": "BAW117"})).await;
+    assert_eq!(answer["status"], "ok", "{answer:#}");
+    let received = upstream.received_requests().await.unwrap_or_default();
+    assert_eq!(tokens(&received), 1, "{received:#?}");
+    assert_eq!(received.len(), 3, "refused, new token, asked again");
+}
