@@ -306,9 +306,10 @@ pub(super) async fn reconcile(
         let Some(route) = tool.route(entry.provider.as_deref()) else {
             continue;
         };
-        let lookup = route
-            .upstream
-            .find_booking(&entry.tool, &entry.idempotency_key);
+        let lookup =
+            route
+                .upstream
+                .find_booking(&entry.tool, &entry.client, &entry.idempotency_key);
         let found = match tokio::time::timeout(tool.config.timeout, lookup).await {
             Ok(Ok(found)) => found,
             Ok(Err(e)) => {

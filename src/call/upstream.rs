@@ -44,15 +44,16 @@ pub trait Upstream: Send + Sync + fmt::Debug {
         None
     }
 
-    /// Looks up the booking of `tool` sent under `idempotency_key` (reconciliation of an
-    /// unknown outcome): `None` when the provider holds none. A stand-in that cannot look
-    /// anything up says so as an error, which concludes nothing.
+    /// Looks up the booking of `tool` sent for `client` under `idempotency_key`
+    /// (reconciliation of an unknown outcome): `None` when the provider holds none. A stand-in
+    /// that cannot look anything up says so as an error, which concludes nothing.
     fn find_booking<'a>(
         &'a self,
         tool: &'a str,
+        client: &'a str,
         idempotency_key: &'a str,
     ) -> BoxFuture<'a, Result<Option<FoundBooking>, UpstreamError>> {
-        let _ = idempotency_key;
+        let _ = (client, idempotency_key);
         Box::pin(async move {
             Err(UpstreamError::new(
                 ErrorKind::Misconfigured { status: 0 },
@@ -86,8 +87,9 @@ impl Upstream for Provider {
     fn find_booking<'a>(
         &'a self,
         tool: &'a str,
+        client: &'a str,
         idempotency_key: &'a str,
     ) -> BoxFuture<'a, Result<Option<FoundBooking>, UpstreamError>> {
-        Box::pin(Provider::find_booking(self, tool, idempotency_key))
+        Box::pin(Provider::find_booking(self, tool, client, idempotency_key))
     }
 }

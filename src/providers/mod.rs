@@ -69,15 +69,16 @@ impl Provider {
         }
     }
 
-    /// Looks up the booking of `tool` the gateway sent under `idempotency_key`: `None` when the
-    /// provider holds none. Only providers that take bookings can answer.
+    /// Looks up the booking of `tool` the gateway sent for `client` under `idempotency_key`:
+    /// `None` when the provider holds none. Only providers that take bookings can answer.
     pub async fn find_booking(
         &self,
         tool: &str,
+        client: &str,
         idempotency_key: &str,
     ) -> Result<Option<FoundBooking>, UpstreamError> {
         match self {
-            Provider::Duffel(c) => c.find_booking(tool, idempotency_key).await,
+            Provider::Duffel(c) => c.find_booking(tool, client, idempotency_key).await,
             Provider::Amadeus(_) => Err(UpstreamError::new(
                 ErrorKind::Misconfigured { status: 0 },
                 format!("Amadeus does not serve {tool} here, so it has no booking to look up"),

@@ -189,8 +189,12 @@ pub fn names() -> Vec<&'static str> {
 /// What a write call carries besides its arguments.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriteTerms {
-    /// The call's idempotency key: the same key never books twice.
+    /// The call's idempotency key: the same key never books twice. It is the client's own:
+    /// two clients may use the same key for different bookings.
     pub idempotency_key: String,
+    /// The client the write is made for, which the provider is told beside the key
+    /// ([`ToolRequest::made_for`]), so a lookup by key never finds another client's booking.
+    pub client: Option<String>,
     /// What the client's daily budget leaves for this booking, when it has one.
     pub spend_limit: Option<spend::SpendLimit>,
 }
@@ -200,6 +204,7 @@ impl WriteTerms {
     pub fn new(idempotency_key: String) -> Self {
         WriteTerms {
             idempotency_key,
+            client: None,
             spend_limit: None,
         }
     }
@@ -250,6 +255,13 @@ pub enum ToolRequest {
 }
 
 impl ToolRequest {
+    /// Names the client a write is made for (a read is unchanged).
+    pub fn made_for(&mut self, client: &str) {
+        if let ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) = self {
+            terms.client = Some(client.to_string());
+        }
+    }
+
     /// Limits what a write may spend (a read is unchanged).
     pub fn limit_spend(&mut self, limit: spend::SpendLimit) {
         if let ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) = self {

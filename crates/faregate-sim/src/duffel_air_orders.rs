@@ -3,8 +3,8 @@
 //! `meta.after`).
 //!
 //! Checks run in this order: body shape (422 `validation_error`, every problem at once), then,
-//! under one lock, the idempotency key (`metadata.faregate_idempotency_key` already booked:
-//! 422 `duplicate_booking`), the offer (unknown or expired: 422 `offer_no_longer_available`;
+//! under one lock, the idempotency key (`metadata.faregate_idempotency_key` already booked for
+//! the same `metadata.faregate_client`: 422 `duplicate_booking`), the offer (unknown or expired: 422 `offer_no_longer_available`;
 //! already booked: 422 `duplicate_booking`), passengers, services and payment against the
 //! offer (422 naming the field), and finally the commit. Nothing is recorded for a refused
 //! order except the duplicate counters.
@@ -185,12 +185,18 @@ pub(crate) fn metadata(c: &mut Checker, data: &Map<String, Value>) -> Option<Map
     }
 }
 
-/// The idempotency key a body's metadata carries.
-pub(crate) fn idempotency_key(metadata: Option<&Map<String, Value>>) -> Option<String> {
-    metadata
-        .and_then(|m| m.get("faregate_idempotency_key"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+/// The idempotency key a body's metadata carries, with the client it names
+/// (`faregate_client`), if any: each client's keys are its own.
+pub(crate) fn idempotency_key(
+    metadata: Option<&Map<String, Value>>,
+) -> Option<(Option<String>, String)> {
+    let text = |k: &str| {
+        metadata
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Some((text("faregate_client"), text("faregate_idempotency_key")?))
 }
 
 pub(crate) fn duplicate() -> DuffelError {
@@ -217,7 +223,7 @@ pub(crate) async fn create_order(
     // One critical section from the duplicate check to the commit, so two concurrent attempts
     // with the same key cannot both book.
     let mut book = lock(&sim.inner.orders);
-    if book.repeated(key.as_deref()) {
+    if book.repeated(key.as_ref()) {
         return Err(duplicate());
     }
     let Some(offer) = offer.filter(|o| o.expires_at > now) else {
@@ -225,7 +231,7 @@ pub(crate) async fn create_order(
     };
     if book.booked_offers.contains(&order.offer_id) {
         book.duplicates += 1;
-        if let Some(k) = &key {
+        if let Some((_, k)) = &key {
             book.by_key
                 .entry(k.clone())
                 .or_default()
@@ -236,9 +242,7 @@ pub(crate) async fn create_order(
     let extra = check_against_offer(&order, &offer)?;
     book.booked_offers.insert(order.offer_id.clone());
     book.created += 1;
-    if let Some(k) = &key {
-        book.by_key.entry(k.clone()).or_default().orders += 1;
-    }
+    book.booked(key);
     let json = order_json(&sim, &order, &offer, extra, now);
     book.orders.push_back(json.clone());
     if book.orders.len() > KEPT_ORDERS {

@@ -5,7 +5,8 @@
 //! A quote is of a rate `fetch_all_rates` showed (unknown: 404 `not_found`; sold out: 422
 //! `rate_unavailable`) and costs what the rate costs. A booking checks, in this order: body
 //! shape (422 `validation_error`, every problem at once), then under one lock the idempotency
-//! key (`metadata.faregate_idempotency_key` already booked: 422 `duplicate_booking`), the quote
+//! key (`metadata.faregate_idempotency_key` already booked for the same
+//! `metadata.faregate_client`: 422 `duplicate_booking`), the quote
 //! (unknown: 404; already booked: 422 `duplicate_booking`), and commits. The booking carries
 //! the accommodation with the one room and rate booked, and the metadata it was sent with.
 
@@ -153,7 +154,7 @@ pub(crate) async fn create_booking(
     // One critical section from the duplicate check to the commit, so two concurrent attempts
     // with the same key cannot both book.
     let mut book = lock(&sim.inner.stay_bookings);
-    if book.repeated(key.as_deref()) {
+    if book.repeated(key.as_ref()) {
         return Err(duplicate());
     }
     let Some(quote) = quote else {
@@ -164,9 +165,7 @@ pub(crate) async fn create_booking(
         return Err(duplicate());
     }
     book.created += 1;
-    if let Some(k) = &key {
-        book.by_key.entry(k.clone()).or_default().orders += 1;
-    }
+    book.booked(key);
     let mut rng = Rng::new(sim.inner.seed ^ sim.next_seq());
     const REF: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
     let reference: String = (0..8).map(|_| *rng.pick(REF) as char).collect();

@@ -66,8 +66,9 @@
 //! Choices where Duffel's docs are silent:
 //! - An expired offer is 422 `invalid_state_error`/`offer_no_longer_available`, on
 //!   `GET /air/offers/{id}` as on `POST /air/orders`; an unknown id is 404 `not_found`.
-//! - A second order carrying the same `metadata.faregate_idempotency_key`, or for an offer that
-//!   was already booked, is 422 `invalid_state_error`/`duplicate_booking`.
+//! - A second order carrying the same `metadata.faregate_idempotency_key` for the same
+//!   `metadata.faregate_client` (or without one), or for an offer that was already booked, is
+//!   422 `invalid_state_error`/`duplicate_booking`. Another client's same key books.
 //! - Headers are checked after fault injection: an outage answers 503 even without a token.
 //! - Without a `requests_per_minute` fault the rate-limit headers advertise 600 per fixed
 //!   minute window per group, counting down, but nothing is enforced.

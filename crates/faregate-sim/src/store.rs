@@ -115,7 +115,11 @@ impl Default for StayRates {
 pub(crate) struct OrderBook {
     pub(crate) created: u64,
     pub(crate) duplicates: u64,
+    /// Stats per idempotency key (the key alone, whichever client sent it).
     pub(crate) by_key: std::collections::BTreeMap<String, IdempotencyStats>,
+    /// The (client, key) pairs already booked: a repeat is a duplicate. Keys are each client's
+    /// own (`metadata.faregate_client`), so another client's same key books.
+    pub(crate) booked_keys: HashSet<(Option<String>, String)>,
     /// Offers (or quotes) already booked (booking one again is a duplicate).
     pub(crate) booked_offers: HashSet<String>,
     /// The orders created, oldest first (the most recent [`KEPT_ORDERS`]), as
@@ -124,17 +128,26 @@ pub(crate) struct OrderBook {
 }
 
 impl OrderBook {
-    /// Whether an order (or stays booking) was already made under `key`; a repeat is counted.
-    pub(crate) fn repeated(&mut self, key: Option<&str>) -> bool {
-        let Some(k) = key.filter(|k| self.by_key.get(*k).is_some_and(|s| s.orders > 0)) else {
+    /// Whether an order (or stays booking) was already made for this client under this key;
+    /// a repeat is counted.
+    pub(crate) fn repeated(&mut self, key: Option<&(Option<String>, String)>) -> bool {
+        let Some(k) = key.filter(|k| self.booked_keys.contains(*k)) else {
             return false;
         };
         self.duplicates += 1;
         self.by_key
-            .entry(k.to_owned())
+            .entry(k.1.clone())
             .or_default()
             .duplicates_rejected += 1;
         true
+    }
+
+    /// Counts a booking made under `key` (the client's, when it names one).
+    pub(crate) fn booked(&mut self, key: Option<(Option<String>, String)>) {
+        if let Some(k) = key {
+            self.by_key.entry(k.1.clone()).or_default().orders += 1;
+            self.booked_keys.insert(k);
+        }
     }
 }
 

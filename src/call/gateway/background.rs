@@ -66,8 +66,9 @@ impl Gateway {
             }
         };
         let deadline = Instant::now() + tool.deadline(req.deadline);
-        let write = Self::write(&tool, &req.client, &request, digest);
         let mut request = request;
+        request.made_for(req.client.as_str());
+        let write = Self::write(&tool, &req.client, &request, digest);
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
             let begun = booking::begin(ledger, write).await;
             if let Some(verdict) = self.background_answered(write, info.clone(), &begun) {

@@ -367,6 +367,8 @@ impl Gateway {
             let read = self.answer_read((served, tool), info, request, deadline, key, steps);
             return Either::Right(Either::Left(read.map(Ok)));
         }
+        let mut request = request;
+        request.made_for(req.client.as_str());
         let write = Self::write(&tool, &req.client, &request, digest);
         // Boxed: inline, a write's steps (the ledger's SQL futures of both engines, the
         // write's own pipeline) would size every read's call future too.

@@ -44,8 +44,13 @@ use decode::{book_output, decode, flights_output, hotel_location, hotels_output,
 pub const DUFFEL_VERSION: &str = "v2";
 
 /// The order metadata key that carries the gateway's idempotency key; reconciliation finds
-/// an order by it.
+/// an order by it and [`CLIENT_METADATA`].
 const IDEMPOTENCY_METADATA: &str = "faregate_idempotency_key";
+
+/// The order metadata key that names the client the booking was made for. Idempotency keys
+/// are each client's own, so a lookup by key alone could find another client's booking made
+/// under the same key.
+const CLIENT_METADATA: &str = "faregate_client";
 
 /// How many pages of 200 orders a booking lookup reads before it gives up without concluding.
 const LOOKUP_PAGES: usize = 5;
@@ -306,7 +311,7 @@ impl DuffelClient {
         if let Some(limit) = &terms.spend_limit {
             within_budget(&offer.total_amount, &offer.total_currency, limit).await?;
         }
-        self.order(a, &terms.idempotency_key, offer).await
+        self.order(a, terms, offer).await
     }
 
     /// Orders the offer read just before, after checking the call against it (those refusals
@@ -314,7 +319,7 @@ impl DuffelClient {
     async fn order(
         &self,
         a: &book_flight::Args,
-        idempotency_key: &str,
+        terms: &WriteTerms,
         offer: wire::Offer<'_>,
     ) -> Result<book_flight::Output, UpstreamError> {
         if offer.passengers.len() != a.travellers.len() {
@@ -370,29 +375,31 @@ impl DuffelClient {
                 amount: offer.total_amount.to_string(),
                 currency: offer.total_currency.to_string(),
             }],
-            metadata: key_metadata(idempotency_key),
+            metadata: key_metadata(terms),
         };
         let url = self.url(&["air", "orders"], &[]);
         let order: wire::Order = self
             .send(Method::POST, url, Some(data_json(&body)?))
             .await?;
-        Ok(book_output(order, idempotency_key))
+        Ok(book_output(order, &terms.idempotency_key))
     }
 
-    /// Finds the booking of `tool` the gateway sent under `idempotency_key` (its
-    /// `metadata.faregate_idempotency_key`): an order (`GET /air/orders`) or a stays booking
+    /// Finds the booking of `tool` the gateway sent for `client` under `idempotency_key` (its
+    /// `metadata.faregate_client` and `faregate_idempotency_key`; see [`carries_key`]): an
+    /// order (`GET /air/orders`) or a stays booking
     /// (`GET /stays/bookings`). Duffel documents no metadata filter for either list, so the
     /// lookup reads pages of 200 (`limit`, `after`) and matches the metadata itself, up to
     /// [`LOOKUP_PAGES`] pages.
     pub async fn find_booking(
         &self,
         tool: &str,
+        client: &str,
         idempotency_key: &str,
     ) -> Result<Option<FoundBooking>, UpstreamError> {
         if tool == book_flight::SPEC.name {
             let found: Option<wire::ListedOrder> = self
                 .find_listed(&["air", "orders"], |o: &wire::ListedOrder| {
-                    carries_key(o.metadata.as_ref(), idempotency_key)
+                    carries_key(o.metadata.as_ref(), client, idempotency_key)
                 })
                 .await?;
             Ok(found.map(|order| FoundBooking {
@@ -404,7 +411,7 @@ impl DuffelClient {
         } else if tool == book_hotel::SPEC.name {
             let found: Option<wire::StaysBooking> = self
                 .find_listed(&["stays", "bookings"], |b: &wire::StaysBooking| {
-                    carries_key(b.metadata.as_ref(), idempotency_key)
+                    carries_key(b.metadata.as_ref(), client, idempotency_key)
                 })
                 .await?;
             found.map(stays::found).transpose()
@@ -559,24 +566,30 @@ fn title(t: book_flight::Title) -> &'static str {
     }
 }
 
-/// Whether `metadata` carries the gateway's `idempotency_key`.
+/// Whether `metadata` carries `client`'s `idempotency_key`. A booking made before bookings
+/// named their client carries the key alone, and is taken as any client's: only an upgrade
+/// with a booking in doubt could meet one.
 fn carries_key(
     metadata: Option<&BTreeMap<String, serde_json::Value>>,
+    client: &str,
     idempotency_key: &str,
 ) -> bool {
-    metadata
-        .and_then(|m| m.get(IDEMPOTENCY_METADATA))
-        .and_then(|v| v.as_str())
-        == Some(idempotency_key)
+    let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(|v| v.as_str());
+    text(IDEMPOTENCY_METADATA) == Some(idempotency_key)
+        && text(CLIENT_METADATA).is_none_or(|named| named == client)
 }
 
-/// The metadata a booking is sent with: the gateway's idempotency key, which reconciliation
-/// finds it by.
-fn key_metadata(idempotency_key: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(
+/// The metadata a booking is sent with: the gateway's idempotency key and the client it is
+/// made for, which reconciliation finds it by.
+fn key_metadata(terms: &WriteTerms) -> BTreeMap<String, String> {
+    let mut metadata = BTreeMap::from([(
         IDEMPOTENCY_METADATA.to_string(),
-        idempotency_key.to_string(),
-    )])
+        terms.idempotency_key.clone(),
+    )]);
+    if let Some(client) = &terms.client {
+        metadata.insert(CLIENT_METADATA.to_string(), client.clone());
+    }
+    metadata
 }
 
 /// `read`, given at most `bound`: a read made before a write request (the offer before the
@@ -648,5 +661,35 @@ fn same_amount(a: &str, b: &str) -> bool {
     match (a.parse::<f64>(), b.parse::<f64>()) {
         (Ok(x), Ok(y)) => (x - y).abs() < 0.005,
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata(pairs: &[(&str, &str)]) -> BTreeMap<String, serde_json::Value> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+            .collect()
+    }
+
+    /// A booking is found by its client's key only; one made before bookings named their
+    /// client is found by the key alone.
+    #[test]
+    fn a_booking_is_found_by_its_clients_key_only() {
+        let mut terms = WriteTerms::new("trip-1".into());
+        terms.client = Some("travel-app".into());
+        let sent: BTreeMap<String, serde_json::Value> = key_metadata(&terms)
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::from(v)))
+            .collect();
+        assert!(carries_key(Some(&sent), "travel-app", "trip-1"));
+        assert!(!carries_key(Some(&sent), "key-3b6424f5", "trip-1"));
+        assert!(!carries_key(Some(&sent), "travel-app", "trip-2"));
+        let legacy = metadata(&[(IDEMPOTENCY_METADATA, "trip-1")]);
+        assert!(carries_key(Some(&legacy), "travel-app", "trip-1"));
+        assert!(!carries_key(None, "travel-app", "trip-1"));
     }
 }

@@ -66,7 +66,7 @@ impl DuffelClient {
                 .collect(),
             email: a.email.clone(),
             phone_number: a.phone_number.clone(),
-            metadata: key_metadata(&terms.idempotency_key),
+            metadata: key_metadata(terms),
         };
         let url = self.url(&["stays", "bookings"], &[]);
         let booking: wire::StaysBooking = self

@@ -11,6 +11,7 @@ mod budget;
 mod hotel;
 mod ledger;
 mod outcomes;
+mod tenants;
 
 use std::time::Duration;
 
