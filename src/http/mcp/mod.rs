@@ -46,6 +46,7 @@ mod parse_errors;
 mod progress;
 mod prompts;
 mod revisions;
+mod session_owners;
 mod tasks;
 mod tool_lists;
 mod watch_tools;
@@ -91,7 +92,16 @@ use crate::tools::CallMode;
 /// graceful shutdown is not held up by a client's open event stream.
 pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRouter<SharedState> {
     let max_body_bytes = state.max_body_bytes;
-    any_service(rmcp_service(state, cancel))
+    let sessions = Arc::new(
+        LocalSessionManager::default()
+            .with_event_store(Arc::new(event_store::BoundedEventStore::default())),
+    );
+    let owners = Arc::new(session_owners::SessionOwners::new(Arc::clone(&sessions)));
+    any_service(rmcp_service(state, cancel, sessions))
+        .layer(middleware::from_fn_with_state(
+            owners,
+            session_owners::owned_sessions,
+        ))
         .layer(middleware::from_fn_with_state(
             max_body_bytes,
             parse_errors::parse_errors,
@@ -102,6 +112,7 @@ pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRo
 fn rmcp_service(
     state: SharedState,
     cancel: CancellationToken,
+    sessions: Arc<LocalSessionManager>,
 ) -> StreamableHttpService<Handler, LocalSessionManager> {
     let mcp = state.config().mcp.clone();
     let handler = Handler {
@@ -122,13 +133,7 @@ fn rmcp_service(
         .with_json_response(true)
         .with_max_request_body_bytes(handler.max_body_bytes)
         .with_cancellation_token(cancel);
-    StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        LocalSessionManager::default()
-            .with_event_store(Arc::new(event_store::BoundedEventStore::default()))
-            .into(),
-        config,
-    )
+    StreamableHttpService::new(move || Ok(handler.clone()), sessions, config)
 }
 
 /// The MCP server: the gateway's served tools.

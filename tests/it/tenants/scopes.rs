@@ -244,6 +244,43 @@ async fn every_manifest_and_the_guidance_show_a_client_only_its_tools() {
     );
 }
 
+/// An MCP session belongs to the client that opened it: another client's key that names it is
+/// answered as for an unknown session (404), whatever it asks, and cannot end it.
+#[tokio::test]
+async fn another_clients_mcp_session_is_not_found() {
+    let s = stack().await;
+    let reader = Mcp::start(&s, "reader-key").await;
+    assert!(
+        !reader.session.is_empty(),
+        "a 2025 revision opens a session"
+    );
+    let as_pricer = |request: reqwest::RequestBuilder| {
+        request
+            .bearer_auth("pricer-key")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &reader.session)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}});
+    for request in [
+        as_pricer(s.http.post(s.url("/mcp")).json(&list)),
+        as_pricer(s.http.get(s.url("/mcp"))).header("last-event-id", "0"),
+        as_pricer(s.http.delete(s.url("/mcp"))),
+    ] {
+        let (status, _, body) = send(request).await;
+        assert_eq!(status, 404, "{body:#}");
+        assert!(!body.to_string().contains("search_flights"), "{body:#}");
+    }
+    // The owner's session is untouched.
+    let own = reader.rpc("tools/list", json!({})).await;
+    assert!(
+        own["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{own:#}"
+    );
+}
+
 /// A 2025-11-25 MCP session over raw JSON-RPC (the protocol itself is driven by the official
 /// SDK in `.ci/run`; here only what a scope changes is read).
 struct Mcp<'a> {
