@@ -54,6 +54,13 @@ pub struct NativeCall {
 
 /// Reads the body of a call to `tool`.
 pub fn parse(tool: &str, body: Value) -> Result<NativeCall, ProtocolError> {
+    // serde would read an array by position ("expected struct CallBody with 6 elements", or an
+    // object in it taken as `arguments`), naming a type the client never sees.
+    if !body.is_object() {
+        return Err(ProtocolError::new(
+            "the body must be a JSON object such as {\"arguments\": {…}}",
+        ));
+    }
     let body: CallBody = serde_json::from_value(body)
         .map_err(|e| ProtocolError::new(format!("unexpected JSON: {e}")))?;
     check_text("call_id", body.call_id.as_deref(), MAX_CALL_ID)?;
@@ -123,7 +130,15 @@ mod tests {
     #[test]
     fn bodies_the_endpoint_refuses_say_why() {
         let cases = [
-            (json!([]), "expected struct CallBody"),
+            (
+                json!([]),
+                "the body must be a JSON object such as {\"arguments\": {…}}",
+            ),
+            (
+                json!([{"arguments": {}}]),
+                "the body must be a JSON object such as {\"arguments\": {…}}",
+            ),
+            (json!("x"), "the body must be a JSON object"),
             (json!({}), "missing field `arguments`"),
             (
                 json!({"arguments": {}, "tool": "x"}),

@@ -355,6 +355,25 @@ async fn without_any_key_configured_the_demo_is_open() {
             .1["state"],
         "forced_closed"
     );
+    // A key the route does not read is refused, not ignored: there is no timed force.
+    let (status, refused) = force(
+        &s,
+        "search_flights.duffel",
+        json!({"state": "open", "for": "10m"}),
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    let text = refused["message"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("unknown field \"for\"") && text.contains("until"),
+        "{refused}"
+    );
+    let (_, breaker) = get(&s, "/v1/breakers/search_flights.duffel", None).await;
+    assert!(
+        !breaker.contains("forced_open"),
+        "nothing was forced: {breaker}"
+    );
 }
 
 /// Scrapes until `sample(scrape)` holds (queue figures are published about every 5 s).

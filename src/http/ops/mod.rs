@@ -435,9 +435,20 @@ pub(crate) async fn force_breaker(
         Ok(b) => b,
         Err(res) => return *res,
     };
-    let asked = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v.get("state").and_then(Value::as_str).map(str::to_string));
+    let sent = serde_json::from_slice::<Value>(&body).ok();
+    // A key this route does not read (`"for": "10m"`, `"reason"`) would be ignored silently,
+    // and an operator who meant a timed force would leave the tool down.
+    if let Some(unknown) = sent
+        .as_ref()
+        .and_then(Value::as_object)
+        .and_then(|o| o.keys().find(|k| *k != "state"))
+    {
+        return ApiError::bad_request(format!(
+            "unknown field \"{unknown}\": the body takes only \"state\"; a forced state lasts until {{\"state\": \"auto\"}} is sent"
+        ))
+        .into_response();
+    }
+    let asked = sent.and_then(|v| v.get("state").and_then(Value::as_str).map(str::to_string));
     let mode = match asked.as_deref() {
         Some("open") => ForceMode::Open,
         Some("closed") => ForceMode::Closed,

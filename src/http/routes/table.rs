@@ -634,7 +634,7 @@ pub(crate) const ROUTES: &[Route] = &[
         &[Operation {
             params: &[BREAKER_KEY],
             body: Some(Schema::Inline(
-                || json!({"type": "object", "required": ["state"], "properties": {"state": {"type": "string", "enum": ["open", "closed", "auto"]}}}),
+                || json!({"type": "object", "required": ["state"], "additionalProperties": false, "properties": {"state": {"type": "string", "enum": ["open", "closed", "auto"]}}}),
             )),
             ..op(
                 Post,
