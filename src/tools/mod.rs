@@ -431,11 +431,17 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
 }
 
 /// Deserializes schema-valid arguments into `A` and runs its semantic check.
+///
+/// JSON Schema counts `1.0` as an integer, so the schema lets `"adults": 1.0` through, but
+/// serde refuses a float for an integer field, in words that name no field ("invalid type:
+/// floating point `1.0`, expected u8"). Models write whole numbers that way often enough, so
+/// every whole float is read as the integer it is first ([`whole_floats_as_integers`]).
 pub(crate) fn parse_args<A: DeserializeOwned>(
-    arguments: Value,
+    mut arguments: Value,
     today: NaiveDate,
     check: fn(&A, NaiveDate) -> Result<(), Vec<FieldError>>,
 ) -> Result<A, Vec<FieldError>> {
+    whole_floats_as_integers(&mut arguments);
     let args: A = serde_json::from_value(arguments).map_err(|e| {
         vec![FieldError {
             field: String::new(),
@@ -444,6 +450,29 @@ pub(crate) fn parse_args<A: DeserializeOwned>(
     })?;
     check(&args, today)?;
     Ok(args)
+}
+
+/// Replaces every float with no fraction (`2.0`, within ±2^53 where floats are exact) by that
+/// integer, at any depth. A field of type number reads an integer as well, so only integer
+/// fields notice.
+fn whole_floats_as_integers(value: &mut Value) {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() <= EXACT
+            {
+                // Exact: |f| ≤ 2^53 has no fraction, so the cast loses nothing.
+                #[allow(clippy::cast_possible_truncation)]
+                let whole = f as i64;
+                *value = Value::from(whole);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_floats_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_floats_as_integers),
+        _ => {}
+    }
 }
 
 /// Parses a booking tool's arguments and its idempotency key together into `make`'s request;

@@ -362,3 +362,26 @@ fn check_lists_schema_and_semantic_problems_together() {
         Ok(ToolRequest::SearchHotels(_))
     ));
 }
+
+/// A whole number written as a float (`2.0`) counts as that integer, as JSON Schema counts it;
+/// a fraction is still refused, by field.
+#[test]
+fn whole_numbers_written_as_floats_are_read_as_integers() {
+    let args = |adults: Value, max_results: Value| {
+        json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-12-21",
+               "adults": adults, "child_ages": [5.0], "max_results": max_results})
+    };
+    let Ok(ToolRequest::SearchFlights(read)) =
+        check("search_flights", args(json!(2.0), json!(3.0)), None)
+    else {
+        panic!("whole floats refused");
+    };
+    assert_eq!(
+        (read.adults, read.child_ages.len(), read.max_results),
+        (2, 1, Some(3))
+    );
+    assert_eq!(
+        fields(check("search_flights", args(json!(2.5), json!(3)), None)),
+        ["adults"]
+    );
+}
