@@ -161,6 +161,13 @@ pub fn ends_at_not_a_time(at: &str, why: &str) -> String {
     )
 }
 
+/// `ends.at` has passed.
+pub fn ends_at_passed(at: &str) -> String {
+    format!(
+        "ends.at = \"{at}\" has passed, so the watch would never run; give a time to come, or leave ends.at out"
+    )
+}
+
 /// `ends.after_runs` is zero.
 pub const NO_RUNS: &str = "ends.after_runs = 0 would never run; use 1 or more, or leave it out";
 

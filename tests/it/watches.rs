@@ -119,6 +119,12 @@ async fn watches_that_cannot_run_are_refused_naming_the_fix() {
             "unknown field",
         ),
         (
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "5m",
+                   "ends": {"at": "2020-01-01T00:00:00Z"}}),
+            422,
+            "has passed, so the watch would never run",
+        ),
+        (
             json!({"tool": "no_such_tool", "every": "1m"}),
             404,
             "search_flights",

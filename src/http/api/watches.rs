@@ -202,6 +202,12 @@ pub(crate) async fn create_for(
                 .map_err(|e| Refused::Invalid(texts::ends_at_not_a_time(text, &e.to_string())))?,
         ),
     };
+    // A watch whose end has passed would run once (a provider call) and end.
+    if let (Some(at), Some(text)) = (at_ms, &spec.ends.at)
+        && at <= crate::clock::epoch_ms()
+    {
+        return Err(Refused::Invalid(texts::ends_at_passed(text)));
+    }
     if spec.ends.after_runs == Some(0) {
         return Err(Refused::Invalid(texts::NO_RUNS.to_string()));
     }
