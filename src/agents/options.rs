@@ -48,7 +48,15 @@ impl CallOptions {
     }
 
     /// Reads `mode` and `deadline_ms` from a body object; its other keys are the protocol's.
+    ///
+    /// A `callback_url` is refused: these bodies' calls answer in the response, or as jobs to
+    /// poll, and a URL silently dropped would leave the caller waiting for a callback.
     pub fn from_body(body: &Map<String, Value>) -> Result<Self, ProtocolError> {
+        if body.contains_key("callback_url") {
+            return Err(ProtocolError::new(
+                "callback_url is not taken here: background calls in this body are polled at GET /v1/jobs/{job_id}; for a callback, call POST /v1/tools/{tool}/call with \"mode\": \"background\" and callback_url",
+            ));
+        }
         Self::read(body.get("mode"), body.get("deadline_ms"))
     }
 }
@@ -96,6 +104,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_callback_url_in_a_protocol_body_is_refused_not_dropped() {
+        let body = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let e = CallOptions::from_body(&body(
+            json!({"mode": "background", "callback_url": "https://hooks.example/cb"}),
+        ))
+        .err()
+        .unwrap_or_else(|| panic!("a callback_url was taken"));
+        assert!(
+            e.message().contains("callback_url is not taken here")
+                && e.message().contains("POST /v1/tools/{tool}/call"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn options_read_mode_and_deadline() {

@@ -73,7 +73,7 @@ pub fn unknown_tool(name: &str, known: &[&str]) -> String {
 /// A background call stored as a new job.
 pub fn job_accepted(job_id: &str) -> String {
     format!(
-        "Accepted for background processing as job {job_id}. The result arrives through GET /v1/jobs/{job_id} (or the callback), not in this turn."
+        "Accepted for background processing as job {job_id}. The result arrives through GET /v1/jobs/{job_id} (or the callback, when one was given), not in this turn."
     )
 }
 
