@@ -196,7 +196,7 @@ pub struct Built {
 ///
 /// A provider whose base URL is on loopback (the simulator) gets a placeholder credential when
 /// its variable is unset, with a warning; a real provider without credentials is an error, and
-/// so is a credential that cannot be sent ([`credential`]), on loopback too.
+/// so is a credential that cannot be sent (see `credential` below), on loopback too.
 pub fn build(config: &Config, env: &dyn Env) -> Built {
     let mut out = Built {
         providers: BTreeMap::new(),
@@ -387,7 +387,7 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
 /// stops start-up, naming the variable (never the value). A tab could be sent, but no provider
 /// issues a credential with one either, so it is refused with the rest, as it is in a
 /// credential sent in a form or as Basic auth.
-pub(crate) fn credential(env: &dyn Env, var: &str) -> Option<Result<Secret, String>> {
+fn credential(env: &dyn Env, var: &str) -> Option<Result<Secret, String>> {
     let value = env.var(var)?;
     let value = value.trim();
     Some(if value.chars().any(char::is_control) {

@@ -65,17 +65,11 @@ impl SessionOwners {
             owners.by_session.len() >= owners.prune_at
         };
         if prune {
-            let kept: Vec<String> = {
-                let live = self.sessions.sessions.read().await;
-                self.lock()
-                    .by_session
-                    .keys()
-                    .filter(|id| live.contains_key(id.as_str()))
-                    .cloned()
-                    .collect()
-            };
+            let live = self.sessions.sessions.read().await;
             let mut owners = self.lock();
-            owners.by_session.retain(|id, _| kept.contains(id));
+            owners
+                .by_session
+                .retain(|id, _| live.contains_key(id.as_str()));
             owners.prune_at = (owners.by_session.len() * 2).max(PRUNE_FROM);
         }
     }
