@@ -95,15 +95,52 @@ pub enum Role {
     Admin,
 }
 
-/// The token of an `Authorization: Bearer <token>` header. The scheme's name is matched
-/// without regard to case, as HTTP's authentication schemes are (RFC 9110 §11.1): `BEARER`
-/// and `bearer` name it as well as `Bearer` does.
-fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
-    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
-    let (scheme, token) = value.split_at_checked(b"Bearer ".len())?;
-    scheme
-        .eq_ignore_ascii_case(b"Bearer ")
-        .then(|| token.trim_ascii())
+/// What a request's `Authorization` header presents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Presented<'a> {
+    /// No `Authorization` header.
+    Nothing,
+    /// A header of another scheme (`Basic …`, or a bare key with no scheme at all).
+    OtherScheme,
+    /// The token of `Authorization: Bearer <token>`.
+    Bearer(&'a [u8]),
+}
+
+impl<'a> Presented<'a> {
+    /// The scheme's name is matched without regard to case, as HTTP's authentication schemes
+    /// are (RFC 9110 §11.1): `BEARER` and `bearer` name it as well as `Bearer` does.
+    fn of(headers: &'a HeaderMap) -> Self {
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Presented::Nothing;
+        };
+        match value.as_bytes().split_at_checked(b"Bearer ".len()) {
+            Some((scheme, token)) if scheme.eq_ignore_ascii_case(b"Bearer ") => {
+                Presented::Bearer(token.trim_ascii())
+            }
+            _ => Presented::OtherScheme,
+        }
+    }
+
+    fn token(self) -> Option<&'a [u8]> {
+        match self {
+            Presented::Bearer(token) => Some(token),
+            Presented::Nothing | Presented::OtherScheme => None,
+        }
+    }
+
+    /// The 401 for a request whose credentials identify nobody; `key` names the key wanted
+    /// ("client key", "admin key"). A header in another scheme is named as such, never echoed.
+    fn refusal(self, key: &str, not_valid: &str) -> Response {
+        unauthorized(match self {
+            Presented::Nothing => {
+                format!("missing credentials; send `Authorization: Bearer <{key}>`")
+            }
+            Presented::OtherScheme => format!(
+                "the Authorization header is not of the Bearer scheme; send `Authorization: Bearer <{key}>` (the word Bearer, a space, then the key)"
+            ),
+            Presented::Bearer(_) => not_valid.to_string(),
+        })
+    }
 }
 
 fn unauthorized(message: impl Into<String>) -> Response {
@@ -146,20 +183,18 @@ impl Keys {
         admin_env: &str,
     ) -> Result<Caller, Box<Response>> {
         let roster = self.directory.current();
-        let presented = bearer(headers);
-        let admin = presented.and_then(|k| roster.identify_admin(k));
-        let client = presented.and_then(|k| roster.identify_client(k));
+        let presented = Presented::of(headers);
+        let admin = presented.token().and_then(|k| roster.identify_admin(k));
+        let client = presented.token().and_then(|k| roster.identify_client(k));
         if let Some(digest) = admin {
             return Ok(Caller::Admin(digest));
         }
         match role {
-            Role::Client => match (client, presented) {
-                (Some((digest, profile)), _) => Ok(Caller::Client { digest, profile }),
-                _ if roster.auth_off() => Ok(Caller::Anonymous),
-                (None, None) => Err(Box::new(unauthorized(
-                    "missing credentials; send `Authorization: Bearer <client key>`",
-                ))),
-                (None, Some(_)) => Err(Box::new(unauthorized(
+            Role::Client => match client {
+                Some((digest, profile)) => Ok(Caller::Client { digest, profile }),
+                None if roster.auth_off() => Ok(Caller::Anonymous),
+                None => Err(Box::new(presented.refusal(
+                    "client key",
                     "the bearer key is not valid; use a client key or the admin key",
                 ))),
             },
@@ -186,14 +221,10 @@ impl Keys {
                     // inviting the caller to try keys.
                     return Err(Box::new(no_admin()));
                 }
-                match presented {
-                    None => Err(Box::new(unauthorized(
-                        "missing credentials; send `Authorization: Bearer <admin key>`",
-                    ))),
-                    Some(_) => Err(Box::new(unauthorized(
-                        "the bearer key is not the admin key",
-                    ))),
-                }
+                Err(Box::new(presented.refusal(
+                    "admin key",
+                    "the bearer key is not the admin key",
+                )))
             }
         }
     }
@@ -294,6 +325,50 @@ mod tests {
         ] {
             assert_eq!(with(refused), 401, "{refused}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_key_sent_without_the_bearer_scheme_is_told_so_and_not_echoed() {
+        let keys = keys(&["c1-secret"], &["adm-secret"]);
+        let refusal = |value: Option<&str>, role: Role| {
+            let mut h = HeaderMap::new();
+            if let Some(v) = value {
+                h.insert(
+                    header::AUTHORIZATION,
+                    HeaderValue::from_str(v).unwrap_or_else(|e| panic!("{e}")),
+                );
+            }
+            let r = keys.authorize(&h, role, "forcing breakers", "A");
+            let shown = format!("{value:?}");
+            async move {
+                let res = match r {
+                    Ok(c) => panic!("{shown} was accepted as {c:?}"),
+                    Err(res) => *res,
+                };
+                assert_eq!(res.status(), 401, "{shown}");
+                let bytes = axum::body::to_bytes(res.into_body(), 4096)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        };
+        for (value, role, key) in [
+            ("c1-secret", Role::Client, "client key"),
+            ("Basic YzE6c2VjcmV0", Role::Client, "client key"),
+            ("adm-secret", Role::Admin, "admin key"),
+        ] {
+            let body = refusal(Some(value), role).await;
+            assert!(
+                body.contains("the Authorization header is not of the Bearer scheme")
+                    && body.contains(&format!("send `Authorization: Bearer <{key}>`")),
+                "{value}: {body}"
+            );
+            assert!(!body.contains(value), "the header is echoed: {body}");
+        }
+        let missing = refusal(None, Role::Client).await;
+        assert!(missing.contains("missing credentials"), "{missing}");
+        let wrong = refusal(Some("Bearer c2"), Role::Client).await;
+        assert!(wrong.contains("the bearer key is not valid"), "{wrong}");
     }
 
     #[test]
