@@ -385,3 +385,52 @@ fn whole_numbers_written_as_floats_are_read_as_integers() {
         ["adults"]
     );
 }
+
+#[test]
+fn a_value_outside_an_enum_is_told_the_values_and_the_likely_one() {
+    let messages = |tool: &str, args: Value| match check(tool, args, Some("k")) {
+        Ok(r) => panic!("accepted: {r:?}"),
+        Err(errors) => errors
+            .into_iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect::<Vec<_>>(),
+    };
+    let search = |cabin: Value| {
+        json!({"origin": "JFK", "destination": "LHR", "departure_date": "2026-12-20",
+            "cabin_class": cabin})
+    };
+    assert_eq!(
+        messages("search_flights", search(json!("Business"))),
+        [
+            "cabin_class: \"Business\" is not one of \"economy\", \"premium_economy\", \"business\", \"first\" (or null); did you mean \"business\"? (expected: Cabin class; omit for economy)"
+        ]
+    );
+    let [wrong] = &messages("search_flights", search(json!("coach")))[..] else {
+        panic!("one error")
+    };
+    assert!(
+        wrong.starts_with("cabin_class: \"coach\" is not one of \"economy\", ")
+            && !wrong.contains("did you mean"),
+        "{wrong}"
+    );
+    let long = "x".repeat(200);
+    let [long] = &messages("search_flights", search(json!(long)))[..] else {
+        panic!("one error")
+    };
+    assert!(
+        long.starts_with("cabin_class: the value is not one of"),
+        "{long}"
+    );
+    let traveller = json!({"given_name": "Ana", "family_name": "Garcia", "born_on": "1990-02-15",
+        "gender": "F", "title": "ms", "email": "ana@example.com", "phone_number": "+34600000000"});
+    let gender = messages(
+        "book_flight",
+        json!({"offer_id": "off_123", "travellers": [traveller]}),
+    );
+    assert!(
+        gender.iter().any(|m| m.starts_with(
+            "travellers[0].gender: \"F\" is not one of \"m\", \"f\"; did you mean \"f\"?"
+        )),
+        "{gender:?}"
+    );
+}

@@ -116,6 +116,18 @@ impl ArgumentValidator {
                         ),
                     )
                 }
+                ValidationErrorKind::AnyOf { .. }
+                | ValidationErrorKind::OneOfNotValid { .. }
+                | ValidationErrorKind::Enum { .. }
+                | ValidationErrorKind::Constant { .. }
+                    if let Some(choices) = self.node(&pointer).and_then(Choices::of) =>
+                {
+                    let hint = self.hint(&pointer);
+                    (
+                        pointer.clone(),
+                        format!("{}{hint}", choices.refusal(err.instance())),
+                    )
+                }
                 _ => {
                     let hint = self.hint(&pointer);
                     // Echo the offending value when it is short; a huge value is masked so that
@@ -165,6 +177,74 @@ impl ArgumentValidator {
             .and_then(Value::as_object)
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
+    }
+}
+
+/// The values a field takes when its schema is a list of them (an enum's `const` alternatives,
+/// an `enum`, optionally `null`): a wrong value is told the list, where the validator's own
+/// words name only the keyword (`… is not valid under any of the schemas listed in the 'anyOf'
+/// keyword`).
+#[derive(Debug, Default, PartialEq)]
+struct Choices {
+    values: Vec<Value>,
+    nullable: bool,
+}
+
+impl Choices {
+    /// The choices of `node`, or `None` when some alternative is not a plain value.
+    fn of(node: &Value) -> Option<Choices> {
+        let mut choices = Choices::default();
+        choices.collect(node).then_some(choices)
+    }
+
+    fn collect(&mut self, node: &Value) -> bool {
+        if let Some(value) = node.get("const") {
+            self.values.push(value.clone());
+            return true;
+        }
+        if let Some(values) = node.get("enum").and_then(Value::as_array) {
+            self.values.extend(values.iter().cloned());
+            return true;
+        }
+        if node.get("type").and_then(Value::as_str) == Some("null") {
+            self.nullable = true;
+            return true;
+        }
+        match node.get("anyOf").or_else(|| node.get("oneOf")) {
+            Some(Value::Array(alternatives)) if !alternatives.is_empty() => {
+                alternatives.iter().all(|a| self.collect(a))
+            }
+            _ => false,
+        }
+    }
+
+    /// `"Business" is not one of "economy", "business"; did you mean "business"?`
+    fn refusal(&self, found: &Value) -> String {
+        let listed = self
+            .values
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let found_text = found.to_string();
+        let mut message = if found_text.len() <= 60 {
+            format!("{found_text} is not one of {listed}")
+        } else {
+            format!("the value is not one of {listed}")
+        };
+        if self.nullable {
+            message.push_str(" (or null)");
+        }
+        // A model's most common slip: the right word in the wrong case ("Business").
+        if let Some(found) = found.as_str()
+            && let Some(meant) = self.values.iter().find(|v| {
+                v.as_str()
+                    .is_some_and(|v| v != found && v.eq_ignore_ascii_case(found))
+            })
+        {
+            message.push_str(&format!("; did you mean {meant}?"));
+        }
+        message
     }
 }
 
