@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use super::call::{AgentCall, AgentResult};
+use super::call::{AgentCall, AgentResult, absent_arguments};
 use super::error::ProtocolError;
 use super::options::CallOptions;
 use crate::texts;
@@ -51,7 +51,11 @@ pub fn parse(body: Value) -> Result<AnthropicCalls, ProtocolError> {
             ))),
         };
         let arguments = match block.get("input") {
-            None | Some(Value::Null) => Ok(json!({})),
+            None | Some(Value::Null) => absent_arguments(
+                block.as_object(),
+                ("tool_use block", "input"),
+                &["arguments", "parameters"],
+            ),
             Some(Value::Object(o)) => Ok(Value::Object(o.clone())),
             Some(other) => Err(texts::agents::input_not_an_object(&other.to_string())),
         };
@@ -97,6 +101,25 @@ mod tests {
         assert_eq!(read.calls.len(), 2);
         assert_eq!(read.calls[0].call_id.as_deref(), Some("toolu_1"));
         assert!(read.calls[1].arguments.is_err());
+    }
+
+    #[test]
+    fn arguments_put_where_openai_keeps_them_are_named_not_dropped() {
+        let read = parse(json!([
+            {"type": "tool_use", "id": "toolu_1", "name": "search_hotels",
+             "arguments": {"city_code": "PAR"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "search_hotels"}
+        ]))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            read.calls[0].arguments,
+            Err("this tool_use block has its arguments in \"arguments\", but it carries them in \"input\"; move them there and call again".into())
+        );
+        assert_eq!(
+            read.calls[1].arguments,
+            Ok(json!({})),
+            "no arguments at all"
+        );
     }
 
     #[test]

@@ -11,10 +11,11 @@
 //!   background mode): a text saying what to do, with the error flag raised, never a failed
 //!   batch.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::text::model_text;
 use crate::call::{Envelope, Status};
+use crate::texts;
 use crate::trace_context::TraceContext;
 
 /// One tool call as a model sent it.
@@ -31,6 +32,25 @@ pub struct AgentCall {
     pub idempotency_key: Option<String>,
     /// A trace context the call itself carried (MCP `_meta`), if its protocol has room for one.
     pub trace: Option<TraceContext>,
+}
+
+/// The arguments of a call without its protocol's member for them (`wanted` in `what`): none
+/// (`{}`, a tool without parameters), unless they sit under another protocol's name
+/// (`elsewhere`, such as OpenAI's `arguments` in an Anthropic block). Those are that call's
+/// error: run with no arguments, it would be told every required field is missing.
+pub(super) fn absent_arguments(
+    call: Option<&Map<String, Value>>,
+    (what, wanted): (&str, &str),
+    elsewhere: &[&str],
+) -> Result<Value, String> {
+    let found = elsewhere.iter().find(|name| {
+        call.and_then(|c| c.get(**name))
+            .is_some_and(|v| !v.is_null())
+    });
+    match found {
+        Some(found) => Err(texts::agents::arguments_misplaced(what, found, wanted)),
+        None => Ok(Value::Object(Map::new())),
+    }
 }
 
 /// The result of one call, ready for any protocol.

@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::call::{AgentCall, AgentResult};
+use super::call::{AgentCall, AgentResult, absent_arguments};
 use super::error::ProtocolError;
 use super::options::CallOptions;
 use crate::texts;
@@ -66,6 +66,11 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
     let responses = list
         .iter()
         .any(|i| i.get("type").and_then(Value::as_str) == Some("function_call"));
+    if !responses && let Some(kinds) = responses_items_without_calls(&list) {
+        return Err(refuse(format!(
+            "no function_call items found: these Responses API items ({kinds}) carry no tool call, so the model called no tool"
+        )));
+    }
     let mut calls = Vec::new();
     for (i, item) in list.iter().enumerate() {
         let Some(obj) = item.as_object() else {
@@ -88,7 +93,14 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
             };
             AgentCall {
                 tool: string_field(function, "name", i)?,
-                arguments: arguments(function.get("arguments")),
+                arguments: match function.get("arguments") {
+                    None => absent_arguments(
+                        Some(function),
+                        ("tool call's function", "arguments"),
+                        &["input", "parameters"],
+                    ),
+                    raw => arguments(raw),
+                },
                 call_id: Some(string_field(obj, "id", i)?),
                 idempotency_key: None,
                 trace: None,
@@ -122,6 +134,23 @@ pub fn render(api: Api, results: &[AgentResult]) -> Value {
             })).collect::<Vec<_>>()
         }),
     }
+}
+
+/// The `type`s of a list of Responses API items none of which is a call (a `message`, a
+/// `reasoning` item), or `None` when the list looks like anything else. Chat Completions
+/// calls carry a `function` object and the type `"function"`.
+fn responses_items_without_calls(list: &[Value]) -> Option<String> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for item in list {
+        let kind = item.get("type").and_then(Value::as_str)?;
+        if kind == "function" || item.get("function").is_some() {
+            return None;
+        }
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    (!kinds.is_empty()).then(|| kinds.join(", "))
 }
 
 fn string_field(obj: &Map<String, Value>, key: &str, i: usize) -> Result<String, ProtocolError> {
@@ -203,6 +232,32 @@ mod tests {
                 .contains("a whole Chat Completions response; send the message of the choice to run (choices[0].message)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_response_without_calls_and_arguments_under_another_name_are_explained() {
+        let answer_only = json!({"id": "resp_1", "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "id": "msg_1", "role": "assistant", "content": []}]});
+        let e = parse(answer_only)
+            .err()
+            .unwrap_or_else(|| panic!("a response with no call"));
+        assert!(
+            e.message().starts_with(
+                "no function_call items found: these Responses API items (reasoning, message) carry no tool call"
+            ) && e.message().ends_with(SHAPES),
+            "{e}"
+        );
+        let read = parse(json!({"tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "search_hotels", "parameters": {"city_code": "PAR"}}},
+            {"id": "call_2", "type": "function", "function": {"name": "search_hotels"}}]}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            read.calls[0].arguments,
+            Err("this tool call's function has its arguments in \"parameters\", but it carries them in \"arguments\"; move them there and call again".into())
+        );
+        assert_eq!(read.calls[1].arguments, Ok(json!({})));
     }
 
     #[test]

@@ -143,6 +143,15 @@ pub fn arguments_not_a_string(got: &str) -> String {
     format!("arguments must be a JSON object encoded as a string, got {got}")
 }
 
+/// A call whose arguments sit under another protocol's member name (`found`) where this
+/// protocol reads `wanted`: without this, the call would run with no arguments and be told
+/// that every required field is missing.
+pub fn arguments_misplaced(block: &str, found: &str, wanted: &str) -> String {
+    format!(
+        "this {block} has its arguments in \"{found}\", but it carries them in \"{wanted}\"; move them there and call again"
+    )
+}
+
 /// An Anthropic `input` that is not an object (`got` as JSON).
 pub fn input_not_an_object(got: &str) -> String {
     format!("input must be a JSON object, got {got}")
