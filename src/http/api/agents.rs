@@ -21,9 +21,9 @@ use serde_json::Value;
 
 use super::taken::{self, Answering};
 use super::watch_tools;
-use crate::agents::{AgentCall, AgentResult, CallOptions, anthropic, body::read_json, openai};
+use crate::agents::{AgentCall, AgentResult, CallOptions, anthropic, openai};
 use crate::http::calls::run_agent_call;
-use crate::http::edge::{ApiError, Caller, read_body};
+use crate::http::edge::{ApiError, Caller, read_json_body};
 use crate::http::state::{AppState, SharedState};
 
 /// The agent routes' handler: `AgentCalls::OPENAI` for `POST /v1/openai/tool_calls`,
@@ -33,7 +33,7 @@ use crate::http::state::{AppState, SharedState};
 /// same reason ([`taken`]): it parses the calls before the future that waits exists, so a held
 /// call keeps its calls and nothing of the HTTP request they came in (memory per held call,
 /// BENCHMARKS.md). Refusals are the ones the extractors gave: a body that cannot be read is
-/// refused by [`read_body`].
+/// refused by [`read_json_body`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AgentCalls(Protocol);
 
@@ -86,9 +86,7 @@ fn read_calls(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<ReadCalls, ApiError> {
-    let bytes = read_body(headers, body, state.max_body_bytes, state.browsers())?;
-    let body = read_json(&bytes)?;
-    drop(bytes);
+    let body = read_json_body(headers, body, state.max_body_bytes, state.browsers())?;
     Ok(match protocol {
         Protocol::OpenAi => {
             let read = openai::parse(body)?;

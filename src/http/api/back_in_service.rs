@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::back_in_service::{BackInService, NewNotice, Notice, NoticeError};
 use crate::clients::ClientName;
 use crate::http::calls;
-use crate::http::edge::{ApiError, Caller, PathParam, read_body};
+use crate::http::edge::{ApiError, Caller, PathParam, read_json_body};
 use crate::http::state::{AppState, SharedState};
 use crate::jobs::rfc3339;
 use crate::texts::back_in_service as texts;
@@ -90,8 +90,7 @@ pub(crate) async fn create(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let notices = system(&state)?;
-    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
-    let value = crate::agents::body::read_json(&bytes)?;
+    let value = read_json_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let body: CreateBody = serde_json::from_value(value).map_err(|e| {
         ApiError::bad_request(format!(
             "{e}; a back-in-service notice is {{\"tool\": \"search_flights\", \"callback_url\": \"https://agent.example/hooks/faregate\", \"expires_in\": \"24h\"}} (expires_in optional)"

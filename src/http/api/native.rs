@@ -18,7 +18,7 @@ use super::taken::{self, Answering};
 use crate::agents::{self, native::NativeCall, options};
 use crate::call::{CallRequest, Status};
 use crate::http::calls;
-use crate::http::edge::{ApiError, Caller, PathParam, read_body};
+use crate::http::edge::{ApiError, Caller, PathParam, read_json_body};
 use crate::http::state::{AppState, SharedState};
 use crate::jobs::NewJob;
 use crate::tools::CallMode;
@@ -30,7 +30,7 @@ use crate::trace_context::TraceContext;
 /// it ready before the call's future exists, so a held call keeps the call's request once and
 /// nothing of the HTTP request it came in (memory per held call, BENCHMARKS.md). It refuses
 /// what the extractors refused, as they did: a path parameter that is not UTF-8 is a JSON 400,
-/// and a body that cannot be read is refused by [`read_body`].
+/// and a body that cannot be read is refused by [`read_json_body`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallTool;
 
@@ -123,9 +123,8 @@ fn ready_call(
     // go of before the call waits (the caller drops the headers), so that buffer is reused
     // for the next read instead of a second one being allocated beside it while the call is
     // held.
-    let bytes = read_body(headers, body, state.max_body_bytes, state.browsers())?;
-    let call = agents::native::parse(tool, agents::body::read_json(&bytes)?)?;
-    drop(bytes);
+    let value = read_json_body(headers, body, state.max_body_bytes, state.browsers())?;
+    let call = agents::native::parse(tool, value)?;
     if call.options.mode == CallMode::Background {
         return Ok(Ready::Background(call));
     }

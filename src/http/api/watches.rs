@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::agents::watch_tools::{Ends, WatchSpec};
 use crate::clients::{ClientName, Scope};
 use crate::http::calls;
-use crate::http::edge::{ApiError, Caller, PathParam, read_body};
+use crate::http::edge::{ApiError, Caller, PathParam, read_json_body};
 use crate::http::state::{AppState, SharedState};
 use crate::jobs::rfc3339;
 use crate::texts::{agents as agent_texts, watches as texts};
@@ -242,8 +242,7 @@ pub(crate) async fn create(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
-    let bytes = read_body(&headers, body, state.max_body_bytes, state.browsers())?;
-    let value = crate::agents::body::read_json(&bytes)?;
+    let value = read_json_body(&headers, body, state.max_body_bytes, state.browsers())?;
     let body: CreateBody = serde_json::from_value(value).map_err(|e| {
         ApiError::bad_request(format!(
             "{e}; a watch is {{\"tool\": \"search_flights\", \"arguments\": {{…}}, \"every\": \"15m\", \"condition\": {{\"kind\": \"price_below\", \"amount\": 400}}, \"ends\": {{\"at\": \"2026-12-24T00:00:00Z\", \"after_runs\": 100, \"at_departure\": false}}}} (condition and ends optional)"

@@ -25,6 +25,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde_json::Value;
 
 use super::error::ApiError;
 
@@ -66,6 +67,27 @@ pub(crate) fn read_body(
             ApiError::too_large(limit)
         } else {
             ApiError::bad_request(format!("could not read the request body: {e}"))
+        }
+    })
+}
+
+/// The body read as one strict JSON value ([`read_body`], then [`crate::agents::body`]). A
+/// form-encoded body that is not JSON is told why: `curl -d 'origin=JFK'` labels its body a
+/// form, and "malformed JSON" alone would not say that a form is not what the gateway reads.
+pub(crate) fn read_json_body(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    limit: usize,
+    browsers: Browsers,
+) -> Result<Value, ApiError> {
+    let bytes = read_body(headers, body, limit, browsers)?;
+    crate::agents::body::read_json(&bytes).map_err(|e| {
+        if essence(headers) == "application/x-www-form-urlencoded" {
+            ApiError::bad_request(format!(
+                "{e}; the body is labelled a form (application/x-www-form-urlencoded, as `curl -d` labels it), but the gateway reads JSON only: send one JSON object, such as {{\"arguments\": {{…}}}}, with `Content-Type: application/json`"
+            ))
+        } else {
+            e.into()
         }
     })
 }
@@ -149,6 +171,7 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
 
     #[test]
     fn content_types_that_are_not_json_get_415() {
@@ -165,6 +188,39 @@ mod tests {
         assert!(with("application/x-www-form-urlencoded"), "curl -d");
         assert!(!with("application/xml"));
         assert!(!with("multipart/form-data; boundary=x"));
+    }
+
+    #[test]
+    fn a_form_that_is_not_json_is_told_the_gateway_reads_json() {
+        let read = |ct: &'static str, body: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+            read_json_body(
+                &h,
+                Ok(Bytes::from_static(body.as_bytes())),
+                1024,
+                Browsers::KeyProtected,
+            )
+        };
+        let form = read(
+            "application/x-www-form-urlencoded",
+            "origin=JFK&destination=LHR",
+        );
+        let said = format!("{:?}", form.err());
+        assert!(
+            said.contains("malformed JSON")
+                && said.contains("the body is labelled a form (application/x-www-form-urlencoded, as `curl -d` labels it), but the gateway reads JSON only"),
+            "{said}"
+        );
+        let plain = format!("{:?}", read("text/plain", "origin=JFK").err());
+        assert!(
+            plain.contains("malformed JSON") && !plain.contains("labelled a form"),
+            "{plain}"
+        );
+        assert!(
+            read("application/x-www-form-urlencoded", r#"{"arguments": {}}"#).is_ok(),
+            "curl -d with a JSON body is read"
+        );
     }
 
     #[test]

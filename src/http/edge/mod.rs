@@ -35,7 +35,7 @@ pub use error::ApiError;
 pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};
 
-pub(crate) use body::{Browsers, read_body, refuse_cross_site};
+pub(crate) use body::{Browsers, read_body, read_json_body, refuse_cross_site};
 pub(crate) use error::{PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json};
 pub(crate) use gate::{Gate, check_size_and_key, guard};
 pub(crate) use limits::limit;
