@@ -158,7 +158,7 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
         }
         Err(SubmitError::UnknownTool) => Err(NotRun::UnknownTool(tool)),
         Err(SubmitError::Invalid(text)) => Ok(Envelope::invalid_arguments(
-            CallInfo::new(call_id.unwrap_or_default(), tool),
+            CallInfo::new(state.gateway.call_id(call_id), tool),
             text,
         )),
         Err(SubmitError::Callback(text)) => Err(NotRun::Callback(text)),

@@ -146,7 +146,9 @@ impl Runner {
             .run_background(CallRequest {
                 tool: job.tool.clone(),
                 arguments: job.arguments.clone(),
-                call_id: job.call_id.clone(),
+                // A call sent without an id was answered `queued` under its job's id: its
+                // result carries the same one.
+                call_id: Some(job.call_id.clone().unwrap_or_else(|| job.id.clone())),
                 idempotency_key: job.idempotency_key.clone(),
                 deadline: None,
                 client: job.client.clone(),

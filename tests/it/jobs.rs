@@ -161,6 +161,11 @@ async fn an_outage_requeues_silently_and_the_job_succeeds_once_the_provider_heal
         .wait_for_job(&id, Duration::from_secs(20), |j| j["status"] == "succeeded")
         .await;
     assert_eq!(job["result"]["status"], "ok");
+    assert_eq!(
+        (&env["call_id"], &job["result"]["call_id"]),
+        (&json!(id), &json!(id)),
+        "a call sent without an id is known by its job's id, queued and answered"
+    );
     s.wait_for_job(&id, Duration::from_secs(10), |j| {
         j["callback"]["state"] == "sent"
     })
@@ -268,6 +273,12 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
         .await;
     assert_eq!(status, 422);
     assert_eq!(env["status"], "invalid_arguments");
+    assert!(
+        env["call_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("fg_")),
+        "a refused call without an id gets one, as an interactive call does: {env:#}"
+    );
     assert!(
         env["content"]
             .as_str()

@@ -423,7 +423,7 @@ impl Gateway {
     }
 
     /// The caller's id for the call, or a new `fg_N`.
-    fn call_id(&self, given: Option<String>) -> String {
+    pub(crate) fn call_id(&self, given: Option<String>) -> String {
         given.unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)))
     }
 

@@ -204,13 +204,13 @@ fn schemas() -> Map<String, Value> {
         "Envelope": {"type": "object",
             "required": ["call_id", "tool", "status", "content", "data", "stale_age_s", "cached_age_s", "retry_after_s", "breaker", "job_id", "provider"],
             "properties": {
-                "call_id": {"type": "string"}, "tool": {"type": "string"}, "status": status,
+                "call_id": {"type": "string", "description": "The caller's call_id, echoed; fg_<n> when none was sent, or for a background call the job's id (its queued answer and its result carry the same one)."}, "tool": {"type": "string"}, "status": status,
                 "content": {"type": "string", "description": "Text a model can read and relay."},
                 "data": {"description": "The result (component schema `<tool>.data`) for ok and stale, else null."},
                 "stale_age_s": nullable_int.clone(),
                 "cached_age_s": {"type": ["integer", "null"], "minimum": 0, "description": "Set on an ok answered from memory within the tool's fresh_for (a repeat of the same read), not by a provider just now: the result's age in seconds, never more than fresh_for. Null when a provider just answered."},
                 "retry_after_s": nullable_int,
-                "breaker": {"type": "string"}, "job_id": nullable_string.clone(), "provider": nullable_string.clone()}},
+                "breaker": {"type": "string", "description": "The state of the breaker that decided the call (closed, open, half_open, …). Empty when no breaker decided it: a background call's queued answer, or its arguments refused before it was stored."}, "job_id": nullable_string.clone(), "provider": nullable_string.clone()}},
         "Job": {"type": "object",
             "required": ["job_id", "tool", "client", "status", "attempts", "next_attempt_at", "created_at", "updated_at", "result", "last_error"],
             "properties": {
