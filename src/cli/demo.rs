@@ -56,6 +56,7 @@ pub(crate) async fn demo(
     for tool in &mut config.tools {
         tool.watch_min_interval = tool.watch_min_interval.map(|d| d.min(DEMO_WATCH_INTERVAL));
     }
+    let keys = DemoKeys::of(&config, |var| std::env::var(var).ok());
     let app = build(config, store).await?;
     let listener = TcpListener::bind(listen)
         .await
@@ -68,7 +69,7 @@ pub(crate) async fn demo(
     let sim_task = tokio::spawn(faregate_sim::serve(sim_listener, simulator, async move {
         let _ = sim_stop.wait_for(|s| *s).await;
     }));
-    print!("{}", demo_banner(addr, sim_addr));
+    print!("{}", keys.sign(&demo_banner(addr, sim_addr), addr));
     let mut gw_stop = stop_rx;
     let gateway = tokio::spawn(app::run(listener, app, async move {
         let _ = gw_stop.wait_for(|s| *s).await;
@@ -78,6 +79,77 @@ pub(crate) async fn demo(
     gateway.await.context("gateway task")??;
     sim_task.await.context("simulator task")??;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which keys the gateway's routes ask for, so that the banner's commands work when pasted:
+/// with client keys set, a `curl` without one would only be told 401.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DemoKeys {
+    /// Client keys are on (the flat list's variable is set, or `[[clients]]` are configured).
+    client: bool,
+    /// The admin key's variable, when it is set.
+    admin_env: Option<String>,
+}
+
+impl DemoKeys {
+    fn of(config: &faregate::config::Config, var: impl Fn(&str) -> Option<String>) -> Self {
+        let set =
+            |name: &str| var(name).is_some_and(|v| v.split(',').any(|k| !k.trim().is_empty()));
+        DemoKeys {
+            client: set(&config.auth.client_keys_env) || !config.clients.is_empty(),
+            admin_env: set(&config.auth.admin_key_env).then(|| config.auth.admin_key_env.clone()),
+        }
+    }
+
+    /// `banner` with a key on every command the gateway at `addr` would refuse without one (the
+    /// simulator's take none), read from a shell variable: the banner never prints a key.
+    fn sign(&self, banner: &str, addr: SocketAddr) -> String {
+        if !self.client && self.admin_env.is_none() {
+            return banner.to_string();
+        }
+        let gateway = format!("http://{addr}/");
+        let admin = self.admin_env.as_deref().map(|env| format!("${env}"));
+        let mut out = String::with_capacity(banner.len() + 2048);
+        for line in banner.lines() {
+            let command = line.trim_start().starts_with("curl -s") && line.contains(&gateway);
+            let client = self.client.then_some("$FAREGATE_KEY");
+            let key = if line.contains("/force") {
+                admin.as_deref().or(client)
+            } else {
+                client
+            };
+            match key {
+                Some(key) if command => {
+                    out.push_str(&line.replacen(
+                        "curl -s",
+                        &format!("curl -s -H \"authorization: Bearer {key}\""),
+                        1,
+                    ));
+                }
+                _ => out.push_str(line),
+            }
+            out.push('\n');
+            if line == "Try:" {
+                out.push_str(&self.preamble());
+            }
+        }
+        out
+    }
+
+    fn preamble(&self) -> String {
+        let mut said = String::from("\n");
+        if self.client {
+            said.push_str(
+                "  # client keys are on: put one in FAREGATE_KEY first, and the commands below send it\n  export FAREGATE_KEY=…\n",
+            );
+        }
+        if let Some(env) = &self.admin_env {
+            said.push_str(&format!(
+                "  # forcing a breaker takes the admin key: the command below reads it from ${env}\n"
+            ));
+        }
+        said
+    }
 }
 
 fn demo_banner(addr: SocketAddr, sim: SocketAddr) -> String {
@@ -173,4 +245,65 @@ Try:
 Ctrl-C stops both.
 "#
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> faregate::config::Config {
+        load_quiet(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG))
+            .unwrap_or_else(|e| panic!("{e:#}"))
+            .0
+    }
+
+    fn banner_with(vars: &[(&str, &str)]) -> String {
+        let addr: SocketAddr = ([127, 0, 0, 1], 8080).into();
+        let sim: SocketAddr = ([127, 0, 0, 1], 8081).into();
+        let keys = DemoKeys::of(&config(), |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_string())
+        });
+        keys.sign(&demo_banner(addr, sim), addr)
+    }
+
+    #[test]
+    fn with_keys_set_every_gateway_command_sends_one_and_none_is_printed() {
+        let open = banner_with(&[]);
+        assert!(!open.contains("authorization"), "auth off: plain commands");
+        let keyed = banner_with(&[
+            ("FAREGATE_CLIENT_KEYS", "k-alpha-secret, k-beta-secret"),
+            ("FAREGATE_ADMIN_KEY", "adm-secret"),
+        ]);
+        assert!(!keyed.contains("secret"), "a key is printed:\n{keyed}");
+        assert!(keyed.contains("export FAREGATE_KEY="), "{keyed}");
+        let commands: Vec<&str> = keyed
+            .lines()
+            .filter(|l| l.trim_start().starts_with("curl"))
+            .collect();
+        assert!(commands.len() > 10, "{keyed}");
+        for command in commands {
+            let to_gateway = command.contains("http://127.0.0.1:8080/");
+            let key = if command.contains("/force") {
+                "authorization: Bearer $FAREGATE_ADMIN_KEY"
+            } else {
+                "authorization: Bearer $FAREGATE_KEY"
+            };
+            assert_eq!(command.contains(key), to_gateway, "{command}");
+            if !to_gateway {
+                assert!(
+                    !command.contains("authorization"),
+                    "the simulator: {command}"
+                );
+            }
+        }
+        let without_admin = banner_with(&[("FAREGATE_CLIENT_KEYS", "k")]);
+        assert!(
+            without_admin
+                .lines()
+                .any(|l| l.contains("/force") && l.contains("Bearer $FAREGATE_KEY")),
+            "no admin key: the client key, which the gateway answers with what to set"
+        );
+    }
 }
