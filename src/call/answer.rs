@@ -132,6 +132,8 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
     if let Some((message, error)) = refusal(failure) {
         let content = if error.is_refused_by_gateway() {
             message.to_string()
+        } else if error.is_booked_under_another_key() {
+            texts::booked_under_another_key(&info.tool, message)
         } else {
             texts::rejected(&info.tool, message, error.is_already_done())
         };

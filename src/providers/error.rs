@@ -110,7 +110,18 @@ pub const REFUSED_BY_GATEWAY: &str = "refused by the gateway before the write re
 /// out (Duffel 422 `duplicate_booking`): nothing new happened, and calling again cannot help.
 pub const ALREADY_DONE: &str = "already booked";
 
+/// The start of a refusal's message when the provider says the offer (or rate) was already
+/// booked and the adapter found no booking under the call's own key: another client's booking,
+/// or this client's under another key. Nothing was booked by this call.
+pub const BOOKED_UNDER_ANOTHER_KEY: &str = "this offer or rate is already booked under another key";
+
 impl UpstreamError {
+    /// Whether the provider refused a write because its offer was booked under another key
+    /// ([`BOOKED_UNDER_ANOTHER_KEY`]).
+    pub fn is_booked_under_another_key(&self) -> bool {
+        matches!(&self.kind, ErrorKind::Rejected { message } if message.starts_with(BOOKED_UNDER_ANOTHER_KEY))
+    }
+
     /// Whether the provider refused a write because the same one was already carried out.
     pub fn is_already_done(&self) -> bool {
         matches!(&self.kind, ErrorKind::Rejected { message } if message.starts_with(ALREADY_DONE))

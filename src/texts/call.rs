@@ -98,15 +98,26 @@ fn write_age(text: &mut String, age: Duration) {
     };
 }
 
-/// A provider refused an interactive call for a reason the model can fix, or because the same
-/// booking was already made (`already_done`).
+/// A provider refused an interactive call for a reason the model can fix, or because a booking
+/// with the same details was already made and the adapter could not yet tell whose it is
+/// (`already_done`; one it found under the call's own key is answered as booked instead).
 pub fn rejected(tool: &str, message: &str, already_done: bool) -> String {
     let next = if already_done {
-        "Do not call again: tell the traveller the earlier booking stands."
+        "Do not book again: tell the traveller that a booking with these details already exists, and that whether it is theirs is being checked; call again later with the same idempotency key to learn it (or see GET /v1/bookings)."
     } else {
         "Correct the arguments (or ask the traveller) and call again."
     };
     format!("{} {next}", rejected_background(tool, message))
+}
+
+/// A booking refused because its offer was booked under another key (another client's, or
+/// this client's earlier one): nothing was booked, and booking another offer at once could
+/// book the traveller twice.
+pub fn booked_under_another_key(tool: &str, message: &str) -> String {
+    format!(
+        "{} If this traveller booked it before under another idempotency key, that booking stands: GET /v1/bookings lists this client's bookings. Otherwise someone else has booked it. Do not book another offer before asking the traveller.",
+        rejected_background(tool, message)
+    )
 }
 
 /// A provider refused a background job: the job's result, with no next step (nobody waits).
@@ -332,10 +343,9 @@ mod tests {
             rejected("search_flights", "unknown airport XXX", false),
             "The provider refused this search_flights request: unknown airport XXX. Correct the arguments (or ask the traveller) and call again."
         );
-        assert!(
-            rejected("book_flight", "already booked", true)
-                .ends_with("the earlier booking stands.")
-        );
+        assert!(rejected("book_flight", "already booked", true).ends_with(
+            "call again later with the same idempotency key to learn it (or see GET /v1/bookings)."
+        ));
         assert_eq!(
             rejected_background("book_flight", "offer expired"),
             "The provider refused this book_flight request: offer expired."

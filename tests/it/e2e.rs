@@ -83,8 +83,31 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
         Some(1),
         "the key reached the provider"
     );
-    // The same booking again (a new key, so it reaches the provider): Duffel refuses it as a
-    // duplicate, and the model is told the earlier booking stands, not to fix its arguments.
+    // The same key again reaches the provider here (no booking ledger without a store):
+    // Duffel refuses it as a duplicate, and the gateway finds the order it made under that key
+    // and answers it as the booking, as the key promises.
+    let repeat = ok(
+        &s,
+        "book_flight",
+        json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
+                                 "confirmed_total_amount": total},
+                   "idempotency_key": "e2e-booking-1"}),
+    )
+    .await;
+    for field in [
+        "order_id",
+        "booking_reference",
+        "total_amount",
+        "travellers",
+    ] {
+        assert_eq!(
+            repeat["data"][field], booked["data"][field],
+            "{field}: {repeat:#}"
+        );
+    }
+    // The same offer under a new key: booked, but not under this key. Nothing was booked by
+    // this call, the model is not told "the earlier booking stands" (it may be another
+    // client's), and it is told not to book another offer before asking the traveller.
     let (_, again) = s
         .call(
             "book_flight",
@@ -95,8 +118,23 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
         .await;
     assert_eq!(again["status"], "rejected", "{again:#}");
     let text = again["content"].as_str().unwrap_or_default();
-    assert!(text.contains("earlier booking stands"), "{text}");
+    for says in [
+        "already booked under another key",
+        "this call booked nothing and charged nothing",
+        "If this traveller booked it before under another idempotency key, that booking stands",
+        "Do not book another offer before asking the traveller.",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
     assert!(!text.contains("Correct the arguments"), "{text}");
+    assert!(
+        !text.contains(
+            booked["data"]["booking_reference"]
+                .as_str()
+                .unwrap_or("(none)")
+        ),
+        "{text}"
+    );
     assert_eq!(s.sim.stats().orders_created, 1);
 
     let hotels = ok(

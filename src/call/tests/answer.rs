@@ -270,10 +270,9 @@ fn the_interactive_texts_are_complete() {
             ..facts(&hotels)
         },
     );
-    assert!(
-        done.content
-            .ends_with("tell the traveller the earlier booking stands.")
-    );
+    assert!(done.content.ends_with(
+        "call again later with the same idempotency key to learn it (or see GET /v1/bookings)."
+    ));
     let cached = entry();
     let stale = answer::interactive(
         &open_breaker(),

@@ -83,7 +83,7 @@ pub(crate) fn classify(
         },
         422 if code == "duplicate_booking" => ErrorKind::Rejected {
             message: format!(
-                "{ALREADY_DONE}: Duffel found a booking with the same details (the same idempotency key), so nothing new was booked and the earlier booking stands"
+                "{ALREADY_DONE}: Duffel found a booking with the same details (the same offer or the same idempotency key), so nothing new was booked"
             ),
         },
         404 | 422 => ErrorKind::Rejected {

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::booking::FoundBooking;
-use super::error::{ErrorKind, UpstreamError};
+use super::error::{BOOKED_UNDER_ANOTHER_KEY, ErrorKind, UpstreamError};
 use super::http::{read_body, send, traced, transport_error};
 use super::limits::LimitsSink;
 use crate::secret::Secret;
@@ -378,10 +378,63 @@ impl DuffelClient {
             metadata: key_metadata(terms),
         };
         let url = self.url(&["air", "orders"], &[]);
-        let order: wire::Order = self
-            .send(Method::POST, url, Some(data_json(&body)?))
-            .await?;
-        Ok(book_output(order, &terms.idempotency_key))
+        let refused = match self
+            .send::<wire::Order>(Method::POST, url, Some(data_json(&body)?))
+            .await
+        {
+            Ok(order) => return Ok(book_output(order, &terms.idempotency_key)),
+            Err(e) if e.is_already_done() => e,
+            Err(e) => return Err(e),
+        };
+        let listed = whose_duplicate(
+            refused,
+            self.find_order(made_for(terms), &terms.idempotency_key),
+        )
+        .await?;
+        Ok(book_output(
+            wire::Order {
+                passengers: if listed.passengers.is_empty() {
+                    a.travellers
+                        .iter()
+                        .map(|t| wire::OrderPassenger {
+                            given_name: t.given_name.clone(),
+                            family_name: t.family_name.clone(),
+                        })
+                        .collect()
+                } else {
+                    listed.passengers
+                },
+                id: listed.id,
+                booking_reference: listed.booking_reference,
+                total_amount: listed.total_amount,
+                total_currency: listed.total_currency,
+            },
+            &terms.idempotency_key,
+        ))
+    }
+
+    /// The order of `client` under `idempotency_key`, newest first ([`Self::find_booking`]).
+    async fn find_order(
+        &self,
+        client: &str,
+        idempotency_key: &str,
+    ) -> Result<Option<wire::ListedOrder>, UpstreamError> {
+        self.find_listed(&["air", "orders"], |o: &wire::ListedOrder| {
+            carries_key(o.metadata.as_ref(), client, idempotency_key)
+        })
+        .await
+    }
+
+    /// The stays booking of `client` under `idempotency_key` ([`Self::find_booking`]).
+    async fn find_stay(
+        &self,
+        client: &str,
+        idempotency_key: &str,
+    ) -> Result<Option<wire::StaysBooking>, UpstreamError> {
+        self.find_listed(&["stays", "bookings"], |b: &wire::StaysBooking| {
+            carries_key(b.metadata.as_ref(), client, idempotency_key)
+        })
+        .await
     }
 
     /// Finds the booking of `tool` the gateway sent for `client` under `idempotency_key` (its
@@ -397,11 +450,7 @@ impl DuffelClient {
         idempotency_key: &str,
     ) -> Result<Option<FoundBooking>, UpstreamError> {
         if tool == book_flight::SPEC.name {
-            let found: Option<wire::ListedOrder> = self
-                .find_listed(&["air", "orders"], |o: &wire::ListedOrder| {
-                    carries_key(o.metadata.as_ref(), client, idempotency_key)
-                })
-                .await?;
+            let found = self.find_order(client, idempotency_key).await?;
             Ok(found.map(|order| FoundBooking {
                 order_id: order.id,
                 booking_reference: order.booking_reference,
@@ -409,11 +458,7 @@ impl DuffelClient {
                 currency: order.total_currency,
             }))
         } else if tool == book_hotel::SPEC.name {
-            let found: Option<wire::StaysBooking> = self
-                .find_listed(&["stays", "bookings"], |b: &wire::StaysBooking| {
-                    carries_key(b.metadata.as_ref(), client, idempotency_key)
-                })
-                .await?;
+            let found = self.find_stay(client, idempotency_key).await?;
             found.map(stays::found).transpose()
         } else {
             Err(UpstreamError::new(
@@ -577,6 +622,45 @@ fn carries_key(
     let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(|v| v.as_str());
     text(IDEMPOTENCY_METADATA) == Some(idempotency_key)
         && text(CLIENT_METADATA).is_none_or(|named| named == client)
+}
+
+/// The client a write is made for, as its booking's metadata names it (none: `""`, which
+/// matches only a booking sent without one).
+fn made_for(terms: &WriteTerms) -> &str {
+    terms.client.as_deref().unwrap_or_default()
+}
+
+/// What a booking Duffel refused as `duplicate_booking` (`refused`) came to for this call,
+/// once `lookup` has looked for a booking under the call's own client and key:
+/// - found: the booking this key made earlier, which the call answers as its own (the same
+///   key never books twice, and the caller learns the booking it has);
+/// - not found: the offer (or rate) was booked, but not under this key (by another client, or
+///   by this one under another key). Nothing was booked for this call, and saying "the earlier
+///   booking stands" would tell a traveller who holds none that they do;
+/// - the lookup failed: the refusal as it came, an outcome unknown until reconciliation asks
+///   again.
+async fn whose_duplicate<T>(
+    refused: UpstreamError,
+    lookup: impl Future<Output = Result<Option<T>, UpstreamError>>,
+) -> Result<T, UpstreamError> {
+    match lookup.await {
+        Ok(Some(found)) => Ok(found),
+        Ok(None) => Err(UpstreamError::new(
+            ErrorKind::Rejected {
+                message: format!(
+                    "{BOOKED_UNDER_ANOTHER_KEY}: Duffel refused the booking as a duplicate and holds none under this call's idempotency key, so this call booked nothing and charged nothing"
+                ),
+            },
+            format!(
+                "{}; the provider holds no booking under this call's key",
+                refused.detail
+            ),
+        )),
+        Err(e) => {
+            tracing::info!(error = %e, "after a duplicate_booking answer, the lookup of this call's own booking failed; its outcome is left to reconciliation");
+            Err(refused)
+        }
+    }
 }
 
 /// The metadata a booking is sent with: the gateway's idempotency key and the client it is

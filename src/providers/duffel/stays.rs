@@ -12,7 +12,8 @@ use std::time::Duration;
 use reqwest::Method;
 
 use super::{
-    DuffelClient, data_json, key_metadata, read_before_write, same_amount, wire, within_budget,
+    DuffelClient, data_json, key_metadata, made_for, read_before_write, same_amount,
+    whose_duplicate, wire, within_budget,
 };
 use crate::providers::booking::FoundBooking;
 use crate::providers::error::{ErrorKind, UpstreamError};
@@ -69,9 +70,17 @@ impl DuffelClient {
             metadata: key_metadata(terms),
         };
         let url = self.url(&["stays", "bookings"], &[]);
-        let booking: wire::StaysBooking = self
-            .send(Method::POST, url, Some(data_json(&body)?))
-            .await?;
+        let booking = match self
+            .send::<wire::StaysBooking>(Method::POST, url, Some(data_json(&body)?))
+            .await
+        {
+            Ok(booking) => booking,
+            Err(e) if e.is_already_done() => {
+                let lookup = self.find_stay(made_for(terms), &terms.idempotency_key);
+                whose_duplicate(e, lookup).await?
+            }
+            Err(e) => return Err(e),
+        };
         Ok(output(
             booking,
             quote.total_amount,

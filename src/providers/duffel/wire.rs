@@ -274,6 +274,10 @@ pub(crate) struct ListedOrder {
     pub booking_reference: String,
     pub total_amount: String,
     pub total_currency: String,
+    /// The booked passengers (a listed order is a whole order; an answer from an earlier
+    /// booking of the same key reports them).
+    #[serde(default)]
+    pub passengers: Vec<OrderPassenger>,
     #[serde(default)]
     pub metadata: Option<BTreeMap<String, serde_json::Value>>,
 }

@@ -27,6 +27,35 @@ fn stays_bookings(s: &Stack, key: &str) -> (u64, u64) {
 }
 
 #[tokio::test]
+async fn without_a_ledger_a_repeated_key_is_answered_with_the_booking_duffel_holds_under_it() {
+    // No store, so no ledger: the repeat reaches Duffel, which refuses it as a duplicate, and
+    // the adapter finds the booking made under the key and answers with it.
+    let s = builder(62, Duration::from_secs(2)).start().await;
+    let (rate, _, _) = rate(&s).await;
+    let (_, booked) = s.call("book_hotel", hotel_booking(&rate, "hotel-1")).await;
+    assert_eq!(booked["status"], "ok", "{booked:#}");
+    let (_, again) = s.call("book_hotel", hotel_booking(&rate, "hotel-1")).await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    for field in [
+        "booking_id",
+        "booking_reference",
+        "total_amount",
+        "guests",
+        "hotel_name",
+    ] {
+        assert_eq!(
+            again["data"][field], booked["data"][field],
+            "{field}: {again:#}"
+        );
+    }
+    assert_eq!(
+        stays_bookings(&s, "hotel-1"),
+        (2, 1),
+        "two booking requests, one booking"
+    );
+}
+
+#[tokio::test]
 async fn a_hotel_is_searched_checked_booked_and_listed_and_a_repeat_books_nothing() {
     let s = builder(61, Duration::from_secs(2)).jobs().start().await;
     let (rate, total, currency) = rate(&s).await;

@@ -77,6 +77,31 @@ async fn two_clients_with_the_same_key_each_book_their_own_and_see_only_it() {
         );
     }
 
+    // Beta books the offer alpha booked, under a key of its own: Duffel refuses it as a
+    // duplicate. Beta holds no booking of it, so it is told nothing was booked, never that
+    // "the earlier booking stands" nor alpha's reference, and its ledger says failed.
+    let taken = post_as(&s, BETA, path, &booking(&offers[0], "trip-2")).await;
+    assert_eq!(taken["status"], "rejected", "{taken:#}");
+    let text = taken["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("already booked under another key")
+            && text.contains("this call booked nothing"),
+        "{text}"
+    );
+    for leak in ["booking_reference", "order_id"] {
+        let alphas = alpha["data"][leak].as_str().unwrap_or("(none)");
+        assert!(!taken.to_string().contains(alphas), "{leak}: {taken:#}");
+    }
+    let listed = get_as(&s, BETA, "/v1/bookings").await;
+    let trip_2: Vec<&Value> = listed["bookings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["idempotency_key"] == "trip-2")
+        .map(|b| &b["state"])
+        .collect();
+    assert_eq!(trip_2, [&json!("failed")], "{listed:#}");
+
     // A repeat of beta's call is beta's booking, never alpha's.
     let again = post_as(&s, BETA, path, &booking(&offers[1], "trip-1")).await;
     assert_eq!(
