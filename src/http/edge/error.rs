@@ -114,6 +114,14 @@ fn json_rpc_code(status: StatusCode) -> Option<i64> {
         StatusCode::TOO_MANY_REQUESTS => -31429,
         // The request timeout.
         StatusCode::SERVICE_UNAVAILABLE => -31503,
+        // rmcp's own refusals: a missing session id or an unsupported revision (400), an
+        // unknown session (404), a method or `Accept` it does not serve (405, 406), a body not
+        // declared as JSON (415).
+        StatusCode::BAD_REQUEST => -31400,
+        StatusCode::NOT_FOUND => -31404,
+        StatusCode::METHOD_NOT_ALLOWED => -31405,
+        StatusCode::NOT_ACCEPTABLE => -31406,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => -31415,
         _ => return None,
     })
 }
@@ -121,13 +129,15 @@ fn json_rpc_code(status: StatusCode) -> Option<i64> {
 /// The most of a refusal body that is read to take its message over; refusals are a line.
 const REFUSAL_MAX: usize = 16 * 1024;
 
-/// An edge refusal (401, 403, 413, 429, 503) as MCP clients read it: the same status and headers
-/// (`Retry-After` stays) with a JSON-RPC error whose message is the refusal's own text. The
+/// An edge refusal (400, 401, 403, 404, 405, 406, 413, 415, 429, 503) as MCP clients read it:
+/// the same status and headers (`Retry-After`, `Allow` stay) with a JSON-RPC error whose
+/// message is the refusal's own text, as `explain` words it. A body that is a JSON-RPC message
+/// already (the `-32700` and `-32600` of a body rmcp could not read) is left as it is. The
 /// official Python SDK (and every client on top of it) surfaces a non-2xx body only when it is a
 /// JSON-RPC error; anything else becomes "Server returned an error response". The refusal is
 /// written before the body is read, so the request's id is not known and the error's `id` is
 /// `null`, as JSON-RPC 2.0 asks. Any other answer is returned as it is.
-pub(crate) async fn as_json_rpc(res: Response) -> Response {
+pub(crate) async fn as_json_rpc(res: Response, explain: fn(String) -> String) -> Response {
     let Some(code) = json_rpc_code(res.status()) else {
         return res;
     };
@@ -135,13 +145,16 @@ pub(crate) async fn as_json_rpc(res: Response) -> Response {
     let bytes = axum::body::to_bytes(body, REFUSAL_MAX)
         .await
         .unwrap_or_default();
-    let message = refusal_message(&bytes).unwrap_or_else(|| {
+    if serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("jsonrpc").is_some()) {
+        return Response::from_parts(parts, Body::from(bytes));
+    }
+    let message = explain(refusal_message(&bytes).unwrap_or_else(|| {
         parts
             .status
             .canonical_reason()
             .unwrap_or("refused")
             .to_string()
-    });
+    }));
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(
@@ -313,7 +326,7 @@ mod tests {
         refused
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("3"));
-        let res = as_json_rpc(refused).await;
+        let res = as_json_rpc(refused, |m| m).await;
         assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(res.headers()[header::RETRY_AFTER], "3");
         let body = axum::body::to_bytes(res.into_body(), REFUSAL_MAX)
@@ -324,7 +337,7 @@ mod tests {
             body,
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -31429, "message": "retry after 3 s"}})
         );
-        let ok = as_json_rpc(StatusCode::OK.into_response()).await;
+        let ok = as_json_rpc(StatusCode::OK.into_response(), |m| m).await;
         assert_eq!(ok.status(), StatusCode::OK);
     }
 }

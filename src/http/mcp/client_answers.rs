@@ -3,7 +3,10 @@
 //!
 //! - **401, 403, 413, 429 and 503 carry a JSON-RPC error** whose message is faregate's own text
 //!   (which key to send, in which header; which Host or Origin is refused; how large a body may
-//!   be; when to retry), with the HTTP status and headers (`Retry-After`) unchanged
+//!   be; when to retry), and so do rmcp's own 400, 404, 405, 406 and 415, reworded where rmcp's
+//!   text names no remedy ([`explained`]: a missing `Mcp-Session-Id`, an unknown session, an
+//!   unsupported revision, which now lists the served ones), with the HTTP status and headers
+//!   (`Retry-After`, `Allow`) unchanged
 //!   ([`edge::as_json_rpc`], which the outermost edge layer also uses for its own 413 and 503).
 //!   The official Python SDK (and fastmcp, pydantic-ai, langchain, openai-agents and LiteLLM on
 //!   top of it) surfaces the body of a non-2xx answer only when it is a JSON-RPC error; any
@@ -33,6 +36,9 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use rmcp::model::ProtocolVersion;
+
+use super::revisions::REVISIONS;
 use crate::http::edge::{self, Gate};
 
 /// Middleware around the whole `/mcp` route: the edge's checks, then the answer reshaped.
@@ -70,6 +76,48 @@ pub(crate) fn guard(
             *res.status_mut() = StatusCode::OK;
             return res;
         }
-        edge::as_json_rpc(res).await
+        edge::as_json_rpc(res, explained).await
+    }
+}
+
+/// rmcp's refusals in words that say what to send instead; any other text as it is.
+fn explained(message: String) -> String {
+    match message.as_str() {
+        "Bad Request: Session ID is required" => "Bad Request: this request needs the Mcp-Session-Id header: send the session id that the answer to initialize carried in its Mcp-Session-Id header, or send initialize first to open a session".into(),
+        "Not Found: Session not found" => "Not Found: no session with this Mcp-Session-Id is open here (it was closed, the gateway restarted, or another client opened it); send initialize without Mcp-Session-Id to open a new one".into(),
+        _ => match message.strip_prefix("Bad Request: Unsupported MCP-Protocol-Version: ") {
+            Some(version) => {
+                let served: Vec<&str> = REVISIONS.iter().map(ProtocolVersion::as_str).collect();
+                format!(
+                    "Bad Request: MCP-Protocol-Version {version} is not served here; send one of {} (the revision agreed in initialize, or 2026-07-28 without one)",
+                    served.join(", ")
+                )
+            }
+            None => message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rmcp_refusals_say_what_to_send_instead() {
+        let said = |m: &str| explained(m.to_string());
+        assert!(
+            said("Bad Request: Session ID is required").contains("needs the Mcp-Session-Id header")
+        );
+        assert!(
+            said("Not Found: Session not found").contains("send initialize without Mcp-Session-Id")
+        );
+        assert_eq!(
+            said("Bad Request: Unsupported MCP-Protocol-Version: 1999-01-01"),
+            "Bad Request: MCP-Protocol-Version 1999-01-01 is not served here; send one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28 (the revision agreed in initialize, or 2026-07-28 without one)"
+        );
+        assert_eq!(
+            said("Forbidden: Host header is not allowed"),
+            "Forbidden: Host header is not allowed"
+        );
     }
 }

@@ -2,6 +2,12 @@
 //! asks (JSON-RPC 2.0: `-32700` "Parse error" for a body that is not JSON, `-32600` "Invalid
 //! Request" for JSON that is not a message); rmcp itself answers both with a plain-text 415.
 //!
+//! A request for a method rmcp serves whose params do not have that method's shape (a
+//! `tools/call` without a `name`, `arguments` that are a string) is answered `-32602` "Invalid
+//! params", naming the field and the shape, before rmcp sees it: rmcp reads such a request as
+//! a method it does not know and answers `-32601 method not found: tools/call`, which tells a
+//! client that the server has no tools at all.
+//!
 //! rmcp checks the declared content type before it reads the body, so its 415 for a request
 //! declared as `application/json` can only mean that the body did not deserialize; only then
 //! is the body looked at again, to tell the two errors apart. A body over the limit is refused
@@ -29,6 +35,9 @@ pub(super) async fn parse_errors(
     let Ok(bytes) = axum::body::to_bytes(body, max).await else {
         return ApiError::too_large(max).into_response();
     };
+    if let Some(refusal) = invalid_params(&bytes) {
+        return json_response(StatusCode::OK, refusal.to_string().into_bytes());
+    }
     let res = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
@@ -46,12 +55,105 @@ pub(super) async fn parse_errors(
         ),
     };
     let body = serde_json::to_vec(&JsonRpcError::new(None, error)).unwrap_or_default();
-    let mut res = (StatusCode::BAD_REQUEST, body).into_response();
+    json_response(StatusCode::BAD_REQUEST, body)
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut res = (status, body).into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
     res
+}
+
+/// The shape of the params of each method rmcp serves that takes any: the members that must
+/// be strings, the members that may be objects (or absent, or null), and the shape in words.
+const SHAPES: &[(&str, &[&str], &[&str], &str)] = &[
+    (
+        "tools/call",
+        &["name"],
+        &["arguments", "_meta"],
+        r#"{"name": "<tool>", "arguments": {…}}"#,
+    ),
+    (
+        "prompts/get",
+        &["name"],
+        &["arguments", "_meta"],
+        r#"{"name": "<prompt>", "arguments": {…}}"#,
+    ),
+    (
+        "resources/read",
+        &["uri"],
+        &["_meta"],
+        r#"{"uri": "<resource uri>"}"#,
+    ),
+    (
+        "resources/subscribe",
+        &["uri"],
+        &["_meta"],
+        r#"{"uri": "<resource uri>"}"#,
+    ),
+    (
+        "resources/unsubscribe",
+        &["uri"],
+        &["_meta"],
+        r#"{"uri": "<resource uri>"}"#,
+    ),
+    (
+        "tasks/get",
+        &["taskId"],
+        &["_meta"],
+        r#"{"taskId": "<task id>"}"#,
+    ),
+    (
+        "tasks/cancel",
+        &["taskId"],
+        &["_meta"],
+        r#"{"taskId": "<task id>"}"#,
+    ),
+];
+
+/// The `-32602` answer to a request (it has an `id`) for a method of [`SHAPES`] whose params
+/// lack that shape; `None` for anything else, which rmcp answers.
+fn invalid_params(body: &[u8]) -> Option<serde_json::Value> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let id = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())?;
+    let method = message.get("method")?.as_str()?;
+    let (_, strings, objects, shape) = SHAPES.iter().find(|(m, ..)| *m == method)?;
+    let params = message.get("params");
+    let fault = match params {
+        None | Some(serde_json::Value::Null) => "params are missing".to_string(),
+        Some(serde_json::Value::Object(params)) => {
+            let missing = strings
+                .iter()
+                .find(|name| !params.get(**name).is_some_and(serde_json::Value::is_string));
+            let not_object = objects.iter().find(|name| {
+                params
+                    .get(**name)
+                    .is_some_and(|v| !v.is_object() && !v.is_null())
+            });
+            match (missing, not_object) {
+                (Some(name), _) if params.contains_key(*name) => {
+                    format!("{name} must be a string")
+                }
+                (Some(name), _) => format!("{name} is missing"),
+                (None, Some(name)) => format!("{name} must be an object"),
+                (None, None) => return None,
+            }
+        }
+        Some(_) => "params must be an object".to_string(),
+    };
+    Some(serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32602,
+            "message": format!("Invalid params: {method} takes params {shape}; {fault}"),
+        },
+    }))
 }
 
 /// Whether the request says its body is JSON (rmcp's own test of the content type).
@@ -67,4 +169,59 @@ fn declares_json(request: &Request) -> bool {
                 .trim()
                 .eq_ignore_ascii_case("application/json")
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_served_method_with_params_of_the_wrong_shape_is_invalid_params_naming_the_field() {
+        let refused = |body: serde_json::Value| {
+            invalid_params(body.to_string().as_bytes()).map(|r| {
+                assert_eq!(r["id"], body["id"], "{r}");
+                assert_eq!(r["error"]["code"], -32602, "{r}");
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+        };
+        let call = |params: serde_json::Value| json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
+        assert_eq!(
+            refused(call(json!({"arguments": {}}))).as_deref(),
+            Some(
+                r#"Invalid params: tools/call takes params {"name": "<tool>", "arguments": {…}}; name is missing"#
+            )
+        );
+        for (params, fault) in [
+            (json!({"name": 7}), "name must be a string"),
+            (
+                json!({"name": "search_flights", "arguments": "x"}),
+                "arguments must be an object",
+            ),
+            (json!("x"), "params must be an object"),
+            (json!(null), "params are missing"),
+        ] {
+            let said = refused(call(params.clone())).unwrap_or_default();
+            assert!(said.ends_with(fault), "{params}: {said}");
+        }
+        let read = json!({"jsonrpc": "2.0", "id": "r1", "method": "resources/read", "params": {}});
+        assert!(refused(read).is_some_and(|m| m.ends_with("uri is missing")));
+        // What rmcp reads is left to it: good params, no-param methods, unknown methods,
+        // notifications (no id).
+        for passes in [
+            call(json!({"name": "search_flights"})),
+            call(
+                json!({"name": "search_flights", "arguments": null, "_meta": {"progressToken": 1}}),
+            ),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/frobnicate", "params": "x"}),
+            json!({"jsonrpc": "2.0", "method": "tools/call", "params": {}}),
+        ] {
+            assert_eq!(refused(passes.clone()), None, "{passes}");
+        }
+    }
 }

@@ -454,15 +454,76 @@ async fn ending_an_mcp_session_answers_200_and_ends_it() {
         res.map(|r| r.status().as_u16())
             .unwrap_or_else(|e| panic!("{e}"))
     };
+    // Before it ends: a tools/call whose params lack a name is invalid params, not an
+    // unknown method.
+    let (code, body) = answer(mcp(reqwest::Method::POST, Some(&session)).json(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"arguments": {}}}),
+    ))
+    .await;
+    assert_eq!(
+        (code, &body["id"], &body["error"]["code"]),
+        (200, &json!(7), &json!(-32602)),
+        "{body:#}"
+    );
+    assert!(
+        text(&body["error"]["message"]).ends_with("name is missing"),
+        "{body:#}"
+    );
+    // rmcp's refusals come as JSON-RPC errors that say what to send.
+    for (request, status_code, code, says) in [
+        (
+            mcp(reqwest::Method::POST, None)
+                .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})),
+            400,
+            -31400,
+            "this request needs the Mcp-Session-Id header",
+        ),
+        (
+            s.http
+                .post(s.url("/mcp"))
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", &session)
+                .header("mcp-protocol-version", "1999-01-01")
+                .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})),
+            400,
+            -31400,
+            "MCP-Protocol-Version 1999-01-01 is not served here; send one of 2024-11-05,",
+        ),
+    ] {
+        let (got, body) = answer(request).await;
+        assert_eq!(
+            (got, &body["error"]["code"]),
+            (status_code, &json!(code)),
+            "{says}: {body:#}"
+        );
+        assert!(text(&body["error"]["message"]).contains(says), "{body:#}");
+    }
     assert_eq!(
         status(mcp(reqwest::Method::DELETE, Some(&session)).send().await),
         200
     );
-    let listed = mcp(reqwest::Method::POST, Some(&session))
-        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
-        .send()
-        .await;
-    assert_eq!(status(listed), 404, "the session is over");
+    let (got, body) = answer(
+        mcp(reqwest::Method::POST, Some(&session))
+            .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})),
+    )
+    .await;
+    assert_eq!(
+        (got, &body["error"]["code"]),
+        (404, &json!(-31404)),
+        "the session is over: {body:#}"
+    );
+    assert!(
+        text(&body["error"]["message"]).contains("send initialize without Mcp-Session-Id"),
+        "{body:#}"
+    );
+}
+
+/// The status and JSON body of a request's answer.
+async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let res = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    let status = res.status().as_u16();
+    let body = res.json().await.unwrap_or(Value::Null);
+    (status, body)
 }
 
 #[tokio::test]
