@@ -154,6 +154,22 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
         .with_content_tail(&entry.content);
     }
 
+    // Forced open by an operator: it stays so until someone hands it back, so no time of
+    // return is known, and the configured fallback's "back in about N seconds" would be made up.
+    if let Failure::Breaker { rejected, .. } = failure
+        && rejected.state == BreakerState::ForcedOpen
+    {
+        let mut failed = failure.failed_providers();
+        if failed.is_empty() {
+            failed.push(&provider);
+        }
+        let content = texts::forced_open(
+            &info.tool,
+            &texts::providers(&failed),
+            facts.available_tools,
+        );
+        return Envelope::unavailable(info, content, None, Some(provider));
+    }
     let content = if let Failure::Maintenance {
         provider,
         until,

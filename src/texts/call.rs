@@ -212,6 +212,19 @@ pub fn maintenance(
     )
 }
 
+/// A tool whose breaker an operator forced open (`POST /v1/breakers/{key}/force`): out of
+/// service until it is handed back, with no time of return known.
+pub fn forced_open(tool: &str, provider: &str, available_tools: &[String]) -> String {
+    let available = if available_tools.is_empty() {
+        "none at the moment".to_string()
+    } else {
+        available_tools.join(", ")
+    };
+    format!(
+        "{tool} has been taken out of service by the gateway's operator: its provider ({provider}) is not being asked, and no time has been set for its return. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller {tool} is unavailable for now, without promising when it will be back. Meanwhile, offer to help with the tools that work now: {available}."
+    )
+}
+
 /// A background attempt held back by a maintenance window (the job's `last_error`).
 pub fn maintenance_background(provider: &str, until: DateTime<Utc>, reason: &str) -> String {
     format!(

@@ -97,7 +97,8 @@ async fn a_wrong_method_gets_a_json_405_that_says_what_the_path_answers() {
         body["message"],
         format!("DELETE is not allowed on /v1/tools; it answers {allow}")
     );
-    // rmcp's own 405 (PUT is no method of MCP) gets the same shape.
+    // rmcp's own 405 (PUT is no method of MCP) says the same, as a JSON-RPC error (every
+    // refusal on /mcp is one, the body MCP clients show).
     let res = http
         .put(gw.url("/mcp"))
         .send()
@@ -106,7 +107,8 @@ async fn a_wrong_method_gets_a_json_405_that_says_what_the_path_answers() {
     assert_eq!(res.status().as_u16(), 405);
     assert!(res.headers().contains_key("allow"));
     let body: Value = res.json().await.unwrap_or_default();
-    let message = body["message"].as_str().unwrap_or_default();
+    assert_eq!(body["error"]["code"], -31405, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.starts_with("PUT is not allowed on /mcp; it answers"),
         "{body}"

@@ -241,6 +241,28 @@ fn the_interactive_answer_table() {
 }
 
 #[test]
+fn a_breaker_forced_open_promises_no_time_of_return() {
+    let forced = Failure::Breaker {
+        provider: "amadeus".into(),
+        rejected: Rejected {
+            retry_after: ms(30_000),
+            state: BreakerState::ForcedOpen,
+            reason: RejectReason::ForcedOpen,
+        },
+        failed_before: vec!["duffel".into()],
+    };
+    let hotels = ["search_hotels".to_string()];
+    let env = answer::interactive(&forced, facts(&hotels));
+    assert_eq!(env.status, Status::Unavailable);
+    assert_eq!(env.retry_after_s, None, "no time is known");
+    assert_eq!(env.breaker, "forced_open");
+    assert_eq!(
+        env.content,
+        "search_flights has been taken out of service by the gateway's operator: its provider (duffel and amadeus) is not being asked, and no time has been set for its return. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller search_flights is unavailable for now, without promising when it will be back. Meanwhile, offer to help with the tools that work now: search_hotels."
+    );
+}
+
+#[test]
 fn the_interactive_texts_are_complete() {
     let hotels = ["search_hotels".to_string()];
     let fallback = answer::interactive(&open_breaker(), facts(&hotels));
