@@ -244,6 +244,21 @@ pub(super) fn answered(
     Some(envelope)
 }
 
+/// What the ledger holds for a key whose background job has ended, as the answer to that key
+/// sent again: the booking, an outcome still being learned, or nothing booked. `None` when the
+/// key has no entry (the job ended before the ledger was written: nothing was sent).
+pub(super) fn on_record(info: CallInfo, entry: &Entry) -> Envelope {
+    if entry.state == State::Failed {
+        return Envelope::unavailable(
+            info,
+            texts::booking_failed_earlier(&entry.tool),
+            None,
+            entry.provider.clone(),
+        );
+    }
+    replay(info, entry)
+}
+
 /// A recorded entry as an answer: a booking made earlier, or one whose outcome is still being
 /// learned (a `failed` entry is never recorded for the same arguments: it is tried again).
 fn replay(info: CallInfo, entry: &Entry) -> Envelope {

@@ -134,8 +134,8 @@ pub(crate) fn call(
 }
 
 /// Stores a background call: a `queued` envelope with the job (or the existing job for a
-/// repeated idempotency key of the same client), or an `invalid_arguments` envelope naming
-/// every bad field.
+/// repeated idempotency key of the same client, or, when that job has ended, what it came to:
+/// [`ended_job`]), or an `invalid_arguments` envelope naming every bad field.
 pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, NotRun> {
     let Some(jobs) = &state.jobs else {
         return Err(NotRun::NoJobStore);
@@ -144,12 +144,15 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
     let call_id = job.call_id.clone();
     match jobs.submit(job).await {
         Ok((job, created)) => {
+            let call_id = call_id.unwrap_or_else(|| job.id.clone());
+            if !created && job.status.is_final() {
+                return Ok(ended_job(state, &job, call_id).await);
+            }
             let content = if created {
                 texts::job_accepted(&job.id)
             } else {
                 texts::job_exists(&tool, &job.id, job.status.as_str())
             };
-            let call_id = call_id.unwrap_or_else(|| job.id.clone());
             Ok(Envelope::queued(
                 CallInfo::new(call_id, tool),
                 content,
@@ -166,6 +169,50 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
             tracing::error!(error = %e, "could not store a background job");
             Err(NotRun::StoreDown)
         }
+    }
+}
+
+/// The answer to a background call whose idempotency key names a job that has ended, instead
+/// of a `queued` that would say the work is pending: for a booking, what the ledger holds now
+/// (the booking, an outcome still being learned, or nothing booked; reconciliation may have
+/// learned it after the job ended); else the job's result; else that it ended without one.
+async fn ended_job(state: &AppState, job: &crate::jobs::Job, call_id: String) -> Envelope {
+    let info = CallInfo::new(call_id, job.tool.clone());
+    let on_record = match &job.idempotency_key {
+        Some(key) => {
+            state
+                .gateway
+                .booking_on_record(job.client.as_str(), key, info.clone())
+                .await
+        }
+        None => None,
+    };
+    let answer = on_record
+        .or_else(|| {
+            job.result
+                .as_ref()
+                .and_then(Envelope::from_stored)
+                .map(|stored| Envelope {
+                    call_id: info.call_id.clone(),
+                    ..stored
+                })
+        })
+        .unwrap_or_else(|| {
+            Envelope::unavailable(
+                info,
+                texts::job_ended_without_result(
+                    &job.tool,
+                    &job.id,
+                    job.status.as_str(),
+                    job.last_error.as_deref(),
+                ),
+                None,
+                None,
+            )
+        });
+    Envelope {
+        job_id: Some(job.id.clone()),
+        ..answer
     }
 }
 

@@ -84,6 +84,20 @@ pub fn job_exists(tool: &str, job_id: &str, job_status: &str) -> String {
     )
 }
 
+/// A background call whose idempotency key names a job that ended without a result (`dead`
+/// or `cancelled`; `last_error` is what the job says).
+pub fn job_ended_without_result(
+    tool: &str,
+    job_id: &str,
+    job_status: &str,
+    last_error: Option<&str>,
+) -> String {
+    let why = last_error.map_or(String::new(), |e| format!(": {e}"));
+    format!(
+        "This idempotency key was already used for {tool}: job {job_id} is that request, and it ended {job_status} without a result{why}. Nothing more is done under this key; to run the call again, send it with a new idempotency key."
+    )
+}
+
 /// `DELETE /v1/jobs/{id}` of a job running now.
 pub fn job_running_not_cancelled(job_id: &str) -> String {
     format!(

@@ -165,6 +165,14 @@ pub fn booking_unresolved(tool: &str) -> String {
     )
 }
 
+/// A background booking's key sent again after its job ended and the ledger settled it as not
+/// booked: a job's key is not run twice, so trying again takes a new key.
+pub fn booking_failed_earlier(tool: &str) -> String {
+    format!(
+        "The earlier {tool} request with this idempotency key booked nothing and charged nothing (the provider holds no booking under it). Its background job has ended, so this key is not tried again: to book, send {tool} again with a new idempotency key, after checking the price with the traveller."
+    )
+}
+
 /// An idempotency key used before with other arguments.
 pub fn key_reused(tool: &str) -> String {
     format!(

@@ -234,6 +234,28 @@ async fn an_idempotency_key_returns_the_existing_job() {
     );
     let (_, list) = s.get_json("/v1/jobs?tool=search_flights").await;
     assert_eq!(list["jobs"].as_array().map(Vec::len), Some(1));
+    // Once the job has succeeded, the key is answered with its result, not "queued".
+    let id = first["job_id"].as_str().unwrap_or_default().to_string();
+    let done = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
+        .await;
+    let (status, replayed) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": flights(23), "mode": "background", "idempotency_key": "price-watch-7", "call_id": "again-1"}),
+        )
+        .await;
+    assert_eq!(
+        (status, &replayed["status"]),
+        (200, &json!("ok")),
+        "{replayed:#}"
+    );
+    assert_eq!(replayed["job_id"], id.as_str());
+    assert_eq!(
+        replayed["call_id"], "again-1",
+        "the caller's id for this call"
+    );
+    assert_eq!(replayed["data"], done["result"]["data"]);
 }
 
 #[tokio::test]

@@ -68,6 +68,27 @@ impl Gateway {
         refused.map(|(Ok(text) | Err(text))| refused_here(info, text))
     }
 
+    /// What the booking ledger holds now for `client`'s `key` of `tool`, as the answer to the
+    /// key sent again after its background job ended (see `booking::on_record`); `None` when
+    /// `tool` is no write, there is no ledger, or it has no entry for the key. A ledger that
+    /// cannot be read answers `None` too: the caller then says what the job says.
+    pub async fn booking_on_record(
+        &self,
+        client: &str,
+        key: &str,
+        info: CallInfo,
+    ) -> Option<Envelope> {
+        let ledger = self.ledger.get()?;
+        let entry = match ledger.get(client, key, crate::clock::epoch_ms()).await {
+            Ok(entry) => entry?,
+            Err(e) => {
+                tracing::warn!(error = %e, "the booking ledger could not be read for a replayed key");
+                return None;
+            }
+        };
+        (entry.tool == info.tool).then(|| booking::on_record(info, &entry))
+    }
+
     /// The digest of a write call's arguments, when a ledger will record it.
     pub(super) fn write_digest(&self, tool: &ServedTool, arguments: &Value) -> Option<String> {
         (tool.is_write() && self.ledger.get().is_some())

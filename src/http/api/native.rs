@@ -177,7 +177,9 @@ async fn submit_background(
         .map_err(|e| e.into_api_error(state, &caller.scope()))?;
     let status = match envelope.status {
         Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
-        _ => StatusCode::ACCEPTED,
+        Status::Queued => StatusCode::ACCEPTED,
+        // A key whose job has ended: answered with what it came to.
+        _ => StatusCode::OK,
     };
     Ok((status, Json(envelope)).into_response())
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use faregate_sim::{Fault, RouteGroup};
 
-use super::{booking, builder, fresh_offer, orders_for};
+use serde_json::json;
+
+use super::{booking, builder, fresh_offer, orders_for, wait_for_state};
 
 #[tokio::test]
 async fn a_failing_offer_read_says_nothing_was_booked() {
@@ -117,4 +119,46 @@ async fn a_background_booking_whose_offer_read_fails_is_requeued_and_booked_once
         .await;
     assert_eq!(done["result"]["status"], "ok", "{done:#}");
     assert_eq!(orders_for(&s, "bg-book-1"), (1, 1), "booked exactly once");
+}
+
+#[tokio::test]
+async fn a_background_booking_of_unknown_outcome_learns_it_by_its_key_once_reconciled() {
+    let s = builder(36, Duration::from_secs(2)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    // A 503 to the order request: it may have been carried out, so the job ends without
+    // trying again, and says to ask again with the same key.
+    s.down(RouteGroup::DuffelAirOrders);
+    let body = booking(&offer, "bg-unknown-1");
+    let (_, queued) = s.submit("book_flight", body.clone()).await;
+    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
+    let dead = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "dead")
+        .await;
+    let said = dead["last_error"].as_str().unwrap_or_default();
+    assert!(said.contains("with the same idempotency key"), "{dead:#}");
+    // Asked again with the same key, in background mode as before: not "queued" (nothing
+    // is pending), but what the ledger knows now.
+    let (status, asked) = s.submit("book_flight", body.clone()).await;
+    assert_eq!(
+        (status, &asked["status"]),
+        (200, &json!("unavailable")),
+        "{asked:#}"
+    );
+    assert_eq!(asked["job_id"], id.as_str());
+    let text = asked["content"].as_str().unwrap_or_default();
+    assert!(text.contains("outcome is not known yet"), "{asked:#}");
+    s.sim.clear_faults();
+    wait_for_state(&s, "bg-unknown-1", "failed").await;
+    let (status, settled) = s.submit("book_flight", body).await;
+    assert_eq!(status, 200, "{settled:#}");
+    let text = settled["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("booked nothing and charged nothing") && text.contains("new idempotency key"),
+        "{settled:#}"
+    );
+    assert_eq!(
+        orders_for(&s, "bg-unknown-1"),
+        (1, 0),
+        "never booked, never sent again"
+    );
 }
