@@ -27,7 +27,7 @@ pub const ARG_TOOL: &str = "The name of one of your read-only tools to call on e
 pub const ARG_ARGUMENTS: &str = "That tool's arguments, exactly as you would call the tool, written as a JSON object in a string, for example \"{\\\"origin\\\": \\\"LHR\\\", \\\"destination\\\": \\\"JFK\\\", \\\"departure_date\\\": \\\"2026-12-24\\\"}\".";
 
 /// `watch_create`'s `every`.
-pub const ARG_EVERY: &str = "How often to run it, as a duration such as \"15m\", \"1h\" or \"6h\". An interval under the tool's minimum is refused with the minimum named.";
+pub const ARG_EVERY: &str = "How often to run it, as a duration such as \"15m\", \"1h\" or \"6h\". An interval under the tool's minimum is refused with the minimum named; the longest is \"30d\".";
 
 /// `watch_create`'s `condition`.
 pub const ARG_CONDITION: &str = "What counts as news; null means any change of the result. price_below and price_change read the lowest price of a search or price check; status_changed, delay_over and gate_changed read a flight status.";
@@ -214,6 +214,13 @@ pub fn write_tool(tool: &str, watchable: &[&str]) -> String {
 pub fn under_minimum(every: &str, tool: &str, minimum: &str) -> String {
     format!(
         "every = \"{every}\" is under {tool}'s minimum interval of {minimum} (so watches cannot exhaust the provider's quota); use \"{minimum}\" or longer"
+    )
+}
+
+/// An interval over the longest a watch may wait between runs.
+pub fn over_maximum(every: &str, maximum: &str) -> String {
+    format!(
+        "every = \"{every}\" is over the longest interval a watch may have, {maximum}; use \"{maximum}\" or shorter (a watch that runs that seldom would report news too late to act on)"
     )
 }
 

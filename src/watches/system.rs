@@ -67,6 +67,10 @@ pub enum WatchError {
     Store(StoreError),
 }
 
+/// The longest interval between a watch's runs. Beyond it a watch reports news too late to act
+/// on, and an interval of centuries (`"99999999999999d"`) would overflow its next run's time.
+const MAX_INTERVAL: Duration = Duration::from_secs(30 * 86_400);
+
 impl From<StoreError> for WatchError {
     fn from(e: StoreError) -> Self {
         WatchError::Store(e)
@@ -128,6 +132,12 @@ impl WatchSystem {
                 &humantime::format_duration(new.every).to_string(),
                 &new.tool,
                 &humantime::format_duration(minimum).to_string(),
+            )));
+        }
+        if new.every > MAX_INTERVAL {
+            return Err(WatchError::Invalid(texts::over_maximum(
+                &humantime::format_duration(new.every).to_string(),
+                &humantime::format_duration(MAX_INTERVAL).to_string(),
             )));
         }
         if new.end.departure && new.tool != condition::FLIGHT_STATUS {

@@ -114,6 +114,16 @@ async fn watches_that_cannot_run_are_refused_naming_the_fix() {
             "\"15m\"",
         ),
         (
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "99999999999999d"}),
+            422,
+            "is over the longest interval a watch may have, 30days; use \"30days\" or shorter",
+        ),
+        (
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "31d"}),
+            422,
+            "use \"30days\" or shorter",
+        ),
+        (
             json!({"tool": "get_flight_status", "every": "1m", "when": "soon"}),
             400,
             "unknown field",
