@@ -64,10 +64,38 @@ pub fn queued(job_id: &str, content: &str) -> String {
 /// endpoint answers it as its 404 message, the agent protocols as an `invalid_arguments`
 /// result, and MCP as its `-32602` error.
 pub fn unknown_tool(name: &str, known: &[&str]) -> String {
-    format!(
-        "There is no tool \"{name}\"; the tools are: {}. Call one of them by its exact name.",
-        known.join(", ")
-    )
+    let known_list = known.join(", ");
+    match closest(name, known) {
+        Some(meant) => format!(
+            "There is no tool \"{name}\". Did you mean {meant}? The tools are: {known_list}. Call one of them by its exact name."
+        ),
+        None => format!(
+            "There is no tool \"{name}\"; the tools are: {known_list}. Call one of them by its exact name."
+        ),
+    }
+}
+
+/// The name in `known` that `name` most likely misspells: the same but for case and `-` for
+/// `_`, or at most two edits away (`search_flight`, `serch_flights`); `None` when none is that
+/// close or two are equally close.
+pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    let plain = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let name = plain(name);
+    let mut best: Option<(usize, &'a str)> = None;
+    let mut tied = false;
+    for candidate in known {
+        let distance = strsim::levenshtein(&name, &plain(candidate));
+        match best {
+            _ if distance > 2 => {}
+            Some((d, _)) if distance == d => tied = true,
+            Some((d, _)) if distance > d => {}
+            _ => {
+                best = Some((distance, candidate));
+                tied = false;
+            }
+        }
+    }
+    best.filter(|_| !tied).map(|(_, m)| m)
 }
 
 /// A background call stored as a new job.
@@ -213,3 +241,38 @@ pub fn mcp_cancelled(tool: &str) -> String {
 /// gateway bug): refused rather than run for a client it may not be.
 pub const CLIENT_UNKNOWN: &str =
     "The gateway could not tell which client made this call, so it did not run it; retry the call.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_tool_is_told_the_one_it_likely_meant() {
+        let known = [
+            "search_flights",
+            "search_hotels",
+            "book_flight",
+            "book_hotel",
+        ];
+        for (typed, meant) in [
+            ("search_flight", Some("search_flights")),
+            ("Search_Flights", Some("search_flights")),
+            ("search-flights", Some("search_flights")),
+            ("serch_hotels", Some("search_hotels")),
+            ("book_flights", Some("book_flight")),
+            ("flights", None),
+            ("book_hotell", Some("book_hotel")),
+        ] {
+            assert_eq!(closest(typed, &known), meant, "{typed}");
+        }
+        assert_eq!(
+            closest("book_x", &["book_a", "book_b"]),
+            None,
+            "a tie names neither"
+        );
+        assert_eq!(
+            unknown_tool("search_flight", &known),
+            "There is no tool \"search_flight\". Did you mean search_flights? The tools are: search_flights, search_hotels, book_flight, book_hotel. Call one of them by its exact name."
+        );
+    }
+}

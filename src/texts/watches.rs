@@ -193,8 +193,10 @@ pub fn no_longer_allowed(tool: &str, ended: bool) -> String {
 
 /// No tool `tool` is served; `watchable` are the read tools that are.
 pub fn not_served(tool: &str, watchable: &[&str]) -> String {
+    let meant = super::agents::closest(tool, watchable)
+        .map_or(String::new(), |m| format!(" (did you mean {m}?)"));
     format!(
-        "no tool \"{tool}\" is served; watchable tools: {}",
+        "no tool \"{tool}\" is served{meant}; watchable tools: {}",
         watchable.join(", ")
     )
 }
