@@ -335,6 +335,20 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
         ),
         ("/v1/bookings?limit=lots", "the one parameter is limit"),
         ("/v1/tools?available=maybe", "the parameters are format ("),
+        // A list route without filters says so, rather than answering the whole list.
+        (
+            "/v1/watches?state=paused",
+            "GET /v1/watches takes no query parameters, and filters nothing (found \"state\")",
+        ),
+        (
+            "/v1/breakers?tool=search_flights",
+            "GET /v1/breakers takes no query parameters",
+        ),
+        (
+            "/v1/alerts?active=1",
+            "GET /v1/alerts takes no query parameters",
+        ),
+        ("/v1/back-in-service?foo=1&bar", "(found \"foo\", \"bar\")"),
     ] {
         let (status, body) = s.get_json(path).await;
         assert_eq!(status, 400, "{path}: {body}");

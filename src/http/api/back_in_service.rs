@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -138,7 +138,9 @@ pub(crate) async fn create(
 pub(crate) async fn list(
     State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
+    ApiError::no_query(query.as_deref(), "GET /v1/back-in-service")?;
     let notices = system(&state)?;
     let list = notices
         .store()

@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -265,7 +265,9 @@ pub(crate) async fn create(
 pub(crate) async fn list(
     State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
+    ApiError::no_query(query.as_deref(), "GET /v1/watches")?;
     let watches = watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     let client = visible_client(&caller);
     let list = watches

@@ -72,6 +72,25 @@ impl ApiError {
         Self::bad_request(format!("{}; {accepted}", rejection.body_text()))
     }
 
+    /// 400 for a query string sent to `route`, which reads none: a filter it does not have
+    /// would otherwise be ignored, and the whole list answered as if it had been applied.
+    pub(crate) fn no_query(query: Option<&str>, route: &str) -> Result<(), Self> {
+        let Some(query) = query.filter(|q| !q.is_empty()) else {
+            return Ok(());
+        };
+        let names: Vec<String> = query
+            .split('&')
+            .filter_map(|pair| pair.split('=').next())
+            .filter(|name| !name.is_empty())
+            .take(5)
+            .map(|name| format!("\"{}\"", name.chars().take(40).collect::<String>()))
+            .collect();
+        Err(Self::bad_request(format!(
+            "{route} takes no query parameters, and filters nothing (found {}); drop the query to get the whole list",
+            names.join(", ")
+        )))
+    }
+
     /// 404 with a message.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)

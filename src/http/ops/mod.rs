@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, RawQuery, Request, State};
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -276,9 +276,13 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
 pub(crate) async fn list_breakers(
     State(state): State<SharedState>,
     headers: HeaderMap,
+    RawQuery(query): RawQuery,
 ) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
+    }
+    if let Err(e) = ApiError::no_query(query.as_deref(), "GET /v1/breakers") {
+        return e.into_response();
     }
     let now = Instant::now();
     let breakers: Vec<Value> = state
@@ -466,9 +470,16 @@ pub(crate) async fn force_breaker(
     Json(breaker_json(&state, &breaker.snapshot(now), now)).into_response()
 }
 
-pub(crate) async fn list_alerts(State(state): State<SharedState>, headers: HeaderMap) -> Response {
+pub(crate) async fn list_alerts(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     if let Err(res) = authorize(&state, &headers, Role::Client) {
         return *res;
+    }
+    if let Err(e) = ApiError::no_query(query.as_deref(), "GET /v1/alerts") {
+        return e.into_response();
     }
     let now = Instant::now();
     let alerts: Vec<Value> = state

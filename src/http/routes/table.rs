@@ -325,7 +325,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     json!({"type": "object", "required": ["tool", "every"], "additionalProperties": false, "properties": {
                         "tool": {"type": "string", "description": "A read-only tool in the caller's scope."},
                         "arguments": {"type": "object", "description": "The tool's arguments, checked as a call's are."},
-                        "every": {"type": "string", "description": "The interval, e.g. \"15m\"; at least the tool's minimum ([watches] min_interval or its watch_min_interval)."},
+                        "every": {"type": "string", "description": "The interval, e.g. \"15m\"; at least the tool's minimum ([watches] min_interval or its watch_min_interval), at most 30 days."},
                         "condition": {"type": "object", "required": ["kind"], "description": "What counts as news (default any_change): any_change; price_below {amount}; price_change {share}; status_changed, delay_over {minutes}, gate_changed (get_flight_status).", "properties": {"kind": {"type": "string", "enum": ["any_change", "price_below", "price_change", "status_changed", "delay_over", "gate_changed"]}, "amount": {"type": "number"}, "share": {"type": "number"}, "minutes": {"type": "integer", "minimum": 0}}},
                         "callback_url": {"type": "string", "format": "uri", "description": "Where each notice is POSTed, signed (Faregate-Signature) and allowlisted as a job's callback."},
                         "ends": {"type": "object", "additionalProperties": false, "properties": {"at": {"type": "string", "format": "date-time"}, "after_runs": {"type": "integer", "minimum": 1}, "at_departure": {"type": "boolean"}}}
@@ -367,6 +367,7 @@ pub(crate) const ROUTES: &[Route] = &[
                             || json!({"type": "object", "required": ["watches"], "properties": {"watches": {"type": "array", "items": {"type": "object"}}}}),
                         )),
                     ),
+                    error(400, "A query string: the route takes none."),
                     NO_JOB_STORE,
                     JOB_STORE,
                 ],
@@ -504,6 +505,7 @@ pub(crate) const ROUTES: &[Route] = &[
                             || json!({"type": "object", "required": ["notices"], "properties": {"notices": {"type": "array", "items": {"type": "object"}}}}),
                         )),
                     ),
+                    error(400, "A query string: the route takes none."),
                     NO_JOB_STORE,
                     JOB_STORE,
                 ],
@@ -605,6 +607,7 @@ pub(crate) const ROUTES: &[Route] = &[
             "Every breaker: state, since, failure and slow-call rates, calls in the window, open until, ramp stage, history, the maintenance window holding it; and every maintenance window in force or to come.",
             &[
                 answer(200, "The breakers.", Reply::Json(Schema::Object)),
+                error(400, "A query string: the route takes none."),
                 KEY,
             ],
         )],
@@ -698,6 +701,7 @@ pub(crate) const ROUTES: &[Route] = &[
             "Active alerts: breaker open too long, flapping, trip storm, shared dependency.",
             &[
                 answer(200, "The active alerts.", Reply::Json(Schema::Object)),
+                error(400, "A query string: the route takes none."),
                 KEY,
             ],
         )],
