@@ -311,7 +311,7 @@ fn import(
     };
     Ok(ImportedTool {
         fallback: format!(
-            "{name} could not be reached: {{provider}} is not answering reliably right now, so nothing is known of this call's answer and none should be guessed.\nTry again in about {{retry_after_s}} seconds. Tools that work now: {{available_tools}}.\n"
+            "{name} could not be reached: no reliable answer is coming from {{provider}} right now, so nothing is known of this call's answer and none should be guessed.\nTry again in about {{retry_after_s}} seconds. Tools that work now: {{available_tools}}.\n"
         ),
         tool_file: format!("{header}{text}"),
         name,

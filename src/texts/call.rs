@@ -216,7 +216,7 @@ pub fn maintenance(
     };
     let until = utc_time(until);
     format!(
-        "{tool} is down for scheduled maintenance: its provider ({provider}) is not being asked until {until} ({reason}). Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller this is planned maintenance and that {tool} should be back at {until}; do not call {tool} again before then. Meanwhile, offer to help with the tools that work now: {available}."
+        "{tool} is down for scheduled maintenance: nothing is being asked of {provider} until {until} ({reason}). Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller this is planned maintenance and that {tool} should be back at {until}; do not call {tool} again before then. Meanwhile, offer to help with the tools that work now: {available}."
     )
 }
 
@@ -229,7 +229,7 @@ pub fn forced_open(tool: &str, provider: &str, available_tools: &[String]) -> St
         available_tools.join(", ")
     };
     format!(
-        "{tool} has been taken out of service by the gateway's operator: its provider ({provider}) is not being asked, and no time has been set for its return. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller {tool} is unavailable for now, without promising when it will be back. Meanwhile, offer to help with the tools that work now: {available}."
+        "{tool} has been taken out of service by the gateway's operator: nothing is being asked of {provider}, and no time has been set for its return. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller {tool} is unavailable for now, without promising when it will be back. Meanwhile, offer to help with the tools that work now: {available}."
     )
 }
 

@@ -258,7 +258,7 @@ fn a_breaker_forced_open_promises_no_time_of_return() {
     assert_eq!(env.breaker, "forced_open");
     assert_eq!(
         env.content,
-        "search_flights has been taken out of service by the gateway's operator: its provider (duffel and amadeus) is not being asked, and no time has been set for its return. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller search_flights is unavailable for now, without promising when it will be back. Meanwhile, offer to help with the tools that work now: search_hotels."
+        "search_flights has been taken out of service by the gateway's operator: nothing is being asked of duffel and amadeus, and no time has been set for its return. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller search_flights is unavailable for now, without promising when it will be back. Meanwhile, offer to help with the tools that work now: search_hotels."
     );
 }
 
