@@ -65,16 +65,42 @@ pub struct Rejected {
     pub reason: RejectReason,
 }
 
+/// What a job's `last_error` and the logs say: in words, with whole seconds (a job's reader
+/// gets "its recovery probes are all in use; retry after 4 s", not `HalfOpenFull` and
+/// `3.331310462s`).
 impl fmt::Display for Rejected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.reason {
+            RejectReason::Open => "it is open",
+            RejectReason::HalfOpenFull => "its recovery probes are all in use",
+            RejectReason::RampShare => "it lets only part of the calls through while it recovers",
+            RejectReason::ForcedOpen => "an operator forced it open",
+        };
+        let secs = self.retry_after.as_millis().div_ceil(1000).max(1);
         write!(
             f,
-            "breaker {} rejected the call ({:?}); retry after {:?}",
+            "breaker {} rejected the call: {why}; retry after {secs} s",
             self.state.as_str(),
-            self.reason,
-            self.retry_after
         )
     }
 }
 
 impl std::error::Error for Rejected {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejection_reads_in_words_and_whole_seconds() {
+        let rejected = Rejected {
+            retry_after: Duration::from_millis(3_331),
+            state: BreakerState::HalfOpen,
+            reason: RejectReason::HalfOpenFull,
+        };
+        assert_eq!(
+            rejected.to_string(),
+            "breaker half_open rejected the call: its recovery probes are all in use; retry after 4 s"
+        );
+    }
+}

@@ -274,10 +274,27 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// The fallback: a path no route serves.
 pub(crate) async fn no_route(uri: axum::http::Uri) -> ApiError {
-    ApiError::not_found(format!(
-        "no route {}; see GET /v1/tools and POST /v1/tools/{{tool}}/call",
-        uri.path()
-    ))
+    ApiError::not_found(no_route_text(uri.path()))
+}
+
+/// What a path no route serves is told: the likely fix when the path shows it (a trailing
+/// slash; a breaker named as `/v1/breakers` lists it, `tool/provider`, instead of by its key),
+/// else where to start.
+fn no_route_text(path: &str) -> String {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.len() < path.len() && !trimmed.is_empty() {
+        return format!("no route {path}; drop the trailing slash: {trimmed}");
+    }
+    if let Some(rest) = path.strip_prefix("/v1/breakers/")
+        && let [tool, provider, ..] = rest.split('/').collect::<Vec<_>>()[..]
+        && !tool.contains('.')
+        && provider != "force"
+    {
+        return format!(
+            "no route {path}; a breaker's key joins its tool and provider with a dot, as GET /v1/breakers lists it under \"key\": /v1/breakers/{tool}.{provider}"
+        );
+    }
+    format!("no route {path}; see GET /v1/tools and POST /v1/tools/{{tool}}/call")
 }
 
 /// A route's one path parameter. axum's own `Path` rejection (a segment that is not UTF-8 once
@@ -336,6 +353,23 @@ mod tests {
         );
         assert_eq!(refusal_message(b""), None);
         assert_eq!(refusal_message(br#"{"error": 1}"#), None);
+    }
+
+    #[test]
+    fn a_path_no_route_serves_is_told_the_likely_fix() {
+        assert_eq!(
+            no_route_text("/v1/watches/"),
+            "no route /v1/watches/; drop the trailing slash: /v1/watches"
+        );
+        assert_eq!(
+            no_route_text("/v1/breakers/search_flights/duffel/force"),
+            "no route /v1/breakers/search_flights/duffel/force; a breaker's key joins its tool and provider with a dot, as GET /v1/breakers lists it under \"key\": /v1/breakers/search_flights.duffel"
+        );
+        assert_eq!(
+            no_route_text("/v2/tools"),
+            "no route /v2/tools; see GET /v1/tools and POST /v1/tools/{tool}/call"
+        );
+        assert!(no_route_text("/").starts_with("no route /; see GET /v1/tools"));
     }
 
     #[tokio::test]
