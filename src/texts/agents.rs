@@ -126,6 +126,13 @@ pub fn job_ended_without_result(
     )
 }
 
+/// A job that is due but whose tool admits no calls now.
+pub fn job_waiting_on_tool(tool: &str) -> String {
+    format!(
+        "due, and waiting: {tool} admits no calls now (its providers' breakers are open, forced open or in maintenance); the job runs once one admits calls again, and nothing needs to be done meanwhile"
+    )
+}
+
 /// `DELETE /v1/jobs/{id}` of a job running now.
 pub fn job_running_not_cancelled(job_id: &str) -> String {
     format!(

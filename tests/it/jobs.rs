@@ -356,3 +356,56 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
         assert!(message.contains(accepted), "{path}: {message}");
     }
 }
+
+#[tokio::test]
+async fn a_due_job_whose_tool_admits_no_calls_says_it_is_waiting_not_stuck() {
+    let s = stack().await;
+    let (_, listed) = s.get_json("/v1/breakers").await;
+    let keys: Vec<String> = listed["breakers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| {
+            b["tools"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("search_flights")))
+        })
+        .filter_map(|b| b["key"].as_str().map(str::to_string))
+        .collect();
+    assert!(!keys.is_empty(), "{listed:#}");
+    let force = |state: &'static str| {
+        let keys = keys.clone();
+        let s = &s;
+        async move {
+            for key in &keys {
+                let (status, body) = s
+                    .post(
+                        &format!("/v1/breakers/{key}/force"),
+                        json!({"state": state}),
+                    )
+                    .await;
+                assert_eq!(status, 200, "{key}: {body:#}");
+            }
+        }
+    };
+    force("open").await;
+    let (_, queued) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": flights(25), "mode": "background"}),
+        )
+        .await;
+    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
+    let (_, job) = s.get_json(&format!("/v1/jobs/{id}")).await;
+    assert_eq!(job["status"], "queued", "{job:#}");
+    let waiting = job["waiting"].as_str().unwrap_or_default();
+    assert!(
+        waiting.starts_with("due, and waiting: search_flights admits no calls now"),
+        "{job:#}"
+    );
+    force("auto").await;
+    let done = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
+        .await;
+    assert!(done.get("waiting").is_none(), "{done:#}");
+}

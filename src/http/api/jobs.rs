@@ -92,7 +92,11 @@ pub(crate) async fn one(
                 .as_ref()
                 .is_none_or(|client| found.job.client == *client) =>
         {
-            Ok(Json(describe_found(&found)))
+            let mut described = describe_found(&found);
+            if let Some(waiting) = waiting_on_its_tool(&state, &found.job) {
+                described["waiting"] = Value::String(waiting);
+            }
+            Ok(Json(described))
         }
         // Another client's job reads as no job at all: the same answer, the same text.
         _ => Err(ApiError::not_found(format!("no job {id}"))),
@@ -151,6 +155,19 @@ pub(crate) async fn cancel(
         // It started (or ended) between the read and the cancel.
         Err(refusal(&now))
     }
+}
+
+/// Why a job that is due has not run: its tool admits no calls now (every provider's breaker
+/// open, forced open or in a maintenance window). Its `next_attempt_at` has passed, and without
+/// this it would look stuck; it runs, silently, once a breaker admits calls again.
+fn waiting_on_its_tool(state: &AppState, job: &Job) -> Option<String> {
+    let due = matches!(job.status, JobStatus::Queued | JobStatus::RetryScheduled)
+        && job.next_attempt_at_ms <= crate::clock::epoch_ms();
+    let tool = state.gateway.tool(&job.tool).filter(|_| due)?;
+    (!state
+        .gateway
+        .is_available(&tool, tokio::time::Instant::now()))
+    .then(|| texts::job_waiting_on_tool(&job.tool))
 }
 
 /// A job as found: described, and said where it was found when not just now in the store.
