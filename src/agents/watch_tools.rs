@@ -125,7 +125,7 @@ pub struct Ends {
     pub at: Option<String>,
     /// At most this many runs.
     #[serde(default)]
-    #[schemars(description = texts::ARG_AFTER_RUNS)]
+    #[schemars(description = texts::ARG_AFTER_RUNS, range(min = 1))]
     pub after_runs: Option<u32>,
     /// Until the watched flight departs.
     #[serde(default, deserialize_with = "null_is_false")]
