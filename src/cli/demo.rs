@@ -82,13 +82,17 @@ pub(crate) async fn demo(
 }
 
 /// Which keys the gateway's routes ask for, so that the banner's commands work when pasted:
-/// with client keys set, a `curl` without one would only be told 401.
+/// with client keys set, a `curl` without one would only be told 401; and whether callbacks
+/// can be signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct DemoKeys {
     /// Client keys are on (the flat list's variable is set, or `[[clients]]` are configured).
     client: bool,
     /// The admin key's variable, when it is set.
     admin_env: Option<String>,
+    /// The callback secret's variable, when it is not set: every `callback_url` is refused
+    /// until it is, which the banner says before anyone tries one.
+    unsigned_callbacks: Option<String>,
 }
 
 impl DemoKeys {
@@ -98,13 +102,15 @@ impl DemoKeys {
         DemoKeys {
             client: set(&config.auth.client_keys_env) || !config.clients.is_empty(),
             admin_env: set(&config.auth.admin_key_env).then(|| config.auth.admin_key_env.clone()),
+            unsigned_callbacks: (!set(&config.auth.callback_secret_env))
+                .then(|| config.auth.callback_secret_env.clone()),
         }
     }
 
     /// `banner` with a key on every command the gateway at `addr` would refuse without one (the
     /// simulator's take none), read from a shell variable: the banner never prints a key.
     fn sign(&self, banner: &str, addr: SocketAddr) -> String {
-        if !self.client && self.admin_env.is_none() {
+        if !self.client && self.admin_env.is_none() && self.unsigned_callbacks.is_none() {
             return banner.to_string();
         }
         let gateway = format!("http://{addr}/");
@@ -146,6 +152,11 @@ impl DemoKeys {
         if let Some(env) = &self.admin_env {
             said.push_str(&format!(
                 "  # forcing a breaker takes the admin key: the command below reads it from ${env}\n"
+            ));
+        }
+        if let Some(env) = &self.unsigned_callbacks {
+            said.push_str(&format!(
+                "  # a callback_url (of a background call, a watch or a back-in-service notice) is refused\n  # until {env} holds the secret that signs callbacks; restart with it set to use one\n"
             ));
         }
         said
@@ -272,11 +283,17 @@ mod tests {
     fn with_keys_set_every_gateway_command_sends_one_and_none_is_printed() {
         let open = banner_with(&[]);
         assert!(!open.contains("authorization"), "auth off: plain commands");
+        assert!(
+            open.contains("is refused\n  # until FAREGATE_CALLBACK_SECRET holds the secret"),
+            "{open}"
+        );
+        let signed = banner_with(&[("FAREGATE_CALLBACK_SECRET", "s")]);
+        assert!(!signed.contains("FAREGATE_CALLBACK_SECRET"), "{signed}");
         let keyed = banner_with(&[
-            ("FAREGATE_CLIENT_KEYS", "k-alpha-secret, k-beta-secret"),
-            ("FAREGATE_ADMIN_KEY", "adm-secret"),
+            ("FAREGATE_CLIENT_KEYS", "k-alpha-xyzzy, k-beta-xyzzy"),
+            ("FAREGATE_ADMIN_KEY", "adm-xyzzy"),
         ]);
-        assert!(!keyed.contains("secret"), "a key is printed:\n{keyed}");
+        assert!(!keyed.contains("xyzzy"), "a key is printed:\n{keyed}");
         assert!(keyed.contains("export FAREGATE_KEY="), "{keyed}");
         let commands: Vec<&str> = keyed
             .lines()
