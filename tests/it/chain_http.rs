@@ -225,7 +225,10 @@ async fn with_both_down_the_fallback_names_both_providers() {
         text.starts_with("The status of this flight could not be retrieved"),
         "{text}"
     );
-    assert!(text.contains("(amadeus and flightaware)"), "{text}");
+    assert!(
+        text.contains("no reliable answer is coming from amadeus and flightaware"),
+        "{text}"
+    );
 }
 
 /// An AeroAPI-shaped answer whose flight does not fit get_flight_status's output: its
