@@ -142,6 +142,16 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
     };
     let tool = job.tool.clone();
     let call_id = job.call_id.clone();
+    if job
+        .idempotency_key
+        .as_deref()
+        .is_some_and(|k| k.starts_with(crate::jobs::WATCH_RUN_KEY_PREFIX))
+    {
+        return Ok(Envelope::invalid_arguments(
+            CallInfo::new(state.gateway.call_id(call_id), tool),
+            texts::key_kept_for_watches(crate::jobs::WATCH_RUN_KEY_PREFIX),
+        ));
+    }
     match jobs.submit(job).await {
         Ok((job, created)) => {
             let call_id = call_id.unwrap_or_else(|| job.id.clone());

@@ -56,8 +56,8 @@ mod tests;
 use std::sync::Arc;
 
 pub use store::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, Store, StoreError,
-    Transition,
+    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, Overdue, QueueStats, Store,
+    StoreError, Transition, WATCH_RUN_KEY_PREFIX,
 };
 pub use submit::SubmitError;
 pub use system::{Found, JobSystem, Listing};

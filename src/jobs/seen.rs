@@ -18,8 +18,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::store::{Job, JobStatus};
-use crate::clients::ClientName;
+use super::store::{Job, JobFilter};
 
 /// Jobs remembered at most.
 const CAPACITY: u64 = 10_000;
@@ -73,22 +72,12 @@ impl Seen {
 
     /// Sightings of jobs matching the filters (as [`JobStore::list`](super::JobStore::list)),
     /// newest job first, at most `limit`.
-    pub(super) fn list(
-        &self,
-        status: Option<JobStatus>,
-        tool: Option<&str>,
-        client: Option<&ClientName>,
-        limit: u32,
-    ) -> Vec<Sighting> {
+    pub(super) fn list(&self, filter: JobFilter<'_>, limit: u32) -> Vec<Sighting> {
         let mut found: Vec<Sighting> = self
             .0
             .iter()
             .map(|(_, sighting)| sighting)
-            .filter(|s| {
-                status.is_none_or(|want| s.job.status == want)
-                    && tool.is_none_or(|want| s.job.tool == want)
-                    && client.is_none_or(|want| s.job.client == *want)
-            })
+            .filter(|s| filter.holds(&s.job))
             .collect();
         // Job ids are UUIDv7: by id is by creation time.
         found.sort_by(|a, b| b.job.id.cmp(&a.job.id));
@@ -102,7 +91,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::jobs::store::CallbackState;
+    use crate::clients::ClientName;
+    use crate::jobs::store::{CallbackState, JobStatus};
+
+    fn filter<'a>(
+        status: Option<JobStatus>,
+        tool: Option<&'a str>,
+        client: Option<&'a ClientName>,
+    ) -> JobFilter<'a> {
+        JobFilter {
+            status,
+            tool,
+            client,
+            ..JobFilter::default()
+        }
+    }
 
     fn name(client: &str) -> ClientName {
         ClientName::configured(client).unwrap_or_else(|e| panic!("{e}"))
@@ -159,18 +162,21 @@ mod tests {
         let ids = |list: Vec<Sighting>| list.iter().map(|s| s.job.id.clone()).collect::<Vec<_>>();
         let acme = name("acme");
         assert_eq!(
-            ids(seen.list(None, None, Some(&acme), 10)),
+            ids(seen.list(filter(None, None, Some(&acme)), 10)),
             ["04", "03", "01"]
         );
         assert_eq!(
-            ids(seen.list(Some(JobStatus::Queued), None, Some(&acme), 10)),
+            ids(seen.list(filter(Some(JobStatus::Queued), None, Some(&acme)), 10)),
             ["04", "01"]
         );
-        assert_eq!(ids(seen.list(None, None, Some(&acme), 1)), ["04"]);
+        assert_eq!(ids(seen.list(filter(None, None, Some(&acme)), 1)), ["04"]);
         assert_eq!(
-            ids(seen.list(None, None, None, 10)),
+            ids(seen.list(filter(None, None, None), 10)),
             ["04", "03", "02", "01"]
         );
-        assert!(seen.list(None, Some("book_flight"), None, 10).is_empty());
+        assert!(
+            seen.list(filter(None, Some("book_flight"), None), 10)
+                .is_empty()
+        );
     }
 }

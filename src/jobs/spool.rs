@@ -29,8 +29,7 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
-use super::store::{Job, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
-use crate::clients::ClientName;
+use super::store::{Job, JobFilter, JobStore, NewJob, STORE_WAIT, Store, StoreError};
 use crate::clock;
 use crate::fingerprint::canonical_json;
 use crate::store::{Db, within};
@@ -177,15 +176,13 @@ impl Spool {
     /// Spooled jobs matching the filters (as [`JobStore::list`]), newest first.
     pub(super) async fn list(
         &self,
-        status: Option<JobStatus>,
-        tool: Option<&str>,
-        client: Option<&ClientName>,
+        filter: JobFilter<'_>,
         limit: u32,
     ) -> Result<Vec<Job>, StoreError> {
         if self.depth() == 0 {
             return Ok(Vec::new());
         }
-        self.file().await?.list(status, tool, client, limit).await
+        self.file().await?.list(filter, limit).await
     }
 
     /// Whether the store failed within the last [`AWAY_FOR`]: submissions and the job API's

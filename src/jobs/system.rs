@@ -26,7 +26,7 @@ use super::policy::RequeuePolicy;
 use super::run::Runner;
 use super::seen::Seen;
 use super::spool::{self, Kept, Spool};
-use super::store::{Job, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
+use super::store::{Job, JobFilter, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
 use super::submit::{self, CallbackRules, SubmitError};
 use crate::call::Gateway;
 use crate::clients::ClientName;
@@ -304,14 +304,8 @@ impl JobSystem {
     /// Jobs of `client` (every client's for `None`), newest first, filtered as
     /// [`JobStore::list`]. When the store fails: the jobs in this replica's spool and those it
     /// has seen, marked incomplete; an error only when there are none.
-    pub async fn list(
-        &self,
-        status: Option<JobStatus>,
-        tool: Option<&str>,
-        client: Option<&ClientName>,
-        limit: u32,
-    ) -> Result<Listing, StoreError> {
-        let listed = self.store.list(status, tool, client, limit);
+    pub async fn list(&self, filter: JobFilter<'_>, limit: u32) -> Result<Listing, StoreError> {
+        let listed = self.store.list(filter, limit);
         let read = match &self.spool {
             None => listed.await,
             Some(spool) if spool.skipping_store() => Err(StoreError(
@@ -338,7 +332,7 @@ impl JobSystem {
         };
         let mut jobs: Vec<Found> = match &self.spool {
             Some(spool) => spool
-                .list(status, tool, client, limit)
+                .list(filter, limit)
                 .await
                 .unwrap_or_default()
                 .into_iter()
@@ -349,7 +343,7 @@ impl JobSystem {
                 .collect(),
             None => Vec::new(),
         };
-        for sighting in self.seen.list(status, tool, client, limit) {
+        for sighting in self.seen.list(filter, limit) {
             if !jobs.iter().any(|f| f.job.id == sighting.job.id) {
                 jobs.push(Found::sighted(&sighting));
             }

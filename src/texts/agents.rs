@@ -126,6 +126,13 @@ pub fn job_ended_without_result(
     )
 }
 
+/// A background call whose idempotency key starts as a watch's runs' keys do.
+pub fn key_kept_for_watches(prefix: &str) -> String {
+    format!(
+        "idempotency_key must not start with \"{prefix}\": keys that start so name the runs of watches; choose another key"
+    )
+}
+
 /// A job that is due but whose tool admits no calls now.
 pub fn job_waiting_on_tool(tool: &str) -> String {
     format!(

@@ -23,7 +23,9 @@ use crate::clients::ClientName;
 use crate::clock;
 use crate::config::WatchesConfig;
 use crate::jobs::callbacks::notice::{Delivery, NoticeSender};
-use crate::jobs::{JobStatus, Jobs, NewJob, StoreError, SubmitError, rfc3339};
+use crate::jobs::{
+    JobStatus, Jobs, NewJob, StoreError, SubmitError, WATCH_RUN_KEY_PREFIX, rfc3339,
+};
 use crate::texts::watches as texts;
 
 /// How often the loop looks for due instants and ended runs.
@@ -314,7 +316,7 @@ impl WatchSystem {
                 arguments: watch.arguments.clone(),
                 call_id: Some(format!("watch-{}-{instant}", watch.id)),
                 client: watch.client.clone(),
-                idempotency_key: Some(format!("watch:{}:{instant}", watch.id)),
+                idempotency_key: Some(format!("{WATCH_RUN_KEY_PREFIX}{}:{instant}", watch.id)),
                 callback_url: None,
                 trace: None,
             })

@@ -331,7 +331,7 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
     for (path, accepted) in [
         (
             "/v1/jobs?limit=lots",
-            "the parameters are status, tool and limit",
+            "the parameters are status, tool, origin (calls, watch_runs or all) and limit",
         ),
         ("/v1/bookings?limit=lots", "the one parameter is limit"),
         ("/v1/tools?available=maybe", "the parameters are format ("),

@@ -725,3 +725,73 @@ async fn without_a_job_store_the_watch_tools_are_not_offered_and_say_so_if_calle
         "{block:#}"
     );
 }
+
+#[tokio::test]
+async fn a_clients_job_list_holds_its_calls_and_its_watches_runs_only_when_asked() {
+    let s = stack().await;
+    let (status, created) = s
+        .post(
+            "/v1/watches",
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created:#}");
+    let id = created["watch_id"].as_str().unwrap_or_default().to_string();
+    wait_for_watch(&s, &id, "two runs", |w| runs(w) >= 2).await;
+    let (_, call) = s
+        .submit(
+            "get_flight_status",
+            json!({"arguments": flight(), "mode": "background", "idempotency_key": "mine-1"}),
+        )
+        .await;
+    let keys = |listed: &Value| -> Vec<String> {
+        listed["jobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|j| j["idempotency_key"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let (_, own) = s.get_json("/v1/jobs").await;
+    assert_eq!(
+        keys(&own),
+        ["mine-1"],
+        "the client's own calls by default: {own:#}"
+    );
+    assert_eq!(own["jobs"][0]["job_id"], call["job_id"]);
+    let (_, runs_listed) = s.get_json("/v1/jobs?origin=watch_runs").await;
+    let run_keys = keys(&runs_listed);
+    assert!(
+        run_keys.len() >= 2
+            && run_keys
+                .iter()
+                .all(|k| k.starts_with(&format!("watch:{id}:"))),
+        "{runs_listed:#}"
+    );
+    let (_, all) = s.get_json("/v1/jobs?origin=all").await;
+    assert_eq!(keys(&all).len(), run_keys.len() + 1, "{all:#}");
+    let (status, bad) = s.get_json("/v1/jobs?origin=mine").await;
+    assert_eq!(status, 400, "{bad:#}");
+    assert!(
+        bad["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("use calls (the default"),
+        "{bad:#}"
+    );
+    // A client's key cannot pose as a watch's run.
+    let (status, posing) = s
+        .submit(
+            "get_flight_status",
+            json!({"arguments": flight(), "mode": "background", "idempotency_key": format!("watch:{id}:1")}),
+        )
+        .await;
+    assert_eq!(status, 422, "{posing:#}");
+    assert!(
+        posing["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("must not start with \"watch:\""),
+        "{posing:#}"
+    );
+}

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::clients::ClientName;
 use crate::http::edge::{ApiError, Caller, PathParam};
 use crate::http::state::{AppState, SharedState};
-use crate::jobs::{Found, Job, JobStatus, Jobs, rfc3339};
+use crate::jobs::{Found, Job, JobFilter, JobStatus, Jobs, Origin, rfc3339};
 use crate::texts::agents as texts;
 
 /// The job as the API shows it.
@@ -193,6 +193,8 @@ pub(crate) struct ListQuery {
     tool: Option<String>,
     #[serde(default)]
     limit: Option<u32>,
+    #[serde(default)]
+    origin: Option<String>,
 }
 
 /// `GET /v1/jobs`: the caller's own jobs (every client's for the admin key).
@@ -202,7 +204,10 @@ pub(crate) async fn list(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(q) = query.map_err(|e| {
-        ApiError::bad_query(e, "the parameters are status, tool and limit (1 to 1000)")
+        ApiError::bad_query(
+            e,
+            "the parameters are status, tool, origin (calls, watch_runs or all) and limit (1 to 1000)",
+        )
     })?;
     let jobs = jobs(&state)?;
     let status = match q.status.as_deref() {
@@ -214,12 +219,27 @@ pub(crate) async fn list(
             ))
         })?),
     };
+    // A client's own calls by default: its watches' runs (one per interval) would soon push
+    // them off the list, and they are read through GET /v1/watches.
+    let origin = match q.origin.as_deref() {
+        None | Some("calls") => Origin::Calls,
+        Some("watch_runs") => Origin::WatchRuns,
+        Some("all") => Origin::Any,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "origin \"{other}\" is not valid; use calls (the default: background calls), watch_runs (the runs of watches) or all"
+            )));
+        }
+    };
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     let client = visible_client(&caller);
-    let listing = jobs
-        .list(status, q.tool.as_deref(), client.as_ref(), limit)
-        .await
-        .map_err(store_error)?;
+    let filter = JobFilter {
+        status,
+        tool: q.tool.as_deref(),
+        client: client.as_ref(),
+        origin,
+    };
+    let listing = jobs.list(filter, limit).await.map_err(store_error)?;
     let mut answer = json!({ "jobs": listing.jobs.iter().map(describe_found).collect::<Vec<_>>() });
     if !listing.complete {
         answer["partial"] = Value::String(texts::JOBS_PARTIAL.to_string());

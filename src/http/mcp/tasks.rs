@@ -51,7 +51,7 @@ use crate::call::{Envelope, Status};
 use crate::clock;
 use crate::http::edge::Caller;
 use crate::http::state::AppState;
-use crate::jobs::{Job, JobStatus, rfc3339};
+use crate::jobs::{Job, JobFilter, JobStatus, Origin, rfc3339};
 use crate::texts::tasks as texts;
 
 /// How often a client should poll `tasks/get`. The dispatcher looks for due jobs every 250 ms
@@ -288,16 +288,20 @@ pub(super) async fn custom(
     }
 }
 
-/// `tasks/list`: the caller's newest tasks (its background jobs), newest first.
+/// `tasks/list`: the caller's newest tasks (its background jobs, not its watches' runs),
+/// newest first.
 async fn list(state: &AppState, caller: &Caller) -> Result<Value, ErrorData> {
     let jobs = state.jobs.as_ref().ok_or_else(no_job_store)?;
-    let listing = jobs
-        .list(None, None, Some(&caller.client()), LIST_LIMIT)
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "could not list tasks");
-            ErrorData::internal_error(texts::TASK_STORE_DOWN, None)
-        })?;
+    let client = caller.client();
+    let filter = JobFilter {
+        client: Some(&client),
+        origin: Origin::Calls,
+        ..JobFilter::default()
+    };
+    let listing = jobs.list(filter, LIST_LIMIT).await.map_err(|e| {
+        tracing::warn!(error = %e, "could not list tasks");
+        ErrorData::internal_error(texts::TASK_STORE_DOWN, None)
+    })?;
     let tasks: Vec<Task> = listing
         .jobs
         .iter()

@@ -230,6 +230,16 @@ pub(crate) const ROUTES: &[Route] = &[
                     schema: ParamSchema::Text,
                 },
                 Param {
+                    name: "origin",
+                    place: Place::Query,
+                    description: Some(
+                        "calls (the default: the client's own background calls), watch_runs (the runs of its watches) or all.",
+                    ),
+                    schema: ParamSchema::Inline(
+                        || json!({"type": "string", "enum": ["calls", "watch_runs", "all"]}),
+                    ),
+                },
+                Param {
                     name: "limit",
                     place: Place::Query,
                     description: Some(

@@ -9,6 +9,7 @@ use sqlx::pool::PoolConnection;
 
 use super::{Kept, Spool};
 use crate::clients::ClientName;
+use crate::jobs::store::JobFilter;
 use crate::jobs::store::{Job, JobStatus, JobStore, NewJob, Store};
 use crate::store::Db;
 use crate::telemetry::{AlertRules, Telemetry};
@@ -88,7 +89,7 @@ async fn spool_directly(spool: &Spool, job: NewJob) -> Job {
 
 async fn all(store: &Store) -> Vec<Job> {
     store
-        .list(None, None, None, 100)
+        .list(JobFilter::default(), 100)
         .await
         .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -8,7 +8,8 @@
 use std::sync::Mutex;
 
 use super::model::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError, Transition,
+    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError,
+    Transition,
 };
 use crate::clients::ClientName;
 
@@ -87,21 +88,11 @@ impl JobStore for MemoryStore {
         Ok(self.jobs().iter().find(|j| j.id == id).cloned())
     }
 
-    async fn list(
-        &self,
-        status: Option<JobStatus>,
-        tool: Option<&str>,
-        client: Option<&ClientName>,
-        limit: u32,
-    ) -> Result<Vec<Job>, StoreError> {
+    async fn list(&self, filter: JobFilter<'_>, limit: u32) -> Result<Vec<Job>, StoreError> {
         let mut found: Vec<Job> = self
             .jobs()
             .iter()
-            .filter(|j| {
-                status.is_none_or(|s| j.status == s)
-                    && tool.is_none_or(|t| j.tool == t)
-                    && client.is_none_or(|c| j.client == *c)
-            })
+            .filter(|j| filter.holds(j))
             .cloned()
             .collect();
         found.sort_by(|a, b| b.id.cmp(&a.id));

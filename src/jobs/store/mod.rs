@@ -17,7 +17,8 @@ mod unreadable;
 mod tests;
 
 pub use model::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError, Transition,
+    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, Overdue, QueueStats,
+    StoreError, Transition, WATCH_RUN_KEY_PREFIX,
 };
 pub use sql::Store;
 

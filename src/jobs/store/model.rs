@@ -9,6 +9,61 @@ use crate::clients::ClientName;
 pub use crate::store::StoreError;
 use crate::trace_context::TraceContext;
 
+/// The start of the idempotency key of every job a watch submits (`watch:<watch id>:<run
+/// instant>`): how a listing tells a watch's runs from a client's own calls. A client's own key
+/// may not start with it (`http::calls` refuses one).
+pub const WATCH_RUN_KEY_PREFIX: &str = "watch:";
+
+/// Which jobs a listing holds, by where they came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// Every job.
+    #[default]
+    Any,
+    /// The client's own background calls (not a watch's runs).
+    Calls,
+    /// The runs of the client's watches.
+    WatchRuns,
+}
+
+impl Origin {
+    /// Whether `job` came from here.
+    pub fn holds(self, job: &Job) -> bool {
+        let watch_run = job
+            .idempotency_key
+            .as_deref()
+            .is_some_and(|k| k.starts_with(WATCH_RUN_KEY_PREFIX));
+        match self {
+            Origin::Any => true,
+            Origin::Calls => !watch_run,
+            Origin::WatchRuns => watch_run,
+        }
+    }
+}
+
+/// What a listing of jobs keeps: each filter that is set must hold.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JobFilter<'a> {
+    /// Only jobs in this state.
+    pub status: Option<JobStatus>,
+    /// Only jobs of this tool.
+    pub tool: Option<&'a str>,
+    /// Only this client's jobs.
+    pub client: Option<&'a ClientName>,
+    /// Only jobs from here.
+    pub origin: Origin,
+}
+
+impl JobFilter<'_> {
+    /// Whether `job` passes (what the SQL statement asks, for the stores held in memory).
+    pub fn holds(&self, job: &Job) -> bool {
+        self.status.is_none_or(|s| job.status == s)
+            && self.tool.is_none_or(|t| job.tool == t)
+            && self.client.is_none_or(|c| job.client == *c)
+            && self.origin.holds(job)
+    }
+}
+
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
@@ -294,12 +349,10 @@ pub trait JobStore: Send + Sync {
     ) -> impl Future<Output = Result<(Job, bool), StoreError>> + Send;
     /// One job.
     fn get(&self, id: &str) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
-    /// Jobs, newest first, optionally filtered by status, tool and client.
+    /// Jobs, newest first, as `filter` keeps them, at most `limit`.
     fn list(
         &self,
-        status: Option<JobStatus>,
-        tool: Option<&str>,
-        client: Option<&ClientName>,
+        filter: JobFilter<'_>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
     /// Leases up to `limit` due jobs (queued or retry-scheduled and due, or running with an

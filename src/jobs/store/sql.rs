@@ -7,7 +7,8 @@
 use serde_json::Value;
 
 use super::model::{
-    CallbackState, Job, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError, Transition,
+    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, Overdue, QueueStats,
+    StoreError, Transition,
 };
 use super::unreadable;
 use crate::clients::ClientName;
@@ -172,6 +173,8 @@ const LIST: &str = concat!(
      WHERE (CAST($1 AS TEXT) IS NULL OR status = CAST($1 AS TEXT))
        AND (CAST($2 AS TEXT) IS NULL OR tool = CAST($2 AS TEXT))
        AND (CAST($3 AS TEXT) IS NULL OR client = CAST($3 AS TEXT))
+       AND (CAST($5 AS TEXT) IS NULL
+            OR (CAST($5 AS TEXT) = 'watch_runs') = (COALESCE(idempotency_key, '') LIKE 'watch:%'))
      ORDER BY id DESC LIMIT CAST($4 AS BIGINT)"
 );
 
@@ -479,18 +482,20 @@ impl JobStore for Store {
         Ok(found.into_iter().next())
     }
 
-    async fn list(
-        &self,
-        status: Option<JobStatus>,
-        tool: Option<&str>,
-        client: Option<&ClientName>,
-        limit: u32,
-    ) -> Result<Vec<Job>, StoreError> {
+    async fn list(&self, filter: JobFilter<'_>, limit: u32) -> Result<Vec<Job>, StoreError> {
+        // `$5`: NULL for every job, else which side of `WATCH_RUN_KEY_PREFIX` (the statement's
+        // `'watch:%'`) to keep.
+        let origin = match filter.origin {
+            Origin::Any => None,
+            Origin::Calls => Some("calls"),
+            Origin::WatchRuns => Some("watch_runs"),
+        };
         let args = [
-            Arg::Text(status.map(JobStatus::as_str)),
-            Arg::Text(tool),
-            Arg::Text(client.map(ClientName::as_str)),
+            Arg::Text(filter.status.map(JobStatus::as_str)),
+            Arg::Text(filter.tool),
+            Arg::Text(filter.client.map(ClientName::as_str)),
             Arg::Int(Some(i64::from(limit))),
+            Arg::Text(origin),
         ];
         self.db.fetch(LIST, &args, job_from_row).await
     }

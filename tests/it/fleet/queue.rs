@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use faregate::jobs::{JobStatus, JobStore, Store};
+use faregate::jobs::{JobFilter, JobStatus, JobStore, Store};
 use faregate_sim::RouteGroup;
 use futures::StreamExt;
 use serde_json::json;
@@ -89,7 +89,13 @@ async fn three_instances_run_each_of_1000_jobs_exactly_once() {
     })
     .await;
     let all = check
-        .list(Some(JobStatus::Succeeded), None, None, 2000)
+        .list(
+            JobFilter {
+                status: Some(JobStatus::Succeeded),
+                ..JobFilter::default()
+            },
+            2000,
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(all.len(), JOBS);

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use faregate::jobs::{JobStatus, JobStore, Store};
+use faregate::jobs::{JobFilter, JobStatus, JobStore, Store};
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -182,7 +182,7 @@ async fn no_job_is_lost_nor_run_twice_while_postgres_is_away_from_a_replica() {
     let all = ids.len();
     wait_until(Duration::from_secs(60), "every job to succeed", || async {
         let jobs = check
-            .list(None, None, None, 1000)
+            .list(JobFilter::default(), 1000)
             .await
             .map_err(|e| e.to_string())?;
         let done = jobs

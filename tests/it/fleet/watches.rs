@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use faregate::config::Config;
-use faregate::jobs::{JobStatus, JobStore, Store};
+use faregate::jobs::{JobFilter, JobStatus, JobStore, Store};
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 
@@ -70,7 +70,13 @@ fn runs(w: &Value) -> u64 {
 async fn jobs_of(store: &Store, id: &str) -> Vec<(String, JobStatus)> {
     let prefix = format!("watch:{id}:");
     store
-        .list(None, Some("get_flight_status"), None, 1000)
+        .list(
+            JobFilter {
+                tool: Some("get_flight_status"),
+                ..JobFilter::default()
+            },
+            1000,
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .into_iter()

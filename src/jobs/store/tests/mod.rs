@@ -103,6 +103,46 @@ mod claims;
 mod ends;
 mod sql_store;
 
+conformance!(
+    a_listing_tells_a_clients_calls_from_its_watches_runs,
+    check_a_listing_tells_a_clients_calls_from_its_watches_runs
+);
+async fn check_a_listing_tells_a_clients_calls_from_its_watches_runs<S: JobStore>(s: Arc<S>) {
+    let run_key = format!("{WATCH_RUN_KEY_PREFIX}0199-watch:{T0}");
+    let mut ids = Vec::new();
+    for (i, key) in [
+        None,
+        Some("trip-1"),
+        Some(run_key.as_str()),
+        Some("watchful"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (job, _) = s
+            .enqueue(new_job("search_flights", key), T0 + i as i64)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        ids.push(job.id);
+    }
+    let listed = |origin| {
+        let s = Arc::clone(&s);
+        async move {
+            let filter = JobFilter {
+                origin,
+                ..JobFilter::default()
+            };
+            let jobs = s.list(filter, 10).await.unwrap_or_else(|e| panic!("{e}"));
+            jobs.into_iter().map(|j| j.id).collect::<Vec<_>>()
+        }
+    };
+    // Newest first; a key that merely starts with "watch" is a call.
+    let [call, keyed, run, watchful] = [0, 1, 2, 3].map(|i| ids[i].clone());
+    assert_eq!(listed(Origin::Calls).await, [watchful, keyed, call]);
+    assert_eq!(listed(Origin::WatchRuns).await, [run]);
+    assert_eq!(listed(Origin::Any).await.len(), 4);
+}
+
 conformance!(enqueue_then_get, check_enqueue_then_get);
 async fn check_enqueue_then_get<S: JobStore>(s: Arc<S>) {
     let (job, created) = s
@@ -193,12 +233,18 @@ async fn check_idempotency<S: JobStore>(s: Arc<S>) {
     assert_eq!(stored(&*s, &a.id).await.client, ClientName::local());
     let travel_app = ClientName::stored("travel-app");
     let listed = s
-        .list(None, None, Some(&travel_app), 10)
+        .list(
+            JobFilter {
+                client: Some(&travel_app),
+                ..JobFilter::default()
+            },
+            10,
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(listed, [f], "a client's listing holds its jobs only");
     let everyone = s
-        .list(None, None, None, 10)
+        .list(JobFilter::default(), 10)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(everyone.len(), 5);
