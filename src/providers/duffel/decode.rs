@@ -101,7 +101,7 @@ pub fn decode_response(
         }
         ToolRequest::BookHotel(_, terms) => {
             let booking: wire::StaysBooking = decode(status, &headers, body)?;
-            let (amount, currency) = super::stays::booked_rate(&booking).unwrap_or_default();
+            let (amount, currency) = booking.booked_rate().unwrap_or_default();
             Ok(ToolOutput::BookHotel(super::stays::output(
                 booking,
                 amount,

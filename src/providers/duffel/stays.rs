@@ -11,11 +11,8 @@ use std::time::Duration;
 
 use reqwest::Method;
 
-use super::{
-    DuffelClient, data_json, key_metadata, made_for, read_before_write, same_amount,
-    whose_duplicate, wire, within_budget,
-};
-use crate::providers::booking::FoundBooking;
+use super::lookup::{key_metadata, made_for, whose_duplicate};
+use super::{DuffelClient, data_json, read_before_write, same_amount, wire, within_budget};
 use crate::providers::error::{ErrorKind, UpstreamError};
 use crate::tools::{WriteTerms, book_hotel};
 
@@ -115,40 +112,4 @@ pub(super) fn output(
         booking_id: booking.id,
         idempotency_key: idempotency_key.to_string(),
     }
-}
-
-/// A listed booking as reconciliation records it: the amount is that of the one rate its
-/// accommodation carries (a listed booking has no total of its own); a booking without one
-/// cannot be recorded, and concludes nothing.
-pub(super) fn found(booking: wire::StaysBooking) -> Result<FoundBooking, UpstreamError> {
-    let Some((amount, currency)) = booked_rate(&booking) else {
-        return Err(UpstreamError::new(
-            ErrorKind::Malformed,
-            format!(
-                "stays booking {} lists no rate to read its amount from",
-                booking.id
-            ),
-        ));
-    };
-    Ok(FoundBooking {
-        booking_reference: booking
-            .reference
-            .clone()
-            .unwrap_or_else(|| booking.id.clone()),
-        amount,
-        currency,
-        order_id: booking.id,
-    })
-}
-
-/// The total and currency of the one rate a booking's accommodation carries.
-pub(super) fn booked_rate(booking: &wire::StaysBooking) -> Option<(String, String)> {
-    let rate = booking
-        .accommodation
-        .as_ref()?
-        .rooms
-        .first()?
-        .rates
-        .first()?;
-    Some((rate.total_amount.clone(), rate.total_currency.clone()))
 }

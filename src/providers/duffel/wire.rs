@@ -160,6 +160,15 @@ pub(crate) struct StaysBooking {
     pub metadata: Option<BTreeMap<String, serde_json::Value>>,
 }
 
+impl StaysBooking {
+    /// The total and currency of the one rate the booking's accommodation carries (a listed
+    /// booking has no total of its own).
+    pub(crate) fn booked_rate(&self) -> Option<(String, String)> {
+        let rate = self.accommodation.as_ref()?.rooms.first()?.rates.first()?;
+        Some((rate.total_amount.clone(), rate.total_currency.clone()))
+    }
+}
+
 /// The offer request with its offers. The offer types borrow their strings from the answer's
 /// body ([`WireStr`]): a search answer holds hundreds of strings, and the result keeps few.
 #[derive(Debug, Deserialize)]
