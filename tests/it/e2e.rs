@@ -60,14 +60,13 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
         .unwrap_or_default()
         .to_string();
 
-    let booked = ok(
-        &s,
-        "book_flight",
+    // The offer, priced, for the traveller, under `key`.
+    let booking = |key: &str| {
         json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
-                                 "confirmed_total_amount": total},
-                   "idempotency_key": "e2e-booking-1"}),
-    )
-    .await;
+                             "confirmed_total_amount": total},
+               "idempotency_key": key})
+    };
+    let booked = ok(&s, "book_flight", booking("e2e-booking-1")).await;
     assert_eq!(booked["data"]["total_amount"], total.as_str());
     assert!(
         booked["data"]["booking_reference"]
@@ -86,14 +85,7 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
     // The same key again reaches the provider here (no booking ledger without a store):
     // Duffel refuses it as a duplicate, and the gateway finds the order it made under that key
     // and answers it as the booking, as the key promises.
-    let repeat = ok(
-        &s,
-        "book_flight",
-        json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
-                                 "confirmed_total_amount": total},
-                   "idempotency_key": "e2e-booking-1"}),
-    )
-    .await;
+    let repeat = ok(&s, "book_flight", booking("e2e-booking-1")).await;
     for field in [
         "order_id",
         "booking_reference",
@@ -108,14 +100,7 @@ async fn every_duffel_tool_answers_ok_with_data_end_to_end() {
     // The same offer under a new key: booked, but not under this key. Nothing was booked by
     // this call, the model is not told "the earlier booking stands" (it may be another
     // client's), and it is told not to book another offer before asking the traveller.
-    let (_, again) = s
-        .call(
-            "book_flight",
-            json!({"arguments": {"offer_id": offer_id, "travellers": [traveller()],
-                                 "confirmed_total_amount": total},
-                   "idempotency_key": "e2e-booking-2"}),
-        )
-        .await;
+    let (_, again) = s.call("book_flight", booking("e2e-booking-2")).await;
     assert_eq!(again["status"], "rejected", "{again:#}");
     let text = again["content"].as_str().unwrap_or_default();
     for says in [
