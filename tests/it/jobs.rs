@@ -71,6 +71,33 @@ pub(crate) fn signed_with(secret: &str, header: &str, body: &[u8]) -> bool {
     v1 == expected
 }
 
+/// Forces every breaker of search_flights to `state`: "open" holds its jobs queued (the
+/// dispatcher claims none for a tool that admits no calls), "auto" lets them run.
+async fn force_search_flights(s: &Stack, state: &str) {
+    let (_, listed) = s.get_json("/v1/breakers").await;
+    let keys: Vec<String> = listed["breakers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| {
+            b["tools"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("search_flights")))
+        })
+        .filter_map(|b| b["key"].as_str().map(str::to_string))
+        .collect();
+    assert!(!keys.is_empty(), "{listed:#}");
+    for key in &keys {
+        let (status, body) = s
+            .post(
+                &format!("/v1/breakers/{key}/force"),
+                json!({"state": state}),
+            )
+            .await;
+        assert_eq!(status, 200, "{key}: {body:#}");
+    }
+}
+
 #[tokio::test]
 async fn a_background_call_is_accepted_at_once_and_succeeds_with_a_signed_callback() {
     let s = stack().await;
@@ -220,6 +247,8 @@ async fn a_refusal_the_model_must_fix_ends_the_job_dead_with_its_error() {
 #[tokio::test]
 async fn an_idempotency_key_returns_the_existing_job() {
     let s = stack().await;
+    // Held queued while the key is sent again: a job that has ended answers otherwise (below).
+    force_search_flights(&s, "open").await;
     let body =
         json!({"arguments": flights(23), "mode": "background", "idempotency_key": "price-watch-7"});
     let (a, first) = s.submit("search_flights", body.clone()).await;
@@ -235,6 +264,7 @@ async fn an_idempotency_key_returns_the_existing_job() {
     let (_, list) = s.get_json("/v1/jobs?tool=search_flights").await;
     assert_eq!(list["jobs"].as_array().map(Vec::len), Some(1));
     // Once the job has succeeded, the key is answered with its result, not "queued".
+    force_search_flights(&s, "auto").await;
     let id = first["job_id"].as_str().unwrap_or_default().to_string();
     let done = s
         .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
@@ -261,6 +291,8 @@ async fn an_idempotency_key_returns_the_existing_job() {
 #[tokio::test]
 async fn an_idempotency_key_used_with_other_arguments_is_refused() {
     let s = stack().await;
+    // Held queued, so that the same request sent again is answered 202 with its job.
+    force_search_flights(&s, "open").await;
     let with = |arguments: Value| json!({"arguments": arguments, "mode": "background", "idempotency_key": "trip-9"});
     let (_, first) = s.submit("search_flights", with(flights(23))).await;
     let date = flights(23)["departure_date"].clone();
@@ -360,35 +392,7 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
 #[tokio::test]
 async fn a_due_job_whose_tool_admits_no_calls_says_it_is_waiting_not_stuck() {
     let s = stack().await;
-    let (_, listed) = s.get_json("/v1/breakers").await;
-    let keys: Vec<String> = listed["breakers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|b| {
-            b["tools"]
-                .as_array()
-                .is_some_and(|t| t.contains(&json!("search_flights")))
-        })
-        .filter_map(|b| b["key"].as_str().map(str::to_string))
-        .collect();
-    assert!(!keys.is_empty(), "{listed:#}");
-    let force = |state: &'static str| {
-        let keys = keys.clone();
-        let s = &s;
-        async move {
-            for key in &keys {
-                let (status, body) = s
-                    .post(
-                        &format!("/v1/breakers/{key}/force"),
-                        json!({"state": state}),
-                    )
-                    .await;
-                assert_eq!(status, 200, "{key}: {body:#}");
-            }
-        }
-    };
-    force("open").await;
+    force_search_flights(&s, "open").await;
     let (_, queued) = s
         .submit(
             "search_flights",
@@ -403,7 +407,7 @@ async fn a_due_job_whose_tool_admits_no_calls_says_it_is_waiting_not_stuck() {
         waiting.starts_with("due, and waiting: search_flights admits no calls now"),
         "{job:#}"
     );
-    force("auto").await;
+    force_search_flights(&s, "auto").await;
     let done = s
         .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
         .await;
