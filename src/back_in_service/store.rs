@@ -10,10 +10,11 @@ use crate::clients::ClientName;
 use crate::outbox::{KeyColumn, Outbox, Spec};
 use crate::store::{Arg, Db, Migration, Owned, Schema, StoreError, StoreRow};
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    name: "back_in_service_1_notices",
-    statements: &[
-        "CREATE TABLE IF NOT EXISTS faregate_back_in_service (
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "back_in_service_1_notices",
+        statements: &[
+            "CREATE TABLE IF NOT EXISTS faregate_back_in_service (
             id TEXT PRIMARY KEY,
             client TEXT NOT NULL,
             tool TEXT NOT NULL,
@@ -27,20 +28,26 @@ const MIGRATIONS: &[Migration] = &[Migration {
             next_callback_at BIGINT,
             updated_at BIGINT NOT NULL
         )",
-        "CREATE INDEX IF NOT EXISTS faregate_back_in_service_waiting
+            "CREATE INDEX IF NOT EXISTS faregate_back_in_service_waiting
              ON faregate_back_in_service (state, tool)",
-        "CREATE INDEX IF NOT EXISTS faregate_back_in_service_client
+            "CREATE INDEX IF NOT EXISTS faregate_back_in_service_client
              ON faregate_back_in_service (client, created_at)",
-        "CREATE INDEX IF NOT EXISTS faregate_back_in_service_callbacks
+            "CREATE INDEX IF NOT EXISTS faregate_back_in_service_callbacks
              ON faregate_back_in_service (callback_state, next_callback_at)",
-    ],
-}];
+        ],
+    },
+    // Why the callback's last delivery failed, for the client to read on the notice.
+    Migration {
+        name: "back_in_service_2_callback_error",
+        statements: &["ALTER TABLE faregate_back_in_service ADD COLUMN callback_error TEXT"],
+    },
+];
 
 /// Every column, by name (a macro, so the outbox's select can be made of it).
 macro_rules! columns {
     () => {
         "id, client, tool, callback_url, state, created_at, expires_at, fired_at,
-         callback_state, callback_attempts, next_callback_at, updated_at"
+         callback_state, callback_attempts, next_callback_at, callback_error, updated_at"
     };
 }
 
@@ -118,6 +125,8 @@ pub struct Notice {
     pub callback_attempts: u32,
     /// When the next delivery is due, or until when a replica holds it (epoch ms).
     pub next_callback_at_ms: Option<i64>,
+    /// Why the last delivery failed (`None` once one succeeds, or before any).
+    pub callback_error: Option<String>,
     /// Last change (epoch ms).
     pub updated_at_ms: i64,
 }
@@ -145,6 +154,7 @@ fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
         callback: r.text("callback_state")?,
         callback_attempts: u32::try_from(int("callback_attempts")?).unwrap_or(0),
         next_callback_at_ms: r.int("next_callback_at")?,
+        callback_error: r.text("callback_error")?,
         updated_at_ms: int("updated_at")?,
     })
 }

@@ -135,6 +135,7 @@ impl BackInServiceSystem {
             callback: None,
             callback_attempts: 0,
             next_callback_at_ms: None,
+            callback_error: None,
             updated_at_ms: now,
         };
         self.store.insert(&notice).await?;

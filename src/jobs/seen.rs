@@ -132,6 +132,7 @@ mod tests {
             callback: CallbackState::None,
             callback_attempts: 0,
             next_callback_at_ms: None,
+            callback_error: None,
             trace: None,
         }
     }

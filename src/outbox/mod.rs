@@ -13,8 +13,9 @@
 //! # Its table
 //! A callback lives in the row of the notice it delivers, in three columns every outbox table
 //! has: `callback_state` (`pending`, `sent` or `failed`; NULL when there is nothing to send),
-//! `callback_attempts` (deliveries tried) and `next_callback_at` (epoch ms: when the next
-//! delivery is due, or until when a replica holds it). Keeping it there rather than in a table
+//! `callback_attempts` (deliveries tried), `next_callback_at` (epoch ms: when the next
+//! delivery is due, or until when a replica holds it) and `callback_error` (why the last
+//! delivery failed; NULL once one succeeds). Keeping it there rather than in a table
 //! of its own means a notice and its callback are written by one statement (a watch's notice
 //! insert, a back-in-service notice's firing update), so no crash between two writes can leave a
 //! notice without its callback; the API reads a notice's callback state from its own row.
@@ -173,32 +174,37 @@ impl<T: Send + 'static> Outbox<T> {
         Ok(changed == 1)
     }
 
-    /// Records a delivery at `now_ms`: sent, or failed with the next try (`None`: given up).
+    /// Records a delivery at `now_ms`: sent (`failure` is `None`), or failed, with why and the
+    /// next try (`None`: given up).
     async fn record(
         &self,
         slot: &Slot,
-        sent: bool,
+        failure: Option<&str>,
         next_at_ms: Option<i64>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let state = match (sent, next_at_ms) {
-            (true, _) => "sent",
-            (false, Some(_)) => "pending",
-            (false, None) => "failed",
+        let state = match (failure, next_at_ms) {
+            (None, _) => "sent",
+            (Some(_), Some(_)) => "pending",
+            (Some(_), None) => "failed",
         };
         let touched = self
             .spec
             .touched
-            .map(|column| format!(", {column} = ${}", slot.key.len() + 3))
+            .map(|column| format!(", {column} = ${}", slot.key.len() + 4))
             .unwrap_or_default();
         let sql = format!(
             "UPDATE {} SET callback_state = $1, callback_attempts = callback_attempts + 1,
-                 next_callback_at = COALESCE($2, next_callback_at){touched}
+                 next_callback_at = COALESCE($2, next_callback_at), callback_error = $3{touched}
              WHERE {} AND callback_state = 'pending'",
             self.spec.table,
-            self.key_clause(3),
+            self.key_clause(4),
         );
-        let mut args = vec![Arg::Text(Some(state)), Arg::Int(next_at_ms)];
+        let mut args = vec![
+            Arg::Text(Some(state)),
+            Arg::Int(next_at_ms),
+            Arg::Text(failure),
+        ];
         args.extend(slot.key.iter().map(key_arg));
         if self.spec.touched.is_some() {
             args.push(Arg::Int(Some(now_ms)));
@@ -208,8 +214,8 @@ impl<T: Send + 'static> Outbox<T> {
     }
 
     /// Leases the callbacks due at `now_ms` (at most `limit`) and delivers each on a task of its
-    /// own with `deliver` (true: the receiver took it), then records how it went; a delivery
-    /// that cannot be recorded is tried again when its lease runs out.
+    /// own with `deliver` (`Ok`: the receiver took it; `Err`: why not), then records how it
+    /// went; a delivery that cannot be recorded is tried again when its lease runs out.
     pub async fn send_due<F, Fut>(
         &self,
         now_ms: i64,
@@ -218,7 +224,7 @@ impl<T: Send + 'static> Outbox<T> {
     ) -> Result<(), StoreError>
     where
         F: Fn(T) -> Fut,
-        Fut: Future<Output = bool> + Send + 'static,
+        Fut: Future<Output = Result<(), String>> + Send + 'static,
     {
         for due in self.due(now_ms, limit).await? {
             if !self
@@ -235,13 +241,13 @@ impl<T: Send + 'static> Outbox<T> {
             let sending = deliver(item);
             let outbox = self.clone();
             tokio::spawn(async move {
-                let sent = sending.await;
+                let failure = sending.await.err();
                 let now = clock::epoch_ms();
-                let next = (!sent)
-                    .then(|| next_delivery_in(attempts + 1))
-                    .flatten()
+                let next = failure
+                    .as_ref()
+                    .and_then(|_| next_delivery_in(attempts + 1))
                     .map(|wait| clock::ms_after(now, wait));
-                if let Err(e) = outbox.record(&slot, sent, next, now).await {
+                if let Err(e) = outbox.record(&slot, failure.as_deref(), next, now).await {
                     tracing::warn!(error = %e, table = outbox.spec.table, "cannot record a callback; it is tried again when its lease runs out");
                 }
             });

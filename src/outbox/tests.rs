@@ -31,7 +31,7 @@ async fn table(db: &Db, rows: &[Row<'_>]) {
     db.execute(
         "CREATE TABLE outbox_test (id TEXT NOT NULL, part BIGINT NOT NULL, url TEXT NOT NULL,
              callback_state TEXT, callback_attempts BIGINT NOT NULL, next_callback_at BIGINT,
-             updated_at BIGINT NOT NULL, PRIMARY KEY (id, part))",
+             callback_error TEXT, updated_at BIGINT NOT NULL, PRIMARY KEY (id, part))",
         &[],
     )
     .await
@@ -75,6 +75,21 @@ async fn row(db: &Db, id: &str, part: i64) -> (Option<String>, i64, Option<i64>,
         .next()
         .unwrap_or_else(|| panic!("no row ({id}, {part})"))
 }
+
+/// `callback_error` of row (`id`, `part`): why its last delivery failed.
+async fn error_of(db: &Db, id: &str, part: i64) -> Option<String> {
+    let rows = db
+        .fetch(
+            "SELECT callback_error FROM outbox_test WHERE id = $1 AND part = $2",
+            &[Arg::Text(Some(id)), Arg::Int(Some(part))],
+            |r| r.text("callback_error"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    rows.into_iter().next().flatten()
+}
+
+const REFUSED: &str = "the receiver answered 500 Internal Server Error";
 
 async fn due(outbox: &Outbox<String>, now_ms: i64) -> Vec<Due<String>> {
     outbox
@@ -121,12 +136,17 @@ async fn leases_and_records(db: Db) {
         "a leased callback is not due while its lease holds"
     );
 
-    here.record(&found[0].slot, false, Some(T0 + 1_000), T0 + 10)
+    here.record(&found[0].slot, Some(REFUSED), Some(T0 + 1_000), T0 + 10)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         row(&db, "a", 1).await,
         (Some("pending".into()), 1, Some(T0 + 1_000), T0 + 10)
+    );
+    assert_eq!(
+        error_of(&db, "a", 1).await.as_deref(),
+        Some(REFUSED),
+        "why it failed is kept for the client"
     );
     let again = due(&here, T0 + 1_000).await;
     let urls: Vec<&str> = again.iter().map(|d| d.item.as_str()).collect();
@@ -137,14 +157,19 @@ async fn leases_and_records(db: Db) {
     );
     assert_eq!(again[1].attempts, 1, "one attempt more");
 
-    here.record(&again[1].slot, true, None, T0 + 1_010)
+    here.record(&again[1].slot, None, None, T0 + 1_010)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         row(&db, "a", 1).await,
         (Some("sent".into()), 2, Some(T0 + 1_000), T0 + 1_010)
     );
-    here.record(&again[1].slot, false, None, T0 + 1_020)
+    assert_eq!(
+        error_of(&db, "a", 1).await,
+        None,
+        "a sent callback has no error left"
+    );
+    here.record(&again[1].slot, Some(REFUSED), None, T0 + 1_020)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -153,7 +178,7 @@ async fn leases_and_records(db: Db) {
         "a record of a callback no longer pending changes nothing"
     );
 
-    here.record(&found[1].slot, false, None, T0 + 1_030)
+    here.record(&found[1].slot, Some(REFUSED), None, T0 + 1_030)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(row(&db, "a", 2).await.0.as_deref(), Some("failed"));
@@ -190,7 +215,11 @@ async fn send_due_delivers_and_records(db: Db) {
             async move {
                 let taken = url.ends_with("/ok");
                 seen.lock().unwrap_or_else(|e| e.into_inner()).push(url);
-                taken
+                if taken {
+                    Ok(())
+                } else {
+                    Err(REFUSED.to_string())
+                }
             }
         })
         .await
@@ -211,6 +240,8 @@ async fn send_due_delivers_and_records(db: Db) {
     assert_eq!(row(&db, "ok", 1).await.0.as_deref(), Some("sent"));
     let (state, attempts, next, recorded_at) = row(&db, "down", 1).await;
     assert_eq!((state.as_deref(), attempts), (Some("pending"), 1));
+    assert_eq!(error_of(&db, "down", 1).await.as_deref(), Some(REFUSED));
+    assert_eq!(error_of(&db, "ok", 1).await, None);
     assert_eq!(
         next,
         Some(recorded_at + 1_000),

@@ -65,6 +65,10 @@ const MIGRATIONS: &[Migration] = &[
             "ALTER TABLE faregate_watch_notices ADD COLUMN next_callback_at BIGINT",
         ],
     },
+    Migration {
+        name: "watches_3_notice_callback_error",
+        statements: &["ALTER TABLE faregate_watch_notices ADD COLUMN callback_error TEXT"],
+    },
 ];
 
 /// Every column, by name (never `*`: see the job store).
@@ -85,7 +89,7 @@ static CALLBACKS: Spec<DueCallback> = Spec {
     key: &[KeyColumn::Text("watch_id"), KeyColumn::Int("instant")],
     touched: None,
     select: "SELECT n.watch_id, n.instant, n.text, n.result, n.created_at, n.callback_state,
-             n.callback_attempts, n.next_callback_at, w.tool, w.client, w.callback_url
+             n.callback_error, n.callback_attempts, n.next_callback_at, w.tool, w.client, w.callback_url
          FROM faregate_watch_notices n JOIN faregate_watches w ON w.id = n.watch_id ",
     alias: "n.",
     also: "AND w.callback_url IS NOT NULL",
@@ -177,6 +181,8 @@ pub struct Notice {
     pub created_at_ms: i64,
     /// Its callback: `pending`, `sent` or `failed`; `None` without a callback URL.
     pub callback: Option<String>,
+    /// Why its callback's last delivery failed.
+    pub callback_error: Option<String>,
 }
 
 /// A notice whose callback is due, with where it goes.
@@ -274,6 +280,7 @@ fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
             .map_err(|e| StoreError(format!("notice JSON: {e}")))?,
         created_at_ms: r.int("created_at")?.ok_or_else(|| missing("created_at"))?,
         callback: r.text("callback_state").ok().flatten(),
+        callback_error: r.text("callback_error")?,
     })
 }
 
@@ -584,7 +591,7 @@ impl WatchStore {
     pub async fn notices(&self, id: &str, limit: u32) -> Result<Vec<Notice>, StoreError> {
         let db = self.ready().await?;
         db.fetch(
-            "SELECT watch_id, instant, text, result, created_at, callback_state
+            "SELECT watch_id, instant, text, result, created_at, callback_state, callback_error
              FROM faregate_watch_notices
              WHERE watch_id = $1 ORDER BY instant DESC LIMIT CAST($2 AS BIGINT)",
             &[Arg::Text(Some(id)), Arg::Int(Some(i64::from(limit)))],

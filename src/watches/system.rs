@@ -404,6 +404,7 @@ impl WatchSystem {
                         result: current.clone(),
                         created_at_ms: now,
                         callback: None,
+                        callback_error: None,
                     },
                     watch.callback_url.is_some(),
                 )

@@ -145,6 +145,55 @@ async fn a_background_call_is_accepted_at_once_and_succeeds_with_a_signed_callba
 }
 
 #[tokio::test]
+async fn a_refused_callback_says_why_on_the_job_until_one_is_delivered() {
+    let s = stack().await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(500))
+        .up_to_n_times(1)
+        .mount(s.receiver())
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(s.receiver())
+        .await;
+    let (status, env) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": flights(23), "mode": "background",
+                   "callback_url": s.callback_url()}),
+        )
+        .await;
+    assert_eq!(status, 202, "{env:#}");
+    let id = env["job_id"].as_str().unwrap_or_default().to_string();
+    let job = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
+            j["callback"]["attempts"] == 1
+        })
+        .await;
+    assert_eq!(
+        (&job["callback"]["state"], &job["callback"]["last_error"]),
+        (
+            &json!("pending"),
+            &json!("the receiver answered 500 Internal Server Error")
+        ),
+        "the client reads why its callback has not arrived, not only the server's log: {job:#}"
+    );
+    let job = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
+            j["callback"]["state"] == "sent"
+        })
+        .await;
+    assert_eq!(job["callback"]["attempts"], 2);
+    assert_eq!(
+        job["callback"]["last_error"],
+        Value::Null,
+        "delivered the second time: {job:#}"
+    );
+}
+
+#[tokio::test]
 async fn an_outage_requeues_silently_and_the_job_succeeds_once_the_provider_heals() {
     let s = stack().await;
     Mock::given(method("POST"))

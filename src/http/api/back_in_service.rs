@@ -52,6 +52,7 @@ fn describe(n: &Notice) -> Value {
         "fired_at": n.fired_at_ms.map(rfc3339),
         "callback": n.callback,
         "callback_attempts": n.callback_attempts,
+        "callback_error": n.callback_error,
     })
 }
 

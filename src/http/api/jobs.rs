@@ -48,6 +48,7 @@ pub(crate) fn describe(job: &Job) -> Value {
             "url": url,
             "state": job.callback.as_str(),
             "attempts": job.callback_attempts,
+            "last_error": job.callback_error,
         })),
     })
 }

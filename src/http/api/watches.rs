@@ -84,6 +84,7 @@ fn describe_notice(n: &Notice) -> Value {
         "news": n.text,
         "result": n.result,
         "callback": n.callback,
+        "callback_error": n.callback_error,
         "created_at": rfc3339(n.created_at_ms),
     })
 }

@@ -230,7 +230,8 @@ fn schemas() -> Map<String, Value> {
                 "waiting": {"type": "string", "description": "GET /v1/jobs/{job_id} only: present when the job is due (its next_attempt_at has passed) but its tool admits no calls now (every provider's breaker open, forced open or in maintenance); it runs, silently, once one admits calls."},
                 "callback": {"type": ["object", "null"], "properties": {
                     "url": {"type": "string"}, "state": {"type": "string", "enum": ["pending", "sent", "failed"]},
-                    "attempts": {"type": "integer"}}}}},
+                    "attempts": {"type": "integer"},
+                    "last_error": {"type": ["string", "null"], "description": "Why the last delivery failed (the receiver's status, or why it could not be reached or was not sent); null once one is delivered."}}}}},
         "OpenAiChatCalls": {"description": "A Chat Completions tool_calls array: objects with an id and a function with a name; arguments is a JSON-encoded string (a string that is not JSON is that call's error text).",
             "type": "array", "minItems": 1,
             "items": {"type": "object", "required": ["id", "function"],

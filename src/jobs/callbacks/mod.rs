@@ -70,6 +70,13 @@ fn delivery_outcome(sent: bool, retry_in: Option<Duration>) -> CallbackOutcome {
     }
 }
 
+/// Why a callback was not sent when there is no secret to sign it with (a reload took it away
+/// after the URL was accepted).
+pub const UNSIGNED: &str = "not sent: there is no signing secret for this client's callbacks any more (auth.callback_secret_env, or the client's own callback_secret_env)";
+/// Why a callback was not sent when the gateway has no callback client.
+pub const NO_CLIENT: &str =
+    "not sent: the gateway could not build its callback client (its start-up log says why)";
+
 /// `t=<t>,v1=<hex>` for `body` sent at unix time `t`.
 pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
     // HMAC accepts keys of any length, so this cannot fail; an empty MAC would only make the
@@ -154,42 +161,47 @@ impl Sender {
 
     /// One delivery of `job`'s callback, and its record.
     async fn send(&self, job: &Job) {
-        let sent = self.deliver(job).await;
-        let retry_in = if sent {
-            None
-        } else {
-            next_delivery_in(job.callback_attempts + 1)
+        let failure = self.deliver(job).await.err();
+        let retry_in = match failure {
+            None => None,
+            Some(_) => next_delivery_in(job.callback_attempts + 1),
         };
         self.telemetry
             .metrics()
-            .record_callback(delivery_outcome(sent, retry_in));
+            .record_callback(delivery_outcome(failure.is_none(), retry_in));
         let now = clock::epoch_ms();
         let next = retry_in.map(|wait| clock::ms_after(now, wait));
         // Unrecorded, a sent callback would be sent again when its lease ends.
         land::until_stored(&self.unstored, "callback record", &job.id, || {
-            self.store.callback_result(&job.id, sent, next, now)
+            self.store
+                .callback_result(&job.id, failure.as_deref(), next, now)
         })
         .await;
     }
 
-    /// POSTs the job's final envelope, signed; true on a 2xx.
-    async fn deliver(&self, job: &Job) -> bool {
-        let secret = self.signing.secret_for(&job.client);
-        let (Some(url), Some(secret), Some(http)) = (&job.callback_url, &secret, &self.http) else {
-            return false;
+    /// POSTs the job's final envelope, signed; `Err` says why it was not delivered (the job
+    /// keeps it for its client to read).
+    async fn deliver(&self, job: &Job) -> Result<(), String> {
+        let Some(url) = &job.callback_url else {
+            return Err("not sent: the job has no callback URL".into());
         };
-        // Checked again at delivery, against the job's client's list now: it may have changed
-        // since the job was stored (a reload, another replica, a restart). Host names are
-        // re-resolved by the client's guarded resolver, which never connects to a private
-        // address.
-        let allowlist = self.allowlists.of(&job.client);
-        match post_signed(http, url, &allowlist, secret, body(job)).await {
-            Ok(()) => true,
-            Err(why) => {
-                tracing::warn!(job = %job.id, "callback not delivered: {why}");
-                false
+        let secret = self.signing.secret_for(&job.client);
+        let outcome = match (&secret, &self.http) {
+            (None, _) => Err(UNSIGNED.to_string()),
+            (_, None) => Err(NO_CLIENT.to_string()),
+            // Checked again at delivery, against the job's client's list now: it may have
+            // changed since the job was stored (a reload, another replica, a restart). Host
+            // names are re-resolved by the client's guarded resolver, which never connects to
+            // a private address.
+            (Some(secret), Some(http)) => {
+                let allowlist = self.allowlists.of(&job.client);
+                post_signed(http, url, &allowlist, secret, body(job)).await
             }
+        };
+        if let Err(why) = &outcome {
+            tracing::warn!(job = %job.id, "callback not delivered: {why}");
         }
+        outcome
     }
 }
 
@@ -206,7 +218,11 @@ pub async fn post_signed(
 ) -> Result<(), String> {
     let parsed = match Url::parse(url) {
         Ok(u) if guard::allowed(&u, allowlist.entries()) => u,
-        _ => return Err("the URL is no longer on the allowlist".into()),
+        _ => {
+            return Err(
+                "not sent: the URL is no longer on this client's callback allowlist".into(),
+            );
+        }
     };
     let signature = sign(secret.expose().as_bytes(), clock::epoch_ms() / 1000, &body);
     let sent = http
@@ -218,11 +234,31 @@ pub async fn post_signed(
         .await;
     match sent {
         Ok(res) if res.status().is_success() => Ok(()),
-        Ok(res) => Err(format!("refused with status {}", res.status().as_u16())),
+        Ok(res) => Err(format!("the receiver answered {}", res.status())),
         // Without the URL, which reqwest's error adds: a receiver's URL often carries a token
-        // (in its path or query), and this text is logged at every failed delivery.
-        Err(e) => Err(format!("failed: {}", e.without_url())),
+        // (in its path or query), and this text is logged at every failed delivery and shown
+        // to the client.
+        Err(e) => Err(format!(
+            "could not reach the receiver: {}",
+            causes(&e.without_url())
+        )),
     }
+}
+
+/// `e` and its sources, outermost first (`error sending request: client error (Connect): tcp
+/// connect error: Connection refused`): reqwest's own text alone does not say what failed.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        let more = inner.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = inner.source();
+    }
+    text
 }
 
 #[cfg(test)]

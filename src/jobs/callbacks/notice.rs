@@ -90,24 +90,31 @@ impl NoticeSender {
             .await
     }
 
-    /// Posts `body` to `client`'s `url`, signed; true on a 2xx.
-    pub async fn deliver(&self, client: &ClientName, url: &str, body: Vec<u8>) -> bool {
+    /// Posts `body` to `client`'s `url`, signed; `Err` says why it was not delivered (the
+    /// notice keeps it for its client to read).
+    pub async fn deliver(
+        &self,
+        client: &ClientName,
+        url: &str,
+        body: Vec<u8>,
+    ) -> Result<(), String> {
         let secret = self.signing.secret_for(client);
-        let (Some(secret), Some(http)) = (&secret, &self.http) else {
-            return false;
-        };
-        // Checked again at delivery, against the client's list now: it may have changed since
-        // the notice was asked for (a reload, a restart).
-        let allowlist = self.allowlists.of(client);
-        match post_signed(http, url, &allowlist, secret, body).await {
-            Ok(()) => true,
-            Err(why) => {
-                // The host only: the rest of a receiver's URL may carry a token.
-                let host = Url::parse(url).ok();
-                let host = host.as_ref().and_then(Url::host_str).unwrap_or("?");
-                tracing::warn!(%host, "notice callback not delivered: {why}");
-                false
+        let outcome = match (&secret, &self.http) {
+            (None, _) => Err(super::UNSIGNED.to_string()),
+            (_, None) => Err(super::NO_CLIENT.to_string()),
+            // Checked again at delivery, against the client's list now: it may have changed
+            // since the notice was asked for (a reload, a restart).
+            (Some(secret), Some(http)) => {
+                let allowlist = self.allowlists.of(client);
+                post_signed(http, url, &allowlist, secret, body).await
             }
+        };
+        if let Err(why) = &outcome {
+            // The host only: the rest of a receiver's URL may carry a token.
+            let host = Url::parse(url).ok();
+            let host = host.as_ref().and_then(Url::host_str).unwrap_or("?");
+            tracing::warn!(%host, "notice callback not delivered: {why}");
         }
+        outcome
     }
 }

@@ -66,6 +66,7 @@ fn dead_job(call_id: Option<&str>, result: Option<Value>) -> Job {
         callback: CallbackState::Pending,
         callback_attempts: 0,
         next_callback_at_ms: Some(0),
+        callback_error: None,
         trace: None,
     }
 }
@@ -112,7 +113,7 @@ fn a_job_given_up_without_an_envelope_gets_an_unavailable_one() {
 #[tokio::test]
 async fn a_failed_delivery_says_why_without_the_receivers_url() {
     // `localhost` is on the allowlist, but the guarded resolver never connects to a private
-    // address: the delivery fails, and its reason is logged.
+    // address: the delivery fails, and its reason (logged, and kept on the job) says so.
     let allowlist = Allowlists::from(vec![
         Url::parse("http://localhost/hooks/").unwrap_or_else(|e| panic!("{e}")),
     ])
@@ -130,7 +131,11 @@ async fn a_failed_delivery_says_why_without_the_receivers_url() {
     let why = failed
         .err()
         .unwrap_or_else(|| panic!("delivered to a private address"));
-    assert!(why.starts_with("failed"), "{why}");
+    assert!(
+        why.starts_with("could not reach the receiver: ")
+            && why.contains("resolves only to private or local addresses"),
+        "the cause is named, not only reqwest's outer text: {why}"
+    );
     assert!(!why.contains("SECRET-TOKEN"), "{why}");
     assert!(!why.contains("sig=abc"), "{why}");
 }

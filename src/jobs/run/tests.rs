@@ -46,6 +46,7 @@ fn job(attempts: u32, age_ms: i64) -> Job {
         callback: CallbackState::None,
         callback_attempts: 0,
         next_callback_at_ms: None,
+        callback_error: None,
         trace: None,
     }
 }

@@ -78,6 +78,7 @@ impl JobStore for MemoryStore {
             last_error: None,
             callback_attempts: 0,
             next_callback_at_ms: None,
+            callback_error: None,
             trace: job.trace,
         };
         jobs.push(stored.clone());
@@ -179,16 +180,13 @@ impl JobStore for MemoryStore {
     async fn callback_result(
         &self,
         id: &str,
-        sent: bool,
+        failure: Option<&str>,
         next_at_ms: Option<i64>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
         if let Some(job) = self.jobs().iter_mut().find(|j| j.id == id) {
-            job.callback = match (sent, next_at_ms) {
-                (true, _) => CallbackState::Sent,
-                (false, Some(_)) => CallbackState::Pending,
-                (false, None) => CallbackState::Failed,
-            };
+            job.callback = CallbackState::after(failure, next_at_ms);
+            job.callback_error = failure.map(str::to_string);
             job.callback_attempts += 1;
             (job.next_callback_at_ms, job.updated_at_ms) = (next_at_ms, now_ms);
         }

@@ -167,6 +167,8 @@ pub struct Job {
     pub callback_attempts: u32,
     /// When the callback is next due (epoch ms).
     pub next_callback_at_ms: Option<i64>,
+    /// Why the last delivery failed (`None` once one succeeds, or before any).
+    pub callback_error: Option<String>,
     /// The trace context the job was submitted under; its runs' spans link to it.
     pub trace: Option<TraceContext>,
 }
@@ -229,6 +231,16 @@ impl CallbackState {
             CallbackState::Pending => "pending",
             CallbackState::Sent => "sent",
             CallbackState::Failed => "failed",
+        }
+    }
+
+    /// The state after a delivery: sent when it did not fail (`failure` is `None`), pending
+    /// while a next try is set, failed once given up.
+    pub fn after(failure: Option<&str>, next_at_ms: Option<i64>) -> Self {
+        match (failure, next_at_ms) {
+            (None, _) => CallbackState::Sent,
+            (Some(_), Some(_)) => CallbackState::Pending,
+            (Some(_), None) => CallbackState::Failed,
         }
     }
 
@@ -395,11 +407,12 @@ pub trait JobStore: Send + Sync {
         lease_ms: i64,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
-    /// Records a callback delivery: sent, or failed with a next try (`None` = give up).
+    /// Records a callback delivery: sent (`failure` is `None`), or failed, with why and a next
+    /// try (`next_at_ms` `None`: given up).
     fn callback_result(
         &self,
         id: &str,
-        sent: bool,
+        failure: Option<&str>,
         next_at_ms: Option<i64>,
         now_ms: i64,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;

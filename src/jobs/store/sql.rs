@@ -37,6 +37,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "jobs_5_aliases",
         statements: ALIASES,
     },
+    Migration {
+        name: "jobs_6_callback_error",
+        statements: CALLBACK_ERROR,
+    },
 ];
 
 /// The table and its indexes, created when missing (so databases made before migrations were
@@ -103,6 +107,10 @@ const ALIASES: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS faregate_job_aliases_job ON faregate_job_aliases (job_id)",
 ];
 
+/// Why the last callback delivery failed, so the client reads it on the job (it was only in the
+/// server's log). Jobs stored before have none.
+const CALLBACK_ERROR: &[&str] = &["ALTER TABLE faregate_jobs ADD COLUMN callback_error TEXT"];
+
 const ALIAS: &str = "INSERT INTO faregate_job_aliases (id, job_id, created_at) VALUES ($1, $2, $3)
      ON CONFLICT DO NOTHING";
 
@@ -119,7 +127,8 @@ macro_rules! job_columns {
     () => {
         "id, tool, arguments, call_id, client, idempotency_key, callback_url, status, attempts,
          next_attempt_at, lease_owner, lease_until, created_at, updated_at, result, last_error,
-         callback_state, callback_attempts, next_callback_at, trace_parent, trace_state"
+         callback_state, callback_attempts, next_callback_at, callback_error, trace_parent,
+         trace_state"
     };
 }
 
@@ -225,7 +234,7 @@ const CLAIM_CALLBACKS: &str = concat!(
 
 const CALLBACK_RESULT: &str = "UPDATE faregate_jobs
      SET callback_state = $2, callback_attempts = callback_attempts + 1,
-         next_callback_at = $3, updated_at = $4
+         next_callback_at = $3, updated_at = $4, callback_error = $5
      WHERE id = $1";
 
 /// `$1` the cutoff, `$2` the batch: finished jobs last changed before the cutoff, except those
@@ -588,20 +597,16 @@ impl JobStore for Store {
     async fn callback_result(
         &self,
         id: &str,
-        sent: bool,
+        failure: Option<&str>,
         next_at_ms: Option<i64>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let state = match (sent, next_at_ms) {
-            (true, _) => CallbackState::Sent,
-            (false, Some(_)) => CallbackState::Pending,
-            (false, None) => CallbackState::Failed,
-        };
         let args = [
             Arg::Text(Some(id)),
-            Arg::Text(Some(state.as_str())),
+            Arg::Text(Some(CallbackState::after(failure, next_at_ms).as_str())),
             Arg::Int(next_at_ms),
             Arg::Int(Some(now_ms)),
+            Arg::Text(failure),
         ];
         self.db.execute(CALLBACK_RESULT, &args).await?;
         Ok(())
@@ -695,6 +700,7 @@ fn job_from_row(r: &dyn StoreRow) -> Result<Job, StoreError> {
             .ok_or_else(|| StoreError(format!("unknown callback state {callback}")))?,
         callback_attempts: count("callback_attempts")?,
         next_callback_at_ms: r.int("next_callback_at")?,
+        callback_error: text("callback_error")?,
         // A stored context was valid when stored; one that no longer parses links nothing.
         trace: text("trace_parent")?
             .and_then(|parent| TraceContext::parse(&parent, trace_state.as_deref())),

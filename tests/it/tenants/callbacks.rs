@@ -182,5 +182,10 @@ async fn at_delivery_a_clients_callback_is_held_to_its_own_list() {
     let rival_job = tried(rival.clone()).await;
     assert_eq!(rival_job.callback.as_str(), "sent", "{rival_job:?}");
     assert_ne!(agency_job.callback.as_str(), "sent", "{agency_job:?}");
+    assert_eq!(
+        agency_job.callback_error.as_deref(),
+        Some("not sent: the URL is no longer on this client's callback allowlist"),
+        "the job says why its callback was not sent"
+    );
     assert_eq!(posted(&s).await, ["/hooks/rival"], "one post: the rival's");
 }

@@ -66,19 +66,37 @@ async fn check_callbacks<S: JobStore>(s: Arc<S>) {
             .is_empty(),
         "leased to one sender"
     );
-    s.callback_result(&j.id, false, Some(T0 + 2_000), T0 + 12)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    s.callback_result(
+        &j.id,
+        Some("the receiver answered 503 Service Unavailable"),
+        Some(T0 + 2_000),
+        T0 + 12,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let failed_once = stored(&*s, &j.id).await;
+    assert_eq!(
+        (failed_once.callback, failed_once.callback_error.as_deref()),
+        (
+            CallbackState::Pending,
+            Some("the receiver answered 503 Service Unavailable")
+        ),
+        "the client reads why its callback has not arrived"
+    );
     let again = s
         .claim_callbacks(T0 + 2_000, 30_000, 10)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(again.len(), 1, "retried when due");
-    s.callback_result(&j.id, true, None, T0 + 2_001)
+    s.callback_result(&j.id, None, None, T0 + 2_001)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let j = stored(&*s, &j.id).await;
     assert_eq!((j.callback, j.callback_attempts), (CallbackState::Sent, 2));
+    assert_eq!(
+        j.callback_error, None,
+        "a delivered callback has no error left"
+    );
     assert_eq!(
         j.result,
         Some(json!({"status": "ok"})),
@@ -243,7 +261,7 @@ async fn check_purge<S: JobStore>(s: Arc<S>) {
         CallbackState::Pending
     );
     // Once its callback is sent, it goes after retention counted from the delivery.
-    s.callback_result(&calling_back, true, None, T0 + 20)
+    s.callback_result(&calling_back, None, None, T0 + 20)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
