@@ -75,6 +75,16 @@ pub fn unknown_tool(name: &str, known: &[&str]) -> String {
     }
 }
 
+/// Why `GET /v1/jobs?tool=name` found nothing: no tool `name` is served (the caller's tools are
+/// `known`), so the filter was most likely mistyped.
+pub fn no_jobs_of_unknown_tool(name: &str, known: &[&str]) -> String {
+    let meant = closest(name, known).map_or(String::new(), |m| format!(" (did you mean {m}?)"));
+    format!(
+        "no tool \"{name}\" is served{meant} and no job of it is stored; filter by one of: {}",
+        known.join(", ")
+    )
+}
+
 /// The name in `known` that `name` most likely misspells: the same but for case and `-` for
 /// `_`, or at most two edits away (`search_flight`, `serch_flights`); `None` when none is that
 /// close or two are equally close.

@@ -407,6 +407,21 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
             .contains("not on the gateway's callback allowlist")
     );
     assert_eq!(s.get_json("/v1/jobs?status=sleeping").await.0, 400);
+    // A mistyped tool filter is not an empty list.
+    let (status, body) = s.get_json("/v1/jobs?tool=search_flight").await;
+    assert_eq!(status, 400, "{body:#}");
+    assert!(
+        body["message"].as_str().unwrap_or_default().starts_with(
+            "no tool \"search_flight\" is served (did you mean search_flights?) and no job of it is stored; filter by one of: search_flights,"
+        ),
+        "{body:#}"
+    );
+    let (status, body) = s.get_json("/v1/jobs?tool=book_hotel").await;
+    assert_eq!(
+        (status, &body["jobs"]),
+        (200, &json!([])),
+        "a served tool with no jobs is an empty list"
+    );
     assert_eq!(s.get_json("/v1/jobs/no-such-job").await.0, 404);
     // A query string axum cannot read is a JSON 400 that names what each list route takes.
     for (path, accepted) in [

@@ -241,6 +241,17 @@ pub(crate) async fn list(
         origin,
     };
     let listing = jobs.list(filter, limit).await.map_err(store_error)?;
+    // A tool no longer served may still have jobs stored (a reload removed it): those are
+    // listed. Nothing of a tool that is not served is most likely a typo, not an empty list.
+    if let Some(tool) = filter.tool
+        && listing.jobs.is_empty()
+        && state.gateway.tool(tool).is_none()
+    {
+        let known = crate::http::calls::allowed_tools(&state, &caller.scope());
+        return Err(ApiError::bad_request(texts::no_jobs_of_unknown_tool(
+            tool, &known,
+        )));
+    }
     let mut answer = json!({ "jobs": listing.jobs.iter().map(describe_found).collect::<Vec<_>>() });
     if !listing.complete {
         answer["partial"] = Value::String(texts::JOBS_PARTIAL.to_string());
