@@ -136,8 +136,13 @@ async fn watches_that_cannot_run_are_refused_naming_the_fix() {
         ),
         (
             json!({"tool": "no_such_tool", "every": "1m"}),
-            404,
-            "search_flights",
+            422,
+            "no tool \"no_such_tool\" is served; watchable tools: search_flights, price_flight_offer, search_hotels, check_hotel_availability, get_flight_status, get_hotel_content, track_flight",
+        ),
+        (
+            json!({"tool": "search_flight", "every": "1m"}),
+            422,
+            "no tool \"search_flight\" is served (did you mean search_flights?); watchable tools: search_flights,",
         ),
     ];
     for (body, status, fix) in cases {

@@ -98,8 +98,6 @@ pub(crate) fn watches(state: &AppState) -> Result<&Watches, Refused> {
 /// protocol: an HTTP error ([`Refused::api_error`]) or a text a model reads ([`Refused::text`]).
 #[derive(Debug)]
 pub(crate) enum Refused {
-    /// No tool by that name is served.
-    UnknownTool(String),
     /// The tool is served, but not to this client.
     OutOfScope(String),
     /// The request does not describe a watch that can run (the text names the fix).
@@ -131,7 +129,6 @@ impl Refused {
     /// As the native API answers it.
     pub(crate) fn api_error(self, state: &AppState, scope: &Scope) -> ApiError {
         match self {
-            Refused::UnknownTool(name) => calls::unknown_tool(state, scope, &name),
             Refused::OutOfScope(name) => calls::out_of_scope(state, scope, &name),
             Refused::Invalid(text) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, text),
             Refused::Conflict(text) => ApiError::new(StatusCode::CONFLICT, text),
@@ -146,9 +143,6 @@ impl Refused {
     /// As the agent protocols answer it: a text the model reads, with its status first.
     pub(crate) fn text(self, state: &AppState, scope: &Scope) -> String {
         match self {
-            Refused::UnknownTool(name) => {
-                agent_texts::invalid_arguments(&calls::unknown_tool_text(state, scope, &name))
-            }
             Refused::OutOfScope(name) => {
                 agent_texts::rejected(&calls::out_of_scope_text(state, scope, &name))
             }
@@ -178,18 +172,26 @@ pub(crate) async fn create_for(
 ) -> Result<Watch, Refused> {
     let watches = watches(state)?;
     let scope = caller.scope();
+    // Refused here, not by the watch system, so the tools named instead are the ones this
+    // caller may watch.
+    let watchable = || -> Vec<&str> {
+        calls::allowed_tools(state, &scope)
+            .into_iter()
+            .filter(|name| state.gateway.tool(name).is_some_and(|t| !t.is_write()))
+            .collect()
+    };
     match state.gateway.tool(&spec.tool) {
-        None => return Err(Refused::UnknownTool(spec.tool)),
+        None => {
+            return Err(Refused::Invalid(texts::not_served(
+                &spec.tool,
+                &watchable(),
+            )));
+        }
         Some(served) if !calls::in_scope(&scope, &served) => {
             return Err(Refused::OutOfScope(spec.tool));
         }
-        // Refused here, not by the watch system, so the tools named instead are the caller's.
         Some(served) if served.is_write() => {
-            let readable: Vec<&str> = calls::allowed_tools(state, &scope)
-                .into_iter()
-                .filter(|name| state.gateway.tool(name).is_some_and(|t| !t.is_write()))
-                .collect();
-            return Err(Refused::Invalid(texts::write_tool(&spec.tool, &readable)));
+            return Err(Refused::Invalid(texts::write_tool(&spec.tool, &watchable())));
         }
         Some(_) => {}
     }
