@@ -251,7 +251,7 @@ Try:
 
   # breakers, and forcing one open by hand (admin key when FAREGATE_ADMIN_KEY is set)
   curl -s http://{addr}/v1/breakers
-  curl -s -X POST http://{addr}/v1/breakers/search_flights.duffel/force -d '{{"state": "open"}}'
+  curl -s -X POST http://{addr}/v1/breakers/search_flights.duffel/force -H 'content-type: application/json' -d '{{"state": "open"}}'
 
 Ctrl-C stops both.
 "#
@@ -301,6 +301,13 @@ mod tests {
             .collect();
         assert!(commands.len() > 10, "{keyed}");
         for command in commands {
+            // Without it curl declares a form, which the gateway refuses (415).
+            if command.contains(" -d ") {
+                assert!(
+                    command.contains("-H 'content-type: application/json'"),
+                    "{command}"
+                );
+            }
             let to_gateway = command.contains("http://127.0.0.1:8080/");
             let key = if command.contains("/force") {
                 "authorization: Bearer $FAREGATE_ADMIN_KEY"
