@@ -46,8 +46,13 @@ pub enum Db {
     Postgres {
         /// The pool.
         pool: PgPool,
-        /// The schema every statement runs in, when not the default one (tests use one each).
+        /// The schema every statement runs in, when set here rather than by the URL (tests use
+        /// one each); migrations create it.
         schema: Option<String>,
+        /// The schema the statements do run in, read from the server at open (this `schema`,
+        /// or the URL's `search_path`, or the default): notifications carry it, so fleets in
+        /// different schemas of one database never hear each other.
+        scope: String,
     },
 }
 
@@ -197,9 +202,21 @@ impl Db {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
+        let scope = match schema {
+            Some(schema) => schema.to_string(),
+            // `current_schema()` is NULL while the search path names no schema that exists yet.
+            None => {
+                sqlx::query_scalar::<_, String>(
+                    "SELECT COALESCE(current_schema(), current_setting('search_path'))",
+                )
+                .fetch_one(&pool)
+                .await?
+            }
+        };
         Ok(Db::Postgres {
             pool,
             schema: schema.map(str::to_string),
+            scope,
         })
     }
 

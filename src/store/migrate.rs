@@ -50,7 +50,7 @@ impl Db {
                 apply::<Sqlite>(&mut tx, migrations, now_ms).await?;
                 tx.commit().await?;
             }
-            Db::Postgres { pool, schema } => {
+            Db::Postgres { pool, schema, .. } => {
                 let mut tx = pool.begin().await?;
                 sqlx::query("SELECT pg_advisory_xact_lock($1)")
                     .bind(MIGRATION_LOCK)
