@@ -97,9 +97,10 @@ impl Breaker {
         self.lock().remaining_open(now)
     }
 
-    /// Forces the breaker open or closed, or hands it back to the automatic policy.
-    pub fn force(&self, mode: ForceMode, now: Instant) {
-        self.lock().force(mode, now, Origin::Local);
+    /// Forces the breaker open or closed, or hands it back to the automatic policy; false when
+    /// it was so already (no transition, so nothing for the fleet to publish).
+    pub fn force(&self, mode: ForceMode, now: Instant) -> bool {
+        self.lock().force(mode, now, Origin::Local)
     }
 
     /// Applies a force another replica of the fleet was asked for (its event says so, and is

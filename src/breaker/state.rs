@@ -325,12 +325,20 @@ impl Machine {
         }
     }
 
-    /// Applies an operator override, asked of this replica or of another one (`origin`).
-    pub(super) fn force(&mut self, mode: ForceMode, now: Instant, origin: Origin) {
+    /// Applies an operator override, asked of this replica or of another one (`origin`);
+    /// false when the breaker was so already (nothing changed, no transition).
+    pub(super) fn force(&mut self, mode: ForceMode, now: Instant, origin: Origin) -> bool {
         let now = self.advance(now);
         let reason = TransitionReason::Forced(mode);
         match (mode, &self.phase) {
-            (ForceMode::Open, Phase::ForcedOpen) | (ForceMode::Closed, Phase::ForcedClosed) => {}
+            (ForceMode::Open, Phase::ForcedOpen)
+            | (ForceMode::Closed, Phase::ForcedClosed)
+            | (
+                ForceMode::Auto,
+                Phase::Closed | Phase::Open { .. } | Phase::HalfOpen(_) | Phase::Ramp(_),
+            ) => {
+                return false;
+            }
             (ForceMode::Open, _) => {
                 self.epoch += 1;
                 self.transition_as(now, Phase::ForcedOpen, reason, origin);
@@ -346,8 +354,8 @@ impl Machine {
                 self.consecutive = 0;
                 self.reopens = 0;
             }
-            (ForceMode::Auto, _) => {}
         }
+        true
     }
 
     /// Takes `config` as the policy from now on, keeping the state, its timers and its counts:

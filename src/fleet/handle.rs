@@ -3,12 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::follow::follow;
 use super::record::{SharedBreaker, StoredTransition};
 use super::sql::SharedStore;
-use crate::breaker::{BreakerKey, BreakerRegistry};
+use crate::breaker::{Breaker, BreakerKey, BreakerRegistry};
 use crate::clock;
 use crate::store::{Db, StoreError};
 
@@ -31,8 +31,25 @@ pub struct Fleet {
     /// The fleet's latest transitions, oldest first, merged by id from the store and from this
     /// replica's own (published or waiting to be). A short `std::sync::Mutex`: held for a copy.
     recent: Mutex<Vec<StoredTransition>>,
-    /// Per breaker, the version of the shared row this replica applied last.
-    applied: Mutex<HashMap<BreakerKey, i64>>,
+    /// Per breaker, the version of the shared row this replica applied (or wrote) last, and
+    /// the breaker it was applied to: a breaker a reload removed and added again is another
+    /// one, which has followed nothing yet.
+    applied: Mutex<HashMap<BreakerKey, Applied>>,
+}
+
+/// The row version a breaker holds.
+#[derive(Debug)]
+struct Applied {
+    version: i64,
+    /// The breaker that holds it; dangling (or another) once a reload replaced it.
+    breaker: Weak<Breaker>,
+}
+
+impl Applied {
+    /// Whether `breaker` is the one that holds this version.
+    fn held_by(&self, breaker: &Arc<Breaker>) -> bool {
+        std::ptr::eq(self.breaker.as_ptr(), Arc::as_ptr(breaker))
+    }
 }
 
 /// What `/readyz` and the metrics say about the fleet.
@@ -113,36 +130,47 @@ impl Fleet {
         Ok(())
     }
 
-    /// Follows `shared` unless it was applied already or this replica wrote it.
+    /// Follows `shared` unless its breaker holds it already (it applied it, or this replica
+    /// wrote it from that breaker).
     ///
     /// A breaker in `forcing` has a force of this replica still to be written, which will
     /// replace the row whole: following the row first would undo the force on this replica
     /// only (the others follow it once written), so the row is left for a later read.
+    ///
+    /// A breaker a reload added (again) follows the row even when this replica wrote it: it is
+    /// a new breaker, which a restart would have brought to the row too, so a force made
+    /// before the reload holds after it, as the store says.
     pub(super) fn apply(
         &self,
         shared: &SharedBreaker,
         breakers: &BreakerRegistry,
         forcing: &HashSet<BreakerKey>,
     ) {
-        if shared.replica == self.replica {
-            self.wrote(&shared.key, shared.version);
-            return;
-        }
-        if forcing.contains(&shared.key) {
-            return;
-        }
         // A row of a breaker this replica does not serve is not applied: a reload that adds the
         // breaker has it follow the row at the next read.
         let Some(breaker) = breakers.get(&shared.key) else {
             return;
         };
+        if forcing.contains(&shared.key) {
+            return;
+        }
         {
             let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
-            let seen = applied.entry(shared.key.clone()).or_insert(i64::MIN);
-            if *seen >= shared.version {
+            let held = applied
+                .get(&shared.key)
+                .filter(|a| a.held_by(&breaker))
+                .map(|a| a.version);
+            let version = held.map_or(shared.version, |v| v.max(shared.version));
+            applied.insert(
+                shared.key.clone(),
+                Applied {
+                    version,
+                    breaker: Arc::downgrade(&breaker),
+                },
+            );
+            if held.is_some_and(|v| shared.replica == self.replica || v >= shared.version) {
                 return;
             }
-            *seen = shared.version;
         }
         follow(&breaker, shared, clock::now());
     }
@@ -161,11 +189,24 @@ impl Fleet {
         applied.remove(key);
     }
 
-    /// Notes that this replica wrote version `version` of `key`'s row itself.
-    pub(super) fn wrote(&self, key: &BreakerKey, version: i64) {
+    /// Notes that this replica wrote version `version` of `key`'s row itself, from its breaker
+    /// in `breakers`.
+    pub(super) fn wrote(&self, key: &BreakerKey, version: i64, breakers: &BreakerRegistry) {
+        let Some(breaker) = breakers.get(key) else {
+            return;
+        };
         let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
-        let seen = applied.entry(key.clone()).or_insert(i64::MIN);
-        *seen = (*seen).max(version);
+        let version = applied
+            .get(key)
+            .filter(|a| a.held_by(&breaker))
+            .map_or(version, |a| a.version.max(version));
+        applied.insert(
+            key.clone(),
+            Applied {
+                version,
+                breaker: Arc::downgrade(&breaker),
+            },
+        );
     }
 
     /// Merges `transitions` into the history at hand (by id; the latest kept).

@@ -220,6 +220,19 @@ impl Fleet {
         }
     }
 
+    /// Records an operator's force that changed nothing on this replica (its breaker was so
+    /// already, so no transition tells the task): the store may still hold another (a force
+    /// of another replica not followed yet), and `auto` must end it for the whole fleet and
+    /// for the next start, as the operator was told.
+    pub async fn record_force(
+        &self,
+        key: &BreakerKey,
+        mode: ForceMode,
+        breakers: &BreakerRegistry,
+    ) -> Result<(), StoreError> {
+        self.write(&Write::Force(key.clone(), mode), breakers).await
+    }
+
     /// Writes what waits, in order, up to the first write the store does not take.
     async fn write_pending(
         &self,
@@ -258,7 +271,7 @@ impl Fleet {
             return Ok(());
         };
         let key = BreakerKey::new(row.tool.clone(), row.provider.clone());
-        self.wrote(&key, row.version);
+        self.wrote(&key, row.version, breakers);
         // A row always serializes; the payload is a few hundred bytes.
         let payload = serde_json::to_string(&Note::Row(row.clone())).unwrap_or_default();
         if let (Write::Auto(_, asked), Some(written)) = (write, row.into_record())

@@ -121,6 +121,60 @@ async fn a_breaker_a_reload_adds_follows_the_rows_written_before_it() {
 }
 
 #[tokio::test]
+async fn a_breaker_a_reload_removes_and_adds_again_keeps_the_force_this_replica_wrote() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let breaker = breakers.get_or_insert(key(), config());
+    breaker.force(ForceMode::Open, clock::now());
+    // The run task writes the operator's force.
+    let written = fleet
+        .write(&Write::Force(key(), ForceMode::Open), &breakers)
+        .await;
+    written.unwrap_or_else(|e| panic!("{e}"));
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    // A reload takes the tool away and a later one brings it back: a new breaker, closed.
+    breakers.retain(|_| false);
+    let again = breakers.get_or_insert(key(), config());
+    assert_eq!(again.state(clock::now()), BreakerState::Closed);
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        again.state(clock::now()),
+        BreakerState::ForcedOpen,
+        "the force in the store holds, as it would after a restart"
+    );
+}
+
+#[tokio::test]
+async fn auto_on_a_breaker_not_forced_here_ends_the_force_the_store_holds() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let breaker = breakers.get_or_insert(key(), config());
+    // A peer's force this replica has not followed yet.
+    let now = clock::epoch_ms();
+    let forced = fleet.store.force(&key(), ForceMode::Open, PEER, now).await;
+    forced.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !breaker.force(ForceMode::Auto, clock::now()),
+        "nothing changes here"
+    );
+    let recorded = fleet.record_force(&key(), ForceMode::Auto, &breakers).await;
+    recorded.unwrap_or_else(|e| panic!("{e}"));
+    let rows = fleet.store.all().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        rows.iter().map(|r| r.forced).collect::<Vec<_>>(),
+        [None],
+        "the store agrees with the operator"
+    );
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::Closed);
+}
+
+#[tokio::test]
 async fn a_replica_writing_its_state_on_return_follows_a_force_made_meanwhile() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let fleet = fleet(&dir).await;

@@ -156,7 +156,9 @@ fn run(seed: u64, probe_interval: Duration, ops: Vec<Op>) -> Result<(), TestCase
                 Op::Record(..) | Op::Drop(_) => {}
                 Op::Advance(d) => tokio::time::advance(d).await,
                 Op::Tick => h.breaker.tick(now),
-                Op::Force(mode) => h.breaker.force(mode, now),
+                Op::Force(mode) => {
+                    h.breaker.force(mode, now);
+                }
             }
             // Every transition an acquisition causes happens before its admission decision, so the
             // events are applied to the model first.

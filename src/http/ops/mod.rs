@@ -465,7 +465,14 @@ pub(crate) async fn force_breaker(
         }
     };
     let now = Instant::now();
-    breaker.force(mode, now);
+    let changed = breaker.force(mode, now);
+    if !changed && let Some(fleet) = &state.fleet {
+        // Unchanged here, so no transition carries it to the store, which may hold otherwise.
+        let breakers = state.gateway.breakers();
+        if let Err(e) = fleet.record_force(breaker.key(), mode, breakers).await {
+            tracing::warn!(error = %e, breaker = %breaker.key(), "fleet: the force was not recorded in the store");
+        }
+    }
     tracing::warn!(breaker = %breaker.key(), mode = ?mode, "breaker forced by an operator");
     Json(breaker_json(&state, &breaker.snapshot(now), now)).into_response()
 }
