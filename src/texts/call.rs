@@ -132,6 +132,14 @@ pub fn uncertain_write(tool: &str, provider: &str) -> String {
     )
 }
 
+/// A write still under way when its caller's deadline came: it runs on to its end, and its
+/// outcome lands in the ledger under the idempotency key.
+pub fn write_still_running(tool: &str) -> String {
+    format!(
+        "The {tool} request is still under way at the provider: it takes longer than this call waited, and it is not known yet whether it will go through. Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again shortly with the same idempotency key, which can never book twice, to learn the outcome."
+    )
+}
+
 /// A write the provider answered it did not carry out (Duffel `order_not_created`).
 pub fn write_not_done(tool: &str, provider: &str) -> String {
     format!(

@@ -372,7 +372,8 @@ impl Gateway {
         let write = Self::write(&tool, &req.client, &request, digest);
         // Boxed: inline, a write's steps (the ledger's SQL futures of both engines, the
         // write's own pipeline) would size every read's call future too.
-        let written = Box::pin(self.answer_write((served, tool), info, request, deadline, write));
+        let asked = req.deadline;
+        let written = Box::pin(self.answer_write((served, tool), info, request, asked, write));
         Either::Right(Either::Right(written.map(Ok)))
     }
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::time::Instant;
@@ -27,12 +28,17 @@ use crate::tools::{CallMode, ToolRequest};
 impl Gateway {
     /// A checked write: its ledger entry first (which may answer it: booked earlier, a
     /// conflict, over budget), then the pipeline, then the answer.
+    ///
+    /// The write runs to the tool's own deadline, whoever asked: a caller's shorter deadline
+    /// (`asked`) only ends its wait, with an answer saying the booking is still under way.
+    /// Cut at the caller's deadline, a booking request already at the provider would become
+    /// an unknown outcome that the caller caused itself.
     pub(super) async fn answer_write(
         self: &Arc<Self>,
         (served, tool): (Arc<Served>, Arc<ServedTool>),
         info: CallInfo,
         mut request: ToolRequest,
-        deadline: Instant,
+        asked: Option<Duration>,
         write: Option<Write>,
     ) -> Envelope {
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
@@ -41,12 +47,24 @@ impl Gateway {
                 return envelope;
             }
         }
+        let now = Instant::now();
+        let runs_until = now + tool.deadline(None);
+        let answer_by = asked.map(|wait| now + wait).filter(|by| *by < runs_until);
         match self
-            .run_write(&served, &tool, request, deadline, write)
+            .run_write(&served, &tool, request, (runs_until, answer_by), write)
             .await
         {
-            Ok(success) => answer::fresh(info, success),
-            Err(failure) => self.interactive_answer(&tool, info, &failure, None),
+            Ok(Ok(success)) => answer::fresh(info, success),
+            Ok(Err(failure)) => self.interactive_answer(&tool, info, &failure, None),
+            Err(StillRunning { provider }) => {
+                let left = runs_until.saturating_duration_since(Instant::now());
+                Envelope::unavailable(
+                    info,
+                    texts::write_still_running(tool.spec.name),
+                    Some(left.as_secs().max(1)),
+                    Some(provider),
+                )
+            }
         }
     }
 
@@ -169,30 +187,43 @@ impl Gateway {
         };
     }
 
-    /// Runs the pipeline for a write whose caller waits. It runs to completion on its own task
-    /// even if the caller goes away, and records its outcome in the ledger there: dropping it
-    /// halfway could leave a booking made at the provider with nobody told. (A read is
-    /// cancelled when its last caller goes away, see `answer_read`.)
+    /// Runs the pipeline for a write whose caller waits, until `runs_until`. It runs to
+    /// completion on its own task even if the caller goes away (or stops waiting at
+    /// `answer_by`), and records its outcome in the ledger there: dropping it halfway could
+    /// leave a booking made at the provider with nobody told. (A read is cancelled when its
+    /// last caller goes away, see `answer_read`.)
     pub(super) async fn run_write(
         self: &Arc<Self>,
         served: &Arc<Served>,
         tool: &Arc<ServedTool>,
         request: ToolRequest,
-        deadline: Instant,
+        (runs_until, answer_by): (Instant, Option<Instant>),
         write: Option<Write>,
-    ) -> Result<Success, Failure> {
+    ) -> Result<Result<Success, Failure>, StillRunning> {
         let gateway = Arc::clone(self);
         let first_provider = tool.route(None).map(|r| r.name.clone()).unwrap_or_default();
         let (served, tool) = (Arc::clone(served), Arc::clone(tool));
         let write_task = async move {
             let cx = gateway.context(&served);
-            let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
+            let ran = pipeline::run(&tool, &request, runs_until, CallMode::Interactive, cx).await;
             if let (Some(write), Some(ledger)) = (&write, gateway.ledger.get()) {
                 booking::finish(ledger, &gateway.observer, write, &booking::outcome_of(&ran)).await;
             }
             ran
         };
-        match tokio::spawn(write_task.in_current_span()).await {
+        let task = tokio::spawn(write_task.in_current_span());
+        let joined = match answer_by {
+            None => task.await,
+            Some(by) => match tokio::time::timeout_at(by, task).await {
+                Ok(joined) => joined,
+                Err(_) => {
+                    return Err(StillRunning {
+                        provider: first_provider,
+                    });
+                }
+            },
+        };
+        Ok(match joined {
             Ok(ran) => ran,
             // The write's task failed (a defect: it panicked). Whether its request reached the
             // provider is not known, so neither is the outcome: the caller is told so, not that
@@ -205,6 +236,13 @@ impl Gateway {
                     failed_before: Vec::new(),
                 })
             }
-        }
+        })
     }
+}
+
+/// A write whose caller's deadline came before its end: it runs on, and lands in the ledger,
+/// without the caller.
+pub(super) struct StillRunning {
+    /// The provider it went to first.
+    provider: String,
 }

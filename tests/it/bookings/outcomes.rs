@@ -94,6 +94,45 @@ async fn a_timeout_after_the_order_request_says_the_outcome_is_unknown() {
 }
 
 #[tokio::test]
+async fn a_callers_short_deadline_ends_its_wait_not_the_booking() {
+    let s = builder(36, Duration::from_secs(3)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            latency_ms: 1_500,
+            ..Fault::default()
+        },
+    );
+    let mut body = booking(&offer, "hurried-1");
+    body["deadline_ms"] = json!(400);
+    let (status, env) = s.call("book_flight", body.clone()).await;
+    assert_eq!(
+        (status, env["status"].as_str()),
+        (200, Some("unavailable")),
+        "{env:#}"
+    );
+    let text = env["content"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("The book_flight request is still under way at the provider"),
+        "{text}"
+    );
+    assert!(env["retry_after_s"].as_u64() >= Some(1), "{env:#}");
+    // The order request was not cut at the caller's 400 ms: it ends, and the ledger says so.
+    wait_for_state(&s, "hurried-1", "booked").await;
+    assert_eq!(orders_for(&s, "hurried-1"), (1, 1), "one order, made");
+    let (_, again) = s.call("book_flight", body).await;
+    assert_eq!(again["status"], "ok", "{again:#}");
+    assert!(
+        again["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Already booked under this idempotency key"),
+        "{again:#}"
+    );
+}
+
+#[tokio::test]
 async fn a_background_booking_whose_offer_read_fails_is_requeued_and_booked_once() {
     let s = builder(35, Duration::from_secs(2)).jobs().start().await;
     let (offer, _) = fresh_offer(&s).await;
