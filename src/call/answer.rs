@@ -135,7 +135,7 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
         } else if error.is_booked_under_another_key() {
             texts::booked_under_another_key(&info.tool, message)
         } else {
-            texts::rejected(&info.tool, message, error.is_already_done())
+            texts::rejected(&info.tool, message, error.is_already_done(), facts.write)
         };
         return Envelope::rejected(info, content, provider);
     }

@@ -225,9 +225,12 @@ pub(super) fn answered(
     let (label, envelope, order_id) = match begun {
         Ok(Begin::Go) => return None,
         Ok(Begin::Recorded(entry)) => ("replayed", replay(info, entry), entry.order_id.as_deref()),
-        Ok(Begin::Conflict(_)) => (
+        Ok(Begin::Conflict(earlier)) => (
             "conflict",
-            Envelope::invalid_arguments(info, texts::key_reused(write.tool)),
+            Envelope::invalid_arguments(
+                info,
+                texts::key_reused(write.tool, earlier.state == State::Failed),
+            ),
             None,
         ),
         Err(e) => {

@@ -101,9 +101,13 @@ fn write_age(text: &mut String, age: Duration) {
 /// A provider refused an interactive call for a reason the model can fix, or because a booking
 /// with the same details was already made and the adapter could not yet tell whose it is
 /// (`already_done`; one it found under the call's own key is answered as booked instead).
-pub fn rejected(tool: &str, message: &str, already_done: bool) -> String {
+/// A refused write (`write`) booked nothing; its key stays tied to the arguments it was sent
+/// with, so a corrected call takes a new one.
+pub fn rejected(tool: &str, message: &str, already_done: bool, write: bool) -> String {
     let next = if already_done {
         "Do not book again: tell the traveller that a booking with these details already exists, and that whether it is theirs is being checked; call again later with the same idempotency key to learn it (or see GET /v1/bookings)."
+    } else if write {
+        "Nothing was booked. Correct the arguments (or ask the traveller) and call again with a new idempotency key: a key stays tied to the arguments it was first sent with."
     } else {
         "Correct the arguments (or ask the traveller) and call again."
     };
@@ -181,8 +185,14 @@ pub fn booking_failed_earlier(tool: &str) -> String {
     )
 }
 
-/// An idempotency key used before with other arguments.
-pub fn key_reused(tool: &str) -> String {
+/// An idempotency key used before with other arguments; `earlier_failed`: that request
+/// booked nothing, so its outcome needs no looking up.
+pub fn key_reused(tool: &str, earlier_failed: bool) -> String {
+    if earlier_failed {
+        return format!(
+            "idempotency_key: this key was already used for a different {tool} request (other arguments), which booked nothing, so nothing was booked now either. A key stays tied to the arguments it was first sent with: send this request again with a new idempotency key."
+        );
+    }
     format!(
         "idempotency_key: this key was already used for a different {tool} request (other arguments), so nothing was booked. For a new booking use a new idempotency key; to learn the outcome of the earlier one, repeat its arguments exactly."
     )
@@ -369,10 +379,15 @@ mod tests {
     #[test]
     fn refusals_say_what_to_do_next_only_when_someone_waits() {
         assert_eq!(
-            rejected("search_flights", "unknown airport XXX", false),
+            rejected("search_flights", "unknown airport XXX", false, false),
             "The provider refused this search_flights request: unknown airport XXX. Correct the arguments (or ask the traveller) and call again."
         );
-        assert!(rejected("book_flight", "already booked", true).ends_with(
+        assert!(
+            rejected("book_hotel", "the rate is no longer available", false, true).ends_with(
+                "Nothing was booked. Correct the arguments (or ask the traveller) and call again with a new idempotency key: a key stays tied to the arguments it was first sent with."
+            )
+        );
+        assert!(rejected("book_flight", "already booked", true, true).ends_with(
             "call again later with the same idempotency key to learn it (or see GET /v1/bookings)."
         ));
         assert_eq!(

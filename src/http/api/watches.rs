@@ -191,7 +191,10 @@ pub(crate) async fn create_for(
             return Err(Refused::OutOfScope(spec.tool));
         }
         Some(served) if served.is_write() => {
-            return Err(Refused::Invalid(texts::write_tool(&spec.tool, &watchable())));
+            return Err(Refused::Invalid(texts::write_tool(
+                &spec.tool,
+                &watchable(),
+            )));
         }
         Some(_) => {}
     }

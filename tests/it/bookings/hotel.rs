@@ -132,8 +132,31 @@ async fn a_failed_quote_says_nothing_was_booked() {
         (0, 0),
         "no booking request"
     );
+    assert!(
+        text.contains("nothing was booked under this idempotency key, so send the new attempt (a new rate_id) with a new one"),
+        "the advice does not lead into a refusal of the key: {text}"
+    );
     let entry = entry(&s, "quote-fails-1").await;
     assert_eq!(entry["state"], "failed", "{entry:#}");
+
+    // Had the model sent the new rate under the same key, the refusal says to take a new one.
+    s.sim.clear_faults();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (again, _, _) = self::rate(&s).await;
+    let (status, refused) = s
+        .call("book_hotel", hotel_booking(&again, "quote-fails-1"))
+        .await;
+    assert_eq!(status, 422, "{refused:#}");
+    assert!(
+        refused["content"].as_str().unwrap_or_default().contains(
+            "which booked nothing, so nothing was booked now either. A key stays tied to the arguments it was first sent with: send this request again with a new idempotency key."
+        ),
+        "{refused:#}"
+    );
+    let (_, booked) = s
+        .call("book_hotel", hotel_booking(&again, "quote-fails-2"))
+        .await;
+    assert_eq!(booked["status"], "ok", "{booked:#}");
 }
 
 #[tokio::test]
