@@ -77,10 +77,22 @@ pub fn read_call(
             }
         }
     }
-    let idempotency_key = meta(META_IDEMPOTENCY_KEY)
-        .as_ref()
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let idempotency_key = match meta(META_IDEMPOTENCY_KEY) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(key)) => Some(key),
+        // Digits, as key=value flags may send them (`--tool-metadata faregate/idempotency_key=12`).
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Some(n.to_string()),
+        // Ignored, the key would be derived from the arguments, and a booking the client meant
+        // to name would go under another key.
+        Some(other) => {
+            return Err(texts::invalid_arguments(&texts::invalid_meta(
+                META_IDEMPOTENCY_KEY,
+                &format!(
+                    "must be a string of 1 to 200 printable characters, e.g. a UUID; got {other}"
+                ),
+            )));
+        }
+    };
     let call = AgentCall {
         tool: name.to_string(),
         arguments: Ok(Value::Object(arguments)),
@@ -160,6 +172,27 @@ mod tests {
         assert_eq!(call.idempotency_key.as_deref(), Some("k1"));
         assert_eq!(call.arguments, Ok(json!({})));
         assert_eq!(options, CallOptions::default());
+        let key = |sent: Value| {
+            read_call(
+                "book_flight",
+                Map::new(),
+                meta(json!({ META_IDEMPOTENCY_KEY: sent })),
+                None,
+                false,
+            )
+            .map(|(call, _)| call.idempotency_key)
+        };
+        assert_eq!(
+            key(json!(12)),
+            Ok(Some("12".to_string())),
+            "digits sent as a number"
+        );
+        assert_eq!(key(Value::Null), Ok(None));
+        assert_eq!(
+            key(json!({"k": 1})),
+            Err("[invalid_arguments] _meta faregate/idempotency_key: must be a string of 1 to 200 printable characters, e.g. a UUID; got {\"k\":1}".to_string()),
+            "never ignored: the booking would go under a key derived from its arguments"
+        );
         let refused = |mode: Value| {
             read_call(
                 "search_flights",

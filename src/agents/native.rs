@@ -15,8 +15,9 @@ use crate::tools::CallMode;
 
 /// The longest `call_id`, in characters.
 const MAX_CALL_ID: usize = 256;
-/// The longest `idempotency_key`, in characters.
-const MAX_IDEMPOTENCY_KEY: usize = 255;
+/// The longest `idempotency_key`, in characters: the booking tools' limit
+/// (`tools::idempotency_key`), so every protocol and tool says the same.
+const MAX_IDEMPOTENCY_KEY: usize = 200;
 
 /// The body as sent. Only `arguments` is required.
 #[derive(Debug, Deserialize)]
@@ -154,7 +155,7 @@ mod tests {
             ),
             (
                 json!({"arguments": {}, "idempotency_key": "k".repeat(256)}),
-                "idempotency_key must be 1 to 255",
+                "idempotency_key must be 1 to 200",
             ),
             (
                 json!({"arguments": {}, "mode": "urgent"}),

@@ -504,7 +504,7 @@ pub(crate) fn idempotency_key(tool: &str, given: Option<&str>) -> Result<String,
     let problem = match given.map(str::trim) {
         None => "is missing",
         Some("") => "is blank",
-        Some(key) if key.len() > 200 => "is longer than 200 characters",
+        Some(key) if key.chars().count() > 200 => "is longer than 200 characters",
         Some(key) if key.chars().any(char::is_control) => {
             "has a line break or another control character"
         }

@@ -196,7 +196,7 @@ fn schemas() -> Map<String, Value> {
                 "arguments": {"type": "object", "description": "The tool's arguments (component schema `<tool>.arguments`)."},
                 "mode": mode,
                 "call_id": printable(256),
-                "idempotency_key": {"description": "Required by book_flight and book_hotel.", "allOf": [printable(255)]},
+                "idempotency_key": {"description": "Required by book_flight and book_hotel.", "allOf": [printable(200)]},
                 "deadline_ms": deadline,
                 "callback_url": {"type": ["string", "null"], "description": "Where the job's result is posted; background mode only."}},
             "if": {"not": {"required": ["mode"], "properties": {"mode": {"const": "background"}}}},
