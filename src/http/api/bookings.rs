@@ -16,7 +16,8 @@ use crate::jobs::rfc3339;
 use crate::ledger::Entry;
 
 /// The entry as the API shows it.
-fn describe(entry: &Entry) -> Value {
+/// The entry as the API shows it (here, and as a booking job's `booking`).
+pub(crate) fn describe(entry: &Entry) -> Value {
     json!({
         "client": entry.client,
         "idempotency_key": entry.idempotency_key,

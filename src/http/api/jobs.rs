@@ -97,6 +97,9 @@ pub(crate) async fn one(
             if let Some(waiting) = waiting_on_its_tool(&state, &found.job) {
                 described["waiting"] = Value::String(waiting);
             }
+            if let Some(booking) = booking_of(&state, &found.job).await {
+                described["booking"] = booking;
+            }
             Ok(Json(described))
         }
         // Another client's job reads as no job at all: the same answer, the same text.
@@ -155,6 +158,27 @@ pub(crate) async fn cancel(
     } else {
         // It started (or ended) between the read and the cancel.
         Err(refusal(&now))
+    }
+}
+
+/// What the booking ledger holds now for a booking job's key: a job that ended "not known
+/// whether it went through" stays so, while reconciliation may since have learned that it was
+/// booked (or not); the client reads that here without sending the key again.
+async fn booking_of(state: &AppState, job: &Job) -> Option<Value> {
+    let key = job.idempotency_key.as_deref()?;
+    state.gateway.tool(&job.tool).filter(|t| t.is_write())?;
+    let ledger = state.gateway.ledger()?;
+    match ledger
+        .get(job.client.as_str(), key, crate::clock::epoch_ms())
+        .await
+    {
+        Ok(entry) => entry
+            .filter(|e| e.tool == job.tool)
+            .map(|e| super::bookings::describe(&e)),
+        Err(e) => {
+            tracing::warn!(error = %e, "the booking ledger could not be read for a job");
+            None
+        }
     }
 }
 

@@ -186,8 +186,18 @@ async fn a_background_booking_of_unknown_outcome_learns_it_by_its_key_once_recon
     assert_eq!(asked["job_id"], id.as_str());
     let text = asked["content"].as_str().unwrap_or_default();
     assert!(text.contains("outcome is not known yet"), "{asked:#}");
+    assert_eq!(
+        dead["booking"]["state"], "unknown",
+        "the job shows what the ledger knows: {dead:#}"
+    );
     s.sim.clear_faults();
     wait_for_state(&s, "bg-unknown-1", "failed").await;
+    let (_, job) = s.get_json(&format!("/v1/jobs/{id}")).await;
+    assert_eq!(
+        (&job["status"], &job["booking"]["state"]),
+        (&json!("dead"), &json!("failed")),
+        "the job ended unknown; its booking is settled since: {job:#}"
+    );
     let (status, settled) = s.submit("book_flight", body).await;
     assert_eq!(status, 200, "{settled:#}");
     let text = settled["content"].as_str().unwrap_or_default();
