@@ -163,15 +163,90 @@ pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Sett
         &running.quota.bucket_key.as_str(),
         &read.quota.bucket_key.as_str(),
     );
-    differ("[mcp]", &running.mcp, &read.mcp);
+    // Key by key, in the words of the file: a section's struct, printed whole, named fields
+    // an operator never wrote (`TelemetryConfig { json_logs: … }`).
+    let (r, n) = (&running.mcp, &read.mcp);
+    differ("[mcp] allowed_hosts", &r.allowed_hosts, &n.allowed_hosts);
     differ(
-        "[limits] (for keys without a [[clients]] entry; a client's own limits reload)",
-        &running.limits,
-        &read.limits,
+        "[mcp] allowed_origins",
+        &r.allowed_origins,
+        &n.allowed_origins,
     );
-    differ("[defaults.jobs]", &running.jobs, &read.jobs);
-    differ("[telemetry]", &running.telemetry, &read.telemetry);
-    differ("[watches]", &running.watches, &read.watches);
+    differ(
+        "[mcp] legacy_sessions",
+        &r.legacy_sessions,
+        &n.legacy_sessions,
+    );
+    let (r, n) = (&running.limits, &read.limits);
+    let limits = |key: &str| {
+        format!(
+            "[limits] {key} (for keys without a [[clients]] entry; a client's own limits reload)"
+        )
+    };
+    differ(
+        &limits("client_rate"),
+        &Shown(rate(r.client_rate)),
+        &Shown(rate(n.client_rate)),
+    );
+    differ(&limits("client_burst"), &r.client_burst, &n.client_burst);
+    differ(
+        &limits("client_max_concurrent_calls"),
+        &Shown(
+            r.client_max_concurrent_calls
+                .map_or("unset".into(), |c| c.to_string()),
+        ),
+        &Shown(
+            n.client_max_concurrent_calls
+                .map_or("unset".into(), |c| c.to_string()),
+        ),
+    );
+    let (r, n) = (&running.jobs, &read.jobs);
+    differ(
+        "[defaults.jobs] max_attempts",
+        &r.max_attempts,
+        &n.max_attempts,
+    );
+    differ(
+        "[defaults.jobs] max_age",
+        &Shown(span(r.max_age)),
+        &Shown(span(n.max_age)),
+    );
+    differ("[defaults.jobs] workers", &r.workers, &n.workers);
+    differ(
+        "[defaults.jobs] lease_margin",
+        &Shown(span(r.lease_margin)),
+        &Shown(span(n.lease_margin)),
+    );
+    let (r, n) = (&running.telemetry, &read.telemetry);
+    differ(
+        "[telemetry] metrics_public",
+        &r.metrics_public,
+        &n.metrics_public,
+    );
+    let endpoint =
+        |u: &Option<reqwest::Url>| Shown(u.as_ref().map_or("unset".into(), |u| u.to_string()));
+    differ(
+        "[telemetry] otlp_endpoint",
+        &endpoint(&r.otlp_endpoint),
+        &endpoint(&n.otlp_endpoint),
+    );
+    let format = |json: bool| Shown(if json { "\"json\"" } else { "\"text\"" }.into());
+    differ(
+        "[telemetry] log_format",
+        &format(r.json_logs),
+        &format(n.json_logs),
+    );
+    let (r, n) = (&running.watches, &read.watches);
+    differ(
+        "[watches] max_active_per_client",
+        &r.max_active_per_client,
+        &n.max_active_per_client,
+    );
+    differ(
+        "[watches] min_interval",
+        &Shown(span(r.min_interval)),
+        &Shown(span(n.min_interval)),
+    );
     let mut providers = running.providers.clone();
     for (name, was) in &running.providers {
         match read.providers.get(name) {
@@ -235,6 +310,34 @@ pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Sett
     }
 }
 
+/// A value as the file writes it, printed without quotes or a type's name.
+struct Shown(String);
+
+impl Debug for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A duration as the file writes it: `"24h"`.
+fn span(d: Duration) -> String {
+    format!("\"{}\"", humantime::format_duration(d))
+}
+
+/// A rate as the file writes it: `"20/s"`, or `"off"`.
+fn rate(r: Option<super::model::Rate>) -> String {
+    let Some(r) = r else {
+        return "\"off\"".into();
+    };
+    let per = match r.per.as_secs() {
+        1 => "s",
+        60 => "m",
+        3600 => "h",
+        _ => return format!("\"{}/{}\"", r.count, humantime::format_duration(r.per)),
+    };
+    format!("\"{}/{per}\"", r.count)
+}
+
 /// URLs as one readable list.
 fn display_all(urls: &[reqwest::Url]) -> Vec<&str> {
     urls.iter().map(reqwest::Url::as_str).collect()
@@ -296,6 +399,8 @@ mod tests {
         read.store.url = "postgres://app:hunter2@db/faregate".into();
         read.mcp.legacy_sessions = !running.mcp.legacy_sessions;
         read.jobs.workers += 1;
+        read.telemetry.json_logs = !running.telemetry.json_logs;
+        read.limits.client_rate = None;
         if let Some(p) = read.providers.get_mut("duffel") {
             p.connect_timeout += Duration::from_secs(1);
             p.http2_prior_knowledge = !p.http2_prior_knowledge;
@@ -312,8 +417,10 @@ mod tests {
             [
                 "[server] listen",
                 "[store] url",
-                "[mcp]",
-                "[defaults.jobs]",
+                "[mcp] legacy_sessions",
+                "[limits] client_rate (for keys without a [[clients]] entry; a client's own limits reload)",
+                "[defaults.jobs] workers",
+                "[telemetry] log_format",
                 "[providers.amadeus]",
                 "[providers.duffel] connect_timeout",
                 "[providers.duffel] http2_prior_knowledge",
@@ -332,6 +439,14 @@ mod tests {
         assert!(
             !settled.needs_restart.concat().contains("hunter2"),
             "no password in the answer"
+        );
+        assert!(
+            settled.needs_restart.contains(
+                &"[telemetry] log_format: \"text\" in force, \"json\" read; needs a restart"
+                    .to_string()
+            ),
+            "in the file's words, not a struct's: {:#?}",
+            settled.needs_restart
         );
         let c = &settled.config;
         assert_eq!(c.server.listen, running.server.listen);

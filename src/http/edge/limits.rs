@@ -230,7 +230,7 @@ pub(crate) fn too_many(refusal: Refusal) -> Response {
             (
                 secs,
                 format!(
-                    "this client is over its request rate ([limits] client_rate); retry after {secs} s"
+                    "this client is over its request rate (its [[clients]] entry's rate, else [limits] client_rate); retry after {secs} s"
                 ),
                 "client_rate",
             )
@@ -238,7 +238,7 @@ pub(crate) fn too_many(refusal: Refusal) -> Response {
         Refusal::InFlight(max) => (
             1,
             format!(
-                "this client already has {max} tool calls in flight ([limits] client_max_concurrent_calls); wait for one to finish, then retry"
+                "this client already has {max} tool calls in flight (its [[clients]] entry's max_concurrent_calls, else [limits] client_max_concurrent_calls); wait for one to finish, then retry"
             ),
             "client_max_concurrent_calls",
         ),
@@ -465,11 +465,10 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
         assert_eq!(v["limit"], "client_rate");
         assert_eq!(v["retry_after_s"], 2);
-        assert!(
-            v["message"]
-                .as_str()
-                .unwrap_or("")
-                .contains("retry after 2 s")
+        assert_eq!(
+            v["message"],
+            "this client is over its request rate (its [[clients]] entry's rate, else [limits] client_rate); retry after 2 s",
+            "names both places a client's rate is set"
         );
     }
 }
