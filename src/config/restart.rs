@@ -49,7 +49,7 @@ pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Sett
             }
             None => {
                 out.push(format!(
-                    "{}: a new tool of kind http ({}): not served until a restart; needs a restart",
+                    "{}: a new tool of kind http ({}), not served until then; needs a restart",
                     tool.file.display(),
                     tool.name
                 ));
@@ -76,7 +76,7 @@ pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Sett
             humantime::format_duration(tool.deadline),
             humantime::format_duration(tool.deadline + SETTLE_MARGIN),
             humantime::format_duration(settle),
-            if keep.is_some() { "the running tool stays" } else { "not served until a restart" },
+            if keep.is_some() { "the running tool stays" } else { "not served until then" },
         ));
         match keep {
             Some(w) => {
