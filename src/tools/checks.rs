@@ -1,8 +1,9 @@
 //! Semantic argument checks that a JSON Schema cannot express, shared by the tools.
 //!
 //! The schema already enforces shapes (three upper-case letters, `YYYY-MM-DD`); these checks add
-//! meaning: a date that exists and is not in the past, a check-out after the check-in. Each
-//! failure becomes one [`FieldError`] that says what is expected.
+//! meaning: a date that exists and is not in the past, a check-out after the check-in, a name
+//! with letters and nothing invisible in it. Each failure becomes one [`FieldError`] that says
+//! what is expected.
 
 use chrono::NaiveDate;
 
@@ -97,14 +98,91 @@ fn iso_date(value: &str) -> chrono::ParseResult<NaiveDate> {
     NaiveDate::parse_from_str(value, "%Y-%m-%d")
 }
 
-/// Checks that a person's names (`{person}.given_name`, `{person}.family_name`) are not blank:
-/// the schema's minimum length lets a name of spaces through, and a provider books no one by it.
+/// Checks that a person's names (`{person}.given_name`, `{person}.family_name`) are names a
+/// provider can book and a model can read back: not blank (the schema's minimum length lets a
+/// name of spaces through), with no control, line-break or invisible formatting character (a
+/// zero-width space passes a blank check, a bidi override reverses the text around it, and a
+/// line break is carried into the confirmation the model reads), and with at least one letter.
+/// Accents, apostrophes, hyphens, spaces and every script's letters are names: "Zoë
+/// O'Brien-Núñez", "李", "Özil".
 pub fn names(errors: &mut Errors, person: &str, given_name: &str, family_name: &str) {
     for (field, value) in [("given_name", given_name), ("family_name", family_name)] {
-        if value.trim().is_empty() {
-            errors.push(&format!("{person}.{field}"), "must not be blank");
+        if let Some(problem) = name_problem(value) {
+            errors.push(&format!("{person}.{field}"), problem);
         }
     }
+}
+
+/// What is wrong with one name, in words that say what to change; `None` for a good name.
+fn name_problem(value: &str) -> Option<String> {
+    if value.trim().is_empty() {
+        return Some("must not be blank".into());
+    }
+    if let Some(c) = value.chars().find(|&c| c.is_control() || is_line_break(c)) {
+        return Some(format!(
+            "has a line break or another control character ({}); write the name on one line, in letters, as on the passport",
+            code_point(c)
+        ));
+    }
+    if let Some(c) = value.chars().find(|&c| is_format(c)) {
+        return Some(format!(
+            "has an invisible formatting character ({}, such as a zero-width space or a text-direction mark); remove it and write the name as on the passport",
+            code_point(c)
+        ));
+    }
+    if !value.chars().any(char::is_alphabetic) {
+        return Some(
+            "has no letter; expected the name as on the passport, e.g. \"Zoë O'Brien-Núñez\""
+                .into(),
+        );
+    }
+    None
+}
+
+/// `U+200B`: a character named without printing it.
+fn code_point(c: char) -> String {
+    format!("U+{:04X}", u32::from(c))
+}
+
+/// The line and paragraph separators (categories Zl and Zp): line breaks that
+/// [`char::is_control`] does not count.
+fn is_line_break(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Unicode's format characters (category Cf, as of Unicode 16): invisible, yet they change how
+/// text around them is shown or compared. The standard library has no test for the category,
+/// and the list is short and grows rarely, so it is written out rather than taken from a crate:
+/// soft hyphen, Arabic and Syriac number and end marks, the Mongolian vowel separator,
+/// zero-width space, non-joiner and joiner, the direction marks, embeddings, overrides and
+/// isolates, the word joiner and invisible operators, the byte order mark, the interlinear
+/// annotation marks, and a few of Kaithi, Egyptian hieroglyphs, shorthand, musical notation and
+/// the tag characters.
+fn is_format(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    )
 }
 
 /// True for a three-letter upper-case IATA code.
@@ -193,6 +271,76 @@ mod tests {
             iso_date("2026-03-07").ok(),
             NaiveDate::from_ymd_opt(2026, 3, 7)
         );
+    }
+
+    fn name_errors(given_name: &str, family_name: &str) -> Vec<FieldError> {
+        let mut e = Errors::default();
+        names(&mut e, "guests[0]", given_name, family_name);
+        e.finish().err().unwrap_or_default()
+    }
+
+    #[test]
+    fn real_names_in_any_script_are_accepted() {
+        for (given, family) in [
+            ("Zoë", "O'Brien-Núñez"),
+            ("Mesut", "Özil"),
+            ("小龙", "李"),
+            ("Ana María", "de la Cruz"),
+            ("Σωκράτης", "Παπαδόπουλος"),
+            ("Анна", "Каренина"),
+            ("محمد", "عبد الله"),
+            ("J.", "D'Arcy"),
+        ] {
+            assert_eq!(name_errors(given, family), vec![], "{given} {family}");
+        }
+    }
+
+    #[test]
+    fn control_invisible_and_letterless_names_are_refused_by_field() {
+        let errs = name_errors("A\u{0}\n\u{202e}", "\u{200b}");
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["guests[0].given_name", "guests[0].family_name"]);
+        assert!(
+            errs[0].message.contains("control character (U+0000)"),
+            "{}",
+            errs[0].message
+        );
+        assert!(
+            errs[1]
+                .message
+                .contains("invisible formatting character (U+200B"),
+            "{}",
+            errs[1].message
+        );
+        assert!(
+            errs.iter()
+                .all(|e| !e.message.contains(['\0', '\n', '\u{200b}']))
+        );
+
+        for (name, expected) in [
+            ("Ana\nMaria", "control character (U+000A)"),
+            ("Ana\tMaria", "control character (U+0009)"),
+            ("Ana\u{2028}Maria", "line break"),
+            ("Ana\u{85}", "control character (U+0085)"),
+            ("An\u{ad}a", "invisible formatting character (U+00AD"),
+            ("\u{202e}anA", "invisible formatting character (U+202E"),
+            ("A\u{2066}na", "invisible formatting character (U+2066"),
+            ("\u{feff}Ana", "invisible formatting character (U+FEFF"),
+            ("Ana\u{e0041}", "invisible formatting character (U+E0041"),
+            ("...", "has no letter"),
+            ("- '", "has no letter"),
+            ("007", "has no letter"),
+            ("   ", "must not be blank"),
+        ] {
+            let errs = name_errors("Ana", name);
+            assert_eq!(errs.len(), 1, "{name:?}");
+            assert_eq!(errs[0].field, "guests[0].family_name");
+            assert!(
+                errs[0].message.contains(expected),
+                "{name:?}: {}",
+                errs[0].message
+            );
+        }
     }
 
     #[test]

@@ -265,6 +265,62 @@ fn a_hotel_booking_needs_a_key_a_rate_and_named_guests() {
     );
 }
 
+/// A name with a control or invisible character, or with no letter, books no one: both booking
+/// tools refuse it by its field, in words that print none of it, and real names of any script
+/// pass.
+#[test]
+fn booking_names_with_control_or_invisible_characters_are_refused() {
+    let hotel = |given: &str, family: &str| {
+        json!({"rate_id": "rat_1234", "guests": [{"given_name": "Ana", "family_name": "Garcia"},
+            {"given_name": given, "family_name": family}],
+            "email": "ana@example.com", "phone_number": "+34600000000"})
+    };
+    let flight = |given: &str, family: &str| {
+        json!({"offer_id": "off_123", "travellers": [{"given_name": given, "family_name": family,
+            "born_on": "1990-02-15", "gender": "f", "title": "ms", "email": "ana@example.com",
+            "phone_number": "+34600000000"}]})
+    };
+    let refused = |tool: &str, args: Value| match check(tool, args, Some("k")) {
+        Ok(r) => panic!("accepted: {r:?}"),
+        Err(errors) => describe_field_errors(tool, &errors),
+    };
+
+    let text = refused("book_hotel", hotel("A\u{0}\n\u{202e}", "\u{200b}"));
+    assert!(
+        text.contains(
+            "- guests[1].given_name: has a line break or another control character (U+0000)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("- guests[1].family_name: has an invisible formatting character (U+200B"),
+        "{text}"
+    );
+    assert!(!text.contains(['\0', '\u{202e}', '\u{200b}']), "{text:?}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+
+    let text = refused("book_flight", flight("Ana\u{200d}", "--"));
+    assert!(
+        text.contains("- travellers[0].given_name: has an invisible formatting character (U+200D"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- travellers[0].family_name: has no letter"),
+        "{text}"
+    );
+
+    for (given, family) in [("Zoë", "O'Brien-Núñez"), ("小龙", "李"), ("Mesut", "Özil")] {
+        assert!(
+            check("book_hotel", hotel(given, family), Some("k")).is_ok(),
+            "{given} {family}"
+        );
+        assert!(
+            check("book_flight", flight(given, family), Some("k")).is_ok(),
+            "{given} {family}"
+        );
+    }
+}
+
 #[test]
 fn ids_cannot_carry_paths() {
     for id in ["../admin", "off_1/../../x", "off%2F1", "a\r\nb"] {
