@@ -1,7 +1,7 @@
 //! `get_flight_status`: the live status of one scheduled flight, built for background schedule
 //! checks (silent requeue while its provider is down).
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeDelta};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -84,12 +84,67 @@ pub struct Timing {
     pub scheduled: Option<String>,
     /// Latest estimated or actual time with offset, when known.
     pub latest: Option<String>,
-    /// Delay in minutes, when known.
+    /// Delay in minutes, when known: the provider's, else how much later the latest time is than the scheduled one.
     pub delay_minutes: Option<u32>,
     /// Terminal, when known.
     pub terminal: Option<String>,
     /// Gate, when known.
     pub gate: Option<String>,
+}
+
+impl Output {
+    /// The same result with each timing's delay filled in from its times where the provider
+    /// gave none ([`Timing::delay`]). A binding maps fields one to one and cannot subtract
+    /// (FlightAware gives delays in seconds, which a JSONPath cannot turn into minutes), so
+    /// without this a delay shows only in the latest time, and `delay_over` watches, which
+    /// read `delay_minutes`, never fire on that provider.
+    pub fn with_derived_delays(mut self) -> Self {
+        let timings = self
+            .flights
+            .iter_mut()
+            .flat_map(|f| &mut f.points)
+            .flat_map(|p| [&mut p.departure, &mut p.arrival])
+            .flatten();
+        for t in timings {
+            t.delay_minutes = t.delay();
+        }
+        self
+    }
+}
+
+impl Timing {
+    /// The delay in whole minutes: the provider's, else the latest time's lead over the
+    /// scheduled one, rounded, when that is at least half a minute (an early time is no delay).
+    pub fn delay(&self) -> Option<u32> {
+        self.delay_minutes.or_else(|| {
+            let late = between(self.scheduled.as_deref()?, self.latest.as_deref()?)?;
+            let minutes = (late.num_seconds() + 30).div_euclid(60);
+            u32::try_from(minutes).ok().filter(|m| *m > 0)
+        })
+    }
+}
+
+/// How much later `to` is than `from`: both with an offset (RFC 3339, seconds optional, as
+/// Amadeus writes them), or both local to the same airport.
+fn between(from: &str, to: &str) -> Option<TimeDelta> {
+    const WITH_OFFSET: [&str; 2] = ["%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M%:z"];
+    const LOCAL: [&str; 2] = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"];
+    let offset = |t: &str| {
+        DateTime::parse_from_rfc3339(t).ok().or_else(|| {
+            WITH_OFFSET
+                .iter()
+                .find_map(|f| DateTime::parse_from_str(t, f).ok())
+        })
+    };
+    let local = |t: &str| {
+        LOCAL
+            .iter()
+            .find_map(|f| NaiveDateTime::parse_from_str(t, f).ok())
+    };
+    match (offset(from), offset(to)) {
+        (Some(from), Some(to)) => Some(to - from),
+        _ => Some(local(to)? - local(from)?),
+    }
 }
 
 /// The text a model can quote.
@@ -115,6 +170,8 @@ pub fn content(out: &Output) -> String {
     )
 }
 
+/// "departs MUC 07:55Z (delayed 30 min, scheduled 07:25Z), terminal 5": the latest time, and a
+/// delay (the provider's or the one its times show) with the time it was scheduled for.
 fn describe(verb: &str, airport: &str, t: &Timing) -> String {
     let mut s = format!(
         "{verb} {airport} {}",
@@ -123,9 +180,11 @@ fn describe(verb: &str, airport: &str, t: &Timing) -> String {
             .or(t.scheduled.as_deref())
             .unwrap_or("(time unknown)")
     );
-    match t.delay_minutes {
-        Some(0) | None => {}
-        Some(m) => s.push_str(&format!(" (delayed {m} min)")),
+    if let Some(m) = t.delay().filter(|m| *m > 0) {
+        match t.scheduled.as_deref().filter(|_| t.latest.is_some()) {
+            Some(scheduled) => s.push_str(&format!(" (delayed {m} min, scheduled {scheduled})")),
+            None => s.push_str(&format!(" (delayed {m} min)")),
+        }
     }
     if let Some(term) = &t.terminal {
         s.push_str(&format!(", terminal {term}"));

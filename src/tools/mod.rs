@@ -220,11 +220,14 @@ pub const BINDABLE: &[&str] = &[get_flight_status::SPEC.name];
 
 /// A built-in tool's output from JSON its provider's answer was mapped into (valid for its
 /// output schema already), or why it does not fit the tool's type. Only the tools of
-/// [`BINDABLE`] are read this way.
+/// [`BINDABLE`] are read this way. A flight status gets the delays its times show where the
+/// mapping gave none ([`get_flight_status::Output::with_derived_delays`]).
 pub fn output_from_json(tool: &str, data: Value) -> Result<ToolOutput, String> {
     match tool {
         "get_flight_status" => serde_json::from_value(data)
-            .map(ToolOutput::GetFlightStatus)
+            .map(|o: get_flight_status::Output| {
+                ToolOutput::GetFlightStatus(o.with_derived_delays())
+            })
             .map_err(|e| format!("the mapped answer is not a get_flight_status result: {e}")),
         other => Err(format!(
             "{other} takes no answer from an http provider; only {} do",

@@ -490,3 +490,84 @@ fn a_value_outside_an_enum_is_told_the_values_and_the_likely_one() {
         "{gender:?}"
     );
 }
+
+/// A bound provider's flight status (FlightAware's, mapped field by field) carries no delay; the
+/// one its times show is filled in, in whole minutes, and the text tells it with the time the
+/// flight was scheduled for.
+#[test]
+fn a_bound_flight_status_gets_the_delay_its_times_show() {
+    let timing = |scheduled: &str, latest: Option<&str>, delay: Value| {
+        json!({"scheduled": scheduled, "latest": latest, "delay_minutes": delay,
+            "terminal": null, "gate": null})
+    };
+    let status = |departure: Value| {
+        json!({"flights": [{"carrier_code": "AA", "flight_number": "792",
+            "scheduled_departure_date": "2026-12-06",
+            "points": [{"airport": "MUC", "departure": departure, "arrival": null}]}]})
+    };
+    let read = |departure: Value| match output_from_json("get_flight_status", status(departure)) {
+        Ok(ToolOutput::GetFlightStatus(o)) => o,
+        other => panic!("{other:?}"),
+    };
+    let delay = |departure: Value| {
+        read(departure).flights[0].points[0]
+            .departure
+            .as_ref()
+            .and_then(|d| d.delay_minutes)
+    };
+
+    let late = read(timing(
+        "2026-12-06T07:25:00Z",
+        Some("2026-12-06T07:55:00Z"),
+        Value::Null,
+    ));
+    assert_eq!(
+        late.flights[0].points[0]
+            .departure
+            .as_ref()
+            .and_then(|d| d.delay_minutes),
+        Some(30)
+    );
+    assert_eq!(
+        get_flight_status::content(&late),
+        "AA 792 on 2026-12-06: departs MUC 2026-12-06T07:55:00Z (delayed 30 min, scheduled 2026-12-06T07:25:00Z)."
+    );
+
+    let at = |latest: &str| delay(timing("2026-12-06T07:25:00Z", Some(latest), Value::Null));
+    assert_eq!(
+        at("2026-12-06T07:26:29Z"),
+        Some(1),
+        "rounded to whole minutes"
+    );
+    assert_eq!(at("2026-12-06T07:26:30Z"), Some(2));
+    assert_eq!(
+        at("2026-12-06T07:25:20Z"),
+        None,
+        "under half a minute is on time"
+    );
+    assert_eq!(at("2026-12-06T07:25:00Z"), None);
+    assert_eq!(at("2026-12-06T07:10:00Z"), None, "early is no delay");
+    assert_eq!(at("2026-12-06T09:25:00+01:00"), Some(60), "offsets count");
+    assert_eq!(
+        delay(timing(
+            "2026-12-06T07:25+01:00",
+            Some("2026-12-06T07:40+01:00"),
+            Value::Null
+        )),
+        Some(15),
+        "Amadeus's times without seconds"
+    );
+    assert_eq!(
+        delay(timing("2026-12-06T07:25:00Z", None, Value::Null)),
+        None
+    );
+    assert_eq!(
+        delay(timing(
+            "2026-12-06T07:25:00Z",
+            Some("2026-12-06T07:55:00Z"),
+            json!(12)
+        )),
+        Some(12),
+        "the provider's own delay stands"
+    );
+}
