@@ -166,7 +166,10 @@ pub fn content(out: &Output) -> String {
         "{} hotels {stay}",
         out.total_hotels.max(out.hotels.len() as u32)
     );
-    if (out.total_hotels as usize) > out.hotels.len() {
+    // The result holds only the hotels shown: a sentence about "best" must say it compared
+    // only those, since a better-reviewed hotel may be among the ones cut.
+    let cut = (out.total_hotels as usize) > out.hotels.len();
+    if cut {
         text.push_str(&format!(" (showing the {} cheapest)", out.hotels.len()));
     }
     let stars = cheapest
@@ -188,8 +191,13 @@ pub fn content(out: &Output) -> String {
         })
         && best.hotel_result_id != cheapest.hotel_result_id
     {
+        let of_shown = if cut {
+            format!(" of the {} shown", out.hotels.len())
+        } else {
+            String::new()
+        };
         text.push_str(&format!(
-            ", best reviewed {} ({}/10, {} {})",
+            ", best reviewed{of_shown} {} ({}/10, {} {})",
             best.name,
             best.review_score.unwrap_or(0.0),
             best.cheapest_total_amount,

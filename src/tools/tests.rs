@@ -571,3 +571,58 @@ fn a_bound_flight_status_gets_the_delay_its_times_show() {
         "the provider's own delay stands"
     );
 }
+
+fn hotel(
+    id: &str,
+    amount: &str,
+    currency: &str,
+    review: Option<f64>,
+) -> search_hotels::HotelResult {
+    search_hotels::HotelResult {
+        hotel_result_id: id.into(),
+        name: format!("Hotel {id}"),
+        address: "Paris, FR".into(),
+        rating: None,
+        review_score: review,
+        cheapest_total_amount: amount.into(),
+        currency: currency.into(),
+        latitude: None,
+        longitude: None,
+    }
+}
+
+fn hotels(shown: Vec<search_hotels::HotelResult>, total: u32) -> search_hotels::Output {
+    search_hotels::Output {
+        check_in_date: "2026-12-26".into(),
+        check_out_date: "2026-12-28".into(),
+        searched_near: "Paris (PAR)".into(),
+        hotels: shown,
+        total_hotels: total,
+    }
+}
+
+/// The result holds only the hotels shown, so "best reviewed" says it compared those alone: a
+/// better-reviewed one may be among the hotels cut.
+#[test]
+fn best_reviewed_says_it_is_of_the_hotels_shown_when_some_were_cut() {
+    let shown = vec![
+        hotel("a", "370.03", "EUR", Some(7.4)),
+        hotel("b", "496.96", "EUR", Some(7.8)),
+    ];
+    let text = search_hotels::content(&hotels(shown.clone(), 7));
+    assert!(
+        text.contains(
+            "7 hotels near Paris (PAR) for 2026-12-26→2026-12-28 (showing the 2 cheapest)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(", best reviewed of the 2 shown Hotel b (7.8/10, 496.96 EUR)."),
+        "{text}"
+    );
+    let all = search_hotels::content(&hotels(shown, 2));
+    assert!(
+        all.contains(", best reviewed Hotel b (7.8/10, 496.96 EUR)."),
+        "{all}"
+    );
+}
