@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::checks::Errors;
-use super::{Access, CallMode, FieldError, ToolRequest, ToolSpec, amount_key};
+use super::{
+    Access, CallMode, FieldError, ToolRequest, ToolSpec, cheapest_in, currencies_by_use, list_words,
+};
 
 /// The catalog entry. Fetching rates is a POST at Duffel but changes nothing: idempotent.
 pub const SPEC: ToolSpec = ToolSpec {
@@ -98,9 +100,12 @@ pub fn content(out: &Output) -> String {
         .flat_map(|room| room.rates.iter().map(move |rate| (room, rate)))
         .filter(|(_, r)| r.quantity_available != Some(0))
         .collect();
-    let Some((room, cheapest)) = rates
+    // Rates in several currencies are not compared (no exchange rates): "from" is the cheapest
+    // in the currency most rates are in.
+    let currencies = currencies_by_use(rates.iter().map(|(_, r)| r.currency.as_str()));
+    let Some(&(room, cheapest)) = currencies
         .iter()
-        .min_by(|a, b| amount_key(&a.1.total_amount).total_cmp(&amount_key(&b.1.total_amount)))
+        .find_map(|c| cheapest_in(&rates, c, |(_, r)| (&r.total_amount, &r.currency)))
     else {
         return format!(
             "No rooms are available at {} for {stay}. Do not promise a room; suggest other dates or another hotel.",
@@ -115,8 +120,16 @@ pub fn content(out: &Output) -> String {
         Some(until) => details.push(format!("free cancellation until {until}")),
         None => details.push("not refundable".to_string()),
     }
+    let others = match currencies.as_slice() {
+        [_, others @ ..] if !others.is_empty() => format!(
+            " Some rates are in {}, which this gateway does not convert or compare with {}.",
+            list_words(others),
+            cheapest.currency
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{} has {} available rate{} for {stay}, from {} {} ({}, {}). Rates can sell out; book soon or check again before promising.",
+        "{} has {} available rate{} for {stay}, from {} {} ({}, {}).{others} Rates can sell out; book soon or check again before promising.",
         out.hotel_name,
         rates.len(),
         if rates.len() == 1 { "" } else { "s" },

@@ -7,7 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::checks::{self, Errors};
-use super::{Access, CallMode, FieldError, ToolRequest, ToolSpec, amount_key, format_minutes};
+use super::{
+    Access, CallMode, FieldError, ToolRequest, ToolSpec, cheapest_in, format_minutes,
+    mixed_currencies_note, result_currencies,
+};
 
 /// The catalog entry.
 pub const SPEC: ToolSpec = ToolSpec {
@@ -127,10 +130,12 @@ pub struct Output {
     pub destination: String,
     /// The departure date searched.
     pub departure_date: String,
-    /// Offers, cheapest first, at most `max_results`.
+    /// Offers, cheapest first within each currency (in the order of `currencies`), at most `max_results`.
     pub offers: Vec<FlightOffer>,
     /// How many offers the provider returned before the list was cut.
     pub total_offers: u32,
+    /// The currencies of the prices of every one of the total_offers (shown or cut), the most used first; prices in different currencies are not compared, as the gateway has no exchange rates.
+    pub currencies: Vec<String>,
 }
 
 /// One bookable flight offer.
@@ -179,6 +184,11 @@ pub struct FlightSlice {
 }
 
 impl FlightOffer {
+    /// Its total and currency, as a search ranks it.
+    pub(crate) fn price(&self) -> (&str, &str) {
+        (&self.total_amount, &self.total_currency)
+    }
+
     fn total_minutes(&self) -> u32 {
         self.slices.iter().map(|s| s.duration_minutes).sum()
     }
@@ -208,24 +218,38 @@ pub fn content(out: &Output) -> String {
         "{}→{} on {}",
         out.origin, out.destination, out.departure_date
     );
-    let Some(cheapest) = out
-        .offers
+    let currencies = result_currencies(
+        &out.currencies,
+        out.offers.iter().map(|o| o.total_currency.as_str()),
+    );
+    let Some(cheapest) = currencies
         .iter()
-        .min_by(|a, b| amount_key(&a.total_amount).total_cmp(&amount_key(&b.total_amount)))
+        .find_map(|c| cheapest_in(&out.offers, c, FlightOffer::price))
     else {
         return format!(
             "No flight offers found {route}. Suggest other dates or nearby airports; do not invent flights."
         );
     };
+    let mixed = currencies.len() > 1;
     let mut text = format!(
         "{} offers {route}",
         out.total_offers.max(out.offers.len() as u32)
     );
-    if (out.total_offers as usize) > out.offers.len() {
-        text.push_str(&format!(" (showing the {} cheapest)", out.offers.len()));
+    match ((out.total_offers as usize) > out.offers.len(), mixed) {
+        (true, false) => text.push_str(&format!(" (showing the {} cheapest)", out.offers.len())),
+        (true, true) => text.push_str(&format!(
+            " (showing {}, cheapest first within each currency)",
+            out.offers.len()
+        )),
+        (false, _) => {}
     }
+    let which = if mixed {
+        format!(" {} price", cheapest.total_currency)
+    } else {
+        String::new()
+    };
     text.push_str(&format!(
-        ", cheapest {} {} ({}; {})",
+        ", cheapest{which} {} {} ({}; {})",
         cheapest.total_amount,
         cheapest.total_currency,
         cheapest.airline.name,
@@ -243,6 +267,10 @@ pub fn content(out: &Output) -> String {
             fastest.describe()
         ));
     }
-    text.push_str(". Prices are for all passengers; offers expire in about 30 minutes, so confirm with price_flight_offer before booking.");
+    text.push('.');
+    if mixed {
+        text.push_str(&mixed_currencies_note(&currencies));
+    }
+    text.push_str(" Prices are for all passengers; offers expire in about 30 minutes, so confirm with price_flight_offer before booking.");
     text
 }

@@ -5,7 +5,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::checks::{self, Errors};
-use super::{Access, CallMode, FieldError, ToolRequest, ToolSpec, amount_key};
+use super::{
+    Access, CallMode, FieldError, ToolRequest, ToolSpec, cheapest_in, mixed_currencies_note,
+    result_currencies,
+};
 
 /// The catalog entry.
 pub const SPEC: ToolSpec = ToolSpec {
@@ -120,10 +123,12 @@ pub struct Output {
     pub check_out_date: String,
     /// Where was searched, in words ("PAR", or coordinates).
     pub searched_near: String,
-    /// Hotels, cheapest first, at most `max_results`.
+    /// Hotels, cheapest first within each currency (in the order of `currencies`), at most `max_results`.
     pub hotels: Vec<HotelResult>,
     /// How many hotels the provider returned before the list was cut.
     pub total_hotels: u32,
+    /// The currencies of the prices of every one of the total_hotels (shown or cut), the most used first; prices in different currencies are not compared, as the gateway has no exchange rates.
+    pub currencies: Vec<String>,
 }
 
 /// One hotel with a price for the stay.
@@ -149,19 +154,32 @@ pub struct HotelResult {
     pub longitude: Option<f64>,
 }
 
+impl HotelResult {
+    /// Its cheapest total and currency, as a search ranks it.
+    pub(crate) fn price(&self) -> (&str, &str) {
+        (&self.cheapest_total_amount, &self.currency)
+    }
+}
+
 /// The text a model can quote.
 pub fn content(out: &Output) -> String {
     let stay = format!(
         "near {} for {}→{}",
         out.searched_near, out.check_in_date, out.check_out_date
     );
-    let Some(cheapest) = out.hotels.iter().min_by(|a, b| {
-        amount_key(&a.cheapest_total_amount).total_cmp(&amount_key(&b.cheapest_total_amount))
-    }) else {
+    let currencies = result_currencies(
+        &out.currencies,
+        out.hotels.iter().map(|h| h.currency.as_str()),
+    );
+    let Some(cheapest) = currencies
+        .iter()
+        .find_map(|c| cheapest_in(&out.hotels, c, HotelResult::price))
+    else {
         return format!(
             "No hotels with rooms found {stay}. Suggest other dates or a wider area; do not invent hotels."
         );
     };
+    let mixed = currencies.len() > 1;
     let mut text = format!(
         "{} hotels {stay}",
         out.total_hotels.max(out.hotels.len() as u32)
@@ -169,15 +187,25 @@ pub fn content(out: &Output) -> String {
     // The result holds only the hotels shown: a sentence about "best" must say it compared
     // only those, since a better-reviewed hotel may be among the ones cut.
     let cut = (out.total_hotels as usize) > out.hotels.len();
-    if cut {
-        text.push_str(&format!(" (showing the {} cheapest)", out.hotels.len()));
+    match (cut, mixed) {
+        (true, false) => text.push_str(&format!(" (showing the {} cheapest)", out.hotels.len())),
+        (true, true) => text.push_str(&format!(
+            " (showing {}, cheapest first within each currency)",
+            out.hotels.len()
+        )),
+        (false, _) => {}
     }
     let stars = cheapest
         .rating
         .map(|r| format!(", {r}★"))
         .unwrap_or_default();
+    let which = if mixed {
+        format!(" {} price", cheapest.currency)
+    } else {
+        String::new()
+    };
     text.push_str(&format!(
-        ", cheapest {} {} for the stay ({}{stars}, {})",
+        ", cheapest{which} {} {} for the stay ({}{stars}, {})",
         cheapest.cheapest_total_amount, cheapest.currency, cheapest.name, cheapest.address
     ));
     if let Some(best) = out
@@ -204,6 +232,10 @@ pub fn content(out: &Output) -> String {
             best.currency
         ));
     }
-    text.push_str(". Check rooms with check_hotel_availability before promising anything.");
+    text.push('.');
+    if mixed {
+        text.push_str(&mixed_currencies_note(&currencies));
+    }
+    text.push_str(" Check rooms with check_hotel_availability before promising anything.");
     text
 }

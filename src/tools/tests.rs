@@ -377,6 +377,7 @@ fn flight_content_quotes_count_cheapest_and_fastest() {
             offer("off_b", "455.00", 425, &["BA175"]),
         ],
         total_offers: 12,
+        currencies: vec!["EUR".into()],
     };
     let text = search_flights::content(&out);
     assert!(
@@ -598,6 +599,7 @@ fn hotels(shown: Vec<search_hotels::HotelResult>, total: u32) -> search_hotels::
         searched_near: "Paris (PAR)".into(),
         hotels: shown,
         total_hotels: total,
+        currencies: Vec::new(),
     }
 }
 
@@ -625,4 +627,56 @@ fn best_reviewed_says_it_is_of_the_hotels_shown_when_some_were_cut() {
         all.contains(", best reviewed Hotel b (7.8/10, 496.96 EUR)."),
         "{all}"
     );
+}
+
+/// Prices in several currencies are never compared by their bare numbers (the gateway has no
+/// exchange rates): the most used currency is ranked first, cheapest first, then each other, so
+/// the cut and "cheapest" never pick a smaller number in another currency.
+#[test]
+fn hotels_in_several_currencies_are_ranked_within_each_currency() {
+    let mut found = vec![
+        hotel("station", "146.11", "GBP", Some(7.3)),
+        hotel("lodge", "158.11", "EUR", Some(7.3)),
+        hotel("riverside", "615.61", "GBP", Some(8.4)),
+        hotel("observatory", "99.68", "EUR", Some(7.3)),
+        hotel("meridian", "230.46", "GBP", Some(8.1)),
+    ];
+    let kept = keep_cheapest(&mut found, search_hotels::HotelResult::price, Some(4));
+    assert_eq!(
+        kept,
+        Kept {
+            total: 5,
+            currencies: vec!["GBP".into(), "EUR".into()]
+        }
+    );
+    let order: Vec<&str> = found.iter().map(|h| h.hotel_result_id.as_str()).collect();
+    assert_eq!(order, ["station", "meridian", "riverside", "observatory"]);
+
+    let out = search_hotels::Output {
+        currencies: kept.currencies,
+        ..hotels(found, kept.total)
+    };
+    let text = search_hotels::content(&out);
+    assert!(
+        text.starts_with("5 hotels near Paris (PAR) for 2026-12-26→2026-12-28 (showing 4, cheapest first within each currency), cheapest GBP price 146.11 GBP for the stay (Hotel station, Paris, FR)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" Prices are in GBP and EUR, which this gateway does not convert or compare: results are ranked cheapest first within each currency, GBP first, and \"cheapest\" means the cheapest in GBP; do not compare prices across currencies."),
+        "{text}"
+    );
+    assert!(!text.contains("cheapest 99.68"), "{text}");
+
+    // One currency: the text is as it always was.
+    let mut one = vec![
+        hotel("b", "200.00", "EUR", None),
+        hotel("a", "100.00", "EUR", None),
+    ];
+    let kept = keep_cheapest(&mut one, search_hotels::HotelResult::price, None);
+    let text = search_hotels::content(&search_hotels::Output {
+        currencies: kept.currencies,
+        ..hotels(one, kept.total)
+    });
+    assert!(text.starts_with("2 hotels near Paris (PAR) for 2026-12-26→2026-12-28, cheapest 100.00 EUR for the stay (Hotel a"), "{text}");
+    assert!(!text.contains("currenc"), "{text}");
 }

@@ -19,7 +19,8 @@ use crate::texts::watches as texts;
 pub enum Condition {
     /// The result's text changed since the last run.
     AnyChange,
-    /// The lowest price fell below `amount` (in the result's currency).
+    /// The lowest price fell below `amount` (in the result's currency: the one most of its
+    /// prices are in).
     PriceBelow {
         /// The line, e.g. 400.
         amount: f64,
@@ -116,16 +117,20 @@ impl Condition {
             }
             Condition::PriceBelow { amount } => {
                 let (now, currency) = lowest_price(current)?;
+                // A price in another currency says nothing about this line: as on a first run.
                 let was_above = previous
                     .and_then(lowest_price)
+                    .filter(|(_, was_in)| *was_in == currency)
                     .is_none_or(|(before, _)| before >= *amount);
                 (now < *amount && was_above).then(|| texts::price_below(*amount, now, &currency))
             }
             Condition::PriceChange { share } => {
-                let (before, _) = lowest_price(previous?)?;
+                let (before, was_in) = lowest_price(previous?)?;
                 let (now, currency) = lowest_price(current)?;
+                // No exchange rates: a move between currencies is not a price change.
                 let moved = (now - before).abs() / before;
-                (before > 0.0 && moved > *share).then(|| texts::price_moved(before, now, &currency))
+                (was_in == currency && before > 0.0 && moved > *share)
+                    .then(|| texts::price_moved(before, now, &currency))
             }
             Condition::StatusChanged => {
                 let before = points(previous?)?;
@@ -169,7 +174,9 @@ fn data(envelope: &Value) -> Option<&Value> {
 }
 
 /// The lowest price in a result with its currency: the cheapest offer of a search, the priced
-/// offer, the cheapest hotel.
+/// offer, the cheapest hotel. The gateway has no exchange rates, so a result priced in several
+/// currencies is read in the one most of its prices are in (as its search ranked it,
+/// `tools::currencies_by_use`), and amounts in another currency are never compared with it.
 fn lowest_price(envelope: &Value) -> Option<(f64, String)> {
     let data = data(envelope)?;
     let priced: Vec<(&Value, &Value)> = if let Some(offers) = data.get("offers") {
@@ -187,15 +194,21 @@ fn lowest_price(envelope: &Value) -> Option<(f64, String)> {
             .map(|h| (&h["cheapest_total_amount"], &h["currency"]))
             .collect()
     };
-    priced
+    let priced: Vec<(f64, &str)> = priced
         .into_iter()
         .filter_map(|(amount, currency)| {
             Some((
                 amount.as_str()?.parse::<f64>().ok()?,
-                currency.as_str().unwrap_or_default().to_string(),
+                currency.as_str().unwrap_or_default(),
             ))
         })
+        .collect();
+    let currency = *crate::tools::currencies_by_use(priced.iter().map(|(_, c)| *c)).first()?;
+    priced
+        .into_iter()
+        .filter(|(_, c)| *c == currency)
         .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(amount, c)| (amount, c.to_string()))
 }
 
 /// What a flight rule reads of one airport.

@@ -169,6 +169,7 @@ fn flights() -> ToolOutput {
         departure_date: "2030-01-01".into(),
         offers: Vec::new(),
         total_offers: 0,
+        currencies: Vec::new(),
     })
 }
 

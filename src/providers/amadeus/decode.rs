@@ -54,6 +54,7 @@ pub fn decode_response(
                 searched_near: String::new(),
                 hotels: Vec::new(),
                 total_hotels: 0,
+                currencies: Vec::new(),
             };
             let listed = nearest(&reply)?.unwrap_or_default();
             let found = batch_offers(&reply)?;

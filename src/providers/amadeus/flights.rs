@@ -123,13 +123,18 @@ pub(super) fn flights_output(
         let id = keep(raw);
         offers.push(convert::offer(&typed, &id, &carriers, expires_at));
     }
-    let total = crate::tools::keep_cheapest(&mut offers, |x| &x.total_amount, a.max_results);
+    let kept = crate::tools::keep_cheapest(
+        &mut offers,
+        search_flights::FlightOffer::price,
+        a.max_results,
+    );
     Ok(search_flights::Output {
         origin: a.origin.clone(),
         destination: a.destination.clone(),
         departure_date: a.departure_date.clone(),
         offers,
-        total_offers: total,
+        total_offers: kept.total,
+        currencies: kept.currencies,
     })
 }
 

@@ -55,6 +55,7 @@ impl AmadeusClient {
             searched_near: near,
             hotels: Vec::new(),
             total_hotels: 0,
+            currencies: Vec::new(),
         };
         let reply = self.execute(Method::GET, url, None).await?;
         let Some(listed) = nearest(&reply)? else {
@@ -164,11 +165,15 @@ pub(super) fn hotels_output(
         }
         hotels.push(result);
     }
-    let total =
-        crate::tools::keep_cheapest(&mut hotels, |x| &x.cheapest_total_amount, a.max_results);
+    let kept = crate::tools::keep_cheapest(
+        &mut hotels,
+        search_hotels::HotelResult::price,
+        a.max_results,
+    );
     search_hotels::Output {
         hotels,
-        total_hotels: total,
+        total_hotels: kept.total,
+        currencies: kept.currencies,
         ..empty
     }
 }

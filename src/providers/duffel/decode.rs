@@ -134,13 +134,18 @@ pub(super) fn flights_output(
     res: &wire::OfferRequest<'_>,
 ) -> search_flights::Output {
     let mut cheapest: Vec<&wire::Offer<'_>> = res.offers.iter().collect();
-    let total = crate::tools::keep_cheapest(&mut cheapest, |o| &o.total_amount, a.max_results);
+    let kept = crate::tools::keep_cheapest(
+        &mut cheapest,
+        |o| (&*o.total_amount, &*o.total_currency),
+        a.max_results,
+    );
     search_flights::Output {
         origin: a.origin.clone(),
         destination: a.destination.clone(),
         departure_date: a.departure_date.clone(),
         offers: cheapest.into_iter().map(convert::offer).collect(),
-        total_offers: total,
+        total_offers: kept.total,
+        currencies: kept.currencies,
     }
 }
 
@@ -235,13 +240,17 @@ pub(super) fn hotels_output(
 ) -> search_hotels::Output {
     let mut hotels: Vec<search_hotels::HotelResult> =
         res.results.iter().map(convert::hotel).collect();
-    let total =
-        crate::tools::keep_cheapest(&mut hotels, |x| &x.cheapest_total_amount, a.max_results);
+    let kept = crate::tools::keep_cheapest(
+        &mut hotels,
+        search_hotels::HotelResult::price,
+        a.max_results,
+    );
     search_hotels::Output {
         check_in_date: a.check_in_date.clone(),
         check_out_date: a.check_out_date.clone(),
         searched_near: near,
         hotels,
-        total_hotels: total,
+        total_hotels: kept.total,
+        currencies: kept.currencies,
     }
 }

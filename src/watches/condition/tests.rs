@@ -138,3 +138,60 @@ fn news_says_what_changed() {
         Some("2026-12-03T08:15+00:00")
     );
 }
+
+fn priced(prices: &[(&str, &str)]) -> Value {
+    json!({"status": "ok", "content": format!("{} hotels", prices.len()), "data": {
+        "hotels": prices.iter().map(|(amount, currency)| json!({"hotel_result_id": "srr_x",
+            "cheapest_total_amount": amount, "currency": currency})).collect::<Vec<_>>()
+    }})
+}
+
+/// The gateway has no exchange rates: a result in several currencies is read in the one most
+/// of its prices are in, and a price in another currency is never compared with a line or an
+/// earlier price.
+#[test]
+fn price_rules_never_compare_amounts_across_currencies() {
+    let mixed = priced(&[
+        ("236.00", "EUR"),
+        ("230.00", "GBP"),
+        ("336.00", "GBP"),
+        ("452.00", "EUR"),
+        ("615.00", "GBP"),
+    ]);
+    assert_eq!(lowest_price(&mixed), Some((230.0, "GBP".to_string())));
+    let tie = priced(&[
+        ("236.00", "GBP"),
+        ("120.00", "USD"),
+        ("452.00", "EUR"),
+        ("10.00", "USD"),
+        ("9.00", "EUR"),
+    ]);
+    assert_eq!(
+        lowest_price(&tie),
+        Some((9.0, "EUR".to_string())),
+        "a tie goes to the first currency alphabetically, as the search ranked it"
+    );
+
+    let change = Condition::PriceChange { share: 0.05 };
+    let eur = priced(&[("300.00", "EUR")]);
+    let gbp = priced(&[("200.00", "GBP")]);
+    assert_eq!(
+        fired(&change, &[eur.clone(), gbp.clone(), eur.clone()]),
+        Vec::<usize>::new()
+    );
+
+    let below = Condition::PriceBelow { amount: 250.0 };
+    assert_eq!(
+        fired(
+            &below,
+            &[priced(&[("240.00", "GBP")]), priced(&[("245.00", "EUR")])]
+        ),
+        vec![0, 1],
+        "below in GBP says nothing of EUR: the first EUR result is read as a first run"
+    );
+    assert_eq!(
+        fired(&below, &[priced(&[("300.00", "EUR")]), mixed]),
+        vec![1],
+        "230 GBP is the lowest in the result's currency; 236 EUR would not cross"
+    );
+}

@@ -144,6 +144,7 @@ fn offers(args: &flights::Args, prices: &[&str]) -> ToolOutput {
         destination: args.destination.clone(),
         departure_date: args.departure_date.clone(),
         total_offers: offers.len() as u32,
+        currencies: vec!["EUR".into()],
         offers,
     })
 }
