@@ -118,20 +118,32 @@ impl Provider {
     /// `Some(Rejected)` when this provider cannot serve `request` whatever it would answer:
     /// offer and hotel ids belong to the provider that issued them (Amadeus ids start with
     /// `amx_`/`amh_`, Duffel's with `off_`/`srr_`). The call pipeline skips such a provider
-    /// and tries the next one in the chain, without a breaker permit or a socket.
+    /// and tries the next one in the chain, without a breaker permit or a socket. A booking of
+    /// an Amadeus id is the gateway's own refusal, whole: Amadeus priced it for comparison (its
+    /// results say `bookable: false`), and only a new search can give one to book.
     pub fn refuse(&self, request: &ToolRequest) -> Option<UpstreamError> {
         match self {
             Provider::Rest(_) => None,
             Provider::Amadeus(_) => amadeus::AmadeusClient::refuse(request),
             Provider::Duffel(_) => {
-                let id = match request {
-                    ToolRequest::PriceFlightOffer(a) => &a.offer_id,
-                    ToolRequest::BookFlight(a, _) => &a.offer_id,
-                    ToolRequest::BookHotel(a, _) => &a.rate_id,
-                    ToolRequest::CheckHotelAvailability(a) => &a.hotel_result_id,
+                let (id, booking) = match request {
+                    ToolRequest::PriceFlightOffer(a) => (&a.offer_id, false),
+                    ToolRequest::BookFlight(a, _) => (&a.offer_id, true),
+                    ToolRequest::BookHotel(a, _) => (&a.rate_id, true),
+                    ToolRequest::CheckHotelAvailability(a) => (&a.hotel_result_id, false),
                     _ => return None,
                 };
-                amadeus::owns_id(id).then(|| {
+                if !amadeus::owns_id(id) {
+                    return None;
+                }
+                Some(if booking {
+                    UpstreamError::refused_by_gateway(crate::texts::call::not_bookable_here(
+                        request.tool(),
+                        id,
+                        "Amadeus",
+                        "Duffel",
+                    ))
+                } else {
                     UpstreamError::new(
                         ErrorKind::Rejected {
                             message: format!("{id} was issued by Amadeus, not Duffel"),

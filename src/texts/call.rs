@@ -114,6 +114,24 @@ pub fn rejected(tool: &str, message: &str, already_done: bool, write: bool) -> S
     format!("{} {next}", rejected_background(tool, message))
 }
 
+/// A booking of an offer or rate that `issuer` priced, sent to `booker`, the provider this
+/// gateway books through: `issuer` takes no bookings here, so nothing the model corrects in
+/// the arguments can help; only a new search that `booker` answers gives a bookable one.
+pub fn not_bookable_here(tool: &str, id: &str, issuer: &str, booker: &str) -> String {
+    let next = if tool == "book_hotel" {
+        format!(
+            "call search_hotels again (once {booker} answers it), check_hotel_availability on a hotel whose bookable is true, and book one of its rates"
+        )
+    } else {
+        format!(
+            "call search_flights again (once {booker} answers it) and book an offer whose bookable is true"
+        )
+    };
+    format!(
+        "Nothing was booked: {id} was priced by {issuer} for comparison only, and this gateway books only through {booker}, so {tool} cannot book it. Tell the traveller this price cannot be booked as it is; to book, {next}, with a new idempotency key."
+    )
+}
+
 /// A booking refused because its offer was booked under another key (another client's, or
 /// this client's earlier one): nothing was booked, and booking another offer at once could
 /// book the traveller twice.

@@ -1,4 +1,4 @@
-//! `check_hotel_availability`: rooms and rates bookable now at one hotel. A model must never
+//! `check_hotel_availability`: rooms and rates available now at one hotel. A model must never
 //! promise rooms that may be gone, so the shipped configuration never serves it stale
 //! (`stale_for = "0s"` in `tools/check_hotel_availability.toml`).
 
@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::checks::Errors;
 use super::{
-    Access, CallMode, FieldError, ToolRequest, ToolSpec, cheapest_in, currencies_by_use, list_words,
+    Access, CallMode, FOR_COMPARISON, FieldError, ToolRequest, ToolSpec, cheapest_in,
+    currencies_by_use, list_words,
 };
 
 /// The catalog entry. Fetching rates is a POST at Duffel but changes nothing: idempotent.
@@ -68,11 +69,11 @@ pub struct Output {
 pub struct Room {
     /// Room name, e.g. "Deluxe Double Room".
     pub name: String,
-    /// Bookable rates for this room.
+    /// Rates for this room.
     pub rates: Vec<Rate>,
 }
 
-/// One bookable rate.
+/// One rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Rate {
     /// The provider's rate id.
@@ -89,6 +90,8 @@ pub struct Rate {
     pub quantity_available: Option<u32>,
     /// Until when it can be cancelled for a full refund (RFC 3339), if at all.
     pub free_cancellation_until: Option<String>,
+    /// Whether book_hotel can book it; false for a rate priced by a provider this gateway does not book through, shown for comparison only.
+    pub bookable: bool,
 }
 
 /// The text a model can quote.
@@ -128,8 +131,15 @@ pub fn content(out: &Output) -> String {
         ),
         _ => String::new(),
     };
+    let next = if rates.iter().any(|(_, r)| r.bookable) {
+        "Rates can sell out; book soon or check again before promising.".to_string()
+    } else {
+        format!(
+            "These rates were {FOR_COMPARISON}: book_hotel cannot book them, so do not offer to book one; to book, call search_hotels again later and check a hotel whose bookable is true."
+        )
+    };
     format!(
-        "{} has {} available rate{} for {stay}, from {} {} ({}, {}).{others} Rates can sell out; book soon or check again before promising.",
+        "{} has {} available rate{} for {stay}, from {} {} ({}, {}).{others} {next}",
         out.hotel_name,
         rates.len(),
         if rates.len() == 1 { "" } else { "s" },

@@ -521,6 +521,12 @@ pub(crate) fn idempotency_key(tool: &str, given: Option<&str>) -> Result<String,
     })
 }
 
+/// What a tool's text says of an offer, hotel or rate whose `bookable` is false: a provider
+/// that serves no booking tool here priced it (Amadeus, answering while the booking provider
+/// does not), so it is a price to compare, never one to promise.
+pub(crate) const FOR_COMPARISON: &str =
+    "priced by a provider this gateway does not book through, for comparison only";
+
 /// Formats minutes as `7h05m`.
 pub(crate) fn format_minutes(minutes: u32) -> String {
     format!("{}h{:02}m", minutes / 60, minutes % 60)

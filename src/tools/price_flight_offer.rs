@@ -1,4 +1,5 @@
-//! `price_flight_offer`: the current, bookable price of one offer (never a guessed price).
+//! `price_flight_offer`: the current price of one offer (never a guessed price), and whether
+//! this gateway can book it.
 
 use chrono::NaiveDate;
 use schemars::JsonSchema;
@@ -6,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::checks::Errors;
 use super::search_flights::FlightOffer;
-use super::{Access, CallMode, FieldError, ToolRequest, ToolSpec};
+use super::{Access, CallMode, FOR_COMPARISON, FieldError, ToolRequest, ToolSpec};
 
 /// The catalog entry. Pricing is a POST at some providers but changes nothing: idempotent.
 pub const SPEC: ToolSpec = ToolSpec {
@@ -75,8 +76,9 @@ pub struct OfferPassenger {
 pub fn content(out: &Output) -> String {
     let o = &out.offer;
     let mut text = format!(
-        "Offer {} is bookable now at {} {} for {} passenger{}",
+        "Offer {} is {} at {} {} for {} passenger{}",
         o.offer_id,
+        if o.bookable { "bookable now" } else { "priced" },
         o.total_amount,
         o.total_currency,
         out.passengers.len(),
@@ -99,6 +101,12 @@ pub fn content(out: &Output) -> String {
     if let Some(g) = &out.price_guarantee_expires_at {
         text.push_str(&format!(" and the price is guaranteed until {g}"));
     }
-    text.push_str(". Quote this price, not the search price.");
+    if o.bookable {
+        text.push_str(". Quote this price, not the search price.");
+    } else {
+        text.push_str(&format!(
+            ". It was {FOR_COMPARISON}: book_flight cannot book it. Do not tell the traveller it can be booked; to book, call search_flights again later and book an offer whose bookable is true."
+        ));
+    }
     text
 }

@@ -1,4 +1,4 @@
-//! `search_flights`: bookable offers between two airports on a date. The tool whose slow
+//! `search_flights`: flight offers between two airports on a date. The tool whose slow
 //! provider, in the outage this gateway exists to prevent, held every connection and took down
 //! unrelated features.
 
@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::checks::{self, Errors};
 use super::{
-    Access, CallMode, FieldError, ToolRequest, ToolSpec, cheapest_in, format_minutes,
-    mixed_currencies_note, result_currencies,
+    Access, CallMode, FOR_COMPARISON, FieldError, ToolRequest, ToolSpec, cheapest_in,
+    format_minutes, mixed_currencies_note, result_currencies,
 };
 
 /// The catalog entry.
@@ -138,7 +138,7 @@ pub struct Output {
     pub currencies: Vec<String>,
 }
 
-/// One bookable flight offer.
+/// One flight offer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FlightOffer {
     /// Pass this to price_flight_offer or book_flight.
@@ -153,6 +153,8 @@ pub struct FlightOffer {
     pub slices: Vec<FlightSlice>,
     /// When the offer stops being bookable (RFC 3339).
     pub expires_at: String,
+    /// Whether book_flight can book it; false for an offer priced by a provider this gateway does not book through, shown for comparison only.
+    pub bookable: bool,
 }
 
 /// An airline.
@@ -271,6 +273,18 @@ pub fn content(out: &Output) -> String {
     if mixed {
         text.push_str(&mixed_currencies_note(&currencies));
     }
-    text.push_str(" Prices are for all passengers; offers expire in about 30 minutes, so confirm with price_flight_offer before booking.");
+    let unbookable = out.offers.iter().filter(|o| !o.bookable).count();
+    if unbookable == out.offers.len() {
+        text.push_str(&format!(
+            " Prices are for all passengers. These offers were {FOR_COMPARISON}: book_flight cannot book them, so do not offer to book one; to book, call search_flights again later and book an offer whose bookable is true."
+        ));
+    } else {
+        if unbookable > 0 {
+            text.push_str(&format!(
+                " {unbookable} of the offers shown (bookable false) were {FOR_COMPARISON}: book_flight cannot book them."
+            ));
+        }
+        text.push_str(" Prices are for all passengers; offers expire in about 30 minutes, so confirm with price_flight_offer before booking.");
+    }
     text
 }

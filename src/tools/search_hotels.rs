@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::checks::{self, Errors};
 use super::{
-    Access, CallMode, FieldError, ToolRequest, ToolSpec, cheapest_in, mixed_currencies_note,
-    result_currencies,
+    Access, CallMode, FOR_COMPARISON, FieldError, ToolRequest, ToolSpec, cheapest_in,
+    mixed_currencies_note, result_currencies,
 };
 
 /// The catalog entry.
@@ -152,6 +152,8 @@ pub struct HotelResult {
     pub latitude: Option<f64>,
     /// Longitude of the hotel.
     pub longitude: Option<f64>,
+    /// Whether book_hotel can book its rates; false for a hotel priced by a provider this gateway does not book through, shown for comparison only.
+    pub bookable: bool,
 }
 
 impl HotelResult {
@@ -235,6 +237,16 @@ pub fn content(out: &Output) -> String {
     text.push('.');
     if mixed {
         text.push_str(&mixed_currencies_note(&currencies));
+    }
+    let unbookable = out.hotels.iter().filter(|h| !h.bookable).count();
+    if unbookable == out.hotels.len() {
+        text.push_str(&format!(
+            " These hotels were {FOR_COMPARISON}: book_hotel cannot book their rates, so do not offer to book one; to book, call search_hotels again later and pick a hotel whose bookable is true."
+        ));
+    } else if unbookable > 0 {
+        text.push_str(&format!(
+            " {unbookable} of the hotels shown (bookable false) were {FOR_COMPARISON}: book_hotel cannot book their rates."
+        ));
     }
     text.push_str(" Check rooms with check_hotel_availability before promising anything.");
     text

@@ -363,6 +363,7 @@ fn offer(id: &str, amount: &str, minutes: u32, flights: &[&str]) -> search_fligh
             flights: flights.iter().map(|f| f.to_string()).collect(),
         }],
         expires_at: "2026-12-01T10:00:00Z".into(),
+        bookable: !id.starts_with("amx_"),
     }
 }
 
@@ -589,6 +590,7 @@ fn hotel(
         currency: currency.into(),
         latitude: None,
         longitude: None,
+        bookable: !id.starts_with("amh_"),
     }
 }
 
@@ -679,4 +681,114 @@ fn hotels_in_several_currencies_are_ranked_within_each_currency() {
     });
     assert!(text.starts_with("2 hotels near Paris (PAR) for 2026-12-26→2026-12-28, cheapest 100.00 EUR for the stay (Hotel a"), "{text}");
     assert!(!text.contains("currenc"), "{text}");
+}
+
+fn priced(offer: search_flights::FlightOffer) -> price_flight_offer::Output {
+    price_flight_offer::Output {
+        offer,
+        base_amount: Some("557.27".into()),
+        tax_amount: Some("138.41".into()),
+        passengers: vec![price_flight_offer::OfferPassenger {
+            passenger_id: "1".into(),
+            passenger_type: "adult".into(),
+            age: None,
+        }],
+        price_guarantee_expires_at: None,
+        requires_instant_payment: false,
+    }
+}
+
+fn availability(rate_id: &str, bookable: bool) -> check_hotel_availability::Output {
+    check_hotel_availability::Output {
+        hotel_result_id: rate_id.into(),
+        hotel_name: "The Meridian House Paris".into(),
+        check_in_date: "2026-12-26".into(),
+        check_out_date: "2026-12-28".into(),
+        available: true,
+        rooms: vec![check_hotel_availability::Room {
+            name: "Superior King Room".into(),
+            rates: vec![check_hotel_availability::Rate {
+                rate_id: rate_id.into(),
+                total_amount: "326.46".into(),
+                currency: "EUR".into(),
+                board_type: Some("room_only".into()),
+                payment_type: Some("pay_now".into()),
+                quantity_available: None,
+                free_cancellation_until: None,
+                bookable,
+            }],
+        }],
+    }
+}
+
+/// An offer or rate from a provider this gateway does not book through (Amadeus) is described
+/// as a price for comparison, never as bookable: book_flight and book_hotel refuse it, and the
+/// text says what to do instead. A bookable one reads as it always did.
+#[test]
+fn offers_and_rates_the_gateway_cannot_book_are_never_called_bookable() {
+    let amadeus = priced(offer(
+        "amx_643cb7574d4cd8fa",
+        "695.68",
+        630,
+        &["EI731", "EI311"],
+    ));
+    let text = price_flight_offer::content(&amadeus);
+    assert!(
+        text.starts_with("Offer amx_643cb7574d4cd8fa is priced at 695.68 EUR for 1 passenger"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("It was priced by a provider this gateway does not book through, for comparison only: book_flight cannot book it. Do not tell the traveller it can be booked; to book, call search_flights again later and book an offer whose bookable is true."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("bookable now") && !text.contains("Quote this price"),
+        "{text}"
+    );
+    let duffel = price_flight_offer::content(&priced(offer("off_1", "695.68", 630, &["BA117"])));
+    assert!(
+        duffel.starts_with("Offer off_1 is bookable now at 695.68 EUR"),
+        "{duffel}"
+    );
+    assert!(
+        duffel.ends_with("Quote this price, not the search price."),
+        "{duffel}"
+    );
+
+    let searched = search_flights::Output {
+        origin: "JFK".into(),
+        destination: "LHR".into(),
+        departure_date: "2026-12-26".into(),
+        offers: vec![offer("amx_1", "730.97", 630, &["EI731", "EI311"])],
+        total_offers: 1,
+        currencies: vec!["EUR".into()],
+    };
+    let text = search_flights::content(&searched);
+    assert!(
+        text.contains("These offers were priced by a provider this gateway does not book through, for comparison only: book_flight cannot book them"),
+        "{text}"
+    );
+    assert!(!text.contains("before booking"), "{text}");
+
+    let text = check_hotel_availability::content(&availability("amh_XLCHWJ1WE3", false));
+    assert!(
+        text.starts_with("The Meridian House Paris has 1 available rate for 2026-12-26→2026-12-28, from 326.46 EUR"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("These rates were priced by a provider this gateway does not book through, for comparison only: book_hotel cannot book them, so do not offer to book one; to book, call search_hotels again later and check a hotel whose bookable is true."),
+        "{text}"
+    );
+    assert!(!text.contains("book soon"), "{text}");
+    let text = check_hotel_availability::content(&availability("rat_1", true));
+    assert!(
+        text.ends_with("Rates can sell out; book soon or check again before promising."),
+        "{text}"
+    );
+
+    let text = search_hotels::content(&hotels(vec![hotel("amh_1", "326.46", "EUR", None)], 1));
+    assert!(
+        text.contains("These hotels were priced by a provider this gateway does not book through, for comparison only: book_hotel cannot book their rates"),
+        "{text}"
+    );
 }

@@ -101,6 +101,108 @@ async fn hotels_fall_over_to_amadeus_and_availability_follows_the_id() {
     assert!(avail["data"]["available"].is_boolean());
 }
 
+/// What Amadeus prices while Duffel is down is for comparison: this gateway books only through
+/// Duffel. Its offers and rates say `bookable: false`, their texts never call them bookable,
+/// and booking one is the gateway's own refusal saying to search again, sent to no provider.
+#[tokio::test]
+async fn amadeus_offers_and_rates_are_for_comparison_and_booking_one_says_search_again() {
+    let s = Stack::start(21).await;
+    s.down(RouteGroup::DuffelAirSearch);
+    let found = call(
+        &s,
+        "search_flights",
+        json!({"origin": "MAD", "destination": "LON", "departure_date": in_days(21)}),
+    )
+    .await;
+    assert_eq!(found["provider"], "amadeus", "{found:#}");
+    assert_eq!(found["data"]["offers"][0]["bookable"], false, "{found:#}");
+    let text = found["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("for comparison only: book_flight cannot book them"),
+        "{text}"
+    );
+    let id = found["data"]["offers"][0]["offer_id"].clone();
+
+    let priced = call(&s, "price_flight_offer", json!({"offer_id": id})).await;
+    assert_eq!(priced["status"], "ok", "{priced:#}");
+    assert_eq!(priced["data"]["offer"]["bookable"], false, "{priced:#}");
+    let text = priced["content"].as_str().unwrap_or_default();
+    assert!(text.contains(" is priced at "), "{text}");
+    assert!(
+        !text.contains("bookable now") && !text.contains("Quote this price"),
+        "{text}"
+    );
+    assert!(text.contains("book_flight cannot book it"), "{text}");
+
+    let (status, refused) = s
+        .call(
+            "book_flight",
+            json!({"arguments": {"offer_id": id, "travellers": [crate::bookings::traveller()]},
+                   "idempotency_key": "amadeus-offer-1"}),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["status"].as_str()),
+        (200, Some("rejected")),
+        "{refused:#}"
+    );
+    let text = refused["content"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with(&format!(
+            "Nothing was booked: {} was priced by Amadeus for comparison only, and this gateway books only through Duffel, so book_flight cannot book it.",
+            id.as_str().unwrap_or_default()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("call search_flights again (once Duffel answers it) and book an offer whose bookable is true, with a new idempotency key"), "{text}");
+    assert!(!text.contains("Correct the arguments"), "{text}");
+    assert_eq!(s.requests(RouteGroup::DuffelAirOrders), 0, "nothing sent");
+
+    s.down(RouteGroup::DuffelStays);
+    let hotels = call(&s,
+            "search_hotels",
+            json!({"city_code": "PAR", "check_in_date": in_days(21), "check_out_date": in_days(23), "adults": 2}),
+        )
+        .await;
+    assert_eq!(hotels["provider"], "amadeus", "{hotels:#}");
+    assert_eq!(hotels["data"]["hotels"][0]["bookable"], false, "{hotels:#}");
+    let hotel = hotels["data"]["hotels"][0]["hotel_result_id"].clone();
+    let avail = call(
+        &s,
+        "check_hotel_availability",
+        json!({"hotel_result_id": hotel}),
+    )
+    .await;
+    let rate = &avail["data"]["rooms"][0]["rates"][0];
+    assert_eq!(rate["bookable"], false, "{avail:#}");
+    let text = avail["content"].as_str().unwrap_or_default();
+    assert!(text.contains("book_hotel cannot book them"), "{text}");
+    assert!(!text.contains("book soon"), "{text}");
+
+    let (status, refused) = s
+        .call(
+            "book_hotel",
+            json!({"arguments": {"rate_id": rate["rate_id"],
+                    "guests": [{"given_name": "Ana", "family_name": "Garcia"}],
+                    "email": "ana@example.com", "phone_number": "+34600000000"},
+                   "idempotency_key": "amadeus-rate-1"}),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["status"].as_str()),
+        (200, Some("rejected")),
+        "{refused:#}"
+    );
+    let text = refused["content"].as_str().unwrap_or_default();
+    assert!(text.contains("so book_hotel cannot book it"), "{text}");
+    assert!(text.contains("call search_hotels again (once Duffel answers it), check_hotel_availability on a hotel whose bookable is true, and book one of its rates"), "{text}");
+    assert_eq!(
+        s.requests(RouteGroup::DuffelStaysBookings),
+        0,
+        "nothing sent"
+    );
+}
+
 #[tokio::test]
 async fn flight_status_is_served_by_amadeus_through_the_simulator() {
     let s = Stack::start(21).await;

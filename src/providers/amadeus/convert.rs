@@ -46,6 +46,7 @@ pub(crate) fn offer(
         },
         slices: o.itineraries.iter().map(slice).collect(),
         expires_at: expires_at.to_string(),
+        bookable: super::BOOKABLE,
     }
 }
 
@@ -162,6 +163,7 @@ pub(crate) fn hotel(
         currency: cheapest.price.currency.clone(),
         latitude: h.hotel.latitude.or(geo.map(|g| g.latitude)),
         longitude: h.hotel.longitude.or(geo.map(|g| g.longitude)),
+        bookable: super::BOOKABLE,
     })
 }
 
@@ -201,6 +203,7 @@ pub(crate) fn room(o: &wire::HotelOffer) -> avail::Room {
                 .map(|p| p.to_lowercase()),
             quantity_available: None,
             free_cancellation_until: policies.and_then(free_cancellation_until),
+            bookable: super::BOOKABLE,
         }],
     }
 }

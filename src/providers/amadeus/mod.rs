@@ -69,6 +69,12 @@ pub const TOOLS: &[&str] = &[
     "get_flight_status",
 ];
 
+/// Whether the offers, hotels and rates this adapter hands out can be booked through this
+/// gateway (their `bookable`): no, it serves neither booking tool (see the module docs), and a
+/// booking provider never takes its ids. They are prices for comparison, and the tools' texts
+/// say so.
+const BOOKABLE: bool = false;
+
 /// Prefix of the flight offer ids this adapter issues.
 pub const OFFER_PREFIX: &str = "amx_";
 /// Prefix of the hotel result ids this adapter issues (`amh_` + the Amadeus offer id).

@@ -18,6 +18,7 @@ pub(crate) fn offer(o: &wire::Offer<'_>) -> FlightOffer {
         },
         slices: o.slices.iter().map(slice).collect(),
         expires_at: o.expires_at.to_string(),
+        bookable: super::BOOKABLE,
     }
 }
 
@@ -89,6 +90,7 @@ pub(crate) fn hotel(r: &wire::StaysResult) -> HotelResult {
         currency: r.cheapest_rate_currency.clone().unwrap_or_default(),
         latitude: coords.map(|c| c.latitude),
         longitude: coords.map(|c| c.longitude),
+        bookable: super::BOOKABLE,
     }
 }
 
@@ -111,6 +113,7 @@ pub(crate) fn availability(r: &wire::StaysResult) -> avail::Output {
                     payment_type: rate.payment_type.clone(),
                     quantity_available: rate.quantity_available,
                     free_cancellation_until: free_cancellation_until(rate),
+                    bookable: super::BOOKABLE,
                 })
                 .collect(),
         })

@@ -54,6 +54,10 @@ pub const TOOLS: &[&str] = &[
     "book_hotel",
 ];
 
+/// Whether the offers, hotels and rates this adapter hands out can be booked through this
+/// gateway (their `bookable`): yes, it serves book_flight and book_hotel with its own ids.
+const BOOKABLE: bool = true;
+
 /// A Duffel API client for one configured provider.
 #[derive(Debug, Clone)]
 pub struct DuffelClient {

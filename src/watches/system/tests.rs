@@ -137,6 +137,7 @@ fn offers(args: &flights::Args, prices: &[&str]) -> ToolOutput {
                 flights: vec!["BA117".into()],
             }],
             expires_at: "2099-01-01T00:00:00Z".into(),
+            bookable: true,
         })
         .collect();
     ToolOutput::SearchFlights(flights::Output {
