@@ -7,14 +7,15 @@
 //!   provider's refusal (the model can fix it), else the last good result for the same
 //!   arguments (`stale`, with its age), else for a write that may have reached the provider
 //!   "outcome unknown" (never "nothing was booked"), else for a write the provider says it did
-//!   not carry out "not booked", else for a provider in a scheduled maintenance window the
-//!   maintenance text (why, and until when), else the tool's fallback text (a write that failed before its
+//!   not carry out "not booked", else for a chain whose every provider is in a scheduled
+//!   maintenance window the maintenance text (each window's why and until when, and the first
+//!   end as the tool's return), else the tool's fallback text (a write that failed before its
 //!   request was sent gets it too: nothing was booked);
 //! - [`background`]: nobody waits, so a job gets a [`Verdict`]: later (with the wait the
-//!   provider side asked for, or a maintenance window's end, as its anchor; also a write that failed before its request was
-//!   sent, which is as safe to repeat as a read), or never (a refusal, a write the provider
-//!   says it did not carry out, or a write whose outcome is unknown: repeating it could book
-//!   twice).
+//!   provider side asked for, or the first maintenance window's end, as its anchor; also a
+//!   write that failed before its request was sent, which is as safe to repeat as a read), or
+//!   never (a refusal, a write the provider says it did not carry out, or a write whose outcome
+//!   is unknown: repeating it could book twice).
 //!
 //! They take everything they need as values ([`Interactive`], [`Background`]), gathered by the
 //! gateway at the moment of answering, so their tables are tested without a clock or a provider.
@@ -23,7 +24,7 @@ use std::time::Duration;
 
 use super::envelope::{CallInfo, Data, Envelope};
 use super::last_good::GoodResult;
-use super::outcome::{Failure, Success};
+use super::outcome::{Failure, Held, Success};
 use crate::breaker::BreakerState;
 use crate::providers::{ErrorKind, UpstreamError, WriteEffect};
 use crate::texts::call as texts;
@@ -170,14 +171,10 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
         );
         return Envelope::unavailable(info, content, None, Some(provider));
     }
-    let content = if let Failure::Maintenance {
-        provider,
-        until,
-        reason,
-        ..
-    } = failure
+    let content = if let Failure::Maintenance { held } = failure
+        && let Some(first) = Held::first(held)
     {
-        texts::maintenance(&info.tool, provider, *until, reason, facts.available_tools)
+        texts::maintenance(&info.tool, &holds(held), first.until, facts.available_tools)
     } else if facts.write && may_have_executed(failure) {
         texts::uncertain_write(&info.tool, &provider)
     } else if facts.write && provider_says_not_done(failure) {
@@ -261,19 +258,18 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             attempted: false,
             rate_limited: None,
         },
-        // The job waits out the window: its requeue is anchored on the window's end.
-        Failure::Maintenance {
-            provider,
-            until,
-            left,
-            reason,
-            ..
-        } => Verdict::Later {
-            anchor: Some(left),
-            error: texts::maintenance_background(&provider, until, &reason),
-            attempted: false,
-            rate_limited: None,
-        },
+        // The job waits out the windows: its requeue is anchored on the first one's end.
+        Failure::Maintenance { held } => {
+            let first = Held::first(&held);
+            Verdict::Later {
+                anchor: first.map(|first| first.left),
+                error: first.map_or_else(String::new, |first| {
+                    texts::maintenance_background(&holds(&held), first.until)
+                }),
+                attempted: false,
+                rate_limited: None,
+            }
+        }
         Failure::BulkheadFull => Verdict::Later {
             anchor: None,
             error: texts::bulkhead_full(),
@@ -287,6 +283,17 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             rate_limited: None,
         },
     }
+}
+
+/// The providers held by maintenance windows, as the texts name them.
+fn holds(held: &[Held]) -> Vec<texts::Hold<'_>> {
+    held.iter()
+        .map(|h| texts::Hold {
+            provider: &h.provider,
+            until: h.until,
+            reason: &h.reason,
+        })
+        .collect()
 }
 
 /// The provider's refusal, when the failure is one.
@@ -326,7 +333,7 @@ fn retry_estimate(
 ) -> Duration {
     match failure {
         Failure::Breaker { rejected, .. } => rejected.retry_after,
-        Failure::Maintenance { left, .. } => *left,
+        Failure::Maintenance { held } => Held::first(held).map_or(TRANSIENT_RETRY, |f| f.left),
         Failure::Upstream { error, .. } => error
             .kind
             .retry_after()

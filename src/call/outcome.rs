@@ -22,6 +22,26 @@ pub(crate) struct Success {
     pub(crate) breaker: BreakerState,
 }
 
+/// A provider not asked because a scheduled maintenance window holds its key.
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// The provider.
+    pub(crate) provider: String,
+    /// When the window (and any joining it) ends.
+    pub(crate) until: DateTime<Utc>,
+    /// The time left until then, at the moment of refusing.
+    pub(crate) left: Duration,
+    /// The operator's reason.
+    pub(crate) reason: String,
+}
+
+impl Held {
+    /// Of the windows `held`, the one that ends first: when the tool is back.
+    pub(crate) fn first(held: &[Held]) -> Option<&Held> {
+        held.iter().min_by_key(|h| h.until)
+    }
+}
+
 /// Why a call got no answer from any provider.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -33,8 +53,9 @@ pub(crate) enum Failure {
         provider: String,
         /// The breaker's answer.
         rejected: Rejected,
-        /// The providers earlier in the chain that failed too, in chain order.
-        failed_before: Vec<String>,
+        /// Every provider of the chain that failed this call, in chain order (see
+        /// [`Failure::failed_providers`]).
+        failed: Vec<String>,
     },
     /// The provider was asked and failed (after the retries allowed), or refused the request
     /// outright without being asked (an id it did not issue).
@@ -43,22 +64,17 @@ pub(crate) enum Failure {
         provider: String,
         /// What went wrong.
         error: UpstreamError,
-        /// The providers earlier in the chain that failed too, in chain order.
-        failed_before: Vec<String>,
+        /// Every provider of the chain that failed this call, in chain order (see
+        /// [`Failure::failed_providers`]).
+        failed: Vec<String>,
     },
     /// The provider's key is in a scheduled maintenance window: it was not asked, as if its
-    /// breaker were forced open.
+    /// breaker were forced open. At the end of a chain, every provider that failed the call was
+    /// held so (one that failed otherwise is the answer instead: [`Failure::joined`]), and each
+    /// is here, so the answer names them all and says when the first window ends.
     Maintenance {
-        /// The provider.
-        provider: String,
-        /// When the window (and any joining it) ends.
-        until: DateTime<Utc>,
-        /// The time left until then, at the moment of refusing.
-        left: Duration,
-        /// The operator's reason.
-        reason: String,
-        /// The providers earlier in the chain that failed too, in chain order.
-        failed_before: Vec<String>,
+        /// The providers held, in chain order: never empty; the last is the one tried last.
+        held: Vec<Held>,
     },
     /// The deadline passed before a provider could be asked.
     DeadlinePassed,
@@ -68,66 +84,70 @@ impl Failure {
     /// The provider the failure names; none for a full bulkhead or a passed deadline.
     pub(crate) fn provider(&self) -> Option<&str> {
         match self {
-            Failure::Breaker { provider, .. }
-            | Failure::Upstream { provider, .. }
-            | Failure::Maintenance { provider, .. } => Some(provider),
+            Failure::Breaker { provider, .. } | Failure::Upstream { provider, .. } => {
+                Some(provider)
+            }
+            Failure::Maintenance { held } => held.last().map(|h| h.provider.as_str()),
             Failure::BulkheadFull | Failure::DeadlinePassed => None,
         }
     }
 
-    /// Every provider that failed this call, in chain order: the earlier ones, then the one the
-    /// failure names (the fallback text names them all: "duffel and amadeus", not only the
-    /// last). Empty for a full bulkhead or a passed deadline.
+    /// Every provider that failed this call, in chain order, the one the failure names among
+    /// them (the fallback text names them all: "duffel and amadeus", not only the last). Empty
+    /// for a full bulkhead or a passed deadline.
     pub(crate) fn failed_providers(&self) -> Vec<&str> {
         match self {
             Failure::Breaker {
-                provider,
-                failed_before,
-                ..
+                provider, failed, ..
             }
             | Failure::Upstream {
-                provider,
-                failed_before,
-                ..
+                provider, failed, ..
+            } => {
+                if failed.is_empty() {
+                    vec![provider.as_str()]
+                } else {
+                    failed.iter().map(String::as_str).collect()
+                }
             }
-            | Failure::Maintenance {
-                provider,
-                failed_before,
-                ..
-            } => failed_before
-                .iter()
-                .map(String::as_str)
-                .chain([provider.as_str()])
-                .collect(),
+            Failure::Maintenance { held } => held.iter().map(|h| h.provider.as_str()).collect(),
             Failure::BulkheadFull | Failure::DeadlinePassed => Vec::new(),
         }
     }
 
-    /// This failure, the last of a chain in which `failed` (in chain order, possibly ending with
-    /// this failure's own provider) failed before it.
-    pub(crate) fn after(mut self, mut failed: Vec<String>) -> Self {
+    /// This failure, the answer of a chain in which `failed` (in chain order) failed. A
+    /// maintenance failure already names every provider held.
+    pub(crate) fn after(mut self, mut all: Vec<String>) -> Self {
         if let Failure::Breaker {
-            provider,
-            failed_before,
-            ..
+            provider, failed, ..
         }
         | Failure::Upstream {
-            provider,
-            failed_before,
-            ..
-        }
-        | Failure::Maintenance {
-            provider,
-            failed_before,
-            ..
+            provider, failed, ..
         } = &mut self
         {
-            if failed.last() == Some(provider) {
-                failed.pop();
+            if !all.contains(provider) {
+                all.push(provider.clone());
             }
-            *failed_before = failed;
+            *failed = all;
         }
         self
+    }
+
+    /// The failure a chain answers with once `next` failed after `last` (the answer so far).
+    ///
+    /// A window says when its provider is back, so the windows of a chain held everywhere are
+    /// kept together (the answer names each and the first end); a provider that failed
+    /// otherwise may answer again much sooner than any window ends, so its failure is the
+    /// answer whichever came first, and the windows are only named among the failed providers.
+    pub(crate) fn joined(last: Option<Box<Failure>>, next: Failure) -> Box<Failure> {
+        match (last, next) {
+            (Some(mut last), Failure::Maintenance { held: more }) => {
+                if let Failure::Maintenance { held } = last.as_mut() {
+                    held.extend(more);
+                }
+                last
+            }
+            (_, next) => Box::new(next),
+        }
     }
 
     /// Whether the next provider of the chain should not be tried: a refusal the model can fix

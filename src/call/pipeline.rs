@@ -8,7 +8,9 @@
 //!   across retries and providers; a full bulkhead answers at once instead of queueing without
 //!   bound.
 //! - **Maintenance before the breaker**: a key in a scheduled maintenance window is refused
-//!   as a forced-open breaker would refuse it, and the call moves to the next provider.
+//!   as a forced-open breaker would refuse it, and the call moves to the next provider. A
+//!   chain held everywhere answers with every window (the tool is back when the first ends); a
+//!   provider that failed otherwise answers for the chain, since it may be back much sooner.
 //! - **Breaker per attempt**: every attempt, first or retry, asks its tool × provider breaker,
 //!   saying who asks (an interactive call leaves half-open probes to due background jobs). An
 //!   open breaker stops retries dead (no retry ever fires into it) and moves the call to the
@@ -41,7 +43,7 @@ use tracing::Instrument;
 
 use super::classify::classify;
 use super::observe::Observer;
-use super::outcome::{Failure, Success};
+use super::outcome::{Failure, Held, Success};
 use super::progress::{Step, Steps};
 use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
@@ -104,8 +106,12 @@ pub(super) fn run<'a>(
             cx.observer.failed(tool.spec.name, &Failure::BulkheadFull);
             return Err(Failure::BulkheadFull);
         };
-        // What to answer when no provider serves the call; none yet is the deadline passing.
+        // What to answer when no provider serves the call (`Failure::joined`); none yet is the
+        // deadline passing.
         let mut last: Option<Box<Failure>> = None;
+        // The first refusal of a provider that does not own the request: the answer only when
+        // no provider that owns it was tried.
+        let mut refused: Option<Box<Failure>> = None;
         // The providers that failed this call so far, in chain order (the answer names them all).
         let mut failed: Vec<String> = Vec::new();
         for (index, route) in tool.routes.iter().enumerate() {
@@ -113,14 +119,11 @@ pub(super) fn run<'a>(
             // An id issued by another provider (an Amadeus offer at Duffel): skip this one
             // without a permit or a socket; if no provider owns it, the refusal is the answer.
             if let Some(refusal) = route.upstream.refuse(request) {
-                if last
-                    .as_deref()
-                    .is_none_or(|last| matches!(last, Failure::DeadlinePassed))
-                {
-                    last = Some(Box::new(Failure::Upstream {
+                if refused.is_none() {
+                    refused = Some(Box::new(Failure::Upstream {
                         provider: route.name.clone(),
                         error: refusal,
-                        failed_before: Vec::new(),
+                        failed: Vec::new(),
                     }));
                 }
                 continue;
@@ -154,7 +157,7 @@ pub(super) fn run<'a>(
                             next: next.name.clone(),
                         });
                     }
-                    last = Some(Box::new(failure));
+                    last = Some(Failure::joined(last, failure));
                     if stop {
                         break;
                     }
@@ -162,6 +165,7 @@ pub(super) fn run<'a>(
             }
         }
         let last = last
+            .or(refused)
             .map_or(Failure::DeadlinePassed, |last| *last)
             .after(failed);
         cx.observer.failed(tool.spec.name, &last);
@@ -199,7 +203,7 @@ fn run_route<'a>(
         let upstream_failed = |error| Failure::Upstream {
             provider: route.name.clone(),
             error,
-            failed_before: Vec::new(),
+            failed: Vec::new(),
         };
         for attempt in 0..attempts {
             // Everything up to the retry's wait, in a block: the attempt's result and error are
@@ -219,11 +223,12 @@ fn run_route<'a>(
                 {
                     cx.observer.under_maintenance(&span);
                     return Err(Failure::Maintenance {
-                        provider: route.name.clone(),
-                        left: maintenance::left(wall, active.until),
-                        until: active.until,
-                        reason: active.reason,
-                        failed_before: Vec::new(),
+                        held: vec![Held {
+                            provider: route.name.clone(),
+                            left: maintenance::left(wall, active.until),
+                            until: active.until,
+                            reason: active.reason,
+                        }],
                     });
                 }
                 let permit = match route.breaker.try_acquire_as(now, caller) {
@@ -234,7 +239,7 @@ fn run_route<'a>(
                         return Err(Failure::Breaker {
                             provider: route.name.clone(),
                             rejected,
-                            failed_before: Vec::new(),
+                            failed: Vec::new(),
                         });
                     }
                 };

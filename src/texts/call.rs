@@ -236,13 +236,35 @@ pub fn utc_time(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
-/// A tool refused because its provider is in a scheduled maintenance window until `until`
+/// A provider held by a scheduled maintenance window, as the maintenance texts name it.
+#[derive(Debug, Clone, Copy)]
+pub struct Hold<'a> {
+    /// The provider not asked.
+    pub provider: &'a str,
+    /// When its window ends.
+    pub until: DateTime<Utc>,
+    /// The operator's reason.
+    pub reason: &'a str,
+}
+
+/// "duffel until 2026-12-05 04:00 UTC (upgrade) and amadeus until …": each provider held, with
+/// its window's end and reason, in the order given.
+fn holds(held: &[Hold<'_>]) -> String {
+    let each: Vec<String> = held
+        .iter()
+        .map(|h| format!("{} until {} ({})", h.provider, utc_time(h.until), h.reason))
+        .collect();
+    let each: Vec<&str> = each.iter().map(String::as_str).collect();
+    providers(&each)
+}
+
+/// A tool refused because every provider it was asked of is in a scheduled maintenance window
+/// (`held`, each with its end and reason), so it is back at `back`, when the first window ends
 /// (instead of the tool's fallback prompt, which speaks of an outage).
 pub fn maintenance(
     tool: &str,
-    provider: &str,
-    until: DateTime<Utc>,
-    reason: &str,
+    held: &[Hold<'_>],
+    back: DateTime<Utc>,
     available_tools: &[String],
 ) -> String {
     let available = if available_tools.is_empty() {
@@ -250,9 +272,9 @@ pub fn maintenance(
     } else {
         available_tools.join(", ")
     };
-    let until = utc_time(until);
+    let (held, back) = (holds(held), utc_time(back));
     format!(
-        "{tool} is down for scheduled maintenance: nothing is being asked of {provider} until {until} ({reason}). Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller this is planned maintenance and that {tool} should be back at {until}; do not call {tool} again before then. Meanwhile, offer to help with the tools that work now: {available}."
+        "{tool} is down for scheduled maintenance: nothing is being asked of {held}. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller this is planned maintenance and that {tool} should be back at {back}; do not call {tool} again before then. Meanwhile, offer to help with the tools that work now: {available}."
     )
 }
 
@@ -269,11 +291,24 @@ pub fn forced_open(tool: &str, provider: &str, available_tools: &[String]) -> St
     )
 }
 
-/// A background attempt held back by a maintenance window (the job's `last_error`).
-pub fn maintenance_background(provider: &str, until: DateTime<Utc>, reason: &str) -> String {
+/// A background attempt held back by maintenance windows (`held`, the first ending at `back`):
+/// the job's `last_error`.
+pub fn maintenance_background(held: &[Hold<'_>], back: DateTime<Utc>) -> String {
+    let each: Vec<String> = held
+        .iter()
+        .map(|h| {
+            format!(
+                "{}: scheduled maintenance until {} ({})",
+                h.provider,
+                utc_time(h.until),
+                h.reason
+            )
+        })
+        .collect();
     format!(
-        "{provider}: scheduled maintenance until {} ({reason}); the job waits until then",
-        utc_time(until)
+        "{}; the job waits until {}",
+        each.join("; "),
+        utc_time(back)
     )
 }
 
@@ -411,6 +446,36 @@ mod tests {
         assert_eq!(
             rejected_background("book_flight", "offer expired"),
             "The provider refused this book_flight request: offer expired."
+        );
+    }
+
+    #[test]
+    fn maintenance_names_every_window_and_the_first_end() {
+        let at = |h, m| {
+            DateTime::parse_from_rfc3339(&format!("2026-12-06T{h:02}:{m:02}:48Z"))
+                .map(|t| t.to_utc())
+                .unwrap_or_default()
+        };
+        let held = [
+            Hold {
+                provider: "amadeus",
+                until: at(10, 20),
+                reason: "Probe weekly",
+            },
+            Hold {
+                provider: "duffel",
+                until: at(9, 35),
+                reason: "upgrade",
+            },
+        ];
+        let text = maintenance("search_flights", &held, at(9, 35), &[]);
+        assert!(text.starts_with(
+            "search_flights is down for scheduled maintenance: nothing is being asked of amadeus until 2026-12-06 10:20 UTC (Probe weekly) and duffel until 2026-12-06 09:35 UTC (upgrade). "
+        ), "{text}");
+        assert!(text.contains("search_flights should be back at 2026-12-06 09:35 UTC; do not call search_flights again before then."), "{text}");
+        assert_eq!(
+            maintenance_background(&held[..1], at(10, 20)),
+            "amadeus: scheduled maintenance until 2026-12-06 10:20 UTC (Probe weekly); the job waits until 2026-12-06 10:20 UTC"
         );
     }
 

@@ -233,7 +233,7 @@ impl Gateway {
                 Err(Failure::Upstream {
                     provider: first_provider,
                     error: UpstreamError::new(ErrorKind::Transport, "the write's task failed"),
-                    failed_before: Vec::new(),
+                    failed: Vec::new(),
                 })
             }
         })

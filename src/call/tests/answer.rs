@@ -15,7 +15,7 @@ fn upstream(kind: ErrorKind) -> Failure {
     Failure::Upstream {
         provider: "duffel".into(),
         error: UpstreamError::new(kind, "test"),
-        failed_before: Vec::new(),
+        failed: Vec::new(),
     }
 }
 
@@ -27,7 +27,7 @@ fn write_failed(kind: ErrorKind, effect: WriteEffect) -> Failure {
             effect,
             ..UpstreamError::new(kind, "test")
         },
-        failed_before: Vec::new(),
+        failed: Vec::new(),
     }
 }
 
@@ -39,7 +39,7 @@ fn open_breaker() -> Failure {
             state: BreakerState::Open,
             reason: RejectReason::Open,
         },
-        failed_before: Vec::new(),
+        failed: Vec::new(),
     }
 }
 
@@ -137,7 +137,7 @@ fn the_interactive_answer_table() {
             Failure::Upstream {
                 provider: "amadeus".into(),
                 error: UpstreamError::new(server_error(), "test"),
-                failed_before: vec!["duffel".into()],
+                failed: vec!["duffel".into(), "amadeus".into()],
             },
             Interactive {
                 provider: "amadeus",
@@ -249,7 +249,7 @@ fn a_breaker_forced_open_promises_no_time_of_return() {
             state: BreakerState::ForcedOpen,
             reason: RejectReason::ForcedOpen,
         },
-        failed_before: vec!["duffel".into()],
+        failed: vec!["duffel".into(), "amadeus".into()],
     };
     let hotels = ["search_hotels".to_string()];
     let env = answer::interactive(&forced, facts(&hotels));

@@ -25,10 +25,17 @@ fn request(days_ahead: i64) -> CallRequest {
 
 fn window(provider: &str, start: DateTime<Utc>, end: DateTime<Utc>) -> Window {
     Window {
+        reason: "the provider's announced upgrade".into(),
+        ..window_for(provider, start, end, "")
+    }
+}
+
+fn window_for(provider: &str, start: DateTime<Utc>, end: DateTime<Utc>, reason: &str) -> Window {
+    Window {
         tool: "search_flights".into(),
         provider: provider.into(),
         when: When::Once { start, end },
-        reason: "the provider's announced upgrade".into(),
+        reason: reason.into(),
     }
 }
 
@@ -131,4 +138,106 @@ async fn a_window_holds_only_its_key_and_the_chain_fails_over() {
     assert_eq!(env.status, Status::Ok);
     assert_eq!(env.provider.as_deref(), Some("amadeus"));
     assert_eq!((duffel.calls(), amadeus.calls()), (0, 1));
+}
+
+/// Every provider of `search_flights` is held, duffel's window ending first (as a probe found:
+/// duffel until 09:35, amadeus until 10:20): the model reads both windows and that the tool is
+/// back when duffel's ends, with that wait as `retry_after_s`; a job waits for it too; and at
+/// that time duffel answers.
+#[tokio::test(start_paused = true)]
+async fn a_tool_held_everywhere_is_back_when_its_first_window_ends() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let now = clock::utc_now();
+    let start = now - TimeDelta::minutes(1);
+    let (duffel_end, amadeus_end) = (now + TimeDelta::minutes(10), now + TimeDelta::minutes(55));
+    let gateway = gateway_with(
+        vec![
+            window_for("duffel", start, duffel_end, "Duffel's upgrade"),
+            window_for("amadeus", start, amadeus_end, "Amadeus's upgrade"),
+        ],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+
+    let held = gateway.call(request(30)).await.expect("served");
+    assert_eq!(held.status, Status::Unavailable, "{held:?}");
+    let (first, last) = (
+        crate::texts::call::utc_time(duffel_end),
+        crate::texts::call::utc_time(amadeus_end),
+    );
+    assert!(
+        held.content.starts_with(&format!(
+            "search_flights is down for scheduled maintenance: nothing is being asked of duffel until {first} (Duffel's upgrade) and amadeus until {last} (Amadeus's upgrade)."
+        )),
+        "{}",
+        held.content
+    );
+    assert!(
+        held.content
+            .contains(&format!("search_flights should be back at {first};")),
+        "{}",
+        held.content
+    );
+    let retry = held.retry_after_s.expect("a retry estimate");
+    assert!((599..=601).contains(&retry), "retry after {retry} s");
+
+    let verdict = gateway.run_background(request(31)).await;
+    let Verdict::Later {
+        anchor: Some(anchor),
+        error,
+        ..
+    } = verdict
+    else {
+        panic!("a job waits: {verdict:?}");
+    };
+    assert!(
+        // (The paused clock's wall time is the real one shifted, so nanoseconds wander.)
+        anchor > secs(598) && anchor < secs(601),
+        "the job is anchored on the first window's end: {anchor:?}"
+    );
+    assert!(
+        error.contains("duffel: scheduled maintenance")
+            && error.contains("amadeus: scheduled maintenance")
+            && error.ends_with(&format!("the job waits until {first}")),
+        "{error}"
+    );
+    assert_eq!((duffel.calls(), amadeus.calls()), (0, 0));
+
+    tokio::time::advance(secs(601)).await;
+    let back = gateway.call(request(32)).await.expect("served");
+    assert_eq!(back.status, Status::Ok, "{back:?}");
+    assert_eq!(back.provider.as_deref(), Some("duffel"));
+}
+
+/// Only the last provider of the chain is held and the first fails otherwise: the tool is not
+/// down for maintenance (duffel may answer again in seconds), so the model reads the tool's
+/// fallback naming both providers, with duffel's wait, not the window's.
+#[tokio::test(start_paused = true)]
+async fn a_chain_held_only_in_part_answers_with_the_fallback() {
+    let duffel = Scripted::new([fail(ms(50), server_error())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let now = clock::utc_now();
+    let gateway = gateway_with(
+        vec![window(
+            "amadeus",
+            now - TimeDelta::minutes(1),
+            now + TimeDelta::hours(1),
+        )],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let env = gateway.call(request(30)).await.expect("served");
+    assert_eq!(env.status, Status::Unavailable, "{env:?}");
+    assert!(
+        !env.content.contains("scheduled maintenance")
+            && env.content.contains("duffel and amadeus"),
+        "{}",
+        env.content
+    );
+    assert!(
+        env.retry_after_s.is_some_and(|s| s < 60),
+        "duffel's wait, not the window's: {:?}",
+        env.retry_after_s
+    );
+    assert_eq!(env.provider.as_deref(), Some("duffel"));
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 0));
 }
