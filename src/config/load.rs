@@ -410,73 +410,22 @@ fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
+/// One `[providers.X]` table. Every key is read before anything is refused, so every problem
+/// of the table is reported at once and no key the table does take is called unknown because
+/// an earlier one was wrong.
 fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
-    // Read first, so that a provider refused for its kind or credentials does not also call
-    // this key unknown.
     let http2_prior_knowledge = s.boolean("http2_prior_knowledge").unwrap_or(false);
-    let kind_str = s.required_string("kind", "\"duffel\"")?;
-    let base_url = match s.required_string("base_url", "\"https://api.duffel.com\"") {
-        Some(u) => match parse_http_url(&u) {
-            Ok(url) => Some(url),
-            Err(msg) => {
-                s.error("base_url", msg);
-                None
-            }
-        },
-        None => None,
-    };
-    let env = |key: &'static str, example: &str| -> Option<String> {
-        let v = s.required_string(key, example)?;
-        if is_env_name(&v) {
-            Some(v)
-        } else {
-            s.error(key, env_name_message(&v));
-            None
-        }
-    };
-    let kind = match kind_str.as_str() {
-        "duffel" => ProviderKind::Duffel {
-            token_env: env("token_env", "\"DUFFEL_ACCESS_TOKEN\"")?,
-        },
-        "amadeus" => {
-            let id = env("client_id_env", "\"AMADEUS_CLIENT_ID\"");
-            let secret = env("client_secret_env", "\"AMADEUS_CLIENT_SECRET\"");
-            ProviderKind::Amadeus {
-                client_id_env: id?,
-                client_secret_env: secret?,
-            }
-        }
-        "http" => ProviderKind::Http {
-            auth: read_http_auth(s)?,
-        },
-        other => {
-            s.error(
-                "kind",
-                format!("unknown provider kind \"{other}\"; valid kinds: duffel, amadeus, http"),
-            );
-            // The credential keys depend on the kind; with no valid kind none is "unknown".
-            for key in [
-                "token_env",
-                "client_id_env",
-                "client_secret_env",
-                "auth",
-                "header",
-                "key_env",
-                "username_env",
-                "password_env",
-                "token_url",
-                "scope",
-            ] {
-                s.has(key);
-            }
-            return None;
-        }
-    };
-    let base_url = base_url?;
+    let kind = read_provider_kind(s);
+    let base_url = s
+        .required_string("base_url", "\"https://api.duffel.com\"")
+        .and_then(|u| {
+            parse_http_url(&u)
+                .map_err(|msg| s.error("base_url", msg))
+                .ok()
+        });
     let requests_per_second = s
         .integer("requests_per_second", 1, 100_000)
-        .map(|n| n as u32)
-        .or_else(|| documented_requests_per_second(&kind, &base_url));
+        .map(|n| n as u32);
     let connect_timeout = match s.duration("connect_timeout") {
         Some(d) if d < Duration::from_millis(100) || d > Duration::from_secs(60) => {
             s.error(
@@ -498,6 +447,7 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
         }
         other => other,
     };
+    let base_url = base_url?;
     if http2_prior_knowledge && base_url.scheme() != "http" {
         s.error(
             "http2_prior_knowledge",
@@ -508,15 +458,81 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
             ),
         );
     }
+    let kind = kind?;
     Some(ProviderConfig {
         name: name.to_string(),
+        requests_per_second: requests_per_second
+            .or_else(|| documented_requests_per_second(&kind, &base_url)),
         kind,
         base_url,
-        requests_per_second,
         connect_timeout,
         timeout,
         http2_prior_knowledge,
     })
+}
+
+/// The keys that name a provider's credentials, which depend on its kind (and an http
+/// provider's `auth`).
+const CREDENTIAL_KEYS: [&str; 10] = [
+    "token_env",
+    "client_id_env",
+    "client_secret_env",
+    "auth",
+    "header",
+    "key_env",
+    "username_env",
+    "password_env",
+    "token_url",
+    "scope",
+];
+
+/// Marks every credential key known: with no valid kind (or `auth`) it is not known which keys
+/// the table takes, so none of them is called unknown.
+fn credential_keys_read(s: &Section<'_>) {
+    for key in CREDENTIAL_KEYS {
+        s.has(key);
+    }
+}
+
+/// The environment variable named at `key`, which must be a variable's name (never the secret).
+fn env_key(s: &Section<'_>, key: &'static str, example: &str) -> Option<String> {
+    let v = s.required_string(key, example)?;
+    if is_env_name(&v) {
+        Some(v)
+    } else {
+        s.error(key, env_name_message(&v));
+        None
+    }
+}
+
+/// A provider's `kind` and the credential keys that kind takes, each read (and each problem
+/// reported) before any is refused.
+fn read_provider_kind(s: &Section<'_>) -> Option<ProviderKind> {
+    let Some(kind) = s.required_string("kind", "\"duffel\"") else {
+        credential_keys_read(s);
+        return None;
+    };
+    match kind.as_str() {
+        "duffel" => env_key(s, "token_env", "\"DUFFEL_ACCESS_TOKEN\"")
+            .map(|token_env| ProviderKind::Duffel { token_env }),
+        "amadeus" => {
+            let id = env_key(s, "client_id_env", "\"AMADEUS_CLIENT_ID\"");
+            let secret = env_key(s, "client_secret_env", "\"AMADEUS_CLIENT_SECRET\"");
+            Some(ProviderKind::Amadeus {
+                client_id_env: id?,
+                client_secret_env: secret?,
+            })
+        }
+        "http" => read_http_auth(s).map(|auth| ProviderKind::Http { auth }),
+        other => {
+            s.error(
+                "kind",
+                format!("unknown provider kind \"{other}\"; valid kinds: duffel, amadeus, http"),
+            );
+            credential_keys_read(s);
+            None
+        }
+    }
 }
 
 /// How much longer than every write tool's deadline `[bookings] settle` must be.
@@ -625,16 +641,10 @@ fn check_provider_kinds(
 
 /// How an `http` provider authenticates (`auth`, and the keys that kind of authentication
 /// needs).
+/// An http provider's `auth` and the keys it takes, each read (and each problem reported)
+/// before any is refused.
 fn read_http_auth(s: &Section<'_>) -> Option<HttpAuth> {
-    let env = |key: &'static str, example: &str| -> Option<String> {
-        let v = s.required_string(key, example)?;
-        if is_env_name(&v) {
-            Some(v)
-        } else {
-            s.error(key, env_name_message(&v));
-            None
-        }
-    };
+    let env = |key: &'static str, example: &str| env_key(s, key, example);
     let auth = s.string("auth").unwrap_or_else(|| "none".into());
     Some(match auth.as_str() {
         "none" => HttpAuth::None,
@@ -675,11 +685,12 @@ fn read_http_auth(s: &Section<'_>) -> Option<HttpAuth> {
                 });
             let client_id_env = env("client_id_env", "\"HOTELS_CLIENT_ID\"");
             let client_secret_env = env("client_secret_env", "\"HOTELS_CLIENT_SECRET\"");
+            let scope = s.string("scope");
             HttpAuth::OAuth2 {
                 token_url: token_url?,
                 client_id_env: client_id_env?,
                 client_secret_env: client_secret_env?,
-                scope: s.string("scope"),
+                scope,
             }
         }
         other => {
@@ -687,6 +698,7 @@ fn read_http_auth(s: &Section<'_>) -> Option<HttpAuth> {
                 "auth",
                 format!("unknown authentication \"{other}\"; valid: none, bearer, api_key, basic, oauth2"),
             );
+            credential_keys_read(s);
             return None;
         }
     })

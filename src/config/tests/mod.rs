@@ -460,6 +460,54 @@ fn unknown_provider_kinds_list_the_valid_ones() {
     );
 }
 
+/// A provider table with several bad values reports each of them, and never calls a key it
+/// takes unknown because an earlier value was refused (a probe saw `connect_timeout: unknown
+/// key` after a token written in `token_env`, and `token_env: unknown key` after an unknown
+/// `auth`).
+#[test]
+fn every_bad_value_of_a_provider_is_reported_and_no_valid_key_is_unknown() {
+    let errors = errors_of(
+        MapFiles::defaults()
+            .edit(
+                "faregate.toml",
+                "token_env = \"DUFFEL_ACCESS_TOKEN\"",
+                "token_env = \"duffel_test_abc123XYZ\"\nconnect_timeout = \"10ms\"\ntimeout = \"1h\"",
+            )
+            .edit(
+                "faregate.toml",
+                "auth = \"bearer\"",
+                "auth = \"digest\"\nrequests_per_second = 0",
+            ),
+    );
+    assert!(
+        errors.iter().all(|e| !e.contains("unknown key")),
+        "{errors:#?}"
+    );
+    let at = |key: &str, says: &str| {
+        errors
+            .iter()
+            .any(|e| e.contains(&format!("providers.{key}: ")) && e.contains(says))
+    };
+    assert!(
+        at("duffel.token_env", "not an environment variable name"),
+        "{errors:#?}"
+    );
+    assert!(
+        at("duffel.connect_timeout", "between \"100ms\" and \"60s\""),
+        "{errors:#?}"
+    );
+    assert!(
+        at("duffel.timeout", "between \"100ms\" and \"5m\""),
+        "{errors:#?}"
+    );
+    assert!(
+        at("hotel_content.auth", "unknown authentication \"digest\""),
+        "{errors:#?}"
+    );
+    assert!(at("hotel_content.requests_per_second", ""), "{errors:#?}");
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+}
+
 #[test]
 fn bad_urls_and_addresses_are_explained() {
     let errors = errors_of(
