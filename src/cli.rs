@@ -155,7 +155,8 @@ pub(crate) async fn serve(
 }
 
 /// Reads the whole configuration again on every SIGHUP, as `POST /v1/admin/reload` does; a
-/// configuration with problems changes nothing and each problem is logged.
+/// configuration with problems changes nothing and each problem is logged (by
+/// `AppState::reload`, for both).
 fn reload_on_sighup(state: AppState) {
     #[cfg(unix)]
     tokio::spawn(async move {
@@ -175,15 +176,8 @@ fn reload_on_sighup(state: AppState) {
                     needs_restart = summary.needs_restart.len(),
                     "SIGHUP: configuration reloaded"
                 ),
-                Ok(Err(faregate::http::ReloadError::Problems(problems))) => {
-                    for problem in &problems {
-                        tracing::error!("SIGHUP: {problem}");
-                    }
-                    tracing::error!(
-                        problems = problems.len(),
-                        "SIGHUP: configuration not reloaded; the running one keeps serving"
-                    );
-                }
+                // `AppState::reload` logged each problem, as it does for the route.
+                Ok(Err(faregate::http::ReloadError::Problems(_))) => {}
                 Ok(Err(e)) => tracing::error!(error = ?e, "SIGHUP: configuration not reloaded"),
                 Err(e) => tracing::error!(error = %e, "SIGHUP: the reload did not finish"),
             }

@@ -2,10 +2,11 @@
 //! `POST /v1/admin/reload`) replaces the configuration it serves.
 //!
 //! A reload reads the whole configuration again and builds everything it changes beside what
-//! runs (the clients and keys, the served tools); any problem anywhere changes nothing and is
-//! answered in full. Only then is each part swapped in, at once for every later request: the
-//! clients, the served tools (whose calls in flight finish on the snapshot they started with)
-//! and the configuration the handlers read (prompts, guidance). Settings only a restart can
+//! runs (the clients and keys, the served tools); any problem anywhere changes nothing, is
+//! answered in full and is logged at ERROR, whoever asked. Only then is each part swapped in,
+//! at once for every later request: the clients, the served tools (whose calls in flight
+//! finish on the snapshot they started with) and the configuration the handlers read (prompts,
+//! guidance). Settings only a restart can
 //! apply keep their running values and are named in the answer (`config::settle`).
 
 use std::sync::{Arc, Mutex};
@@ -204,7 +205,7 @@ impl AppState {
             .reloading
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let read = (source.read)().map_err(ReloadError::Problems)?;
+        let read = (source.read)().map_err(refused)?;
         let running = self.config();
         let settled = config::settle(&running, read, self.request_timeout);
         let mut problems = Vec::new();
@@ -220,7 +221,7 @@ impl AppState {
             .map_err(|e| problems.extend(e))
             .ok();
         let (Some(setup), Some(prepared), true) = (setup, prepared, problems.is_empty()) else {
-            return Err(ReloadError::Problems(problems));
+            return Err(refused(problems));
         };
         let mut summary = ReloadSummary {
             clients: setup
@@ -259,6 +260,20 @@ impl AppState {
         }
         Ok(summary)
     }
+}
+
+/// A reload refused for `problems`, each logged at ERROR here, whoever asked (SIGHUP has no one
+/// else to tell, and the route's 422 reaches only its caller, not whoever reads the server's
+/// log for why the running configuration still serves).
+fn refused(problems: Vec<String>) -> ReloadError {
+    for problem in &problems {
+        tracing::error!("reload: {problem}");
+    }
+    tracing::error!(
+        problems = problems.len(),
+        "configuration not reloaded; the running one keeps serving"
+    );
+    ReloadError::Problems(problems)
 }
 
 /// The daily booking budgets of `roster`'s clients, by client name, as the gateway holds them

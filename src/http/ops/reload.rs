@@ -5,7 +5,7 @@
 //! The new configuration is built whole and swapped in one step: tools added and removed,
 //! policies and texts changed, breakers of unchanged keys carried over, calls in flight finishing
 //! on the configuration they started with. A configuration with problems changes nothing, and
-//! the answer lists every problem. Settings only a restart applies are named in the answer.
+//! the answer lists every problem (which `AppState::reload` also logs, as for SIGHUP). Settings only a restart applies are named in the answer.
 
 use axum::Json;
 use axum::extract::State;

@@ -1,7 +1,8 @@
 //! The real `faregate` binary as a child process: a command run to its end with what it printed
 //! ([`run_to_end`]), and `faregate serve` ([`ServeProcess`]) started with the caller's
 //! arguments and environment, its log (stderr) read line by line, ready once it says where it
-//! listens, stopped with SIGTERM to read the rest of its log, and killed if a test fails first.
+//! listens, read on until a line a test waits for, stopped with SIGTERM to read the rest of its
+//! log, and killed if a test fails first.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -76,6 +77,23 @@ impl ServeProcess {
                     .collect();
                 serve.listening = line;
                 return serve;
+            }
+        }
+    }
+
+    /// Reads its log (into [`ServeProcess::log`]) until a line contains `text`, for up to
+    /// `within`; the test fails with the log read so far when none does.
+    pub(crate) fn wait_for_line(&mut self, text: &str, within: Duration) {
+        let started = Instant::now();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(within.saturating_sub(started.elapsed()))
+                .unwrap_or_else(|e| panic!("no line with {text:?}: {e}\n{}", self.log));
+            self.log.push_str(&line);
+            self.log.push('\n');
+            if line.contains(text) {
+                return;
             }
         }
     }
