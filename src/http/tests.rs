@@ -95,7 +95,7 @@ async fn every_route_in_the_table_is_served() {
 
 #[test]
 fn the_document_lists_exactly_the_tables_operations() {
-    let doc = document(&state(), ROUTES);
+    let doc = document(&state(), ROUTES, &crate::clients::Scope::everything());
     let documented: BTreeSet<(String, String)> = doc["paths"]
         .as_object()
         .into_iter()

@@ -13,6 +13,11 @@
 //! occurrence in force now or next, soonest first), and each breaker says whether a window holds
 //! it now (`maintenance`: until when and why, else `null`).
 //!
+//! A client sees the breakers as it sees the tools: with a key whose scope names some tools,
+//! `GET /v1/breakers` lists only the breakers guarding one of them (each breaker's `tools`, the
+//! per-tool figures and the windows only those tools), and `GET /v1/breakers/{key}` answers any
+//! other key as a missing one. The admin key, and every caller with client keys off, see all.
+//!
 //! **Breaker keys in URLs** are `tool.provider` (`search_flights.duffel`): tool names never
 //! contain a dot, so the first dot splits them, and the form needs no escaping. The display form
 //! `search_flights/duffel` is accepted percent-encoded (`search_flights%2Fduffel`) too.
@@ -46,7 +51,8 @@ use tokio::time::Instant;
 
 use crate::breaker::{BreakerKey, BreakerScope, BreakerSnapshot, ForceMode, TransitionEvent};
 use crate::fleet::StoredTransition;
-use crate::http::edge::{ApiError, PathParam, Role, read_body};
+use crate::http::calls::allowed_tools;
+use crate::http::edge::{ApiError, Caller, PathParam, Role, read_body};
 use crate::http::state::{AppState, SharedState};
 use crate::maintenance::{self, Schedule, When};
 use crate::telemetry::{Alert, AlertChange};
@@ -116,10 +122,32 @@ pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
 
 /// Authorizes an operations request: reads need a client key or the admin key, forcing
 /// needs the admin key.
-fn authorize(state: &AppState, headers: &HeaderMap, role: Role) -> Result<(), Box<Response>> {
-    state
-        .authorize(headers, role, "forcing breakers")
-        .map(|_| ())
+fn authorize(state: &AppState, headers: &HeaderMap, role: Role) -> Result<Caller, Box<Response>> {
+    state.authorize(headers, role, "forcing breakers")
+}
+
+/// The tools whose breakers a caller sees: every one for the admin key and with client keys
+/// off (`None`), else the served tools its scope allows, so a client reads only the breakers
+/// guarding a tool it may call, each naming only such tools, as every tool list it reads.
+fn visible_tools(state: &AppState, caller: &Caller) -> Option<Vec<&'static str>> {
+    match caller {
+        Caller::Client { .. } => Some(allowed_tools(state, &caller.scope())),
+        Caller::Admin(_) | Caller::Anonymous => None,
+    }
+}
+
+/// The tools `key`'s breaker guards that a caller seeing `visible` sees; for a client, none
+/// means it does not see the breaker.
+fn guarded_tools(
+    state: &AppState,
+    key: &BreakerKey,
+    visible: Option<&[&'static str]>,
+) -> Vec<&'static str> {
+    let mut tools = state.gateway.tools_guarded_by(key);
+    if let Some(visible) = visible {
+        tools.retain(|t| visible.contains(t));
+    }
+    tools
 }
 
 /// `search_flights.duffel` (or `search_flights/duffel`) → the key.
@@ -203,7 +231,13 @@ fn stored_transition_json(t: &StoredTransition) -> Value {
     })
 }
 
-fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
+/// A breaker as its caller reads it; `tools` are the tools it guards that the caller sees.
+fn breaker_json(
+    state: &AppState,
+    s: &BreakerSnapshot,
+    now: Instant,
+    tools: Vec<&'static str>,
+) -> Value {
     // With a fleet, the history is the fleet's (every replica's, across restarts); without
     // one, this process's.
     let transitions: Vec<Value> = match &state.fleet {
@@ -221,7 +255,6 @@ fn breaker_json(state: &AppState, s: &BreakerSnapshot, now: Instant) -> Value {
     };
     // A window holds a tool on a provider: a shared breaker shows the first one holding any
     // of its tools.
-    let tools = state.gateway.tools_guarded_by(&s.key);
     let wall_now = crate::clock::utc_now();
     let maintenance = tools.iter().find_map(|tool| {
         state
@@ -278,24 +311,32 @@ pub(crate) async fn list_breakers(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    if let Err(res) = authorize(&state, &headers, Role::Client) {
-        return *res;
-    }
+    let caller = match authorize(&state, &headers, Role::Client) {
+        Ok(caller) => caller,
+        Err(res) => return *res,
+    };
     if let Err(e) = ApiError::no_query(query.as_deref(), "GET /v1/breakers") {
         return e.into_response();
     }
     let now = Instant::now();
+    let visible = visible_tools(&state, &caller);
+    let sees = |tool: &str| visible.as_ref().is_none_or(|v| v.contains(&tool));
     let breakers: Vec<Value> = state
         .gateway
         .breakers()
         .all()
         .iter()
-        .map(|b| breaker_json(&state, &b.snapshot(now), now))
+        .filter_map(|b| {
+            let tools = guarded_tools(&state, b.key(), visible.as_deref());
+            (visible.is_none() || !tools.is_empty())
+                .then(|| breaker_json(&state, &b.snapshot(now), now, tools))
+        })
         .collect();
     let tools: Vec<Value> = state
         .gateway
         .tools()
         .iter()
+        .filter(|t| sees(t.spec.name))
         .map(|t| {
             json!({
                 "tool": t.spec.name,
@@ -305,7 +346,11 @@ pub(crate) async fn list_breakers(
             })
         })
         .collect();
-    let maintenance = maintenance_json(&state.gateway.maintenance(), crate::clock::utc_now());
+    let maintenance: Vec<Value> =
+        maintenance_json(&state.gateway.maintenance(), crate::clock::utc_now())
+            .into_iter()
+            .filter(|w| w["tool"].as_str().is_some_and(sees))
+            .collect();
     Json(json!({ "breakers": breakers, "tools": tools, "maintenance": maintenance }))
         .into_response()
 }
@@ -349,17 +394,24 @@ enum Via {
     OwnKey,
 }
 
+/// The breaker `raw` names, as a caller seeing `visible` may read it: a client is answered
+/// as for a missing key when the breaker guards no tool it may call, or the key names a tool it
+/// may not call.
 fn find(
     state: &AppState,
     raw: &str,
     via: Via,
+    visible: Option<&[&'static str]>,
 ) -> Result<std::sync::Arc<crate::breaker::Breaker>, Box<Response>> {
+    let seen =
+        |key: &BreakerKey| visible.is_none() || !guarded_tools(state, key, visible).is_empty();
     let known = || {
         state
             .gateway
             .breakers()
             .all()
             .iter()
+            .filter(|b| seen(b.key()))
             .map(|b| json!(url_key(b.key())))
             .collect::<Vec<_>>()
     };
@@ -372,8 +424,15 @@ fn find(
         .into()
     };
     let key = parse_key(raw).ok_or_else(not_found)?;
+    if !key.is_shared() && visible.is_some_and(|v| !v.contains(&key.tool.as_str())) {
+        return Err(not_found());
+    }
     if let Some(breaker) = state.gateway.breakers().get(&key) {
-        return Ok(breaker);
+        return if seen(breaker.key()) {
+            Ok(breaker)
+        } else {
+            Err(not_found())
+        };
     }
     // A tool on a provider whose tools share one breaker.
     let shared = state
@@ -405,13 +464,16 @@ pub(crate) async fn one_breaker(
     headers: HeaderMap,
     PathParam(key): PathParam,
 ) -> Response {
-    if let Err(res) = authorize(&state, &headers, Role::Client) {
-        return *res;
-    }
-    match find(&state, &key, Via::ToolKey) {
+    let caller = match authorize(&state, &headers, Role::Client) {
+        Ok(caller) => caller,
+        Err(res) => return *res,
+    };
+    let visible = visible_tools(&state, &caller);
+    match find(&state, &key, Via::ToolKey, visible.as_deref()) {
         Ok(b) => {
             let now = Instant::now();
-            Json(breaker_json(&state, &b.snapshot(now), now)).into_response()
+            let tools = guarded_tools(&state, b.key(), visible.as_deref());
+            Json(breaker_json(&state, &b.snapshot(now), now, tools)).into_response()
         }
         Err(res) => *res,
     }
@@ -435,7 +497,8 @@ pub(crate) async fn force_breaker(
         Ok(body) => body,
         Err(e) => return e.into_response(),
     };
-    let breaker = match find(&state, &key, Via::OwnKey) {
+    // Only the admin key (or nobody, with keys off) gets here: it sees every breaker.
+    let breaker = match find(&state, &key, Via::OwnKey, None) {
         Ok(b) => b,
         Err(res) => return *res,
     };
@@ -474,7 +537,8 @@ pub(crate) async fn force_breaker(
         }
     }
     tracing::warn!(breaker = %breaker.key(), mode = ?mode, "breaker forced by an operator");
-    Json(breaker_json(&state, &breaker.snapshot(now), now)).into_response()
+    let tools = state.gateway.tools_guarded_by(breaker.key());
+    Json(breaker_json(&state, &breaker.snapshot(now), now, tools)).into_response()
 }
 
 pub(crate) async fn list_alerts(

@@ -14,6 +14,10 @@
 //! whole (its calls may still be answered `invalid_arguments`). OpenAPI 3.1 schemas are JSON
 //! Schema 2020-12, so each served tool's argument and result schemas (from schemars, like
 //! every manifest) are included as components.
+//!
+//! The document is the caller's: a client whose scope names some tools reads only those in the
+//! tool components and the `{tool}` parameters, as it reads them in every tool list (the admin
+//! key, and every caller with client keys off, read every served tool).
 
 use std::collections::BTreeMap;
 
@@ -21,13 +25,15 @@ use serde_json::{Map, Value, json};
 
 use super::row::{Answer, Guard, Operation, ParamSchema, Place, Reply, Route, Security, Verb};
 use crate::agents::manifest;
+use crate::clients::Scope;
+use crate::http::calls::in_scope;
 use crate::http::state::AppState;
 
-/// The document of `routes` (the route table) for the served tools.
-pub(crate) fn document(state: &AppState, routes: &[Route]) -> Value {
+/// The document of `routes` (the route table) for the served tools `scope` allows.
+pub(crate) fn document(state: &AppState, routes: &[Route], scope: &Scope) -> Value {
     let mut schemas = schemas();
     let mut tools = Vec::new();
-    for tool in state.gateway.tools() {
+    for tool in state.gateway.tools().iter().filter(|t| in_scope(scope, t)) {
         let name = tool.spec.name;
         tools.push(name);
         schemas.insert(

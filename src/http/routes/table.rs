@@ -1,9 +1,9 @@
 //! The rows of the route table, in the order the OpenAPI document lists them (`row.rs` says
 //! what a row means).
 
-use axum::Json;
 use axum::extract::State;
 use axum::routing::on;
+use axum::{Extension, Json};
 use serde_json::{Value, json};
 
 use super::openapi;
@@ -12,6 +12,7 @@ use super::row::{
     Schema, Security, TOOL, Verb, answer, error, op, route,
 };
 use crate::http::api::{agents, back_in_service, bookings, catalog, jobs, native, watches};
+use crate::http::edge::Caller;
 use crate::http::ops;
 use crate::http::state::SharedState;
 use Verb::{Delete, Get, Post};
@@ -80,7 +81,7 @@ pub(crate) const ROUTES: &[Route] = &[
             Get,
             Handler::Axum(|m| on(m, openapi_json)),
             "openapi",
-            "This document.",
+            "This document, with the tools the caller's key may call (every served tool for the admin key).",
             &[answer(
                 200,
                 "The OpenAPI 3.1 document.",
@@ -912,9 +913,12 @@ const MCP_ACCEPT: Answer = error(
     "The Accept header does not accept what this method answers (POST: application/json and text/event-stream; GET: text/event-stream).",
 );
 
-/// `GET /openapi.json`: the document of this table.
-async fn openapi_json(State(state): State<SharedState>) -> Json<Value> {
-    Json(openapi::document(&state, table()))
+/// `GET /openapi.json`: the document of this table, with the caller's tools.
+async fn openapi_json(
+    State(state): State<SharedState>,
+    Extension(caller): Extension<Caller>,
+) -> Json<Value> {
+    Json(openapi::document(&state, table(), &caller.scope()))
 }
 
 /// The table, through a function: the handler above is part of the table, so its body cannot

@@ -1,5 +1,5 @@
-//! Scopes: a client calls and sees only its tools, in every protocol and every manifest, and a
-//! client without `may_book` cannot book.
+//! Scopes: a client calls and sees only its tools, in every protocol and every manifest, the
+//! OpenAPI document and the breaker API, and a client without `may_book` cannot book.
 
 use faregate::clients::{ClientName, Scope, digest};
 use faregate::config::{ClientConfig, ClientKey};
@@ -8,10 +8,15 @@ use serde_json::{Value, json};
 
 use super::post_as;
 use crate::protocols::{chat_call, hotels_args};
-use crate::support::{Stack, in_days, send};
+use crate::support::{MapEnv, Stack, in_days, send};
 
 /// `reader` may search only; `pricer` may call every tool but may not book.
 async fn stack() -> Stack {
+    Stack::builder(51).config(with_clients).start().await
+}
+
+/// `config` with the clients of [`stack`].
+fn with_clients(mut c: faregate::config::Config) -> faregate::config::Config {
     let client = |name: &str, key: &str, tools: &[&str], may_book: bool| ClientConfig {
         name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
         key: ClientKey::Sha256(digest(key.as_bytes())),
@@ -22,16 +27,11 @@ async fn stack() -> Stack {
         callback_secret_env: None,
         callback_allowlist: None,
     };
-    Stack::builder(51)
-        .config(move |mut c| {
-            c.clients = vec![
-                client("reader", "reader-key", &["search_*"], false),
-                client("pricer", "pricer-key", &["*"], false),
-            ];
-            c
-        })
-        .start()
-        .await
+    c.clients = vec![
+        client("reader", "reader-key", &["search_*"], false),
+        client("pricer", "pricer-key", &["*"], false),
+    ];
+    c
 }
 
 fn flights() -> Value {
@@ -362,4 +362,116 @@ async fn answer(res: reqwest::Response) -> Value {
         .ok()
         .or(from_stream)
         .unwrap_or_else(|| json!({"status": status, "text": text}))
+}
+
+/// The OpenAPI document and the breaker API show a client only its tools too (a probe found
+/// every tool's schemas, the `{tool}` enum and every breaker there with the reader's key):
+/// the reader reads only the search tools' components and breakers, Duffel's breaker that
+/// every tool shares naming only the search tools; the admin key reads everything.
+#[tokio::test]
+async fn the_openapi_document_and_the_breakers_show_a_client_only_its_tools() {
+    let s = Stack::builder(52)
+        .env(MapEnv(vec![("FAREGATE_ADMIN_KEY", "admin-key")]))
+        .config(|c| {
+            let mut c = with_clients(c);
+            c.breakers
+                .by_provider
+                .insert("duffel".into(), faregate::breaker::BreakerScope::Provider);
+            c
+        })
+        .start()
+        .await;
+    let search = ["search_flights", "search_hotels"];
+    let tool_enum = |doc: &Value| -> Vec<String> {
+        let call = &doc["paths"]["/v1/tools/{tool}/call"]["post"];
+        names(&call["parameters"][0]["schema"]["enum"], &[])
+    };
+    let components = |doc: &Value| -> Vec<String> {
+        doc["components"]["schemas"]
+            .as_object()
+            .into_iter()
+            .flat_map(|o| o.keys())
+            .filter(|k| k.ends_with(".arguments") || k.ends_with(".data"))
+            .cloned()
+            .collect()
+    };
+
+    let (status, doc) = get_as(&s, "reader-key", "/openapi.json").await;
+    assert_eq!(status, 200, "{doc:#}");
+    assert_eq!(
+        tool_enum(&doc),
+        search,
+        "{:#}",
+        doc["paths"]["/v1/tools/{tool}/call"]
+    );
+    let mut expected: Vec<String> = search
+        .iter()
+        .flat_map(|t| [format!("{t}.arguments"), format!("{t}.data")])
+        .collect();
+    expected.sort();
+    assert_eq!(components(&doc), expected);
+    let (_, all) = get_as(&s, "admin-key", "/openapi.json").await;
+    assert!(
+        tool_enum(&all).contains(&"book_flight".to_string()),
+        "{all:#}"
+    );
+    assert!(components(&all).contains(&"book_flight.arguments".to_string()));
+
+    let (status, listed) = get_as(&s, "reader-key", "/v1/breakers").await;
+    assert_eq!(status, 200, "{listed:#}");
+    let breakers = listed["breakers"].as_array().cloned().unwrap_or_default();
+    assert!(!breakers.is_empty(), "{listed:#}");
+    for breaker in &breakers {
+        let tools = names(&breaker["tools"], &[]);
+        assert!(
+            !tools.is_empty() && tools.iter().all(|t| search.contains(&t.as_str())),
+            "{breaker:#}"
+        );
+    }
+    let shared = breakers.iter().find(|b| b["key"] == "*.duffel");
+    assert_eq!(
+        shared.map(|b| names(&b["tools"], &[])),
+        Some(search.map(String::from).to_vec()),
+        "{listed:#}"
+    );
+    assert!(
+        breakers
+            .iter()
+            .all(|b| b["key"] != "price_flight_offer.amadeus"),
+        "{listed:#}"
+    );
+    let per_tool = names(&listed["tools"], &["tool"]);
+    assert_eq!(per_tool, search, "{listed:#}");
+    for hidden in [
+        "price_flight_offer.amadeus",
+        "book_flight.duffel",
+        "track_flight.flightaware",
+    ] {
+        let (status, body) = get_as(&s, "reader-key", &format!("/v1/breakers/{hidden}")).await;
+        assert_eq!(status, 404, "{hidden}: {body:#}");
+        let known = names(&body["known_breakers"], &[]);
+        assert!(known.contains(&"*.duffel".to_string()), "{body:#}");
+        assert!(
+            !known.iter().any(|k| k.starts_with("price_flight_offer")),
+            "{body:#}"
+        );
+    }
+    let (status, one) = get_as(&s, "reader-key", "/v1/breakers/search_flights.duffel").await;
+    assert_eq!(status, 200, "{one:#}");
+    assert_eq!(names(&one["tools"], &[]), search, "{one:#}");
+
+    let (_, everything) = get_as(&s, "admin-key", "/v1/breakers").await;
+    let shared = everything["breakers"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["key"] == "*.duffel"))
+        .map(|b| names(&b["tools"], &[]))
+        .unwrap_or_default();
+    assert!(
+        shared.contains(&"book_flight".to_string()),
+        "{everything:#}"
+    );
+    assert!(
+        names(&everything["tools"], &["tool"]).contains(&"price_flight_offer".to_string()),
+        "{everything:#}"
+    );
 }
