@@ -577,6 +577,9 @@ fn check_settle(root: &Section<'_>, bookings: &BookingsConfig, tools: &[ToolConf
 
 /// A tool from configuration is served only by `http` providers, and a catalog tool by the
 /// adapters that know it and by the `http` providers its file binds (`[binding.<provider>]`).
+/// A binding the file has but that was refused (each of its problems reported at its own
+/// keys) is not also called missing: that would send the operator looking for a table that is
+/// there.
 fn check_provider_kinds(
     providers: &BTreeMap<String, ProviderConfig>,
     tools: &[ToolConfig],
@@ -588,12 +591,16 @@ fn check_provider_kinds(
                 continue;
             };
             let http = matches!(provider.kind, ProviderKind::Http { .. });
+            let bound = tool.binding(name).is_some()
+                || problems
+                    .borrow()
+                    .has_error_under(&tool.file, &format!("binding.{name}"));
             let message = match (tool.http.is_some(), http) {
                 (true, false) => format!(
                     "provider \"{name}\" is of kind {}, which serves only catalog tools; a tool from configuration needs a provider of kind \"http\"",
                     provider.kind.as_str()
                 ),
-                (false, true) if tool.binding(name).is_some() => continue,
+                (false, true) if bound => continue,
                 (false, true) if crate::tools::BINDABLE.contains(&tool.name.as_str()) => format!(
                     "provider \"{name}\" is of kind http: it serves {} only through a [binding.{name}] in this file, which says how its request is built from the tool's arguments and how its answer maps into the tool's output",
                     tool.name

@@ -64,6 +64,17 @@ impl Problems {
         &self.warnings
     }
 
+    /// Whether an error was recorded in `file` at `key` or at a key inside it (`binding.x`
+    /// holds `binding.x.request.method`).
+    pub fn has_error_under(&self, file: &Path, key: &str) -> bool {
+        self.errors.iter().any(|p| {
+            p.file == file
+                && p.key
+                    .strip_prefix(key)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+    }
+
     /// True when no error was recorded (warnings allowed).
     pub fn is_ok(&self) -> bool {
         self.errors.is_empty()

@@ -81,7 +81,30 @@ fn every_mistake_of_a_binding_is_named_with_its_key() {
                 .all(|part| errors.iter().any(|e| e.contains(part))),
             "{from:?} → {to:?}: expected {expected:?} in {errors:#?}"
         );
+        assert!(
+            errors
+                .iter()
+                .all(|e| !e.contains("only through a [binding")),
+            "{from:?} → {to:?}: the binding is there, only broken: {errors:#?}"
+        );
     }
+}
+
+/// A binding refused for one mistake is reported at that key alone: the tool's providers are
+/// not also told to add the [binding.flightaware] the file has (a probe saw both for
+/// `method = "POST"`).
+#[test]
+fn a_broken_binding_is_not_also_called_missing() {
+    let errors = errors_of(MapFiles::defaults().edit(
+        FILE,
+        "method = \"GET\"\npath = \"/flights",
+        "method = \"POST\"\npath = \"/flights",
+    ));
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].contains("get_flight_status.toml: binding.flightaware.request.method"),
+        "{errors:#?}"
+    );
 }
 
 #[test]
