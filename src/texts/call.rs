@@ -114,6 +114,20 @@ pub fn rejected(tool: &str, message: &str, already_done: bool, write: bool) -> S
     format!("{} {next}", rejected_background(tool, message))
 }
 
+/// A booking refused before its order request because the `confirmed` total is not what the
+/// provider quotes now (`amount` `currency`): the gateway's own answer, whole. Whether the price
+/// moved or the amount was copied wrong, the traveller must agree to the current total first.
+pub fn price_not_confirmed(tool: &str, confirmed: &str, amount: &str, currency: &str) -> String {
+    let what = if tool == "book_hotel" {
+        "rate"
+    } else {
+        "offer"
+    };
+    format!(
+        "Nothing was booked: confirmed_total_amount {confirmed} is not the total the provider quotes for this {what} now, {amount} {currency} (the price changed since it was shown, or the amount was copied wrong). Tell the traveller the current total and ask before booking; to book at it, call {tool} again with confirmed_total_amount \"{amount}\" and a new idempotency key."
+    )
+}
+
 /// A booking of an offer or rate that `issuer` priced, sent to `booker`, the provider this
 /// gateway books through: `issuer` takes no bookings here, so nothing the model corrects in
 /// the arguments can help; only a new search that `booker` answers gives a bookable one.

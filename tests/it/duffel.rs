@@ -366,7 +366,8 @@ async fn booking_refuses_a_changed_price_without_ordering() {
     match err.map(|e| e.kind) {
         Some(ErrorKind::Rejected { message }) => {
             assert!(
-                message.contains("now costs 812.40 GBP but 700.00 was confirmed"),
+                message.starts_with("Nothing was booked: confirmed_total_amount 700.00 is not the total the provider quotes for this offer now, 812.40 GBP")
+                    && message.ends_with("call book_flight again with confirmed_total_amount \"812.40\" and a new idempotency key."),
                 "{message}"
             )
         }

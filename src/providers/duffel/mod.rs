@@ -331,16 +331,14 @@ impl DuffelClient {
         if let Some(confirmed) = &a.confirmed_total_amount
             && !same_amount(confirmed, &offer.total_amount)
         {
-            return Err(UpstreamError::new(
-                ErrorKind::Rejected {
-                    message: format!(
-                        "the price changed: the offer now costs {} {} but {} was confirmed; nothing was booked. Tell the traveller the new price and ask before booking",
-                        &*offer.total_amount, &*offer.total_currency, confirmed
-                    ),
-                },
-                "confirmed amount differs from the offer total",
-            )
-            .before_write());
+            return Err(UpstreamError::refused_by_gateway(
+                crate::texts::call::price_not_confirmed(
+                    "book_flight",
+                    confirmed,
+                    &offer.total_amount,
+                    &offer.total_currency,
+                ),
+            ));
         }
         let body = wire::CreateOrder {
             kind: "instant",

@@ -13,7 +13,7 @@ use reqwest::Method;
 
 use super::lookup::{key_metadata, made_for, whose_duplicate};
 use super::{DuffelClient, data_json, read_before_write, same_amount, wire, within_budget};
-use crate::providers::error::{ErrorKind, UpstreamError};
+use crate::providers::error::UpstreamError;
 use crate::tools::{WriteTerms, book_hotel};
 
 impl DuffelClient {
@@ -38,16 +38,14 @@ impl DuffelClient {
         if let Some(confirmed) = &a.confirmed_total_amount
             && !same_amount(confirmed, &quote.total_amount)
         {
-            return Err(UpstreamError::new(
-                ErrorKind::Rejected {
-                    message: format!(
-                        "the price changed: the rate is now quoted at {} {} but {} was confirmed; nothing was booked. Tell the traveller the new price and ask before booking",
-                        quote.total_amount, quote.total_currency, confirmed
-                    ),
-                },
-                "confirmed amount differs from the quote total",
-            )
-            .before_write());
+            return Err(UpstreamError::refused_by_gateway(
+                crate::texts::call::price_not_confirmed(
+                    "book_hotel",
+                    confirmed,
+                    &quote.total_amount,
+                    &quote.total_currency,
+                ),
+            ));
         }
         if let Some(limit) = &terms.spend_limit {
             within_budget(&quote.total_amount, &quote.total_currency, limit).await?;

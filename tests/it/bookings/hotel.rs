@@ -275,3 +275,29 @@ async fn an_unknown_hotel_booking_the_provider_did_not_make_is_reconciled_as_not
     assert_eq!(booked["status"], "ok", "{booked:#}");
     assert_eq!(stays_bookings(&s, "hotel-none-1"), (2, 1));
 }
+
+#[tokio::test]
+async fn a_confirmed_total_that_is_not_the_quote_books_nothing_and_says_the_current_total() {
+    let s = builder(63, Duration::from_secs(2)).jobs().start().await;
+    let (rate, total, currency) = rate(&s).await;
+    let mut body = hotel_booking(&rate, "confirmed-1");
+    body["arguments"]["confirmed_total_amount"] = serde_json::json!("1.00");
+    let (status, env) = s.call("book_hotel", body).await;
+    assert_eq!(
+        (status, env["status"].as_str()),
+        (200, Some("rejected")),
+        "{env:#}"
+    );
+    assert_eq!(
+        env["content"].as_str().unwrap_or_default(),
+        format!(
+            "Nothing was booked: confirmed_total_amount 1.00 is not the total the provider quotes for this rate now, {total} {currency} (the price changed since it was shown, or the amount was copied wrong). Tell the traveller the current total and ask before booking; to book at it, call book_hotel again with confirmed_total_amount \"{total}\" and a new idempotency key."
+        ),
+        "the gateway's own refusal, not 'the provider refused … the price changed'"
+    );
+    assert_eq!(
+        stays_bookings(&s, "confirmed-1"),
+        (0, 0),
+        "no booking request"
+    );
+}
