@@ -136,6 +136,8 @@ pub struct Output {
 pub struct HotelResult {
     /// Pass this to check_hotel_availability.
     pub hotel_result_id: String,
+    /// The hotel's own id (acc_…, the same for every search), when the provider gives one: pass it to get_hotel_content for its description, amenities and check-in times.
+    pub hotel_id: Option<String>,
     /// Hotel name.
     pub name: String,
     /// Street address in one line.

@@ -582,6 +582,7 @@ fn hotel(
 ) -> search_hotels::HotelResult {
     search_hotels::HotelResult {
         hotel_result_id: id.into(),
+        hotel_id: None,
         name: format!("Hotel {id}"),
         address: "Paris, FR".into(),
         rating: None,

@@ -113,6 +113,29 @@ async fn the_flight_tracker_example_answers_trips_and_recovers() {
 }
 
 #[tokio::test]
+async fn a_hotel_search_gives_the_hotel_id_get_hotel_content_takes() {
+    let s = stack().await;
+    let found = call(
+        &s,
+        "search_hotels",
+        json!({"city_code": "PAR", "check_in_date": crate::support::in_days(30),
+               "check_out_date": crate::support::in_days(32), "adults": 2, "max_results": 20}),
+    )
+    .await;
+    assert_eq!(found["status"], "ok", "{found:#}");
+    let meridian = found["data"]["hotels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|h| h["name"] == "The Meridian House Paris")
+        .cloned()
+        .unwrap_or_else(|| panic!("the Meridian in Paris: {found:#}"));
+    assert_eq!(meridian["hotel_id"], PARIS_HOTEL, "{meridian:#}");
+    let content = call(&s, "get_hotel_content", json!({"hotel_id": PARIS_HOTEL})).await;
+    assert_eq!(content["status"], "ok", "{content:#}");
+}
+
+#[tokio::test]
 async fn the_hotel_content_example_answers_trips_and_recovers() {
     let s = stack().await;
     let ok = call(&s, "get_hotel_content", json!({"hotel_id": PARIS_HOTEL})).await;

@@ -150,6 +150,8 @@ pub(crate) fn hotel(
     let geo = listed.and_then(|l| l.geo_code);
     Some(HotelResult {
         hotel_result_id: hotel_result_id(&cheapest.id),
+        // Amadeus's hotel ids (`HLPAR266`) name no hotel at the content service.
+        hotel_id: None,
         name: h
             .hotel
             .name

@@ -82,6 +82,7 @@ pub(crate) fn hotel(r: &wire::StaysResult) -> HotelResult {
     let coords = loc.and_then(|l| l.geographic_coordinates);
     HotelResult {
         hotel_result_id: r.id.clone(),
+        hotel_id: r.accommodation.id.clone(),
         name: r.accommodation.name.clone(),
         address,
         rating: r.accommodation.rating,

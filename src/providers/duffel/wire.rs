@@ -334,6 +334,9 @@ pub(crate) struct StaysResult {
 /// A hotel.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Accommodation {
+    /// `acc_…`: the hotel's own id, the same in every search.
+    #[serde(default)]
+    pub id: Option<String>,
     pub name: String,
     #[serde(default)]
     pub rating: Option<u8>,
