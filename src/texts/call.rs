@@ -245,8 +245,14 @@ pub fn ledger_unwritable(tool: &str) -> String {
     )
 }
 
-/// A time as a model should repeat it: `2026-12-05 04:00 UTC`.
+/// An end as a model should repeat it: `2026-12-05 04:00 UTC`, to the minute, rounded up (a
+/// window ending at 09:35:48 is "09:36": shown as 09:35, the model would call again too soon).
 pub fn utc_time(at: DateTime<Utc>) -> String {
+    let into_minute = at.timestamp_millis().rem_euclid(60_000);
+    let at = match into_minute {
+        0 => at,
+        ms => at + chrono::TimeDelta::milliseconds(60_000 - ms),
+    };
     at.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
@@ -437,6 +443,22 @@ mod tests {
     }
 
     #[test]
+    fn an_end_is_never_shown_before_it_comes() {
+        let at = |text: &str| {
+            DateTime::parse_from_rfc3339(text)
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        assert_eq!(utc_time(at("2026-12-06T09:35:48Z")), "2026-12-06 09:36 UTC");
+        assert_eq!(
+            utc_time(at("2026-12-06T09:35:00.001Z")),
+            "2026-12-06 09:36 UTC"
+        );
+        assert_eq!(utc_time(at("2026-12-06T09:35:00Z")), "2026-12-06 09:35 UTC");
+        assert_eq!(utc_time(at("2026-12-31T23:59:30Z")), "2027-01-01 00:00 UTC");
+    }
+
+    #[test]
     fn ages_read_naturally() {
         assert_eq!(describe_age(Duration::from_secs(35)), "35 s");
         assert_eq!(describe_age(Duration::from_secs(240)), "4 min");
@@ -484,12 +506,12 @@ mod tests {
         ];
         let text = maintenance("search_flights", &held, at(9, 35), &[]);
         assert!(text.starts_with(
-            "search_flights is down for scheduled maintenance: nothing is being asked of amadeus until 2026-12-06 10:20 UTC (Probe weekly) and duffel until 2026-12-06 09:35 UTC (upgrade). "
+            "search_flights is down for scheduled maintenance: nothing is being asked of amadeus until 2026-12-06 10:21 UTC (Probe weekly) and duffel until 2026-12-06 09:36 UTC (upgrade). "
         ), "{text}");
-        assert!(text.contains("search_flights should be back at 2026-12-06 09:35 UTC; do not call search_flights again before then."), "{text}");
+        assert!(text.contains("search_flights should be back at 2026-12-06 09:36 UTC; do not call search_flights again before then."), "{text}");
         assert_eq!(
             maintenance_background(&held[..1], at(10, 20)),
-            "amadeus: scheduled maintenance until 2026-12-06 10:20 UTC (Probe weekly); the job waits until 2026-12-06 10:20 UTC"
+            "amadeus: scheduled maintenance until 2026-12-06 10:21 UTC (Probe weekly); the job waits until 2026-12-06 10:21 UTC"
         );
     }
 
