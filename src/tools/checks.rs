@@ -32,7 +32,8 @@ impl Errors {
     }
 }
 
-/// Parses a `YYYY-MM-DD` date that must be `today` or later.
+/// Parses a `YYYY-MM-DD` date that must be `today` or later: `today` is the earliest date it is
+/// anywhere (UTC−12), so the text asks for today where the trip starts, as the provider checks.
 pub fn date_not_past(
     errors: &mut Errors,
     field: &str,
@@ -43,7 +44,9 @@ pub fn date_not_past(
         Ok(d) if d < today => {
             errors.push(
                 field,
-                format!("{value} is in the past; expected {today} or a later date"),
+                format!(
+                    "{value} is in the past; expected today's date where the trip starts, or a later one (nowhere on Earth is it before {today} now)"
+                ),
             );
             None
         }
@@ -221,10 +224,10 @@ mod tests {
         assert!(date_not_past(&mut e, "departure_date", "2026-11-29", today()).is_none());
         let errs = e.finish().unwrap_err();
         assert_eq!(errs[0].field, "departure_date");
-        assert!(
-            errs[0].message.contains("2026-11-30"),
-            "{}",
-            errs[0].message
+        assert_eq!(
+            errs[0].message,
+            "2026-11-29 is in the past; expected today's date where the trip starts, or a later one (nowhere on Earth is it before 2026-11-30 now)",
+            "not \"expected 2026-11-30\": at UTC-12 that date is already past where most trips start, and the provider refuses it"
         );
     }
 
