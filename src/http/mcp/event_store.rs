@@ -15,9 +15,17 @@
 //! has been evicted (or never existed) replays nothing. Ids are UUIDv7 strings: rmcp looks an
 //! event up by its id alone, not by session, so an id must not be guessable, or one client could
 //! read another's answers by counting.
+//!
+//! Unguessable is not enough: an event id travels where a session id does (a proxy's log, a
+//! browser's devtools), and rmcp replays it to any session that names it. So each stream has an
+//! owner, the client its first event was sent to ([`BoundedEventStore::claim`], from the
+//! middleware that sees the response go out, `session_owners`), and that middleware refuses a
+//! `Last-Event-ID` of a stream another client owns ([`BoundedEventStore::owner`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+
+use crate::clients::ClientName;
 
 use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::{
@@ -41,6 +49,20 @@ pub(super) struct BoundedEventStore {
 struct Kept {
     events: VecDeque<Stored>,
     bytes: usize,
+    /// The client each stream's events were sent to; streams with no event kept are dropped
+    /// once the map outgrows the events.
+    owners: HashMap<Arc<str>, ClientName>,
+}
+
+/// Whose stream an event id is of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Owner {
+    /// No event of that id is kept: it replays nothing.
+    Unknown,
+    /// Kept, but none of its stream's events was seen going out to a client.
+    Unclaimed,
+    /// The client its stream's events were sent to.
+    Client(ClientName),
 }
 
 #[derive(Debug)]
@@ -94,7 +116,37 @@ impl BoundedEventStore {
                 None => break,
             }
         }
+        if kept.owners.len() > kept.events.len() * 2 + 16 {
+            let Kept { events, owners, .. } = &mut *kept;
+            owners.retain(|stream, _| events.iter().any(|e| &e.stream == stream));
+        }
         id
+    }
+
+    /// Records `client` as the owner of the stream of event `id`, which was just sent to it;
+    /// a stream keeps its first owner.
+    pub(super) fn claim(&self, id: &str, client: &ClientName) {
+        let mut kept = self.lock();
+        let Some(stream) = kept
+            .events
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| Arc::clone(&e.stream))
+        else {
+            return;
+        };
+        kept.owners.entry(stream).or_insert_with(|| client.clone());
+    }
+
+    /// Whose stream event `id` is of.
+    pub(super) fn owner(&self, id: &str) -> Owner {
+        let kept = self.lock();
+        let Some(event) = kept.events.iter().find(|e| e.id == id) else {
+            return Owner::Unknown;
+        };
+        kept.owners
+            .get(&event.stream)
+            .map_or(Owner::Unclaimed, |c| Owner::Client(c.clone()))
     }
 
     /// The events of `last`'s stream after it, in order; none when `last` is not kept.
@@ -187,6 +239,24 @@ mod tests {
         assert!(store.after(&first).is_empty(), "over the byte bound");
         assert_eq!(store.after(&second).len(), 1);
         assert_eq!(store.lock().bytes, 2 * one);
+    }
+
+    #[test]
+    fn a_stream_belongs_to_the_client_its_first_event_went_to() {
+        let store = BoundedEventStore::default();
+        let alpha = ClientName::stored("alpha");
+        let first = store.keep("a", &answer(1));
+        assert_eq!(store.owner(&first), Owner::Unclaimed);
+        store.claim(&first, &alpha);
+        let later = store.keep("a", &answer(2));
+        assert_eq!(store.owner(&later), Owner::Client(alpha.clone()));
+        store.claim(&later, &ClientName::stored("beta"));
+        assert_eq!(
+            store.owner(&first),
+            Owner::Client(alpha),
+            "a stream keeps its first owner"
+        );
+        assert_eq!(store.owner("never-issued"), Owner::Unknown);
     }
 
     #[test]

@@ -92,11 +92,14 @@ use crate::tools::CallMode;
 /// graceful shutdown is not held up by a client's open event stream.
 pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRouter<SharedState> {
     let max_body_bytes = state.max_body_bytes;
-    let sessions = Arc::new(
-        LocalSessionManager::default()
-            .with_event_store(Arc::new(event_store::BoundedEventStore::default())),
-    );
-    let owners = Arc::new(session_owners::SessionOwners::new(Arc::clone(&sessions)));
+    let events = Arc::new(event_store::BoundedEventStore::default());
+    let store: Arc<dyn rmcp::transport::streamable_http_server::session::EventStore> =
+        Arc::clone(&events) as _;
+    let sessions = Arc::new(LocalSessionManager::default().with_event_store(store));
+    let owners = Arc::new(session_owners::SessionOwners::new(
+        Arc::clone(&sessions),
+        events,
+    ));
     any_service(rmcp_service(state, cancel, sessions))
         .layer(middleware::from_fn_with_state(
             owners,

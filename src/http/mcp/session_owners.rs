@@ -10,20 +10,34 @@
 //! The owner is recorded when rmcp's answer to a request without a session names a new one
 //! (`initialize`). Entries of sessions rmcp no longer keeps (closed, or ended with the
 //! process's cancellation) are dropped when the map has doubled since it was last pruned.
+//!
+//! Events are held to their owner the same way: rmcp replays a `Last-Event-ID` to whichever
+//! session names it, so the first event id of every event stream going out records its
+//! client as the stream's owner in the event store, and a `Last-Event-ID` of another client's
+//! stream is answered as one never issued (an empty replay: nothing says it exists).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderName, StatusCode};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
+use super::event_store::{BoundedEventStore, Owner};
 use crate::clients::ClientName;
 use crate::http::edge::Caller;
 
 const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+const LAST_EVENT_HEADER: HeaderName = HeaderName::from_static("last-event-id");
+/// What a refused `Last-Event-ID` becomes: an id never issued (ids are UUIDs), which rmcp
+/// answers with an empty replay.
+const NO_EVENT: HeaderValue = HeaderValue::from_static("none");
+/// How much of an event stream is read for its first event id before giving up.
+const FIRST_ID_WITHIN: usize = 8192;
 
 /// How many entries the map holds before it is first pruned.
 const PRUNE_FROM: usize = 256;
@@ -33,6 +47,8 @@ const PRUNE_FROM: usize = 256;
 pub(super) struct SessionOwners {
     owners: Mutex<Owners>,
     sessions: Arc<LocalSessionManager>,
+    /// The store rmcp keeps the sessions' events in: each stream's owner is recorded there.
+    events: Arc<BoundedEventStore>,
 }
 
 #[derive(Debug, Default)]
@@ -43,14 +59,15 @@ struct Owners {
 }
 
 impl SessionOwners {
-    /// Owners of the sessions `sessions` keeps.
-    pub(super) fn new(sessions: Arc<LocalSessionManager>) -> Self {
+    /// Owners of the sessions `sessions` keeps, and of the event streams in `events`.
+    pub(super) fn new(sessions: Arc<LocalSessionManager>, events: Arc<BoundedEventStore>) -> Self {
         SessionOwners {
             owners: Mutex::new(Owners {
                 by_session: HashMap::new(),
                 prune_at: PRUNE_FROM,
             }),
             sessions,
+            events,
         }
     }
 
@@ -85,10 +102,25 @@ impl SessionOwners {
 /// opened a new one.
 pub(super) async fn owned_sessions(
     State(owners): State<Arc<SessionOwners>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let client = request.extensions().get::<Caller>().map(Caller::client);
+    if let Some(client) = &client
+        && let Some(last) = request
+            .headers()
+            .get(&LAST_EVENT_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        let foreign = match owners.events.owner(last) {
+            Owner::Unknown => false,
+            Owner::Unclaimed => true,
+            Owner::Client(owner) => owner != *client,
+        };
+        if foreign {
+            request.headers_mut().insert(LAST_EVENT_HEADER, NO_EVENT);
+        }
+    }
     let named = request
         .headers()
         .get(&SESSION_HEADER)
@@ -102,26 +134,91 @@ pub(super) async fn owned_sessions(
     }
     let response = next.run(request).await;
     if named.is_none()
-        && let Some(client) = client
+        && let Some(client) = &client
         && let Some(opened) = response
             .headers()
             .get(&SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
     {
-        owners.record(opened.to_owned(), client).await;
+        owners.record(opened.to_owned(), client.clone()).await;
     }
+    match client {
+        Some(client) if is_event_stream(&response) => {
+            claim_first_event(response, Arc::clone(&owners.events), client)
+        }
+        _ => response,
+    }
+}
+
+fn is_event_stream(response: &Response) -> bool {
     response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"))
+}
+
+/// `response`'s event stream, unchanged, recording `client` as the owner of the stream its
+/// first event id belongs to as it goes out.
+fn claim_first_event(
+    response: Response,
+    events: Arc<BoundedEventStore>,
+    client: ClientName,
+) -> Response {
+    let (parts, body) = response.into_parts();
+    let mut seen = Some(String::new());
+    let stream = body.into_data_stream().map(move |chunk| {
+        if let (Ok(bytes), Some(text)) = (&chunk, &mut seen) {
+            text.push_str(&String::from_utf8_lossy(bytes));
+            if let Some(id) = first_event_id(text) {
+                events.claim(id, &client);
+                seen = None;
+            } else if text.len() > FIRST_ID_WITHIN {
+                seen = None;
+            }
+        }
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// The first complete `id:` field of an event stream's text.
+fn first_event_id(text: &str) -> Option<&str> {
+    let complete = &text[..text.rfind('\n')?];
+    complete
+        .lines()
+        .find_map(|line| line.strip_prefix("id:"))
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_first_complete_id_of_a_stream_is_read() {
+        assert_eq!(
+            first_event_id("retry: 3000\nid: 01a2-x\ndata:\n\n"),
+            Some("01a2-x")
+        );
+        assert_eq!(first_event_id("data: {}\nid:01a2-y\n"), Some("01a2-y"));
+        assert_eq!(
+            first_event_id("id: 01a2-"),
+            None,
+            "cut mid-line: wait for more"
+        );
+        assert_eq!(first_event_id(": keep-alive\n\n"), None);
+    }
+
     /// Owners of sessions rmcp no longer keeps are dropped once the map reaches its pruning
     /// size, so ended sessions do not pile up.
     #[tokio::test]
     async fn owners_of_ended_sessions_are_dropped() {
-        let owners = SessionOwners::new(Arc::new(LocalSessionManager::default()));
+        let owners = SessionOwners::new(
+            Arc::new(LocalSessionManager::default()),
+            Arc::new(BoundedEventStore::default()),
+        );
         for i in 0..PRUNE_FROM - 1 {
             owners.record(format!("s{i}"), ClientName::local()).await;
         }

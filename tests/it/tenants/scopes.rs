@@ -281,6 +281,58 @@ async fn another_clients_mcp_session_is_not_found() {
     );
 }
 
+/// An event id names one client's answer: rmcp replays a `Last-Event-ID` to whichever session
+/// names it, so another client's session that names it is sent nothing, while the owner's
+/// replay still carries the answer.
+#[tokio::test]
+async fn another_clients_event_id_replays_nothing() {
+    let s = stack().await;
+    let reader = Mcp::start(&s, "reader-key").await;
+    let call = json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+        "params": {"name": "search_flights", "arguments": flights()}});
+    let text = s
+        .http
+        .post(s.url("/mcp"))
+        .bearer_auth("reader-key")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &reader.session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&call)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .text()
+        .await
+        .unwrap_or_default();
+    // The first event (the priming one) has an id and no message; the answer follows it.
+    let first_id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .map(|id| id.trim().to_string())
+        .unwrap_or_else(|| panic!("an event id: {text}"));
+    assert!(text.contains("\"id\":41"), "{text}");
+    let replay = |mcp: &Mcp<'_>| {
+        s.http
+            .get(s.url("/mcp"))
+            .bearer_auth(mcp.key)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &mcp.session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("last-event-id", &first_id)
+            .send()
+    };
+    let pricer = Mcp::start(&s, "pricer-key").await;
+    let theirs = replay(&pricer).await.unwrap_or_else(|e| panic!("{e}"));
+    let theirs = theirs.text().await.unwrap_or_default();
+    assert!(
+        !theirs.contains("\"id\":41") && !theirs.contains("JFK"),
+        "another client's session replays none of it: {theirs}"
+    );
+    let own = replay(&reader).await.unwrap_or_else(|e| panic!("{e}"));
+    let own = own.text().await.unwrap_or_default();
+    assert!(own.contains("\"id\":41"), "the owner's replay: {own}");
+}
+
 /// A 2025-11-25 MCP session over raw JSON-RPC (the protocol itself is driven by the official
 /// SDK in `.ci/run`; here only what a scope changes is read).
 struct Mcp<'a> {
