@@ -199,6 +199,41 @@ fn transition_json(e: &TransitionEvent, now: Instant) -> Value {
     })
 }
 
+/// `a` as a caller seeing the breakers of `visible` tools reads it (`None`: every breaker): an
+/// alert about none of its breakers is not shown; one about some of them names only those, and
+/// its summary, which names them all, is replaced by one that does not.
+fn visible_alert(
+    state: &AppState,
+    a: &Alert,
+    visible: Option<&[&'static str]>,
+    now: Instant,
+) -> Option<Value> {
+    let mut v = alert_json(a, now);
+    if visible.is_none() {
+        return Some(v);
+    }
+    let seen: Vec<String> = a
+        .breakers
+        .iter()
+        .filter(|key| !guarded_tools(state, key, visible).is_empty())
+        .map(url_key)
+        .collect();
+    if seen.is_empty() {
+        return None;
+    }
+    if seen.len() < a.breakers.len() {
+        v["summary"] = json!(format!(
+            "{}: {} of the {} breakers it is about guard tools this client may call: {}",
+            a.kind.as_str(),
+            seen.len(),
+            a.breakers.len(),
+            seen.join(", ")
+        ));
+        v["breakers"] = json!(seen);
+    }
+    Some(v)
+}
+
 fn alert_json(a: &Alert, now: Instant) -> Value {
     json!({
         "id": a.id,
@@ -546,18 +581,20 @@ pub(crate) async fn list_alerts(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    if let Err(res) = authorize(&state, &headers, Role::Client) {
-        return *res;
-    }
+    let caller = match authorize(&state, &headers, Role::Client) {
+        Ok(caller) => caller,
+        Err(res) => return *res,
+    };
     if let Err(e) = ApiError::no_query(query.as_deref(), "GET /v1/alerts") {
         return e.into_response();
     }
     let now = Instant::now();
+    let visible = visible_tools(&state, &caller);
     let alerts: Vec<Value> = state
         .telemetry
         .active_alerts()
         .iter()
-        .map(|a| alert_json(a, now))
+        .filter_map(|a| visible_alert(&state, a, visible.as_deref(), now))
         .collect();
     Json(json!({ "alerts": alerts })).into_response()
 }
@@ -566,9 +603,12 @@ pub(crate) async fn list_alerts(
 /// a comment every 15 s to keep proxies from closing the stream, and `lagged` (with the number
 /// of events missed) if this client fell more than the channel's capacity behind.
 pub(crate) async fn events(State(state): State<SharedState>, headers: HeaderMap) -> Response {
-    if let Err(res) = authorize(&state, &headers, Role::Client) {
-        return *res;
-    }
+    let caller = match authorize(&state, &headers, Role::Client) {
+        Ok(caller) => caller,
+        Err(res) => return *res,
+    };
+    // A client is sent the transitions and alerts of the breakers it sees (`/v1/breakers`).
+    let visible = visible_tools(&state, &caller);
     let telemetry = &state.telemetry;
     let transitions = state.gateway.breakers().subscribe();
     let alerts = telemetry.subscribe_alerts();
@@ -577,24 +617,35 @@ pub(crate) async fn events(State(state): State<SharedState>, headers: HeaderMap)
         Ok::<Event, Infallible>(Event::default().event("ready").data("{}"))
     });
     let rest = futures::stream::unfold(
-        (transitions, alerts, token),
-        |(mut transitions, mut alerts, token)| async move {
-            let event = tokio::select! {
-                _ = token.cancelled() => return None,
-                t = transitions.recv() => match t {
-                    Ok(e) => Event::default()
-                        .event("transition")
-                        .data(transition_json(&e, Instant::now()).to_string()),
-                    Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
-                    Err(RecvError::Closed) => return None,
-                },
-                a = alerts.recv() => match a {
-                    Ok(change) => alert_event(&change),
-                    Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
-                    Err(RecvError::Closed) => return None,
-                },
+        (transitions, alerts, token, state, visible),
+        |(mut transitions, mut alerts, token, state, visible)| async move {
+            let event = loop {
+                tokio::select! {
+                    _ = token.cancelled() => return None,
+                    t = transitions.recv() => match t {
+                        Ok(e) if guarded_tools(&state, &e.key, visible.as_deref()).is_empty()
+                            && visible.is_some() => {}
+                        Ok(e) => break Event::default()
+                            .event("transition")
+                            .data(transition_json(&e, Instant::now()).to_string()),
+                        Err(RecvError::Lagged(n)) => break Event::default().event("lagged").data(n.to_string()),
+                        Err(RecvError::Closed) => return None,
+                    },
+                    a = alerts.recv() => match a {
+                        Ok(change) => {
+                            if let Some(event) = alert_event(&state, &change, visible.as_deref()) {
+                                break event;
+                            }
+                        }
+                        Err(RecvError::Lagged(n)) => break Event::default().event("lagged").data(n.to_string()),
+                        Err(RecvError::Closed) => return None,
+                    },
+                }
             };
-            Some((Ok::<Event, Infallible>(event), (transitions, alerts, token)))
+            Some((
+                Ok::<Event, Infallible>(event),
+                (transitions, alerts, token, state, visible),
+            ))
         },
     );
     use futures::StreamExt as _;
@@ -603,22 +654,28 @@ pub(crate) async fn events(State(state): State<SharedState>, headers: HeaderMap)
         .into_response()
 }
 
-fn alert_event(change: &AlertChange) -> Event {
+/// The event of an alert change, as a caller seeing `visible` tools' breakers reads it; `None`
+/// when the alert is about none of them.
+fn alert_event(
+    state: &AppState,
+    change: &AlertChange,
+    visible: Option<&[&'static str]>,
+) -> Option<Event> {
     let now = Instant::now();
     let data = match change {
         AlertChange::Fired(a) => {
-            let mut v = alert_json(a, now);
+            let mut v = visible_alert(state, a, visible, now)?;
             v["status"] = json!("firing");
             v
         }
         AlertChange::Resolved(a, at) => {
-            let mut v = alert_json(a, now);
+            let mut v = visible_alert(state, a, visible, now)?;
             v["status"] = json!("resolved");
             v["resolved_at"] = json!(wall(*at, now));
             v
         }
     };
-    Event::default().event("alert").data(data.to_string())
+    Some(Event::default().event("alert").data(data.to_string()))
 }
 
 pub(crate) async fn metrics(State(state): State<SharedState>, headers: HeaderMap) -> Response {

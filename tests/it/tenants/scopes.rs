@@ -333,6 +333,52 @@ async fn another_clients_event_id_replays_nothing() {
     assert!(own.contains("\"id\":41"), "the owner's replay: {own}");
 }
 
+/// The event stream sends a client the transitions of the breakers it sees only: a breaker of
+/// a tool outside its scope changes unseen.
+#[tokio::test]
+async fn the_event_stream_sends_a_client_only_its_breakers() {
+    let s = Stack::builder(53)
+        .env(MapEnv(vec![("FAREGATE_ADMIN_KEY", "admin-key")]))
+        .config(with_clients)
+        .start()
+        .await;
+    let mut stream = s
+        .http
+        .get(s.url("/v1/events"))
+        .bearer_auth("reader-key")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut seen = String::new();
+    while !seen.contains("event: ready") {
+        match stream.chunk().await {
+            Ok(Some(chunk)) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("the stream ended: {other:?}; read: {seen}"),
+        }
+    }
+    for key in ["price_flight_offer.amadeus", "search_flights.amadeus"] {
+        let forced = s
+            .http
+            .post(s.url(&format!("/v1/breakers/{key}/force")))
+            .bearer_auth("admin-key")
+            .json(&json!({"state": "open"}))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(forced.status().as_u16(), 200, "{key}");
+    }
+    while !seen.contains("\"key\":\"search_flights.amadeus\"") {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("no transition of search_flights.amadeus: {other:?}; read: {seen}"),
+        }
+    }
+    assert!(
+        !seen.contains("price_flight_offer"),
+        "the pricing breaker's transition came first, and is not sent: {seen}"
+    );
+}
+
 /// A 2025-11-25 MCP session over raw JSON-RPC (the protocol itself is driven by the official
 /// SDK in `.ci/run`; here only what a scope changes is read).
 struct Mcp<'a> {
