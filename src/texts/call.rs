@@ -158,7 +158,13 @@ pub fn booked_under_another_key(tool: &str, message: &str) -> String {
 
 /// A provider refused a background job: the job's result, with no next step (nobody waits).
 pub fn rejected_background(tool: &str, message: &str) -> String {
-    format!("The provider refused this {tool} request: {message}.")
+    // A provider's (or a binding's) message may end a sentence itself: "… ask again later."
+    let stop = if message.ends_with(['.', '!', '?']) {
+        ""
+    } else {
+        "."
+    };
+    format!("The provider refused this {tool} request: {message}{stop}")
 }
 
 /// A write whose request reached the provider without a confirmation back.
@@ -482,6 +488,11 @@ mod tests {
         assert_eq!(
             rejected_background("book_flight", "offer expired"),
             "The provider refused this book_flight request: offer expired."
+        );
+        assert_eq!(
+            rejected_background("get_flight_status", "none listed; ask again later."),
+            "The provider refused this get_flight_status request: none listed; ask again later.",
+            "one full stop"
         );
     }
 
