@@ -133,6 +133,9 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
     if let Some((message, error)) = refusal(failure) {
         let content = if error.is_refused_by_gateway() {
             message.to_string()
+        } else if error.is_not_listed() {
+            // The binding's sentence says what to check and that a later ask may find it.
+            texts::rejected_background(&info.tool, message)
         } else if error.is_booked_under_another_key() {
             texts::booked_under_another_key(&info.tool, message)
         } else {
@@ -209,6 +212,16 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
         Failure::Upstream {
             provider, error, ..
         } => match &error.kind {
+            // Not listed now may be listed later (a backup that lists only days near today):
+            // a read's job asks again, silently, as for an outage.
+            ErrorKind::Rejected { message } if error.is_not_listed() && !facts.write => {
+                Verdict::Later {
+                    anchor: None,
+                    error: texts::rejected_background(&facts.info.tool, message),
+                    attempted: true,
+                    rate_limited: None,
+                }
+            }
             ErrorKind::Rejected { message } => {
                 let content = if error.is_refused_by_gateway() {
                     message.clone()

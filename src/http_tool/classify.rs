@@ -33,6 +33,12 @@ pub enum Class {
         /// The provider's message, or a sentence naming the status.
         message: String,
     },
+    /// The answer holds nothing for the call, and the binding says that may change
+    /// (`classify.empty`): the text says so.
+    NotListed {
+        /// The binding's sentence.
+        message: String,
+    },
     /// Over the provider's rate limit, with the wait it asked for.
     RateLimited {
         /// How long to wait, when the provider said.

@@ -624,7 +624,7 @@ impl Binding {
         if let Some(message) = &self.empty
             && is_empty(&data)
         {
-            return Err(Class::Rejected {
+            return Err(Class::NotListed {
                 message: message.clone(),
             });
         }

@@ -477,9 +477,10 @@ fn a_binding_answer_that_does_not_fit_is_malformed_and_nothing_is_a_refusal() {
     );
     assert_eq!(
         nothing,
-        Err(Class::Rejected {
+        Err(Class::NotListed {
             message: "Not listed on that date.".into()
-        })
+        }),
+        "not a refusal of the call: a later ask may find it listed"
     );
     let refused = b.read(
         (

@@ -115,7 +115,18 @@ pub const ALREADY_DONE: &str = "already booked";
 /// or this client's under another key. Nothing was booked by this call.
 pub const BOOKED_UNDER_ANOTHER_KEY: &str = "this offer or rate is already booked under another key";
 
+/// The detail of a refusal that is the provider listing nothing for the call (an http
+/// binding's `classify.empty`): it lists only some of what exists (FlightAware: departures
+/// near today), so a later ask may find it. A model reads it as a refusal; a background job
+/// asks again later instead of ending.
+pub const NOT_LISTED: &str = "nothing listed for the call (classify.empty)";
+
 impl UpstreamError {
+    /// Whether the provider listed nothing for the call ([`NOT_LISTED`]).
+    pub fn is_not_listed(&self) -> bool {
+        matches!(self.kind, ErrorKind::Rejected { .. }) && self.detail == NOT_LISTED
+    }
+
     /// Whether the provider refused a write because its offer was booked under another key
     /// ([`BOOKED_UNDER_ANOTHER_KEY`]).
     pub fn is_booked_under_another_key(&self) -> bool {

@@ -18,7 +18,7 @@ use hyper::body::Bytes;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName};
 
-use super::error::{ErrorKind, UpstreamError};
+use super::error::{ErrorKind, NOT_LISTED, UpstreamError};
 use super::http::{read_body, retry_after, send, traced, transport_error};
 use super::limits::LimitsSink;
 use super::oauth2::TokenSource;
@@ -288,6 +288,7 @@ pub fn upstream_error(class: Class) -> UpstreamError {
             },
             format!("refused: {message}"),
         ),
+        Class::NotListed { message } => (ErrorKind::Rejected { message }, NOT_LISTED.into()),
         Class::RateLimited { retry_after } => (
             ErrorKind::RateLimited { retry_after },
             "rate limited (HTTP 429)".to_string(),

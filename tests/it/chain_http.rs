@@ -367,3 +367,33 @@ async fn an_answer_that_does_not_fit_the_tools_output_fails_over_and_never_reach
         "{env:#}"
     );
 }
+
+/// A background call on a date the backup lists nothing for, while the first provider is down,
+/// is asked again later rather than ended: the backup lists only days near today, so "nothing
+/// listed" may change, and the tool promises background calls are retried until answered.
+#[tokio::test]
+async fn a_background_call_the_backup_lists_nothing_for_waits_and_asks_again() {
+    let s = builder(84).jobs().start().await;
+    s.down(RouteGroup::AmadeusStatus);
+    let (status, queued) = s
+        .submit(
+            "get_flight_status",
+            json!({"arguments": {"carrier_code": "BA", "flight_number": "117",
+                                 "departure_date": in_days(5)},
+                   "mode": "background"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{queued:#}");
+    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
+    let job = s
+        .wait_for_job(&id, Duration::from_secs(10), |j| {
+            j["status"] == "retry_scheduled" || j["status"] == "dead"
+        })
+        .await;
+    assert_eq!(job["status"], "retry_scheduled", "{job:#}");
+    let said = job["last_error"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("this does not mean the flight does not exist") && !said.contains(".."),
+        "{job:#}"
+    );
+}

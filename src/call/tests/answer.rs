@@ -395,6 +395,21 @@ fn the_background_verdict_table() {
             job(false, None),
             None,
         ),
+        (
+            "a read its provider lists nothing for asks again later (it may list it then)",
+            Failure::Upstream {
+                provider: "flightaware".into(),
+                error: UpstreamError::new(
+                    ErrorKind::Rejected {
+                        message: "no departure listed on that date".into(),
+                    },
+                    crate::providers::error::NOT_LISTED,
+                ),
+                failed: Vec::new(),
+            },
+            job(false, None),
+            Some((None, true, None)),
+        ),
     ];
     for (name, failure, facts, expected) in rows {
         let verdict = answer::background(failure, facts);
