@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::{authorize, guarded_tools, transition_json, url_key, visible_tools, wall};
-use crate::http::edge::{ApiError, Role};
+use super::{authorize, guarded_tools, list_scope, transition_json, url_key, visible_tools, wall};
+use crate::http::edge::Role;
 use crate::http::state::{AppState, SharedState};
 use crate::telemetry::{Alert, AlertChange};
 
@@ -73,15 +73,11 @@ pub(crate) async fn list_alerts(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let caller = match authorize(&state, &headers, Role::Client) {
-        Ok(caller) => caller,
+    let visible = match list_scope(&state, &headers, query.as_deref(), "GET /v1/alerts") {
+        Ok(visible) => visible,
         Err(res) => return *res,
     };
-    if let Err(e) = ApiError::no_query(query.as_deref(), "GET /v1/alerts") {
-        return e.into_response();
-    }
     let now = Instant::now();
-    let visible = visible_tools(&state, &caller);
     let alerts: Vec<Value> = state
         .telemetry
         .active_alerts()

@@ -135,6 +135,20 @@ fn visible_tools(state: &AppState, caller: &Caller) -> Option<Vec<&'static str>>
     }
 }
 
+/// What the operations API's list routes (`route`) ask first: a client or admin key, no query
+/// string (they filter nothing), and then the tools whose breakers the caller sees
+/// ([`visible_tools`]).
+fn list_scope(
+    state: &AppState,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    route: &str,
+) -> Result<Option<Vec<&'static str>>, Box<Response>> {
+    let caller = authorize(state, headers, Role::Client)?;
+    ApiError::no_query(query, route).map_err(|e| Box::new(e.into_response()))?;
+    Ok(visible_tools(state, &caller))
+}
+
 /// The tools `key`'s breaker guards that a caller seeing `visible` sees; for a client, none
 /// means it does not see the breaker.
 fn guarded_tools(
@@ -299,15 +313,11 @@ pub(crate) async fn list_breakers(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let caller = match authorize(&state, &headers, Role::Client) {
-        Ok(caller) => caller,
+    let visible = match list_scope(&state, &headers, query.as_deref(), "GET /v1/breakers") {
+        Ok(visible) => visible,
         Err(res) => return *res,
     };
-    if let Err(e) = ApiError::no_query(query.as_deref(), "GET /v1/breakers") {
-        return e.into_response();
-    }
     let now = Instant::now();
-    let visible = visible_tools(&state, &caller);
     let sees = |tool: &str| visible.as_ref().is_none_or(|v| v.contains(&tool));
     let breakers: Vec<Value> = state
         .gateway
