@@ -10,11 +10,18 @@
 //! that no window holds), the same question the fallback texts and `/v1/breakers` ask. A half-open
 //! breaker is not back: it admits probes only, and the notice fires once they close it.
 //!
+//! A tool nobody calls would never be found back: a breaker closes only after its half-open
+//! probes succeed, and probes are calls, while the agent that set the notice up stopped calling.
+//! So while a tool some notice waits for has a half-open breaker, the loop asks the tool again
+//! itself, one call at a time, with the arguments of the last read it could not answer
+//! ([`Gateway::probe`]).
+//!
 //! In a fleet every replica looks, and the store's conditional update (`waiting` → `fired`) lets
 //! one of them fire each notice; its callback is then leased and delivered by the outbox, as a
 //! watch's notice is, and tried again after a doubling wait when the receiver does not take it.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -82,6 +89,8 @@ pub struct BackInServiceSystem {
     store: NoticeStore,
     gateway: Arc<Gateway>,
     sender: Arc<NoticeSender>,
+    /// The tools this replica is asking again now (one probe of a tool at a time).
+    probing: Arc<Mutex<HashSet<String>>>,
 }
 
 impl BackInServiceSystem {
@@ -91,6 +100,7 @@ impl BackInServiceSystem {
             store,
             gateway,
             sender: Arc::new(sender),
+            probing: Arc::default(),
         }
     }
 
@@ -196,6 +206,7 @@ impl BackInServiceSystem {
         }
         for tool in self.store.waited_for(now).await? {
             if !self.available_now(&tool) {
+                self.ask_again(tool);
                 continue;
             }
             let fired = self.store.fire(&tool, now).await?;
@@ -207,12 +218,53 @@ impl BackInServiceSystem {
         Ok(total)
     }
 
+    /// Asks `tool` again on a task of its own ([`Gateway::probe`]) unless this replica is
+    /// asking it already or there is nothing to ask.
+    fn ask_again(&self, tool: String) {
+        let mut probing = lock(&self.probing);
+        if probing.contains(&tool) {
+            return;
+        }
+        let Some(probe) = self.gateway.probe(&tool) else {
+            return;
+        };
+        probing.insert(tool.clone());
+        let done = Probing {
+            tools: Arc::clone(&self.probing),
+            tool,
+        };
+        tokio::spawn(async move {
+            probe.await;
+            drop(done);
+        });
+    }
+
     /// Leases the due callbacks and delivers each on a task of its own (the outbox records how
     /// it went and when to try again).
     pub async fn send_due(&self) -> Result<(), StoreError> {
         let callbacks = self.store.callbacks().await?;
         self.sender.send_due(&callbacks, CALLBACKS, notice).await
     }
+}
+
+/// Takes its tool off the set of tools being asked again when the probe ends (or its task is
+/// dropped at shutdown).
+struct Probing {
+    tools: Arc<Mutex<HashSet<String>>>,
+    tool: String,
+}
+
+impl Drop for Probing {
+    fn drop(&mut self) {
+        lock(&self.tools).remove(&self.tool);
+    }
+}
+
+fn lock(tools: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    // A set of names stays whole whatever panicked while it was held.
+    tools
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Where a fired notice's callback goes, and what it says.

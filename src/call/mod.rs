@@ -28,6 +28,8 @@
 //! - `breaker_plan.rs`: which breaker guards a tool on a provider (the provider's breaker
 //!   scope: the tool's own, or one every tool on the provider or account shares);
 //! - `outcome.rs`: what the pipeline returns, `Success` or `Failure`;
+//! - `unanswered.rs`: the arguments of a tool's last unanswered read, which the gateway asks
+//!   again itself to learn that the tool is back when no caller does;
 //! - `served.rs`: the tools as served ([`ServedTool`]: validator, provider chain, bulkhead,
 //!   last good results, shared calls in flight);
 //! - `observe.rs`: the `Observer` the path reports spans and metrics to;
@@ -59,6 +61,7 @@ mod reload;
 mod retry;
 mod served;
 mod shared_text;
+mod unanswered;
 mod upstream;
 
 #[cfg(test)]
@@ -66,7 +69,7 @@ mod tests;
 
 pub use answer::{RateLimitHit, Verdict};
 pub use envelope::{CallInfo, Data, Envelope, Status};
-pub use gateway::{CallError, CallRequest, CheckError, Gateway};
+pub use gateway::{CallError, CallRequest, CheckError, Gateway, Probed};
 pub use progress::{Step, StepSender};
 pub use reload::{Prepared, ToolChanges};
 pub use served::ServedTool;

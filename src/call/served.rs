@@ -20,9 +20,11 @@ use super::coalesce::Coalescer;
 use super::envelope::Envelope;
 use super::last_good::LastGood;
 use super::outcome::Failure;
+use super::unanswered::Unanswered;
 use super::upstream::Upstream;
 use crate::breaker::{Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState};
 use crate::config::ToolConfig;
+use crate::providers::ErrorKind;
 use crate::tools::{Access, ArgumentValidator, ToolRequest, ToolSpec, describe_field_errors};
 
 /// A tool as served: catalog entry, configuration, compiled validator, provider chain.
@@ -46,6 +48,9 @@ pub struct ServedTool {
     /// Set by the job dispatcher while background jobs of this tool are due: a half-open
     /// breaker's probes then go to those jobs (the breaker's rule, see `breaker::Caller`).
     background_due: AtomicBool,
+    /// The last read no provider answered, which the gateway may ask again itself to learn
+    /// that the tool is back (`unanswered.rs`). Unused by a write.
+    pub(super) unanswered: Unanswered,
     /// The interactive fallback prompt, placeholders unfilled.
     pub(super) fallback: String,
 }
@@ -164,6 +169,7 @@ impl ServedTool {
             },
             shared_calls: Coalescer::default(),
             background_due: AtomicBool::new(false),
+            unanswered: Unanswered::default(),
             fallback: prompts
                 .get(&config.fallback_interactive)
                 .cloned()
@@ -300,6 +306,21 @@ impl ServedTool {
                 )
             })
             .map(|r| r.name.as_str())
+    }
+
+    /// Keeps a read's arguments (`key`, canonical) that `failure` left unanswered, for the
+    /// gateway to ask again itself (`unanswered.rs`): after a provider failed them, or when
+    /// every breaker refused them; never arguments a provider refused as wrong.
+    pub(super) fn keep_unanswered(&self, key: &str, failure: &Failure) {
+        match failure {
+            Failure::Upstream { error, .. }
+                if !matches!(error.kind, ErrorKind::Rejected { .. }) =>
+            {
+                self.unanswered.provider_failed(key)
+            }
+            Failure::Breaker { .. } => self.unanswered.refused(key),
+            _ => {}
+        }
     }
 
     /// The arguments checked once, schema and semantics together (`today` being the earliest

@@ -10,7 +10,8 @@
 //!   facts for a failed call;
 //! - `read.rs`: a read, from memory or shared with identical reads in flight;
 //! - `write.rs`: a write, through the booking ledger and the client's budget;
-//! - `background.rs`: one attempt of a stored job.
+//! - `background.rs`: one attempt of a stored job;
+//! - `probe.rs`: the gateway asking a tool again itself, for its back-in-service notices.
 
 use std::collections::BTreeMap;
 use std::future::{Future, ready};
@@ -51,8 +52,11 @@ use crate::tools::spend::Budget;
 use crate::trace_context::TraceContext;
 
 mod background;
+mod probe;
 mod read;
 mod write;
+
+pub use probe::Probed;
 
 /// One call as every protocol adapter, and the job system, hands it over.
 #[derive(Debug, Clone)]
@@ -447,6 +451,9 @@ impl Gateway {
         read_key: Option<&str>,
     ) -> Envelope {
         let now = Instant::now();
+        if let Some(key) = read_key {
+            tool.keep_unanswered(key, failure);
+        }
         let route = tool.route(failure.provider());
         let stale = match (&tool.last_good, read_key) {
             (Some(memory), Some(key)) => memory.stale(key, now),
