@@ -1,11 +1,13 @@
 //! Back-in-service notices end to end, on real time with short breaker timings: the simulator's
 //! flight search goes down until the tool's breakers open, a client asks to be told when it is
-//! back, nothing is sent while it is down, and once the provider heals and the probes close the
-//! breakers exactly one signed notice reaches the client's receiver; and a notice that could
+//! back, nothing is sent while it is down, and once the provider heals and the gateway's own
+//! probes close the breakers (nobody calls) exactly one signed notice reaches the client's
+//! receiver; and a notice that could
 //! never be sent is refused, and one client never sees or withdraws another's.
 
 use std::time::Duration;
 
+use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -106,22 +108,24 @@ async fn a_notice_is_posted_once_signed_when_the_tool_answers_again_and_not_befo
     let early = s.receiver().received_requests().await.unwrap_or_default();
     assert!(early.is_empty(), "nothing is sent while the tool is down");
 
-    // The provider heals; calls probe the half-open breakers until they close.
+    // The provider heals, and nobody calls the tool: the gateway asks it again itself (the
+    // last search it could not answer) while a breaker is half-open, until they close.
     s.sim.clear_faults();
-    wait_until(Duration::from_secs(20), "search_flights back", || {
-        day += 1;
-        let days = day;
-        let s = &s;
-        async move {
-            s.call("search_flights", search(days)).await;
-            if available(s, "search_flights").await {
-                Ok(())
-            } else {
-                Err("still down".to_string())
-            }
+    let searches =
+        || s.requests(RouteGroup::DuffelAirSearch) + s.requests(RouteGroup::AmadeusFlights);
+    let searches_before = searches();
+    wait_until(Duration::from_secs(20), "search_flights back", || async {
+        if available(&s, "search_flights").await {
+            Ok(())
+        } else {
+            Err("still down".to_string())
         }
     })
     .await;
+    assert!(
+        searches() > searches_before,
+        "the gateway's own probe reached the provider"
+    );
     let sent = wait_until(Duration::from_secs(20), "the notice sent", || async {
         let n = notice(&s, &id).await;
         if n["callback"] == "sent" {
