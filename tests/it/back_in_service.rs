@@ -16,7 +16,7 @@ use crate::jobs::{SECRET, verify_signature};
 use crate::support::{MapEnv, Stack, in_days, wait_until};
 
 /// Fast breakers: open after a few failures, half-open after 300 ms, probes every 100 ms.
-fn fast_breakers(mut config: faregate::config::Config) -> faregate::config::Config {
+pub(crate) fn fast_breakers(mut config: faregate::config::Config) -> faregate::config::Config {
     for t in &mut config.tools {
         let mut breaker = t.breaker.to_builder();
         breaker

@@ -1,8 +1,10 @@
 //! Clients kept apart: each call and job carries the client whose key authenticated it
 //! ([`jobs`]), named clients are configured ([`check`]) and reloaded without a restart
 //! ([`reload`], and by SIGHUP: [`sighup`]), and a client calls and sees only its tools
-//! ([`scopes`]), and a client's callbacks go only where its own list says ([`callbacks`]).
+//! ([`scopes`]) and alerts about its tools only ([`alerts`]), and a client's callbacks go only
+//! where its own list says ([`callbacks`]).
 
+mod alerts;
 mod callbacks;
 mod check;
 mod jobs;
