@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use super::call::{AgentCall, AgentResult, absent_arguments};
+use super::call::{AgentCall, AgentResult, absent_arguments, repeated_call_id};
 use super::error::ProtocolError;
 use super::options::CallOptions;
 use crate::texts;
@@ -69,6 +69,11 @@ pub fn parse(body: Value) -> Result<AnthropicCalls, ProtocolError> {
     }
     if calls.is_empty() {
         return Err(refuse("no tool_use blocks found".into()));
+    }
+    if let Some(id) = repeated_call_id(&calls) {
+        return Err(ProtocolError::new(texts::agents::repeated_call_id(
+            "id", id,
+        )));
     }
     Ok(AnthropicCalls { calls, options })
 }
@@ -136,6 +141,17 @@ mod tests {
                 .unwrap_or_else(|| panic!("{body}"));
             assert!(e.message().ends_with(SHAPES), "{e}");
         }
+    }
+
+    #[test]
+    fn two_tool_use_blocks_under_one_id_are_refused_naming_it() {
+        let body = json!([
+            {"type": "tool_use", "id": "toolu_1", "name": "search_hotels", "input": {}},
+            {"type": "tool_use", "id": "toolu_1", "name": "search_flights", "input": {}}
+        ]);
+        let e = parse(body).err().unwrap_or_else(|| panic!("refused"));
+        assert!(e.message().contains("\"toolu_1\""), "{e}");
+        assert!(e.message().contains("its own"), "{e}");
     }
 
     #[test]

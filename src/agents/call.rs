@@ -34,6 +34,17 @@ pub struct AgentCall {
     pub trace: Option<TraceContext>,
 }
 
+/// The first id that two of `calls` share: a model matches each result to its call by id, so
+/// two calls under one id could not be told apart (the providers' APIs refuse such a message
+/// too).
+pub(crate) fn repeated_call_id(calls: &[AgentCall]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    calls
+        .iter()
+        .filter_map(|c| c.call_id.as_deref())
+        .find(|id| !seen.insert(*id))
+}
+
 /// The arguments of a call without its protocol's member for them (`wanted` in `what`): none
 /// (`{}`, a tool without parameters), unless they sit under another protocol's name
 /// (`elsewhere`, such as OpenAI's `arguments` in an Anthropic block). Those are that call's

@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::call::{AgentCall, AgentResult, absent_arguments};
+use super::call::{AgentCall, AgentResult, absent_arguments, repeated_call_id};
 use super::error::ProtocolError;
 use super::options::CallOptions;
 use crate::texts;
@@ -111,6 +111,12 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
     if calls.is_empty() {
         return Err(refuse("no tool calls found".into()));
     }
+    if let Some(id) = repeated_call_id(&calls) {
+        let field = if responses { "call_id" } else { "id" };
+        return Err(ProtocolError::new(texts::agents::repeated_call_id(
+            field, id,
+        )));
+    }
     let api = if responses { Api::Responses } else { Api::Chat };
     Ok(OpenAiCalls {
         api,
@@ -179,6 +185,20 @@ fn arguments(raw: Option<&Value>) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_tool_calls_under_one_id_are_refused_naming_the_field() {
+        let call = |name: &str| json!({"id": "call_1", "type": "function", "function": {"name": name, "arguments": "{}"}});
+        let e = parse(json!([call("search_hotels"), call("search_flights")]))
+            .err()
+            .unwrap_or_else(|| panic!("refused"));
+        assert!(e.message().contains("id \"call_1\""), "{e}");
+        let item = |name: &str| json!({"type": "function_call", "call_id": "call_9", "name": name, "arguments": "{}"});
+        let e = parse(json!([item("search_hotels"), item("search_flights")]))
+            .err()
+            .unwrap_or_else(|| panic!("refused"));
+        assert!(e.message().contains("call_id \"call_9\""), "{e}");
+    }
 
     #[test]
     fn chat_messages_arrays_and_responses_items_are_recognised() {

@@ -218,6 +218,14 @@ pub fn arguments_misplaced(block: &str, found: &str, wanted: &str) -> String {
     )
 }
 
+/// Two tool calls of one body under the same id (`field`, the protocol's name for it): their
+/// results could not be told apart.
+pub fn repeated_call_id(field: &str, id: &str) -> String {
+    format!(
+        "two tool calls have the {field} \"{id}\": each result is matched to its call by that id, so every call needs its own"
+    )
+}
+
 /// An Anthropic `input` that is not an object (`got` as JSON).
 pub fn input_not_an_object(got: &str) -> String {
     format!("input must be a JSON object, got {got}")
