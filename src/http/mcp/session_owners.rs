@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -132,7 +132,22 @@ pub(super) async fn owned_sessions(
         // As rmcp answers an unknown session: nothing says the session exists.
         return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
     }
+    // rmcp accepts a DELETE of any id, also of a session it no longer keeps (ended, or never
+    // opened); an ended session is unknown to every other request, so to this one too. (Its
+    // other answers to a DELETE, 405 without sessions and 400 without an id, stand.)
+    let ending_unknown = match &named {
+        Some(session) if request.method() == Method::DELETE => !owners
+            .sessions
+            .sessions
+            .read()
+            .await
+            .contains_key(session.as_str()),
+        _ => false,
+    };
     let response = next.run(request).await;
+    if ending_unknown && response.status() == StatusCode::ACCEPTED {
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
     if named.is_none()
         && let Some(client) = &client
         && let Some(opened) = response

@@ -516,6 +516,13 @@ async fn ending_an_mcp_session_answers_200_and_ends_it() {
         text(&body["error"]["message"]).contains("send initialize without Mcp-Session-Id"),
         "{body:#}"
     );
+    // Ending it again: no such session any more, as for any request naming it.
+    let (got, body) = answer(mcp(reqwest::Method::DELETE, Some(&session))).await;
+    assert_eq!(
+        (got, &body["error"]["code"]),
+        (404, &json!(-31404)),
+        "an ended session is not ended twice: {body:#}"
+    );
 }
 
 /// The status and JSON body of a request's answer.
