@@ -8,7 +8,7 @@
 //! and the fleet's probe lease, timeout, retries), so the breaker hears it as it hears every
 //! probe, and a good answer is remembered as any read's is. It skips what only a caller needs:
 //! the answer from memory (which would keep the provider from being asked at all), sharing
-//! with identical reads, and the call's span and count (`faregate_calls_total` counts callers'
+//! with identical reads, and the call's span and count (`faregate_tool_calls_total` counts callers'
 //! calls); its provider attempt is counted and traced as every attempt is.
 
 use std::future::Future;
