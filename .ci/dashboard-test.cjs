@@ -93,6 +93,28 @@ async function colourWithin(page, colour, ms, what) {
     await page.waitForSelector(`${TILE}[data-state="closed"]:not(.forced)`, { timeout: 1000 }).catch(() => fail("not back to automatic closed"));
     const ok = await post(`${gw}/v1/tools/search_flights/call`, { arguments: { origin: "JFK", destination: "LHR", departure_date: day(40) } }, clientKey);
     if (!ok.body.includes('"status":"ok"')) fail("calls do not succeed after recovery: " + ok.body);
+
+    // A client key's force button is refused with a pointer to "change key"; the admin key,
+    // entered there, forces from the page.
+    await page.click(`${TILE} button[data-force="open"]`);
+    await page.waitForFunction(() => document.getElementById("error").textContent.includes("change key"), null, { timeout: 2000 })
+      .catch(async () => fail("a refused force does not point to change key: " + await page.textContent("#error")));
+    await page.click("#changekey");
+    await page.waitForSelector("#keybox", { state: "visible", timeout: 2000 }).catch(() => fail("change key does not ask for a key"));
+    await page.fill("#keyinput", adminKey);
+    await page.click("#keyform button");
+    await page.waitForSelector("#conn.live", { timeout: 5000 }).catch(() => fail("not live again after changing the key"));
+    await page.click(`${TILE} button[data-force="open"]`);
+    await colourWithin(page, "red", 2000, "forced open from the page with the admin key");
+    await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "auto" }, adminKey);
+    await colourWithin(page, "green", 2000, "auto again");
+
+    // Figures the page cannot refresh are shown faded, and come back when it can.
+    await page.route("**/v1/breakers", (route) => route.abort());
+    await page.waitForSelector("body.stale", { timeout: 8000 }).catch(() => fail("the page does not fade when /v1/breakers fails"));
+    await page.unroute("**/v1/breakers");
+    await page.waitForSelector("body:not(.stale)", { timeout: 8000 }).catch(() => fail("the page stays faded once /v1/breakers answers again"));
+    console.log("  change key, forcing from the page, faded when out of date: ok");
     console.log("dashboard test passed");
   } finally {
     await browser.close();
