@@ -74,4 +74,7 @@ pub struct BreakerHistory {
     pub calls_rejected: u64,
     /// Failures / calls of the deciding population when the breaker last opened.
     pub failure_rate_at_last_open: Option<f64>,
+    /// Slow successes / calls of the same population then: a breaker opened on slow calls
+    /// failed none of them, and an operator reading only the failure rate would see 0 %.
+    pub slow_rate_at_last_open: Option<f64>,
 }

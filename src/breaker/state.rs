@@ -605,6 +605,7 @@ impl Machine {
         if to_state == BreakerState::Open && from != BreakerState::Open {
             self.history.times_opened += 1;
             self.history.failure_rate_at_last_open = Some(counts.failure_rate());
+            self.history.slow_rate_at_last_open = Some(counts.slow_rate());
             self.opened_at = at;
         }
         if from != to_state {

@@ -87,6 +87,10 @@ async fn slow_successes_count_against_the_rate() {
     assert_eq!(events[0].reason, TransitionReason::SlowCallRate);
     assert_eq!(events[0].slow_rate, 0.5);
     assert_eq!(events[0].failure_rate, 0.0);
+    // Its history says why it opened: none failed, half were slow.
+    let history = h.breaker.snapshot(h.at(1.0)).history;
+    assert_eq!(history.failure_rate_at_last_open, Some(0.0));
+    assert_eq!(history.slow_rate_at_last_open, Some(0.5));
 }
 
 #[tokio::test(start_paused = true)]

@@ -303,6 +303,7 @@ fn breaker_json(
             "time_open_s": secs(s.history.total_open_time),
             "calls_rejected": s.history.calls_rejected,
             "failure_rate_at_last_open": s.history.failure_rate_at_last_open,
+            "slow_rate_at_last_open": s.history.slow_rate_at_last_open,
         },
         "transitions": transitions,
     })
