@@ -6,6 +6,8 @@
 //! so every protocol and the job system share them. What a model reads comes from
 //! `texts::call`; what the ledger keeps is ids and amounts only.
 
+use std::time::Duration;
+
 use futures::future::BoxFuture;
 
 use super::envelope::{CallInfo, Data, Envelope};
@@ -13,7 +15,7 @@ use super::observe::Observer;
 use super::outcome::{Failure, Success};
 use super::served::ServedTool;
 use crate::ledger::{Begin, Entry, Hold, Ledger, NewEntry, Outcome, State};
-use crate::store::StoreError;
+use crate::store::{StoreError, within};
 use crate::texts::call as texts;
 use crate::tools::Booked;
 use crate::tools::spend::{Amount, Budget, Reservation, Reserve, SpendLimit};
@@ -172,6 +174,35 @@ pub(super) fn outcome_of(ran: &Result<Success, Failure>) -> Outcome {
 }
 
 /// The audit and metric label of an outcome.
+/// How long a booking's outcome is given to be written before it is written again later.
+const OUTCOME_WAIT: Duration = Duration::from_secs(2);
+/// The first wait before writing an outcome again; it doubles …
+const FIRST_AGAIN: Duration = Duration::from_millis(100);
+/// … up to this, so the outcome lands within seconds of the store's return.
+const MOST_AGAIN: Duration = Duration::from_secs(2);
+
+/// Writes `outcome` of `write` until the store takes it, with a doubling wait. Writing it
+/// again is safe: an entry reconciliation settled meanwhile keeps its final outcome (unless
+/// this one is `booked`, which is then the truth), as for any late outcome.
+async fn keep_writing(ledger: Ledger, write: Write, outcome: Outcome) {
+    let mut wait = FIRST_AGAIN;
+    for tries in 2u32.. {
+        tokio::time::sleep(wait).await;
+        let now = crate::clock::epoch_ms();
+        let written = ledger.finish(&write.client, &write.key, &outcome, now);
+        if within(OUTCOME_WAIT, written).await.is_ok() {
+            tracing::info!(
+                tool = write.tool,
+                tries,
+                outcome = label(&outcome),
+                "a booking's outcome was recorded once the store answered again"
+            );
+            return;
+        }
+        wait = (wait * 2).min(MOST_AGAIN);
+    }
+}
+
 fn label(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Booked { .. } => "booked",
@@ -187,11 +218,22 @@ fn order_id(outcome: &Outcome) -> Option<&str> {
     }
 }
 
-/// Records what came of the attempt and writes the audit line. A ledger that cannot be written
-/// now leaves the entry `pending`: it settles to unknown and reconciliation learns the outcome.
+/// Records what came of the attempt and writes the audit line.
+///
+/// A ledger that does not take the outcome within [`OUTCOME_WAIT`] (the store is away from
+/// this replica) does not hold the caller: the outcome is kept and written again on a task of
+/// its own until the store takes it ([`keep_writing`]). Until then the entry reads `pending`
+/// on every replica (the same key answers "not known yet"), and once written the ledger
+/// answers it as it happened. Dropping it instead would leave a confirmed order to
+/// reconciliation, after the settle time, and only while the order is among the provider's
+/// newest. Only a replica that stops before the store returns loses it to reconciliation.
 pub(super) async fn finish(ledger: &Ledger, observer: &Observer, write: &Write, outcome: &Outcome) {
     let now = crate::clock::epoch_ms();
-    match ledger.finish(&write.client, &write.key, outcome, now).await {
+    let written = within(
+        OUTCOME_WAIT,
+        ledger.finish(&write.client, &write.key, outcome, now),
+    );
+    match written.await {
         Ok(true) => {}
         // Reconciliation settled the entry first (the provider's order was found, or the call
         // took longer than the settle time): the entry stands, unless this is the booking.
@@ -202,7 +244,8 @@ pub(super) async fn finish(ledger: &Ledger, observer: &Observer, write: &Write, 
             );
         }
         Err(e) => {
-            tracing::warn!(tool = write.tool, error = %e, "could not record a booking's outcome; it will be reconciled");
+            tracing::warn!(tool = write.tool, error = %e, "could not record a booking's outcome; it is kept and written again until the store takes it");
+            tokio::spawn(keep_writing(ledger.clone(), write.clone(), outcome.clone()));
         }
     }
     observer.booking(

@@ -1,0 +1,103 @@
+//! A booking confirmed while PostgreSQL is away from the replica that made it: its caller is
+//! answered with the booking, and once the store returns the ledger says `booked` on every
+//! replica within seconds, long before reconciliation could (its settle time is 2 minutes
+//! here, as by default). Meanwhile the other replica reads the entry `pending`, never booked
+//! or failed.
+//!
+//! Needs `FAREGATE_TEST_POSTGRES_URL`; without it the test says so on stderr and checks nothing.
+
+use std::time::Duration;
+
+use faregate_sim::{Fault, RouteGroup};
+use serde_json::{Value, json};
+
+use super::{drop_schema, fleet_config, postgres_url, replica, schema, server_of, through};
+use crate::bookings::booking;
+use crate::support::{self, CutProxy, TestGateway, in_days, send, wait_until};
+
+/// The ledger entry of `key` as `gateway` lists it.
+async fn entry(gateway: &TestGateway, key: &str) -> Value {
+    let (_, _, listed) = send(reqwest::Client::new().get(gateway.url("/v1/bookings"))).await;
+    listed["bookings"]
+        .as_array()
+        .and_then(|b| b.iter().find(|e| e["idempotency_key"] == key))
+        .cloned()
+        .unwrap_or_else(|| panic!("no entry for {key}: {listed:#}"))
+}
+
+#[tokio::test]
+async fn a_booking_confirmed_while_the_store_is_away_is_in_the_ledger_once_it_returns() {
+    let Some(url) = postgres_url("a_booking_confirmed_while_the_store_is_away") else {
+        return;
+    };
+    let schema = schema("fg_fleet_booked");
+    let sim = support::start_sim(37).await;
+    let proxy = CutProxy::start(server_of(&url).await).await;
+    let config = || fleet_config(&sim.url(), |_| {});
+    assert_eq!(config().bookings.settle, Duration::from_secs(120));
+    let booker = replica(&through(&url, proxy.addr), &schema, config()).await;
+    let other = replica(&url, &schema, config()).await;
+    let http = reqwest::Client::new();
+
+    let search = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(25)}});
+    let url_of = |g: &TestGateway, tool: &str| g.url(&format!("/v1/tools/{tool}/call"));
+    let (_, _, found) = send(http.post(url_of(&booker, "search_flights")).json(&search)).await;
+    let offer = found["data"]["offers"][0]["offer_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{found:#}"))
+        .to_string();
+    // The order is made at once; its answer takes 1.5 s, during which the store goes away.
+    sim.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            latency_after_ms: 1500,
+            ..Fault::default()
+        },
+    );
+    let request = http
+        .post(url_of(&booker, "book_flight"))
+        .json(&booking(&offer, "cut-1"));
+    let booked = tokio::spawn(send(request));
+    wait_until(Duration::from_secs(5), "the entry written", || async {
+        let e = entry(&other, "cut-1").await;
+        if e["state"] == "pending" {
+            Ok(())
+        } else {
+            Err(format!("{e:#}"))
+        }
+    })
+    .await;
+    proxy.cut();
+    let (status, _, answer) = booked.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (status, &answer["status"]),
+        (200, &json!("ok")),
+        "{answer:#}"
+    );
+    let order = answer["data"]["order_id"].clone();
+    assert!(order.is_string(), "{answer:#}");
+
+    // While the store is away from the booker, the other replica knows no outcome yet.
+    let meanwhile = entry(&other, "cut-1").await;
+    assert_eq!(meanwhile["state"], "pending", "{meanwhile:#}");
+
+    // The store returns: the kept outcome lands, long before reconciliation would look.
+    proxy.restore();
+    let settled = wait_until(
+        Duration::from_secs(15),
+        "booked on the other replica",
+        || async {
+            let e = entry(&other, "cut-1").await;
+            if e["state"] == "booked" {
+                Ok(e)
+            } else {
+                Err(format!("{e:#}"))
+            }
+        },
+    )
+    .await;
+    assert_eq!(settled["order_id"], order, "{settled:#}");
+    drop(booker);
+    drop(other);
+    drop_schema(&url, &schema).await;
+}
