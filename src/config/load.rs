@@ -19,7 +19,9 @@ use super::maintenance::{check_maintenance, read_maintenance};
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
 use super::problems::{ConfigErrors, Problems};
-use super::reader::{Section, env_name_message, is_env_name, parse_http_url, parse_toml};
+use super::reader::{
+    Section, env_name_message, is_env_name, parse_http_url, parse_provider_url, parse_toml,
+};
 use super::server::{check_request_timeout, read_limits, read_server};
 use super::tools_files::read_tools;
 use crate::breaker::BreakerConfig;
@@ -419,7 +421,7 @@ fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
     let base_url = s
         .required_string("base_url", "\"https://api.duffel.com\"")
         .and_then(|u| {
-            parse_http_url(&u)
+            parse_provider_url(&u)
                 .map_err(|msg| s.error("base_url", msg))
                 .ok()
         });
@@ -686,7 +688,7 @@ fn read_http_auth(s: &Section<'_>) -> Option<HttpAuth> {
             let token_url = s
                 .required_string("token_url", "\"https://auth.example.com/oauth/token\"")
                 .and_then(|u| {
-                    parse_http_url(&u)
+                    parse_provider_url(&u)
                         .map_err(|msg| s.error("token_url", msg))
                         .ok()
                 });

@@ -387,3 +387,24 @@ pub(super) fn parse_http_url(s: &str) -> Result<Url, String> {
         )),
     }
 }
+
+/// A provider's URL (`base_url`, `token_url`): an http or https URL with a host, and without
+/// credentials in it. A user name, a password or a query string in the URL would be a
+/// credential's value in the configuration, which names variables only, and it would be
+/// printed wherever the URL is (warnings, `faregate check`, logs); so such a URL is refused,
+/// and the message never repeats it.
+pub(super) fn parse_provider_url(s: &str) -> Result<Url, String> {
+    const INSTEAD: &str = "put the credential in an environment variable and name it with the provider's auth (auth = \"api_key\" with header and key_env for a key, \"bearer\" with token_env, \"basic\" with username_env and password_env, \"oauth2\" with client_id_env and client_secret_env), and write the URL without it";
+    let holds_credential =
+        |u: &Url| !u.username().is_empty() || u.password().is_some() || u.query().is_some();
+    match Url::parse(s) {
+        Ok(u) if holds_credential(&u) => Err(format!(
+            "must not carry a user name, a password or a query string (it is not repeated here, since it may hold a credential): {INSTEAD}"
+        )),
+        // Unparsed, it is not repeated either when it looks like it holds one.
+        Err(e) if s.contains(['@', '?']) => Err(format!(
+            "is not a URL ({e}), and must not carry a user name, a password or a query string in any case: {INSTEAD}"
+        )),
+        _ => parse_http_url(s),
+    }
+}
