@@ -25,7 +25,9 @@ use super::upstream::Upstream;
 use crate::breaker::{Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState};
 use crate::config::ToolConfig;
 use crate::providers::ErrorKind;
-use crate::tools::{Access, ArgumentValidator, ToolRequest, ToolSpec, describe_field_errors};
+use crate::tools::{
+    Access, ArgumentValidator, FieldError, ToolRequest, ToolSpec, describe_field_errors,
+};
 
 /// A tool as served: catalog entry, configuration, compiled validator, provider chain.
 #[derive(Debug)]
@@ -331,9 +333,19 @@ impl ServedTool {
         today: NaiveDate,
         idempotency_key: Option<&str>,
     ) -> Result<ToolRequest, String> {
-        self.validator
+        let request = self
+            .validator
             .check_owned(arguments, today, idempotency_key)
-            .map_err(|errors| describe_field_errors(self.spec.name, &errors))
+            .map_err(|errors| describe_field_errors(self.spec.name, &errors))?;
+        // A tool from configuration: what its schema allows may still be unsendable (an empty
+        // path segment, a list of objects as a query parameter), which is the model's to fix.
+        if let (Some(http), ToolRequest::Configured(call)) = (&self.config.http, &request)
+            && let Err((field, message)) = http.operation.check_arguments(&call.arguments)
+        {
+            let error = FieldError { field, message };
+            return Err(describe_field_errors(self.spec.name, &[error]));
+        }
+        Ok(request)
     }
 
     /// The call's deadline: the caller's, capped by the tool's.

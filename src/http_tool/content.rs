@@ -6,11 +6,12 @@
 //! keep is found when the configuration is checked, not when a model is waiting. Rendering is
 //! strict (a missing attribute is an error, which the adapter reports as a malformed answer)
 //! and bounded by fuel, so no answer can make one rendering run away. Nothing is escaped: the
-//! text goes to a model, not into HTML.
+//! text goes to a model, not into HTML. A boolean is written `true` or `false`, as the call's
+//! JSON `data` shows it.
 
 use std::collections::BTreeSet;
 
-use minijinja::value::Serde;
+use minijinja::value::{Serde, ValueKind};
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::Value;
 
@@ -38,6 +39,15 @@ impl Content {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
         env.set_fuel(Some(FUEL));
+        // A boolean is written as JSON writes it (`true`, as the call's `data` shows it), not
+        // as minijinja does (`True`, Python's spelling).
+        env.set_formatter(|out, state, value| match value.kind() {
+            ValueKind::Bool => {
+                let text = if value.is_true() { "true" } else { "false" };
+                out.write_str(text).map_err(minijinja::Error::from)
+            }
+            _ => minijinja::escape_formatter(out, state, value),
+        });
         env.add_template_owned(NAME, source.to_string())
             .map_err(|e| format!("not a valid template: {}", describe(&e)))?;
         let known: BTreeSet<&str> = fields.into_iter().collect();

@@ -272,6 +272,16 @@ impl Operation {
         self.request.build(arguments, idempotency_key)
     }
 
+    /// Whether `arguments` (valid for the input schema) can be sent: each path parameter fills
+    /// one segment (not empty, `.` or `..`) and each query argument is a scalar or a list of
+    /// them. A schema may allow what no request can carry, and the gateway refuses that as
+    /// invalid arguments before any provider is asked; the argument that cannot be sent names
+    /// itself and says why.
+    pub fn check_arguments(&self, arguments: &Value) -> Result<(), (String, String)> {
+        self.request.path.render(arguments)?;
+        self.request.query(arguments).map(drop)
+    }
+
     /// Reads one answer received at `now`: the kept result and its text, or what else it was.
     /// A kept result that breaks the output schema, or whose text cannot be written, is
     /// malformed: the provider did not answer in the shape the tool declares.
@@ -336,18 +346,7 @@ impl Request {
         idempotency_key: Option<&str>,
     ) -> Result<Outgoing, (String, String)> {
         let path = self.path.render(arguments)?;
-        let mut query = Vec::new();
-        for (name, argument) in &self.query {
-            match arguments.get(argument) {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) => {
-                    for item in items {
-                        query.push((name.clone(), scalar(argument, item)?));
-                    }
-                }
-                Some(value) => query.push((name.clone(), scalar(argument, value)?)),
-            }
-        }
+        let query = self.query(arguments)?;
         let body = self.method.takes_body().then(|| {
             let mut body = Map::new();
             for (field, argument) in &self.body {
@@ -374,6 +373,25 @@ impl Request {
             body,
             idempotency,
         })
+    }
+}
+
+impl Request {
+    /// The query parameters for `arguments`, or the argument that cannot be one and why.
+    fn query(&self, arguments: &Value) -> Result<Vec<(String, String)>, (String, String)> {
+        let mut query = Vec::new();
+        for (name, argument) in &self.query {
+            match arguments.get(argument) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        query.push((name.clone(), scalar(argument, item)?));
+                    }
+                }
+                Some(value) => query.push((name.clone(), scalar(argument, value)?)),
+            }
+        }
+        Ok(query)
     }
 }
 

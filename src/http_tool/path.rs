@@ -7,6 +7,11 @@
 //! UTF-8 bytes encoded, and a value that is `.` or `..` (which a server would read as "this
 //! segment" or "the parent") or empty (which would merge two segments) is refused. The host is
 //! never part of the template: the provider's base URL comes from configuration alone.
+//!
+//! The template's fixed text is the operator's, and goes as written (`/v1/items:search` keeps
+//! its `:`): it must be valid path text (RFC 3986 `pchar`: unreserved characters, `%` and two
+//! hex digits, ``!$&'()*+,;=:@``), and anything else (a space, `?`, `#`, non-ASCII text) is
+//! refused when the configuration is read, with what to write instead.
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
@@ -77,7 +82,7 @@ impl PathTemplate {
             out.push('/');
             for part in segment {
                 match part {
-                    Part::Text(text) => out.extend(utf8_percent_encode(text, SEGMENT)),
+                    Part::Text(text) => out.push_str(text),
                     Part::Param(name) => {
                         let value = segment_value(arguments.get(name))
                             .map_err(|why| (name.clone(), why))?;
@@ -115,7 +120,41 @@ fn parse_segment(raw: &str, template: &str) -> Result<Vec<Part>, String> {
     if !rest.is_empty() {
         parts.push(Part::Text(rest.to_string()));
     }
+    for part in &parts {
+        if let Part::Text(text) = part {
+            path_text(text, template)?;
+        }
+    }
     Ok(parts)
+}
+
+/// Checks that a template's fixed `text` is valid path text as written (RFC 3986 `pchar`), so
+/// it can go unencoded; the error names the first character that is not, and what to write.
+fn path_text(text: &str, template: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let allowed = c.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&c);
+        if c == b'%' {
+            let hex = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_hexdigit);
+            if !(hex(i + 1) && hex(i + 2)) {
+                return Err(format!(
+                    "\"{template}\" has a \"%\" not followed by two hex digits: write a literal % as %25"
+                ));
+            }
+            i += 3;
+            continue;
+        }
+        if !allowed {
+            let ch = text[i..].chars().next().unwrap_or_default();
+            return Err(format!(
+                "\"{template}\" holds {ch:?}, which is not valid in a URL path: write it percent-encoded as the provider expects it (a space is %20), or make it an argument {{parameter}}"
+            ));
+        }
+        i += 1;
+    }
+    Ok(())
 }
 
 /// The text of one path parameter: a string (not empty, not `.` or `..`), a number or a

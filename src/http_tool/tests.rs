@@ -91,6 +91,94 @@ fn dot_segments_and_empty_values_are_refused() {
 }
 
 #[test]
+fn fixed_path_text_goes_as_written_and_only_parameters_are_encoded() {
+    let base = Url::parse("https://api.example.com/api").unwrap_or_else(|e| panic!("{e}"));
+    for (template, path) in [
+        ("/v1/items:search", "/api/v1/items:search"),
+        ("/v1/{ident}:cancel", "/api/v1/a%3Ab:cancel"),
+        ("/v1/a%20b/@me;v=2", "/api/v1/a%20b/@me;v=2"),
+    ] {
+        let def = OperationDef {
+            path: template.into(),
+            ..def()
+        };
+        let op =
+            Operation::compile(&def, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+        let out = op
+            .request(&json!({"ident": "a:b"}), None)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(out.url(&base).path(), path, "{template}");
+    }
+    for (template, says) in [
+        ("/v1/items search", "' '"),
+        ("/v1/caf\u{e9}", "'\u{e9}'"),
+        ("/v1/100%", "a literal % as %25"),
+        ("/v1/items?x=1", "[request.query]"),
+        ("/v1/a#b", "[request.query]"),
+        ("/v1/a\\b", "'\\\\'"),
+    ] {
+        let def = OperationDef {
+            path: template.into(),
+            ..def()
+        };
+        let problems = Operation::compile(&def, &input_schema(), None)
+            .err()
+            .unwrap_or_else(|| panic!("{template} accepted"));
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.key == "request.path" && p.message.contains(says)),
+            "{template}: {problems:?}"
+        );
+    }
+}
+
+#[test]
+fn arguments_no_request_can_carry_are_named_before_sending() {
+    let op = operation();
+    for (arguments, field) in [
+        (json!({"ident": ".."}), "ident"),
+        (json!({"ident": ""}), "ident"),
+        (
+            json!({"ident": "BAW117", "airlines": [{"code": "BA"}]}),
+            "airlines",
+        ),
+    ] {
+        let (named, why) = op
+            .check_arguments(&arguments)
+            .err()
+            .unwrap_or_else(|| panic!("{arguments} accepted"));
+        assert_eq!(named, field, "{why}");
+    }
+    let fine = json!({"ident": "BAW117", "airlines": ["BA"], "max_pages": 2});
+    assert_eq!(op.check_arguments(&fine), Ok(()));
+}
+
+#[test]
+fn booleans_in_the_content_read_as_in_the_data() {
+    let def = OperationDef {
+        keep: vec![
+            ("ident".into(), "$.ident".into()),
+            ("delayed".into(), "$.delayed".into()),
+        ],
+        content: "{{ ident }} delayed: {{ delayed }}{% if not delayed %} (on time){% endif %}."
+            .into(),
+        ..def()
+    };
+    let op = Operation::compile(&def, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+    for (delayed, says) in [
+        (true, "BA1 delayed: true."),
+        (false, "BA1 delayed: false (on time)."),
+    ] {
+        let kept = op
+            .keep_from(&json!({"ident": "BA1", "delayed": delayed}))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(kept.data["delayed"], json!(delayed));
+        assert_eq!(kept.content, says);
+    }
+}
+
+#[test]
 fn query_parameters_come_from_named_arguments_and_are_encoded() {
     let url = url_for(json!({"ident": "BAW117", "max_pages": 2, "airlines": ["BA", "A&B=C"]}));
     assert_eq!(
