@@ -160,6 +160,11 @@ impl TokenSource {
         result
     }
 
+    /// The client secret, as the token request sends it (what an echo of it is redacted by).
+    pub(crate) fn client_secret(&self) -> &str {
+        self.client_secret.expose()
+    }
+
     /// The client id: it names the account the tokens are for.
     pub(crate) fn client_id(&self) -> &Secret {
         &self.client_id

@@ -241,22 +241,120 @@ impl RestClient {
         &self,
         outgoing: &Outgoing,
     ) -> Result<(u16, HeaderMap, Bytes), UpstreamError> {
-        Ok(match &self.credential {
+        let (status, headers, body, token) = match &self.credential {
             Credential::OAuth2(tokens) => {
                 let token = tokens.get().await.map_err(UpstreamError::before_write)?;
-                let answer = self.attempt(outgoing, Some(&token.value)).await?;
-                if answer.0 != 401 {
-                    answer
+                let (status, headers, body) = self.attempt(outgoing, Some(&token.value)).await?;
+                if status != 401 {
+                    (status, headers, body, Some(token.value))
                 } else {
                     // An expired or revoked token: a new one, and the request once more.
                     tokens.invalidate(&token);
                     let token = tokens.get().await.map_err(UpstreamError::before_write)?;
-                    self.attempt(outgoing, Some(&token.value)).await?
+                    let (status, headers, body) =
+                        self.attempt(outgoing, Some(&token.value)).await?;
+                    (status, headers, body, Some(token.value))
                 }
             }
-            _ => self.attempt(outgoing, None).await?,
-        })
+            _ => {
+                let (status, headers, body) = self.attempt(outgoing, None).await?;
+                (status, headers, body, None)
+            }
+        };
+        let body = redacted(body, &self.sent_secrets(token.as_ref()));
+        Ok((status, headers, body))
     }
+
+    /// Every credential value a request of this provider carries (`token`: the OAuth2 token
+    /// it was sent with), in the forms it is sent in.
+    fn sent_secrets(&self, token: Option<&Secret>) -> Vec<String> {
+        let mut secrets = Vec::new();
+        match &self.credential {
+            Credential::None => {}
+            Credential::Bearer(token) => secrets.push(token.expose().to_string()),
+            Credential::ApiKey(_, key) => secrets.push(key.expose().to_string()),
+            Credential::Basic(user, password) => {
+                // The header carries both, encoded; the user name alone names the account and
+                // is no secret.
+                let pair = format!("{}:{}", user.expose(), password.expose());
+                secrets.push(base64(pair.as_bytes()));
+                secrets.push(password.expose().to_string());
+            }
+            Credential::OAuth2(tokens) => secrets.push(tokens.client_secret().to_string()),
+        }
+        if let Some(token) = token {
+            secrets.push(token.expose().to_string());
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets
+    }
+}
+
+/// What stands in the provider's answer where it echoed a credential.
+pub const REDACTED: &str = "[redacted]";
+
+/// `body` with every occurrence of each of `secrets` (as sent, and as a JSON string would
+/// escape it) replaced by [`REDACTED`]: an API that echoes the credential it was sent (`bad
+/// token Bearer …`) must not hand it to the model, the envelope or the log, which read the
+/// answer's text (a refusal's message, a kept field, a malformed answer's detail). Replacing
+/// text inside a JSON string keeps the JSON valid.
+fn redacted(body: Bytes, secrets: &[String]) -> Bytes {
+    let mut out: Option<Vec<u8>> = None;
+    for secret in secrets {
+        let escaped = serde_json::to_string(secret).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        for form in [secret.as_str(), escaped] {
+            let current = out.as_deref().unwrap_or(&body);
+            if let Some(replaced) = replace_all(current, form.as_bytes(), REDACTED.as_bytes()) {
+                out = Some(replaced);
+            }
+        }
+    }
+    out.map_or(body, Bytes::from)
+}
+
+/// `haystack` with every `needle` replaced by `with`, or `None` when it holds none.
+fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
+    if needle.is_empty() || haystack.len() < needle.len() {
+        return None;
+    }
+    let mut out = Vec::new();
+    let (mut i, mut last, mut found) = (0, 0, false);
+    while i + needle.len() <= haystack.len() {
+        if haystack[i..].starts_with(needle) {
+            out.extend_from_slice(&haystack[last..i]);
+            out.extend_from_slice(with);
+            i += needle.len();
+            last = i;
+            found = true;
+        } else {
+            i += 1;
+        }
+    }
+    found.then(|| {
+        out.extend_from_slice(&haystack[last..]);
+        out
+    })
+}
+
+/// Standard base64 with padding (RFC 4648), as HTTP Basic sends `user:password`.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// The waits an answer's headers ask for.
@@ -333,4 +431,29 @@ pub(crate) fn token_failure(
         _ => ErrorKind::Misconfigured { status: code },
     };
     UpstreamError::new(kind, format!("token endpoint: HTTP {code}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_credential_echoed_in_an_answer_is_redacted_in_every_form_it_is_sent() {
+        let secrets = vec![
+            "s3cr3t-token-XYZ".to_string(),
+            "p\"w".to_string(),
+            base64(b"agent:s3cret"),
+        ];
+        assert_eq!(secrets[2], "YWdlbnQ6czNjcmV0", "as HTTP Basic sends it");
+        let body = Bytes::from_static(
+            br#"{"detail":"bad token Bearer s3cr3t-token-XYZ (s3cr3t-token-XYZ), password p\"w, Basic YWdlbnQ6czNjcmV0"}"#,
+        );
+        let text = String::from_utf8(redacted(body, &secrets).to_vec()).unwrap_or_default();
+        assert_eq!(
+            text,
+            r#"{"detail":"bad token Bearer [redacted] ([redacted]), password [redacted], Basic [redacted]"}"#
+        );
+        let clean = Bytes::from_static(br#"{"detail":"no such member"}"#);
+        assert_eq!(redacted(clean.clone(), &secrets), clean);
+    }
 }
