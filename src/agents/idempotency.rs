@@ -4,6 +4,11 @@
 //! a key derived from its arguments: repeating the same booking (same offer, same travellers)
 //! can never book twice, and after an unknown outcome the model learns what happened by
 //! calling again with the same arguments, as the result text tells it to.
+//!
+//! The key is the client's own, like a key a client gives: two clients making the same call
+//! derive the same key, and the gateway keeps them apart by client wherever the key is used
+//! (the booking ledger's entries, a booking's metadata, and the key a write tool from
+//! configuration sends its provider, `tools::configured::Call::sent_key`).
 
 use serde_json::Value;
 

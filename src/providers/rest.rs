@@ -210,7 +210,7 @@ impl RestClient {
 
     async fn send(&self, operation: &Operation, call: &Call) -> Result<Output, UpstreamError> {
         let outgoing = operation
-            .request(&call.arguments, call.idempotency_key.as_deref())
+            .request(&call.arguments, call.sent_key().as_deref())
             .map_err(|(field, why)| {
                 UpstreamError::new(
                     ErrorKind::Rejected {

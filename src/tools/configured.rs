@@ -15,6 +15,7 @@
 use std::sync::Mutex;
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::{Access, CallMode, FieldError, Parse, Schema, ToolRequest, ToolSpec};
 
@@ -42,8 +43,32 @@ pub struct Call {
     pub tool: &'static str,
     /// The arguments, valid for the tool's input schema.
     pub arguments: Value,
-    /// A write's idempotency key (required for one), which its provider deduplicates by.
+    /// A write's idempotency key (required for one), as the client gave it (or its protocol
+    /// derived it). It is the client's own: two clients may use the same key.
     pub idempotency_key: Option<String>,
+    /// The client the call is made for ([`ToolRequest::made_for`]), which the key sent to the
+    /// provider is scoped to ([`Call::sent_key`]).
+    pub client: Option<String>,
+}
+
+impl Call {
+    /// The idempotency key sent to the provider, which deduplicates by it: `fg-` and the
+    /// SHA-256 (hex) of the client's name and the call's key, so the same key from the same
+    /// client is always the same value (across restarts and replicas), and the same key from
+    /// two clients never is. A provider serves every client of the gateway under one account,
+    /// so the client's own key sent as given would let one client's write be deduplicated into
+    /// another's (and answered with its result).
+    pub fn sent_key(&self) -> Option<String> {
+        let key = self.idempotency_key.as_deref()?;
+        let client = self.client.as_deref().unwrap_or_default();
+        let digest = Sha256::new()
+            .chain_update(client.as_bytes())
+            .chain_update([0u8])
+            .chain_update(key.as_bytes())
+            .finalize();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Some(format!("fg-{hex}"))
+    }
 }
 
 /// A provider's answer to a tool from configuration.
@@ -97,5 +122,54 @@ pub(super) fn parse(
         tool: spec.name,
         arguments,
         idempotency_key,
+        client: None,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn book_lounge() -> &'static ToolSpec {
+        spec(&Definition {
+            name: "book_lounge".into(),
+            title: "Book a lounge".into(),
+            access: Access::Write,
+            built_for: CallMode::Interactive,
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({"type": "object"}),
+        })
+    }
+
+    /// The key sent upstream for `client`'s call with `key`.
+    fn sent(client: &str, key: &str) -> Option<String> {
+        let today = chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap_or_default();
+        let args = json!({"member_id": "M1", "airport": "LHR"});
+        let mut request = book_lounge()
+            .parse(args, today, Some(key))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        request.made_for(client);
+        match request {
+            ToolRequest::Configured(call) => call.sent_key(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_key_a_write_sends_upstream_is_each_clients_own() {
+        let alpha = sent("k-alpha", "1");
+        assert_ne!(alpha, sent("k-beta", "1"), "the same key from two clients");
+        assert_eq!(alpha, sent("k-alpha", "1"), "the same client repeating it");
+        assert_ne!(alpha, sent("k-alpha", "2"));
+        let alpha = alpha.unwrap_or_default();
+        assert!(alpha.starts_with("fg-") && alpha.len() == 3 + 64, "{alpha}");
+        // Stable across restarts and replicas: SHA-256 of "k-alpha", a NUL and "1", as
+        // `printf 'k-alpha\0001' | sha256sum` computes it.
+        assert_eq!(
+            alpha,
+            "fg-e48a147dea21595541810bc135da8c442464d2e6bebd61becea46e3cb3cc92ed"
+        );
+    }
 }

@@ -263,10 +263,18 @@ pub enum ToolRequest {
 }
 
 impl ToolRequest {
-    /// Names the client a write is made for (a read is unchanged).
+    /// Names the client a write is made for (a read is unchanged): a booking's provider is
+    /// told it beside the key, and a write from configuration sends its key scoped to it
+    /// ([`configured::Call::sent_key`]).
     pub fn made_for(&mut self, client: &str) {
-        if let ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) = self {
-            terms.client = Some(client.to_string());
+        match self {
+            ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) => {
+                terms.client = Some(client.to_string());
+            }
+            ToolRequest::Configured(call) if call.idempotency_key.is_some() => {
+                call.client = Some(client.to_string());
+            }
+            _ => {}
         }
     }
 
@@ -280,7 +288,7 @@ impl ToolRequest {
     /// The call's idempotency key, for a booking tool: the booking ledger records its call by
     /// it. A write tool from configuration is not a booking (the ledger keeps order ids and
     /// amounts it does not have): its key goes to its provider by the tool's idempotency rule
-    /// (`configured::Call::idempotency_key`), which deduplicates it.
+    /// scoped to its client (`configured::Call::sent_key`), which deduplicates it.
     pub fn idempotency_key(&self) -> Option<&str> {
         match self {
             ToolRequest::BookFlight(_, terms) | ToolRequest::BookHotel(_, terms) => {

@@ -5,7 +5,8 @@
 //! silently in background mode, authenticates each way, and its path parameters can never leave
 //! the configured base path. `faregate check` lists every mistake of a bad tool file at once.
 //! `auth.rs`: each way it authenticates, from credentials in the environment; `import.rs`: tool
-//! files written by `faregate import-openapi` pass `check` and serve.
+//! files written by `faregate import-openapi` pass `check` and serve; `writes.rs`: a write tool
+//! keeps its clients' idempotency keys apart, and a credential its provider echoes is redacted.
 
 use std::path::Path;
 use std::process::Command;
@@ -19,6 +20,7 @@ use crate::support::{MapEnv, TestGateway, run_to_end, send, sqlite_store};
 
 mod auth;
 mod import;
+mod writes;
 
 /// The flight-status tool as an operator writes it.
 const TOOL: &str = r#"
