@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use hyper::body::Bytes;
 use reqwest::Url;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName};
@@ -277,7 +279,7 @@ impl RestClient {
                 // The header carries both, encoded; the user name alone names the account and
                 // is no secret.
                 let pair = format!("{}:{}", user.expose(), password.expose());
-                secrets.push(base64(pair.as_bytes()));
+                secrets.push(BASE64_STANDARD.encode(pair.as_bytes()));
                 secrets.push(password.expose().to_string());
             }
             Credential::OAuth2(tokens) => secrets.push(tokens.client_secret().to_string()),
@@ -335,26 +337,6 @@ fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>> {
         out.extend_from_slice(&haystack[last..]);
         out
     })
-}
-
-/// Standard base64 with padding (RFC 4648), as HTTP Basic sends `user:password`.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// The waits an answer's headers ask for.
@@ -442,7 +424,7 @@ mod tests {
         let secrets = vec![
             "s3cr3t-token-XYZ".to_string(),
             "p\"w".to_string(),
-            base64(b"agent:s3cret"),
+            BASE64_STANDARD.encode(b"agent:s3cret"),
         ];
         assert_eq!(secrets[2], "YWdlbnQ6czNjcmV0", "as HTTP Basic sends it");
         let body = Bytes::from_static(
