@@ -5,13 +5,20 @@
 //! tool's description, its path and query parameters and its JSON request body's properties the
 //! input schema (path parameters required), its first 2xx JSON response's top-level properties
 //! the kept fields and the output schema (a field the document does not require may be `null`),
-//! and a `GET` a read while any other method is a write that sends an `Idempotency-Key`. Local
+//! and a `GET` a read while any other method is a write that sends an `Idempotency-Key`. Names
+//! follow the check's rules: a parameter's argument has letters, digits and `_` only (the path
+//! template names it, the query keeps the parameter's own name), and kept fields that read
+//! alike once made names get a suffix (`seat_count_2`), so none is dropped. Local
 //! `$ref`s (`#/components/...`) are inlined. Header and cookie parameters are left out (a model
 //! never sets them; a credential belongs to the provider's `auth`) and named in the file; what
 //! the importer cannot express (a body that is not an object, a response that is not JSON, a
 //! remote `$ref`) is an error naming the operation, never a guess. The files it writes pass `faregate check` like any tool file.
 
 use serde_json::{Map, Value, json};
+
+use schema::{inline, or_null, resolve, to_toml};
+
+mod schema;
 
 /// One imported operation: the tool's name, its file and its fallback prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,9 +30,6 @@ pub struct ImportedTool {
     /// The text of `prompts/<name>.unavailable.md`.
     pub fallback: String,
 }
-
-/// How deep `$ref`s are followed: a schema that refers to itself stops here.
-const MAX_REF_DEPTH: usize = 16;
 
 /// The methods an OpenAPI path item may hold, in the order they are searched.
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
@@ -123,6 +127,8 @@ fn import(
     let mut query = toml::Table::new();
     let mut body = toml::Table::new();
     let mut skipped: Vec<String> = Vec::new();
+    let mut path_template = path.to_string();
+    let mut arguments: std::collections::BTreeMap<(&str, &str), String> = Default::default();
     // Path-item parameters apply to every operation; the operation's own override them by name.
     let params = item
         .get("parameters")
@@ -161,24 +167,34 @@ fn import(
         if let (Some(d), Value::Object(s)) = (param.get("description"), &mut schema) {
             s.entry("description").or_insert(d.clone());
         }
-        match place {
-            "path" => {
-                required.push(pname.to_string());
-            }
-            "query" => {
-                if param.get("required") == Some(&Value::Bool(true)) {
-                    required.push(pname.to_string());
-                }
-                query.insert(pname.to_string(), toml::Value::String(pname.to_string()));
-            }
+        // A path parameter is named in the path template, which takes letters, digits and _
+        // only (`{member-id}` becomes `{member_id}`: the URL sent is the same); a query
+        // parameter keeps its name on the wire and gets an argument of that shape too.
+        let argument = match place {
+            // The operation's own parameter overrides the path item's of the same name.
+            "path" | "query" => match arguments.get(&(place, pname)) {
+                Some(argument) => argument.clone(),
+                None => unique(&argument_name(pname), &properties),
+            },
             other => {
                 // Headers and cookies are the provider's (its credential above all), never a
                 // model's: left out, and named in the file for the person reviewing it.
                 skipped.push(format!("{other} parameter {pname}"));
                 continue;
             }
+        };
+        arguments.insert((place, pname), argument.clone());
+        if place == "path" {
+            required.push(argument.clone());
+            path_template =
+                path_template.replace(&format!("{{{pname}}}"), &format!("{{{argument}}}"));
+        } else {
+            if param.get("required") == Some(&Value::Bool(true)) {
+                required.push(argument.clone());
+            }
+            query.insert(pname.to_string(), toml::Value::String(argument.clone()));
         }
-        properties.insert(pname.to_string(), schema);
+        properties.insert(argument, schema);
     }
     if let Some(request_body) = op.get("requestBody") {
         match resolve(doc, request_body, 0).and_then(|rb| {
@@ -199,7 +215,7 @@ fn import(
                         for (field, field_schema) in fields {
                             // An argument of the same name as a parameter gets a prefix.
                             let argument = if properties.contains_key(field) {
-                                format!("body_{field}")
+                                unique(&format!("body_{field}"), &properties)
                             } else {
                                 field.clone()
                             };
@@ -232,6 +248,8 @@ fn import(
     let description = describe(op, method, path);
     let mut input =
         json!({"type": "object", "properties": properties, "additionalProperties": false});
+    let mut listed = std::collections::BTreeSet::new();
+    required.retain(|r| listed.insert(r.clone()));
     if !required.is_empty() {
         input["required"] = json!(required);
     }
@@ -271,7 +289,7 @@ fn import(
         "method".into(),
         toml::Value::String(method.to_ascii_uppercase()),
     );
-    request.insert("path".into(), toml::Value::String(path.to_string()));
+    request.insert("path".into(), toml::Value::String(path_template));
     if !query.is_empty() {
         request.insert("query".into(), toml::Value::Table(query));
     }
@@ -398,14 +416,16 @@ fn kept(schema: &Value) -> (toml::Table, Value) {
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             for (field, field_schema) in fields {
-                let name = tool_name(field);
+                // Two fields may read alike once made names (`seatCount`, `seat_count`): the
+                // second is `seat_count_2`, so none is dropped.
+                let name = unique(&tool_name(field), &properties);
                 // JSONPath's bracket notation takes any property name.
                 let escaped = field.replace('\\', "\\\\").replace('\'', "\\'");
                 keep.insert(name.clone(), toml::Value::String(format!("$['{escaped}']")));
                 let field_schema = if always.contains(&field.as_str()) {
                     field_schema.clone()
                 } else {
-                    json!({"anyOf": [field_schema, {"type": "null"}]})
+                    or_null(field_schema.clone())
                 };
                 properties.insert(name.clone(), field_schema);
                 required.push(name);
@@ -422,90 +442,23 @@ fn kept(schema: &Value) -> (toml::Table, Value) {
     (keep, output)
 }
 
-/// `value`, or what its local `$ref` points at.
-fn resolve<'a>(doc: &'a Value, value: &'a Value, depth: usize) -> Result<&'a Value, String> {
-    match value.get("$ref").and_then(Value::as_str) {
-        None => Ok(value),
-        Some(_) if depth >= MAX_REF_DEPTH => {
-            Err("its $refs nest too deep (a schema that refers to itself?)".into())
-        }
-        Some(r) => {
-            let pointer = r
-                .strip_prefix('#')
-                .ok_or_else(|| format!("$ref \"{r}\" is not in this document; inline it first"))?;
-            let target = doc
-                .pointer(pointer)
-                .ok_or_else(|| format!("$ref \"{r}\" points at nothing"))?;
-            resolve(doc, target, depth + 1)
-        }
-    }
+/// `name` made an argument name: letters, digits and `_` (what a path template's parameter may
+/// be), `_` for anything else.
+fn argument_name(name: &str) -> String {
+    let out: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if out.is_empty() { "_".into() } else { out }
 }
 
-/// `schema` with every local `$ref` inlined (tool schemas carry no `$ref`s: models handle them
-/// poorly) and OpenAPI 3.0's `nullable` written as JSON Schema says it.
-fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value, String> {
-    if depth > MAX_REF_DEPTH {
-        return Err("its schemas nest too deep (a schema that refers to itself?)".into());
+/// `name`, or `name_2`, `name_3`, … : the first that `taken` does not hold yet.
+fn unique(name: &str, taken: &Map<String, Value>) -> String {
+    if !taken.contains_key(name) {
+        return name.to_string();
     }
-    let schema = resolve(doc, schema, depth)?;
-    Ok(match schema {
-        Value::Object(map) => {
-            let mut out = Map::new();
-            for (k, v) in map {
-                match (k.as_str(), v) {
-                    // OpenAPI 3.0's own keyword, written below as JSON Schema says it.
-                    ("nullable", _) => {}
-                    // Names chosen by the document, each with a schema.
-                    ("properties" | "patternProperties", Value::Object(fields)) => {
-                        let mut inlined = Map::new();
-                        for (name, field) in fields {
-                            inlined.insert(name.clone(), inline(doc, field, depth + 1)?);
-                        }
-                        out.insert(k.clone(), Value::Object(inlined));
-                    }
-                    // Values, not schemas.
-                    ("enum" | "const" | "default" | "example" | "examples", _) => {
-                        out.insert(k.clone(), v.clone());
-                    }
-                    _ => {
-                        out.insert(k.clone(), inline(doc, v, depth + 1)?);
-                    }
-                }
-            }
-            if map.get("nullable") == Some(&Value::Bool(true)) {
-                return Ok(json!({"anyOf": [Value::Object(out), {"type": "null"}]}));
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| inline(doc, v, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-        other => other.clone(),
-    })
-}
-
-/// A JSON value as TOML (nulls, which TOML lacks, are dropped).
-fn to_toml(value: &Value) -> toml::Value {
-    match value {
-        Value::Null => toml::Value::String(String::new()),
-        Value::Bool(b) => toml::Value::Boolean(*b),
-        Value::Number(n) => n
-            .as_i64()
-            .map(toml::Value::Integer)
-            .or_else(|| n.as_f64().map(toml::Value::Float))
-            .unwrap_or_else(|| toml::Value::String(n.to_string())),
-        Value::String(s) => toml::Value::String(s.clone()),
-        Value::Array(items) => {
-            toml::Value::Array(items.iter().filter(|v| !v.is_null()).map(to_toml).collect())
-        }
-        Value::Object(map) => toml::Value::Table(
-            map.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), to_toml(v)))
-                .collect(),
-        ),
-    }
+    (2..)
+        .map(|n| format!("{name}_{n}"))
+        .find(|candidate| !taken.contains_key(candidate))
+        .unwrap_or_default()
 }

@@ -13,6 +13,7 @@ mod clients;
 mod fleet_defaults;
 mod lifecycle;
 mod maintenance;
+mod openapi;
 mod providers;
 mod server;
 mod telemetry;

@@ -1,0 +1,158 @@
+//! The schemas of an imported OpenAPI document as a tool file writes them: local `$ref`s
+//! inlined, OpenAPI 3.0's `nullable` and boolean `exclusiveMinimum`/`exclusiveMaximum` in JSON
+//! Schema 2020-12's words, and `null` (which TOML lacks) said with `anyOf`.
+
+use serde_json::{Map, Value, json};
+
+/// How deep `$ref`s are followed: a schema that refers to itself stops here.
+const MAX_REF_DEPTH: usize = 16;
+
+/// `value`, or what its local `$ref` points at.
+pub(super) fn resolve<'a>(
+    doc: &'a Value,
+    value: &'a Value,
+    depth: usize,
+) -> Result<&'a Value, String> {
+    match value.get("$ref").and_then(Value::as_str) {
+        None => Ok(value),
+        Some(_) if depth >= MAX_REF_DEPTH => {
+            Err("its $refs nest too deep (a schema that refers to itself?)".into())
+        }
+        Some(r) => {
+            let pointer = r
+                .strip_prefix('#')
+                .ok_or_else(|| format!("$ref \"{r}\" is not in this document; inline it first"))?;
+            let target = doc
+                .pointer(pointer)
+                .ok_or_else(|| format!("$ref \"{r}\" points at nothing"))?;
+            resolve(doc, target, depth + 1)
+        }
+    }
+}
+
+/// `schema` with every local `$ref` inlined (tool schemas carry no `$ref`s: models handle them
+/// poorly) and OpenAPI 3.0's `nullable` written as JSON Schema says it.
+pub(super) fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value, String> {
+    if depth > MAX_REF_DEPTH {
+        return Err("its schemas nest too deep (a schema that refers to itself?)".into());
+    }
+    let schema = resolve(doc, schema, depth)?;
+    Ok(match schema {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    // OpenAPI 3.0's own keyword, written below as JSON Schema says it.
+                    ("nullable", _) => {}
+                    // Names chosen by the document, each with a schema.
+                    ("properties" | "patternProperties", Value::Object(fields)) => {
+                        let mut inlined = Map::new();
+                        for (name, field) in fields {
+                            inlined.insert(name.clone(), inline(doc, field, depth + 1)?);
+                        }
+                        out.insert(k.clone(), Value::Object(inlined));
+                    }
+                    // Values, not schemas.
+                    ("enum" | "const" | "default" | "example" | "examples", _) => {
+                        out.insert(k.clone(), v.clone());
+                    }
+                    _ => {
+                        out.insert(k.clone(), inline(doc, v, depth + 1)?);
+                    }
+                }
+            }
+            exclusive_bounds(&mut out);
+            // TOML has no null: a null among the values allowed is said with `anyOf`.
+            let mut nullable = map.get("nullable") == Some(&Value::Bool(true));
+            if let Some(Value::Array(values)) = out.get_mut("enum")
+                && values.iter().any(Value::is_null)
+            {
+                values.retain(|v| !v.is_null());
+                nullable = true;
+            }
+            if out.get("const") == Some(&Value::Null) {
+                out.remove("const");
+                out.insert("type".into(), json!("null"));
+            }
+            if nullable {
+                return Ok(or_null(Value::Object(out)));
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| inline(doc, v, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+/// OpenAPI 3.0's boolean `exclusiveMinimum`/`exclusiveMaximum` (which qualify `minimum` and
+/// `maximum`) in JSON Schema 2020-12's form, where each is the bound itself.
+fn exclusive_bounds(schema: &mut Map<String, Value>) {
+    for (exclusive, bound) in [
+        ("exclusiveMinimum", "minimum"),
+        ("exclusiveMaximum", "maximum"),
+    ] {
+        match schema.get(exclusive) {
+            Some(Value::Bool(true)) => match schema.remove(bound) {
+                Some(limit) => {
+                    schema.insert(exclusive.into(), limit);
+                }
+                // Exclusive of no bound: nothing to say.
+                None => {
+                    schema.remove(exclusive);
+                }
+            },
+            Some(Value::Bool(false)) => {
+                schema.remove(exclusive);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `schema`, also accepting `null` (once: a schema that accepts it already is kept as it is).
+pub(super) fn or_null(schema: Value) -> Value {
+    let null_type = json!({"type": "null"});
+    let accepts_null = schema.get("type") == Some(&json!("null"))
+        || schema
+            .get("type")
+            .and_then(Value::as_array)
+            .is_some_and(|types| types.contains(&json!("null")))
+        || schema
+            .get("anyOf")
+            .and_then(Value::as_array)
+            .is_some_and(|options| options.contains(&null_type));
+    if accepts_null {
+        schema
+    } else {
+        json!({"anyOf": [schema, null_type]})
+    }
+}
+
+/// A JSON value as TOML (nulls, which TOML lacks, are dropped: `inline` has said a schema's
+/// allowed `null` with `anyOf` already).
+pub(super) fn to_toml(value: &Value) -> toml::Value {
+    match value {
+        Value::Null => toml::Value::String(String::new()),
+        Value::Bool(b) => toml::Value::Boolean(*b),
+        Value::Number(n) => n
+            .as_i64()
+            .map(toml::Value::Integer)
+            .or_else(|| n.as_f64().map(toml::Value::Float))
+            .unwrap_or_else(|| toml::Value::String(n.to_string())),
+        Value::String(s) => toml::Value::String(s.clone()),
+        Value::Array(items) => {
+            toml::Value::Array(items.iter().filter(|v| !v.is_null()).map(to_toml).collect())
+        }
+        Value::Object(map) => toml::Value::Table(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), to_toml(v)))
+                .collect(),
+        ),
+    }
+}
