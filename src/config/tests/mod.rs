@@ -15,6 +15,7 @@ mod lifecycle;
 mod maintenance;
 mod openapi;
 mod providers;
+mod readme;
 mod server;
 mod telemetry;
 mod watches;
