@@ -4,7 +4,9 @@
 //! (`[[clients]]`), the maintenance windows (`[[maintenance]]`) and each provider's attempt cap
 //! (`[providers.X] timeout`). A tool of kind `http` is the exception among tools: its request
 //! and result are compiled into its provider's client at start, so a new one, or a new request,
-//! result or definition of one, waits for a restart (its running version, if any, stays). Everything else was built into something that lives as long as the
+//! result or definition of one, waits for a restart (its running version, if any, stays, with
+//! the policy keys read); one removed and put back as it was at start is served again, since
+//! its provider's client still holds it. Everything else was built into something that lives as long as the
 //! process (the listener, the store, the provider clients, the job workers, the MCP endpoint,
 //! telemetry), so [`settle`] keeps the running value and names each difference, so an operator
 //! reads "needs a restart" instead of wondering why an edit did nothing.
@@ -27,25 +29,43 @@ pub struct Settled {
 }
 
 /// `read` with every setting a reload cannot apply put back to `running`'s value, and those
-/// settings named. `request_timeout` is the request timeout in force (resolved at start: a
-/// reload that moves the longest tool deadline does not move it).
-pub fn settle(running: &Config, read: Config, request_timeout: Duration) -> Settled {
+/// settings named. `built` is the configuration the gateway was built from at start: its
+/// provider clients compiled each tool of kind http from it, so a tool of kind http is served
+/// only as `built` declares it (one removed by a reload and put back unchanged is served
+/// again). `request_timeout` is the request timeout in force (resolved at start: a reload that
+/// moves the longest tool deadline does not move it).
+pub fn settle(
+    running: &Config,
+    built: &Config,
+    read: Config,
+    request_timeout: Duration,
+) -> Settled {
     let mut out = Vec::new();
     let mut tools = read.tools;
     tools.retain_mut(|tool| {
-        let was = running.tool(&tool.name);
-        if tool.http.is_none() && was.is_none_or(|w| w.http.is_none()) {
+        // A catalog tool (never of kind http: the names differ) reloads whole.
+        let Some(http) = &tool.http else {
             return true;
-        }
-        match was {
-            Some(w) if w.http == tool.http => true,
-            Some(w) => {
+        };
+        match built.tool(&tool.name).and_then(|b| b.http.as_ref()) {
+            Some(compiled) if compiled == http => true,
+            // The policy keys (description, providers, timeouts, breaker, …) are the tool's
+            // like any tool's; only the request, result and definition wait.
+            Some(compiled) if running.tool(&tool.name).is_some() => {
                 out.push(format!(
-                    "{}: the request, result or definition of a tool of kind http: the running one stays; needs a restart",
+                    "{}: the request, result or definition of a tool of kind http: the running one stays (its policy keys reload); needs a restart",
                     tool.file.display()
                 ));
-                *tool = w.clone();
+                tool.http = Some(compiled.clone());
                 true
+            }
+            Some(_) => {
+                out.push(format!(
+                    "{}: a tool of kind http ({}) put back with another request, result or definition than at start, not served until then; needs a restart",
+                    tool.file.display(),
+                    tool.name
+                ));
+                false
             }
             None => {
                 out.push(format!(

@@ -62,6 +62,9 @@ pub struct AppState {
     /// Where a reload reads the configuration from; `None` = reloading is not possible (the
     /// demo).
     pub config_source: Option<ConfigSource>,
+    /// The configuration the gateway was built from: its provider clients compiled each tool
+    /// of kind http from it, so a reload serves those tools only as it declares them.
+    pub built: Arc<Config>,
     /// Held by the reload in progress, so two (a SIGHUP and the route) never interleave.
     pub(crate) reloading: Arc<Mutex<()>>,
 }
@@ -133,12 +136,14 @@ impl AppState {
         keys: Keys,
         limits: Arc<ClientLimits>,
     ) -> Self {
+        let built = Arc::new(config);
         AppState {
             gateway,
             telemetry,
-            max_body_bytes: config.server.max_body_bytes,
-            request_timeout: config.request_timeout(),
-            configuration: Arc::new(ArcSwap::from_pointee(config)),
+            max_body_bytes: built.server.max_body_bytes,
+            request_timeout: built.request_timeout(),
+            configuration: Arc::new(ArcSwap::new(Arc::clone(&built))),
+            built,
             jobs: None,
             watches: None,
             back_in_service: None,
@@ -207,7 +212,7 @@ impl AppState {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let read = (source.read)().map_err(refused)?;
         let running = self.config();
-        let settled = config::settle(&running, read, self.request_timeout);
+        let settled = config::settle(&running, &self.built, read, self.request_timeout);
         let mut problems = Vec::new();
         let setup = client_setup(&settled.config, source.env.as_ref())
             .map_err(|e| problems.extend(e))

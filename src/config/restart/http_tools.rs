@@ -66,7 +66,7 @@ fn a_new_or_changed_http_tool_waits_for_a_restart_and_its_policy_does_not() {
             .is_some_and(|t| t.http.is_some())
     );
 
-    let added = settle(&without, with.clone(), without.request_timeout());
+    let added = settle(&without, &without, with.clone(), without.request_timeout());
     assert!(added.config.tool("flight_position").is_none(), "not served");
     assert!(
         added
@@ -78,7 +78,7 @@ fn a_new_or_changed_http_tool_waits_for_a_restart_and_its_policy_does_not() {
     );
 
     let moved = config(Some(&tool("/v2/flights/{ident}")));
-    let changed = settle(&with, moved, with.request_timeout());
+    let changed = settle(&with, &with, moved, with.request_timeout());
     assert_eq!(
         changed.config.tool("flight_position"),
         with.tool("flight_position"),
@@ -95,11 +95,69 @@ fn a_new_or_changed_http_tool_waits_for_a_restart_and_its_policy_does_not() {
     for t in &mut slower.tools {
         t.timeout = Duration::from_secs(3);
     }
-    let policy = settle(&with, slower.clone(), with.request_timeout());
+    let policy = settle(&with, &with, slower.clone(), with.request_timeout());
     assert!(
         policy.needs_restart.is_empty(),
         "{:?}",
         policy.needs_restart
     );
     assert_eq!(policy.config.tools, slower.tools, "its policy reloads");
+}
+
+#[test]
+fn an_http_tool_removed_and_put_back_as_it_was_at_start_is_served_again() {
+    let with = config(Some(&tool("/flights/{ident}")));
+    let removed = settle(&with, &with, config(None), with.request_timeout());
+    assert!(removed.config.tool("flight_position").is_none());
+    assert!(
+        removed.needs_restart.is_empty(),
+        "{:?}",
+        removed.needs_restart
+    );
+
+    // Its provider's client was built with it at start and still holds it.
+    let back = settle(&removed.config, &with, with.clone(), with.request_timeout());
+    assert!(back.needs_restart.is_empty(), "{:?}", back.needs_restart);
+    assert_eq!(
+        back.config.tool("flight_position"),
+        with.tool("flight_position"),
+        "served again"
+    );
+
+    // Put back with another request, it is new to the client: it waits for a restart.
+    let moved = config(Some(&tool("/v2/flights/{ident}")));
+    let other = settle(&removed.config, &with, moved, with.request_timeout());
+    assert!(other.config.tool("flight_position").is_none(), "not served");
+    assert_eq!(other.needs_restart.len(), 1, "{:?}", other.needs_restart);
+}
+
+#[test]
+fn a_changed_request_waits_for_a_restart_and_the_policy_beside_it_reloads() {
+    let with = config(Some(&tool("/flights/{ident}")));
+    let text = tool("/v2/flights/{ident}").replace(
+        "description = \"Live status of one flight by its ident.\"",
+        "description = \"Live status of one flight by its ident, now with its gate.\"\ntimeout = \"3s\"",
+    );
+    let read = config(Some(&text));
+    let settled = settle(&with, &with, read, with.request_timeout());
+    let (Some(now), Some(was)) = (
+        settled.config.tool("flight_position"),
+        with.tool("flight_position"),
+    ) else {
+        panic!("{:?}", settled.config.tools)
+    };
+    assert_eq!(now.http, was.http, "the running request stays");
+    assert_eq!(now.timeout, Duration::from_secs(3), "the timeout reloads");
+    assert!(now.description.ends_with("now with its gate."), "{now:?}");
+    assert_eq!(
+        settled.needs_restart.len(),
+        1,
+        "{:?}",
+        settled.needs_restart
+    );
+    assert!(
+        settled.needs_restart[0].contains("the request, result or definition"),
+        "{:?}",
+        settled.needs_restart
+    );
 }

@@ -23,7 +23,7 @@ fn reloadable_settings_are_taken_and_nothing_needs_a_restart() {
     if let Some(p) = read.providers.values_mut().next() {
         p.timeout = Some(Duration::from_secs(2));
     }
-    let settled = settle(&running, read.clone(), running.request_timeout());
+    let settled = settle(&running, &running, read.clone(), running.request_timeout());
     assert!(
         settled.needs_restart.is_empty(),
         "{:?}",
@@ -50,7 +50,7 @@ fn every_setting_a_reload_cannot_apply_is_named_and_kept() {
         p.http2_prior_knowledge = !p.http2_prior_knowledge;
     }
     read.providers.remove("amadeus");
-    let settled = settle(&running, read, running.request_timeout());
+    let settled = settle(&running, &running, read, running.request_timeout());
     let named: Vec<&str> = settled
         .needs_restart
         .iter()
@@ -120,7 +120,7 @@ fn a_booking_deadline_the_settle_in_force_cannot_cover_keeps_the_running_tool() 
         .unwrap_or_else(|| panic!("book_flight"));
     read.tools[i].deadline = Duration::from_secs(300);
     read.tools[i].description = "changed".into();
-    let settled = settle(&running, read, Duration::from_secs(3600));
+    let settled = settle(&running, &running, read, Duration::from_secs(3600));
     assert_eq!(
         book(&settled.config),
         book(&running),
@@ -155,9 +155,9 @@ fn a_longer_deadline_that_moves_the_request_timeout_needs_a_restart() {
             .iter()
             .any(|s| s.starts_with("[server] request_timeout"))
     };
-    let settled = settle(&running, read.clone(), in_force);
+    let settled = settle(&running, &running, read.clone(), in_force);
     assert!(named(&settled), "{:?}", settled.needs_restart);
     // Reloaded again, the timeout in force is still the one resolved at start.
-    let again = settle(&settled.config, read, in_force);
+    let again = settle(&settled.config, &running, read, in_force);
     assert!(named(&again), "{:?}", again.needs_restart);
 }
