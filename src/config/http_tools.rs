@@ -116,22 +116,33 @@ pub(super) fn read_http_tool(s: &Section<'_>, name: Option<&str>) -> Option<Http
         i.finish();
         header
     });
-    let (access, built_for, input_schema, method, path, content) =
-        (access?, built_for?, input_schema?, method?, path?, content?);
+    // Every part is checked even when another one is missing or wrong (a method faregate does
+    // not send, a schema that is not a table), so one run lists every problem of the file: a
+    // missing part is stood in for by one that adds no problem of its own. Only the checks that
+    // need the arguments wait for a readable input schema (without it, every argument the
+    // request names would be called unknown): its stand-in declares exactly those.
     let def = OperationDef {
-        write: access == Access::Write,
-        method,
-        path,
+        write: access.map_or(idempotency_header.is_some(), |a| a == Access::Write),
+        method: method.unwrap_or(if body.is_empty() {
+            Method::Get
+        } else {
+            Method::Post
+        }),
+        path: path.clone().unwrap_or_else(|| "/".into()),
         query,
         body,
         idempotency_header,
         keep,
-        content,
+        content: content.clone().unwrap_or_default(),
         rejected,
         message,
     };
+    let checked_schema = input_schema
+        .clone()
+        .unwrap_or_else(|| arguments_named(&def));
     let output_given = output_schema.flatten();
-    let operation = match Operation::compile(&def, &input_schema, output_given.as_ref()) {
+    let operation = Operation::compile(&def, &checked_schema, output_given.as_ref());
+    let operation = match operation {
         Ok(operation) => operation,
         Err(problems) => {
             for http_tool::Problem { key, message } in problems {
@@ -140,6 +151,8 @@ pub(super) fn read_http_tool(s: &Section<'_>, name: Option<&str>) -> Option<Http
             return None;
         }
     };
+    let (access, built_for, input_schema, _, _, _) =
+        (access?, built_for?, input_schema?, method?, path?, content?);
     let output_schema = output_given.unwrap_or_else(|| kept_schema(&def));
     Some(HttpTool {
         definition: Definition {
@@ -234,6 +247,24 @@ pub(super) fn statuses(s: &Section<'_>, key: &'static str) -> Option<Vec<u16>> {
         }
     }
     Some(out)
+}
+
+/// A stand-in input schema for a file whose own cannot be read: every argument `def`'s
+/// request names, the path's parameters required, so no check that needs the arguments
+/// reports a problem the real schema may not have.
+fn arguments_named(def: &OperationDef) -> Value {
+    let params: Vec<String> = http_tool::PathTemplate::parse(&def.path)
+        .map(|p| p.params().into_iter().map(str::to_string).collect())
+        .unwrap_or_default();
+    let properties: Map<String, Value> = def
+        .query
+        .iter()
+        .chain(&def.body)
+        .map(|(_, argument)| argument)
+        .chain(&params)
+        .map(|argument| (argument.clone(), json!({})))
+        .collect();
+    json!({ "type": "object", "properties": properties, "required": params })
 }
 
 /// The output schema of a tool that declares none: an object with the kept fields.

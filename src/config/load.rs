@@ -6,7 +6,7 @@
 //! start-up.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -220,12 +220,13 @@ fn load_into(
     // [breakers] and [providers.*]
     let scope = read_breakers(&root);
     let mut providers = BTreeMap::new();
-    let mut declared_providers = BTreeSet::new();
+    let mut declared_providers = BTreeMap::new();
     let mut scopes = BTreeMap::new();
     for (name, s) in root.named_tables("providers") {
-        declared_providers.insert(name.clone());
         check_provider_name(&s, &name);
-        if let Some(p) = read_provider(&name, &s) {
+        let provider = read_provider(&name, &s);
+        declared_providers.insert(name.clone(), provider.as_ref().map(|p| p.kind.as_str()));
+        if let Some(p) = provider {
             providers.insert(name.clone(), p);
         }
         if let Some(scope) = read_scope(&s, "breaker_scope") {
@@ -597,11 +598,9 @@ fn check_provider_kinds(
                 || problems
                     .borrow()
                     .has_error_under(&tool.file, &format!("binding.{name}"));
+            // A tool from configuration on a provider of another kind: reported as its file
+            // was read (`read_tool`), so a file with other problems hears of it too.
             let message = match (tool.http.is_some(), http) {
-                (true, false) => format!(
-                    "provider \"{name}\" is of kind {}, which serves only catalog tools; a tool from configuration needs a provider of kind \"http\"",
-                    provider.kind.as_str()
-                ),
                 (false, true) if bound => continue,
                 (false, true) if crate::tools::BINDABLE.contains(&tool.name.as_str()) => format!(
                     "provider \"{name}\" is of kind http: it serves {} only through a [binding.{name}] in this file, which says how its request is built from the tool's arguments and how its answer maps into the tool's output",

@@ -21,7 +21,7 @@ pub(super) fn read_tools(
     files: &dyn Files,
     dir: &Path,
     known_tools: &[&str],
-    providers: &BTreeSet<String>,
+    providers: &BTreeMap<String, Option<&'static str>>,
     prompts: &BTreeMap<String, String>,
     breaker_defaults: &BreakerBuilder,
     retry_defaults: &RetryPolicy,
@@ -71,10 +71,12 @@ pub(super) fn read_tools(
     tools
 }
 
+/// One tool file. `providers` are the declared providers, each with its kind when its table
+/// could be read.
 fn read_tool(
     s: &Section<'_>,
     known_tools: &[&str],
-    providers: &BTreeSet<String>,
+    providers: &BTreeMap<String, Option<&'static str>>,
     prompts: &BTreeMap<String, String>,
     breaker_defaults: &BreakerBuilder,
     retry_defaults: &RetryPolicy,
@@ -152,9 +154,22 @@ fn read_tool(
         Some(list) => {
             let mut ok = true;
             for (i, p) in list.iter().enumerate() {
-                if !providers.contains(p) {
+                // Checked here rather than with the tools that could be read, so a file with
+                // other problems still hears of it.
+                if let Some(Some(kind)) = providers.get(p)
+                    && configured
+                    && *kind != "http"
+                {
+                    s.error(
+                        &format!("providers[{i}]"),
+                        format!(
+                            "provider \"{p}\" is of kind {kind}, which serves only catalog tools; a tool from configuration needs a provider of kind \"http\""
+                        ),
+                    );
+                }
+                if !providers.contains_key(p) {
                     ok = false;
-                    let names: Vec<&str> = providers.iter().map(String::as_str).collect();
+                    let names: Vec<&str> = providers.keys().map(String::as_str).collect();
                     s.error(
                         &format!("providers[{i}]"),
                         format!(

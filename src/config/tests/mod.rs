@@ -11,6 +11,7 @@ mod bindings;
 mod breakers;
 mod clients;
 mod fleet_defaults;
+mod http_tools;
 mod lifecycle;
 mod maintenance;
 mod openapi;
