@@ -203,3 +203,79 @@ pub fn is_legal_transition(from: BreakerState, to: BreakerState, reason: Transit
         _ => false,
     }
 }
+
+/// Every transition the breaker may make, as the `(from, to, reason)` label values of
+/// `faregate_breaker_transitions_total` (`detail_str` states, `TransitionReason::as_str`
+/// reasons), without duplicates. Telemetry creates each of these series at zero when a breaker
+/// is registered: a counter series born at 1 on its first increment reads as no change to
+/// PromQL's `increase()` and `changes()`, so the first opening of every breaker would be lost
+/// to the alert rules.
+pub fn legal_transition_labels() -> Vec<(&'static str, &'static str, &'static str)> {
+    use BreakerState as S;
+    use TransitionReason as R;
+    const STATES: [BreakerState; 6] = [
+        S::Closed,
+        S::Open,
+        S::HalfOpen,
+        S::Ramp,
+        S::ForcedOpen,
+        S::ForcedClosed,
+    ];
+    // One value per label: the durations and the stage are not part of the label.
+    let reasons = [
+        R::FailureRate,
+        R::SlowCallRate,
+        R::ConsecutiveFailures,
+        R::RetryAfter {
+            retry_after: Duration::ZERO,
+        },
+        R::OpenElapsed,
+        R::ProbesSucceeded,
+        R::ProbeFailed,
+        R::ProbeTimedOut,
+        R::ProbesInconclusive,
+        R::RampAdvanced { stage: 0 },
+        R::RampFailureRate,
+        R::RampCompleted,
+        R::Forced(ForceMode::Open),
+        R::Forced(ForceMode::Closed),
+        R::Forced(ForceMode::Auto),
+        R::Followed,
+    ];
+    // A new state or reason stops these matches compiling: a reminder to list it above.
+    for s in STATES {
+        match s {
+            S::Closed | S::Open | S::HalfOpen | S::Ramp | S::ForcedOpen | S::ForcedClosed => {}
+        }
+    }
+    for r in reasons {
+        match r {
+            R::FailureRate
+            | R::SlowCallRate
+            | R::ConsecutiveFailures
+            | R::RetryAfter { .. }
+            | R::OpenElapsed
+            | R::ProbesSucceeded
+            | R::ProbeFailed
+            | R::ProbeTimedOut
+            | R::ProbesInconclusive
+            | R::RampAdvanced { .. }
+            | R::RampFailureRate
+            | R::RampCompleted
+            | R::Forced(_)
+            | R::Followed => {}
+        }
+    }
+    let mut labels = Vec::new();
+    for from in STATES {
+        for to in STATES {
+            for reason in reasons {
+                let label = (from.detail_str(), to.detail_str(), reason.as_str());
+                if is_legal_transition(from, to, reason) && !labels.contains(&label) {
+                    labels.push(label);
+                }
+            }
+        }
+    }
+    labels
+}

@@ -85,6 +85,7 @@ pub use config::{
 };
 pub use event::{
     BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason, is_legal_transition,
+    legal_transition_labels,
 };
 pub use gate::{Breaker, Permit};
 pub use key::BreakerKey;

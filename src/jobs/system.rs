@@ -400,6 +400,7 @@ impl JobSystem {
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken, grace: Duration) {
         let workers = Arc::new(Semaphore::new(self.workers as usize));
         let mut tasks = JoinSet::new();
+        self.register_job_series();
         let callbacks = tokio::spawn(Arc::clone(&self.callbacks).run(shutdown.clone()));
         let spool = tokio::spawn(Arc::clone(&self).flush_spool(shutdown.clone()));
         self.quotas.prepare().await;
@@ -534,8 +535,20 @@ impl JobSystem {
         }
     }
 
+    /// Creates the job counters and latency histograms of every tool served now at zero, so
+    /// `rate()` and `increase()` see the first job end and the first callback (a series born at
+    /// 1 reads as no change). Again on each queue publication, for tools a reload added.
+    fn register_job_series(&self) {
+        let metrics = self.telemetry.metrics();
+        metrics.register_job_callbacks();
+        for tool in self.gateway.tools() {
+            metrics.register_job_tool(tool.spec.name);
+        }
+    }
+
     /// Queue depth by tool and state and the oldest due job's age, for `/metrics`.
     async fn publish_queue_metrics(&self) {
+        self.register_job_series();
         let stats = match self.store.stats(clock::epoch_ms()).await {
             Ok(s) => s,
             Err(e) => {

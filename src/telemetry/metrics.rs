@@ -19,7 +19,13 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::breaker::{BreakerSnapshot, BreakerState, RejectReason, TransitionEvent};
+use crate::breaker::{
+    BreakerSnapshot, BreakerState, RejectReason, TransitionEvent, legal_transition_labels,
+};
+
+mod labels;
+
+pub use labels::{AttemptOutcome, CallbackOutcome, FallbackKind, reject_reason};
 
 /// Every state a breaker gauge has a series for (`detail_str` names, so the ramp is visible).
 pub const BREAKER_STATES: [&str; 6] = [
@@ -75,48 +81,6 @@ pub struct Metrics {
     job_latency: HistogramVec,
     client_limited: IntCounterVec,
     bookings: IntCounterVec,
-}
-
-/// What one upstream attempt came to, as a metric label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttemptOutcome {
-    /// The provider answered.
-    Success,
-    /// The attempt failed in a way the breaker counts.
-    Failure,
-    /// The result says nothing about the provider (a refusal the model can fix, a cancelled call).
-    Ignored,
-}
-
-impl AttemptOutcome {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptOutcome::Success => "success",
-            AttemptOutcome::Failure => "failure",
-            AttemptOutcome::Ignored => "ignored",
-        }
-    }
-}
-
-/// Which fallback answered an interactive call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FallbackKind {
-    /// The last good result for the same arguments.
-    Stale,
-    /// The tool's fallback text from `prompts/`.
-    Text,
-}
-
-/// How a job callback POST ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallbackOutcome {
-    /// The receiver answered 2xx.
-    Sent,
-    /// This delivery failed; it is tried again after a doubling wait.
-    Retry,
-    /// Every delivery attempt failed.
-    Failed,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -371,13 +335,20 @@ impl Metrics {
         }
     }
 
-    /// Creates the state series of one breaker, closed, labelled with its key's two parts (a
-    /// shared breaker's tool is `*`).
+    /// Creates the series of one breaker, labelled with its key's two parts (a shared breaker's
+    /// tool is `*`): its state, closed, and a transition counter at zero for every transition it
+    /// may make ([`legal_transition_labels`]). A counter series born at 1 reads as no change to
+    /// `increase()` and `changes()`, so without the zeros the alert rules and the dashboard would
+    /// miss each breaker's first opening.
     pub fn register_breaker(&self, tool: &str, provider: &str) {
         for (i, state) in BREAKER_STATES.iter().enumerate() {
             self.breaker_state
                 .with_label_values(&[tool, provider, state])
                 .set(i64::from(i == 0));
+        }
+        for (from, to, reason) in legal_transition_labels() {
+            self.transitions
+                .with_label_values(&[tool, provider, from, to, reason]);
         }
     }
 
@@ -518,6 +489,11 @@ impl Metrics {
         }
     }
 
+    /// Creates the fired counter of one alert at zero, so `increase()` sees its first firing.
+    pub fn register_alert(&self, alert: &str, severity: &str) {
+        self.alerts_fired.with_label_values(&[alert, severity]);
+    }
+
     /// An alert started firing.
     pub fn record_alert_fired(&self, alert: &str, severity: &str) {
         self.alerts_fired
@@ -548,6 +524,21 @@ impl Metrics {
         self.oldest_due_job_age
             .with_label_values(&[tool])
             .set(age.as_secs_f64());
+    }
+
+    /// For the jobs engine: creates the callback counters at zero (every outcome).
+    pub fn register_job_callbacks(&self) {
+        for outcome in ["sent", "retry", "failed"] {
+            self.callbacks.with_label_values(&[outcome]);
+        }
+    }
+
+    /// For the jobs engine: creates the latency histograms of `tool`'s jobs at zero (both
+    /// outcomes [`Metrics::record_job_finished`] is given).
+    pub fn register_job_tool(&self, tool: &str) {
+        for outcome in ["succeeded", "dead"] {
+            self.job_latency.with_label_values(&[tool, outcome]);
+        }
     }
 
     /// For the jobs engine: one job callback delivery: delivered, failed and tried again later,
@@ -600,62 +591,5 @@ impl Default for Metrics {
     }
 }
 
-/// The label value of a breaker rejection.
-pub fn reject_reason(reason: RejectReason) -> &'static str {
-    match reason {
-        RejectReason::Open => "open",
-        RejectReason::HalfOpenFull => "half_open_full",
-        RejectReason::RampShare => "ramp_share",
-        RejectReason::ForcedOpen => "forced_open",
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_fresh_tool_has_zeroed_series_and_a_closed_breaker() {
-        let m = Metrics::new();
-        m.register_tool("search_flights", &["duffel"], 64);
-        let text = m.render();
-        assert!(text.contains(
-            "faregate_breaker_state{provider=\"duffel\",state=\"closed\",tool=\"search_flights\"} 1"
-        ));
-        assert!(text.contains(
-            "faregate_breaker_state{provider=\"duffel\",state=\"open\",tool=\"search_flights\"} 0"
-        ));
-        assert!(text.contains("faregate_bulkhead_capacity{tool=\"search_flights\"} 64"));
-        assert!(
-            text.contains("# TYPE faregate_tool_calls_total counter")
-                || !text.contains("faregate_tool_calls_total{")
-        );
-    }
-
-    #[test]
-    fn calls_count_by_status_and_time_in_seconds() {
-        let m = Metrics::new();
-        m.record_call(
-            "search_hotels",
-            Some("duffel"),
-            "ok",
-            Duration::from_millis(250),
-        );
-        m.record_call(
-            "search_hotels",
-            None,
-            "unavailable",
-            Duration::from_millis(1),
-        );
-        let text = m.render();
-        assert!(text.contains(
-            "faregate_tool_calls_total{provider=\"duffel\",status=\"ok\",tool=\"search_hotels\"} 1"
-        ));
-        assert!(text.contains(
-            "faregate_tool_calls_total{provider=\"none\",status=\"unavailable\",tool=\"search_hotels\"} 1"
-        ));
-        assert!(text.contains(
-            "faregate_tool_call_duration_seconds_sum{status=\"ok\",tool=\"search_hotels\"} 0.25"
-        ));
-    }
-}
+mod tests;

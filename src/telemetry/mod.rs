@@ -56,6 +56,9 @@ impl Telemetry {
             streams: CancellationToken::new(),
             recent: Mutex::new(VecDeque::with_capacity(RECENT_TRANSITIONS)),
         };
+        for kind in AlertKind::ALL {
+            t.metrics.register_alert(kind.as_str(), kind.severity());
+        }
         t.update_firing_gauges(&[]);
         t
     }

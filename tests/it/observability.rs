@@ -93,6 +93,16 @@ fn keys() -> MapEnv {
 #[tokio::test]
 async fn metrics_after_a_flight_outage_count_calls_attempts_fast_fails_and_fallbacks() {
     let s = stack_with(keys(), |c| c).await;
+    // Before anything opens, the openings the alert rules count are there at 0: a counter
+    // series born at 1 reads as no increase, and the first trip would be lost to Prometheus.
+    let (_, fresh) = get(&s, "/metrics", None).await;
+    for line in [
+        r#"faregate_breaker_transitions_total{from="closed",provider="duffel",reason="consecutive_failures",to="open",tool="search_flights"} 0"#,
+        r#"faregate_breaker_transitions_total{from="ramp",provider="duffel",reason="ramp_failure_rate",to="open",tool="search_hotels"} 0"#,
+        r#"faregate_alerts_fired_total{alert="breaker_trip_storm",severity="P2"} 0"#,
+    ] {
+        assert_sample(&fresh, line);
+    }
     // One good search, cached for the stale fallback.
     assert_eq!(call(&s, flights(30)).await["status"], "ok");
     s.down(RouteGroup::DuffelAirSearch);
