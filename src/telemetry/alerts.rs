@@ -7,10 +7,23 @@
 //!
 //! | alert | fires when | resolves when |
 //! |---|---|---|
-//! | `breaker_open_too_long` (P2) | a breaker has been rejecting (open or half-open, i.e. not recovered) for 5 min | it reaches the ramp, closes or is forced |
-//! | `breaker_flapping` (P2) | a breaker opened from closed or ramp 3 times within 10 min | fewer than 3 such openings remain in the last 10 min |
-//! | `breaker_trip_storm` (P2) | 3 trips (any transition into open) across all breakers within 1 min | fewer than 3 trips remain in the last minute |
-//! | `shared_dependency` (P1) | 3 different breakers opened within 30 s: a shared cause (DNS, network, one provider) is likelier than 3 separate ones | fewer than 3 of the breakers it names are still rejecting |
+//! | `breaker_open_too_long` (P2) | a breaker has been rejecting (open, or half-open between failed probes) for 5 min | it reaches the ramp, closes or is forced, or sits half-open idle for the grace |
+//! | `breaker_flapping` (P2) | a breaker tripped (opened from closed or ramp) 3 times within 10 min | fewer than 3 such openings remain in the last 10 min |
+//! | `breaker_trip_storm` (P2) | 3 trips across all breakers within 1 min | fewer than 3 trips remain in the last minute |
+//! | `shared_dependency` (P1) | 3 different breakers tripped within 30 s: a shared cause (DNS, network, one provider) is likelier than 3 separate ones | fewer than 3 of the breakers it names are still rejecting |
+//!
+//! A **trip** is a breaker that admitted traffic (closed, or ramping back) opening. A failed
+//! probe (half-open → open) is the same outage going on, not a new trip: one breaker of a
+//! provider that stays down re-opens every `open_for`, and counting that would make two down
+//! breakers a "storm". An open → open extension (`Retry-After`) is no trip either.
+//!
+//! **Rejecting.** An open breaker rejects every call. A half-open one admits the next call as a
+//! probe and rejects nothing while nobody calls: the backup provider of a chain whose primary
+//! recovered may sit half-open for hours without a call. So a breaker counts as rejecting while
+//! open, and while half-open for less than [`AlertRules::half_open_grace`] (1 min) since it
+//! last was open; the clock runs on across open → half-open → open (an outage whose probes
+//! keep failing does not flicker), and ends when the breaker has sat half-open through the
+//! grace with no failed probe. A probe failing after that starts a new clock.
 //!
 //! Forced states are an operator's decision: forcing open does not count as a trip and resets
 //! the "open too long" clock. `ops/prometheus/faregate.rules.yml` has the same rules over the
@@ -93,6 +106,10 @@ pub enum AlertChange {
 pub struct AlertRules {
     /// How long a breaker may reject before `breaker_open_too_long`.
     pub open_too_long: Duration,
+    /// How long a breaker may sit half-open without a failed probe and still count as
+    /// rejecting: longer than a probe takes to fail under traffic, so an outage does not
+    /// flicker, short enough that an idle half-open breaker soon stops alerting.
+    pub half_open_grace: Duration,
     /// Openings from closed or ramp that make a breaker flap…
     pub flapping_opens: usize,
     /// … within this span.
@@ -109,10 +126,12 @@ pub struct AlertRules {
 
 impl AlertRules {
     /// The thresholds the gateway runs with (the same as `ops/prometheus/faregate.rules.yml`):
-    /// open > 5 min; ≥ 3 opens in 10 min; ≥ 3 trips per minute; 3 breakers in 30 s.
+    /// open > 5 min (half-open counting for 1 min); ≥ 3 opens in 10 min; ≥ 3 trips per minute;
+    /// 3 breakers in 30 s.
     pub fn spec() -> Self {
         AlertRules {
             open_too_long: Duration::from_secs(5 * 60),
+            half_open_grace: Duration::from_secs(60),
             flapping_opens: 3,
             flapping_window: Duration::from_secs(10 * 60),
             storm_trips: 3,
@@ -123,15 +142,24 @@ impl AlertRules {
     }
 }
 
+/// One rejecting breaker's clock.
+#[derive(Debug, Clone, Copy)]
+struct Rejecting {
+    /// When it started rejecting (its first opening of this outage).
+    since: Instant,
+    /// When it went half-open, while it is.
+    half_open_at: Option<Instant>,
+}
+
 /// The alert state machine.
 #[derive(Debug)]
 pub struct AlertEngine {
     rules: AlertRules,
-    /// Breakers rejecting now (open or half-open), with the instant they started to.
-    rejecting_since: HashMap<BreakerKey, Instant>,
+    /// Breakers rejecting now (open, or half-open within the grace), with their clocks.
+    rejecting_since: HashMap<BreakerKey, Rejecting>,
     /// Per breaker, openings from closed or ramp within the flapping window.
     recoveries_lost: HashMap<BreakerKey, VecDeque<Instant>>,
-    /// Every trip (transition into open from another state) within the longest window.
+    /// Every trip (opening from closed or ramp) within the longest window.
     trips: VecDeque<(Instant, BreakerKey)>,
     /// The firing alerts by id.
     active: BTreeMap<String, Alert>,
@@ -151,22 +179,31 @@ impl AlertEngine {
 
     /// Feeds one transition (in the order they happened) and evaluates the rules at its instant.
     pub fn on_transition(&mut self, event: &TransitionEvent) -> Vec<AlertChange> {
-        let rejecting = |s: BreakerState| matches!(s, BreakerState::Open | BreakerState::HalfOpen);
-        if rejecting(event.to) {
+        let half_open_at = match event.to {
+            BreakerState::Open => None,
+            BreakerState::HalfOpen => Some(event.at),
+            _ => {
+                self.rejecting_since.remove(&event.key);
+                None
+            }
+        };
+        if matches!(event.to, BreakerState::Open | BreakerState::HalfOpen) {
             self.rejecting_since
                 .entry(event.key.clone())
-                .or_insert(event.at);
-        } else {
-            self.rejecting_since.remove(&event.key);
+                .or_insert(Rejecting {
+                    since: event.at,
+                    half_open_at,
+                })
+                .half_open_at = half_open_at;
         }
-        if event.to == BreakerState::Open && event.from != BreakerState::Open {
+        let tripped = event.to == BreakerState::Open
+            && matches!(event.from, BreakerState::Closed | BreakerState::Ramp);
+        if tripped {
             self.trips.push_back((event.at, event.key.clone()));
-            if matches!(event.from, BreakerState::Closed | BreakerState::Ramp) {
-                self.recoveries_lost
-                    .entry(event.key.clone())
-                    .or_default()
-                    .push_back(event.at);
-            }
+            self.recoveries_lost
+                .entry(event.key.clone())
+                .or_default()
+                .push_back(event.at);
         }
         self.evaluate(event.at)
     }
@@ -211,6 +248,10 @@ impl AlertEngine {
             }
         }
         self.recoveries_lost.retain(|_, opens| !opens.is_empty());
+        // Half-open through the grace with no failed probe: admitting, not rejecting.
+        let grace = r.half_open_grace;
+        self.rejecting_since
+            .retain(|_, rejecting| rejecting.half_open_at.is_none_or(|at| within(at, grace)));
 
         let mut wanted: BTreeMap<String, Alert> = BTreeMap::new();
         let mut want = |kind: AlertKind, mut breakers: Vec<BreakerKey>, summary: String| {
@@ -234,8 +275,8 @@ impl AlertEngine {
             );
         };
 
-        for (key, since) in &self.rejecting_since {
-            let for_how_long = now.saturating_duration_since(*since);
+        for (key, rejecting) in &self.rejecting_since {
+            let for_how_long = now.saturating_duration_since(rejecting.since);
             if for_how_long >= r.open_too_long {
                 want(
                     AlertKind::BreakerOpenTooLong,

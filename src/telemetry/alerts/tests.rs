@@ -181,17 +181,25 @@ async fn three_trips_in_a_minute_across_breakers_is_a_storm() {
         ..AlertRules::spec()
     };
     let mut e = AlertEngine::new(rules);
-    let (a, b) = (key("search_flights"), key("price_flight_offer"));
+    let (a, b, c) = (
+        key("search_flights"),
+        key("price_flight_offer"),
+        key("search_hotels"),
+    );
+    // search_hotels tripped long before and is ramping back.
+    e.on_transition(&event(&c, Closed, Open));
+    e.on_transition(&event(&c, Open, HalfOpen));
+    e.on_transition(&event(&c, HalfOpen, Ramp));
+    advance(Duration::from_secs(70)).await;
     e.on_transition(&event(&a, Closed, Open));
     advance(Duration::from_secs(25)).await;
     e.on_transition(&event(&b, Closed, Open));
-    advance(Duration::from_secs(5)).await;
-    e.on_transition(&event(&a, Open, HalfOpen));
-    advance(Duration::from_secs(20)).await;
-    let changes = e.on_transition(&event(&a, HalfOpen, Open));
+    advance(Duration::from_secs(25)).await;
+    // An opening from the ramp is a trip: the breaker was admitting traffic again.
+    let changes = e.on_transition(&event(&c, Ramp, Open));
     assert_eq!(fired(&changes), ["breaker_trip_storm"]);
     let storm = &e.active()[0];
-    assert_eq!(storm.breakers, vec![b.clone(), a.clone()]);
+    assert_eq!(storm.breakers, vec![b.clone(), a.clone(), c.clone()]);
     assert!(
         storm
             .summary
@@ -202,6 +210,31 @@ async fn three_trips_in_a_minute_across_breakers_is_a_storm() {
     assert!(e.tick(Instant::now()).is_empty());
     advance(Duration::from_secs(1)).await;
     assert_eq!(resolved(&e.tick(Instant::now())), ["breaker_trip_storm"]);
+}
+
+/// A failed probe re-opens a breaker that was already out of service: the same outage, not a
+/// new trip. Counting it made two breakers of one tool (one re-failing a probe) a "storm" and,
+/// with a third breaker failing probes, a "shared dependency".
+#[tokio::test(start_paused = true)]
+async fn failed_probes_are_not_trips() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let (a, b, c) = (
+        key("search_flights"),
+        key("price_flight_offer"),
+        key("search_hotels"),
+    );
+    e.on_transition(&event(&c, Closed, Open));
+    advance(Duration::from_secs(90)).await;
+    e.on_transition(&event(&a, Closed, Open));
+    advance(Duration::from_secs(5)).await;
+    e.on_transition(&event(&b, Closed, Open));
+    for k in [&a, &c, &a, &c] {
+        advance(Duration::from_secs(5)).await;
+        e.on_transition(&event(k, Open, HalfOpen));
+        let changes = e.on_transition(&event(k, HalfOpen, Open));
+        assert!(fired(&changes).is_empty(), "{changes:?}");
+    }
+    assert!(e.active().is_empty(), "{:?}", e.active());
 }
 
 #[tokio::test(start_paused = true)]
@@ -277,4 +310,102 @@ async fn a_breaker_a_reload_removed_stops_alerting() {
         ["breaker_open_too_long:search_hotels/duffel"]
     );
     assert_eq!(e.active().len(), 1, "the breaker that stays still alerts");
+}
+
+/// The incident: the backup provider of a chain whose primary recovered gets no calls and sits
+/// half-open with no probe admitted. It rejects nothing, so it must not read as an outage.
+#[tokio::test(start_paused = true)]
+async fn an_idle_half_open_breaker_is_not_rejecting() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let k = BreakerKey::new("search_flights", "amadeus");
+    e.on_transition(&event(&k, Closed, Open));
+    advance(Duration::from_secs(30)).await;
+    e.on_transition(&event(&k, Open, HalfOpen));
+    let mut changes = Vec::new();
+    for _ in 0..13 * 60 {
+        advance(Duration::from_secs(1)).await;
+        changes.extend(e.tick(Instant::now()));
+    }
+    assert!(changes.is_empty(), "{changes:?}");
+    assert!(e.active().is_empty());
+
+    // A probe failing later starts a new outage clock: 5 min from the failed probe.
+    e.on_transition(&event(&k, HalfOpen, Open));
+    advance(Duration::from_secs(299)).await;
+    assert!(e.tick(Instant::now()).is_empty());
+    advance(Duration::from_secs(1)).await;
+    assert_eq!(
+        fired(&e.tick(Instant::now())),
+        ["breaker_open_too_long:search_flights/amadeus"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn open_too_long_resolves_once_the_breaker_sits_half_open_through_the_grace() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let k = key("search_flights");
+    e.on_transition(&event(&k, Closed, Open));
+    advance(Duration::from_secs(5 * 60)).await;
+    assert_eq!(
+        fired(&e.tick(Instant::now())),
+        ["breaker_open_too_long:search_flights/duffel"]
+    );
+    e.on_transition(&event(&k, Open, HalfOpen));
+    advance(Duration::from_secs(59)).await;
+    assert!(e.tick(Instant::now()).is_empty(), "within the grace");
+    advance(Duration::from_secs(1)).await;
+    assert_eq!(
+        resolved(&e.tick(Instant::now())),
+        ["breaker_open_too_long:search_flights/duffel"]
+    );
+}
+
+/// Under traffic a down provider's breaker is half-open only until the next call's probe fails
+/// (seconds): the alert fires once and holds, without flickering in those gaps.
+#[tokio::test(start_paused = true)]
+async fn an_outage_with_failing_probes_does_not_flicker() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let k = key("search_flights");
+    let mut changes = e.on_transition(&event(&k, Closed, Open));
+    for _ in 0..20 {
+        advance(Duration::from_secs(30)).await;
+        changes.extend(e.on_transition(&event(&k, Open, HalfOpen)));
+        advance(Duration::from_secs(8)).await;
+        changes.extend(e.tick(Instant::now()));
+        changes.extend(e.on_transition(&event(&k, HalfOpen, Open)));
+    }
+    assert_eq!(changes.len(), 1, "fired once, never resolved: {changes:?}");
+    assert_eq!(
+        fired(&changes),
+        ["breaker_open_too_long:search_flights/duffel"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shared_dependency_resolves_when_its_breakers_sit_half_open_idle() {
+    let mut e = AlertEngine::new(AlertRules {
+        storm_trips: 100,
+        ..AlertRules::spec()
+    });
+    let keys = [
+        key("search_flights"),
+        key("price_flight_offer"),
+        key("book_flight"),
+    ];
+    for k in &keys {
+        e.on_transition(&event(k, Closed, Open));
+    }
+    assert_eq!(e.active()[0].id, "shared_dependency");
+    // The provider recovered, and nobody calls these tools: the breakers go half-open and stay.
+    advance(Duration::from_secs(30)).await;
+    for k in &keys {
+        e.on_transition(&event(k, Open, HalfOpen));
+    }
+    advance(Duration::from_secs(59)).await;
+    assert!(e.tick(Instant::now()).is_empty(), "within the grace");
+    advance(Duration::from_secs(1)).await;
+    assert_eq!(resolved(&e.tick(Instant::now())), ["shared_dependency"]);
+    advance(Duration::from_secs(13 * 60)).await;
+    assert!(e.tick(Instant::now()).is_empty());
+    assert!(e.active().is_empty(), "{:?}", e.active());
 }
