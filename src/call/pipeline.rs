@@ -335,7 +335,13 @@ async fn attempt_once(
         Ok(res) => res,
         Err(_) => Err(UpstreamError::new(
             ErrorKind::Timeout,
-            format!("no answer within {}", humantime::format_duration(timeout)),
+            format!("no answer within {}", readable(timeout)),
         )),
     }
+}
+
+/// A timeout as a person reads it in a job's `last_error`: to the millisecond ("3s 904ms"),
+/// not the deadline's leftover nanoseconds ("3s 904ms 422us 923ns").
+fn readable(timeout: Duration) -> humantime::FormattedDuration {
+    humantime::format_duration(Duration::from_millis(timeout.as_millis() as u64))
 }

@@ -299,3 +299,31 @@ async fn a_background_job_does_not_wait_out_a_rate_limit() {
     assert!(interactive.is_ok());
     assert_eq!(duffel.calls(), 2);
 }
+
+/// An attempt cut short by the deadline's leftover says its timeout to the millisecond (a
+/// job's `last_error` read "no answer within 3s 904ms 422us 923ns").
+#[tokio::test(start_paused = true)]
+async fn a_timeout_is_said_to_the_millisecond() {
+    let duffel = Scripted::new([Step::Hang]);
+    let tool = served(&tool_config("search_flights"), &[("duffel", &duffel)]);
+    let request = tool
+        .check(search_args(), Gateway::today(), None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + Duration::from_nanos(3_904_422_923);
+    let rate_limits = crate::providers::RateLimits::default();
+    let (observer, jitter) = (observer(), jitter());
+    let cx = Context {
+        observer: &observer,
+        jitter: &jitter,
+        rate_limits: &rate_limits,
+        steps: None,
+        maintenance: &crate::maintenance::Schedule::default(),
+    };
+    let failure = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx)
+        .await
+        .expect_err("no answer");
+    let Failure::Upstream { error, .. } = failure else {
+        panic!("a timeout: {failure:?}");
+    };
+    assert_eq!(error.to_string(), "timeout: no answer within 3s 904ms");
+}
