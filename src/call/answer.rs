@@ -30,7 +30,7 @@ use crate::providers::{ErrorKind, UpstreamError, WriteEffect};
 use crate::texts::call as texts;
 
 /// The retry estimate after a transient failure that left the breaker closed.
-const TRANSIENT_RETRY: Duration = Duration::from_secs(10);
+pub(super) const TRANSIENT_RETRY: Duration = Duration::from_secs(10);
 
 /// What the interactive answer is made from, besides the failure.
 #[derive(Debug, Clone)]
@@ -39,12 +39,20 @@ pub(super) struct Interactive<'a> {
     pub(super) info: CallInfo,
     /// Whether the tool is a write.
     pub(super) write: bool,
-    /// The provider the failure names, or the first of the chain when it names none.
+    /// The provider the failure names, or when it names none the first of the chain no
+    /// maintenance window holds (the one the call was waiting on), else the first.
     pub(super) provider: &'a str,
     /// That provider's breaker now.
     pub(super) breaker: Option<BreakerState>,
     /// How much longer that breaker stays open.
     pub(super) remaining_open: Option<Duration>,
+    /// The soonest another provider that failed the call may be asked again (its breaker's
+    /// remaining open time, its window's end, or the transient estimate): the chain answers
+    /// again when its first provider does.
+    pub(super) others_back: Option<Duration>,
+    /// The providers of the chain held by maintenance windows, for a failure that is not a
+    /// maintenance failure: named apart, as held and until when, not as failing.
+    pub(super) held: Vec<Held>,
     /// The tool's attempt timeout: a full bulkhead frees a slot within it.
     pub(super) timeout: Duration,
     /// The last good result for the same arguments and its age, when one may be served.
@@ -144,7 +152,8 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
         return Envelope::rejected(info, content, provider);
     }
 
-    let retry_after_s = ceil_secs(retry_estimate(failure, facts.remaining_open, facts.timeout));
+    let estimate = retry_estimate(failure, facts.remaining_open, facts.timeout);
+    let retry_after_s = ceil_secs(facts.others_back.map_or(estimate, |o| o.min(estimate)));
     if let Some((entry, age)) = facts.stale {
         let content = texts::stale(&info.tool, age, &entry.content);
         return Envelope::stale(
@@ -184,8 +193,10 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
         texts::write_not_done(&info.tool, &provider)
     } else {
         // Every provider that failed, not only the last: "duffel and amadeus" tells the model
-        // (and whoever reads the transcript) that the whole chain is down, not one provider.
+        // (and whoever reads the transcript) that the whole chain is down, not one provider. A
+        // provider a window holds did not fail: it is named apart, with its window's end.
         let mut failed = failure.failed_providers();
+        failed.retain(|p| !facts.held.iter().any(|h| h.provider == *p));
         if failed.is_empty() {
             failed.push(&provider);
         }
@@ -198,6 +209,9 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
                 available_tools: facts.available_tools,
             },
         );
+        if !facts.held.is_empty() {
+            text.push_str(&texts::held_note(&holds(&facts.held)));
+        }
         for (exhausted, left) in facts.quota_exhausted {
             text.push_str(&texts::quota_note(exhausted, &info.tool, *left));
         }

@@ -284,6 +284,15 @@ fn holds(held: &[Hold<'_>]) -> String {
     providers(&each)
 }
 
+/// The sentence added to a fallback when some providers of the chain were not asked because a
+/// scheduled maintenance window holds them (the others failed otherwise): each with its end.
+pub fn held_note(held: &[Hold<'_>]) -> String {
+    format!(
+        "\nNot asked, held for scheduled maintenance: {}.",
+        holds(held)
+    )
+}
+
 /// A tool refused because every provider it was asked of is in a scheduled maintenance window
 /// (`held`, each with its end and reason), so it is back at `back`, when the first window ends
 /// (instead of the tool's fallback prompt, which speaks of an outage).

@@ -33,13 +33,13 @@ use super::booking::{self};
 use super::envelope::{CallInfo, Envelope};
 use super::last_good::LastGood;
 use super::observe::Observer;
-use super::outcome::Failure;
+use super::outcome::{Failure, Held};
 use super::pipeline::Context;
 use super::progress::StepSender;
 use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::ServedTool;
 use super::upstream::Upstream;
-use crate::breaker::{BreakerKey, BreakerRegistry};
+use crate::breaker::{BreakerKey, BreakerRegistry, BreakerState};
 use crate::clients::{ClientName, Directory};
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
@@ -366,9 +366,16 @@ impl Gateway {
             Ok(request) => request,
             Err(text) => return Either::Left(ready(Ok(Envelope::invalid_arguments(info, text)))),
         };
-        let deadline = Instant::now() + tool.deadline(req.deadline);
+        // The caller's deadline and the tool's, from one instant: a caller that asked for no
+        // sooner one waits for the shared call it leads to its end, rather than stopping a few
+        // microseconds before it with no more than "the deadline passed" to say.
+        let asked_at = Instant::now();
+        let deadlines = (
+            asked_at + tool.deadline(req.deadline),
+            asked_at + tool.deadline(None),
+        );
         if let Some(key) = read_key {
-            let read = self.answer_read((served, tool), info, request, deadline, key, steps);
+            let read = self.answer_read((served, tool), info, request, deadlines, key, steps);
             return Either::Right(Either::Left(read.map(Ok)));
         }
         let mut request = request;
@@ -454,7 +461,8 @@ impl Gateway {
         if let Some(key) = read_key {
             tool.keep_unanswered(key, failure);
         }
-        let route = tool.route(failure.provider());
+        let (held, others_back, named) = self.chain_now(tool, failure, now);
+        let route = tool.route(failure.provider().or(named.as_deref()));
         let stale = match (&tool.last_good, read_key) {
             (Some(memory), Some(key)) => memory.stale(key, now),
             _ => None,
@@ -477,6 +485,8 @@ impl Gateway {
             provider: route.map_or("", |r| r.name.as_str()),
             breaker: route.map(|r| r.breaker.state(now)),
             remaining_open: route.and_then(|r| r.breaker.remaining_open(now)),
+            others_back,
+            held,
             timeout: tool.config.timeout,
             stale: stale.as_ref().map(|(entry, age)| (entry.as_ref(), *age)),
             fallback: &tool.fallback,
@@ -484,6 +494,67 @@ impl Gateway {
             quota_exhausted: &quota_exhausted,
         };
         answer::interactive(failure, facts)
+    }
+}
+
+impl Gateway {
+    /// What the chain of a failed call looks like now, for its answer: the providers that
+    /// failed it held by maintenance windows (named apart from those that failed otherwise),
+    /// the soonest one of the other providers that failed may be asked again, and, for a
+    /// failure naming no provider (the caller's deadline passed), the first provider of the
+    /// chain no window holds: the one the call was waiting on.
+    fn chain_now(
+        &self,
+        tool: &ServedTool,
+        failure: &Failure,
+        now: Instant,
+    ) -> (Vec<Held>, Option<Duration>, Option<String>) {
+        let served = self.served.load();
+        let wall = (!served.maintenance.windows().is_empty()).then(crate::clock::utc_now);
+        let window = |provider: &str| {
+            let wall = wall?;
+            let active = served.maintenance.active(tool.spec.name, provider, wall)?;
+            Some(Held {
+                provider: provider.to_string(),
+                left: crate::maintenance::left(wall, active.until),
+                until: active.until,
+                reason: active.reason,
+            })
+        };
+        let asked: Vec<&str> = match failure {
+            Failure::Maintenance { .. } | Failure::BulkheadFull => Vec::new(),
+            Failure::DeadlinePassed => tool.routes.iter().map(|r| r.name.as_str()).collect(),
+            Failure::Breaker { .. } | Failure::Upstream { .. } => failure.failed_providers(),
+        };
+        let mut held = Vec::new();
+        let mut others_back: Option<Duration> = None;
+        let mut named = None;
+        for provider in asked {
+            let back = match window(provider) {
+                Some(window) => {
+                    let left = window.left;
+                    held.push(window);
+                    Some(left)
+                }
+                None if failure.provider() == Some(provider) => None,
+                None => {
+                    named.get_or_insert_with(|| provider.to_string());
+                    // An operator's forced open has no end; a closed breaker after a failure
+                    // admits calls again at once, worth it after the transient estimate.
+                    tool.route(Some(provider))
+                        .filter(|r| r.breaker.state(now) != BreakerState::ForcedOpen)
+                        .map(|r| {
+                            r.breaker
+                                .remaining_open(now)
+                                .unwrap_or(answer::TRANSIENT_RETRY)
+                        })
+                }
+            };
+            if let Some(back) = back {
+                others_back = Some(others_back.map_or(back, |o| o.min(back)));
+            }
+        }
+        (held, others_back, named)
     }
 }
 

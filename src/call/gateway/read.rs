@@ -25,7 +25,8 @@ use crate::call::shared_text::SharedText;
 use crate::tools::{CallMode, ToolRequest};
 
 impl Gateway {
-    /// A checked read: a repeat within the tool's `fresh_for` is answered from memory; otherwise
+    /// A checked read (`deadlines`: the caller's and the tool's, from when it was asked): a
+    /// repeat within the tool's `fresh_for` is answered from memory; otherwise
     /// the call joins an identical one in flight or leads a new one (`coalesce.rs`), and the
     /// caller waits for it until its own deadline. A good answer is remembered once, by the
     /// shared call; a failure is answered per caller (its stale result or its fallback).
@@ -38,7 +39,7 @@ impl Gateway {
         (served, tool): (Arc<Served>, Arc<ServedTool>),
         info: CallInfo,
         request: ToolRequest,
-        deadline: Instant,
+        (deadline, tool_deadline): (Instant, Instant),
         key: String,
         steps: Option<StepSender>,
     ) -> impl Future<Output = Envelope> + Send + '_ {
@@ -75,7 +76,7 @@ impl Gateway {
         let key: Arc<str> = key.into();
         // The shared call runs to the tool's deadline, not to this caller's: a caller in a
         // hurry must not cut it short for the patient ones that join it (`coalesce.rs`).
-        let shared_deadline = Instant::now() + tool.deadline(None);
+        let shared_deadline = tool_deadline;
         // A caller that listens subscribes to the steps now, not when its future is first
         // polled: the shared call's task may run (fail over, report, answer) before that.
         let mut leader_steps = None;

@@ -70,6 +70,8 @@ fn facts<'a>(available: &'a [String]) -> Interactive<'a> {
         provider: "duffel",
         breaker: Some(BreakerState::Closed),
         remaining_open: None,
+        others_back: None,
+        held: Vec::new(),
         timeout: secs(8),
         stale: None,
         fallback: FALLBACK,

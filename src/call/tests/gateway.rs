@@ -265,3 +265,31 @@ async fn a_job_whose_client_may_not_call_its_tool_now_sends_nothing_and_comes_ba
     assert!(matches!(verdict, Verdict::Done(_)), "{verdict:?}");
     assert_eq!(duffel.calls(), 1);
 }
+
+/// Both breakers of the chain are open, duffel's reopening in 51 s and amadeus's in 148 s:
+/// the tool answers again when duffel does, so the retry estimate is 51 s, not amadeus's.
+#[tokio::test(start_paused = true)]
+async fn the_retry_estimate_is_the_soonest_provider_of_the_chain_back() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let gateway = gateway(&[("duffel", &duffel), ("amadeus", &amadeus)]);
+    let tool = gateway.tool("search_flights").expect("served");
+    let now = Instant::now();
+    for (provider, open_for) in [("duffel", secs(51)), ("amadeus", secs(148))] {
+        let breaker = tool.breaker_on(provider).expect("in the chain");
+        breaker.follow_open(now + open_for, true, now);
+        assert_eq!(breaker.state(now), BreakerState::Open);
+    }
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Unavailable, "{env:?}");
+    assert_eq!((duffel.calls(), amadeus.calls()), (0, 0));
+    assert_eq!(env.retry_after_s, Some(51), "{env:?}");
+    assert!(
+        env.content.contains("back in about 51 seconds"),
+        "{}",
+        env.content
+    );
+}

@@ -211,7 +211,7 @@ async fn a_tool_held_everywhere_is_back_when_its_first_window_ends() {
 
 /// Only the last provider of the chain is held and the first fails otherwise: the tool is not
 /// down for maintenance (duffel may answer again in seconds), so the model reads the tool's
-/// fallback naming both providers, with duffel's wait, not the window's.
+/// fallback naming duffel as failing and amadeus as held, with duffel's wait, not the window's.
 #[tokio::test(start_paused = true)]
 async fn a_chain_held_only_in_part_answers_with_the_fallback() {
     let duffel = Scripted::new([fail(ms(50), server_error())]);
@@ -228,8 +228,13 @@ async fn a_chain_held_only_in_part_answers_with_the_fallback() {
     let env = gateway.call(request(30)).await.expect("served");
     assert_eq!(env.status, Status::Unavailable, "{env:?}");
     assert!(
-        !env.content.contains("scheduled maintenance")
-            && env.content.contains("duffel and amadeus"),
+        !env.content.contains("down for scheduled maintenance")
+            && env
+                .content
+                .contains("no reliable answer is coming from duffel right")
+            && env
+                .content
+                .contains("held for scheduled maintenance: amadeus until"),
         "{}",
         env.content
     );
@@ -240,4 +245,69 @@ async fn a_chain_held_only_in_part_answers_with_the_fallback() {
     );
     assert_eq!(env.provider.as_deref(), Some("duffel"));
     assert_eq!((duffel.calls(), amadeus.calls()), (1, 0));
+}
+
+/// A window holds duffel and amadeus is slow (an operator's probe: 15 s, past the 8 s timeout
+/// and the 12 s deadline): the answer blames amadeus, which failed, with its breaker, and names
+/// duffel apart as held, with its window's end, not as failing.
+#[tokio::test(start_paused = true)]
+async fn a_held_provider_is_named_as_held_and_the_failing_one_as_failing() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(secs(15), flights())]);
+    let now = clock::utc_now();
+    let end = now + TimeDelta::hours(1);
+    let gateway = gateway_with(
+        vec![window("duffel", now - TimeDelta::minutes(1), end)],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let env = gateway.call(request(30)).await.expect("served");
+    assert_eq!(env.status, Status::Unavailable, "{env:?}");
+    assert_eq!(env.provider.as_deref(), Some("amadeus"));
+    assert_eq!((duffel.calls(), amadeus.calls()), (0, 2));
+    assert!(
+        env.content
+            .contains("no reliable answer is coming from amadeus right now")
+            && env.content.contains(&format!(
+                "Not asked, held for scheduled maintenance: duffel until {} (the provider's announced upgrade).",
+                crate::texts::call::utc_time(end)
+            )),
+        "{}",
+        env.content
+    );
+}
+
+/// The same, to a caller whose own deadline (11.9 s) passes before the chain's end: it stops
+/// waiting on amadeus, so amadeus is the provider named, with its breaker, and duffel is named
+/// as held, not as the provider that failed.
+#[tokio::test(start_paused = true)]
+async fn a_caller_that_stops_waiting_names_the_provider_it_waited_on() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(secs(15), flights())]);
+    let now = clock::utc_now();
+    let end = now + TimeDelta::hours(1);
+    let gateway = gateway_with(
+        vec![window("duffel", now - TimeDelta::minutes(1), end)],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let tool = gateway.tool("search_flights").expect("served");
+    let amadeus_breaker = tool.breaker_on("amadeus").expect("in the chain");
+    let env = gateway
+        .call(CallRequest {
+            deadline: Some(ms(11_900)),
+            ..request(30)
+        })
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Unavailable, "{env:?}");
+    assert_eq!(env.provider.as_deref(), Some("amadeus"), "{env:?}");
+    assert_eq!(env.breaker, amadeus_breaker.state(Instant::now()).as_str());
+    assert!(
+        env.content
+            .contains("no reliable answer is coming from amadeus right now")
+            && env
+                .content
+                .contains("held for scheduled maintenance: duffel until"),
+        "{}",
+        env.content
+    );
 }
