@@ -129,8 +129,13 @@ impl Observer {
         )
     }
 
-    /// Records a call's answer on its span and counts the call (and its fallback, if any).
-    pub(crate) fn called(&self, span: &Span, envelope: &Envelope, elapsed: Duration) {
+    /// Records a call's answer on its span and counts the call (and its fallback, if any:
+    /// kind `maintenance` when `held`, maintenance windows holding every provider of the tool).
+    ///
+    /// The call's `provider` label is the provider that answered: a stale answer's is the one
+    /// that answered originally, a refusal's the one that refused, and an unavailable answer's
+    /// none (the envelope names the provider that failed, which answered nothing).
+    pub(crate) fn called(&self, span: &Span, envelope: &Envelope, elapsed: Duration, held: bool) {
         let status = envelope.status.as_str();
         span.record("gen_ai.tool.call.id", envelope.call_id.as_str());
         span.record("faregate.status", status);
@@ -141,12 +146,22 @@ impl Observer {
         match envelope.status {
             Status::Stale => {
                 span.record("faregate.fallback", "stale");
-                metrics.record_fallback(&envelope.tool, FallbackKind::Stale);
+                let kind = if held {
+                    FallbackKind::Maintenance
+                } else {
+                    FallbackKind::Stale
+                };
+                metrics.record_fallback(&envelope.tool, kind);
             }
             Status::Unavailable => {
                 span.record("faregate.fallback", "text");
                 span.record("otel.status_code", "ERROR");
-                metrics.record_fallback(&envelope.tool, FallbackKind::Text);
+                let kind = if held {
+                    FallbackKind::Maintenance
+                } else {
+                    FallbackKind::Text
+                };
+                metrics.record_fallback(&envelope.tool, kind);
             }
             Status::Rejected => {
                 span.record("error.type", "rejected");
@@ -158,12 +173,11 @@ impl Observer {
             }
             Status::Ok | Status::Queued => {}
         }
-        metrics.record_call(
-            &envelope.tool,
-            envelope.provider.as_deref(),
-            status,
-            elapsed,
-        );
+        let answered_by = match envelope.status {
+            Status::Unavailable => None,
+            _ => envelope.provider.as_deref(),
+        };
+        metrics.record_call(&envelope.tool, answered_by, status, elapsed);
     }
 
     /// Notes why the upstream part of a call failed, on the call's span (and counts a full

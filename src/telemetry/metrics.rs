@@ -62,6 +62,7 @@ pub struct Metrics {
     rejected: IntCounterVec,
     bulkhead_rejected: IntCounterVec,
     fallbacks: IntCounterVec,
+    maintenance_active: IntGaugeVec,
     bulkhead_in_use: IntGaugeVec,
     fleet_connected: IntGaugeVec,
     bulkhead_capacity: IntGaugeVec,
@@ -143,7 +144,7 @@ impl Metrics {
             calls: counter(
                 &r,
                 "faregate_tool_calls_total",
-                "Tool calls answered, by tool, answering provider (none when no provider answered) and envelope status.",
+                "Tool calls answered, by tool, answering provider (stale: the one that answered originally; rejected: the one that refused; none when no provider answered) and envelope status.",
                 &["tool", "provider", "status"],
             ),
             call_duration: histogram(
@@ -179,8 +180,14 @@ impl Metrics {
             fallbacks: counter(
                 &r,
                 "faregate_fallbacks_total",
-                "Interactive calls answered by a fallback, by kind (stale: last good result; text: the tool's fallback prompt).",
+                "Interactive calls answered by a fallback, by kind (stale: last good result; text: the tool's fallback prompt; maintenance: either while maintenance windows hold every provider of the tool).",
                 &["tool", "kind"],
+            ),
+            maintenance_active: gauge(
+                &r,
+                "faregate_maintenance_active",
+                "1 while a scheduled maintenance window holds the tool's provider (not asked), else 0.",
+                &["tool", "provider"],
             ),
             bulkhead_in_use: gauge(
                 &r,
@@ -325,7 +332,7 @@ impl Metrics {
             .set(i64::from(max_concurrent));
         self.bulkhead_in_use.with_label_values(&[tool]).set(0);
         self.bulkhead_rejected.with_label_values(&[tool]);
-        for kind in ["stale", "text"] {
+        for kind in ["stale", "text", "maintenance"] {
             self.fallbacks.with_label_values(&[tool, kind]);
         }
         for provider in providers {
@@ -352,8 +359,9 @@ impl Metrics {
         }
     }
 
-    /// One answered tool call. `provider` is the provider that answered (or whose failure the
-    /// envelope reports); `status` the envelope status.
+    /// One answered tool call. `provider` is the provider that answered (a stale answer's the
+    /// one that answered originally, a refusal's the one that refused; none when no provider
+    /// answered); `status` the envelope status.
     pub fn record_call(&self, tool: &str, provider: Option<&str>, status: &str, elapsed: Duration) {
         self.calls
             .with_label_values(&[tool, provider.unwrap_or("none"), status])
@@ -397,8 +405,20 @@ impl Metrics {
         let kind = match kind {
             FallbackKind::Stale => "stale",
             FallbackKind::Text => "text",
+            FallbackKind::Maintenance => "maintenance",
         };
         self.fallbacks.with_label_values(&[tool, kind]).inc();
+    }
+
+    /// Which tool × provider keys maintenance windows hold now (`true`): every served key, so
+    /// a key a reload removed goes.
+    pub fn set_maintenance_active(&self, keys: &[(&str, &str, bool)]) {
+        self.maintenance_active.reset();
+        for (tool, provider, held) in keys {
+            self.maintenance_active
+                .with_label_values(&[tool, provider])
+                .set(i64::from(*held));
+        }
     }
 
     /// Bulkhead slots of `tool` in use now.

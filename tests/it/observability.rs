@@ -120,7 +120,7 @@ async fn metrics_after_a_flight_outage_count_calls_attempts_fast_fails_and_fallb
         .await;
     for line in [
         r#"faregate_tool_calls_total{provider="duffel",status="ok",tool="search_flights"} 1"#,
-        r#"faregate_tool_calls_total{provider="duffel",status="unavailable",tool="search_flights"} 3"#,
+        r#"faregate_tool_calls_total{provider="none",status="unavailable",tool="search_flights"} 3"#,
         r#"faregate_tool_calls_total{provider="duffel",status="stale",tool="search_flights"} 1"#,
         r#"faregate_tool_call_duration_seconds_count{status="unavailable",tool="search_flights"} 3"#,
         r#"faregate_upstream_attempts_total{error_type="",outcome="success",provider="duffel",tool="search_flights"} 1"#,

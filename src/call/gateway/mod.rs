@@ -11,7 +11,8 @@
 //! - `read.rs`: a read, from memory or shared with identical reads in flight;
 //! - `write.rs`: a write, through the booking ledger and the client's budget;
 //! - `background.rs`: one attempt of a stored job;
-//! - `probe.rs`: the gateway asking a tool again itself, for its back-in-service notices.
+//! - `probe.rs`: the gateway asking a tool again itself, for its back-in-service notices;
+//! - `held.rs`: what maintenance windows hold now, for a failed call's answer and the metrics.
 
 use std::collections::BTreeMap;
 use std::future::{Future, ready};
@@ -30,16 +31,16 @@ use tracing::Instrument;
 
 use super::answer::{self};
 use super::booking::{self};
-use super::envelope::{CallInfo, Envelope};
+use super::envelope::{CallInfo, Envelope, Status};
 use super::last_good::LastGood;
 use super::observe::Observer;
-use super::outcome::{Failure, Held};
+use super::outcome::Failure;
 use super::pipeline::Context;
 use super::progress::StepSender;
 use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::ServedTool;
 use super::upstream::Upstream;
-use crate::breaker::{BreakerKey, BreakerRegistry, BreakerState};
+use crate::breaker::{BreakerKey, BreakerRegistry};
 use crate::clients::{ClientName, Directory};
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
@@ -52,6 +53,7 @@ use crate::tools::spend::Budget;
 use crate::trace_context::TraceContext;
 
 mod background;
+mod held;
 mod probe;
 mod read;
 mod write;
@@ -329,7 +331,10 @@ impl Gateway {
         async move {
             let answered = answer.instrument(span.clone()).await;
             if let Ok(envelope) = &answered {
-                self.observer.called(&span, envelope, started.elapsed());
+                let fallback = matches!(envelope.status, Status::Stale | Status::Unavailable);
+                let held = fallback && self.held_everywhere(&envelope.tool);
+                self.observer
+                    .called(&span, envelope, started.elapsed(), held);
             }
             answered
         }
@@ -494,67 +499,6 @@ impl Gateway {
             quota_exhausted: &quota_exhausted,
         };
         answer::interactive(failure, facts)
-    }
-}
-
-impl Gateway {
-    /// What the chain of a failed call looks like now, for its answer: the providers that
-    /// failed it held by maintenance windows (named apart from those that failed otherwise),
-    /// the soonest one of the other providers that failed may be asked again, and, for a
-    /// failure naming no provider (the caller's deadline passed), the first provider of the
-    /// chain no window holds: the one the call was waiting on.
-    fn chain_now(
-        &self,
-        tool: &ServedTool,
-        failure: &Failure,
-        now: Instant,
-    ) -> (Vec<Held>, Option<Duration>, Option<String>) {
-        let served = self.served.load();
-        let wall = (!served.maintenance.windows().is_empty()).then(crate::clock::utc_now);
-        let window = |provider: &str| {
-            let wall = wall?;
-            let active = served.maintenance.active(tool.spec.name, provider, wall)?;
-            Some(Held {
-                provider: provider.to_string(),
-                left: crate::maintenance::left(wall, active.until),
-                until: active.until,
-                reason: active.reason,
-            })
-        };
-        let asked: Vec<&str> = match failure {
-            Failure::Maintenance { .. } | Failure::BulkheadFull => Vec::new(),
-            Failure::DeadlinePassed => tool.routes.iter().map(|r| r.name.as_str()).collect(),
-            Failure::Breaker { .. } | Failure::Upstream { .. } => failure.failed_providers(),
-        };
-        let mut held = Vec::new();
-        let mut others_back: Option<Duration> = None;
-        let mut named = None;
-        for provider in asked {
-            let back = match window(provider) {
-                Some(window) => {
-                    let left = window.left;
-                    held.push(window);
-                    Some(left)
-                }
-                None if failure.provider() == Some(provider) => None,
-                None => {
-                    named.get_or_insert_with(|| provider.to_string());
-                    // An operator's forced open has no end; a closed breaker after a failure
-                    // admits calls again at once, worth it after the transient estimate.
-                    tool.route(Some(provider))
-                        .filter(|r| r.breaker.state(now) != BreakerState::ForcedOpen)
-                        .map(|r| {
-                            r.breaker
-                                .remaining_open(now)
-                                .unwrap_or(answer::TRANSIENT_RETRY)
-                        })
-                }
-            };
-            if let Some(back) = back {
-                others_back = Some(others_back.map_or(back, |o| o.min(back)));
-            }
-        }
-        (held, others_back, named)
     }
 }
 

@@ -293,3 +293,50 @@ async fn the_retry_estimate_is_the_soonest_provider_of_the_chain_back() {
         env.content
     );
 }
+
+/// Both providers fail: no provider answered, so the call counts under provider `none` (as
+/// the metric's help says), not under amadeus, the last one tried; a fresh answer counts
+/// under the provider that gave it.
+#[tokio::test(start_paused = true)]
+async fn a_call_no_provider_answered_counts_under_provider_none() {
+    let duffel = Scripted::new([fail(ms(50), server_error()), ok(ms(50), flights())]);
+    let amadeus = Scripted::new([fail(ms(50), server_error())]);
+    let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
+    let gateway = Gateway::new(
+        &config(),
+        &upstreams(&[("duffel", &duffel), ("amadeus", &amadeus)]),
+        Arc::clone(&telemetry),
+    )
+    .map(Arc::new)
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let failed = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(failed.status, Status::Unavailable, "{failed:?}");
+    assert_eq!(
+        failed.provider.as_deref(),
+        Some("amadeus"),
+        "the envelope names it"
+    );
+    let date = Gateway::today() + chrono::Duration::days(31);
+    let args = json!({"origin": "LHR", "destination": "JFK", "departure_date": date.to_string()});
+    let answered = gateway
+        .call(request("search_flights", args))
+        .await
+        .expect("served");
+    assert_eq!(answered.status, Status::Ok, "{answered:?}");
+    let text = telemetry.metrics().render();
+    for (expected, count) in [
+        ("provider=\"none\",status=\"unavailable\"", 1),
+        ("provider=\"amadeus\",status=\"unavailable\"", 0),
+        ("provider=\"duffel\",status=\"ok\"", 1),
+    ] {
+        let series =
+            format!("faregate_tool_calls_total{{{expected},tool=\"search_flights\"}} {count}");
+        assert!(
+            text.contains(&series) || (count == 0 && !text.contains(&series[..series.len() - 2])),
+            "{series} in\n{text}"
+        );
+    }
+}

@@ -41,12 +41,20 @@ fn window_for(provider: &str, start: DateTime<Utc>, end: DateTime<Utc>, reason: 
 
 /// A gateway over the shipped configuration plus `windows`, served by `providers`.
 fn gateway_with(windows: Vec<Window>, providers: &[(&str, &Arc<Scripted>)]) -> Arc<Gateway> {
+    observed_gateway_with(windows, providers).0
+}
+
+/// [`gateway_with`], and the telemetry it reports to.
+fn observed_gateway_with(
+    windows: Vec<Window>,
+    providers: &[(&str, &Arc<Scripted>)],
+) -> (Arc<Gateway>, Arc<Telemetry>) {
     let mut config = config();
     config.maintenance = windows;
     let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
-    Arc::new(
-        Gateway::new(&config, &upstreams(providers), telemetry).unwrap_or_else(|e| panic!("{e:?}")),
-    )
+    let gateway = Gateway::new(&config, &upstreams(providers), Arc::clone(&telemetry))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    (Arc::new(gateway), telemetry)
 }
 
 /// Both providers of `search_flights` have a window from 1 h to 2 h from now: before it the
@@ -310,4 +318,37 @@ async fn a_caller_that_stops_waiting_names_the_provider_it_waited_on() {
         "{}",
         env.content
     );
+}
+
+/// While windows hold every provider of `search_flights`, Prometheus sees it: the keys' gauge
+/// reads 1 (the other tools' 0), and the maintenance answer counts as a fallback of kind
+/// `maintenance`, which the fallback-budget rules leave out, not `text`; no provider answered,
+/// so the call's provider label is `none`.
+#[tokio::test(start_paused = true)]
+async fn maintenance_is_counted_apart_and_its_keys_read_held() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let now = clock::utc_now();
+    let (start, end) = (now - TimeDelta::minutes(1), now + TimeDelta::hours(1));
+    let (gateway, telemetry) = observed_gateway_with(
+        vec![window("duffel", start, end), window("amadeus", start, end)],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let env = gateway.call(request(30)).await.expect("served");
+    assert_eq!(env.status, Status::Unavailable, "{env:?}");
+
+    let keys = gateway.maintenance_now();
+    let keys: Vec<(&str, &str, bool)> = keys.iter().map(|(t, p, h)| (*t, p.as_str(), *h)).collect();
+    telemetry.metrics().set_maintenance_active(&keys);
+    let text = telemetry.metrics().render();
+    for expected in [
+        "faregate_maintenance_active{provider=\"duffel\",tool=\"search_flights\"} 1",
+        "faregate_maintenance_active{provider=\"amadeus\",tool=\"search_flights\"} 1",
+        "faregate_maintenance_active{provider=\"duffel\",tool=\"search_hotels\"} 0",
+        "faregate_fallbacks_total{kind=\"maintenance\",tool=\"search_flights\"} 1",
+        "faregate_fallbacks_total{kind=\"text\",tool=\"search_flights\"} 0",
+        "faregate_tool_calls_total{provider=\"none\",status=\"unavailable\",tool=\"search_flights\"} 1",
+    ] {
+        assert!(text.contains(expected), "{expected} in\n{text}");
+    }
 }

@@ -554,6 +554,9 @@ pub(crate) async fn metrics(State(state): State<SharedState>, headers: HeaderMap
     for tool in state.gateway.tools() {
         metrics.set_bulkhead_in_use(tool.spec.name, tool.in_flight());
     }
+    let held = state.gateway.maintenance_now();
+    let held: Vec<(&str, &str, bool)> = held.iter().map(|(t, p, h)| (*t, p.as_str(), *h)).collect();
+    metrics.set_maintenance_active(&held);
     if let Some(fleet) = &state.fleet {
         metrics.set_fleet_connected(fleet.status().connected);
     }

@@ -31,6 +31,9 @@ pub enum FallbackKind {
     Stale,
     /// The tool's fallback text from `prompts/`.
     Text,
+    /// A stale result or the maintenance text while maintenance windows hold every provider of
+    /// the tool: announced, so apart from the fallback budget.
+    Maintenance,
 }
 
 /// How a job callback POST ended.
