@@ -179,11 +179,19 @@ impl BackInServiceSystem {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(POLL) => {},
             }
-            if let Err(e) = self.fire_and_expire().await {
-                tracing::warn!(error = %e, "back-in-service: look failed; retrying");
-            }
-            if let Err(e) = self.send_due().await {
-                tracing::warn!(error = %e, "back-in-service: callbacks not read; retrying");
+            // A look the store keeps waiting (a database out of reach) does not hold a shutdown:
+            // each of its steps is a conditional update, taken up again by the next look.
+            let look = async {
+                if let Err(e) = self.fire_and_expire().await {
+                    tracing::warn!(error = %e, "back-in-service: look failed; retrying");
+                }
+                if let Err(e) = self.send_due().await {
+                    tracing::warn!(error = %e, "back-in-service: callbacks not read; retrying");
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                () = look => {},
             }
             looks = looks.wrapping_add(1);
             if looks.is_multiple_of(PURGE_EVERY) {

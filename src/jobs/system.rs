@@ -403,7 +403,11 @@ impl JobSystem {
         self.register_job_series();
         let callbacks = tokio::spawn(Arc::clone(&self.callbacks).run(shutdown.clone()));
         let spool = tokio::spawn(Arc::clone(&self).flush_spool(shutdown.clone()));
-        self.quotas.prepare().await;
+        // The shared pacers' table, unless a shutdown comes first (the store out of reach).
+        tokio::select! {
+            _ = shutdown.cancelled() => {},
+            () = self.quotas.prepare() => {},
+        }
         // Interactive calls count what they send in memory; this spends it from the buckets.
         let flush = {
             let quotas = Arc::clone(&self.quotas);
@@ -425,13 +429,22 @@ impl JobSystem {
                 _ = tokio::time::sleep(POLL) => {},
             }
             while tasks.try_join_next().is_some() {}
-            if let Err(e) = self.dispatch(&workers, &mut tasks).await {
-                tracing::warn!(error = %e, "job dispatch failed; retrying");
-            }
+            // A shutdown does not wait out a pass the store keeps waiting (its pool waits up to
+            // 10 s for a connection to a database out of reach): the grace is the jobs'. A
+            // claim cut short here is handed back with every other lease below.
             polls = polls.wrapping_add(1);
-            if polls % QUEUE_METRICS_EVERY == 1 {
-                self.publish_queue_metrics().await;
-                self.purge_finished().await;
+            let pass = async {
+                if let Err(e) = self.dispatch(&workers, &mut tasks).await {
+                    tracing::warn!(error = %e, "job dispatch failed; retrying");
+                }
+                if polls % QUEUE_METRICS_EVERY == 1 {
+                    self.publish_queue_metrics().await;
+                    self.purge_finished().await;
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                () = pass => {},
             }
         }
         // Let running jobs finish within the grace period, then return what is still leased.
@@ -448,11 +461,12 @@ impl JobSystem {
         callbacks.abort();
         flush.abort();
         spool.abort();
-        match self
+        // Bounded as every statement a stopping replica must not wait on: a store that does not
+        // answer lets the leases expire instead of holding the exit.
+        let released = self
             .store
-            .release(&self.dispatcher.owner, clock::epoch_ms())
-            .await
-        {
+            .release(&self.dispatcher.owner, clock::epoch_ms());
+        match crate::store::within(STORE_WAIT, released).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(released = n, "returned job leases to the queue"),
             Err(e) => tracing::warn!(error = %e, "could not return job leases; they expire"),

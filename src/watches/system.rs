@@ -270,7 +270,13 @@ impl WatchSystem {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(POLL) => {},
             }
-            if let Err(e) = self.pass().await {
+            // A pass the store keeps waiting (a database out of reach) does not hold a shutdown:
+            // cut short, it is taken up again by the next pass, on any replica.
+            let passed = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                passed = self.pass() => passed,
+            };
+            if let Err(e) = passed {
                 tracing::warn!(error = %e, "watches: pass failed; retrying");
             }
         }

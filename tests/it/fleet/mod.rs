@@ -5,17 +5,18 @@
 //! while background jobs arrive and run; `rejoin` checks what such a replica writes on its
 //! return against what the fleet did meanwhile; `lease` hands the probe lease to a replica with callers; `watches` restarts a watch's gateway and runs one
 //! watch on two replicas; `scope` shares one breaker per provider account across replicas;
-//! `back_in_service` sends one back-in-service notice from two replicas; `booked` records a
-//! booking confirmed while PostgreSQL was away from its replica once it returns.
+//! `back_in_service` sends one back-in-service notice from two replicas; `out_of_reach` records a
+//! booking confirmed while PostgreSQL was out of its replica's reach once it returns, and stops
+//! such a replica within its grace.
 //!
 //! The PostgreSQL tests need `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it each
 //! says so on stderr and checks nothing. Each uses a schema of its own, dropped at the end.
 
 mod back_in_service;
-mod booked;
 mod breakers;
 mod degraded;
 mod lease;
+mod out_of_reach;
 mod queue;
 mod rejoin;
 mod scope;

@@ -2,7 +2,9 @@
 //! without stopping the server every other test (and agent) shares.
 //!
 //! Cut, it closes every connection it carries and refuses new ones at once (accepts, then
-//! drops them), as a database that went away does; restored, it forwards again.
+//! drops them), as a database that went away does; hung, it closes them and holds new ones
+//! open without an answer, as a database behind a dead network path does (a connection attempt
+//! then waits out its timeout); restored, it forwards again.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +18,7 @@ pub(crate) struct CutProxy {
     /// Where clients connect.
     pub(crate) addr: SocketAddr,
     open: Arc<AtomicBool>,
+    hung: Arc<AtomicBool>,
     connections: Arc<Mutex<Vec<AbortHandle>>>,
     accept: AbortHandle,
 }
@@ -28,10 +31,17 @@ impl CutProxy {
             .unwrap_or_else(|e| panic!("bind: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let open = Arc::new(AtomicBool::new(true));
+        let hung = Arc::new(AtomicBool::new(false));
         let connections: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
-        let (open2, connections2) = (open.clone(), connections.clone());
+        let (open2, hung2, connections2) = (open.clone(), hung.clone(), connections.clone());
         let accept = tokio::spawn(async move {
+            let mut held = Vec::new();
             while let Ok((mut client, _)) = listener.accept().await {
+                if hung2.load(Ordering::SeqCst) {
+                    held.push(client);
+                    continue;
+                }
+                held.clear();
                 if !open2.load(Ordering::SeqCst) {
                     drop(client);
                     continue;
@@ -51,6 +61,7 @@ impl CutProxy {
         CutProxy {
             addr,
             open,
+            hung,
             connections,
             accept,
         }
@@ -69,8 +80,15 @@ impl CutProxy {
         }
     }
 
+    /// Closes every connection and holds new ones open, unanswered.
+    pub(crate) fn hang(&self) {
+        self.hung.store(true, Ordering::SeqCst);
+        self.cut();
+    }
+
     /// Forwards new connections again.
     pub(crate) fn restore(&self) {
+        self.hung.store(false, Ordering::SeqCst);
         self.open.store(true, Ordering::SeqCst);
     }
 }

@@ -1,8 +1,9 @@
-//! A booking confirmed while PostgreSQL is away from the replica that made it: its caller is
+//! PostgreSQL out of one replica's reach. A booking confirmed meanwhile: its caller is
 //! answered with the booking, and once the store returns the ledger says `booked` on every
 //! replica within seconds, long before reconciliation could (its settle time is 2 minutes
-//! here, as by default). Meanwhile the other replica reads the entry `pending`, never booked
-//! or failed.
+//! here, as by default); meanwhile the other replica reads the entry `pending`, never booked or
+//! failed. And a replica told to stop: its loops waiting on the store's pool do not hold its
+//! exit beyond the grace.
 //!
 //! Needs `FAREGATE_TEST_POSTGRES_URL`; without it the test says so on stderr and checks nothing.
 
@@ -15,14 +16,14 @@ use super::{drop_schema, fleet_config, postgres_url, replica, schema, server_of,
 use crate::bookings::booking;
 use crate::support::{self, CutProxy, TestGateway, in_days, send, wait_until};
 
-/// The ledger entry of `key` as `gateway` lists it.
+/// The ledger entry of `key` as `gateway` lists it (`null` while it lists none).
 async fn entry(gateway: &TestGateway, key: &str) -> Value {
     let (_, _, listed) = send(reqwest::Client::new().get(gateway.url("/v1/bookings"))).await;
     listed["bookings"]
         .as_array()
         .and_then(|b| b.iter().find(|e| e["idempotency_key"] == key))
         .cloned()
-        .unwrap_or_else(|| panic!("no entry for {key}: {listed:#}"))
+        .unwrap_or(Value::Null)
 }
 
 #[tokio::test]
@@ -99,5 +100,37 @@ async fn a_booking_confirmed_while_the_store_is_away_is_in_the_ledger_once_it_re
     assert_eq!(settled["order_id"], order, "{settled:#}");
     drop(booker);
     drop(other);
+    drop_schema(&url, &schema).await;
+}
+
+/// A replica told to stop while PostgreSQL is out of its reach (connections hang unanswered):
+/// nothing holds its exit beyond the
+/// grace (its dispatch waiting on the store's pool, handing its leases back), so it is gone
+/// well before one 10-second pool wait would have ended.
+#[tokio::test]
+async fn a_replica_cut_off_from_the_store_stops_within_its_grace() {
+    let Some(url) = postgres_url("a_replica_cut_off_from_the_store_stops_within_its_grace") else {
+        return;
+    };
+    let schema = schema("fg_fleet_stop");
+    let sim = support::start_sim(39).await;
+    let proxy = CutProxy::start(server_of(&url).await).await;
+    let mut config = fleet_config(&sim.url(), |_| {});
+    config.server.shutdown_grace = Duration::from_secs(1);
+    let mut cut_off = replica(&through(&url, proxy.addr), &schema, config).await;
+    // Up and running first (its loops started, the shared pacers' table made).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    proxy.hang();
+    // Let its loops meet the cut: the dispatcher's next claim now waits on the pool.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let asked = tokio::time::Instant::now();
+    let stopped = cut_off.begin_shutdown();
+    let ended = tokio::time::timeout(Duration::from_secs(8), stopped).await;
+    assert!(
+        ended.is_ok(),
+        "still running {:?} after the shutdown began (grace 1 s)",
+        asked.elapsed()
+    );
+    eprintln!("stopped in {:?}", asked.elapsed());
     drop_schema(&url, &schema).await;
 }
