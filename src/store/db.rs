@@ -197,6 +197,13 @@ impl Db {
             }
             options = options.options([("search_path", schema)]);
         }
+        // Replicas told apart in `pg_stat_activity` (unless the URL names the application
+        // itself), and the server's NOTICEs ("relation … already exists, skipping" on every
+        // start's idempotent migrations) kept out of the log: warnings and errors still come.
+        if options.get_application_name().is_none() {
+            options = options.application_name(&format!("faregate/{}", std::process::id()));
+        }
+        options = options.options([("client_min_messages", "warning")]);
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
@@ -354,7 +361,7 @@ fn pg_query<'a>(
 mod tests {
     use std::path::Path;
 
-    use super::{Db, StoreError};
+    use super::{Db, StoreError, StoreRow as _};
 
     /// A refusal reads as the database's words and code, without sqlx's wrapping.
     #[tokio::test]
@@ -398,6 +405,49 @@ mod tests {
             text,
             "the database refused: role \"faregate_no_such_role\" does not exist (code 28000)"
         );
+    }
+
+    /// A replica's connections carry its name in `pg_stat_activity`, and the server's notices
+    /// (an idempotent migration's "already exists, skipping") stay out of its log.
+    #[tokio::test]
+    async fn connections_are_named_and_hear_no_notices() {
+        let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+            eprintln!(
+                "note: connections_are_named_and_hear_no_notices skipped: FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+            );
+            return;
+        };
+        let db = Db::open_postgres(&url, None)
+            .await
+            .expect("PostgreSQL opens");
+        let settings = db
+            .fetch(
+                "SELECT current_setting('application_name') AS name, current_setting('client_min_messages') AS level",
+                &[],
+                |row| Ok((row.text("name")?, row.text("level")?)),
+            )
+            .await
+            .expect("the settings read");
+        let (name, level) = settings.into_iter().next().expect("one row");
+        assert_eq!(name, Some(format!("faregate/{}", std::process::id())));
+        assert_eq!(level.as_deref(), Some("warning"));
+        // A URL naming the application keeps it.
+        let named = format!(
+            "{url}{}application_name=billing",
+            if url.contains('?') { '&' } else { '?' }
+        );
+        let db = Db::open_postgres(&named, None)
+            .await
+            .expect("PostgreSQL opens");
+        let name = db
+            .fetch(
+                "SELECT current_setting('application_name') AS name",
+                &[],
+                |row| row.text("name"),
+            )
+            .await
+            .expect("the setting reads");
+        assert_eq!(name, vec![Some("billing".to_string())]);
     }
 
     /// Every `.rs` file under `dir`, with its text.
