@@ -361,7 +361,7 @@ fn pg_query<'a>(
 mod tests {
     use std::path::Path;
 
-    use super::{Db, StoreError, StoreRow as _};
+    use super::{Db, StoreError};
 
     /// A refusal reads as the database's words and code, without sqlx's wrapping.
     #[tokio::test]
