@@ -190,8 +190,19 @@ impl JobSystem {
         }
     }
 
-    /// Whether the job store answers a trivial statement within a second, for `/readyz`.
+    /// Whether the job store answers a trivial statement within a second, for `/readyz`, and
+    /// takes submissions: a store that failed a submission lately, which this replica spools
+    /// until the store takes one again, does not answer, however quickly a `SELECT 1` would
+    /// (a lock on the jobs table holds submissions while a connection is free).
     pub async fn store_answers(&self) -> Result<(), StoreError> {
+        if let Some(spool) = &self.spool
+            && spool.store_away()
+        {
+            return Err(StoreError(format!(
+                "submissions are spooled on this replica until the store takes them ({} waiting)",
+                spool.depth()
+            )));
+        }
         crate::store::within(
             Duration::from_secs(1),
             self.store.db().execute("SELECT 1", &[]),

@@ -134,3 +134,45 @@ async fn a_replica_cut_off_from_the_store_stops_within_its_grace() {
     eprintln!("stopped in {:?}", asked.elapsed());
     drop_schema(&url, &schema).await;
 }
+
+/// The jobs table locked (a long migration, an operator's `LOCK TABLE`): a connection is free
+/// and `SELECT 1` answers at once, but submissions wait and go to the spool, so `/readyz` says
+/// the store does not answer, and why.
+#[tokio::test]
+async fn readyz_says_the_store_does_not_answer_while_submissions_are_spooled() {
+    use sqlx::Connection as _;
+    let Some(url) = postgres_url("readyz_says_the_store_does_not_answer_while_spooled") else {
+        return;
+    };
+    let schema = schema("fg_fleet_locked");
+    let sim = support::start_sim(41).await;
+    let gateway = replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await;
+    let mut lock = sqlx::PgConnection::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for statement in [
+        format!("SET search_path TO {schema}"),
+        "BEGIN".to_string(),
+        "LOCK TABLE faregate_jobs IN ACCESS EXCLUSIVE MODE".to_string(),
+    ] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&mut lock)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let body = json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(27)},
+                      "mode": "background"});
+    let submit = gateway.url("/v1/tools/search_flights/call");
+    let (status, _, queued) = send(reqwest::Client::new().post(submit).json(&body)).await;
+    assert_eq!(status, 202, "{queued:#}");
+    let (_, _, ready) = send(reqwest::Client::new().get(gateway.url("/readyz"))).await;
+    assert_eq!(ready["store"]["answers"], false, "{ready:#}");
+    let message = ready["store"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("spooled"), "{ready:#}");
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut lock)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(gateway);
+    drop_schema(&url, &schema).await;
+}
