@@ -211,7 +211,7 @@ pub fn booked_earlier(
 /// A booking asked again under its idempotency key while its outcome is still being learned.
 pub fn booking_unresolved(tool: &str) -> String {
     format!(
-        "The earlier {tool} request with this idempotency key may have reached the provider and its outcome is not known yet; the gateway is asking the provider. Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again in a minute with the same idempotency key to learn the outcome."
+        "The earlier {tool} request with this idempotency key may have reached the provider and its outcome is not known yet (that request may still be under way; if it never answers, the gateway looks the booking up at the provider). Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again in a minute with the same idempotency key to learn the outcome."
     )
 }
 

@@ -223,6 +223,11 @@ async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booke
     let (_, pending) = s.call("book_flight", booking(&offer, "no-order-1")).await;
     let text = pending["content"].as_str().unwrap_or_default();
     assert!(text.contains("outcome is not known yet"), "{pending:#}");
+    // Nothing asks the provider before the entry settles: the text does not say it does.
+    assert!(
+        text.contains("if it never answers, the gateway looks the booking up"),
+        "{pending:#}"
+    );
     s.sim.clear_faults();
     let entry = wait_for_state(&s, "no-order-1", "failed").await;
     assert!(entry["order_id"].is_null(), "{entry:#}");
