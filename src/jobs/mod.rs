@@ -32,7 +32,7 @@
 //! - `callbacks/`: claiming, signing and delivering callbacks, and the SSRF guard;
 //! - [`policy`]: the requeue delay (pure); the pacers that limit claims per provider are the
 //!   quota room's ([`crate::quota`]);
-//! - `system.rs`: the [`JobSystem`] the edge submits to, and its loops.
+//! - `system.rs`: the [`JobSystem`] the edge submits to, and its loops (`system/running.rs`).
 //!
 //! A lease that expires (a crashed worker) returns its job to the queue; every write after a
 //! claim checks the lease owner, so a job never runs twice at once. Every time comes from

@@ -9,24 +9,25 @@
 //!
 //! On PostgreSQL a replica also keeps a [`Spool`]: submissions the store does not take within a
 //! second wait in a local file, and a third loop moves them into the store when it answers.
+//!
+//! This file is what the API asks of the jobs (submit, read, list, cancel); the loops and the
+//! stop are in `system/running.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
-use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Notify;
 
 use super::callbacks::allowlist::Allowlists;
 use super::callbacks::signing::Signing;
 use super::callbacks::{Sender, guard};
-use super::dispatch::{Dispatcher, ToolState};
+use super::dispatch::Dispatcher;
 use super::land::Unstored;
 use super::policy::RequeuePolicy;
 use super::run::Runner;
 use super::seen::Seen;
-use super::spool::{self, Kept, Spool};
-use super::store::{Job, JobFilter, JobStatus, JobStore, NewJob, STORE_WAIT, Store, StoreError};
+use super::spool::{Kept, Spool};
+use super::store::{Job, JobFilter, JobStore, NewJob, STORE_WAIT, Store, StoreError};
 use super::submit::{self, CallbackRules, SubmitError};
 use crate::call::Gateway;
 use crate::clients::ClientName;
@@ -34,10 +35,12 @@ use crate::clock;
 use crate::config::JobsConfig;
 use crate::fingerprint::canonical_json;
 use crate::policy::SplitMix;
-use crate::quota::{self, Quotas};
+use crate::quota::Quotas;
 use crate::store::Db;
 use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
+
+mod running;
 
 /// How often the dispatcher looks for due jobs when nothing wakes it.
 const POLL: Duration = Duration::from_millis(250);
@@ -379,226 +382,6 @@ impl JobSystem {
             self.seen.note(&job, clock::epoch_ms());
         }
         Ok(cancelled)
-    }
-
-    /// Moves the spool into the store every [`spool::FLUSH_EVERY`] until `shutdown`.
-    async fn flush_spool(self: Arc<Self>, shutdown: CancellationToken) {
-        let Some(spool) = &self.spool else { return };
-        spool.resume().await;
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(spool::FLUSH_EVERY) => {},
-            }
-            match spool.flush(&self.store).await {
-                Ok(0) => {}
-                Ok(moved) => {
-                    tracing::debug!(moved, "spooled jobs moved into the job store");
-                    self.wake.notify_one();
-                }
-                // Logged once by the spool when the store goes away; a broken spool file says so.
-                Err(e) if spool.store_away() => tracing::debug!(error = %e, "spool not moved yet"),
-                Err(e) => {
-                    tracing::warn!(error = %e, path = %spool.path().display(), "jobs: cannot move the spool into the job store")
-                }
-            }
-        }
-    }
-
-    /// Runs the dispatcher, workers and callback sender until `shutdown`; then lets running
-    /// jobs finish within `grace`, abandons the rest, and hands back every lease this process
-    /// holds, so no job is lost (nor counted as an attempt) by a shutdown.
-    pub async fn run(self: Arc<Self>, shutdown: CancellationToken, grace: Duration) {
-        let workers = Arc::new(Semaphore::new(self.workers as usize));
-        let mut tasks = JoinSet::new();
-        self.register_job_series();
-        let callbacks = tokio::spawn(Arc::clone(&self.callbacks).run(shutdown.clone()));
-        let spool = tokio::spawn(Arc::clone(&self).flush_spool(shutdown.clone()));
-        // The shared pacers' table, unless a shutdown comes first (the store out of reach).
-        tokio::select! {
-            _ = shutdown.cancelled() => {},
-            () = self.quotas.prepare() => {},
-        }
-        // Interactive calls count what they send in memory; this spends it from the buckets.
-        let flush = {
-            let quotas = Arc::clone(&self.quotas);
-            let shutdown = shutdown.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = shutdown.cancelled() => break,
-                        _ = tokio::time::sleep(quota::FLUSH_EVERY) => quotas.flush_interactive().await,
-                    }
-                }
-            })
-        };
-        let mut polls: u32 = 0;
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = self.wake.notified() => {},
-                _ = tokio::time::sleep(POLL) => {},
-            }
-            while tasks.try_join_next().is_some() {}
-            // A shutdown does not wait out a pass the store keeps waiting (its pool waits up to
-            // 10 s for a connection to a database out of reach): the grace is the jobs'. A
-            // claim cut short here is handed back with every other lease below.
-            polls = polls.wrapping_add(1);
-            let pass = async {
-                if let Err(e) = self.dispatch(&workers, &mut tasks).await {
-                    tracing::warn!(error = %e, "job dispatch failed; retrying");
-                }
-                if polls % QUEUE_METRICS_EVERY == 1 {
-                    self.publish_queue_metrics().await;
-                    self.purge_finished().await;
-                }
-            };
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                () = pass => {},
-            }
-        }
-        // Let running jobs finish within the grace period, then return what is still leased.
-        let finished =
-            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
-        if finished.is_err() {
-            tracing::warn!(
-                abandoned = tasks.len(),
-                "background jobs still running after the shutdown grace period; their leases go back to the queue"
-            );
-            tasks.abort_all();
-            while tasks.join_next().await.is_some() {}
-        }
-        callbacks.abort();
-        flush.abort();
-        spool.abort();
-        // Bounded as every statement a stopping replica must not wait on: a store that does not
-        // answer lets the leases expire instead of holding the exit.
-        let released = self
-            .store
-            .release(&self.dispatcher.owner, clock::epoch_ms());
-        match crate::store::within(STORE_WAIT, released).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(released = n, "returned job leases to the queue"),
-            Err(e) => tracing::warn!(error = %e, "could not return job leases; they expire"),
-        }
-    }
-
-    /// One dispatch pass: tells the tools which of them have due jobs (probe priority), claims
-    /// what may run now, and runs each claimed job on its own task.
-    async fn dispatch(
-        &self,
-        workers: &Arc<Semaphore>,
-        tasks: &mut JoinSet<()>,
-    ) -> Result<(), StoreError> {
-        // A result of this process waits for the store: it lands first (see `land.rs`).
-        if self.unstored.any() {
-            return Ok(());
-        }
-        let now = clock::now();
-        let lease = lease_ms(&self.gateway, self.runner.config.lease_margin);
-        self.dispatcher
-            .lease_ms
-            .store(lease, std::sync::atomic::Ordering::Relaxed);
-        let due = self.store.due_tools(clock::epoch_ms()).await?;
-        let tools: Vec<ToolState> = self
-            .gateway
-            .tools()
-            .iter()
-            .map(|tool| {
-                let name = tool.spec.name;
-                tool.set_background_due(due.iter().any(|t| t == name));
-                ToolState {
-                    name: name.to_string(),
-                    all_open: tool.all_open(now),
-                    provider: tool
-                        .provider_names()
-                        .first()
-                        .map_or_else(|| name.to_string(), |p| p.to_string()),
-                }
-            })
-            .collect();
-        let claimed = self
-            .dispatcher
-            .claim(&self.store, &tools, &due, workers)
-            .await?;
-        for claim in claimed {
-            let runner = Arc::clone(&self.runner);
-            tasks.spawn(async move {
-                runner
-                    .run(claim.job, claim.claimed_at, &claim.provider)
-                    .await;
-                drop(claim.worker);
-            });
-        }
-        Ok(())
-    }
-
-    /// Deletes the jobs that ended more than the retention ago, in batches (every replica does
-    /// it; a job deleted twice is deleted once). A store that does not answer is asked again
-    /// at the next purge.
-    async fn purge_finished(&self) {
-        let retention = i64::try_from(self.retention.as_millis()).unwrap_or(i64::MAX);
-        let before = clock::epoch_ms().saturating_sub(retention);
-        let mut purged = 0;
-        for _ in 0..10 {
-            match self.store.purge(before, PURGE_BATCH).await {
-                Ok(n) => {
-                    purged += n;
-                    if n < u64::from(PURGE_BATCH) {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not purge finished jobs; trying again later");
-                    break;
-                }
-            }
-        }
-        if purged > 0 {
-            tracing::info!(purged, "finished jobs past their retention deleted");
-        }
-    }
-
-    /// Creates the job counters and latency histograms of every tool served now at zero, so
-    /// `rate()` and `increase()` see the first job end and the first callback (a series born at
-    /// 1 reads as no change). Again on each queue publication, for tools a reload added.
-    fn register_job_series(&self) {
-        let metrics = self.telemetry.metrics();
-        metrics.register_job_callbacks();
-        for tool in self.gateway.tools() {
-            metrics.register_job_tool(tool.spec.name);
-        }
-    }
-
-    /// Queue depth by tool and state and the oldest due job's age, for `/metrics`.
-    async fn publish_queue_metrics(&self) {
-        self.register_job_series();
-        let stats = match self.store.stats(clock::epoch_ms()).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read queue figures");
-                return;
-            }
-        };
-        let metrics = self.telemetry.metrics();
-        for tool in self.gateway.tools() {
-            let name = tool.spec.name;
-            for status in JobStatus::ALL {
-                let n = stats
-                    .depth
-                    .iter()
-                    .find(|(t, s, _)| t == name && *s == status)
-                    .map_or(0, |(_, _, n)| *n);
-                metrics.set_queue_depth(name, status.as_str(), n);
-            }
-            let age = stats
-                .oldest_due_age_ms
-                .iter()
-                .find(|(t, _)| t == name)
-                .map_or(0, |(_, ms)| u64::try_from(*ms).unwrap_or(0));
-            metrics.set_oldest_due_job_age(name, Duration::from_millis(age));
-        }
     }
 }
 
