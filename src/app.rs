@@ -305,11 +305,22 @@ pub async fn run(
     reconciler.abort();
     // After the jobs, so that the transitions of their last calls are published.
     fleet_stop.cancel();
-    if let Some(task) = fleet_task {
-        let _ = task.await;
+    if let Some(mut task) = fleet_task {
+        // The last transitions reach the store when it answers; one out of reach does not hold
+        // the stop (each of its statements gives up after a second, but a replica cut off
+        // with writes pending would meet one after another).
+        if tokio::time::timeout(FLEET_STOP, &mut task).await.is_err() {
+            task.abort();
+            tracing::warn!(
+                "fleet: stopped without writing its last breaker transitions (the store did not answer within {FLEET_STOP:?})"
+            );
+        }
     }
     result
 }
+
+/// How long a stopping replica gives the fleet's last writes.
+const FLEET_STOP: Duration = Duration::from_secs(2);
 
 /// The reconciliation task: every `every`, unknown bookings are looked up at their provider
 /// (see `Gateway::reconcile_bookings`). Every replica runs one; a replica writes only an entry

@@ -131,7 +131,6 @@ async fn a_replica_cut_off_from_the_store_stops_within_its_grace() {
         "still running {:?} after the shutdown began (grace 1 s)",
         asked.elapsed()
     );
-    eprintln!("stopped in {:?}", asked.elapsed());
     drop_schema(&url, &schema).await;
 }
 
