@@ -164,16 +164,8 @@ async fn a_notice_is_posted_once_signed_when_the_tool_answers_again_and_not_befo
 /// Two clients on one gateway, with fast breakers: `agency` may search flights only, `rival`
 /// hotels only.
 async fn two_clients() -> Stack {
-    use faregate::clients::{ClientName, Scope, digest};
-    use faregate::config::{ClientConfig, ClientKey};
-    let client = |name: &str, key: &str, tool: &str| ClientConfig {
-        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::new(vec![tool.to_string()], false).unwrap_or_else(|e| panic!("{e}")),
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_secret_env: None,
-        callback_allowlist: None,
+    let client = |name: &str, key: &str, tool: &str| {
+        crate::support::client(name, key, crate::support::scope(&[tool], false))
     };
     Stack::builder(43)
         .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", SECRET)]))

@@ -472,17 +472,8 @@ async fn a_notice_is_posted_signed_to_the_watch_callback_url() {
 /// Two clients on a gateway with watches: `reader` may search only, `booker` may only book (no
 /// read tool to watch).
 async fn scoped() -> Stack {
-    use faregate::clients::{ClientName, Scope, digest};
-    use faregate::config::{ClientConfig, ClientKey};
-    let client = |name: &str, key: &str, tools: &[&str], may_book: bool| ClientConfig {
-        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::new(tools.iter().map(|t| t.to_string()).collect(), may_book)
-            .unwrap_or_else(|e| panic!("{e}")),
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_secret_env: None,
-        callback_allowlist: None,
+    let client = |name: &str, key: &str, tools: &[&str], may_book: bool| {
+        crate::support::client(name, key, crate::support::scope(tools, may_book))
     };
     Stack::builder(23)
         .config(move |mut c| {

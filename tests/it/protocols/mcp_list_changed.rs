@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use faregate::clients::{ClientName, Scope, digest};
-use faregate::config::{ClientConfig, ClientKey, Config};
+use faregate::clients::Scope;
+use faregate::config::{ClientConfig, Config};
 use faregate::http::ConfigSource;
 use serde_json::{Value, json};
 
@@ -17,15 +17,7 @@ const KEY: &str = "agent-key";
 const VERSION: &str = "2025-11-25";
 
 fn client(scope: Scope) -> ClientConfig {
-    ClientConfig {
-        name: ClientName::configured("travel-agent").unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(KEY.as_bytes())),
-        scope,
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_secret_env: None,
-        callback_allowlist: None,
-    }
+    crate::support::client("travel-agent", KEY, scope)
 }
 
 fn env() -> MapEnv {

@@ -14,7 +14,8 @@ mod wait;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use faregate::config::{self, Config, EMBEDDED_CONFIG, EmbeddedFiles};
+use faregate::clients::{ClientName, Scope, digest};
+use faregate::config::{self, ClientConfig, ClientKey, Config, EMBEDDED_CONFIG, EmbeddedFiles};
 use faregate::jobs::Store;
 use faregate::providers::Env;
 use serde_json::Value;
@@ -105,6 +106,27 @@ pub(crate) fn status_by_amadeus_alone(mut config: Config) -> Config {
         }
     }
     config
+}
+
+/// A configured client `name` whose key is `key` (kept as its SHA-256), with `scope`, the
+/// default limits, no budget, and the gateway's callback secret and allowlist; a test that
+/// needs more sets it with struct update syntax.
+pub(crate) fn client(name: &str, key: &str, scope: Scope) -> ClientConfig {
+    ClientConfig {
+        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
+        key: ClientKey::Sha256(digest(key.as_bytes())),
+        scope,
+        limits: config::default_limits(),
+        budget: None,
+        callback_secret_env: None,
+        callback_allowlist: None,
+    }
+}
+
+/// The scope of `tools` (names or `*` patterns), booking allowed when `may_book`.
+pub(crate) fn scope(tools: &[&str], may_book: bool) -> Scope {
+    Scope::new(tools.iter().map(|t| t.to_string()).collect(), may_book)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A date `days` from today, as `YYYY-MM-DD`.

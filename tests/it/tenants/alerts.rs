@@ -5,27 +5,18 @@
 
 use std::time::Duration;
 
-use faregate::clients::{ClientName, Scope, digest};
-use faregate::config::{ClientConfig, ClientKey};
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 
 use super::post_as;
 use crate::back_in_service::fast_breakers;
 use crate::protocols::hotels_args;
-use crate::support::{MapEnv, Stack, in_days, send, wait_until};
+use crate::support::{self, MapEnv, Stack, in_days, scope, send, wait_until};
 
 /// `agency` may search flights only, `rival` hotels only, `tracker` flight status only.
 async fn stack() -> Stack {
-    let client = |name: &str, key: &str, tool: &str| ClientConfig {
-        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::new(vec![tool.to_string()], false).unwrap_or_else(|e| panic!("{e}")),
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_secret_env: None,
-        callback_allowlist: None,
-    };
+    let client =
+        |name: &str, key: &str, tool: &str| support::client(name, key, scope(&[tool], false));
     Stack::builder(57)
         .env(MapEnv(vec![("FAREGATE_ADMIN_KEY", "admin-key")]))
         .config(move |mut c| {

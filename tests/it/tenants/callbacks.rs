@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use faregate::clients::{ClientName, Scope, digest};
-use faregate::config::{ClientConfig, ClientKey};
+use faregate::clients::{ClientName, Scope};
+use faregate::config::ClientConfig;
 use faregate::jobs::{JobStore, NewJob};
 use serde_json::{Value, json};
 use wiremock::matchers::method;
@@ -21,14 +21,9 @@ async fn stack() -> Stack {
     let receiver = MockServer::start().await;
     let agency_hooks = format!("{}/agency/", receiver.uri());
     let client = |name: &str, key: &str, own: Option<&str>| ClientConfig {
-        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::everything(),
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_secret_env: None,
         callback_allowlist: own
             .map(|u| vec![reqwest::Url::parse(u).unwrap_or_else(|e| panic!("{e}"))]),
+        ..crate::support::client(name, key, Scope::everything())
     };
     Stack::builder(23)
         .env(MapEnv(vec![("FAREGATE_CALLBACK_SECRET", "s3")]))

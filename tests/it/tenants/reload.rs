@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use faregate::clients::{ClientName, Scope, digest};
+use faregate::clients::Scope;
 use faregate::config::{ClientConfig, ClientKey, Config};
 use faregate::http::ConfigSource;
 use faregate_sim::{Fault, RouteGroup};
@@ -18,15 +18,7 @@ use crate::support::{
 const ADMIN: &str = "admin-key";
 
 fn client(name: &str, key: &str) -> ClientConfig {
-    ClientConfig {
-        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::everything(),
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_secret_env: None,
-        callback_allowlist: None,
-    }
+    crate::support::client(name, key, Scope::everything())
 }
 
 fn env() -> MapEnv {

@@ -1,8 +1,6 @@
 //! Scopes: a client calls and sees only its tools, in every protocol and every manifest, the
 //! OpenAPI document and the breaker API, and a client without `may_book` cannot book.
 
-use faregate::clients::{ClientName, Scope, digest};
-use faregate::config::{ClientConfig, ClientKey};
 use faregate_sim::RouteGroup;
 use serde_json::{Value, json};
 
@@ -17,15 +15,8 @@ async fn stack() -> Stack {
 
 /// `config` with the clients of [`stack`].
 fn with_clients(mut c: faregate::config::Config) -> faregate::config::Config {
-    let client = |name: &str, key: &str, tools: &[&str], may_book: bool| ClientConfig {
-        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::new(tools.iter().map(|t| t.to_string()).collect(), may_book)
-            .unwrap_or_else(|e| panic!("{e}")),
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_secret_env: None,
-        callback_allowlist: None,
+    let client = |name: &str, key: &str, tools: &[&str], may_book: bool| {
+        crate::support::client(name, key, crate::support::scope(tools, may_book))
     };
     c.clients = vec![
         client("reader", "reader-key", &["search_*"], false),

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use faregate::clients::{ClientName, Scope, digest};
-use faregate::config::{ClientConfig, ClientKey};
+use faregate::clients::Scope;
+use faregate::config::ClientConfig;
 use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -22,13 +22,8 @@ const AGENCY_SECRET: &str = "agency-callback-secret";
 /// held to the gateway's allowlist (the receiver's `/hooks/`). `env` is the gateway's.
 async fn stack(env: Vec<(&'static str, &'static str)>) -> Stack {
     let client = |name: &str, key: &str, secret_env: Option<&str>| ClientConfig {
-        name: ClientName::configured(name).unwrap_or_else(|e| panic!("{e}")),
-        key: ClientKey::Sha256(digest(key.as_bytes())),
-        scope: Scope::everything(),
-        limits: faregate::config::default_limits(),
-        budget: None,
-        callback_allowlist: None,
         callback_secret_env: secret_env.map(str::to_string),
+        ..crate::support::client(name, key, Scope::everything())
     };
     Stack::builder(29)
         .env(MapEnv(env))
