@@ -65,12 +65,18 @@ impl ProbeLease {
 }
 
 impl Machine {
-    /// Another replica opened until `until`: open until then too, unless already open as long,
-    /// forced, or the time has passed. `ramp` says whether the recovery from it goes through the
-    /// ramp: not after the provider's rate-limit pause, whichever replica probes at its end.
+    /// Another replica opened until `until`: open until then too, unless already open as long
+    /// or forced. `ramp` says whether the recovery from it goes through the ramp: not after the
+    /// provider's rate-limit pause, whichever replica probes at its end.
+    ///
+    /// An open whose time has passed is half-open for the fleet: no replica's probes have
+    /// succeeded yet, or the store would say recovered. A closed (or ramping) breaker that
+    /// learns of it late (a replica that starts, or comes back to the store, after the open
+    /// elapsed) goes half-open, so it probes before it serves and tells no one the tool is
+    /// back; one already half-open keeps its probes.
     pub(in crate::breaker) fn follow_open(&mut self, until: Instant, ramp: bool, now: Instant) {
         let now = self.advance(now);
-        if until <= now {
+        if until <= now && !matches!(self.phase, Phase::Closed | Phase::Ramp(_)) {
             return;
         }
         match self.phase {
@@ -84,7 +90,10 @@ impl Machine {
         self.consecutive = 0;
         self.quota_pause = !ramp;
         let reason = TransitionReason::Followed;
+        let until = until.max(now);
         self.transition_as(now, Phase::Open { until }, reason, Origin::Fleet);
+        // An elapsed open is half-open at once.
+        self.advance(now);
     }
 
     /// Another replica's probes succeeded: leave open or half-open into the first ramp stage, or

@@ -27,11 +27,38 @@ async fn a_followed_open_keeps_the_peers_open_until_and_counts_nothing_local() {
     assert_eq!(h.breaker.remaining_open(h.at(2.0)), Some(secs(38.0)));
     h.breaker.follow_open(h.at(50.0), true, h.at(2.0));
     assert_eq!(h.breaker.remaining_open(h.at(2.0)), Some(secs(48.0)));
-    // An open-until already past is stale news.
-    h.breaker.force(ForceMode::Closed, h.at(3.0));
-    h.breaker.force(ForceMode::Auto, h.at(3.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_that_elapsed_unrecovered_is_followed_into_half_open() {
+    // A replica that starts (or comes back to the store) after the fleet's open elapsed, with
+    // no recovery written: the provider has not answered a probe yet, so it probes first.
+    let mut h = Harness::new(config());
     h.breaker.follow_open(h.at(2.5), true, h.at(3.0));
-    assert_eq!(h.state(h.at(3.0)), BreakerState::Closed);
+    assert_eq!(h.state(h.at(3.0)), BreakerState::HalfOpen);
+    assert_eq!(
+        h.transitions(),
+        vec![
+            (
+                BreakerState::Closed,
+                BreakerState::Open,
+                TransitionReason::Followed
+            ),
+            (
+                BreakerState::Open,
+                BreakerState::HalfOpen,
+                TransitionReason::OpenElapsed
+            ),
+        ]
+    );
+    // One already half-open keeps its period (and its probes): nothing happens.
+    h.breaker.follow_open(h.at(2.8), true, h.at(4.0));
+    assert_eq!(h.transitions(), vec![]);
+    // A forced breaker is the operator's.
+    h.breaker.force(ForceMode::Closed, h.at(5.0));
+    h.events();
+    h.breaker.follow_open(h.at(4.5), true, h.at(6.0));
+    assert_eq!(h.state(h.at(6.0)), BreakerState::ForcedClosed);
 }
 
 #[tokio::test(start_paused = true)]

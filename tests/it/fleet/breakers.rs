@@ -260,3 +260,43 @@ async fn a_single_node_keeps_its_forced_state_across_a_restart() {
         .2;
     assert_eq!(ready["fleet"]["shared"], false, "{ready:#}");
 }
+
+#[tokio::test]
+async fn a_node_restarted_after_an_unrecovered_open_elapsed_probes_before_it_serves() {
+    // The open's time passed while the node was down, and no probe has succeeded since: it
+    // comes back half-open (one probe to the provider), not closed (every call to a provider
+    // that is still down, and back-in-service notices told "available again").
+    let sim = support::start_sim(25).await;
+    sim.sim.set_fault(RouteGroup::DuffelAirSearch, outage());
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let store_url = format!("sqlite://{}", dir.path().join("faregate.db").display());
+    let start = || async {
+        let store = Store::open(&store_url)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let config = fleet_config(&sim.url(), |b| {
+            b.open_for(Duration::from_millis(400))
+                .open_for_max(Duration::from_millis(400));
+        });
+        TestGateway::start_in_fleet(config, &NoEnv, store).await
+    };
+    let mut gateway = start().await;
+    wait_until(Duration::from_secs(10), "the breaker to open", || async {
+        search_flights(&gateway).await;
+        let b = breaker(&gateway, FLIGHTS).await;
+        if b["state"] == "open" {
+            Ok(())
+        } else {
+            Err(format!("{b:#}"))
+        }
+    })
+    .await;
+    let _ = gateway.begin_shutdown().await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let restarted = start().await;
+    let b = breaker(&restarted, FLIGHTS).await;
+    assert_eq!(b["state"], "half_open", "{b:#}");
+    // Its first call is the probe, which the provider still fails: open again.
+    search_flights(&restarted).await;
+    wait_for_state(&restarted, FLIGHTS, "open").await;
+}
