@@ -82,8 +82,13 @@ pub fn init_default() {
         .try_init();
 }
 
+/// What is logged unless `RUST_LOG` says otherwise: `info`, but only warnings from rmcp, which
+/// logs every MCP session's id at info (an id is a bearer of its session, and one line per
+/// `initialize` floods the log).
+const DEFAULT_FILTER: &str = "info,rmcp=warn";
+
 fn filter() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER))
 }
 
 /// Installs the subscriber `config` asks for. Call it once, before serving.
@@ -257,6 +262,28 @@ mod tests {
             drop(other);
         });
         seen.0.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn the_default_filter_keeps_rmcp_session_ids_out_and_its_warnings_in() {
+        let seen = Seen::default();
+        let subscriber = tracing_subscriber::registry()
+            .with(EnvFilter::new(DEFAULT_FILTER))
+            .with(seen.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(
+                name: "session_created",
+                target: "rmcp::transport::streamable_http_server::session::local",
+                session_id = "cf1cc804",
+                "create new session"
+            );
+            tracing::warn!(name: "rmcp_warning", target: "rmcp::service", "a warning");
+            tracing::info!(name: "own_info", "faregate's own");
+        });
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            ["event rmcp_warning", "event own_info"]
+        );
     }
 
     #[test]
