@@ -27,6 +27,7 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::body::refuse_cross_site;
 use super::error::ApiError;
 use crate::clients::{ClientName, ClientProfile, Directory, KeyDigest, Roster, Scope};
 
@@ -232,8 +233,16 @@ impl Keys {
 
 /// The client-key check of the guards (`gate.rs`, and `/mcp`'s through it): records the
 /// [`Caller`] on `request`, or the 401 to answer.
+///
+/// With client keys off, a request that changes something and that a browser marks
+/// cross-site is refused here, for every route at once: a route that reads no body (pausing a
+/// watch, cancelling a job) would otherwise be a form a web page could post through the
+/// user's browser, with no key to stop it. Routes with a body refuse it when they read it too.
 pub(super) fn authenticate(keys: &Keys, request: &mut Request) -> Result<(), Box<Response>> {
     let caller = keys.authorize(request.headers(), Role::Client, "this", "")?;
+    if matches!(caller, Caller::Anonymous) && !request.method().is_safe() {
+        refuse_cross_site(request.headers()).map_err(|e| Box::new(e.into_response()))?;
+    }
     request.extensions_mut().insert(caller);
     Ok(())
 }

@@ -148,6 +148,42 @@ async fn a_cross_site_reload_is_refused_with_auth_off() {
     assert_eq!(status, 501, "{answer}");
 }
 
+/// Pausing a watch reads no body either: a form a web page posts, marked cross-site, must not
+/// stop the user's watch (nor resume one they paused).
+#[tokio::test]
+async fn a_cross_site_watch_pause_is_refused_with_auth_off() {
+    let s = Stack::builder(35).jobs().start().await;
+    let flight =
+        json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(1)});
+    let (status, watch) = s
+        .post(
+            "/v1/watches",
+            json!({"tool": "get_flight_status", "arguments": flight, "every": "1m"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{watch:#}");
+    let id = watch["watch_id"].as_str().unwrap_or_default().to_string();
+    for action in ["pause", "resume"] {
+        let request = s
+            .http
+            .post(s.url(&format!("/v1/watches/{id}/{action}")))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("origin", "https://evil.example")
+            .header("sec-fetch-site", "cross-site");
+        let (status, _, answer) = send(request).await;
+        assert_eq!(status, 403, "{action}: {answer}");
+    }
+    let (_, now) = s.get_json(&format!("/v1/watches/{id}")).await;
+    assert_eq!(now["state"], "active", "{now:#}");
+    // From a program it pauses.
+    let (status, paused) = s.post(&format!("/v1/watches/{id}/pause"), json!({})).await;
+    assert_eq!(
+        (status, &paused["state"]),
+        (200, &json!("paused")),
+        "{paused:#}"
+    );
+}
+
 #[tokio::test]
 async fn with_client_keys_a_plain_text_body_is_still_read() {
     // A browser cannot add the key without a preflight, so `curl -d` keeps working.
