@@ -6,13 +6,21 @@
 //! keep is found when the configuration is checked, not when a model is waiting. Rendering is
 //! strict (a missing attribute is an error, which the adapter reports as a malformed answer)
 //! and bounded by fuel, so no answer can make one rendering run away. Nothing is escaped: the
-//! text goes to a model, not into HTML. A boolean is written `true` or `false`, as the call's
-//! JSON `data` shows it.
+//! text goes to a model, not into HTML.
+//!
+//! A value is written as the call's JSON `data` shows it, not in minijinja's own (Python's)
+//! spelling: a boolean `true` or `false` (not `True`), a null `null` (not `none`), and a list or
+//! an object printed whole (`{{ flags }}`, `{{ item }}` in a loop over objects) as compact JSON
+//! (`[true,false]`, `{"gate":"A10","open":true}`), not as minijinja's repr (`[True, False]`,
+//! `{"open": True}`). A string or a number is written as it is (a string without quotes, also
+//! inside a loop), so `{{ status }}` and `{% for g in gates %}{{ g }}{% endfor %}` read as text.
+//! What a filter makes into a string itself (`join`, `string`, `~`) is minijinja's: `{{ flags |
+//! join(", ") }}` still writes `True, False`; print the list whole, or test each item.
 
 use std::collections::BTreeSet;
 
 use minijinja::value::{Serde, ValueKind};
-use minijinja::{Environment, UndefinedBehavior};
+use minijinja::{Environment, Output, State, UndefinedBehavior};
 use serde_json::Value;
 
 /// The template's name inside its environment (no extension: no auto-escaping).
@@ -39,15 +47,7 @@ impl Content {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
         env.set_fuel(Some(FUEL));
-        // A boolean is written as JSON writes it (`true`, as the call's `data` shows it), not
-        // as minijinja does (`True`, Python's spelling).
-        env.set_formatter(|out, state, value| match value.kind() {
-            ValueKind::Bool => {
-                let text = if value.is_true() { "true" } else { "false" };
-                out.write_str(text).map_err(minijinja::Error::from)
-            }
-            _ => minijinja::escape_formatter(out, state, value),
-        });
+        env.set_formatter(format_as_data);
         env.add_template_owned(NAME, source.to_string())
             .map_err(|e| format!("not a valid template: {}", describe(&e)))?;
         let known: BTreeSet<&str> = fields.into_iter().collect();
@@ -79,6 +79,28 @@ impl Content {
             .render(Serde(kept))
             .map(|text| text.trim().to_string())
             .map_err(|e| describe(&e))
+    }
+}
+
+/// Writes `value` as the call's JSON `data` shows it (see the module's docs): a boolean, a null,
+/// a list and an object as JSON, everything else (strings, numbers, undefined) as minijinja
+/// writes it.
+fn format_as_data(
+    out: &mut Output<'_>,
+    state: &mut State<'_, '_>,
+    value: &minijinja::Value,
+) -> Result<(), minijinja::Error> {
+    let json = match value.kind() {
+        ValueKind::Bool | ValueKind::None | ValueKind::Seq | ValueKind::Map => {
+            // Only a value no JSON answer can hold (a map with keys that are not strings, made
+            // by the template itself) fails here; it is written as minijinja writes it.
+            serde_json::to_string(value).ok()
+        }
+        _ => None,
+    };
+    match json {
+        Some(json) => out.write_str(&json).map_err(minijinja::Error::from),
+        None => minijinja::escape_formatter(out, state, value),
     }
 }
 

@@ -178,6 +178,36 @@ fn booleans_in_the_content_read_as_in_the_data() {
     }
 }
 
+/// A list or an object printed whole reads as the call's JSON `data` shows it, booleans and
+/// nulls included; a string, printed alone or in a loop, reads as text.
+#[test]
+fn lists_objects_and_nulls_in_the_content_read_as_in_the_data() {
+    let def = OperationDef {
+        keep: vec![
+            ("flags".into(), "$.flags".into()),
+            ("gates".into(), "$.gates".into()),
+            ("names".into(), "$.names".into()),
+            ("gate".into(), "$.gate".into()),
+        ],
+        content: "{{ flags }} | {% for g in gates %}{{ g }};{% endfor %} | {% for n in names %}{{ n }} {% endfor %}| {{ gates[0].open }} {{ gate }}"
+            .into(),
+        ..def()
+    };
+    let op = Operation::compile(&def, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+    let kept = op
+        .keep_from(&json!({
+            "flags": [true, false, null, 2, "x"],
+            "gates": [{"name": "A10", "open": true}, {"name": "B2", "open": false, "note": null}],
+            "names": ["Heathrow", "It's \"T5\""],
+            "gate": null
+        }))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        kept.content,
+        r#"[true,false,null,2,"x"] | {"name":"A10","open":true};{"name":"B2","note":null,"open":false}; | Heathrow It's "T5" | true null"#
+    );
+}
+
 #[test]
 fn query_parameters_come_from_named_arguments_and_are_encoded() {
     let url = url_for(json!({"ident": "BAW117", "max_pages": 2, "airlines": ["BA", "A&B=C"]}));
