@@ -58,6 +58,7 @@ mod tests {
             "search_hotels",
             Duration::from_secs(300),
             "3 hotels in PAR.",
+            true,
         );
         let cases: Vec<(Envelope, &str)> = vec![
             (

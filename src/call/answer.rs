@@ -39,6 +39,9 @@ pub(super) struct Interactive<'a> {
     pub(super) info: CallInfo,
     /// Whether the tool is a write.
     pub(super) write: bool,
+    /// Whether the tool's answers are prices or availability (`ToolSpec::priced`), which a
+    /// stale answer's text tells the model to confirm before booking.
+    pub(super) priced: bool,
     /// The provider the failure names, or when it names none the first of the chain no
     /// maintenance window holds (the one the call was waiting on), else the first.
     pub(super) provider: &'a str,
@@ -155,7 +158,7 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
     let estimate = retry_estimate(failure, facts.remaining_open, facts.timeout);
     let retry_after_s = ceil_secs(facts.others_back.map_or(estimate, |o| o.min(estimate)));
     if let Some((entry, age)) = facts.stale {
-        let content = texts::stale(&info.tool, age, &entry.content);
+        let content = texts::stale(&info.tool, age, &entry.content, facts.priced);
         return Envelope::stale(
             info,
             content,

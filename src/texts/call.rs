@@ -62,24 +62,50 @@ pub fn quota_note(provider: &str, tool: &str, left: Duration) -> String {
     )
 }
 
-/// A stale answer: the last good result's `content`, introduced with its age.
-pub fn stale(tool: &str, age: Duration, content: &str) -> String {
+/// A stale answer: the last good result's `content`, introduced with its age. `priced` says
+/// whether the tool's answers are prices or availability (`ToolSpec::priced`): only then does
+/// the text say that they may have changed and must be confirmed before booking; any other
+/// tool's (a flight's status, a developer's own http tool) says only that it may have changed.
+pub fn stale(tool: &str, age: Duration, content: &str, priced: bool) -> String {
     // Sized once and written in place: `content` is the whole earlier answer (kilobytes), which
     // `format!` would copy again each time its guess of the length ran out, on every call a
     // stale result answers.
     let mut text = String::with_capacity(STALE_HEAD_LEN + tool.len() + content.len() + 16);
-    text.push_str("STALE RESULT, ");
+    text.push_str(STALE_MARK);
     write_age(&mut text, age);
-    let _ = write!(
-        text,
-        " old: {tool} is not answering right now, so this is the last good result for the same request. Prices and availability may have changed since; say how old it is and confirm before booking. "
-    );
+    text.push_str(" old: ");
+    text.push_str(tool);
+    text.push_str(STALE_WHY);
+    text.push_str(if priced { STALE_PRICED } else { STALE_UNPRICED });
+    text.push(' ');
     text.push_str(content);
     text
 }
 
-/// The length of [`stale`]'s fixed words.
-const STALE_HEAD_LEN: usize = 220;
+/// The words that start every stale answer (the one stale mark the protocols look for).
+const STALE_MARK: &str = "STALE RESULT, ";
+
+/// Why an earlier result answers, after the tool's name.
+const STALE_WHY: &str =
+    " is not answering right now, so this is the last good result for the same request. ";
+
+/// What a model is to do with an earlier answer of prices or availability.
+const STALE_PRICED: &str =
+    "Prices and availability may have changed since; say how old it is and confirm before booking.";
+
+/// What a model is to do with any other earlier answer.
+const STALE_UNPRICED: &str = "It may have changed since; say how old it is.";
+
+/// The length of [`stale`]'s fixed words (the age and the tool's name aside).
+const STALE_HEAD_LEN: usize = STALE_MARK.len()
+    + " old: ".len()
+    + STALE_WHY.len()
+    + if STALE_PRICED.len() > STALE_UNPRICED.len() {
+        STALE_PRICED.len()
+    } else {
+        STALE_UNPRICED.len()
+    }
+    + 1;
 
 /// "4 min", "35 s", "2 h 5 min": an age a model can repeat.
 pub fn describe_age(age: Duration) -> String {
@@ -400,6 +426,7 @@ mod tests {
                 "search_flights",
                 Duration::from_secs(secs),
                 "3 offers: BA117 …",
+                true,
             );
             assert_eq!(
                 text,
@@ -408,6 +435,30 @@ mod tests {
                 )
             );
             assert_eq!(describe_age(Duration::from_secs(secs)), age);
+        }
+    }
+
+    /// A tool whose answers are no prices (a flight's status, a developer's own tool) is not
+    /// said to have prices that may have changed, nor to need confirming before a booking.
+    #[test]
+    fn a_stale_answer_without_prices_says_only_that_it_may_have_changed() {
+        let text = stale(
+            "get_flight_status",
+            Duration::from_secs(240),
+            "BA117 departs 15:45, gate B12.",
+            false,
+        );
+        assert_eq!(
+            text,
+            "STALE RESULT, 4 min old: get_flight_status is not answering right now, so this is the last good result for the same request. It may have changed since; say how old it is. BA117 departs 15:45, gate B12."
+        );
+    }
+
+    #[test]
+    fn the_stale_head_is_sized_for_its_longest_words() {
+        for priced in [true, false] {
+            let text = stale("", Duration::ZERO, "", priced);
+            assert!(text.len() - "0 s".len() <= STALE_HEAD_LEN, "{text}");
         }
     }
 

@@ -16,6 +16,7 @@ pub const SPEC: ToolSpec = ToolSpec {
     idempotent: false,
     built_for: CallMode::Interactive,
     needs_idempotency_key: true,
+    priced: false,
     input_schema: super::Schema::Derived(super::schema_of::<Args>),
     output_schema: super::Schema::Derived(super::schema_of::<Output>),
     parse: super::Parse::Typed(parse),

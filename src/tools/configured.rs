@@ -99,6 +99,9 @@ pub fn spec(definition: &Definition) -> &'static ToolSpec {
         idempotent: !write,
         built_for: definition.built_for,
         needs_idempotency_key: write,
+        // The gateway cannot tell what the provider's answers are: its stale text claims no
+        // prices or availability (see `ToolSpec::priced`).
+        priced: false,
         input_schema: Schema::Given(definition.input_schema.clone()),
         output_schema: Schema::Given(definition.output_schema.clone()),
         parse: Parse::Configured,

@@ -16,6 +16,7 @@ pub const SPEC: ToolSpec = ToolSpec {
     idempotent: true,
     built_for: CallMode::Background,
     needs_idempotency_key: false,
+    priced: false,
     input_schema: super::Schema::Derived(super::schema_of::<Args>),
     output_schema: super::Schema::Derived(super::schema_of::<Output>),
     parse: super::Parse::Typed(|v, today, _key| {

@@ -103,6 +103,13 @@ pub struct ToolSpec {
     pub built_for: CallMode,
     /// Whether a call must carry an `idempotency_key`.
     pub needs_idempotency_key: bool,
+    /// Whether the tool's answers are prices or availability, which change by the minute (the
+    /// searches and the offer pricing): an earlier answer served stale says they may have
+    /// changed and are to be confirmed before booking. Any other tool's stale answer says only
+    /// that it may have changed: a flight's status has no price, a booking's amount is what was
+    /// charged (and a write is never answered stale), and the gateway cannot tell what a tool
+    /// from configuration answers, so it claims nothing about prices for one.
+    pub priced: bool,
     input_schema: Schema,
     output_schema: Schema,
     parse: Parse,

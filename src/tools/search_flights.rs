@@ -20,6 +20,7 @@ pub const SPEC: ToolSpec = ToolSpec {
     idempotent: true,
     built_for: CallMode::Interactive,
     needs_idempotency_key: false,
+    priced: true,
     input_schema: super::Schema::Derived(super::schema_of::<Args>),
     output_schema: super::Schema::Derived(super::schema_of::<Output>),
     parse: super::Parse::Typed(|v, today, _key| {

@@ -487,6 +487,7 @@ impl Gateway {
         let facts = answer::Interactive {
             info,
             write: tool.is_write(),
+            priced: tool.spec.priced,
             provider: route.map_or("", |r| r.name.as_str()),
             breaker: route.map(|r| r.breaker.state(now)),
             remaining_open: route.and_then(|r| r.breaker.remaining_open(now)),

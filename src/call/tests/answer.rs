@@ -67,6 +67,7 @@ fn facts<'a>(available: &'a [String]) -> Interactive<'a> {
             ..CallInfo::new("c1", "search_flights")
         },
         write: false,
+        priced: true,
         provider: "duffel",
         breaker: Some(BreakerState::Closed),
         remaining_open: None,
@@ -312,6 +313,22 @@ fn the_interactive_texts_are_complete() {
     assert!(stale.content.ends_with("confirm before booking. 0 offers."));
     // The remembered text is written from its escaped copy, not escaped again.
     assert!(stale.content_tail.split(&stale.content).is_some());
+    // A tool whose answers are no prices says nothing of prices or booking.
+    let unpriced = answer::interactive(
+        &open_breaker(),
+        Interactive {
+            priced: false,
+            stale: Some((&cached, secs(240))),
+            ..facts(&hotels)
+        },
+    );
+    assert!(
+        unpriced
+            .content
+            .ends_with("It may have changed since; say how old it is. 0 offers."),
+        "{}",
+        unpriced.content
+    );
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! read from disk as `faregate serve` reads it, served by a provider of kind `http` that is a
 //! wiremock server shaped like a public flight-tracking API (`GET /flights/{ident}`). It answers
 //! through every agent protocol, trips its own breaker and serves its fallback text, is requeued
-//! silently in background mode, authenticates each way, and its path parameters can never leave
+//! silently in background mode, serves a stale answer that claims nothing about prices,
+//! authenticates each way, and its path parameters can never leave
 //! the configured base path. `faregate check` lists every mistake of a bad tool file at once.
 //! `auth.rs`: each way it authenticates, from credentials in the environment; `import.rs`: tool
 //! files written by `faregate import-openapi` pass `check` and serve; `writes.rs`: a write tool
@@ -116,7 +117,17 @@ async fn gateway(
     auth: &str,
     env: &MapEnv,
 ) -> (TestGateway, tempfile::TempDir) {
-    let dir = config_dir(&format!("{}/aeroapi", upstream.uri()), auth, TOOL);
+    gateway_serving(upstream, auth, env, TOOL).await
+}
+
+/// A gateway serving the tool file `tool` from `upstream` (under `/aeroapi`).
+async fn gateway_serving(
+    upstream: &MockServer,
+    auth: &str,
+    env: &MapEnv,
+    tool: &str,
+) -> (TestGateway, tempfile::TempDir) {
+    let dir = config_dir(&format!("{}/aeroapi", upstream.uri()), auth, tool);
     let (config, _) = faregate::config::load(
         &faregate::config::DiskFiles,
         &dir.path().join("faregate.toml"),
@@ -317,6 +328,36 @@ async fn its_breaker_opens_and_its_fallback_text_is_served() {
         upstream.received_requests().await.unwrap_or_default().len(),
         asked,
         "an open breaker sends nothing"
+    );
+}
+
+/// A developer's tool answers for something the gateway cannot see into (here a flight's
+/// status): its stale answer says its age and that it may have changed, and nothing of prices,
+/// availability or booking, which only the priced built-in tools' stale answers speak of.
+#[tokio::test]
+async fn its_stale_answer_claims_nothing_about_prices() {
+    let upstream = MockServer::start().await;
+    Mock::given(path("/aeroapi/flights/BAW117"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&upstream)
+        .await;
+    Mock::given(path("/aeroapi/flights/BAW117"))
+        .respond_with(ResponseTemplate::new(503))
+        .with_priority(2)
+        .mount(&upstream)
+        .await;
+    let tool = TOOL.replace("stale_for = \"0s\"", "stale_for = \"10m\"");
+    let (gw, _dir) = gateway_serving(&upstream, KEY_AUTH, &key_env(), &tool).await;
+    let fresh = call(&gw, json!({"ident": "BAW117"})).await;
+    assert_eq!(fresh["status"], "ok", "{fresh:#}");
+    let stale = call(&gw, json!({"ident": "BAW117"})).await;
+    assert_eq!(stale["status"], "stale", "{stale:#}");
+    let text = stale["content"].as_str().unwrap_or_default();
+    assert_eq!(
+        text,
+        "STALE RESULT, 0 s old: flight_position is not answering right now, so this is the last good result for the same request. It may have changed since; say how old it is. BAW117: En Route / On Time from LHR to JFK, gate A10."
     );
 }
 
