@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use faregate::http_tool::{
-    Binding, BindingDef, Class, DEFAULT_REJECTED, Method, Operation, OperationDef, Waits,
+    Answered, Binding, BindingDef, Class, DEFAULT_REJECTED, Method, Operation, OperationDef, Waits,
 };
 use libfuzzer_sys::fuzz_target;
 use reqwest::Url;
@@ -172,7 +172,9 @@ fn tool_answer(rest: &[u8]) {
     };
     let status = STATUSES[usize::from(*status) % STATUSES.len()];
     match op.read(status, waits(), body, now()) {
-        Ok(kept) => {
+        // The operation is a read: only a write's success may come without a body.
+        Ok(Answered::Done { .. }) => panic!("a read answered done without a body"),
+        Ok(Answered::Kept(kept)) => {
             assert!((200..300).contains(&status));
             let fields: Vec<&String> = kept
                 .data

@@ -2,7 +2,9 @@
 //! and body to a [`Class`] (the adapter turns it into the gateway's `ErrorKind`).
 //!
 //! - 2xx: an answer, if its body is JSON; anything else is [`Class::Malformed`] (a failure the
-//!   breaker counts: a provider that answers garbage is not working).
+//!   breaker counts: a provider that answers garbage is not working). An empty body too: a
+//!   write's success with an empty body is read before this table (`Operation::read`), so
+//!   only a read's (or a binding's) reaches it, and a read keeps its result from JSON.
 //! - A status the tool lists in `[classify] rejected` (by default 400, 404, 409 and 422): the
 //!   model can fix the call, so [`Class::Rejected`], with the provider's own message when
 //!   `[classify] message` points at one. Not a provider failure.
@@ -86,6 +88,11 @@ impl Classify {
     /// Classifies one answer received at `now`.
     pub fn classify(&self, status: u16, waits: Waits<'_>, body: &[u8], now: SystemTime) -> Class {
         match status {
+            200..=299 if body.trim_ascii().is_empty() => Class::Malformed {
+                detail: format!(
+                    "HTTP {status} with an empty body: a read keeps its result from a JSON answer, and only a write's success may be empty"
+                ),
+            },
             200..=299 => match serde_json::from_slice::<Value>(body) {
                 Ok(value) => Class::Answer(value),
                 Err(e) => Class::Malformed {

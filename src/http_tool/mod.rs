@@ -11,6 +11,17 @@
 //! configured fields (JSONPath), checks them against the output schema and writes the
 //! `content` text (a minijinja template).
 //!
+//! A write's success may come back with an empty body: many APIs answer a `POST`, `PUT` or
+//! `DELETE` with `204 No Content`, or `201 Created` and only a `Location` header. That is the
+//! write carried out ([`Answered::Done`]): its `data` holds the kept fields with nothing behind
+//! them (`null`, or an empty list for a list path), as for a JSON answer that holds none of
+//! them, checked against the output schema; its text is the adapter's, since the tool's
+//! template describes an answer the provider did not send. A read answered with an empty body
+//! stays a malformed answer: a read's result is what it keeps of the provider's JSON, and an
+//! empty one would be served (and remembered, and later served stale) as a result that says
+//! nothing; a provider with nothing to report answers an empty list or a 404, which the tool
+//! classifies.
+//!
 //! The host is never an argument: [`Outgoing::url`] appends the encoded path to the provider's
 //! configured base URL and can neither leave it nor change its host.
 //!
@@ -135,6 +146,8 @@ impl Problem {
 /// A compiled operation: everything a call needs to build its request and read its answer.
 #[derive(Debug)]
 pub struct Operation {
+    /// Whether the tool is a write, whose success may come with an empty body.
+    write: bool,
     request: Request,
     keep: Keep,
     output: Option<jsonschema::Validator>,
@@ -155,6 +168,23 @@ pub struct Outgoing {
     pub body: Option<Value>,
     /// The header and the idempotency key of a write.
     pub idempotency: Option<(String, String)>,
+}
+
+/// What one answer of the provider gave the tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answered {
+    /// A JSON answer: the kept result and its text.
+    Kept(Kept),
+    /// A write the provider confirmed with a success status and an empty body (`204 No
+    /// Content`, or `201 Created` with only a `Location` header): it was carried out, and
+    /// nothing about it came back. The text is the adapter's to write.
+    Done {
+        /// The success status the provider answered.
+        status: u16,
+        /// The kept fields with nothing behind them (`null`, or an empty list for a list
+        /// path), valid for the output schema.
+        data: Value,
+    },
 }
 
 /// A result as the tool keeps it.
@@ -249,6 +279,7 @@ impl Operation {
         );
         match (path, keep, content) {
             (Some(path), Some(keep), Some(content)) if problems.is_empty() => Ok(Operation {
+                write: def.write,
                 request: Request {
                     method: def.method,
                     path,
@@ -285,47 +316,66 @@ impl Operation {
         self.request.query(arguments).map(drop)
     }
 
-    /// Reads one answer received at `now`: the kept result and its text, or what else it was.
-    /// A kept result that breaks the output schema, or whose text cannot be written, is
-    /// malformed: the provider did not answer in the shape the tool declares.
+    /// Reads one answer received at `now`: the kept result and its text, a write carried out
+    /// with nothing to keep (a success with an empty body), or what else it was. A kept result
+    /// that breaks the output schema, or whose text cannot be written, is malformed: the
+    /// provider did not answer in the shape the tool declares.
     pub fn read(
         &self,
         status: u16,
         waits: Waits<'_>,
         body: &[u8],
         now: SystemTime,
-    ) -> Result<Kept, Class> {
+    ) -> Result<Answered, Class> {
+        if self.write && (200..=299).contains(&status) && body.trim_ascii().is_empty() {
+            let data = self.keep.apply(&Value::Null);
+            // An output schema that requires a kept field to hold something leaves no `data`
+            // to answer with, though the write was carried out: the operator must allow null.
+            self.check_output(&data).map_err(|class| match class {
+                Class::Malformed { detail } => Class::Malformed {
+                    detail: format!(
+                        "HTTP {status} with an empty body (the write was carried out), but {detail}; allow null for the kept fields in output_schema"
+                    ),
+                },
+                other => other,
+            })?;
+            return Ok(Answered::Done { status, data });
+        }
         let answer = match self.classify.classify(status, waits, body, now) {
             Class::Answer(answer) => answer,
             other => return Err(other),
         };
-        self.keep_from(&answer)
+        self.keep_from(&answer).map(Answered::Kept)
     }
 
     /// The kept result of a JSON answer and its text (the second half of [`Operation::read`]).
     pub fn keep_from(&self, answer: &Value) -> Result<Kept, Class> {
         let data = self.keep.apply(answer);
-        if let Some(output) = &self.output
-            && let Err(e) = output.validate(&data)
-        {
-            return Err(Class::Malformed {
-                detail: format!(
-                    "the kept result does not match the output schema at {}: {}",
-                    if e.instance_path().as_str().is_empty() {
-                        "/"
-                    } else {
-                        e.instance_path().as_str()
-                    },
-                    e.masked()
-                ),
-            });
-        }
+        self.check_output(&data)?;
         match self.content.render(&data) {
             Ok(content) => Ok(Kept { data, content }),
             Err(e) => Err(Class::Malformed {
                 detail: format!("the content template could not be written for this answer: {e}"),
             }),
         }
+    }
+
+    /// Whether `data` is valid for the output schema, when the tool declares one.
+    fn check_output(&self, data: &Value) -> Result<(), Class> {
+        let Some(Err(e)) = self.output.as_ref().map(|o| o.validate(data)) else {
+            return Ok(());
+        };
+        Err(Class::Malformed {
+            detail: format!(
+                "the kept result does not match the output schema at {}: {}",
+                if e.instance_path().as_str().is_empty() {
+                    "/"
+                } else {
+                    e.instance_path().as_str()
+                },
+                e.masked()
+            ),
+        })
     }
 }
 

@@ -248,6 +248,62 @@ fn a_write_sends_its_body_and_its_idempotency_key() {
     assert!(missing.is_err());
 }
 
+/// A write's success with an empty body (204, or 201 with only a `Location`) is the write
+/// carried out, with the kept fields empty; a read's is a malformed answer, and so is a write's
+/// whose output schema leaves no room for the missing fields.
+#[test]
+fn an_empty_success_is_a_write_carried_out_and_a_malformed_read() {
+    let now = SystemTime::UNIX_EPOCH;
+    let write = OperationDef {
+        write: true,
+        method: Method::Post,
+        path: "/alerts".into(),
+        query: Vec::new(),
+        idempotency_header: Some("Idempotency-Key".into()),
+        keep: vec![
+            ("id".into(), "$.id".into()),
+            ("gates".into(), "$.gates[*]".into()),
+        ],
+        content: "Alert {{ id }} set.".into(),
+        ..def()
+    };
+    let op = Operation::compile(&write, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+    for (status, body) in [(204, &b""[..]), (201, b""), (200, b" \r\n")] {
+        assert_eq!(
+            op.read(status, Waits::default(), body, now),
+            Ok(Answered::Done {
+                status,
+                data: json!({"id": null, "gates": []})
+            })
+        );
+    }
+    let kept = op.read(201, Waits::default(), br#"{"id": "A1"}"#, now);
+    assert!(
+        matches!(&kept, Ok(Answered::Kept(k)) if k.content == "Alert A1 set."),
+        "{kept:?}"
+    );
+    let refused = op.read(404, Waits::default(), b"", now);
+    assert!(
+        matches!(refused, Err(Class::Rejected { .. })),
+        "{refused:?}"
+    );
+
+    let strict = json!({"type": "object", "properties": {"id": {"type": "string"}}});
+    let op = Operation::compile(&write, &input_schema(), Some(&strict))
+        .unwrap_or_else(|p| panic!("{p:?}"));
+    let no_room = op.read(204, Waits::default(), b"", now);
+    assert!(
+        matches!(&no_room, Err(Class::Malformed { detail }) if detail.contains("allow null")),
+        "{no_room:?}"
+    );
+
+    let read = operation().read(204, Waits::default(), b"", now);
+    assert!(
+        matches!(&read, Err(Class::Malformed { detail }) if detail.contains("empty body")),
+        "{read:?}"
+    );
+}
+
 #[test]
 fn the_result_keeps_the_configured_fields_and_writes_the_content() {
     let answer = json!({"flights": [

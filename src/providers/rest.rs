@@ -7,8 +7,9 @@
 //! tool's checked arguments, the answer mapped into the tool's typed output, and an answer that
 //! does not fit that type is a malformed answer (the chain goes on to its next provider). This module adds what needs a
 //! socket: the configured base URL (the only host a request ever goes to), the credential from
-//! the environment, the bounded body read, the rate-limit headers recorded for pacing, and the
-//! mapping of the operation's classification onto [`ErrorKind`].
+//! the environment, the bounded body read, the rate-limit headers recorded for pacing, the
+//! mapping of the operation's classification onto [`ErrorKind`], and the text of a write the
+//! provider confirmed with an empty body (`Answered::Done`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,8 +25,9 @@ use super::error::{ErrorKind, NOT_LISTED, UpstreamError};
 use super::http::{read_body, retry_after, send, traced, transport_error};
 use super::limits::LimitsSink;
 use super::oauth2::TokenSource;
-use crate::http_tool::{Binding, Class, Method, Operation, Outgoing, Waits};
+use crate::http_tool::{Answered, Binding, Class, Method, Operation, Outgoing, Waits};
 use crate::secret::Secret;
+use crate::texts::call as texts;
 use crate::tools::configured::{Call, Output};
 use crate::tools::{ToolOutput, ToolRequest};
 
@@ -226,9 +228,16 @@ impl RestClient {
         let request_id = text(&headers, "x-request-id").map(str::to_string);
         operation
             .read(status, waits(&headers), &body, crate::clock::system_now())
-            .map(|kept| Output {
-                data: kept.data,
-                content: kept.content,
+            .map(|answered| match answered {
+                Answered::Kept(kept) => Output {
+                    data: kept.data,
+                    content: kept.content,
+                },
+                // The template describes an answer the provider did not send.
+                Answered::Done { status, data } => Output {
+                    data,
+                    content: texts::done_without_details(call.tool, status),
+                },
             })
             .map_err(|class| {
                 let mut e = upstream_error(class);

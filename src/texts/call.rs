@@ -96,16 +96,10 @@ const STALE_PRICED: &str =
 /// What a model is to do with any other earlier answer.
 const STALE_UNPRICED: &str = "It may have changed since; say how old it is.";
 
-/// The length of [`stale`]'s fixed words (the age and the tool's name aside).
-const STALE_HEAD_LEN: usize = STALE_MARK.len()
-    + " old: ".len()
-    + STALE_WHY.len()
-    + if STALE_PRICED.len() > STALE_UNPRICED.len() {
-        STALE_PRICED.len()
-    } else {
-        STALE_UNPRICED.len()
-    }
-    + 1;
+/// The length of [`stale`]'s fixed words (the age and the tool's name aside), with the longer
+/// of its two notes.
+const STALE_HEAD_LEN: usize =
+    STALE_MARK.len() + " old: ".len() + STALE_WHY.len() + STALE_PRICED.len() + 1;
 
 /// "4 min", "35 s", "2 h 5 min": an age a model can repeat.
 pub fn describe_age(age: Duration) -> String {
@@ -205,6 +199,14 @@ pub fn uncertain_write(tool: &str, provider: &str) -> String {
 pub fn write_still_running(tool: &str) -> String {
     format!(
         "The {tool} request is still under way at the provider: it takes longer than this call waited, and it is not known yet whether it will go through. Do not tell the traveller it is booked, and do not say nothing was booked either. Do not book again with a new idempotency key: call {tool} again shortly with the same idempotency key, which can never book twice, to learn the outcome."
+    )
+}
+
+/// A write from configuration the provider confirmed with a success status and an empty body
+/// (`204 No Content`, or `201 Created` with only a `Location` header): done, with no details.
+pub fn done_without_details(tool: &str, status: u16) -> String {
+    format!(
+        "The {tool} request was carried out: the provider confirmed it (HTTP {status}) and sent no details back."
     )
 }
 

@@ -2,7 +2,8 @@
 //! clients apart: the idempotency key its provider deduplicates by is scoped to the client, so
 //! two clients making the same call (or giving the same key) never have one's write taken for
 //! the other's, while one client repeating its key still is deduplicated. And whatever the
-//! provider echoes of the credential the gateway sent never reaches the model.
+//! provider echoes of the credential the gateway sent never reaches the model. A write the
+//! provider confirms with an empty body (204, or 201 with only a `Location`) is carried out.
 
 use super::*;
 
@@ -181,5 +182,52 @@ async fn a_credential_the_provider_echoes_never_reaches_the_model() {
     assert!(
         !said.contains(TOKEN) && said.contains("[redacted]"),
         "{said}"
+    );
+}
+
+/// Many APIs confirm a write with `204 No Content`, or `201 Created` and only a `Location`
+/// header: the write was carried out, the model is told so, and `data` holds the kept fields
+/// with nothing behind them. Before, an empty body was a malformed answer: the model read that
+/// the outcome was unknown, and the provider's breaker counted a failure.
+#[tokio::test]
+async fn a_write_confirmed_with_an_empty_body_is_carried_out() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/lounges/LHR/bookings"))
+        .respond_with(ResponseTemplate::new(204))
+        .mount(&upstream)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/api/lounges/JFK/bookings"))
+        .respond_with(
+            ResponseTemplate::new(201).insert_header("location", "/api/lounges/JFK/bookings/LB-2"),
+        )
+        .mount(&upstream)
+        .await;
+    let (gw, _dir) = lounge_gateway(&upstream).await;
+    for (airport, status) in [("LHR", 204), ("JFK", 201)] {
+        let body = json!({"arguments": {"member_id": "M1", "airport": airport},
+            "idempotency_key": format!("k-{airport}")});
+        let req = reqwest::Client::new()
+            .post(gw.url("/v1/tools/book_lounge/call"))
+            .bearer_auth("alpha-key")
+            .json(&body);
+        let (code, _, answer) = send(req).await;
+        assert_eq!(code, 200, "{answer:#}");
+        assert_eq!(answer["status"], "ok", "{answer:#}");
+        assert_eq!(answer["data"], json!({"booking": null}), "{answer:#}");
+        assert_eq!(
+            answer["content"],
+            format!(
+                "The book_lounge request was carried out: the provider confirmed it (HTTP {status}) and sent no details back."
+            ),
+            "{answer:#}"
+        );
+    }
+    let said = openai_call(&gw, "beta-key", r#"{"member_id": "M2", "airport": "LHR"}"#).await;
+    assert!(said.contains("was carried out"), "{said}");
+    assert_eq!(
+        upstream.received_requests().await.unwrap_or_default().len(),
+        3
     );
 }
