@@ -14,6 +14,9 @@ use super::{
     compile_request,
 };
 
+#[cfg(test)]
+mod tests;
+
 /// What a built-in tool's file says about one http provider that serves it
 /// (`[binding.<provider>]`), before it is compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
