@@ -37,11 +37,26 @@ pub fn allowed(url: &Url, allowlist: &[Url]) -> bool {
 }
 
 /// Whether `path` is `prefix` or a path below it, segment by segment.
+///
+/// The URL parser has already resolved literal `.` and `..` segments, but not encoded ones: a
+/// receiver that decodes `%2F` or `%2E` before it routes would read `/hooks/..%2Fadmin` as
+/// `/admin`, outside the entry. So below the prefix, an encoded slash or backslash, and a
+/// segment that decodes to `.` or `..`, are refused.
 fn under(path: &str, prefix: &str) -> bool {
-    match path.strip_prefix(prefix) {
-        None => false,
-        Some(rest) => rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'),
+    let Some(rest) = path.strip_prefix(prefix) else {
+        return false;
+    };
+    if !(rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/')) {
+        return false;
     }
+    let rest = rest.to_ascii_lowercase();
+    if rest.contains("%2f") || rest.contains("%5c") {
+        return false;
+    }
+    !rest.split('/').any(|segment| {
+        let decoded = segment.replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    })
 }
 
 /// Whether `ip` is an address a callback must never reach through a host name: loopback,
@@ -61,7 +76,9 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
                 || (first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
-                || (first == 0x0064 && v6.segments()[1] == 0xff9b) // NAT64 64:ff9b::/96
+                || (first == 0x0064 && v6.segments()[1] == 0xff9b) // NAT64 64:ff9b::/96, 64:ff9b:1::/48
+                || (first & 0xffc0) == 0xfec0 // site-local fec0::/10 (deprecated, still routed by some)
+                || v6.segments()[..6] == [0; 6] // IPv4-compatible ::a.b.c.d (deprecated)
                 || v6 == Ipv6Addr::from([0u16; 8])
         }
     }
@@ -176,6 +193,19 @@ mod tests {
             !ok("https://chat.example.com/hooks/../admin"),
             "dot segments are resolved before the prefix check"
         );
+        for encoded in [
+            "https://chat.example.com/hooks/..%2fadmin",
+            "https://chat.example.com/hooks/..%2Fadmin",
+            "https://chat.example.com/hooks/%2e%2e/admin",
+            "https://chat.example.com/hooks/.%2E/admin",
+            "https://chat.example.com/hooks/x%5c..%5cadmin",
+        ] {
+            assert!(!ok(encoded), "an encoded way out: {encoded}");
+        }
+        assert!(
+            ok("https://chat.example.com/hooks/a%20b/v1.2/..x"),
+            "other escapes and dots inside a segment are fine"
+        );
     }
 
     #[test]
@@ -215,6 +245,9 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
+            "64:ff9b:1::a00:1",
+            "fec0::1",
+            "::7f00:1",
         ];
         for ip in private {
             let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
