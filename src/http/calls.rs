@@ -142,11 +142,13 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
     };
     let tool = job.tool.clone();
     let call_id = job.call_id.clone();
-    if job
-        .idempotency_key
-        .as_deref()
-        .is_some_and(|k| k.starts_with(crate::jobs::WATCH_RUN_KEY_PREFIX))
-    {
+    if job.idempotency_key.as_deref().is_some_and(|k| {
+        // In any case: `WATCH:x` would list as a watch's run on SQLite, whose LIKE ignores
+        // case, and as a call on PostgreSQL.
+        let prefix = crate::jobs::WATCH_RUN_KEY_PREFIX;
+        k.get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+    }) {
         return Ok(Envelope::invalid_arguments(
             CallInfo::new(state.gateway.call_id(call_id), tool),
             texts::key_kept_for_watches(crate::jobs::WATCH_RUN_KEY_PREFIX),

@@ -139,7 +139,7 @@ pub fn job_ended_without_result(
 /// A background call whose idempotency key starts as a watch's runs' keys do.
 pub fn key_kept_for_watches(prefix: &str) -> String {
     format!(
-        "idempotency_key must not start with \"{prefix}\": keys that start so name the runs of watches; choose another key"
+        "idempotency_key must not start with \"{prefix}\" (in any case): keys that start so name the runs of watches; choose another key"
     )
 }
 

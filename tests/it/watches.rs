@@ -790,4 +790,12 @@ async fn a_clients_job_list_holds_its_calls_and_its_watches_runs_only_when_asked
             .contains("must not start with \"watch:\""),
         "{posing:#}"
     );
+    // In any case: SQLite's LIKE would list `WATCH:` as a watch's run, PostgreSQL's as a call.
+    let (status, shouting) = s
+        .submit(
+            "get_flight_status",
+            json!({"arguments": flight(), "mode": "background", "idempotency_key": "WATCH:x"}),
+        )
+        .await;
+    assert_eq!(status, 422, "{shouting:#}");
 }

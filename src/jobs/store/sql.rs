@@ -183,7 +183,7 @@ const LIST: &str = concat!(
        AND (CAST($2 AS TEXT) IS NULL OR tool = CAST($2 AS TEXT))
        AND (CAST($3 AS TEXT) IS NULL OR client = CAST($3 AS TEXT))
        AND (CAST($5 AS TEXT) IS NULL
-            OR (CAST($5 AS TEXT) = 'watch_runs') = (COALESCE(idempotency_key, '') LIKE 'watch:%'))
+            OR (CAST($5 AS TEXT) = 'watch_runs') = (SUBSTR(COALESCE(idempotency_key, ''), 1, 6) = 'watch:'))
      ORDER BY id DESC LIMIT CAST($4 AS BIGINT)"
 );
 
@@ -493,7 +493,7 @@ impl JobStore for Store {
 
     async fn list(&self, filter: JobFilter<'_>, limit: u32) -> Result<Vec<Job>, StoreError> {
         // `$5`: NULL for every job, else which side of `WATCH_RUN_KEY_PREFIX` (the statement's
-        // `'watch:%'`) to keep.
+        // `'watch:'`, compared case-sensitively on both engines) to keep.
         let origin = match filter.origin {
             Origin::Any => None,
             Origin::Calls => Some("calls"),
