@@ -12,7 +12,8 @@
 //!   end as the tool's return), else the tool's fallback text (a write that failed before its
 //!   request was sent gets it too: nothing was booked);
 //! - [`background`]: nobody waits, so a job gets a [`Verdict`]: later (with the wait the
-//!   provider side asked for, or the first maintenance window's end, as its anchor; also a
+//!   provider side asked for, cut to the soonest another provider of the chain is back, or the
+//!   first maintenance window's end, as its anchor; also a
 //!   write that failed before its request was sent, which is as safe to repeat as a read), or
 //!   never (a refusal, a write the provider says it did not carry out, or a write whose outcome
 //!   is unknown: repeating it could book twice).
@@ -77,6 +78,10 @@ pub(super) struct Background {
     pub(super) write: bool,
     /// How much longer the breaker of the provider the failure names stays open.
     pub(super) remaining_open: Option<Duration>,
+    /// The soonest another provider that failed the job may be asked again, as for
+    /// [`Interactive::others_back`]: a wait the failure asks for is cut to it, since the chain
+    /// answers again when its first provider does.
+    pub(super) others_back: Option<Duration>,
 }
 
 /// What one background attempt came to, for the job system.
@@ -87,7 +92,8 @@ pub enum Verdict {
     /// Not now: try again after at least `anchor`, silently.
     Later {
         /// The wait the provider side asked for (the breaker's remaining open time or the
-        /// provider's `Retry-After`), if known.
+        /// provider's `Retry-After`), if known, cut to the soonest another provider of the
+        /// chain is back.
         anchor: Option<Duration>,
         /// The failure, for `last_error`.
         error: String,
@@ -224,7 +230,15 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
 }
 
 /// The background verdict on a failure.
+///
+/// A later verdict's anchor is the chain's: the wait the failure asks for (a `Retry-After`, the
+/// breaker's remaining open time), cut to the soonest another provider of the chain is back
+/// ([`Background::others_back`]). A failure that asks for no wait keeps none: the job's own
+/// backoff then decides, and that provider may be asked again sooner than any other.
 pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
+    let soonest = |anchor: Option<Duration>| {
+        anchor.map(|anchor| facts.others_back.map_or(anchor, |back| back.min(anchor)))
+    };
     match failure {
         Failure::Upstream {
             provider, error, ..
@@ -272,7 +286,7 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
                 }
             }
             kind => Verdict::Later {
-                anchor: kind.retry_after().or(facts.remaining_open),
+                anchor: soonest(kind.retry_after().or(facts.remaining_open)),
                 rate_limited: matches!(kind, ErrorKind::RateLimited { .. }).then(|| RateLimitHit {
                     retry_after: kind.retry_after(),
                 }),
@@ -283,7 +297,7 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
         Failure::Breaker {
             provider, rejected, ..
         } => Verdict::Later {
-            anchor: Some(rejected.retry_after),
+            anchor: soonest(Some(rejected.retry_after)),
             error: format!("{provider}: {rejected}"),
             attempted: false,
             rate_limited: None,

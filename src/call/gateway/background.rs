@@ -107,11 +107,15 @@ impl Gateway {
         match ran {
             Ok(success) => Verdict::Done(answer::fresh(info, success)),
             Err(failure) => {
+                let now = Instant::now();
                 let route = tool.route(failure.provider());
+                // The chain's soonest provider back, as an interactive answer's `retry_after_s`.
+                let (_, others_back, _) = self.chain_now(&tool, &failure, now);
                 let facts = answer::Background {
                     info,
                     write: tool.is_write(),
-                    remaining_open: route.and_then(|r| r.breaker.remaining_open(Instant::now())),
+                    remaining_open: route.and_then(|r| r.breaker.remaining_open(now)),
+                    others_back,
                 };
                 answer::background(failure, facts)
             }

@@ -391,6 +391,30 @@ fn the_background_verdict_table() {
             Some((Some(ms(24_200)), false, None)),
         ),
         (
+            "an open breaker with another provider of the chain back sooner: that one's time",
+            open_breaker(),
+            job_in_chain(None, secs(10)),
+            Some((Some(secs(10)), false, None)),
+        ),
+        (
+            "a 429 with another provider of the chain back sooner: that one's time, still paced",
+            upstream(limited.clone()),
+            job_in_chain(None, secs(15)),
+            Some((Some(secs(15)), true, hit(60))),
+        ),
+        (
+            "another provider back later than the failure's own wait changes nothing",
+            upstream(ErrorKind::Timeout),
+            job_in_chain(Some(secs(20)), secs(90)),
+            Some((Some(secs(20)), true, None)),
+        ),
+        (
+            "a failure that asks for no wait keeps none, whatever the chain: its backoff decides",
+            upstream(ErrorKind::Timeout),
+            job_in_chain(None, secs(30)),
+            Some((None, true, None)),
+        ),
+        (
             "a full bulkhead: soon, no attempt counted",
             Failure::BulkheadFull,
             job(false, None),
@@ -442,6 +466,15 @@ fn job(write: bool, remaining_open: Option<Duration>) -> Background {
         info: CallInfo::new("job-call", "book_flight"),
         write,
         remaining_open,
+        others_back: None,
+    }
+}
+
+/// [`job`] for a read, in a chain whose other providers that failed are back in `others_back`.
+fn job_in_chain(remaining_open: Option<Duration>, others_back: Duration) -> Background {
+    Background {
+        others_back: Some(others_back),
+        ..job(false, remaining_open)
     }
 }
 

@@ -340,3 +340,35 @@ async fn a_call_no_provider_answered_counts_under_provider_none() {
         );
     }
 }
+
+/// The same chain for a background job: duffel's breaker reopens in 51 s, amadeus's in 148 s.
+/// The job is requeued to when the chain may answer again, duffel's 51 s, not to the last
+/// provider's (amadeus was refused last, and its breaker's wait was the anchor).
+#[tokio::test(start_paused = true)]
+async fn a_job_comes_back_when_the_soonest_provider_of_the_chain_is_back() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let gateway = gateway(&[("duffel", &duffel), ("amadeus", &amadeus)]);
+    let tool = gateway.tool("search_flights").expect("served");
+    let now = Instant::now();
+    for (provider, open_for) in [("duffel", secs(51)), ("amadeus", secs(148))] {
+        let breaker = tool.breaker_on(provider).expect("in the chain");
+        breaker.follow_open(now + open_for, true, now);
+    }
+    let verdict = gateway
+        .run_background(request("search_flights", search_args()))
+        .await;
+    let Verdict::Later {
+        anchor: Some(anchor),
+        attempted: false,
+        ..
+    } = verdict
+    else {
+        panic!("later, anchored, no provider asked: {verdict:?}");
+    };
+    assert!(
+        anchor > secs(50) && anchor <= secs(51),
+        "anchored on duffel's reopening, the chain's soonest: {anchor:?}"
+    );
+    assert_eq!((duffel.calls(), amadeus.calls()), (0, 0));
+}

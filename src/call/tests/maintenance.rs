@@ -352,3 +352,39 @@ async fn maintenance_is_counted_apart_and_its_keys_read_held() {
         assert!(text.contains(expected), "{expected} in\n{text}");
     }
 }
+
+/// A window holds duffel for 51 s more and amadeus's breaker is open for 148 s: a background
+/// job comes back when the window ends (duffel answers then), not when amadeus's breaker would
+/// admit it.
+#[tokio::test(start_paused = true)]
+async fn a_job_beside_a_window_comes_back_at_the_chains_soonest() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let now = clock::utc_now();
+    let gateway = gateway_with(
+        vec![window(
+            "duffel",
+            now - TimeDelta::minutes(1),
+            now + TimeDelta::seconds(51),
+        )],
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let tool = gateway.tool("search_flights").expect("served");
+    let at = Instant::now();
+    tool.breaker_on("amadeus")
+        .expect("in the chain")
+        .follow_open(at + secs(148), true, at);
+    let verdict = gateway.run_background(request(30)).await;
+    let Verdict::Later {
+        anchor: Some(anchor),
+        ..
+    } = verdict
+    else {
+        panic!("later, anchored: {verdict:?}");
+    };
+    assert!(
+        anchor > secs(49) && anchor < secs(52),
+        "anchored on duffel's window end, the chain's soonest: {anchor:?}"
+    );
+    assert_eq!((duffel.calls(), amadeus.calls()), (0, 0));
+}
