@@ -105,7 +105,14 @@ impl Reserve for BudgetHold {
                     ))
                 }
                 Err(e) => {
-                    tracing::warn!(tool = write.tool, error = %e, "booking refused: its budget hold could not be written");
+                    tracing::warn!(
+                        tool = write.tool,
+                        call_id = write.call_id.as_str(),
+                        client = write.client.as_str(),
+                        idempotency_key = write.key.as_str(),
+                        error = %e,
+                        "booking refused: its budget hold could not be written"
+                    );
                     Err(texts::ledger_unwritable(write.tool))
                 }
             }
@@ -127,6 +134,8 @@ pub(super) struct Write {
     pub(super) key: String,
     /// The digest of the tool and arguments.
     pub(super) digest: String,
+    /// The call's id, for log lines (the ledger does not keep it).
+    pub(super) call_id: String,
 }
 
 /// Writes the entry, or learns what the key already stands for. A ledger that cannot be
@@ -193,6 +202,9 @@ async fn keep_writing(ledger: Ledger, write: Write, outcome: Outcome) {
         if within(OUTCOME_WAIT, written).await.is_ok() {
             tracing::info!(
                 tool = write.tool,
+                call_id = write.call_id.as_str(),
+                client = write.client.as_str(),
+                idempotency_key = write.key.as_str(),
                 tries,
                 outcome = label(&outcome),
                 "a booking's outcome was recorded once the store answered again"
@@ -240,11 +252,21 @@ pub(super) async fn finish(ledger: &Ledger, observer: &Observer, write: &Write, 
         Ok(false) => {
             tracing::info!(
                 tool = write.tool,
+                call_id = write.call_id.as_str(),
+                client = write.client.as_str(),
+                idempotency_key = write.key.as_str(),
                 "a booking's outcome came after reconciliation had settled its entry; the entry stands"
             );
         }
         Err(e) => {
-            tracing::warn!(tool = write.tool, error = %e, "could not record a booking's outcome; it is kept and written again until the store takes it");
+            tracing::warn!(
+                tool = write.tool,
+                call_id = write.call_id.as_str(),
+                client = write.client.as_str(),
+                idempotency_key = write.key.as_str(),
+                error = %e,
+                "could not record a booking's outcome; it is kept and written again until the store takes it"
+            );
             tokio::spawn(keep_writing(ledger.clone(), write.clone(), outcome.clone()));
         }
     }
@@ -277,7 +299,14 @@ pub(super) fn answered(
             None,
         ),
         Err(e) => {
-            tracing::warn!(tool = write.tool, error = %e, "booking refused: the ledger could not be written");
+            tracing::warn!(
+                tool = write.tool,
+                call_id = write.call_id.as_str(),
+                client = write.client.as_str(),
+                idempotency_key = write.key.as_str(),
+                error = %e,
+                "booking refused: the ledger could not be written"
+            );
             (
                 "refused",
                 Envelope::unavailable(info, texts::ledger_unwritable(write.tool), None, None),

@@ -49,6 +49,7 @@ use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
 use crate::breaker::Caller;
+use crate::clients::ClientName;
 use crate::clock;
 use crate::maintenance::{self, Schedule};
 use crate::policy::SplitMix;
@@ -70,6 +71,31 @@ pub(super) struct Context<'a> {
     pub(super) steps: Option<&'a Steps>,
     /// The scheduled maintenance windows: a key in one is not asked.
     pub(super) maintenance: &'a Schedule,
+    /// The call this run is for, as its log lines name it.
+    pub(super) call: CallTag<'a>,
+}
+
+/// What the pipeline's log lines name a call by, so an operator ties a provider's failure to
+/// the call an agent reported and to its client: `call_id` (the caller's id, a job's, or the
+/// gateway's `fg_N`) and `client` (its name: never a key). A read shared by identical callers
+/// names the call that led it (the others are answered from the same failure); the gateway's
+/// own probe for back-in-service notices names neither.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct CallTag<'a> {
+    /// The call's id.
+    pub(super) call_id: Option<&'a str>,
+    /// The client it is for.
+    pub(super) client: Option<&'a str>,
+}
+
+impl<'a> CallTag<'a> {
+    /// The call `call_id` of `client`.
+    pub(super) fn of(call_id: &'a str, client: &'a ClientName) -> Self {
+        CallTag {
+            call_id: Some(call_id),
+            client: Some(client.as_str()),
+        }
+    }
 }
 
 impl Context<'_> {
@@ -141,6 +167,8 @@ pub(super) fn run<'a>(
                         tracing::warn!(
                             tool = tool.spec.name,
                             provider = %provider,
+                            call_id = cx.call.call_id,
+                            client = cx.call.client,
                             error = %error,
                             "upstream failed"
                         );
@@ -305,6 +333,8 @@ fn run_route<'a>(
                 tracing::debug!(
                     tool = tool.spec.name,
                     provider = %route.name,
+                    call_id = cx.call.call_id,
+                    client = cx.call.client,
                     attempt = attempt + 1,
                     wait_ms = wait.as_millis() as u64,
                     error = %error,

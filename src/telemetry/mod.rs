@@ -13,6 +13,8 @@
 //! those event streams at shutdown.
 
 pub mod alerts;
+#[cfg(test)]
+pub(crate) mod captured;
 mod init;
 mod metrics;
 

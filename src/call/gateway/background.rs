@@ -11,7 +11,7 @@ use super::{CallRequest, Gateway, refused_here};
 use crate::call::answer::{self, Verdict};
 use crate::call::booking::{self, Write};
 use crate::call::envelope::{CallInfo, Envelope};
-use crate::call::pipeline;
+use crate::call::pipeline::{self, CallTag};
 use crate::texts::call as texts;
 use crate::tools::CallMode;
 
@@ -68,7 +68,7 @@ impl Gateway {
         let deadline = Instant::now() + tool.deadline(req.deadline);
         let mut request = request;
         request.made_for(req.client.as_str());
-        let write = Self::write(&tool, &req.client, &request, digest);
+        let write = Self::write(&tool, (&req.client, &info.call_id), &request, digest);
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
             let begun = booking::begin(ledger, write).await;
             if let Some(verdict) = self.background_answered(write, info.clone(), &begun) {
@@ -98,7 +98,7 @@ impl Gateway {
             &request,
             deadline,
             CallMode::Background,
-            self.context(&served),
+            self.context(&served, CallTag::of(&info.call_id, &req.client)),
         )
         .await;
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {

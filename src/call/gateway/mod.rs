@@ -35,7 +35,7 @@ use super::envelope::{CallInfo, Envelope, Status};
 use super::last_good::LastGood;
 use super::observe::Observer;
 use super::outcome::Failure;
-use super::pipeline::Context;
+use super::pipeline::{CallTag, Context};
 use super::progress::StepSender;
 use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::ServedTool;
@@ -380,16 +380,24 @@ impl Gateway {
             asked_at + tool.deadline(None),
         );
         if let Some(key) = read_key {
-            let read = self.answer_read((served, tool), info, request, deadlines, key, steps);
+            let read = self.answer_read(
+                (served, tool),
+                (info, req.client),
+                request,
+                deadlines,
+                key,
+                steps,
+            );
             return Either::Right(Either::Left(read.map(Ok)));
         }
         let mut request = request;
         request.made_for(req.client.as_str());
-        let write = Self::write(&tool, &req.client, &request, digest);
+        let write = Self::write(&tool, (&req.client, &info.call_id), &request, digest);
         // Boxed: inline, a write's steps (the ledger's SQL futures of both engines, the
         // write's own pipeline) would size every read's call future too.
         let asked = req.deadline;
-        let written = Box::pin(self.answer_write((served, tool), info, request, asked, write));
+        let written =
+            Box::pin(self.answer_write((served, tool), (info, req.client), request, asked, write));
         Either::Right(Either::Right(written.map(Ok)))
     }
 
@@ -444,13 +452,15 @@ impl Gateway {
         given.unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)))
     }
 
-    fn context<'a>(&'a self, served: &'a Served) -> Context<'a> {
+    /// What a run of the pipeline for `call` on `served` reports to and reads.
+    fn context<'a>(&'a self, served: &'a Served, call: CallTag<'a>) -> Context<'a> {
         Context {
             observer: &self.observer,
             jitter: &self.jitter,
             rate_limits: &self.rate_limits,
             steps: None,
             maintenance: &served.maintenance,
+            call,
         }
     }
 

@@ -22,7 +22,7 @@ use crate::breaker::BreakerState;
 use crate::call::answer;
 use crate::call::envelope::CallInfo;
 use crate::call::outcome::Failure;
-use crate::call::pipeline;
+use crate::call::pipeline::{self, CallTag};
 use crate::providers::ErrorKind;
 use crate::tools::CallMode;
 
@@ -69,7 +69,8 @@ impl Gateway {
         let deadline = now + tool.deadline(None);
         let gateway = Arc::clone(self);
         Some(async move {
-            let cx = gateway.context(&served);
+            // The gateway's own call: no caller's id, no client.
+            let cx = gateway.context(&served, CallTag::default());
             let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
             let probed = match ran {
                 Ok(success) => {

@@ -17,11 +17,12 @@ use crate::call::coalesce::Waiter;
 use crate::call::envelope::{CallInfo, Envelope};
 use crate::call::last_good::GoodResult;
 use crate::call::outcome::Failure;
-use crate::call::pipeline::{self, Context};
+use crate::call::pipeline::{self, CallTag, Context};
 use crate::call::progress::{self, Step, StepSender, Steps};
 use crate::call::reload::Served;
 use crate::call::served::{ServedTool, SharedOutcome};
 use crate::call::shared_text::SharedText;
+use crate::clients::ClientName;
 use crate::tools::{CallMode, ToolRequest};
 
 impl Gateway {
@@ -37,7 +38,7 @@ impl Gateway {
     pub(super) fn answer_read(
         self: &Arc<Self>,
         (served, tool): (Arc<Served>, Arc<ServedTool>),
-        info: CallInfo,
+        (info, client): (CallInfo, ClientName),
         request: ToolRequest,
         (deadline, tool_deadline): (Instant, Instant),
         key: String,
@@ -64,7 +65,7 @@ impl Gateway {
         // held call, BENCHMARKS.md); one allocation is small beside the fast-fail answer's cost.
         if tool.all_open(Instant::now()) {
             let ran = Box::pin(async move {
-                let cx = self.context(&served);
+                let cx = self.context(&served, CallTag::of(&info.call_id, &client));
                 match pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await {
                     Ok(success) => self.remember(&tool, &key, answer::fresh(info, success)),
                     Err(failure) => self.interactive_answer(&tool, info, &failure, Some(&key)),
@@ -86,8 +87,10 @@ impl Gateway {
                 if steps.is_some() {
                     leader_steps = Some(shared_steps.subscribe());
                 }
+                // The call that leads the shared read names it in the pipeline's log lines.
                 self.shared_read(
                     (&served, &tool),
+                    (info.call_id.clone(), client),
                     request,
                     shared_deadline,
                     Arc::clone(&key),
@@ -157,6 +160,7 @@ impl Gateway {
     pub(super) fn shared_read(
         self: &Arc<Self>,
         (served, tool): (&Arc<Served>, &Arc<ServedTool>),
+        (call_id, client): (String, ClientName),
         request: ToolRequest,
         deadline: Instant,
         key: Arc<str>,
@@ -167,7 +171,7 @@ impl Gateway {
         async move {
             let cx = Context {
                 steps: Some(&steps),
-                ..gateway.context(&served)
+                ..gateway.context(&served, CallTag::of(&call_id, &client))
             };
             let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
             // The call id is each caller's own, set when it is answered.

@@ -15,7 +15,7 @@ use crate::call::answer;
 use crate::call::booking::{self, Write};
 use crate::call::envelope::{CallInfo, Envelope};
 use crate::call::outcome::{Failure, Success};
-use crate::call::pipeline;
+use crate::call::pipeline::{self, CallTag};
 use crate::call::reload::Served;
 use crate::call::served::ServedTool;
 use crate::clients::ClientName;
@@ -36,7 +36,7 @@ impl Gateway {
     pub(super) async fn answer_write(
         self: &Arc<Self>,
         (served, tool): (Arc<Served>, Arc<ServedTool>),
-        info: CallInfo,
+        (info, client): (CallInfo, ClientName),
         mut request: ToolRequest,
         asked: Option<Duration>,
         write: Option<Write>,
@@ -50,8 +50,15 @@ impl Gateway {
         let now = Instant::now();
         let runs_until = now + tool.deadline(None);
         let answer_by = asked.map(|wait| now + wait).filter(|by| *by < runs_until);
+        let call = (info.call_id.clone(), client);
         match self
-            .run_write(&served, &tool, request, (runs_until, answer_by), write)
+            .run_write(
+                (&served, &tool),
+                call,
+                request,
+                (runs_until, answer_by),
+                write,
+            )
             .await
         {
             Ok(Ok(success)) => answer::fresh(info, success),
@@ -100,7 +107,14 @@ impl Gateway {
         let entry = match ledger.get(client, key, crate::clock::epoch_ms()).await {
             Ok(entry) => entry?,
             Err(e) => {
-                tracing::warn!(error = %e, "the booking ledger could not be read for a replayed key");
+                tracing::warn!(
+                    tool = info.tool.as_str(),
+                    call_id = info.call_id.as_str(),
+                    client,
+                    idempotency_key = key,
+                    error = %e,
+                    "the booking ledger could not be read for a replayed key"
+                );
                 return None;
             }
         };
@@ -113,10 +127,11 @@ impl Gateway {
             .then(|| arguments_digest(tool.spec.name, arguments))
     }
 
-    /// The ledger coordinates of a checked write call (a digest was taken only for writes).
+    /// The ledger coordinates of a checked write call `call_id` of `client` (a digest was
+    /// taken only for writes).
     pub(super) fn write(
         tool: &ServedTool,
-        client: &ClientName,
+        (client, call_id): (&ClientName, &str),
         request: &ToolRequest,
         digest: Option<String>,
     ) -> Option<Write> {
@@ -125,6 +140,7 @@ impl Gateway {
             tool: tool.spec.name,
             key: request.idempotency_key()?.to_string(),
             digest: digest?,
+            call_id: call_id.to_string(),
         })
     }
 
@@ -150,7 +166,14 @@ impl Gateway {
             }
             Ok(Err(text)) => (Ok(text), "over_budget"),
             Err(e) => {
-                tracing::warn!(tool = write.tool, error = %e, "booking refused: the ledger could not be read for the budget");
+                tracing::warn!(
+                    tool = write.tool,
+                    call_id = write.call_id.as_str(),
+                    client = write.client.as_str(),
+                    idempotency_key = write.key.as_str(),
+                    error = %e,
+                    "booking refused: the ledger could not be read for the budget"
+                );
                 (
                     Err(texts::ledger_unwritable(write.tool)),
                     "ledger_unreadable",
@@ -194,17 +217,20 @@ impl Gateway {
     /// last caller goes away, see `answer_read`.)
     pub(super) async fn run_write(
         self: &Arc<Self>,
-        served: &Arc<Served>,
-        tool: &Arc<ServedTool>,
+        (served, tool): (&Arc<Served>, &Arc<ServedTool>),
+        (call_id, client): (String, ClientName),
         request: ToolRequest,
         (runs_until, answer_by): (Instant, Option<Instant>),
         write: Option<Write>,
     ) -> Result<Result<Success, Failure>, StillRunning> {
         let gateway = Arc::clone(self);
         let first_provider = tool.route(None).map(|r| r.name.clone()).unwrap_or_default();
+        let tool_name = tool.spec.name;
         let (served, tool) = (Arc::clone(served), Arc::clone(tool));
+        // The task's panic is logged below, naming the call and its client.
+        let (failed_call, failed_client) = (call_id.clone(), client.clone());
         let write_task = async move {
-            let cx = gateway.context(&served);
+            let cx = gateway.context(&served, CallTag::of(&call_id, &client));
             let ran = pipeline::run(&tool, &request, runs_until, CallMode::Interactive, cx).await;
             if let (Some(write), Some(ledger)) = (&write, gateway.ledger.get()) {
                 booking::finish(ledger, &gateway.observer, write, &booking::outcome_of(&ran)).await;
@@ -229,7 +255,13 @@ impl Gateway {
             // provider is not known, so neither is the outcome: the caller is told so, not that
             // nothing was booked, and the ledger entry, left pending, is reconciled.
             Err(e) => {
-                tracing::error!(error = %e, "a write's task failed; its outcome is unknown until reconciled");
+                tracing::error!(
+                    tool = tool_name,
+                    call_id = failed_call.as_str(),
+                    client = failed_client.as_str(),
+                    error = %e,
+                    "a write's task failed; its outcome is unknown until reconciled"
+                );
                 Err(Failure::Upstream {
                     provider: first_provider,
                     error: UpstreamError::new(ErrorKind::Transport, "the write's task failed"),

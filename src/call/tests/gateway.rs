@@ -372,3 +372,78 @@ async fn a_job_comes_back_when_the_soonest_provider_of_the_chain_is_back() {
     );
     assert_eq!((duffel.calls(), amadeus.calls()), (0, 0));
 }
+
+/// `request` with the caller's `call_id`, for client `acme`.
+fn request_of_acme(tool: &str, arguments: Value, call_id: &str) -> CallRequest {
+    CallRequest {
+        call_id: Some(call_id.into()),
+        client: ClientName::configured("acme").unwrap_or_else(|e| panic!("{e}")),
+        ..request(tool, arguments)
+    }
+}
+
+/// Asserts that `lines` are some, and each names `call_id` and client `acme`.
+#[track_caller]
+fn each_names_the_call(lines: &[String], call_id: &str) {
+    assert!(!lines.is_empty(), "no such line");
+    for line in lines {
+        assert!(
+            line.contains(&format!("call_id=\"{call_id}\"")) && line.contains("client=\"acme\""),
+            "{line}"
+        );
+    }
+}
+
+/// A provider's failure is logged with the call it failed and the client, so an operator ties
+/// the line to the call an agent reported: an interactive read, a read shared by two callers
+/// (the call that led it), and a background job's attempt (its call id). (A gateway each, so
+/// that no breaker opened by the one before refuses the call.)
+#[tokio::test(start_paused = true)]
+async fn a_providers_failure_is_logged_with_the_call_id_and_client() {
+    let logs = crate::telemetry::captured::capture();
+    let failing = || {
+        let duffel = Scripted::new([fail(ms(50), server_error())]);
+        gateway(&[("duffel", &duffel)])
+    };
+    let env = failing()
+        .call(request_of_acme("search_flights", search_args(), "call-7"))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Unavailable, "{env:?}");
+    each_names_the_call(&logs.lines_with("upstream failed"), "call-7");
+
+    let gateway = failing();
+    let (first, second) = tokio::join!(
+        gateway.call(request_of_acme("search_flights", search_args(), "call-8")),
+        gateway.call(request_of_acme("search_flights", search_args(), "call-9")),
+    );
+    assert_eq!(first.expect("served").status, Status::Unavailable);
+    assert_eq!(second.expect("served").status, Status::Unavailable);
+    let shared = logs.lines_with("call-8");
+    each_names_the_call(&shared, "call-8");
+    assert!(shared.iter().any(|l| l.contains("upstream failed")));
+    assert!(logs.lines_with("call-9").is_empty(), "one shared call");
+
+    let verdict = failing()
+        .run_background(request_of_acme("search_flights", search_args(), "job-1"))
+        .await;
+    assert!(matches!(verdict, Verdict::Later { .. }), "{verdict:?}");
+    let job = logs.lines_with("job-1");
+    each_names_the_call(&job, "job-1");
+    assert!(job.iter().any(|l| l.contains("upstream failed")));
+}
+
+/// A write whose task fails is logged with its call and client: its outcome is unknown until
+/// reconciled, and the operator who reconciles it needs to know which call it was.
+#[tokio::test(start_paused = true)]
+async fn a_write_whose_task_fails_is_logged_with_the_call_id_and_client() {
+    let logs = crate::telemetry::captured::capture();
+    let duffel = Scripted::new([Step::Panic]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let env = gateway
+        .call(request_of_acme("book_flight", booking_args(), "call-b1"))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Unavailable);
+    each_names_the_call(&logs.lines_with("a write's task failed"), "call-b1");
+}

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::call::outcome::{Failure, Success};
-use crate::call::pipeline::{self, Context};
+use crate::call::pipeline::{self, CallTag, Context};
 use crate::tools::CallMode;
 
 /// Runs `tool` once on `args`, with the tool's deadline from now.
@@ -26,6 +26,7 @@ async fn run(
         rate_limits: &rate_limits,
         steps: None,
         maintenance: &crate::maintenance::Schedule::default(),
+        call: CallTag::default(),
     };
     pipeline::run(tool, &request, deadline, mode, cx).await
 }
@@ -318,6 +319,7 @@ async fn a_timeout_is_said_to_the_millisecond() {
         rate_limits: &rate_limits,
         steps: None,
         maintenance: &crate::maintenance::Schedule::default(),
+        call: CallTag::default(),
     };
     let failure = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx)
         .await
