@@ -199,9 +199,29 @@ impl Sender {
             }
         };
         if let Err(why) = &outcome {
-            tracing::warn!(job = %job.id, "callback not delivered: {why}");
+            tracing::warn!(
+                job = %job.id,
+                client = job.client.as_str(),
+                host = %receiver_host(url),
+                "callback not delivered: {why}"
+            );
         }
         outcome
+    }
+}
+
+/// The receiver a callback `url` names, as log lines name it: its host and any port written
+/// in it (`hooks.example.com:8443`, `[::1]:9000`), so an operator sees which receiver fails.
+/// Never its user, password, path or query, which often carry a token; `?` for a URL that
+/// does not parse (it was checked when accepted, so only a stored row gone bad).
+pub fn receiver_host(url: &str) -> String {
+    let Ok(parsed) = Url::parse(url) else {
+        return "?".into();
+    };
+    match (parsed.host_str(), parsed.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        (None, _) => "?".into(),
     }
 }
 

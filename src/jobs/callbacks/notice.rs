@@ -110,10 +110,11 @@ impl NoticeSender {
             }
         };
         if let Err(why) = &outcome {
-            // The host only: the rest of a receiver's URL may carry a token.
-            let host = Url::parse(url).ok();
-            let host = host.as_ref().and_then(Url::host_str).unwrap_or("?");
-            tracing::warn!(%host, "notice callback not delivered: {why}");
+            tracing::warn!(
+                client = client.as_str(),
+                host = %super::receiver_host(url),
+                "notice callback not delivered: {why}"
+            );
         }
         outcome
     }

@@ -139,3 +139,77 @@ async fn a_failed_delivery_says_why_without_the_receivers_url() {
     assert!(!why.contains("SECRET-TOKEN"), "{why}");
     assert!(!why.contains("sig=abc"), "{why}");
 }
+
+#[test]
+fn a_receiver_is_named_by_its_host_and_port_only() {
+    for (url, host) in [
+        (
+            "https://user:pw@hooks.example.com:8443/hooks/SECRET?token=abc#f",
+            "hooks.example.com:8443",
+        ),
+        (
+            "https://hooks.example.com/hooks/x?sig=1",
+            "hooks.example.com",
+        ),
+        ("https://hooks.example.com:443/x", "hooks.example.com"),
+        ("http://[::1]:9000/x", "[::1]:9000"),
+        ("http://10.0.0.7/x", "10.0.0.7"),
+        ("not a url", "?"),
+    ] {
+        assert_eq!(receiver_host(url), host, "{url}");
+    }
+}
+
+/// A failed delivery's line names the receiver's host (and port), so an operator sees which
+/// receiver fails, and never the rest of its URL; a job's line names the job and its client.
+#[tokio::test]
+async fn a_failed_delivery_is_logged_with_the_receivers_host_only() {
+    let logs = crate::telemetry::captured::capture();
+    let url = "https://user:pw@hooks.example.com:8443/hooks/SECRET-TOKEN?sig=abc";
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db = format!("sqlite://{}", dir.path().join("jobs.db").display());
+    let sender = Sender {
+        store: Store::open(&db).await.unwrap_or_else(|e| panic!("{e}")),
+        allowlists: Allowlists::from(Vec::new()),
+        signing: Signing::from(Some(crate::secret::Secret::new("s"))),
+        // No callback client: the delivery fails before any connection.
+        http: None,
+        telemetry: Arc::new(Telemetry::new(crate::telemetry::AlertRules::spec())),
+        unstored: super::super::land::Unstored::default(),
+    };
+    let job = Job {
+        callback_url: Some(url.into()),
+        ..dead_job(Some("c-1"), None)
+    };
+    assert!(sender.deliver(&job).await.is_err());
+
+    let notices =
+        notice::NoticeSender::new(Vec::<Url>::new(), Some(crate::secret::Secret::new("s")));
+    let delivered = notices
+        .deliver(&ClientName::local(), url, b"{}".to_vec())
+        .await;
+    assert!(delivered.is_err(), "not on the allowlist");
+
+    for (what, lines) in [
+        ("job", logs.lines_with("callback not delivered")),
+        ("notice", logs.lines_with("notice callback not delivered")),
+    ] {
+        assert!(!lines.is_empty(), "no {what} line");
+        for line in lines {
+            assert!(
+                line.contains("host=hooks.example.com:8443"),
+                "{what}: {line}"
+            );
+            assert!(line.contains("client=\"local\""), "{what}: {line}");
+            for secret in ["user", "pw@", "SECRET-TOKEN", "sig=abc", "/hooks"] {
+                assert!(!line.contains(secret), "{what}: {line}");
+            }
+        }
+    }
+    assert!(
+        logs.lines_with("callback not delivered")
+            .iter()
+            .any(|l| l.contains(&format!("job={}", job.id))),
+        "the job's line names it"
+    );
+}
