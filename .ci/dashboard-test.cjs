@@ -60,6 +60,13 @@ async function colourWithin(page, colour, ms, what) {
     await colourWithin(page, "red", 1000, "outage");
     const stateNow = await page.getAttribute(TILE, "data-state");
     if (stateNow !== "open") fail("expected state open, got " + stateNow);
+    // An open breaker shows the figures that opened it, labelled so, not its emptied window
+    // ("0 % · 0 calls" read as "nothing is wrong").
+    const figures = await page.$eval(`${TILE} [data-figures]`, (d) => ({ kind: d.dataset.figures, label: d.previousElementSibling.textContent, text: d.textContent }));
+    if (figures.kind !== "at-opening" || figures.label !== "at opening" || !/^[1-9]\d* % failed · slow \d+ % · [1-9]\d* calls$/.test(figures.text)) {
+      fail("the open tile does not show the figures at opening: " + JSON.stringify(figures));
+    }
+    console.log(`  outage: at opening ${figures.text}`);
 
     // Background searches wait out the outage in the queue: the queue panel shows how many per
     // tool and how long the oldest due one has waited (the figures refresh every 5 s).
@@ -91,6 +98,7 @@ async function colourWithin(page, colour, ms, what) {
     await colourWithin(page, "green", 1000, "forced closed after recovery");
     await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "auto" }, adminKey);
     await page.waitForSelector(`${TILE}[data-state="closed"]:not(.forced)`, { timeout: 1000 }).catch(() => fail("not back to automatic closed"));
+    if (!(await page.$(`${TILE} [data-figures="window"]`))) fail("a closed tile does not show its window's figures");
     const ok = await post(`${gw}/v1/tools/search_flights/call`, { arguments: { origin: "JFK", destination: "LHR", departure_date: day(40) } }, clientKey);
     if (!ok.body.includes('"status":"ok"')) fail("calls do not succeed after recovery: " + ok.body);
 

@@ -16,7 +16,10 @@ pub struct BreakerSnapshot {
     /// When the current state began (a ramp stage advance does not change it).
     pub since: Instant,
     /// Failures / calls in the window. While open or half-open these describe the window that
-    /// tripped the breaker, ageing out; during the ramp, the ramp's own calls.
+    /// tripped the breaker, ageing out (no call is counted while open), so within the window's
+    /// length they read 0 % of 0 calls: what tripped it is [`BreakerHistory`]'s figures at the
+    /// last open.
+    /// During the ramp, the ramp's own calls.
     pub failure_rate: f64,
     /// Slow successes / calls in the window.
     pub slow_rate: f64,
@@ -77,4 +80,7 @@ pub struct BreakerHistory {
     /// Slow successes / calls of the same population then: a breaker opened on slow calls
     /// failed none of them, and an operator reading only the failure rate would see 0 %.
     pub slow_rate_at_last_open: Option<f64>,
+    /// How many calls that population counted (0 for an open followed from another replica,
+    /// which this replica's calls did not decide).
+    pub calls_at_last_open: Option<u32>,
 }

@@ -606,6 +606,7 @@ impl Machine {
             self.history.times_opened += 1;
             self.history.failure_rate_at_last_open = Some(counts.failure_rate());
             self.history.slow_rate_at_last_open = Some(counts.slow_rate());
+            self.history.calls_at_last_open = Some(counts.calls);
             self.opened_at = at;
         }
         if from != to_state {

@@ -140,6 +140,20 @@ async fn metrics_after_a_flight_outage_count_calls_attempts_fast_fails_and_fallb
         assert_sample(&text, line);
     }
     assert!(!text.contains("client-key") && !text.contains("admin-key"));
+
+    // While open, the window is emptied or ageing out; what opened the breaker is in its
+    // history: the dashboard shows these figures "at opening".
+    let (status, body) = get(&s, "/v1/breakers/search_flights.duffel", Some("client-key")).await;
+    assert_eq!(status, 200, "{body}");
+    let entry: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(entry["state"], "open", "{entry:#}");
+    assert_eq!(entry["history"]["calls_at_last_open"], 6, "{entry:#}");
+    assert_eq!(
+        entry["history"]["failure_rate_at_last_open"],
+        5.0 / 6.0,
+        "{entry:#}"
+    );
+    assert_eq!(entry["history"]["slow_rate_at_last_open"], 0.0, "{entry:#}");
 }
 
 #[tokio::test]

@@ -91,6 +91,7 @@ async fn slow_successes_count_against_the_rate() {
     let history = h.breaker.snapshot(h.at(1.0)).history;
     assert_eq!(history.failure_rate_at_last_open, Some(0.0));
     assert_eq!(history.slow_rate_at_last_open, Some(0.5));
+    assert_eq!(history.calls_at_last_open, Some(20));
 }
 
 #[tokio::test(start_paused = true)]

@@ -73,6 +73,7 @@ async fn history_counts_opens_open_time_rejections_and_the_last_failure_rate() {
     assert_eq!(during.total_open_time, secs(20.0));
     assert_eq!(during.calls_rejected, 2);
     assert_eq!(during.failure_rate_at_last_open, Some(1.0));
+    assert_eq!(during.calls_at_last_open, Some(5));
 
     // A failed probe after 30 s open: a second opening, and half-open time is not open time.
     h.call(h.at(35.0), FAIL).unwrap();
@@ -80,6 +81,11 @@ async fn history_counts_opens_open_time_rejections_and_the_last_failure_rate() {
     assert_eq!(after.times_opened, 2);
     assert_eq!(after.total_open_time, secs(40.0));
     assert_eq!(after.failure_rate_at_last_open, Some(1.0));
+    assert_eq!(
+        after.calls_at_last_open,
+        Some(1),
+        "the failed probe decided it"
+    );
 }
 
 #[test]

@@ -304,6 +304,7 @@ fn breaker_json(
             "calls_rejected": s.history.calls_rejected,
             "failure_rate_at_last_open": s.history.failure_rate_at_last_open,
             "slow_rate_at_last_open": s.history.slow_rate_at_last_open,
+            "calls_at_last_open": s.history.calls_at_last_open,
         },
         "transitions": transitions,
     })
