@@ -14,17 +14,25 @@
 //! ([`Quotas`]): a paced provider's claims are reserved from its bucket before they are made,
 //! and what was not claimed is handed back, so replicas sharing the bucket never claim the
 //! same tokens.
+//!
+//! Each claim leases its jobs under a name of its own, so a claim whose answer was lost is
+//! handed back by that name at the next pass (`dispatch/lost.rs`) rather than left to its lease.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use super::store::{Job, JobStore, Overdue, StoreError};
+use super::store::{Job, JobStore, Overdue, StoreError, claim_lease};
 use crate::call::Verdict;
 use crate::clock;
 use crate::quota::{Answer, Quotas};
+
+pub(super) mod lost;
+
+use lost::LostClaims;
 
 /// A served tool as a dispatch pass sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +51,9 @@ pub(super) struct ToolState {
 pub(super) struct Claimed {
     /// The job, leased to this process.
     pub(super) job: Job,
+    /// The lease it was claimed under (this claim's own, `store::claim_lease`): the run's end
+    /// names it.
+    pub(super) lease: String,
     /// When it was claimed (the pacer counts successes of jobs claimed in its window).
     pub(super) claimed_at: Instant,
     /// The provider whose pacer it was claimed under.
@@ -95,8 +106,13 @@ impl<'a> Which<'a> {
 /// Claims due jobs for this process.
 #[derive(Debug)]
 pub(super) struct Dispatcher {
-    /// This process's lease owner name.
+    /// This process's lease owner name; each claim leases under a name of its own made from it
+    /// (`store::claim_lease`).
     pub(super) owner: String,
+    /// How many claims this process has made (the last part of each claim's lease).
+    pub(super) claims: AtomicU64,
+    /// The claims that failed, whose leases the next pass hands back.
+    pub(super) lost: LostClaims,
     /// What each claimed job's lease lasts (the longest tool deadline plus a margin), set
     /// again on every pass, since a reload may change the deadlines.
     pub(super) lease_ms: std::sync::atomic::AtomicI64,
@@ -257,16 +273,22 @@ impl Dispatcher {
         if free == 0 {
             return Ok(0);
         }
-        let jobs = store
-            .claim_overdue(
-                &self.owner,
-                clock::epoch_ms(),
-                self.lease_ms.load(std::sync::atomic::Ordering::Relaxed),
-                free,
-                which.skip,
-                which.overdue,
-            )
-            .await?;
+        let lease = claim_lease(&self.owner, self.claims.fetch_add(1, Ordering::Relaxed));
+        let claim = store.claim_overdue(
+            &lease,
+            clock::epoch_ms(),
+            self.lease_ms.load(Ordering::Relaxed),
+            free,
+            which.skip,
+            which.overdue,
+        );
+        let jobs = match claim.await {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                self.lost.note(lease, &e);
+                return Err(e);
+            }
+        };
         let claimed_at = clock::now();
         let mut n = 0;
         for job in jobs {
@@ -280,6 +302,7 @@ impl Dispatcher {
             };
             claimed.push(Claimed {
                 job,
+                lease: lease.clone(),
                 claimed_at,
                 provider,
                 worker,

@@ -120,8 +120,6 @@ pub(super) struct Runner {
     pub(super) store: Store,
     pub(super) gateway: Arc<Gateway>,
     pub(super) config: JobsConfig,
-    /// This process's lease owner name: every write after a claim names it.
-    pub(super) owner: String,
     pub(super) policy: RequeuePolicy,
     pub(super) jitter: SplitMix,
     /// The providers' allowances, taught by what each job's provider answered.
@@ -136,9 +134,9 @@ pub(super) struct Runner {
 }
 
 impl Runner {
-    /// Runs `job` (claimed at `claimed_at` under `provider`'s pacer) once and stores what came
-    /// of it.
-    pub(super) async fn run(&self, job: Job, claimed_at: Instant, provider: &str) {
+    /// Runs `job` (claimed under `lease` at `claimed_at`, under `provider`'s pacer) once and
+    /// stores what came of it, naming the lease.
+    pub(super) async fn run(&self, job: Job, lease: &str, claimed_at: Instant, provider: &str) {
         self.seen.note(&job, clock::epoch_ms());
         let span = run_span(&job);
         let outcome = self
@@ -183,8 +181,7 @@ impl Runner {
         self.seen.note(&ended, now);
         // The provider was asked: the transition must land, or the job would run again.
         let stored = land::until_stored(&self.unstored, "result", &job.id, || {
-            self.store
-                .finish(&job.id, &self.owner, transition.clone(), now)
+            self.store.finish(&job.id, lease, transition.clone(), now)
         })
         .await;
         if !stored {

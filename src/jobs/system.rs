@@ -156,7 +156,9 @@ impl JobSystem {
             workers: config.workers,
             wake: Notify::new(),
             dispatcher: Dispatcher {
-                owner: owner.clone(),
+                owner,
+                claims: Default::default(),
+                lost: Default::default(),
                 lease_ms: std::sync::atomic::AtomicI64::new(lease),
                 quotas: Arc::clone(&quotas),
                 max_age: config.max_age,
@@ -166,7 +168,6 @@ impl JobSystem {
                 store: store.clone(),
                 gateway: Arc::clone(&gateway),
                 config,
-                owner,
                 policy: RequeuePolicy::standard(),
                 jitter: SplitMix::new(clock::epoch_ms() as u64),
                 quotas: Arc::clone(&quotas),

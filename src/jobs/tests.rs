@@ -14,11 +14,13 @@ use super::dispatch::{Claimed, Dispatcher, ToolState, UNSERVED_GRACE, answer};
 use super::policy::RequeuePolicy;
 use super::run::decide;
 use super::store::memory::MemoryStore;
-use super::store::{JobStatus, JobStore, NewJob, Transition};
+use super::store::{JobStatus, JobStore, NewJob, StoreError, Transition};
 use crate::call::{CallInfo, Data, Envelope, RateLimitHit, Verdict};
 use crate::clock;
 use crate::config::JobsConfig;
 use crate::quota::Quotas;
+
+mod lost_claims;
 
 const FLIGHTS: &str = "search_flights";
 const HOTELS: &str = "search_hotels";
@@ -38,6 +40,8 @@ impl Queue {
             store: MemoryStore::default(),
             dispatcher: Dispatcher {
                 owner: "w".into(),
+                claims: Default::default(),
+                lost: Default::default(),
                 lease_ms: std::sync::atomic::AtomicI64::new(60_000),
                 quotas: Arc::new(Quotas::local(Arc::default())),
                 max_age: MAX_AGE,
@@ -68,11 +72,13 @@ impl Queue {
     /// One dispatch pass as the job system runs it, with `open` the tools whose breakers are
     /// all open.
     async fn pass(&self, open: &[&str]) -> Vec<Claimed> {
-        let due = self
-            .store
-            .due_tools(clock::epoch_ms())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        self.try_pass(open).await.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Queue::pass`], with the store's failure.
+    async fn try_pass(&self, open: &[&str]) -> Result<Vec<Claimed>, StoreError> {
+        self.dispatcher.lost.hand_back(&self.store).await?;
+        let due = self.store.due_tools(clock::epoch_ms()).await?;
         let tools: Vec<ToolState> = [FLIGHTS, HOTELS]
             .iter()
             .map(|name| ToolState {
@@ -84,7 +90,6 @@ impl Queue {
         self.dispatcher
             .claim(&self.store, &tools, &due, &self.workers)
             .await
-            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Ends a claimed job's run with `outcome`, as a worker does (without jitter).
@@ -109,7 +114,7 @@ impl Queue {
         let transition = decide(outcome, &claimed.job, &config, &policy, now, jitter);
         let stored = self
             .store
-            .finish(&claimed.job.id, "w", transition, now)
+            .finish(&claimed.job.id, &claimed.lease, transition, now)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(stored, "the lease is still ours");

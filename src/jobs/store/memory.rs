@@ -6,10 +6,11 @@
 //! it to the same rules as the SQL store, so what a test learns from it holds for both databases.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::model::{
     CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError,
-    Transition,
+    Transition, leased_by,
 };
 use crate::clients::ClientName;
 
@@ -17,12 +18,25 @@ use crate::clients::ClientName;
 #[derive(Debug, Default)]
 pub(crate) struct MemoryStore {
     jobs: Mutex<Vec<Job>>,
+    /// The next claim is made, and its answer lost.
+    claim_answer_lost: AtomicBool,
 }
 
 impl MemoryStore {
     fn jobs(&self) -> std::sync::MutexGuard<'_, Vec<Job>> {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The next claim leases its jobs and fails, as one whose connection was cut after
+    /// PostgreSQL committed it.
+    pub(crate) fn lose_next_claim_answer(&self) {
+        self.claim_answer_lost.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What a statement whose answer was lost answers.
+fn lost() -> StoreError {
+    StoreError("connection reset by peer (the store took the statement)".into())
 }
 
 fn is_due(job: &Job, now_ms: i64) -> bool {
@@ -121,7 +135,7 @@ impl JobStore for MemoryStore {
             })
             .collect();
         claimable.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
-        Ok(claimable
+        let claimed = claimable
             .into_iter()
             .take(limit as usize)
             .map(|job| {
@@ -131,7 +145,11 @@ impl JobStore for MemoryStore {
                 job.updated_at_ms = now_ms;
                 job.clone()
             })
-            .collect())
+            .collect();
+        if self.claim_answer_lost.swap(false, Ordering::SeqCst) {
+            return Err(lost());
+        }
+        Ok(claimed)
     }
 
     async fn finish(
@@ -224,11 +242,12 @@ impl JobStore for MemoryStore {
 
     async fn release(&self, owner: &str, now_ms: i64) -> Result<u64, StoreError> {
         let mut released = 0;
-        for job in self
-            .jobs()
-            .iter_mut()
-            .filter(|j| j.status == JobStatus::Running && j.lease_owner.as_deref() == Some(owner))
-        {
+        for job in self.jobs().iter_mut().filter(|j| {
+            j.status == JobStatus::Running
+                && j.lease_owner
+                    .as_deref()
+                    .is_some_and(|l| leased_by(l, owner))
+        }) {
             job.status = if job.attempts == 0 {
                 JobStatus::Queued
             } else {

@@ -16,6 +16,7 @@ mod unreadable;
 #[cfg(test)]
 mod tests;
 
+pub(super) use model::claim_lease;
 pub use model::{
     CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, Overdue, QueueStats,
     StoreError, Transition, WATCH_RUN_KEY_PREFIX,

@@ -343,12 +343,30 @@ impl Overdue {
     };
 }
 
+/// The lease one claim of `owner` takes its jobs under: `<owner>/<n>`, `n` counting the
+/// owner's claims. A claim whose answer was lost (the store took it, the reply never came) is
+/// handed back by this name alone ([`JobStore::release`]), leaving the jobs of the owner's
+/// other claims, which its workers run, as they are.
+pub(crate) fn claim_lease(owner: &str, n: u64) -> String {
+    format!("{owner}/{n}")
+}
+
+/// Whether a job leased to `lease` is `owner`'s: leased to that name, or to one of its claims
+/// ([`claim_lease`]). The SQL store's release says the same in SQL; the memory store uses this.
+#[cfg(test)]
+pub(crate) fn leased_by(lease: &str, owner: &str) -> bool {
+    lease
+        .strip_prefix(owner)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// What a job store does. The SQL store implements it once for SQLite and PostgreSQL, and the
 /// conformance suite (`store/tests/`) holds every implementation to the same rules. Times are
 /// epoch milliseconds passed in, so tests control them.
 ///
-/// Every state change after a claim names the lease `owner`: a worker whose lease expired (and
-/// whose job another worker took over) cannot overwrite the new owner's work.
+/// Every state change after a claim names the lease `owner` (the claim's own lease,
+/// [`claim_lease`]): a worker whose lease expired (and whose job another worker took over)
+/// cannot overwrite the new owner's work.
 pub trait JobStore: Send + Sync {
     /// Creates the table and indexes when missing.
     fn migrate(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
@@ -425,7 +443,9 @@ pub trait JobStore: Send + Sync {
         client: &ClientName,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-    /// Returns every lease of `owner` to the queue (graceful shutdown); the number released.
+    /// Returns every lease of `owner` to the queue, its claims' included (`<owner>/<n>`): a
+    /// process's at a graceful shutdown, or one claim's whose answer was lost; the number
+    /// released. No attempt is counted.
     fn release(
         &self,
         owner: &str,

@@ -252,10 +252,13 @@ const CANCEL: &str = "UPDATE faregate_jobs
      WHERE id = COALESCE((SELECT job_id FROM faregate_job_aliases WHERE id = $1), $1)
        AND client = $2 AND status IN ('queued', 'retry_scheduled')";
 
+/// `$1` the owner: its own leases and its claims' (`<owner>/<n>`, `model::leased_by`).
 const RELEASE: &str = "UPDATE faregate_jobs
      SET status = CASE WHEN attempts = 0 THEN 'queued' ELSE 'retry_scheduled' END,
          lease_owner = NULL, lease_until = NULL, next_attempt_at = $2, updated_at = $2
-     WHERE lease_owner = $1 AND status = 'running'";
+     WHERE (lease_owner = $1
+            OR substr(lease_owner, 1, length(CAST($1 AS TEXT)) + 1) = CAST($1 AS TEXT) || '/')
+       AND status = 'running'";
 
 /// `$1` now: the tools a claim could take a job of now ([`DUE`]: due, or with an expired lease).
 const DUE_TOOLS: &str = "SELECT DISTINCT tool FROM faregate_jobs

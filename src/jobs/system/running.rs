@@ -136,6 +136,8 @@ impl JobSystem {
         if self.unstored.any() {
             return Ok(());
         }
+        // Jobs a claim took whose answer was lost go back first, so this pass may claim them.
+        self.dispatcher.lost.hand_back(&self.store).await?;
         let now = clock::now();
         let lease = lease_ms(&self.gateway, self.runner.config.lease_margin);
         self.dispatcher
@@ -167,7 +169,7 @@ impl JobSystem {
             let runner = Arc::clone(&self.runner);
             tasks.spawn(async move {
                 runner
-                    .run(claim.job, claim.claimed_at, &claim.provider)
+                    .run(claim.job, &claim.lease, claim.claimed_at, &claim.provider)
                     .await;
                 drop(claim.worker);
             });

@@ -281,30 +281,34 @@ async fn check_purge<S: JobStore>(s: Arc<S>) {
 
 conformance!(shutdown_returns_leases_to_the_queue, check_release);
 async fn check_release<S: JobStore>(s: Arc<S>) {
-    for _ in 0..3 {
+    for _ in 0..4 {
         s.enqueue(new_job("search_flights", None), T0)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }
+    // A process's claims each lease under their own name; a neighbour's name shares its start.
+    for (lease, n) in [("w/0", 1), ("w/1", 1), ("w", 1), ("w0/1", 1)] {
+        let claimed = s.claim(lease, T0, 60_000, n, &[]).await;
+        assert_eq!(claimed.unwrap_or_else(|e| panic!("{e}")).len(), 1);
+    }
+    let release = |owner: &'static str| s.release(owner, T0 + 1);
     assert_eq!(
-        s.claim("w", T0, 60_000, 3, &[])
+        release("w/1").await.unwrap_or_else(|e| panic!("{e}")),
+        1,
+        "one claim's lease alone"
+    );
+    assert_eq!(
+        release("w").await.unwrap_or_else(|e| panic!("{e}")),
+        2,
+        "the owner's own lease and its other claim's, not another owner's"
+    );
+    assert_eq!(release("w0").await.unwrap_or_else(|e| panic!("{e}")), 1);
+    assert_eq!(
+        s.claim("w2", T0 + 1, 60_000, 4, &[])
             .await
             .unwrap_or_else(|e| panic!("{e}"))
             .len(),
-        3
-    );
-    assert_eq!(
-        s.release("w", T0 + 1)
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
-        3
-    );
-    assert_eq!(
-        s.claim("w2", T0 + 1, 60_000, 3, &[])
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len(),
-        3,
+        4,
         "due at once, not after the lease"
     );
 }
