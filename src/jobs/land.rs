@@ -4,10 +4,12 @@
 //! kept and tried again, with a doubling wait up to [`MAX_WAIT`], until the store answers.
 //!
 //! Each try is bounded like every statement a replica must not wait on ([`STORE_WAIT`]), and a
-//! write that fails says so once and once more when it lands. Trying again is safe: a run's end
-//! names its lease owner and needs the job still `running`, so a try that timed out yet landed
-//! makes the next one change nothing (it answers `false`, as for a lost lease); a callback
-//! record written twice at worst counts its delivery twice (the state it writes is the same).
+//! write that fails says so once; what it came to when it lands is for the caller to say
+//! ([`Landed`]), since only the caller knows what its answer means. Trying again is safe: a
+//! run's end names its lease and needs the job still `running`, so a try that timed out yet
+//! landed makes the next one change nothing (it answers `false`, as for a lost lease, and the
+//! run reads the job back to tell the two apart: `run/end.rs`); a callback record written twice
+//! at worst counts its delivery twice (the state it writes is the same).
 //! While any write waits, the dispatcher claims nothing ([`Unstored::any`]): when the store
 //! returns, this replica's own results land before it could claim one of their jobs again.
 //!
@@ -51,13 +53,24 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// Runs `write` until the store takes it; `what` and `job` name it in the two log lines.
+/// What a write that had to land answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Landed<T> {
+    /// The answer of the try that landed.
+    pub(super) value: T,
+    /// Whether tries failed before it: one of them may have been taken by the store with its
+    /// answer lost, so the value may be the answer to a write already made.
+    pub(super) retried: bool,
+}
+
+/// Runs `write` until the store takes it; `what` and `job` name it in the log line that says
+/// it is kept.
 pub(super) async fn until_stored<T, F, Fut>(
     unstored: &Unstored,
     what: &str,
     job: &str,
     mut write: F,
-) -> T
+) -> Landed<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
@@ -70,9 +83,12 @@ where
         match within(STORE_WAIT, write()).await {
             Ok(value) => {
                 if waiting.is_some() {
-                    tracing::info!(%job, what, tries, "jobs: stored after the job store answered again");
+                    tracing::debug!(%job, what, tries, "jobs: the job store answered a kept write again");
                 }
-                return value;
+                return Landed {
+                    value,
+                    retried: waiting.is_some(),
+                };
             }
             Err(e) => {
                 if waiting.is_none() {

@@ -20,16 +20,19 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use super::dispatch::answer;
-use super::land::{self, Unstored};
+use super::land::Unstored;
 use super::policy::RequeuePolicy;
 use super::seen::Seen;
-use super::store::{Job, JobStore, Store, Transition};
+use super::store::{Job, Store, Transition};
 use crate::call::{CallRequest, Envelope, Gateway, Verdict};
 use crate::clock;
 use crate::config::JobsConfig;
 use crate::policy::SplitMix;
 use crate::quota::Quotas;
 use crate::telemetry::Telemetry;
+use end::Ended;
+
+mod end;
 
 /// What an outcome of `job`'s run at `now_ms` means for it.
 ///
@@ -180,13 +183,8 @@ impl Runner {
         ended.apply(transition.clone(), now);
         self.seen.note(&ended, now);
         // The provider was asked: the transition must land, or the job would run again.
-        let stored = land::until_stored(&self.unstored, "result", &job.id, || {
-            self.store.finish(&job.id, lease, transition.clone(), now)
-        })
-        .await;
-        if !stored {
-            tracing::warn!(job = %job.id, "job lease was lost before its result was stored; another worker owns it now");
-        } else if status.is_final() {
+        let ended = end::store_end(&self.store, &self.unstored, &job, lease, &transition, now);
+        if ended.await == Ended::Stored && status.is_final() {
             let waited = u64::try_from(now - job.created_at_ms).unwrap_or(0);
             self.telemetry.metrics().record_job_finished(
                 &job.tool,

@@ -172,11 +172,14 @@ impl Sender {
         let now = clock::epoch_ms();
         let next = retry_in.map(|wait| clock::ms_after(now, wait));
         // Unrecorded, a sent callback would be sent again when its lease ends.
-        land::until_stored(&self.unstored, "callback record", &job.id, || {
+        let landed = land::until_stored(&self.unstored, "callback record", &job.id, || {
             self.store
                 .callback_result(&job.id, failure.as_deref(), next, now)
         })
         .await;
+        if landed.retried {
+            tracing::info!(job = %job.id, "jobs: callback record stored after the job store answered again");
+        }
     }
 
     /// POSTs the job's final envelope, signed; `Err` says why it was not delivered (the job

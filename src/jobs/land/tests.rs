@@ -33,7 +33,8 @@ async fn a_write_the_store_refuses_is_tried_again_until_it_lands() {
     let unstored = Unstored::default();
     let (tries, write) = flaky(5);
     let landed = until_stored(&unstored, "result", "job-1", write).await;
-    assert_eq!(landed, 6, "the write that landed is the sixth try");
+    assert_eq!(landed.value, 6, "the write that landed is the sixth try");
+    assert!(landed.retried, "tries failed before it");
     assert_eq!(tries.load(Ordering::SeqCst), 6, "and no try after it");
     assert!(!unstored.any(), "nothing waits once it landed");
 }
@@ -42,7 +43,8 @@ async fn a_write_the_store_refuses_is_tried_again_until_it_lands() {
 async fn a_write_that_lands_at_once_never_holds_the_dispatcher() {
     let unstored = Unstored::default();
     let (_, write) = flaky(0);
-    assert_eq!(until_stored(&unstored, "result", "job-1", write).await, 1);
+    let landed = until_stored(&unstored, "result", "job-1", write).await;
+    assert_eq!((landed.value, landed.retried), (1, false));
     assert!(!unstored.any());
 }
 

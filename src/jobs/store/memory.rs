@@ -20,6 +20,8 @@ pub(crate) struct MemoryStore {
     jobs: Mutex<Vec<Job>>,
     /// The next claim is made, and its answer lost.
     claim_answer_lost: AtomicBool,
+    /// The next end of a run is stored, and its answer lost.
+    finish_answer_lost: AtomicBool,
 }
 
 impl MemoryStore {
@@ -31,6 +33,12 @@ impl MemoryStore {
     /// PostgreSQL committed it.
     pub(crate) fn lose_next_claim_answer(&self) {
         self.claim_answer_lost.store(true, Ordering::SeqCst);
+    }
+
+    /// The next [`JobStore::finish`] stores its transition and fails, as one whose answer came
+    /// later than the caller waited.
+    pub(crate) fn lose_next_finish_answer(&self) {
+        self.finish_answer_lost.store(true, Ordering::SeqCst);
     }
 }
 
@@ -166,6 +174,9 @@ impl JobStore for MemoryStore {
             return Ok(false);
         };
         job.apply(transition, now_ms);
+        if self.finish_answer_lost.swap(false, Ordering::SeqCst) {
+            return Err(lost());
+        }
         Ok(true)
     }
 

@@ -149,7 +149,8 @@ pub struct Job {
     pub attempts: u32,
     /// When the job is next due (epoch ms).
     pub next_attempt_at_ms: i64,
-    /// The worker holding the lease while running.
+    /// The lease the job was last claimed under: held while `running`; after the run's end,
+    /// the lease of the run that ended it (until the next claim), none after a release.
     pub lease_owner: Option<String>,
     /// When the lease ends (epoch ms); an expired lease returns the job to the queue.
     pub lease_until_ms: Option<i64>,
@@ -175,8 +176,8 @@ pub struct Job {
 
 impl Job {
     /// The job after its run ended with `transition` at `now_ms`, as [`JobStore::finish`]
-    /// leaves it: the lease released, the attempt counted when a provider was reached, and a
-    /// pending callback due now when the job is over.
+    /// leaves it: the lease ended (its name kept), the attempt counted when a provider was
+    /// reached, and a pending callback due now when the job is over.
     pub fn apply(&mut self, transition: Transition, now_ms: i64) {
         self.status = transition.status();
         let attempted = match transition {
@@ -203,7 +204,7 @@ impl Job {
             }
         };
         self.attempts += u32::from(attempted);
-        (self.lease_owner, self.lease_until_ms, self.updated_at_ms) = (None, None, now_ms);
+        (self.lease_until_ms, self.updated_at_ms) = (None, now_ms);
         let last = matches!(self.status, JobStatus::Succeeded | JobStatus::Dead);
         self.next_callback_at_ms =
             (last && self.callback == CallbackState::Pending).then_some(now_ms);
@@ -410,7 +411,8 @@ pub trait JobStore: Send + Sync {
         overdue: Overdue,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
     /// Ends a leased job's run with `transition`; `false` if `owner` no longer holds the lease
-    /// (it expired and another worker took the job), and then nothing changes.
+    /// (it expired and another worker took the job, or this end was stored already), and then
+    /// nothing changes. The ended job keeps `owner` as its `lease_owner` until its next claim.
     fn finish(
         &self,
         id: &str,

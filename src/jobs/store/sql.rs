@@ -210,11 +210,13 @@ const CLAIM: &str = concat!(
 
 /// Every end of a run, in one statement: `$3` the new status, `$4` the result, `$5` the error,
 /// `$6` whether the attempt counts, `$7` the next due time (kept when NULL), `$8` now. A final
-/// status makes a pending callback due now; a requeue leaves it waiting.
+/// status makes a pending callback due now; a requeue leaves it waiting. The lease ends, and
+/// its name `$2` stays on the row until the next claim: a run whose answer was lost reads it
+/// back to know that its own end landed.
 const FINISH: &str = "UPDATE faregate_jobs
      SET status = $3, result = $4, last_error = $5, attempts = attempts + $6,
          next_attempt_at = COALESCE($7, next_attempt_at),
-         lease_owner = NULL, lease_until = NULL, updated_at = $8,
+         lease_until = NULL, updated_at = $8,
          next_callback_at = CASE WHEN $3 IN ('succeeded', 'dead') AND callback_state = 'pending'
                                  THEN $8 END
      WHERE id = $1 AND lease_owner = $2 AND status = 'running'";

@@ -63,7 +63,11 @@ async fn check_claims<S: JobStore>(s: Arc<S>) {
     assert_eq!(done.status, JobStatus::Succeeded);
     assert_eq!(done.result, Some(json!({"x": 2})));
     assert_eq!(done.attempts, 1);
-    assert_eq!(done.lease_owner, None);
+    assert_eq!(
+        (done.lease_owner.as_deref(), done.lease_until_ms),
+        (Some("w2"), None),
+        "no lease held; the lease of the run that ended it is kept"
+    );
     let _ = c;
 }
 
