@@ -6,7 +6,10 @@
 //! requests left in its window spread over the time until the reset, and never more than the
 //! window's whole limit spread over the window (the longest time-to-reset seen). Once the
 //! announced reset has passed and no newer answer has told what is left, the whole-window rate
-//! applies. A provider with a documented fixed limit (Amadeus's transactions per second) is
+//! applies. The window follows the provider back down as well as up: a new limit is measured
+//! from its own answers, and a window not announced again for [`WINDOW_KEPT_FOR`] of itself
+//! becomes the longest time-to-reset seen meanwhile (one long reset, a penalty or a limit the
+//! provider has since lifted, would otherwise slow the background for good). A provider with a documented fixed limit (Amadeus's transactions per second) is
 //! paced below the configured figure. The lowest of what is known wins, always times
 //! [`SAFETY`].
 //!
@@ -52,6 +55,10 @@ pub const FORGET_AFTER_AT_LEAST: Duration = Duration::from_secs(600);
 pub const IDLE_GAP: Duration = Duration::from_secs(2);
 /// The pause after a 429 without `Retry-After` (nothing is learned from it).
 pub const PAUSE_WITHOUT_RETRY_AFTER: Duration = Duration::from_secs(1);
+/// How many of its own lengths an announced window is kept without an answer announcing as
+/// long a time-to-reset: two, so that under a backlog the start of at least one whole window was
+/// seen before the window is made shorter.
+pub const WINDOW_KEPT_FOR: u32 = 2;
 /// How much later than announced a window may reset: an HTTP-date is whole seconds (cut, not
 /// rounded), so the window ends up to a second after the announced reset. The pacer counts
 /// from the later end, and never spreads what is left over less than this.
@@ -82,6 +89,13 @@ pub struct Pacer {
     last_claim: Option<Instant>,
     /// The longest time-to-reset the provider announced: its window, once seen from its start.
     window_announced: Duration,
+    /// The limit the window was announced with: a new limit is a new window, measured afresh.
+    window_limit: u32,
+    /// When an answer last announced a time-to-reset as long as the window (to a second).
+    window_seen_at: Option<Instant>,
+    /// The longest time-to-reset announced since, shorter than the window: what the window
+    /// becomes when it is not announced again for [`WINDOW_KEPT_FOR`] of itself.
+    window_since: Duration,
     /// The bucket's size at the last refill: how far interactive spending may take it below
     /// zero.
     capacity: f64,
@@ -108,6 +122,9 @@ impl Pacer {
             refilled_at: None,
             last_claim: None,
             window_announced: Duration::ZERO,
+            window_limit: 0,
+            window_seen_at: None,
+            window_since: Duration::ZERO,
             capacity: 0.0,
         }
     }
@@ -166,7 +183,7 @@ impl Pacer {
     fn announced_rate(&mut self, now: Instant, known: Option<&Known>) -> Option<f64> {
         let (reading, at) = known?.latest?;
         let reset_in = reading.reset_in + RESET_SLACK;
-        self.window_announced = self.window_announced.max(reset_in);
+        self.follow_window(reading.limit, reset_in, at);
         let whole_window = f64::from(reading.limit) / self.window_announced.as_secs_f64();
         let elapsed = now.saturating_duration_since(at);
         let rate = if elapsed < reset_in {
@@ -177,6 +194,35 @@ impl Pacer {
             whole_window
         };
         Some(SAFETY * rate)
+    }
+
+    /// An answer at `at` announced `limit` and a window that resets in `reset_in` (slack
+    /// included): the window grows to the longest time-to-reset announced, and shrinks to the
+    /// longest announced since when it was not announced for [`WINDOW_KEPT_FOR`] of itself, or
+    /// starts afresh with a new limit.
+    fn follow_window(&mut self, limit: u32, reset_in: Duration, at: Instant) {
+        // A record from before the window was timed has no limit: the window it holds is kept.
+        let new_limit = self.window_limit != 0 && limit != self.window_limit;
+        self.window_limit = limit;
+        if new_limit || reset_in >= self.window_announced {
+            self.window_announced = reset_in;
+        }
+        // Announced again, to the second the headers tell (an answer a poll after the window
+        // starts announces a little less than the whole).
+        if reset_in + RESET_SLACK >= self.window_announced {
+            (self.window_seen_at, self.window_since) = (Some(at), Duration::ZERO);
+            return;
+        }
+        self.window_since = self.window_since.max(reset_in);
+        let Some(seen) = self.window_seen_at else {
+            self.window_seen_at = Some(at);
+            return;
+        };
+        if at >= seen + self.window_announced * WINDOW_KEPT_FOR {
+            // Not announced for two of its lengths: the window is what was announced meanwhile.
+            self.window_announced = self.window_since;
+            (self.window_seen_at, self.window_since) = (Some(at), Duration::ZERO);
+        }
     }
 
     /// `n` jobs were claimed at `now`.
@@ -281,6 +327,12 @@ pub struct PacerRecord {
     refilled_at_ms: Option<i64>,
     last_claim_ms: Option<i64>,
     window_announced_ms: u64,
+    #[serde(default)]
+    window_limit: u32,
+    #[serde(default)]
+    window_seen_at_ms: Option<i64>,
+    #[serde(default)]
+    window_since_ms: u64,
     capacity: f64,
 }
 
@@ -300,6 +352,9 @@ impl Pacer {
             refilled_at_ms: ms(self.refilled_at),
             last_claim_ms: ms(self.last_claim),
             window_announced_ms: self.window_announced.as_millis() as u64,
+            window_limit: self.window_limit,
+            window_seen_at_ms: ms(self.window_seen_at),
+            window_since_ms: self.window_since.as_millis() as u64,
             capacity: self.capacity,
         }
     }
@@ -321,6 +376,9 @@ impl Pacer {
             refilled_at: at(r.refilled_at_ms),
             last_claim: at(r.last_claim_ms),
             window_announced: Duration::from_millis(r.window_announced_ms),
+            window_limit: r.window_limit,
+            window_seen_at: at(r.window_seen_at_ms),
+            window_since: Duration::from_millis(r.window_since_ms),
             capacity: finite(r.capacity).max(0.0),
         }
     }

@@ -316,3 +316,45 @@ fn a_configured_ceiling_paces_and_the_lowest_known_rate_wins() {
         "95 % of 1/s for 20 s: {claimed}"
     );
 }
+
+/// The claims per window of a provider allowing `limit` per `window` seconds (see [`drive`]),
+/// paced by a pacer that first read one answer announcing `before` (a limit and a
+/// time-to-reset in seconds), or by a fresh one.
+fn after(before: Option<(u32, f64)>, limit: u32, window: f64, windows: u32) -> Vec<u32> {
+    let mut p = Pacer::new();
+    if let Some((limit, reset_in)) = before {
+        let t = Instant::now();
+        p.allowance(t, Some(&announced(limit, limit / 2, reset_in, t)));
+    }
+    drive(&mut p, limit, window, windows)
+}
+
+#[test]
+fn one_long_reset_slows_the_pacer_for_two_of_its_lengths_not_for_good() {
+    // 100 per 10 s, once announced with a 10-minute reset (a penalty): the window is kept for
+    // two of its lengths (about 1,200 s, 120 windows), then follows what is announced.
+    let fresh = after(None, 100, 10.0, 200);
+    let penalised = after(Some((100, 600.0)), 100, 10.0, 200);
+    let steady = fresh[10..].iter().min().copied().unwrap_or_default();
+    assert!(
+        penalised[..100].iter().all(|n| *n < steady / 2),
+        "within two of the long window's lengths it still paces by it: {penalised:?}"
+    );
+    assert!(
+        penalised[125..].iter().all(|n| *n * 10 >= steady * 9),
+        "back to ≥ 90 % of a fresh pacer's {steady} per window: {penalised:?}"
+    );
+}
+
+#[test]
+fn a_new_limit_measures_its_own_window() {
+    // An hourly allowance of 5,000, then the provider announces 100 per 10 s.
+    let fresh = after(None, 100, 10.0, 20);
+    let changed = after(Some((5000, 3600.0)), 100, 10.0, 20);
+    let steady = fresh[2..].iter().min().copied().unwrap_or_default();
+    assert!(
+        changed[2..].iter().all(|n| *n * 10 >= steady * 9),
+        "paced by the new limit's window from its first answers, like a fresh pacer's {steady}: \
+         {changed:?}"
+    );
+}
