@@ -264,6 +264,35 @@ async fn after_a_429_a_tool_is_paced_to_the_learned_rate() {
     );
 }
 
+/// A provider whose first answers are 429s (nothing learned) is probed by one job at the
+/// reset, and only its answer lets every free worker claim again.
+#[tokio::test(start_paused = true)]
+async fn at_a_reset_with_no_limit_known_one_job_probes_before_the_workers_claim() {
+    let q = Queue::new(4);
+    for _ in 0..8 {
+        q.submit(FLIGHTS).await;
+    }
+    let claimed = q.pass(&[]).await;
+    assert_eq!(claimed.len(), 4, "nothing known: every free worker");
+    for c in claimed {
+        q.finish(c, rate_limited(Duration::from_secs(10))).await;
+    }
+    advance(Duration::from_millis(9_900)).await;
+    assert!(q.pass(&[]).await.is_empty(), "paused until the reset");
+    advance(Duration::from_millis(100)).await;
+    let mut probe = q.pass(&[]).await;
+    assert_eq!(probe.len(), 1, "one probe, not four workers at once");
+    advance(Duration::from_millis(250)).await;
+    assert!(q.pass(&[]).await.is_empty(), "the rest wait for its answer");
+    q.finish(probe.remove(0), succeeded(FLIGHTS)).await;
+    assert_eq!(
+        q.pass(&[]).await.len(),
+        3,
+        "answered: unpaced, the three due jobs left go at once (the refused four wait out their \
+         requeue delay)"
+    );
+}
+
 /// A tool this replica does not serve (a rolling change of configuration, a tool a reload took
 /// away) is left to the replicas that serve it, by the paced claims and the rest alike, even
 /// with its lease run out; its jobs are claimed here only once they are 10 minutes past

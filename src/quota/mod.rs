@@ -16,6 +16,10 @@
 //! credential (`[quota] bucket_key`, [`RateLimits::bucket`]): tools of one provider share it,
 //! and so do replicas calling it with the same account.
 //!
+//! After a pause with no rate known, one probe job goes first fleet-wide (the pacer's rule): the
+//! replica whose reservation draws it writes that into the shared row, so the others reserve
+//! nothing until it is answered.
+//!
 //! When the database does not answer within [`STORE_WAIT`], each replica goes on with its local
 //! copy of the pacer (the last shared state it saw) and tries the database again after
 //! [`RETRY_STORE_AFTER`]: no dispatcher stalls, and the fleet rejoins the shared bucket when
@@ -151,6 +155,13 @@ impl Quotas {
     /// Learns from what `provider` answered a job claimed at `claimed_at`.
     pub async fn observe(&self, provider: &str, answer: Answer, claimed_at: Instant) {
         let rate = match answer {
+            // Teaches nothing of the limit, but answers a probe after a pause (no 429), which
+            // only this replica's copy can be waiting for: it claimed the probe.
+            Answer::Other if self.probing(provider) => {
+                self.step(provider, move |p, _| p.answered(claimed_at))
+                    .await;
+                return;
+            }
             Answer::Other => return,
             Answer::Succeeded if self.shared.is_some() => {
                 // Counted by the next write of this bucket, whichever step makes it: a burst
@@ -185,6 +196,12 @@ impl Quotas {
         for (provider, n) in self.limits.take_interactive() {
             self.step(&provider, move |p, _| p.spent(n)).await;
         }
+    }
+
+    /// Whether this process's copy of `provider`'s pacer has a probe out.
+    fn probing(&self, provider: &str) -> bool {
+        let bucket = self.limits.bucket(provider);
+        self.pacers().get(&bucket).is_some_and(Pacer::probing)
     }
 
     fn pacers(&self) -> MutexGuard<'_, HashMap<String, Pacer>> {

@@ -33,7 +33,13 @@
 //!   new and are ignored;
 //! - a limit that has not been hit for [`FORGET_AFTER_WINDOWS`] windows (and at least
 //!   [`FORGET_AFTER_AT_LEAST`]) is forgotten: the provider may have raised it; the next 429
-//!   teaches it again.
+//!   teaches it again;
+//! - a pause that ends with no rate known (a 429 before any success, or without
+//!   `Retry-After`) lets one probe job through first, as a breaker's half-open state does: every
+//!   free worker of every replica claiming at the reset would be the cascade pacing exists to
+//!   prevent. The provider is unpaced again once the probe is answered with anything but a 429
+//!   (a 429 pauses again); a probe not answered within [`PROBE_WAIT`] (its replica stopped) is
+//!   followed by another.
 //!
 //! Pure bookkeeping: no I/O, time passed in, so it is tested on plain instants.
 
@@ -55,6 +61,8 @@ pub const FORGET_AFTER_AT_LEAST: Duration = Duration::from_secs(600);
 pub const IDLE_GAP: Duration = Duration::from_secs(2);
 /// The pause after a 429 without `Retry-After` (nothing is learned from it).
 pub const PAUSE_WITHOUT_RETRY_AFTER: Duration = Duration::from_secs(1);
+/// How long a probe after a pause may go unanswered before another is let through.
+pub const PROBE_WAIT: Duration = Duration::from_secs(30);
 /// How many of its own lengths an announced window is kept without an answer announcing as
 /// long a time-to-reset: two, so that under a backlog the start of at least one whole window was
 /// seen before the window is made shorter.
@@ -99,6 +107,10 @@ pub struct Pacer {
     /// The bucket's size at the last refill: how far interactive spending may take it below
     /// zero.
     capacity: f64,
+    /// A pause ended (or will) with no rate known: one probe job goes before the rest.
+    probe_due: bool,
+    /// When the probe was claimed, until it is answered.
+    probe_sent_at: Option<Instant>,
 }
 
 impl Default for Pacer {
@@ -126,6 +138,8 @@ impl Pacer {
             window_seen_at: None,
             window_since: Duration::ZERO,
             capacity: 0.0,
+            probe_due: false,
+            probe_sent_at: None,
         }
     }
 
@@ -152,14 +166,18 @@ impl Pacer {
             // limit again, counted from scratch.
             self.forget();
         }
-        let rate = [
+        let Some(rate) = [
             self.rate,
             self.announced_rate(now, known),
             configured_rate(known),
         ]
         .into_iter()
         .flatten()
-        .min_by(f64::total_cmp)?;
+        .min_by(f64::total_cmp) else {
+            return self.probe_allowance(now);
+        };
+        // A known rate paces from an empty bucket: no probe is needed.
+        (self.probe_due, self.probe_sent_at) = (false, None);
         let since = self.refilled_at.unwrap_or(now);
         // A second's worth (at least one job) plus one, so that a fraction is never cut off.
         let capacity = rate.max(1.0) + 1.0;
@@ -168,6 +186,32 @@ impl Pacer {
             (self.tokens + rate * now.saturating_duration_since(since).as_secs_f64()).min(capacity);
         self.refilled_at = Some(now);
         Some(self.tokens.floor() as u32)
+    }
+
+    /// The allowance while no rate is known: one probe after a pause, none while it is out,
+    /// and unpaced once it was answered.
+    fn probe_allowance(&mut self, now: Instant) -> Option<u32> {
+        if let Some(sent) = self.probe_sent_at {
+            if now.saturating_duration_since(sent) < PROBE_WAIT {
+                return Some(0);
+            }
+            // Never answered (its replica stopped, its answer was lost): another goes.
+            (self.probe_due, self.probe_sent_at) = (true, None);
+        }
+        self.probe_due.then_some(1)
+    }
+
+    /// A job claimed at `claimed_at` was answered with anything but a 429: if it was the probe
+    /// (or claimed after it), the provider takes requests again, and is unpaced.
+    pub fn answered(&mut self, claimed_at: Instant) {
+        if self.probe_sent_at.is_some_and(|sent| claimed_at >= sent) {
+            self.probe_sent_at = None;
+        }
+    }
+
+    /// Whether a probe is out, waiting for its answer.
+    pub fn probing(&self) -> bool {
+        self.probe_sent_at.is_some()
     }
 
     /// The 429-learned limit is forgotten; what the provider announces still paces.
@@ -245,6 +289,9 @@ impl Pacer {
             self.last_reset = None;
         }
         self.last_claim = Some(now);
+        if self.probe_due {
+            (self.probe_due, self.probe_sent_at) = (false, Some(now));
+        }
         // Only a paced provider's tokens are ever above zero; spending may have taken them
         // below, which claims leave as it is.
         self.tokens = (self.tokens - f64::from(n)).max(self.tokens.min(0.0));
@@ -253,6 +300,10 @@ impl Pacer {
     /// `n` reserved claims were not made after all: their tokens go back.
     pub fn refund(&mut self, n: u32) {
         self.tokens = (self.tokens + f64::from(n)).min(self.capacity);
+        if n > 0 && self.probe_sent_at.is_some() {
+            // The probe found no job to claim: the next claim is the probe.
+            (self.probe_due, self.probe_sent_at) = (true, None);
+        }
     }
 
     /// Interactive calls sent `n` requests: they are spent from the bucket, down to one bucket
@@ -263,6 +314,7 @@ impl Pacer {
 
     /// A job claimed at `claimed_at` succeeded.
     pub fn succeeded(&mut self, claimed_at: Instant) {
+        self.answered(claimed_at);
         if self.counting_since.is_some_and(|since| claimed_at >= since) {
             self.successes = self.successes.saturating_add(1);
         } else if self.rate.is_some()
@@ -282,6 +334,8 @@ impl Pacer {
 
     /// The provider answered 429 at `now`, asking to wait `retry_after` (if it said).
     pub fn rate_limited(&mut self, now: Instant, retry_after: Option<Duration>) {
+        // Whatever the pause, the first claim after it is a probe unless a rate is known then.
+        (self.probe_due, self.probe_sent_at) = (true, None);
         let Some(retry_after) = retry_after else {
             let until = now + PAUSE_WITHOUT_RETRY_AFTER;
             self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
@@ -334,6 +388,10 @@ pub struct PacerRecord {
     #[serde(default)]
     window_since_ms: u64,
     capacity: f64,
+    #[serde(default)]
+    probe_due: bool,
+    #[serde(default)]
+    probe_sent_at_ms: Option<i64>,
 }
 
 impl Pacer {
@@ -356,6 +414,8 @@ impl Pacer {
             window_seen_at_ms: ms(self.window_seen_at),
             window_since_ms: self.window_since.as_millis() as u64,
             capacity: self.capacity,
+            probe_due: self.probe_due,
+            probe_sent_at_ms: ms(self.probe_sent_at),
         }
     }
 
@@ -380,6 +440,8 @@ impl Pacer {
             window_seen_at: at(r.window_seen_at_ms),
             window_since: Duration::from_millis(r.window_since_ms),
             capacity: finite(r.capacity).max(0.0),
+            probe_due: r.probe_due,
+            probe_sent_at: at(r.probe_sent_at_ms),
         }
     }
 }

@@ -71,6 +71,23 @@ async fn a_429_pauses_every_later_reservation_until_the_reset() {
     assert_eq!(quotas.reserve("amadeus", 4).await, Some(0));
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_probe_answered_with_anything_but_a_429_unpaces_the_provider() {
+    let quotas = Quotas::local(Arc::default());
+    let t0 = clock::now();
+    quotas.claimed("duffel", 4, t0).await;
+    let limited = Answer::RateLimited(Some(Duration::from_secs(10)));
+    quotas.observe("duffel", limited, t0).await;
+    tokio::time::advance(Duration::from_secs(10)).await;
+    assert_eq!(quotas.reserve("duffel", 4).await, Some(1), "the probe");
+    let probe_claimed_at = clock::now();
+    // A server error: nothing learned about the limit, but the provider took the request.
+    quotas
+        .observe("duffel", Answer::Other, probe_claimed_at)
+        .await;
+    assert_eq!(quotas.reserve("duffel", 4).await, None);
+}
+
 #[test]
 fn a_pacer_survives_its_record_on_another_clock() {
     let limits = Arc::new(RateLimits::default());
@@ -179,6 +196,50 @@ async fn two_replicas(db: Db) {
     }
     assert_eq!(b.reserve("duffel", 4).await, Some(0));
     assert!(b.is_degraded());
+}
+
+/// Three replicas at the end of a pause whose provider's limit is not known (its first
+/// requests were refused): one probe fleet-wide, and every replica unpaced once it succeeded.
+async fn one_probe_fleet_wide(db: Db) {
+    let replicas = [(); 3].map(|()| Quotas::shared(Arc::default(), db.clone()));
+    for q in &replicas {
+        q.prepare().await;
+    }
+    let t0 = clock::now();
+    assert_eq!(replicas[0].reserve("duffel", 16).await, None);
+    replicas[0].claimed("duffel", 16, t0).await;
+    let limited = Answer::RateLimited(Some(Duration::from_millis(300)));
+    replicas[0].observe("duffel", limited, t0).await;
+    // Real time: a SQL driver answers on its own threads.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut granted = Vec::new();
+    for q in &replicas {
+        granted.push(q.reserve("duffel", 16).await);
+    }
+    assert_eq!(
+        granted,
+        [Some(1), Some(0), Some(0)],
+        "one probe job in the fleet, not 16 per replica"
+    );
+    replicas[0]
+        .observe("duffel", Answer::Succeeded, clock::now())
+        .await;
+    for q in &replicas {
+        assert_eq!(q.reserve("duffel", 16).await, None, "answered: unpaced");
+    }
+}
+
+#[tokio::test]
+async fn one_probe_fleet_wide_on_sqlite() {
+    let (db, _dir) = sqlite_db().await;
+    one_probe_fleet_wide(db).await;
+}
+
+#[tokio::test]
+async fn one_probe_fleet_wide_on_postgres() {
+    if let Some(db) = postgres_db("one_probe_fleet_wide_on_postgres").await {
+        one_probe_fleet_wide(db).await;
+    }
 }
 
 #[tokio::test]

@@ -156,7 +156,83 @@ fn a_429_without_retry_after_pauses_briefly_and_teaches_nothing() {
     p.rate_limited(t0 + secs(1.0), None);
     assert_eq!(p.rate(), None);
     assert_eq!(p.allowance(t0 + secs(1.5), None), Some(0));
-    assert_eq!(p.allowance(t0 + secs(2.0), None), None);
+    // After the pause one probe, then unpaced once it is answered.
+    assert_eq!(p.allowance(t0 + secs(2.0), None), Some(1));
+    p.claimed(1, t0 + secs(2.0));
+    p.succeeded(t0 + secs(2.0));
+    assert_eq!(p.allowance(t0 + secs(2.5), None), None);
+}
+
+#[test]
+fn a_pause_with_no_rate_known_ends_with_one_probe_then_the_provider_is_unpaced() {
+    let t0 = Instant::now();
+    let mut p = Pacer::new();
+    // The very first requests are refused: nothing succeeded, so nothing is learned.
+    p.claimed(16, t0);
+    p.rate_limited(t0 + secs(0.5), Some(secs(10.0)));
+    assert_eq!(p.rate(), None);
+    assert_eq!(p.allowance(t0 + secs(5.0), None), Some(0), "paused");
+    let reset = t0 + secs(10.5);
+    assert_eq!(
+        p.allowance(reset, None),
+        Some(1),
+        "one probe at the reset, not every free worker"
+    );
+    p.claimed(1, reset);
+    assert_eq!(
+        p.allowance(reset + secs(0.25), None),
+        Some(0),
+        "the rest wait for its answer"
+    );
+    p.succeeded(reset);
+    assert_eq!(
+        p.allowance(reset + secs(0.5), None),
+        None,
+        "answered: unpaced"
+    );
+}
+
+#[test]
+fn a_probe_is_paused_again_by_a_429_drawn_again_when_unclaimed_or_unanswered() {
+    let t0 = Instant::now();
+    let mut p = Pacer::new();
+    p.claimed(4, t0);
+    p.rate_limited(t0, Some(secs(10.0)));
+    // The probe meets a 429: paused again, and probed again after.
+    let reset = t0 + secs(10.0);
+    assert_eq!(p.allowance(reset, None), Some(1));
+    p.claimed(1, reset);
+    p.rate_limited(reset + secs(0.1), Some(secs(10.0)));
+    let reset = reset + secs(10.1);
+    assert_eq!(
+        p.allowance(reset - secs(0.1), None),
+        Some(0),
+        "paused again"
+    );
+    assert_eq!(p.allowance(reset, None), Some(1));
+    // Granted but no job was claimed: handed back, the next claim is the probe.
+    p.claimed(1, reset);
+    p.refund(1);
+    assert_eq!(p.allowance(reset, None), Some(1));
+    // Claimed and never answered (its replica stopped): another after PROBE_WAIT.
+    p.claimed(1, reset);
+    assert_eq!(p.allowance(reset + PROBE_WAIT - secs(0.1), None), Some(0));
+    assert_eq!(p.allowance(reset + PROBE_WAIT, None), Some(1));
+    p.claimed(1, reset + PROBE_WAIT);
+    // Any answer but a 429 (a server error, a refusal) ends the probe.
+    p.answered(reset + PROBE_WAIT);
+    assert_eq!(p.allowance(reset + PROBE_WAIT + secs(1.0), None), None);
+}
+
+#[test]
+fn no_probe_where_a_rate_is_known_at_the_reset() {
+    let t0 = Instant::now();
+    let mut p = Pacer::new();
+    first_window(&mut p, t0);
+    // Learned from the window's successes: the bucket starts empty and fills at the rate.
+    assert_eq!(p.allowance(t0 + secs(60.0), None), Some(0));
+    assert_eq!(p.allowance(t0 + secs(61.1), None), Some(1));
+    assert_eq!(p.allowance(t0 + secs(63.3), None), Some(2));
 }
 
 #[test]
