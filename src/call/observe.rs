@@ -197,7 +197,9 @@ impl Observer {
             otel.status_code = Empty,
             faregate.tool = tool,
             faregate.provider = provider,
-            faregate.attempt = attempt,
+            // An `i64`, as every number on a span: tracing-opentelemetry exports other integer
+            // types as text (`http/edge/trace.rs`).
+            faregate.attempt = i64::from(attempt),
             faregate.breaker.decision = Empty,
             faregate.breaker.state = Empty,
             faregate.outcome = Empty,

@@ -203,7 +203,8 @@ fn run_span(job: &Job) -> tracing::Span {
         otel.kind = "consumer",
         faregate.job.id = %job.id,
         gen_ai.tool.name = %job.tool,
-        faregate.attempt = job.attempts + 1,
+        // An `i64`: other integer types are exported as text (`http/edge/trace.rs`).
+        faregate.attempt = i64::from(job.attempts) + 1,
         faregate.job.status = Empty,
     );
     if let Some(submitted) = &job.trace {

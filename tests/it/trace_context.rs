@@ -13,7 +13,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{Stack, fixture, in_days, one_provider_per_tool};
-use crate::traces::{Exported, attr};
+use crate::traces::{Exported, attr, int_attr};
 
 const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
@@ -258,6 +258,7 @@ async fn a_background_run_links_to_the_trace_that_submitted_it() {
         attr(run, "faregate.job.status").as_deref(),
         Some("succeeded")
     );
+    assert_eq!(int_attr(run, "faregate.attempt"), Some(1), "{:?}", run.attributes);
     // A trace of its own (it may run hours later, elsewhere), linked to the submitting span.
     assert_ne!(run.span_context.trace_id(), trace_id(CALLER_TRACE));
     assert_eq!(run.parent_span_id, SpanId::INVALID);

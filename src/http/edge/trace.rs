@@ -73,13 +73,16 @@ pub(crate) struct RecordStatus;
 impl<B> OnResponse<B> for RecordStatus {
     fn on_response(self, response: &Response<B>, latency: Duration, span: &Span) {
         let status = response.status();
-        span.record("http.response.status_code", status.as_u16());
+        // As an `i64`: tracing-opentelemetry exports only `i64`, `f64` and `bool` fields as
+        // numbers, and any other integer as its text, which a collector's `>= 500` never matches.
+        let code = i64::from(status.as_u16());
+        span.record("http.response.status_code", code);
         if status.is_server_error() {
             span.record("otel.status_code", "ERROR");
         }
         tracing::debug!(
-            status = status.as_u16(),
-            latency_ms = latency.as_millis() as u64,
+            status = code,
+            latency_ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX),
             "response"
         );
     }
