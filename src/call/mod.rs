@@ -17,6 +17,8 @@
 //! that says its age, or the tool's text from `prompts/`.
 //!
 //! The files, each importing only the ones listed before it:
+//! - `call_ids.rs`: the ids of calls that came without one (`fg_<tag>_<n>`, unique across
+//!   replicas and restarts);
 //! - `envelope.rs`: the result contract, one constructor per status;
 //! - `classify.rs`: what an attempt's result means to the breaker (a table);
 //! - `retry.rs`: which failures are worth another attempt;
@@ -48,6 +50,7 @@
 mod answer;
 mod booking;
 mod breaker_plan;
+mod call_ids;
 mod classify;
 mod coalesce;
 mod envelope;

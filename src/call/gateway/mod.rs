@@ -16,7 +16,6 @@
 
 use std::collections::BTreeMap;
 use std::future::{Future, ready};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -31,6 +30,7 @@ use tracing::Instrument;
 
 use super::answer::{self};
 use super::booking::{self};
+use super::call_ids::CallIds;
 use super::envelope::{CallInfo, Envelope, Status};
 use super::last_good::LastGood;
 use super::observe::Observer;
@@ -113,8 +113,8 @@ pub struct Gateway {
     /// sessions) hears when it was replaced.
     replaced: watch::Sender<u64>,
     breakers: BreakerRegistry,
-    /// Numbers the calls that came without an id (`fg_1`, `fg_2`, …).
-    call_ids: AtomicU64,
+    /// Names the calls that came without an id (`fg_<tag>_1`, `fg_<tag>_2`, …).
+    call_ids: CallIds,
     /// The retry backoff's random source.
     jitter: SplitMix,
     observer: Observer,
@@ -162,7 +162,7 @@ impl Gateway {
             upstreams: upstreams.clone(),
             replaced: watch::Sender::new(0),
             breakers,
-            call_ids: AtomicU64::new(1),
+            call_ids: CallIds::new(),
             // Per process, so replicas retrying together do not draw the same waits.
             jitter: SplitMix::new(
                 fnv1a_64(*b"faregate-retry-jitter") ^ u64::from(std::process::id()),
@@ -447,9 +447,9 @@ impl Gateway {
             })
     }
 
-    /// The caller's id for the call, or a new `fg_N`.
+    /// The caller's id for the call, or a new `fg_<tag>_<n>` (`call_ids.rs`).
     pub(crate) fn call_id(&self, given: Option<String>) -> String {
-        given.unwrap_or_else(|| format!("fg_{}", self.call_ids.fetch_add(1, Ordering::Relaxed)))
+        given.unwrap_or_else(|| self.call_ids.next())
     }
 
     /// What a run of the pipeline for `call` on `served` reports to and reads.

@@ -447,3 +447,20 @@ async fn a_write_whose_task_fails_is_logged_with_the_call_id_and_client() {
     assert_eq!(env.status, Status::Unavailable);
     each_names_the_call(&logs.lines_with("a write's task failed"), "call-b1");
 }
+
+/// A call without an id gets one no other gateway gives: two replicas (or two starts of one)
+/// both numbering from 1 would name unrelated calls alike in the traces and logs an operator
+/// searches. A caller's own id is kept as it is.
+#[tokio::test(start_paused = true)]
+async fn generated_call_ids_differ_across_gateways_and_a_callers_id_is_kept() {
+    let duffel = Scripted::new([ok(ms(10), flights())]);
+    let (a, b) = (
+        gateway(&[("duffel", &duffel)]),
+        gateway(&[("duffel", &duffel)]),
+    );
+    let (a1, a2, b1) = (a.call_id(None), a.call_id(None), b.call_id(None));
+    assert_ne!(a1, a2);
+    assert_ne!(a1, b1, "two gateways named a call alike");
+    assert!(a1.starts_with("fg_") && b1.starts_with("fg_"), "{a1} {b1}");
+    assert_eq!(a.call_id(Some("call_7".into())), "call_7");
+}

@@ -210,7 +210,7 @@ fn schemas() -> Map<String, Value> {
         "Envelope": {"type": "object",
             "required": ["call_id", "tool", "status", "content", "data", "stale_age_s", "cached_age_s", "retry_after_s", "breaker", "job_id", "provider"],
             "properties": {
-                "call_id": {"type": "string", "description": "The caller's call_id, echoed; fg_<n> when none was sent, or for a background call the job's id (its queued answer and its result carry the same one)."}, "tool": {"type": "string"}, "status": status,
+                "call_id": {"type": "string", "description": "The caller's call_id, echoed; fg_<tag>_<n> when none was sent (the tag is drawn at each start, so the id is unique across replicas and restarts), or for a background call the job's id (its queued answer and its result carry the same one)."}, "tool": {"type": "string"}, "status": status,
                 "content": {"type": "string", "description": "Text a model can read and relay."},
                 "data": {"description": "The result (component schema `<tool>.data`) for ok and stale, else null."},
                 "stale_age_s": nullable_int.clone(),
