@@ -31,7 +31,11 @@ impl CallIds {
 
     /// The next id.
     pub(crate) fn next(&self) -> String {
-        format!("{}{}", self.prefix, self.next.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "{}{}",
+            self.prefix,
+            self.next.fetch_add(1, Ordering::Relaxed)
+        )
     }
 }
 
@@ -44,7 +48,11 @@ mod tests {
         let rest = id.strip_prefix("fg_").unwrap_or_else(|| panic!("{id}"));
         let (tag, n) = rest.split_once('_').unwrap_or_else(|| panic!("{id}"));
         assert_eq!(tag.len(), 10, "{id}");
-        assert!(tag.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{id}");
+        assert!(
+            tag.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+            "{id}"
+        );
         assert!(n.parse::<u64>().is_ok(), "{id}");
         tag
     }
@@ -55,7 +63,10 @@ mod tests {
         let (a1, a2, b1) = (a.next(), a.next(), b.next());
         assert_eq!(tag(&a1), tag(&a2));
         assert!(a1.ends_with("_1") && a2.ends_with("_2"), "{a1} {a2}");
-        assert_ne!(a1, b1, "a restart or another replica numbers its calls apart");
+        assert_ne!(
+            a1, b1,
+            "a restart or another replica numbers its calls apart"
+        );
         assert_ne!(tag(&a1), tag(&b1));
     }
 }

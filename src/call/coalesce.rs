@@ -25,6 +25,12 @@
 //! nothing. (Leaving it running instead would let one client with tiny deadlines keep any
 //! number of calls upstream after its answers, past its in-flight cap, each holding a bulkhead
 //! slot and spending provider quota.)
+//!
+//! # In traces
+//! The shared call's spans (its attempts) are children of its leader's span. A caller who joins
+//! is told who leads ([`Coalescer::join`] hands back the leader's span), so its own span can say
+//! it was coalesced and link to the leader's; without trace export that span is disabled and
+//! nothing is kept or made.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -35,6 +41,7 @@ use futures::FutureExt;
 use tokio::sync::{broadcast, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
+use tracing::Span;
 
 use super::progress::{self, Step, Steps};
 
@@ -64,6 +71,10 @@ struct Flight<T> {
     task: AbortHandle,
     /// The call's steps (failing over, retrying), for every waiter.
     steps: Steps,
+    /// The span the leader called in (the shared call's attempts are its children), for a
+    /// joiner's link; disabled when spans are not exported. It adds no lifetime to the span:
+    /// the shared call's task holds it as long as this entry is here.
+    leader: Span,
 }
 
 /// One caller's share of a call in flight. Dropping it before the outcome counts the caller
@@ -100,12 +111,15 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
     /// Joins the call in flight under `key`, or, when there is none, leads one: `call` is then
     /// made (given where to send its steps) and spawned, to run to `deadline` (the tool's).
     /// The key is shared, not copied, by the map, the call's task and every waiter.
+    ///
+    /// Also the leader's span when this caller joined a call another leads (`None` when it
+    /// leads): the current span is the leader's when it leads.
     pub(super) fn join<F>(
         &self,
         key: Arc<str>,
         deadline: Instant,
         call: impl FnOnce(Steps) -> F,
-    ) -> Waiter<T>
+    ) -> (Waiter<T>, Option<Span>)
     where
         F: Future<Output = T> + Send + 'static,
     {
@@ -118,7 +132,7 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
             && flight.outcome.has_changed().is_ok()
         {
             flight.waiters += 1;
-            return Waiter {
+            let waiter = Waiter {
                 flights: Arc::clone(&self.flights),
                 key,
                 id: flight.id,
@@ -126,6 +140,7 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
                 outcome: flight.outcome.clone(),
                 steps: flight.steps.clone(),
             };
+            return (waiter, Some(flight.leader.clone()));
         }
         let id = flights.next_id;
         flights.next_id += 1;
@@ -141,9 +156,14 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
         let task = tokio::spawn(call.map(move |value| {
             publish.send_replace(Some(value));
             let mut flights = lock(&shared);
-            if flights.by_key.get(&task_key).is_some_and(|f| f.id == id) {
-                flights.by_key.remove(&task_key);
-            }
+            let done = if flights.by_key.get(&task_key).is_some_and(|f| f.id == id) {
+                flights.by_key.remove(&task_key)
+            } else {
+                None
+            };
+            // Dropped after the lock: its leader's span may close with it (and be exported).
+            drop(flights);
+            drop(done);
         }));
         flights.by_key.insert(
             Arc::clone(&key),
@@ -154,16 +174,18 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
                 waiters: 1,
                 task: task.abort_handle(),
                 steps: steps.clone(),
+                leader: Span::current(),
             },
         );
-        Waiter {
+        let waiter = Waiter {
             flights: Arc::clone(&self.flights),
             key,
             id,
             deadline,
             outcome,
             steps,
-        }
+        };
+        (waiter, None)
     }
 }
 
@@ -205,7 +227,10 @@ impl<T> Drop for Waiter<T> {
         if flight.waiters == 0 {
             // Nobody waits any more: the call is not worth finishing (a read only).
             flight.task.abort();
-            flights.by_key.remove(&self.key);
+            let gone = flights.by_key.remove(&self.key);
+            // Dropped after the lock: its leader's span may close with it (and be exported).
+            drop(flights);
+            drop(gone);
         }
     }
 }
@@ -246,7 +271,7 @@ mod tests {
     async fn callers_of_one_key_share_one_call_and_its_outcome() {
         let coalescer = Coalescer::default();
         let starts = Arc::new(AtomicU32::new(0));
-        let mut waiters: Vec<Waiter<u32>> = (0..5)
+        let (mut waiters, leaders): (Vec<Waiter<u32>>, Vec<Option<Span>>) = (0..5)
             .map(|i| {
                 coalescer.join(
                     "k".into(),
@@ -254,7 +279,12 @@ mod tests {
                     counted(&starts, Duration::from_secs(1), i),
                 )
             })
-            .collect();
+            .unzip();
+        assert!(leaders[0].is_none(), "the first caller leads");
+        assert!(
+            leaders[1..].iter().all(Option::is_some),
+            "the others are told they joined"
+        );
         for waiter in &mut waiters {
             assert_eq!(
                 waiter.outcome().await,
@@ -265,7 +295,9 @@ mod tests {
         assert_eq!(starts.load(Ordering::Relaxed), 1);
         drop(waiters);
         assert_eq!(coalescer.in_flight(), 0, "a finished call is gone");
-        let mut again = coalescer.join("k".into(), later(10), counted(&starts, Duration::ZERO, 9));
+        let mut again = coalescer
+            .join("k".into(), later(10), counted(&starts, Duration::ZERO, 9))
+            .0;
         assert_eq!(
             again.outcome().await,
             Some(9),
@@ -278,8 +310,12 @@ mod tests {
     async fn other_keys_get_calls_of_their_own() {
         let coalescer = Coalescer::default();
         let starts = Arc::new(AtomicU32::new(0));
-        let mut a = coalescer.join("a".into(), later(10), counted(&starts, Duration::ZERO, 1));
-        let mut b = coalescer.join("b".into(), later(10), counted(&starts, Duration::ZERO, 2));
+        let mut a = coalescer
+            .join("a".into(), later(10), counted(&starts, Duration::ZERO, 1))
+            .0;
+        let mut b = coalescer
+            .join("b".into(), later(10), counted(&starts, Duration::ZERO, 2))
+            .0;
         assert_eq!((a.outcome().await, b.outcome().await), (Some(1), Some(2)));
         assert_eq!(starts.load(Ordering::Relaxed), 2);
     }
@@ -288,12 +324,12 @@ mod tests {
     async fn a_leader_that_goes_away_leaves_the_call_to_the_others() {
         let coalescer = Coalescer::default();
         let starts = Arc::new(AtomicU32::new(0));
-        let leader = coalescer.join(
+        let (leader, _) = coalescer.join(
             "k".into(),
             later(10),
             counted(&starts, Duration::from_secs(1), 7),
         );
-        let mut follower =
+        let (mut follower, _) =
             coalescer.join("k".into(), later(10), counted(&starts, Duration::ZERO, 8));
         drop(leader);
         assert_eq!(follower.outcome().await, Some(7));
@@ -305,7 +341,7 @@ mod tests {
         let coalescer = Coalescer::default();
         let finished = Arc::new(AtomicU32::new(0));
         let done = Arc::clone(&finished);
-        let waiter = coalescer.join("k".into(), later(10), move |_| async move {
+        let (waiter, _) = coalescer.join("k".into(), later(10), move |_| async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
             done.fetch_add(1, Ordering::Relaxed);
             1u32
@@ -326,7 +362,7 @@ mod tests {
     async fn a_caller_after_a_call_panicked_leads_a_new_call() {
         let coalescer = Coalescer::default();
         let starts = Arc::new(AtomicU32::new(0));
-        let mut first = coalescer.join("k".into(), later(10), |_| async {
+        let (mut first, _) = coalescer.join("k".into(), later(10), |_| async {
             tokio::task::yield_now().await;
             panic!("a defect in the call");
         });
@@ -336,11 +372,12 @@ mod tests {
             "a panicked call has no outcome"
         );
         // `first` still holds the panicked call's entry; a caller now must not join it.
-        let mut next = coalescer.join(
+        let (mut next, led) = coalescer.join(
             "k".into(),
             later(10),
             counted(&starts, Duration::from_secs(1), 5),
         );
+        assert!(led.is_none(), "it leads the new call");
         drop(first);
         assert_eq!(
             coalescer.in_flight(),

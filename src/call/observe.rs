@@ -11,8 +11,10 @@
 //!   `gen_ai.tool.name`, `gen_ai.tool.type = "function"`, `gen_ai.tool.call.id`,
 //!   `faregate.call.mode` (`interactive`: background jobs run without this span),
 //!   `faregate.status` (the envelope status), `faregate.provider`, `faregate.fallback` (`stale`
-//!   or `text`), and `error.type` when the call did not get fresh data (for a stale answer it
-//!   says why the fresh call failed);
+//!   or `text`), `faregate.coalesced = true` when the call joined an identical read in flight
+//!   (with a link to the leader's span, whose children the shared attempts are), and
+//!   `error.type` when the call did not get fresh data (for a stale answer it says why the
+//!   fresh call failed);
 //! - `upstream_attempt` (kind client), a child of the call's span: `faregate.tool`,
 //!   `faregate.provider`, `faregate.attempt` (1-based), `faregate.breaker.decision`
 //!   (`admitted`, `probe`, `ramp` or `rejected`), `faregate.breaker.state` (when rejected),
@@ -37,6 +39,7 @@ use crate::breaker::{Outcome, PermitKind, Rejected};
 use crate::providers::UpstreamError;
 use crate::telemetry::{AttemptOutcome, FallbackKind, Telemetry};
 use crate::tools::CallMode;
+use crate::trace_context::TraceContext;
 
 /// Reports the call path to the gateway's telemetry.
 #[derive(Debug)]
@@ -125,8 +128,22 @@ impl Observer {
             faregate.status = Empty,
             faregate.provider = Empty,
             faregate.fallback = Empty,
+            faregate.coalesced = Empty,
             error.type = Empty,
         )
+    }
+
+    /// Says on `span` (a call's) that it joined the shared call `leader`'s span leads: the
+    /// attribute, and a link to the leader's span, under which the provider attempts are. A
+    /// disabled span (no trace export) is left alone, before anything is read or made.
+    pub(crate) fn coalesced(span: &Span, leader: &Span) {
+        if span.is_disabled() {
+            return;
+        }
+        span.record("faregate.coalesced", true);
+        if let Some(led) = TraceContext::of_span(leader) {
+            led.link(span);
+        }
     }
 
     /// Records a call's answer on its span and counts the call (and its fallback, if any:

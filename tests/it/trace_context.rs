@@ -258,7 +258,12 @@ async fn a_background_run_links_to_the_trace_that_submitted_it() {
         attr(run, "faregate.job.status").as_deref(),
         Some("succeeded")
     );
-    assert_eq!(int_attr(run, "faregate.attempt"), Some(1), "{:?}", run.attributes);
+    assert_eq!(
+        int_attr(run, "faregate.attempt"),
+        Some(1),
+        "{:?}",
+        run.attributes
+    );
     // A trace of its own (it may run hours later, elsewhere), linked to the submitting span.
     assert_ne!(run.span_context.trace_id(), trace_id(CALLER_TRACE));
     assert_eq!(run.parent_span_id, SpanId::INVALID);
@@ -280,4 +285,94 @@ async fn a_background_run_links_to_the_trace_that_submitted_it() {
         provider_parents(&duffel).await,
         [(run.span_context.trace_id(), attempt.span_context.span_id())]
     );
+}
+
+/// Two identical searches at once, in two callers' traces: the second joins the first's
+/// provider call (one request reaches Duffel). Its tool span says it was coalesced and links to
+/// the leader's, under which the one attempt is; the leader's says nothing of the kind.
+#[tokio::test]
+async fn a_caller_who_joins_a_shared_call_is_marked_and_linked_to_its_leader() {
+    const JOINER_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+    const JOINER_SPAN: &str = "b7ad6b7169203331";
+    let exported = Exported::start();
+    let duffel = MockServer::start().await;
+    let s = stack(&duffel).await;
+    // Slow enough for the second caller to arrive while the first is upstream.
+    Mock::given(method("POST"))
+        .and(path("/air/offer_requests"))
+        .respond_with(
+            ResponseTemplate::new(201)
+                .set_body_json(fixture("duffel", "offer_request_201.json"))
+                .set_delay(Duration::from_millis(600)),
+        )
+        .with_priority(1)
+        .mount(&duffel)
+        .await;
+    tracing::callsite::rebuild_interest_cache();
+    let route = "/v1/tools/search_flights/call";
+    let body = json!({"arguments": flights(36)});
+    let (leads, joins) = (
+        traceparent(CALLER_TRACE, CALLER_SPAN),
+        traceparent(JOINER_TRACE, JOINER_SPAN),
+    );
+    let leads = [("traceparent", leads.as_str())];
+    let first = post(&s, route, body.clone(), &leads);
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        post(&s, route, body.clone(), &[("traceparent", joins.as_str())]).await
+    };
+    let ((a, first), (b, second)) = tokio::join!(first, second);
+    assert_eq!((a, b), (200, 200), "{first:#} {second:#}");
+    assert_eq!(
+        (&first["status"], &second["status"]),
+        (&json!("ok"), &json!("ok"))
+    );
+    assert_eq!(
+        provider_parents(&duffel).await.len(),
+        1,
+        "one shared request"
+    );
+
+    let spans = exported.spans();
+    let tool_in = |trace: &str| {
+        spans
+            .iter()
+            .find(|s| {
+                s.name == "execute_tool search_flights"
+                    && s.span_context.trace_id() == trace_id(trace)
+            })
+            .unwrap_or_else(|| panic!("no tool span in {trace}: {spans:#?}"))
+    };
+    let (leader, joiner) = (tool_in(CALLER_TRACE), tool_in(JOINER_TRACE));
+    let coalesced = |span: &SpanData| {
+        span.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == "faregate.coalesced")
+            .map(|kv| kv.value.clone())
+    };
+    assert_eq!(coalesced(leader), None, "{:?}", leader.attributes);
+    assert_eq!(
+        coalesced(joiner),
+        Some(opentelemetry::Value::Bool(true)),
+        "{:?}",
+        joiner.attributes
+    );
+    let links: Vec<(TraceId, SpanId)> = joiner
+        .links
+        .iter()
+        .map(|l| (l.span_context.trace_id(), l.span_context.span_id()))
+        .collect();
+    assert_eq!(
+        links,
+        [(trace_id(CALLER_TRACE), leader.span_context.span_id())]
+    );
+    let attempts_under = |span: &SpanData| {
+        spans
+            .iter()
+            .filter(|s| {
+                s.name == "upstream_attempt" && s.parent_span_id == span.span_context.span_id()
+            })
+            .count()
+    };
+    assert_eq!((attempts_under(leader), attempts_under(joiner)), (1, 0));
 }

@@ -16,6 +16,7 @@ use crate::call::answer;
 use crate::call::coalesce::Waiter;
 use crate::call::envelope::{CallInfo, Envelope};
 use crate::call::last_good::GoodResult;
+use crate::call::observe::Observer;
 use crate::call::outcome::Failure;
 use crate::call::pipeline::{self, CallTag, Context};
 use crate::call::progress::{self, Step, StepSender, Steps};
@@ -81,23 +82,28 @@ impl Gateway {
         // A caller that listens subscribes to the steps now, not when its future is first
         // polled: the shared call's task may run (fail over, report, answer) before that.
         let mut leader_steps = None;
-        let waiter = tool
-            .shared_calls
-            .join(Arc::clone(&key), shared_deadline, |shared_steps| {
-                if steps.is_some() {
-                    leader_steps = Some(shared_steps.subscribe());
-                }
-                // The call that leads the shared read names it in the pipeline's log lines.
-                self.shared_read(
-                    (&served, &tool),
-                    (info.call_id.clone(), client),
-                    request,
-                    shared_deadline,
-                    Arc::clone(&key),
-                    shared_steps,
-                )
-                .in_current_span()
-            });
+        let (waiter, leader) =
+            tool.shared_calls
+                .join(Arc::clone(&key), shared_deadline, |shared_steps| {
+                    if steps.is_some() {
+                        leader_steps = Some(shared_steps.subscribe());
+                    }
+                    // The call that leads the shared read names it in the pipeline's log lines.
+                    self.shared_read(
+                        (&served, &tool),
+                        (info.call_id.clone(), client),
+                        request,
+                        shared_deadline,
+                        Arc::clone(&key),
+                        shared_steps,
+                    )
+                    .in_current_span()
+                });
+        // A caller who joined: its span says so and links to the leader's, under which the
+        // shared call's attempts are (only while spans are exported).
+        if let Some(leader) = leader {
+            Observer::coalesced(&tracing::Span::current(), &leader);
+        }
         let their_steps = steps.map(|to| (leader_steps.unwrap_or_else(|| waiter.steps()), to));
         Either::Right(Either::Right(self.await_shared(
             tool,
