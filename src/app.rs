@@ -16,7 +16,7 @@ use crate::back_in_service::{BackInServiceSystem, NoticeStore};
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::{Gateway, Upstream};
 use crate::config::Config;
-use crate::fleet::Fleet;
+use crate::fleet::{self, Fleet};
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
 use crate::jobs::callbacks::allowlist::Allowlists;
 use crate::jobs::callbacks::notice::NoticeSender;
@@ -158,15 +158,11 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     .keep_finished_for(config.store.job_retention);
     if postgres {
         // The fleet's name for this replica when it has one, so the job API and /readyz agree.
-        let replica = app.state.fleet.as_ref().map_or_else(
-            || {
-                format!(
-                    "replica-{}",
-                    &uuid::Uuid::now_v7().simple().to_string()[20..]
-                )
-            },
-            |fleet| fleet.status().replica,
-        );
+        let replica = app
+            .state
+            .fleet
+            .as_ref()
+            .map_or_else(fleet::replica_name, |fleet| fleet.status().replica);
         jobs = jobs.spool_in(config.store.spool_path.clone(), replica);
     }
     let jobs = Arc::new(jobs);

@@ -24,12 +24,14 @@ use faregate::jobs;
 use faregate::providers::{self, ProcessEnv};
 use faregate::tools;
 
-/// Sets up tracing as `[telemetry]` says, then logs the configuration warnings.
+/// Sets up tracing as `[telemetry]` says, its traces naming this process `replica`
+/// (`service.instance.id`), then logs the configuration warnings.
 fn init_telemetry(
     config: &Config,
     warnings: &[config::Problem],
+    replica: &str,
 ) -> anyhow::Result<faregate::telemetry::TracingGuard> {
-    let guard = faregate::telemetry::init(&config.telemetry, &ProcessEnv)?;
+    let guard = faregate::telemetry::init(&config.telemetry, &ProcessEnv, replica)?;
     for w in warnings {
         tracing::warn!("{w}");
     }
@@ -78,8 +80,13 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-/// Builds the gateway and its job store (`store.url`, or `store_override`).
-async fn build(config: Config, store_override: Option<&str>) -> anyhow::Result<app::App> {
+/// Builds the gateway and its job store (`store.url`, or `store_override`); a fleet's replica
+/// is named `replica`, as its traces are.
+async fn build(
+    config: Config,
+    store_override: Option<&str>,
+    replica: String,
+) -> anyhow::Result<app::App> {
     let url = store_override.unwrap_or(&config.store.url).to_string();
     let mut app = match app::build(config, &ProcessEnv) {
         Ok(app) => app,
@@ -89,7 +96,7 @@ async fn build(config: Config, store_override: Option<&str>) -> anyhow::Result<a
         .await
         .with_context(|| format!("cannot open the job store {}", redact_url(&url)))?;
     if app.state.config().store.share_breakers {
-        let fleet = faregate::fleet::Fleet::open(store.db().clone())
+        let fleet = faregate::fleet::Fleet::open_as(store.db().clone(), replica)
             .await
             .with_context(|| format!("cannot open the breaker state in {}", redact_url(&url)))?;
         app::attach_fleet(&mut app, fleet)
@@ -121,12 +128,14 @@ pub(crate) async fn serve(
     listen: Option<SocketAddr>,
 ) -> anyhow::Result<ExitCode> {
     let (mut config, warnings) = load_quiet(&DiskFiles, config_path)?;
-    let _tracing = init_telemetry(&config, &warnings)?;
+    // One name for this replica, in its traces and in the fleet.
+    let replica = faregate::fleet::replica_name();
+    let _tracing = init_telemetry(&config, &warnings, &replica)?;
     if let Some(addr) = listen {
         config.server.listen = addr;
     }
     let addr = config.server.listen;
-    let mut app = build(config, None).await?;
+    let mut app = build(config, None, replica).await?;
     let path = config_path.to_path_buf();
     app.state.config_source = Some(ConfigSource::new(
         move || {

@@ -36,7 +36,8 @@ pub(crate) async fn demo(
         Some(p) => load_quiet(&DiskFiles, p)?,
         None => load_quiet(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG))?,
     };
-    let _tracing = init_telemetry(&config, &warnings)?;
+    let replica = faregate::fleet::replica_name();
+    let _tracing = init_telemetry(&config, &warnings, &replica)?;
     let sim_listener = TcpListener::bind(sim_listen).await.with_context(|| {
         format!("cannot listen on {sim_listen} for the simulator (try --sim-listen)")
     })?;
@@ -57,7 +58,7 @@ pub(crate) async fn demo(
         tool.watch_min_interval = tool.watch_min_interval.map(|d| d.min(DEMO_WATCH_INTERVAL));
     }
     let keys = DemoKeys::of(&config, |var| std::env::var(var).ok());
-    let app = build(config, store).await?;
+    let app = build(config, store, replica).await?;
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen} (try --listen)"))?;

@@ -15,6 +15,15 @@ use crate::store::{Db, StoreError};
 /// How many transitions of the whole fleet each replica keeps at hand for the API.
 pub const RECENT_TRANSITIONS: usize = 256;
 
+/// A new name for a replica, `replica-<12 hex digits>` (random bits of a UUIDv7), unique across
+/// replicas and restarts.
+pub fn replica_name() -> String {
+    format!(
+        "replica-{}",
+        &uuid::Uuid::now_v7().simple().to_string()[20..]
+    )
+}
+
 /// This replica's part in the fleet. Built once at start ([`Fleet::open`]), driven by
 /// [`Fleet::run`], read by the operations API.
 #[derive(Debug)]
@@ -64,16 +73,19 @@ pub struct FleetStatus {
 }
 
 impl Fleet {
-    /// Joins the fleet kept in `db`: creates its tables when missing. Fails when the database
-    /// does not answer: a replica may refuse to start without it.
+    /// Joins the fleet kept in `db` under a new name ([`replica_name`]): creates its tables
+    /// when missing. Fails when the database does not answer: a replica may refuse to start
+    /// without it.
     pub async fn open(db: Db) -> Result<Arc<Fleet>, StoreError> {
+        Self::open_as(db, replica_name()).await
+    }
+
+    /// [`Fleet::open`] under the name `replica`: the one `faregate serve` also gives its traces
+    /// (`service.instance.id`), so a trace names the replica that `/readyz` and the job API name.
+    pub async fn open_as(db: Db, replica: String) -> Result<Arc<Fleet>, StoreError> {
         let shared = db.is_postgres();
         let store = SharedStore { db };
         store.migrate(clock::epoch_ms()).await?;
-        let replica = format!(
-            "replica-{}",
-            &uuid::Uuid::now_v7().simple().to_string()[20..]
-        );
         Ok(Arc::new(Fleet {
             store,
             replica,

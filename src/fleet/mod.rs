@@ -40,5 +40,5 @@ mod sql;
 #[cfg(test)]
 mod tests;
 
-pub use handle::{Fleet, FleetStatus, RECENT_TRANSITIONS};
+pub use handle::{Fleet, FleetStatus, RECENT_TRANSITIONS, replica_name};
 pub use record::StoredTransition;

@@ -6,7 +6,12 @@
 //! `http://collector:4318`; `/v1/traces` is appended), else from the standard
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, which the exporter then
 //! reads itself along with the other `OTEL_EXPORTER_OTLP_*` variables. `OTEL_SERVICE_NAME` and
-//! `OTEL_RESOURCE_ATTRIBUTES` are honoured; the service name defaults to `faregate`.
+//! `OTEL_RESOURCE_ATTRIBUTES` are honoured; the service name defaults to `faregate`, and
+//! `service.instance.id` to the replica's name (`replica-<12 hex>`, the fleet's name for it, as
+//! `/readyz` shows it), so replicas sharing a service name are told apart.
+//!
+//! At stop, the spans still buffered get `FLUSH_AT_STOP` (1 s) to reach the collector: the SDK's
+//! own 5 s would add that much to every stop while a collector accepts and never answers.
 //!
 //! The exporter uses reqwest's blocking client on the SDK's own batch thread (the async client
 //! panics there with "no reactor running"), and is built on a plain thread because building a
@@ -34,6 +39,9 @@ use tracing_subscriber::util::SubscriberInitExt;
 use crate::config::TelemetryConfig;
 use crate::providers::Env;
 
+/// How long the exporter may take to send the spans still buffered when the process stops.
+const FLUSH_AT_STOP: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Keeps the trace exporter alive; dropping it flushes the spans still buffered.
 #[must_use = "dropping the guard stops trace export"]
 pub struct TracingGuard {
@@ -56,7 +64,8 @@ impl TracingGuard {
 impl Drop for TracingGuard {
     fn drop(&mut self) {
         if let Some(provider) = self.provider.take() {
-            let _ = provider.shutdown();
+            // Bounded: a collector that accepts and never answers must not hold the stop.
+            let _ = provider.shutdown_with_timeout(FLUSH_AT_STOP);
         }
     }
 }
@@ -91,10 +100,15 @@ fn filter() -> EnvFilter {
     EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER))
 }
 
-/// Installs the subscriber `config` asks for. Call it once, before serving.
-pub fn init(config: &TelemetryConfig, env: &dyn Env) -> Result<TracingGuard, InitError> {
+/// Installs the subscriber `config` asks for. Call it once, before serving. `replica` is this
+/// process's name among the replicas (`fleet::replica_name`), its traces' `service.instance.id`.
+pub fn init(
+    config: &TelemetryConfig,
+    env: &dyn Env,
+    replica: &str,
+) -> Result<TracingGuard, InitError> {
     let provider = match otlp_endpoint(config, env) {
-        Some(endpoint) => Some(otlp_provider(endpoint, env)?),
+        Some(endpoint) => Some(otlp_provider(endpoint, env, replica)?),
         None => None,
     };
     let otel = provider.as_ref().map(|p| {
@@ -174,14 +188,39 @@ fn otlp_endpoint(config: &TelemetryConfig, env: &dyn Env) -> Option<Option<Strin
         .then_some(None)
 }
 
+/// The resource every exported span names: the service (`faregate` unless `OTEL_SERVICE_NAME`
+/// says) and this replica (`service.instance.id`, unless `OTEL_RESOURCE_ATTRIBUTES` names one),
+/// with what the SDK's detectors read from the environment.
+#[cfg(feature = "otlp")]
+fn resource(env: &dyn Env, replica: &str) -> opentelemetry_sdk::Resource {
+    let mut resource = opentelemetry_sdk::Resource::builder();
+    if env.var("OTEL_SERVICE_NAME").is_none() {
+        resource = resource.with_service_name("faregate");
+    }
+    let instance_given = env
+        .var("OTEL_RESOURCE_ATTRIBUTES")
+        .is_some_and(|attributes| {
+            attributes
+                .split(',')
+                .any(|pair| pair.split('=').next().map(str::trim) == Some("service.instance.id"))
+        });
+    if !instance_given {
+        resource = resource.with_attribute(opentelemetry::KeyValue::new(
+            "service.instance.id",
+            replica.to_string(),
+        ));
+    }
+    resource.build()
+}
+
 #[cfg(feature = "otlp")]
 fn otlp_provider(
     endpoint: Option<String>,
     env: &dyn Env,
+    replica: &str,
 ) -> Result<opentelemetry_sdk::trace::SdkTracerProvider, InitError> {
     use opentelemetry_otlp::WithExportConfig;
 
-    let named = env.var("OTEL_SERVICE_NAME").is_some();
     let built = std::thread::spawn(move || {
         let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
         if let Some(endpoint) = endpoint {
@@ -192,13 +231,9 @@ fn otlp_provider(
     .join()
     .map_err(|_| InitError("the OTLP exporter panicked while starting".into()))?;
     let exporter = built.map_err(|e| InitError(format!("cannot start the OTLP exporter: {e}")))?;
-    let mut resource = opentelemetry_sdk::Resource::builder();
-    if !named {
-        resource = resource.with_service_name("faregate");
-    }
     Ok(opentelemetry_sdk::trace::SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
-        .with_resource(resource.build())
+        .with_resource(resource(env, replica))
         .build())
 }
 
@@ -206,6 +241,7 @@ fn otlp_provider(
 fn otlp_provider(
     _endpoint: Option<String>,
     _env: &dyn Env,
+    _replica: &str,
 ) -> Result<opentelemetry_sdk::trace::SdkTracerProvider, InitError> {
     Err(InitError(
         "an OTLP endpoint is configured, but this faregate was built without the `otlp` feature; rebuild with default features or remove the endpoint".into(),
@@ -262,6 +298,76 @@ mod tests {
             drop(other);
         });
         seen.0.lock().unwrap().clone()
+    }
+
+    /// The variables a test sets, through the `Env` seam.
+    #[cfg(feature = "otlp")]
+    struct Vars(&'static [(&'static str, &'static str)]);
+
+    #[cfg(feature = "otlp")]
+    impl Env for Vars {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_string())
+        }
+    }
+
+    /// Replicas sharing one service name are told apart by `service.instance.id`: this
+    /// replica's name, unless `OTEL_RESOURCE_ATTRIBUTES` gives one (which the SDK reads itself).
+    #[cfg(feature = "otlp")]
+    #[test]
+    fn the_resource_names_the_service_and_this_replica() {
+        use opentelemetry::Key;
+        let read = |r: &opentelemetry_sdk::Resource, key: &'static str| {
+            r.get(&Key::new(key)).map(|v| v.to_string())
+        };
+        let ours = resource(&Vars(&[]), "replica-0123456789ab");
+        assert_eq!(read(&ours, "service.name").as_deref(), Some("faregate"));
+        assert_eq!(
+            read(&ours, "service.instance.id").as_deref(),
+            Some("replica-0123456789ab")
+        );
+        let given = Vars(&[(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "k8s.pod.name=a, service.instance.id=pod-7",
+        )]);
+        assert_ne!(
+            read(
+                &resource(&given, "replica-0123456789ab"),
+                "service.instance.id"
+            )
+            .as_deref(),
+            Some("replica-0123456789ab"),
+            "the operator's own instance id is not overridden"
+        );
+    }
+
+    /// A collector that accepts connections and never answers holds the stop for
+    /// `FLUSH_AT_STOP` (1 s), not for the SDK's default 5 s.
+    #[cfg(feature = "otlp")]
+    #[test]
+    fn a_stalled_collector_holds_the_stop_about_a_second() {
+        use opentelemetry::trace::{Tracer as _, TracerProvider as _};
+        // Never accepted: the kernel completes the connection, and nothing ever answers.
+        let collector = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let address = collector.local_addr().expect("bound");
+        let endpoint = format!("http://{address}/v1/traces");
+        let provider = otlp_provider(Some(endpoint), &Vars(&[]), "replica-test")
+            .unwrap_or_else(|e| panic!("{e}"));
+        provider.tracer("test").in_span("buffered", |_| {});
+        let guard = TracingGuard {
+            provider: Some(provider),
+        };
+        let started = tokio::time::Instant::now();
+        drop(guard);
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(3),
+            "the stop waited {took:?} for a stalled collector"
+        );
+        drop(collector);
     }
 
     #[test]
