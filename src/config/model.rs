@@ -134,7 +134,7 @@ pub struct Rate {
 }
 
 /// `[limits]`: what one client (one key, or one peer address when auth is off) may ask of the
-/// tool-call routes.
+/// tool-call routes, and how much it may hold of what lasts: event streams and MCP sessions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitsConfig {
     /// Sustained request rate per client; `None` = no rate limit.
@@ -143,9 +143,17 @@ pub struct LimitsConfig {
     pub client_burst: u32,
     /// Tool-call requests one client may have in flight; `None` = no cap.
     pub client_max_concurrent_calls: Option<u32>,
+    /// Event streams (`GET /v1/events`, `GET /v1/availability/events`, `GET /mcp`) one client
+    /// may hold open at once; `None` = no cap. The same for every client (a `[[clients]]` entry
+    /// has no key of its own for it).
+    pub client_max_streams: Option<u32>,
+    /// MCP sessions one client may keep open at once; `None` = no cap. The same for every
+    /// client.
+    pub client_max_mcp_sessions: Option<u32>,
 }
 
-/// The defaults for `[limits]`: 20 requests a second with bursts of 40, 32 in flight.
+/// The defaults for `[limits]`: 20 requests a second with bursts of 40, 32 in flight, 32 open
+/// event streams and 64 MCP sessions.
 pub fn default_limits() -> LimitsConfig {
     LimitsConfig {
         client_rate: Some(Rate {
@@ -154,6 +162,8 @@ pub fn default_limits() -> LimitsConfig {
         }),
         client_burst: 40,
         client_max_concurrent_calls: Some(32),
+        client_max_streams: Some(32),
+        client_max_mcp_sessions: Some(64),
     }
 }
 

@@ -220,6 +220,17 @@ pub fn settle(
                 .map_or("unset".into(), |c| c.to_string()),
         ),
     );
+    let cap = |c: Option<u32>| Shown(c.map_or("unset".into(), |c| c.to_string()));
+    differ(
+        &limits("client_max_streams"),
+        &cap(r.client_max_streams),
+        &cap(n.client_max_streams),
+    );
+    differ(
+        &limits("client_max_mcp_sessions"),
+        &cap(r.client_max_mcp_sessions),
+        &cap(n.client_max_mcp_sessions),
+    );
     let (r, n) = (&running.jobs, &read.jobs);
     differ(
         "[defaults.jobs] max_attempts",

@@ -120,6 +120,12 @@ pub(super) fn read_limits(root: &Section<'_>) -> LimitsConfig {
     if let Some(n) = s.integer("client_max_concurrent_calls", 0, 1_000_000) {
         limits.client_max_concurrent_calls = (n > 0).then_some(n as u32);
     }
+    if let Some(n) = s.integer("client_max_streams", 0, 1_000_000) {
+        limits.client_max_streams = (n > 0).then_some(n as u32);
+    }
+    if let Some(n) = s.integer("client_max_mcp_sessions", 0, 1_000_000) {
+        limits.client_max_mcp_sessions = (n > 0).then_some(n as u32);
+    }
     s.finish();
     limits
 }

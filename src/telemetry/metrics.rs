@@ -296,10 +296,16 @@ impl Metrics {
                 let c = counter(
                     &r,
                     "faregate_client_limited_total",
-                    "Tool calls refused with 429 because a client was over a [limits] limit, by limit (client_rate, client_max_concurrent_calls).",
+                    "Requests refused because a client was over a [limits] limit, by limit (client_rate, client_max_concurrent_calls, client_max_streams, client_max_mcp_sessions), or because event streams held their share of the connections (streams_in_all).",
                     &["limit"],
                 );
-                for limit in ["client_rate", "client_max_concurrent_calls"] {
+                for limit in [
+                    "client_rate",
+                    "client_max_concurrent_calls",
+                    "client_max_streams",
+                    "client_max_mcp_sessions",
+                    "streams_in_all",
+                ] {
                     c.with_label_values(&[limit]);
                 }
                 c
@@ -580,8 +586,9 @@ impl Metrics {
             .observe(latency.as_secs_f64());
     }
 
-    /// A tool call refused with 429 by a per-client limit (`client_rate` or
-    /// `client_max_concurrent_calls`; no client identity is ever a label).
+    /// A request refused by a per-client limit (`client_rate`, `client_max_concurrent_calls`,
+    /// `client_max_streams`, `client_max_mcp_sessions`) or by the share of connections event
+    /// streams may take (`streams_in_all`); no client identity is ever a label.
     pub fn record_client_limited(&self, limit: &'static str) {
         self.client_limited.with_label_values(&[limit]).inc();
     }

@@ -30,6 +30,8 @@ fn defaults_protect_an_exposed_gateway() {
     );
     assert_eq!(config.limits.client_burst, 40);
     assert_eq!(config.limits.client_max_concurrent_calls, Some(32));
+    assert_eq!(config.limits.client_max_streams, Some(32));
+    assert_eq!(config.limits.client_max_mcp_sessions, Some(64));
 }
 
 #[test]
@@ -71,6 +73,16 @@ fn server_and_limits_keys_are_read() {
             "client_max_concurrent_calls = 32",
             "client_max_concurrent_calls = 0",
         )
+        .edit(
+            "faregate.toml",
+            "client_max_streams = 32",
+            "client_max_streams = 4",
+        )
+        .edit(
+            "faregate.toml",
+            "client_max_mcp_sessions = 64",
+            "client_max_mcp_sessions = 0",
+        )
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -93,6 +105,8 @@ fn server_and_limits_keys_are_read() {
         config.limits.client_max_concurrent_calls, None,
         "0 = no cap"
     );
+    assert_eq!(config.limits.client_max_streams, Some(4));
+    assert_eq!(config.limits.client_max_mcp_sessions, None, "0 = no cap");
 }
 
 #[test]
@@ -141,6 +155,11 @@ fn impossible_server_and_limit_values_are_all_named() {
                 "faregate.toml",
                 "client_burst = 40",
                 "client_burst = 0\nclient_bust = 1",
+            )
+            .edit(
+                "faregate.toml",
+                "client_max_streams = 32",
+                "client_max_streams = -1",
             ),
     );
     let expect = [
@@ -149,7 +168,8 @@ fn impossible_server_and_limit_values_are_all_named() {
         "server.max_concurrent_streams: 0 is out of range",
         "limits.client_rate: \"lots\" is not a rate; write requests per period, e.g. \"20/s\"",
         "limits.client_burst: 0 is out of range",
-        "limits.client_bust: unknown key; valid keys here: client_burst, client_max_concurrent_calls, client_rate",
+        "limits.client_max_streams: -1 is out of range",
+        "limits.client_bust: unknown key; valid keys here: client_burst, client_max_concurrent_calls, client_max_mcp_sessions, client_max_streams, client_rate",
         "server.request_timeout: 3s is not longer than the deadline of",
     ];
     assert_eq!(errors.len(), expect.len(), "{errors:#?}");

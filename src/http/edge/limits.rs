@@ -350,6 +350,7 @@ mod tests {
                 }),
                 client_burst: burst,
                 client_max_concurrent_calls: in_flight,
+                ..crate::config::default_limits()
             },
             1024,
         )
@@ -381,6 +382,7 @@ mod tests {
                 client_rate: None,
                 client_burst: 1,
                 client_max_concurrent_calls: Some(2),
+                ..crate::config::default_limits()
             },
             1024,
         );
@@ -414,6 +416,7 @@ mod tests {
             client_rate: None,
             client_burst: 1,
             client_max_concurrent_calls: Some(1),
+            ..crate::config::default_limits()
         };
         let vip = ClientName::stored("vip");
         shared.set_own(&[(vip.clone(), own.clone())]);

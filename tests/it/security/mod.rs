@@ -157,6 +157,7 @@ fn limited(mut c: Config, rate: Option<(u32, u32)>, in_flight: Option<u32>) -> C
         }),
         client_burst: rate.map_or(1, |(_, burst)| burst),
         client_max_concurrent_calls: in_flight,
+        ..c.limits
     };
     c
 }
