@@ -35,8 +35,8 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 
 pub use edge::{
-    ApiError, Caller, ClientId, ClientLimits, ClientSetup, Keys, Role, ServeOptions, client_setup,
-    serve,
+    ApiError, Caller, ClientId, ClientLimits, ClientSetup, Keys, Role, ServeOptions, StreamLimits,
+    client_setup, serve,
 };
 pub use routes::ROUTED_PATHS;
 pub use state::{
@@ -158,6 +158,7 @@ fn layered(
                 bounds,
                 keys: state.keys.clone(),
                 limits,
+                streams: None,
             }),
             edge::guard,
         )
@@ -170,6 +171,7 @@ fn layered(
                         bounds,
                         keys: state.keys.clone(),
                         limits: Some(limits),
+                        streams: Some((state.streams.clone(), state.telemetry.clone())),
                     }),
                     mcp::guard,
                 ))

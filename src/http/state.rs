@@ -16,7 +16,9 @@ use arc_swap::ArcSwap;
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::edge::{Browsers, Caller, ClientLimits, ClientSetup, Keys, Role, client_setup};
+use super::edge::{
+    Browsers, Caller, ClientLimits, ClientSetup, Keys, Role, StreamLimits, client_setup,
+};
 use crate::call::{Gateway, ToolChanges};
 use crate::clients::Roster;
 use crate::config::{self, Config};
@@ -57,6 +59,9 @@ pub struct AppState {
     pub keys: Keys,
     /// Per-client rate and in-flight limits of the tool-call routes.
     pub limits: Arc<ClientLimits>,
+    /// The event streams open, per client (`[limits] client_max_streams`) and in all (half of
+    /// `[server] max_connections`); read at start, as the connection cap is.
+    pub streams: Arc<StreamLimits>,
     /// How long one request may take (`[server] request_timeout`, resolved).
     pub request_timeout: Duration,
     /// Where a reload reads the configuration from; `None` = reloading is not possible (the
@@ -137,6 +142,10 @@ impl AppState {
         limits: Arc<ClientLimits>,
     ) -> Self {
         let built = Arc::new(config);
+        let streams = Arc::new(StreamLimits::new(
+            built.limits.client_max_streams,
+            built.server.max_connections,
+        ));
         AppState {
             gateway,
             telemetry,
@@ -150,6 +159,7 @@ impl AppState {
             fleet: None,
             keys,
             limits,
+            streams,
             config_source: None,
             reloading: Arc::default(),
         }

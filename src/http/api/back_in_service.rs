@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::back_in_service::{BackInService, NewNotice, Notice, NoticeError};
 use crate::clients::ClientName;
 use crate::http::calls;
-use crate::http::edge::{ApiError, Caller, PathParam, read_json_body};
+use crate::http::edge::{self, ApiError, Caller, PathParam, read_json_body};
 use crate::http::state::{AppState, SharedState};
 use crate::jobs::rfc3339;
 use crate::texts::back_in_service as texts;
@@ -199,10 +199,12 @@ fn availability(state: &AppState, scope: &crate::clients::Scope) -> Vec<(&'stati
 /// each tool's availability now, then `availability` (`{"tool", "available", "at"}`) whenever one
 /// of them stops or starts answering, as this replica sees it (its breakers follow the fleet's).
 /// The stream for an application that keeps a connection instead of a callback URL; it ends
-/// when the gateway shuts down.
+/// when the gateway shuts down, and holds one of the client's stream slots until it ends
+/// (`[limits] client_max_streams`).
 pub(crate) async fn events(
     State(state): State<SharedState>,
     Extension(caller): Extension<Caller>,
+    extensions: axum::http::Extensions,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     use axum::response::sse::{Event, KeepAlive, Sse};
@@ -210,6 +212,11 @@ pub(crate) async fn events(
     use std::convert::Infallible;
     use tokio::sync::broadcast::error::RecvError;
 
+    let client = edge::client_id(Some(&caller), &extensions);
+    let slot = match edge::open_stream(&state.streams, &state.telemetry, client) {
+        Ok(slot) => slot,
+        Err(refused) => return *refused,
+    };
     let scope = caller.scope();
     let seen = availability(&state, &scope);
     let ready = json!({
@@ -251,7 +258,9 @@ pub(crate) async fn events(
             ))
         },
     );
-    Sse::new(first.chain(changes))
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response()
+    slot.around(
+        Sse::new(first.chain(changes))
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            .into_response(),
+    )
 }

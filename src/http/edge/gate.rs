@@ -20,6 +20,7 @@ use super::auth::{Keys, authenticate};
 use super::body::declared_too_large;
 use super::limits::{Admission, ClientLimits, admit};
 use super::server::{RequestBounds, request_timed_out};
+use super::streams::StreamLimits;
 use crate::telemetry::Telemetry;
 
 /// What [`guard`] checks a request against. The router holds it in an `Arc`: axum clones a
@@ -32,6 +33,9 @@ pub(crate) struct Gate {
     pub keys: Keys,
     /// The per-client limits, on the tool-call routes; refusals are counted in the telemetry.
     pub limits: Option<(Arc<ClientLimits>, Arc<Telemetry>)>,
+    /// The event streams open, on `/mcp` (whose `GET` is a session's stream; [`guard`] never
+    /// reads it: the other stream routes count theirs in their handlers).
+    pub streams: Option<(Arc<StreamLimits>, Arc<Telemetry>)>,
 }
 
 /// Middleware: 413 for a declared body over the limit, then 401 without a client key, 429 over

@@ -14,8 +14,9 @@
 //!
 //! Only tool calls count: every `POST` to the native, OpenAI and Anthropic routes, and MCP
 //! `tools/call` messages (the body is read once to see the JSON-RPC method; `initialize`,
-//! `tools/list`, `ping` and event streams are not limited, so an MCP client's session set-up
-//! does not spend its call budget). Health, metrics and the operations API stay reachable for
+//! `tools/list`, `ping` and event streams are not limited here, so an MCP client's session
+//! set-up does not spend its call budget; event streams, which last, are capped by
+//! [`streams`](super::streams)). Health, metrics and the operations API stay reachable for
 //! probes and operators while a client is throttled. An OpenAI or Anthropic request with
 //! several tool calls counts once. The in-flight cap counts a request from its headers to the
 //! end of its answer: for the native, OpenAI and Anthropic routes the answer's head comes when
@@ -33,7 +34,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Extensions, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::Clock;
@@ -292,22 +293,11 @@ pub(super) fn admit(
         return Ok(None);
     }
     let caller = request.extensions().get::<Caller>();
-    let digest = caller.and_then(Caller::digest);
     let own = match caller {
         Some(Caller::Client { profile, .. }) => limits.own(&profile.name),
         _ => None,
     };
-    let client = match digest {
-        Some(d) => ClientId::Key(d),
-        None => {
-            let peer = request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0.ip())
-                .unwrap_or(IpAddr::from([0, 0, 0, 0]));
-            ClientId::Peer(peer)
-        }
-    };
+    let client = client_id(caller, request.extensions());
     match own.as_deref().unwrap_or(limits).admit(client) {
         Ok(admission) => Ok(Some(admission)),
         Err(refusal) => {
@@ -318,6 +308,21 @@ pub(super) fn admit(
             };
             telemetry.metrics().record_client_limited(limit);
             Err(Box::new(too_many(refusal)))
+        }
+    }
+}
+
+/// Whom a request of `caller` counts against: its key, or with auth off the peer address the
+/// accept loop put in `extensions`.
+pub(crate) fn client_id(caller: Option<&Caller>, extensions: &Extensions) -> ClientId {
+    match caller.and_then(Caller::digest) {
+        Some(d) => ClientId::Key(d),
+        None => {
+            let peer = extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip())
+                .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+            ClientId::Peer(peer)
         }
     }
 }

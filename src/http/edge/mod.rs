@@ -8,7 +8,8 @@
 //!   (`Upgrade: h2c`);
 //! - `auth`: client and admin keys, held as digests in a reloadable roster; `clients`: the
 //!   roster and per-client limits configuration and environment describe;
-//! - `limits`: per-client rate and in-flight limits on the tool-call routes;
+//! - `limits`: per-client rate and in-flight limits on the tool-call routes; `streams`: event
+//!   streams held open, per client and in all;
 //! - `body`: what HTTP says about a body (declared size, content type, limit) before a
 //!   protocol reads it;
 //! - `error`: the one error → JSON mapping, also for refusals axum and rmcp write;
@@ -26,6 +27,7 @@ mod linger;
 mod preface;
 mod repoll;
 mod server;
+mod streams;
 mod trace;
 mod upgrade;
 
@@ -34,10 +36,12 @@ pub use clients::{ClientSetup, client_setup};
 pub use error::ApiError;
 pub use limits::{ClientId, ClientLimits};
 pub use server::{ServeOptions, serve};
+pub use streams::StreamLimits;
 
 pub(crate) use body::{Browsers, read_body, read_json_body, refuse_cross_site};
 pub(crate) use error::{PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json};
 pub(crate) use gate::{Gate, check_size_and_key, guard};
-pub(crate) use limits::limit;
+pub(crate) use limits::{client_id, limit};
 pub(crate) use server::{RequestBounds, bound_request, request_timed_out};
+pub(crate) use streams::{StreamSlot, open_stream};
 pub(crate) use trace::layer as trace_layer;

@@ -22,8 +22,9 @@
 //!
 //! These answers are shaped by `/mcp`'s one edge layer, [`guard`], which also makes the edge's
 //! checks for it: the declared body size (413), the client key (401), the request timeout
-//! (503), and the client's limits (429), admitting a request by its body (only a `tools/call`
-//! counts as a call). One layer, not one per step: axum gives each `from_fn` layer, on every
+//! (503), a `GET`'s place among the client's event streams (429, or 503 when streams hold their
+//! share of the connections; `edge::open_stream`), and the client's limits (429), admitting a
+//! request by its body (only a `tools/call` counts as a call). One layer, not one per step: axum gives each `from_fn` layer, on every
 //! request, a boxed future and a boxed copy of the layers under it, and a held call keeps all
 //! of them (memory per held call, BENCHMARKS.md). It sees the edge's refusals as well as
 //! rmcp's own 403; every other answer passes untouched.
@@ -39,7 +40,7 @@ use axum::response::Response;
 use rmcp::model::ProtocolVersion;
 
 use super::revisions::REVISIONS;
-use crate::http::edge::{self, Gate};
+use crate::http::edge::{self, Caller, Gate, StreamSlot};
 
 /// Middleware around the whole `/mcp` route: the edge's checks, then the answer reshaped.
 ///
@@ -51,11 +52,12 @@ pub(crate) fn guard(
     next: Next,
 ) -> impl Future<Output = Response> {
     let ending_session = request.method() == Method::DELETE;
-    let checked = edge::check_size_and_key(&gate, &mut request);
+    let checked =
+        edge::check_size_and_key(&gate, &mut request).and_then(|()| stream_slot(&gate, &request));
     async move {
         let res = match checked {
             Err(refused) => *refused,
-            Ok(()) => {
+            Ok(slot) => {
                 let limit = gate.bounds.timeout;
                 let run = async {
                     match &gate.limits {
@@ -65,9 +67,13 @@ pub(crate) fn guard(
                         None => next.run(request).await,
                     }
                 };
-                match tokio::time::timeout(limit, run).await {
+                let res = match tokio::time::timeout(limit, run).await {
                     Ok(res) => res,
                     Err(_) => edge::request_timed_out(limit),
+                };
+                match slot {
+                    Some(slot) => slot.around(res),
+                    None => res,
                 }
             }
         };
@@ -77,6 +83,22 @@ pub(crate) fn guard(
             return res;
         }
         edge::as_json_rpc(res, explained).await
+    }
+}
+
+/// A `GET` is an event stream (a session's, or its resumption with `Last-Event-ID`): its slot
+/// among the client's streams, held by the answer until the stream ends, or the refusal (429
+/// over the client's `[limits] client_max_streams`, 503 when streams hold their share of the
+/// connections). Any other method opens no stream here: a `POST` answered as a stream ends with
+/// its call, which the client's call limits count.
+fn stream_slot(gate: &Gate, request: &Request) -> Result<Option<StreamSlot>, Box<Response>> {
+    match &gate.streams {
+        Some((streams, telemetry)) if request.method() == Method::GET => {
+            let caller = request.extensions().get::<Caller>();
+            let client = edge::client_id(caller, request.extensions());
+            edge::open_stream(streams, telemetry, client).map(Some)
+        }
+        _ => Ok(None),
     }
 }
 

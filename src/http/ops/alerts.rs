@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
+use axum::http::{Extensions, HeaderMap};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use super::{authorize, guarded_tools, list_scope, transition_json, url_key, visible_tools, wall};
-use crate::http::edge::Role;
+use crate::http::edge::{self, Role};
 use crate::http::state::{AppState, SharedState};
 use crate::telemetry::{Alert, AlertChange};
 
@@ -89,11 +89,21 @@ pub(crate) async fn list_alerts(
 
 /// `GET /v1/events`: `event: ready` once, then `transition` and `alert` events (JSON `data`),
 /// a comment every 15 s to keep proxies from closing the stream, and `lagged` (with the number
-/// of events missed) if this client fell more than the channel's capacity behind.
-pub(crate) async fn events(State(state): State<SharedState>, headers: HeaderMap) -> Response {
+/// of events missed) if this client fell more than the channel's capacity behind. The stream
+/// holds one of the client's stream slots until it ends (`[limits] client_max_streams`).
+pub(crate) async fn events(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    extensions: Extensions,
+) -> Response {
     let caller = match authorize(&state, &headers, Role::Client) {
         Ok(caller) => caller,
         Err(res) => return *res,
+    };
+    let client = edge::client_id(Some(&caller), &extensions);
+    let slot = match edge::open_stream(&state.streams, &state.telemetry, client) {
+        Ok(slot) => slot,
+        Err(refused) => return *refused,
     };
     // A client is sent the transitions and alerts of the breakers it sees (`/v1/breakers`).
     let visible = visible_tools(&state, &caller);
@@ -137,9 +147,11 @@ pub(crate) async fn events(State(state): State<SharedState>, headers: HeaderMap)
         },
     );
     use futures::StreamExt as _;
-    Sse::new(ready.chain(rest))
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response()
+    slot.around(
+        Sse::new(ready.chain(rest))
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            .into_response(),
+    )
 }
 
 /// The event of an alert change, as a caller seeing `visible` tools' breakers reads it; `None`

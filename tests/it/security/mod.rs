@@ -404,3 +404,4 @@ async fn mcp_calls_in_a_session_are_capped_per_client_too() {
 mod callbacks;
 mod cross_site;
 mod secrets;
+mod streams;
