@@ -15,8 +15,8 @@
 //! Only tool calls count: every `POST` to the native, OpenAI and Anthropic routes, and MCP
 //! `tools/call` messages (the body is read once to see the JSON-RPC method; `initialize`,
 //! `tools/list`, `ping` and event streams are not limited here, so an MCP client's session
-//! set-up does not spend its call budget; event streams, which last, are capped by
-//! [`streams`](super::streams)). Health, metrics and the operations API stay reachable for
+//! set-up does not spend its call budget; what lasts is capped elsewhere: event streams by
+//! [`streams`](super::streams), MCP sessions where `/mcp` records their owners). Health, metrics and the operations API stay reachable for
 //! probes and operators while a client is throttled. An OpenAI or Anthropic request with
 //! several tool calls counts once. The in-flight cap counts a request from its headers to the
 //! end of its answer: for the native, OpenAI and Anthropic routes the answer's head comes when

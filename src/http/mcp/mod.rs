@@ -85,6 +85,13 @@ use crate::http::state::SharedState;
 use crate::texts::agents as texts;
 use crate::tools::CallMode;
 
+/// How long a session lives without a message before rmcp ends it: rmcp's own default, made
+/// explicit. Not shorter, because a session's client is often a chat whose user thinks for
+/// minutes between two tool calls, and a session that ended is a 404 many clients do not
+/// recover from by themselves (a stream the session holds open does not count as activity).
+/// What a session holds meanwhile is bounded by `[limits] client_max_mcp_sessions` per client.
+const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// What is mounted at `/mcp`: rmcp's service for every method, behind [`parse_errors`]
 /// (JSON-RPC's own 400s for bodies rmcp cannot read).
 ///
@@ -95,10 +102,24 @@ pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRo
     let events = Arc::new(event_store::BoundedEventStore::default());
     let store: Arc<dyn rmcp::transport::streamable_http_server::session::EventStore> =
         Arc::clone(&events) as _;
-    let sessions = Arc::new(LocalSessionManager::default().with_event_store(store));
+    let mut manager = LocalSessionManager::default().with_event_store(store);
+    manager.session_config.keep_alive = Some(SESSION_IDLE);
+    let sessions = Arc::new(manager);
+    let config = state.config();
+    // Only kept sessions are capped: stateless `/mcp` keeps none.
+    let cap = match config.limits.client_max_mcp_sessions {
+        Some(max) if config.mcp.legacy_sessions => Some(session_owners::SessionCap {
+            max,
+            idle: SESSION_IDLE,
+            max_body_bytes,
+            telemetry: Arc::clone(&state.telemetry),
+        }),
+        _ => None,
+    };
     let owners = Arc::new(session_owners::SessionOwners::new(
         Arc::clone(&sessions),
         events,
+        cap,
     ));
     any_service(rmcp_service(state, cancel, sessions))
         .layer(middleware::from_fn_with_state(

@@ -11,6 +11,7 @@ mod mcp_list_changed;
 mod mcp_progress;
 mod mcp_prompts;
 mod mcp_results;
+mod mcp_sessions;
 mod mcp_tasks;
 
 use reqwest::header::HeaderMap;
