@@ -202,7 +202,8 @@ impl ServedTool {
     /// Carries over what `running` (this tool under the configuration being replaced) holds
     /// that callers rely on: its bulkhead when `max_concurrent` did not change (so calls in
     /// flight still count), its last good results (under this configuration's windows, those
-    /// of providers still in the chain), and each provider's "quota used up until".
+    /// of providers still in the chain), each provider's "quota used up until", and the
+    /// arguments of its last unanswered read (a reload is no answer).
     pub(super) fn carry_over(&mut self, running: &ServedTool) {
         if self.config.max_concurrent == running.config.max_concurrent {
             self.bulkhead = Arc::clone(&running.bulkhead);
@@ -217,6 +218,11 @@ impl ServedTool {
                 .filter(|name| !self.routes.iter().any(|r| r.name == *name))
                 .collect();
             self.last_good = memory.renewed(self.config.fresh_for, self.config.stale_for, &dropped);
+        }
+        if !self.is_write()
+            && let Some(key) = running.unanswered.get()
+        {
+            self.unanswered.adopt(&key);
         }
         for route in &self.routes {
             if let Some(old) = running.routes.iter().find(|r| r.name == route.name) {

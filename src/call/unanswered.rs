@@ -42,6 +42,13 @@ impl Unanswered {
         }
     }
 
+    /// Keeps `key`, a read another replica could not answer (`back_in_service/` shares them
+    /// through the store), unless arguments are kept already: this replica's own are as good,
+    /// and a provider failure still replaces what is adopted.
+    pub(crate) fn adopt(&self, key: &str) {
+        self.refused(key);
+    }
+
     /// The kept arguments, if any.
     pub(crate) fn get(&self) -> Option<String> {
         self.lock().clone()

@@ -23,8 +23,9 @@ use crate::call::answer;
 use crate::call::envelope::CallInfo;
 use crate::call::outcome::Failure;
 use crate::call::pipeline::{self, CallTag};
+use crate::call::served::ServedTool;
 use crate::providers::ErrorKind;
-use crate::tools::CallMode;
+use crate::tools::{CallMode, ToolRequest};
 
 /// What a probe came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,30 @@ pub enum Probed {
 }
 
 impl Gateway {
+    /// Whether [`Gateway::probe`] would ask `tool` again now, given arguments: it is a read
+    /// and one of its breakers is half-open.
+    pub fn would_probe(&self, tool: &str) -> bool {
+        self.tool(tool)
+            .is_some_and(|tool| would_probe(&tool, Instant::now()))
+    }
+
+    /// The arguments (canonical JSON) of `tool`'s last unanswered read that this replica keeps,
+    /// if they can still be asked (kept arguments whose date has passed are forgotten here);
+    /// `None` for a write, which is never asked again.
+    pub fn unanswered(&self, tool: &str) -> Option<String> {
+        let tool = self.tool(tool).filter(|tool| !tool.is_write())?;
+        askable(&tool).map(|(key, _)| key)
+    }
+
+    /// Keeps `arguments` (canonical JSON), a read of `tool` another replica (or this one before
+    /// a restart) could not answer, unless this replica keeps arguments of its own already:
+    /// [`Gateway::probe`] then asks with them, and forgets them as it forgets its own.
+    pub fn adopt_unanswered(&self, tool: &str, arguments: &str) {
+        if let Some(tool) = self.tool(tool).filter(|tool| !tool.is_write()) {
+            tool.unanswered.adopt(arguments);
+        }
+    }
+
     /// Asks `tool` again with the arguments of its last unanswered read, if it is a read with
     /// such arguments kept and one of its breakers is half-open (admitting probes); `None`
     /// when there is nothing to ask. The future needs nothing borrowed, so it may be spawned.
@@ -50,22 +75,10 @@ impl Gateway {
         let served = self.served.load_full();
         let tool = served.tools.get(tool).cloned()?;
         let now = Instant::now();
-        if tool.is_write()
-            || !tool
-                .breakers()
-                .iter()
-                .any(|b| b.state(now) == BreakerState::HalfOpen)
-        {
+        if !would_probe(&tool, now) {
             return None;
         }
-        let key = tool.unanswered.get()?;
-        let checked = serde_json::from_str::<Value>(&key)
-            .ok()
-            .and_then(|arguments| tool.check(arguments, Self::today(), None).ok());
-        let Some(request) = checked else {
-            tool.unanswered.forget(&key);
-            return None;
-        };
+        let (key, request) = askable(&tool)?;
         let deadline = now + tool.deadline(None);
         let gateway = Arc::clone(self);
         Some(async move {
@@ -94,4 +107,27 @@ impl Gateway {
             probed
         })
     }
+}
+
+/// Whether `tool` is a read with a half-open breaker (admitting probes).
+fn would_probe(tool: &ServedTool, now: Instant) -> bool {
+    !tool.is_write()
+        && tool
+            .breakers()
+            .iter()
+            .any(|b| b.state(now) == BreakerState::HalfOpen)
+}
+
+/// `tool`'s kept arguments and the request they make, if they can still be asked; arguments
+/// that no longer pass the tool's checks (their date has passed) are forgotten.
+fn askable(tool: &ServedTool) -> Option<(String, ToolRequest)> {
+    let key = tool.unanswered.get()?;
+    let checked = serde_json::from_str::<Value>(&key)
+        .ok()
+        .and_then(|arguments| tool.check(arguments, Gateway::today(), None).ok());
+    let Some(request) = checked else {
+        tool.unanswered.forget(&key);
+        return None;
+    };
+    Some((key, request))
 }

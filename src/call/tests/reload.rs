@@ -1,7 +1,8 @@
 //! A reload of the served tools: calls in flight finish on the configuration they started
 //! with, breakers of unchanged keys carry over with their state and history, remembered answers
-//! carry over unless their provider left the chain, removed tools disappear with their
-//! breakers, and a configuration with problems changes nothing.
+//! carry over unless their provider left the chain, and so does the last read no provider
+//! answered, removed tools disappear with their breakers, and a configuration with problems
+//! changes nothing.
 
 use super::*;
 use crate::breaker::BreakerState;
@@ -286,5 +287,31 @@ async fn a_shared_breaker_stays_open_for_the_tools_a_reload_adds_to_its_provider
     assert_eq!(
         hotels.breakers()[0].state(Instant::now()),
         BreakerState::Open
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_unanswered_read_outlasts_a_reload() {
+    let failures = (0..8).map(|_| fail(ms(0), server_error()));
+    let duffel = Scripted::new(failures);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let failed = gateway.call(request(search_on(30))).await.expect("served");
+    assert_eq!(failed.status, Status::Unavailable, "{failed:?}");
+    let kept = gateway.unanswered("search_flights");
+    assert!(
+        kept.as_deref().is_some_and(
+            |k| k.contains(&(Gateway::today() + chrono::Duration::days(30)).to_string())
+        ),
+        "{kept:?}"
+    );
+
+    reload(
+        &gateway,
+        &with_search_flights(|t| t.description = "Other words.".into()),
+    );
+    assert_eq!(
+        gateway.unanswered("search_flights"),
+        kept,
+        "a reload is no answer: still worth asking again"
     );
 }
