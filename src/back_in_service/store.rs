@@ -6,6 +6,7 @@
 //! row and the other changes nothing; its callback waits in the same row (the outbox's columns,
 //! set by that one update), where the outbox leases each delivery to one replica.
 
+use super::reads::UnansweredReads;
 use crate::clients::ClientName;
 use crate::outbox::{KeyColumn, Outbox, Spec};
 use crate::store::{Arg, Db, Migration, Owned, Schema, StoreError, StoreRow};
@@ -159,18 +160,27 @@ fn notice_from_row(r: &dyn StoreRow) -> Result<Notice, StoreError> {
     })
 }
 
-/// Back-in-service notices in the shared database. Cheap to clone.
+/// Back-in-service notices in the shared database, beside the unanswered reads their probes
+/// ask with. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct NoticeStore {
     schema: Schema,
+    reads: UnansweredReads,
 }
 
 impl NoticeStore {
-    /// Notices in `db` (the job store's database); the table is made on first use.
+    /// Notices (and the unanswered reads) in `db` (the job store's database); the tables are
+    /// made on first use.
     pub fn new(db: Db) -> Self {
         NoticeStore {
+            reads: UnansweredReads::new(db.clone()),
             schema: Schema::new(db, MIGRATIONS, crate::clock::epoch_ms),
         }
+    }
+
+    /// The arguments of each tool's last unanswered read, shared by the replicas (`reads.rs`).
+    pub fn unanswered_reads(&self) -> &UnansweredReads {
+        &self.reads
     }
 
     async fn ready(&self) -> Result<&Db, StoreError> {

@@ -14,19 +14,20 @@
 //! probes succeed, and probes are calls, while the agent that set the notice up stopped calling.
 //! So while a tool some notice waits for has a half-open breaker, the loop asks the tool again
 //! itself, one call at a time, with the arguments of the last read it could not answer
-//! ([`Gateway::probe`]).
+//! ([`Gateway::probe`]); in a fleet, whichever replica saw that read fail, since the arguments
+//! are shared through the store (`asking.rs`).
 //!
 //! In a fleet every replica looks, and the store's conditional update (`waiting` → `fired`) lets
 //! one of them fire each notice; its callback is then leased and delivered by the outbox, as a
 //! watch's notice is, and tried again after a doubling wait when the receiver does not take it.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::asking::Asking;
 use super::store::{Notice, NoticeState, NoticeStore};
 use crate::call::Gateway;
 use crate::clients::ClientName;
@@ -89,18 +90,19 @@ pub struct BackInServiceSystem {
     store: NoticeStore,
     gateway: Arc<Gateway>,
     sender: Arc<NoticeSender>,
-    /// The tools this replica is asking again now (one probe of a tool at a time).
-    probing: Arc<Mutex<HashSet<String>>>,
+    /// The tools this replica asks again itself, and the arguments it shares for that.
+    asking: Asking,
 }
 
 impl BackInServiceSystem {
     /// Notices kept in `store`, fired by what `gateway` says of its tools, sent by `sender`.
     pub fn new(store: NoticeStore, gateway: Arc<Gateway>, sender: NoticeSender) -> Self {
+        let asking = Asking::new(Arc::clone(&gateway), store.unanswered_reads().clone());
         BackInServiceSystem {
             store,
             gateway,
             sender: Arc::new(sender),
-            probing: Arc::default(),
+            asking,
         }
     }
 
@@ -199,6 +201,9 @@ impl BackInServiceSystem {
                 if let Err(e) = self.store.purge(before).await {
                     tracing::warn!(error = %e, "back-in-service: ended notices not purged");
                 }
+                if let Err(e) = self.asking.purge().await {
+                    tracing::warn!(error = %e, "back-in-service: old unanswered reads not purged");
+                }
             }
         }
     }
@@ -212,9 +217,16 @@ impl BackInServiceSystem {
         if expired > 0 {
             tracing::info!(expired, "back-in-service notices expired unfired");
         }
+        // The shared arguments are the probes' help, not the notices' state: a store that
+        // refuses them leaves the notices to fire as the breakers say.
+        if let Err(e) = self.asking.share().await {
+            tracing::warn!(error = %e, "back-in-service: unanswered reads not shared; retrying");
+        }
         for tool in self.store.waited_for(now).await? {
             if !self.available_now(&tool) {
-                self.ask_again(tool);
+                if let Err(e) = self.asking.ask_again(tool).await {
+                    tracing::warn!(error = %e, "back-in-service: shared unanswered read not read");
+                }
                 continue;
             }
             let fired = self.store.fire(&tool, now).await?;
@@ -226,53 +238,12 @@ impl BackInServiceSystem {
         Ok(total)
     }
 
-    /// Asks `tool` again on a task of its own ([`Gateway::probe`]) unless this replica is
-    /// asking it already or there is nothing to ask.
-    fn ask_again(&self, tool: String) {
-        let mut probing = lock(&self.probing);
-        if probing.contains(&tool) {
-            return;
-        }
-        let Some(probe) = self.gateway.probe(&tool) else {
-            return;
-        };
-        probing.insert(tool.clone());
-        let done = Probing {
-            tools: Arc::clone(&self.probing),
-            tool,
-        };
-        tokio::spawn(async move {
-            probe.await;
-            drop(done);
-        });
-    }
-
     /// Leases the due callbacks and delivers each on a task of its own (the outbox records how
     /// it went and when to try again).
     pub async fn send_due(&self) -> Result<(), StoreError> {
         let callbacks = self.store.callbacks().await?;
         self.sender.send_due(&callbacks, CALLBACKS, notice).await
     }
-}
-
-/// Takes its tool off the set of tools being asked again when the probe ends (or its task is
-/// dropped at shutdown).
-struct Probing {
-    tools: Arc<Mutex<HashSet<String>>>,
-    tool: String,
-}
-
-impl Drop for Probing {
-    fn drop(&mut self) {
-        lock(&self.tools).remove(&self.tool);
-    }
-}
-
-fn lock(tools: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<String>> {
-    // A set of names stays whole whatever panicked while it was held.
-    tools
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Where a fired notice's callback goes, and what it says.

@@ -1,7 +1,8 @@
 //! Back-in-service notices on tokio's paused clock, over a SQLite file (and PostgreSQL when
 //! `FAREGATE_TEST_POSTGRES_URL` is set): a notice fires once when its tool's breaker closes and
 //! not while it is open, waits out a maintenance window, expires unfired, is fired by one of two
-//! replicas sharing the store, and is refused when it could never be sent.
+//! replicas sharing the store, and is refused when it could never be sent; `tests/asking.rs`
+//! has the tools the loop asks again itself.
 //!
 //! The tests drive the system's look ([`BackInServiceSystem::fire_and_expire`]) by hand and
 //! move the clock themselves; a blocking task holds the clock while the store answers on its own
@@ -9,8 +10,7 @@
 //! Delivery is tested on real sockets in the integration tests.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
@@ -21,18 +21,20 @@ use tokio::time::Instant;
 use super::{BackInServiceSystem, NewNotice, NoticeError};
 use crate::back_in_service::{Notice, NoticeState, NoticeStore};
 use crate::breaker::ForceMode;
-use crate::call::{CallRequest, Gateway, Upstream};
+use crate::call::{Gateway, Upstream};
 use crate::clients::ClientName;
 use crate::clock;
 use crate::config::{self, EMBEDDED_CONFIG, EmbeddedFiles};
 use crate::jobs::callbacks::notice::NoticeSender;
 use crate::maintenance::{When, Window};
 use crate::outbox::Outbox;
-use crate::providers::{ErrorKind, UpstreamError};
+use crate::providers::UpstreamError;
 use crate::secret::Secret;
 use crate::store::Db;
 use crate::telemetry::{AlertRules, Telemetry};
-use crate::tools::{self, ToolOutput, ToolRequest, search_flights};
+use crate::tools::{self, ToolOutput, ToolRequest};
+
+mod asking;
 
 const TOOL: &str = "search_flights";
 const HOOK: &str = "http://127.0.0.1:9/hooks/back";
@@ -65,48 +67,6 @@ fn hold() -> Hold {
         let _ = rx.recv();
     });
     Hold(tx)
-}
-
-/// A provider that fails every call until it is switched up, then answers each with an empty
-/// flight list and keeps what it was asked.
-#[derive(Debug, Default)]
-struct Switch {
-    up: AtomicBool,
-    asked: Mutex<Vec<String>>,
-}
-
-impl Upstream for Switch {
-    fn refuse(&self, _request: &ToolRequest) -> Option<UpstreamError> {
-        None
-    }
-
-    fn call<'a>(
-        &'a self,
-        request: &'a ToolRequest,
-        _timeout: Duration,
-    ) -> BoxFuture<'a, Result<ToolOutput, UpstreamError>> {
-        Box::pin(async move {
-            if !self.up.load(Ordering::Relaxed) {
-                let kind = ErrorKind::Server {
-                    status: 503,
-                    retry_after: None,
-                };
-                return Err(UpstreamError::new(kind, "down"));
-            }
-            self.asked
-                .lock()
-                .expect("unpoisoned")
-                .push(format!("{request:?}"));
-            Ok(ToolOutput::SearchFlights(search_flights::Output {
-                origin: "LHR".into(),
-                destination: "JFK".into(),
-                departure_date: "2030-01-01".into(),
-                offers: Vec::new(),
-                total_offers: 0,
-                currencies: Vec::new(),
-            }))
-        })
-    }
 }
 
 fn gateway(windows: Vec<Window>) -> Arc<Gateway> {
@@ -227,107 +187,6 @@ async fn a_notice_fires_once_when_the_breakers_close_and_not_while_they_are_open
     force(&gateway, TOOL, ForceMode::Auto);
     assert_eq!(look(&notices).await, 0, "fired once, never again");
     assert_eq!(reread(&notices, &notice).await.fired_at_ms, Some(back_at));
-}
-
-/// `switch` down: searches for one route until the tool is unavailable (every breaker open);
-/// the date searched for.
-async fn search_until_down(gateway: &Arc<Gateway>) -> String {
-    let date = (Gateway::today() + TimeDelta::days(30)).to_string();
-    for _ in 0..20 {
-        let call = CallRequest {
-            tool: TOOL.into(),
-            arguments: serde_json::json!({"origin": "LHR", "destination": "JFK", "departure_date": date}),
-            call_id: None,
-            idempotency_key: None,
-            deadline: None,
-            client: ClientName::local(),
-            trace: None,
-        };
-        gateway.call(call).await.expect("a served tool");
-        let tool = gateway.tool(TOOL).expect("served");
-        if !gateway.is_available(&tool, Instant::now()) {
-            return date;
-        }
-    }
-    panic!("the breakers never opened");
-}
-
-/// Looks every half second for up to `limit`, until `notice` fires; whether it did.
-async fn look_until_fired(system: &BackInServiceSystem, notice: &Notice, limit: Duration) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        look(system).await;
-        if reread(system, notice).await.state == NoticeState::Fired {
-            return true;
-        }
-        tokio::time::advance(Duration::from_millis(500)).await;
-        // The probes run on tasks of their own: let them.
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-    }
-    false
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_tool_nobody_calls_is_asked_again_and_its_notice_fires_when_the_provider_answers() {
-    let switch = Arc::new(Switch::default());
-    let gateway = gateway_over(Vec::new(), Arc::clone(&switch) as Arc<dyn Upstream>);
-    // A traveller's searches fail until the tool is down (the clock runs on by itself here:
-    // the retries wait, and no store is in play yet).
-    let date = search_until_down(&gateway).await;
-    let _hold = hold();
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let db = sqlite(&dir).await;
-    let notices = system(&db, &gateway);
-    let notice = notices
-        .create(new_notice("alpha", None))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    // The provider recovers, and nobody calls the tool again.
-    switch.up.store(true, Ordering::Relaxed);
-
-    assert!(
-        look_until_fired(&notices, &notice, Duration::from_secs(180)).await,
-        "the notice fires without a caller: the gateway asked the tool again itself"
-    );
-    let asked = switch.asked.lock().expect("unpoisoned").clone();
-    assert!(!asked.is_empty(), "the provider was asked again");
-    assert!(
-        asked.iter().all(|a| a.contains(&date) && a.contains("LHR")),
-        "with the traveller's own search: {asked:?}"
-    );
-    assert!(
-        asked.len() <= 4,
-        "one probe at a time, only until the breaker closed: {asked:?}"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_tool_no_notice_waits_for_is_not_asked_again() {
-    let switch = Arc::new(Switch::default());
-    let gateway = gateway_over(Vec::new(), Arc::clone(&switch) as Arc<dyn Upstream>);
-    search_until_down(&gateway).await;
-    let _hold = hold();
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let db = sqlite(&dir).await;
-    let notices = system(&db, &gateway);
-    switch.up.store(true, Ordering::Relaxed);
-
-    for _ in 0..240 {
-        look(&notices).await;
-        tokio::time::advance(Duration::from_millis(500)).await;
-        tokio::task::yield_now().await;
-    }
-    assert!(
-        switch.asked.lock().expect("unpoisoned").is_empty(),
-        "a probe is a provider call: made only for a waiting notice"
-    );
-    let tool = gateway.tool(TOOL).expect("served");
-    assert!(
-        !gateway.is_available(&tool, Instant::now()),
-        "still half-open, unasked"
-    );
 }
 
 #[tokio::test(start_paused = true)]
