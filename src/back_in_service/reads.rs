@@ -15,7 +15,7 @@
 //! replica's kept arguments change while the tool is down, at most every few seconds, and again
 //! every few minutes to say they are still wanted), deleted when the replica that wrote or used
 //! it sees the tool answer again or its arguments can no longer be asked, and a row nobody
-//! renewed for [`super::asking`]'s `KEEP` is neither used nor kept.
+//! renewed for a day (`asking.rs`, `KEEP`) is neither used nor kept.
 
 use crate::store::{Arg, Db, Migration, Schema, StoreError};
 

@@ -14,6 +14,10 @@
 //! nothing is kept: the fast-fail path pays one atomic load, not a lock. Arguments a provider
 //! refused as wrong (an unknown airport) are never kept: they could not show the tool is back.
 //! Reads only: a write is never repeated by anyone but its caller.
+//!
+//! This is one replica's memory; `back_in_service/` shares it through the store (from its loop,
+//! never from the call path), so that a replica that saw no failure, or one restarted, can still
+//! ask ([`Unanswered::adopt`]).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,7 +5,8 @@
 //! while background jobs arrive and run; `rejoin` checks what such a replica writes on its
 //! return against what the fleet did meanwhile; `lease` hands the probe lease to a replica with callers; `watches` restarts a watch's gateway and runs one
 //! watch on two replicas; `scope` shares one breaker per provider account across replicas;
-//! `back_in_service` sends one back-in-service notice from two replicas; `out_of_reach` records a
+//! `back_in_service` sends one back-in-service notice from two replicas, and has a replica that saw
+//! no failure ask the tool again with the read another, gone since, shared; `out_of_reach` records a
 //! booking confirmed while PostgreSQL was out of its replica's reach once it returns, and stops
 //! such a replica within its grace.
 //!
