@@ -20,6 +20,21 @@ use crate::texts::call as texts;
 use crate::tools::Booked;
 use crate::tools::spend::{Amount, Budget, Reservation, Reserve, SpendLimit};
 
+/// A log line about one write call, naming it as every such line does: its tool, its call id,
+/// its client (never a key) and its idempotency key, then the line's own fields and message.
+macro_rules! write_event {
+    ($level:ident, $write:expr, $($rest:tt)+) => {
+        tracing::$level!(
+            tool = $write.tool,
+            call_id = $write.call_id.as_str(),
+            client = $write.client.as_str(),
+            idempotency_key = $write.key.as_str(),
+            $($rest)+
+        )
+    };
+}
+pub(super) use write_event;
+
 /// One UTC day, in milliseconds.
 const DAY_MS: i64 = 86_400_000;
 
@@ -105,11 +120,9 @@ impl Reserve for BudgetHold {
                     ))
                 }
                 Err(e) => {
-                    tracing::warn!(
-                        tool = write.tool,
-                        call_id = write.call_id.as_str(),
-                        client = write.client.as_str(),
-                        idempotency_key = write.key.as_str(),
+                    write_event!(
+                        warn,
+                        write,
                         error = %e,
                         "booking refused: its budget hold could not be written"
                     );
@@ -200,11 +213,9 @@ async fn keep_writing(ledger: Ledger, write: Write, outcome: Outcome) {
         let now = crate::clock::epoch_ms();
         let written = ledger.finish(&write.client, &write.key, &outcome, now);
         if within(OUTCOME_WAIT, written).await.is_ok() {
-            tracing::info!(
-                tool = write.tool,
-                call_id = write.call_id.as_str(),
-                client = write.client.as_str(),
-                idempotency_key = write.key.as_str(),
+            write_event!(
+                info,
+                write,
                 tries,
                 outcome = label(&outcome),
                 "a booking's outcome was recorded once the store answered again"
@@ -250,20 +261,16 @@ pub(super) async fn finish(ledger: &Ledger, observer: &Observer, write: &Write, 
         // Reconciliation settled the entry first (the provider's order was found, or the call
         // took longer than the settle time): the entry stands, unless this is the booking.
         Ok(false) => {
-            tracing::info!(
-                tool = write.tool,
-                call_id = write.call_id.as_str(),
-                client = write.client.as_str(),
-                idempotency_key = write.key.as_str(),
+            write_event!(
+                info,
+                write,
                 "a booking's outcome came after reconciliation had settled its entry; the entry stands"
             );
         }
         Err(e) => {
-            tracing::warn!(
-                tool = write.tool,
-                call_id = write.call_id.as_str(),
-                client = write.client.as_str(),
-                idempotency_key = write.key.as_str(),
+            write_event!(
+                warn,
+                write,
                 error = %e,
                 "could not record a booking's outcome; it is kept and written again until the store takes it"
             );
@@ -299,11 +306,9 @@ pub(super) fn answered(
             None,
         ),
         Err(e) => {
-            tracing::warn!(
-                tool = write.tool,
-                call_id = write.call_id.as_str(),
-                client = write.client.as_str(),
-                idempotency_key = write.key.as_str(),
+            write_event!(
+                warn,
+                write,
                 error = %e,
                 "booking refused: the ledger could not be written"
             );

@@ -166,11 +166,9 @@ impl Gateway {
             }
             Ok(Err(text)) => (Ok(text), "over_budget"),
             Err(e) => {
-                tracing::warn!(
-                    tool = write.tool,
-                    call_id = write.call_id.as_str(),
-                    client = write.client.as_str(),
-                    idempotency_key = write.key.as_str(),
+                booking::write_event!(
+                    warn,
+                    write,
                     error = %e,
                     "booking refused: the ledger could not be read for the budget"
                 );
