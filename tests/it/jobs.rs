@@ -430,6 +430,12 @@ async fn bad_background_calls_are_refused_before_they_are_stored() {
             "the parameters are status, tool, origin (calls, watch_runs or all) and limit",
         ),
         ("/v1/bookings?limit=lots", "the one parameter is limit"),
+        // A number out of range is refused, not read as another.
+        ("/v1/jobs?limit=0", "limit must be 1 to 1000 (got 0)"),
+        (
+            "/v1/bookings?limit=5000",
+            "limit must be 1 to 1000 (got 5000)",
+        ),
         ("/v1/tools?available=maybe", "the parameters are format ("),
         // A list route without filters says so, rather than answering the whole list.
         (

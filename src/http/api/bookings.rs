@@ -60,7 +60,7 @@ pub(crate) async fn list(
         Caller::Admin(_) => None,
         other => Some(other.client()),
     };
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = ApiError::list_limit(q.limit)?;
     let entries = ledger
         .list(
             client.as_ref().map(|c| c.as_str()),

@@ -256,7 +256,7 @@ pub(crate) async fn list(
             )));
         }
     };
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = ApiError::list_limit(q.limit)?;
     let client = visible_client(&caller);
     let filter = JobFilter {
         status,

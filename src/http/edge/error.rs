@@ -72,6 +72,18 @@ impl ApiError {
         Self::bad_request(format!("{}; {accepted}", rejection.body_text()))
     }
 
+    /// The `limit` of a list route: 100 when not asked, else what was asked if it is 1 to 1000,
+    /// else 400 saying so (a `limit=0` or `limit=5000` is not quietly read as another number).
+    pub(crate) fn list_limit(asked: Option<u32>) -> Result<u32, Self> {
+        match asked {
+            None => Ok(100),
+            Some(n @ 1..=1000) => Ok(n),
+            Some(n) => Err(Self::bad_request(format!(
+                "limit must be 1 to 1000 (got {n}); leave it out for the newest 100"
+            ))),
+        }
+    }
+
     /// 400 for a query string sent to `route`, which reads none: a filter it does not have
     /// would otherwise be ignored, and the whole list answered as if it had been applied.
     pub(crate) fn no_query(query: Option<&str>, route: &str) -> Result<(), Self> {
