@@ -221,6 +221,10 @@ impl Observer {
             faregate.breaker.state = Empty,
             faregate.outcome = Empty,
             error.type = Empty,
+            // The provider's host and HTTP status, recorded by the adapter's send
+            // (`providers::http::send`) when the request was made.
+            server.address = Empty,
+            http.response.status_code = Empty,
         )
     }
 

@@ -206,6 +206,8 @@ fn run_span(job: &Job) -> tracing::Span {
         // An `i64`: other integer types are exported as text (`http/edge/trace.rs`).
         faregate.attempt = i64::from(job.attempts) + 1,
         faregate.job.status = Empty,
+        // A watch's run names its watch, so its traces can be found from the watch.
+        faregate.watch.id = job.watch_id(),
     );
     if let Some(submitted) = &job.trace {
         submitted.link(&span);

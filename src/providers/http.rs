@@ -112,9 +112,33 @@ pub fn send(
                         "the provider refused the request unprocessed; sending it again"
                     );
                 }
-                sent => return sent,
+                sent => {
+                    on_span(&sent);
+                    return sent;
+                }
             }
         }
+    }
+}
+
+/// Records where a request went and the provider's HTTP status on the current span (the
+/// call's `upstream_attempt`, as OpenTelemetry's HTTP client conventions name them), so a
+/// trace shows which host answered what. Nothing when the span is not kept.
+fn on_span(sent: &Result<reqwest::Response, reqwest::Error>) {
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    let (url, status) = match sent {
+        Ok(response) => (Some(response.url()), Some(response.status())),
+        Err(e) => (e.url(), e.status()),
+    };
+    if let Some(host) = url.and_then(reqwest::Url::host_str) {
+        span.record("server.address", host);
+    }
+    if let Some(status) = status {
+        // An `i64`, as every number on a span (`http/edge/trace.rs`).
+        span.record("http.response.status_code", i64::from(status.as_u16()));
     }
 }
 

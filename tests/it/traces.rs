@@ -213,6 +213,10 @@ async fn calls_are_traced_with_genai_spans_and_attempt_children() {
     assert_int(a, "faregate.attempt", 1);
     assert_attr(a, "faregate.breaker.decision", "admitted");
     assert_attr(a, "faregate.outcome", "success");
+    // Which host answered, and with what, as OpenTelemetry's HTTP client spans say it.
+    assert_attr(a, "server.address", "127.0.0.1");
+    // Duffel answers an offer request 201 Created.
+    assert_int(a, "http.response.status_code", 201);
 
     // The fast-failed call: one rejected attempt, error.type circuit_open, text fallback.
     let fast = trace.tool_span("call_fast");
@@ -226,6 +230,11 @@ async fn calls_are_traced_with_genai_spans_and_attempt_children() {
     assert_attr(attempts[0], "faregate.breaker.state", "forced_open");
     assert_attr(attempts[0], "faregate.outcome", "rejected");
     assert_attr(attempts[0], "error.type", "circuit_open");
+    assert_eq!(
+        attr(attempts[0], "server.address"),
+        None,
+        "no request was sent"
+    );
 
     // The retried call: a failed first attempt and a successful second, both children of it.
     let r = trace.tool_span(&retried);
@@ -235,6 +244,7 @@ async fn calls_are_traced_with_genai_spans_and_attempt_children() {
     assert_int(attempts[0], "faregate.attempt", 1);
     assert_attr(attempts[0], "faregate.outcome", "failure");
     assert_attr(attempts[0], "error.type", "upstream_5xx");
+    assert_int(attempts[0], "http.response.status_code", 503);
     assert_int(attempts[1], "faregate.attempt", 2);
     assert_attr(attempts[1], "faregate.outcome", "success");
     assert_eq!(attr(attempts[1], "error.type"), None);

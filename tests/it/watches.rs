@@ -213,6 +213,36 @@ async fn a_watch_runs_on_its_schedule_is_paused_resumed_and_deleted() {
     assert_eq!(delete(&s, &format!("/v1/watches/{id}")).await, 404);
 }
 
+/// A watch's run is a job's run, and its span names the watch, so an operator finds a watch's
+/// traces from its id.
+#[tokio::test]
+async fn a_watch_run_is_traced_naming_its_watch() {
+    let exported = crate::traces::Exported::start();
+    let s = stack().await;
+    tracing::callsite::rebuild_interest_cache();
+    let (status, created) = s
+        .post(
+            "/v1/watches",
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms",
+                   "condition": {"kind": "delay_over", "minutes": 600}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["watch_id"].as_str().unwrap_or_default().to_string();
+    wait_for_watch(&s, &id, "a run", |w| runs(w) >= 1).await;
+    let spans = exported.spans();
+    let run = spans
+        .iter()
+        .find(|span| span.name == "run_job get_flight_status")
+        .unwrap_or_else(|| panic!("no run span: {spans:#?}"));
+    assert_eq!(
+        crate::traces::attr(run, "faregate.watch.id").as_deref(),
+        Some(id.as_str()),
+        "{:?}",
+        run.attributes
+    );
+}
+
 #[tokio::test]
 async fn a_provider_outage_under_a_watch_is_silent_and_the_schedule_resumes_after_it() {
     let s = stack().await;

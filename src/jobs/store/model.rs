@@ -175,6 +175,16 @@ pub struct Job {
 }
 
 impl Job {
+    /// The watch this job is a run of, read from its idempotency key (`watch:<watch id>:<run
+    /// instant>`); `None` for a client's own call.
+    pub fn watch_id(&self) -> Option<&str> {
+        let run = self
+            .idempotency_key
+            .as_deref()?
+            .strip_prefix(WATCH_RUN_KEY_PREFIX)?;
+        run.rsplit_once(':').map(|(watch, _instant)| watch)
+    }
+
     /// The job after its run ended with `transition` at `now_ms`, as [`JobStore::finish`]
     /// leaves it: the lease ended (its name kept), the attempt counted when a provider was
     /// reached, and a pending callback due now when the job is over.

@@ -123,6 +123,9 @@ async fn check_a_listing_tells_a_clients_calls_from_its_watches_runs<S: JobStore
             .enqueue(new_job("search_flights", key), T0 + i as i64)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        // Only the watch's run names a watch (its traces carry it).
+        let watch = (i == 2).then_some("0199-watch");
+        assert_eq!(job.watch_id(), watch, "{key:?}");
         ids.push(job.id);
     }
     let listed = |origin| {
