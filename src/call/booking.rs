@@ -52,9 +52,11 @@ pub(super) async fn spend_limit(
     let now = crate::clock::epoch_ms();
     let day_start = now - now.rem_euclid(DAY_MS);
     let window = (day_start, day_start + DAY_MS);
-    let held = ledger
-        .held(&write.client, &budget.currency, window, &write.key)
-        .await?;
+    let held = within(
+        LEDGER_WAIT,
+        ledger.held(&write.client, &budget.currency, window, &write.key),
+    )
+    .await?;
     let remaining = budget.per_day.saturating_sub(Amount::from_units(held));
     if remaining == Amount::default() {
         return Ok(Err(crate::texts::budget::budget_spent(
@@ -99,16 +101,14 @@ impl Reserve for BudgetHold {
                 window: self.window,
             };
             let now = crate::clock::epoch_ms();
-            match self
-                .ledger
-                .reserve(&write.client, &write.key, &hold, now)
-                .await
-            {
+            let reserved = self.ledger.reserve(&write.client, &write.key, &hold, now);
+            match within(LEDGER_WAIT, reserved).await {
                 Ok(true) => Ok(()),
                 Ok(false) => {
-                    let held = self
-                        .ledger
-                        .held(&write.client, &budget.currency, self.window, &write.key)
+                    let held =
+                        self.ledger
+                            .held(&write.client, &budget.currency, self.window, &write.key);
+                    let held = within(LEDGER_WAIT, held)
                         .await
                         .unwrap_or(budget.per_day.units());
                     let remaining = budget.per_day.saturating_sub(Amount::from_units(held));
@@ -151,16 +151,58 @@ pub(super) struct Write {
     pub(super) call_id: String,
 }
 
+/// How long a booking waits for the ledger before any provider is asked (its entry, its
+/// budget's reads and hold): a store that has not answered by then refuses the booking unsent,
+/// instead of holding the agent for the pool's 10 s connection wait, or for as long as a lock
+/// on the table lasts.
+const LEDGER_WAIT: Duration = Duration::from_secs(2);
+
 /// Writes the entry, or learns what the key already stands for. A ledger that cannot be
-/// written refuses the booking: nothing is sent to the provider.
+/// written within [`LEDGER_WAIT`] refuses the booking: nothing is sent to the provider.
+///
+/// The write runs on a task of its own, so a store that answers after the wait cannot leave a
+/// `pending` entry with no request behind it (which the same key would answer "not known yet"
+/// until reconciliation): the task goes on, and an entry it wrote late is marked failed, as
+/// nothing was sent ([`unsent`]).
 pub(super) async fn begin(ledger: &Ledger, write: &Write) -> Result<Begin, StoreError> {
-    let entry = NewEntry {
-        client: &write.client,
-        idempotency_key: &write.key,
-        tool: write.tool,
-        digest: &write.digest,
-    };
-    ledger.begin(&entry, crate::clock::epoch_ms()).await
+    let (kept, entry_of) = (ledger.clone(), write.clone());
+    let mut writing = tokio::spawn(async move {
+        let entry = NewEntry {
+            client: &entry_of.client,
+            idempotency_key: &entry_of.key,
+            tool: entry_of.tool,
+            digest: &entry_of.digest,
+        };
+        kept.begin(&entry, crate::clock::epoch_ms()).await
+    });
+    match tokio::time::timeout(LEDGER_WAIT, &mut writing).await {
+        Ok(written) => written.unwrap_or_else(|e| Err(StoreError(format!("{e}")))),
+        Err(_) => {
+            tokio::spawn(unsent(writing, ledger.clone(), write.clone()));
+            Err(StoreError(format!("no answer within {LEDGER_WAIT:?}")))
+        }
+    }
+}
+
+/// Waits for a ledger entry that was not written within [`LEDGER_WAIT`], and marks it failed
+/// if it was written after all: its booking was refused, and nothing was sent.
+async fn unsent(
+    writing: tokio::task::JoinHandle<Result<Begin, StoreError>>,
+    ledger: Ledger,
+    write: Write,
+) {
+    if let Ok(Ok(Begin::Go)) = writing.await {
+        write_event!(
+            info,
+            write,
+            "a refused booking's ledger entry was written late; marking it failed (nothing was sent)"
+        );
+        let outcome = Outcome::Failed {
+            provider: None,
+            reason: "not sent: the ledger answered too late".into(),
+        };
+        keep_writing(ledger, write, outcome).await;
+    }
 }
 
 /// What a write call's attempt came to, for the ledger. A provider's "already booked" answer

@@ -9,7 +9,7 @@ use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
 
 use super::{booking, builder, fresh_offer, orders_for, short, traveller, wait_for_state};
-use crate::support::{NoEnv, TestGateway, config_for, send, start_sim};
+use crate::support::{NoEnv, Stack, TestGateway, config_for, send, start_sim};
 
 /// Calls `tool` on `gateway` with `body`.
 async fn call(http: &reqwest::Client, gateway: &TestGateway, tool: &str, body: &Value) -> Value {
@@ -236,4 +236,70 @@ async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booke
     let (_, booked) = s.call("book_flight", booking(&offer, "no-order-1")).await;
     assert_eq!(booked["status"], "ok", "{booked:#}");
     assert_eq!(orders_for(&s, "no-order-1"), (2, 1));
+}
+
+/// A booking whose ledger entry the store does not take within 2 s (its table locked by another
+/// session, as a stalled store or a long migration holds it) is refused at once as not sent,
+/// instead of waiting for as long as the lock lasts; the entry the store writes once the lock
+/// is gone is marked failed (nothing was sent), so the same key then books, once.
+#[tokio::test]
+async fn a_booking_is_refused_unsent_when_its_ledger_does_not_answer() {
+    use sqlx::Connection as _;
+    let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+        eprintln!(
+            "note: ledger-lock test skipped: FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+        );
+        return;
+    };
+    let schema = format!("fg_ledger_{}", uuid::Uuid::now_v7().simple());
+    let store = Store::open_postgres(&url, Some(&schema))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    store.migrate().await.unwrap_or_else(|e| panic!("{e}"));
+    // Reconciliation would settle the late entry too, after the settle time: a long one here
+    // shows that the booking marks it itself, without asking the provider.
+    let s = Stack::builder(44)
+        .config(|config| {
+            let mut config = short(config, Duration::from_secs(2));
+            config.bookings.settle = Duration::from_secs(120);
+            config
+        })
+        .jobs_in(store)
+        .start()
+        .await;
+    let (offer, _) = fresh_offer(&s).await;
+    // Listing the bookings makes the ledger's table.
+    let (status, _) = s.get_json("/v1/bookings").await;
+    assert_eq!(status, 200);
+
+    let mut locker = sqlx::PgConnection::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut held = locker.begin().await.unwrap_or_else(|e| panic!("{e}"));
+    let lock = format!("LOCK TABLE {schema}.faregate_bookings IN ACCESS EXCLUSIVE MODE");
+    sqlx::query(sqlx::AssertSqlSafe(lock))
+        .execute(&mut *held)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let body = booking(&offer, "locked-1");
+    let (_, refused) =
+        tokio::time::timeout(Duration::from_secs(20), s.call("book_flight", body.clone()))
+            .await
+            .unwrap_or_else(|_| panic!("the booking waited for the lock on its ledger"));
+    assert_eq!(refused["status"], "unavailable", "{refused:#}");
+    let text = refused["content"].as_str().unwrap_or_default();
+    assert!(text.contains("was not sent"), "{text}");
+    assert_eq!(orders_for(&s, "locked-1"), (0, 0), "nothing was sent");
+
+    held.rollback().await.unwrap_or_else(|e| panic!("{e}"));
+    let late = wait_for_state(&s, "locked-1", "failed").await;
+    assert_eq!(
+        late["reason"], "not sent: the ledger answered too late",
+        "{late:#}"
+    );
+    let (_, booked) = s.call("book_flight", body).await;
+    assert_eq!(booked["status"], "ok", "{booked:#}");
+    assert_eq!(orders_for(&s, "locked-1"), (1, 1));
+    drop(locker);
+    crate::fleet::drop_schema(&url, &schema).await;
 }
