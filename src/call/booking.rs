@@ -356,7 +356,7 @@ pub(super) fn answered(
             );
             (
                 "refused",
-                Envelope::unavailable(info, texts::ledger_unwritable(write.tool), None, None),
+                Envelope::unavailable(info, texts::ledger_unreachable(write.tool), None, None),
                 None,
             )
         }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 
 use super::entry::{Begin, Entry, NewEntry, Outcome, State};
-use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
+use crate::store::{Arg, Db, Migration, StoreError, StoreRow, within};
 
 /// The ledger's schema changes, oldest first (see `store::Migration`).
 const MIGRATIONS: &[Migration] = &[
@@ -143,6 +143,13 @@ pub struct Hold<'a> {
     pub window: (i64, i64),
 }
 
+/// How long a read that answers someone (a job's booking, a replayed key, the bookings list)
+/// waits for the store: a read dropped is harmless, and a caller told "not answering" in a
+/// second can try again, where one held for the pool's 10 s connection wait, or for as long as
+/// a lock on the table lasts, cannot. The jobs' reads wait as long (`jobs::store`).
+/// Writes are bounded by their callers, who know what a late write means.
+const READ_WAIT: Duration = Duration::from_secs(1);
+
 /// The ledger in the shared database. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Ledger {
@@ -221,21 +228,24 @@ impl Ledger {
         }
     }
 
-    /// The entry of `client`'s `key`, if there is one.
+    /// The entry of `client`'s `key`, if there is one; an error when the store has not
+    /// answered within [`READ_WAIT`].
     pub async fn get(
         &self,
         client: &str,
         key: &str,
         now_ms: i64,
     ) -> Result<Option<Entry>, StoreError> {
-        let db = self.ready().await?;
-        let rows = db
-            .fetch(
+        let read = async {
+            let db = self.ready().await?;
+            db.fetch(
                 select(ONE),
                 &[Arg::Text(Some(client)), Arg::Text(Some(key))],
                 entry_from_row,
             )
-            .await?;
+            .await
+        };
+        let rows = within(READ_WAIT, read).await?;
         Ok(rows.into_iter().next().map(|e| self.settled(e, now_ms)))
     }
 
@@ -404,21 +414,24 @@ impl Ledger {
         Ok(rows.into_iter().map(|e| self.settled(e, now_ms)).collect())
     }
 
-    /// The newest entries, of one client or of all, at most `limit`.
+    /// The newest entries, of one client or of all, at most `limit`; an error when the store
+    /// has not answered within [`READ_WAIT`].
     pub async fn list(
         &self,
         client: Option<&str>,
         limit: u32,
         now_ms: i64,
     ) -> Result<Vec<Entry>, StoreError> {
-        let db = self.ready().await?;
-        let rows = db
-            .fetch(
+        let read = async {
+            let db = self.ready().await?;
+            db.fetch(
                 select(LIST),
                 &[Arg::Text(client), Arg::Int(Some(i64::from(limit)))],
                 entry_from_row,
             )
-            .await?;
+            .await
+        };
+        let rows = within(READ_WAIT, read).await?;
         Ok(rows.into_iter().map(|e| self.settled(e, now_ms)).collect())
     }
 

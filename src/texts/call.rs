@@ -272,7 +272,18 @@ pub fn job_key_reused(tool: &str, job_id: &str) -> String {
     )
 }
 
-/// A booking refused because the gateway could not write it to its ledger first.
+/// A booking refused because its ledger entry could not be written or read before anything
+/// was sent. The gateway does not know whether the key is new: an earlier request under it may
+/// have booked (on this replica or another), so the text says what this request did and no
+/// more.
+pub fn ledger_unreachable(tool: &str) -> String {
+    format!(
+        "The {tool} request was not sent: the gateway could not reach its booking ledger, which it must write before any booking, so this request booked nothing and charged nothing. If this idempotency key was used before, whether that earlier request booked cannot be read right now. Tell the traveller exactly that, and call again in a minute with the same idempotency key to learn the outcome; do not book again under a new key before then."
+    )
+}
+
+/// A booking refused because the gateway could not keep its budget in the ledger, after its
+/// entry was written (so no earlier request under its key booked).
 pub fn ledger_unwritable(tool: &str) -> String {
     format!(
         "The {tool} request was not sent: the gateway could not record it in its booking ledger first, so nothing was booked and nothing was charged. Tell the traveller exactly that, and offer to try again in a minute with the same idempotency key."

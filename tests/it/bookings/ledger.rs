@@ -240,7 +240,8 @@ async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booke
 
 /// A booking whose ledger entry the store does not take within 2 s (its table locked by another
 /// session, as a stalled store or a long migration holds it) is refused at once as not sent,
-/// instead of waiting for as long as the lock lasts; the entry the store writes once the lock
+/// instead of waiting for as long as the lock lasts, in words that do not say an earlier request
+/// under the same key booked nothing (one did here); the entry the store writes once the lock
 /// is gone is marked failed (nothing was sent), so the same key then books, once.
 #[tokio::test]
 async fn a_booking_is_refused_unsent_when_its_ledger_does_not_answer() {
@@ -267,10 +268,11 @@ async fn a_booking_is_refused_unsent_when_its_ledger_does_not_answer() {
         .jobs_in(store)
         .start()
         .await;
+    let (earlier, _) = fresh_offer(&s).await;
+    let done = booking(&earlier, "done-1");
+    let (_, booked) = s.call("book_flight", done.clone()).await;
+    assert_eq!(booked["status"], "ok", "{booked:#}");
     let (offer, _) = fresh_offer(&s).await;
-    // Listing the bookings makes the ledger's table.
-    let (status, _) = s.get_json("/v1/bookings").await;
-    assert_eq!(status, 200);
 
     let mut locker = sqlx::PgConnection::connect(&url)
         .await
@@ -289,7 +291,27 @@ async fn a_booking_is_refused_unsent_when_its_ledger_does_not_answer() {
     assert_eq!(refused["status"], "unavailable", "{refused:#}");
     let text = refused["content"].as_str().unwrap_or_default();
     assert!(text.contains("was not sent"), "{text}");
-    assert_eq!(orders_for(&s, "locked-1"), (0, 0), "nothing was sent");
+    assert_eq!(orders_for(&s, "locked-1").1, 0, "nothing was sent");
+    // The key that booked earlier, sent again while the ledger cannot be read: the gateway
+    // cannot tell that it booked, and must not say that nothing was booked.
+    let (_, replayed) = s.call("book_flight", done).await;
+    assert_eq!(replayed["status"], "unavailable", "{replayed:#}");
+    let text = replayed["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("whether that earlier request booked cannot be read right now")
+            && !text.contains("nothing was booked"),
+        "{text}"
+    );
+    assert_eq!(orders_for(&s, "done-1").1, 1);
+    // A read of the ledger says it is not answering, within its second, not the request
+    // timeout's 9 s later.
+    let (status, listed) = s.get_json("/v1/bookings").await;
+    assert_eq!(status, 503, "{listed:#}");
+    let message = listed["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the booking ledger is not answering"),
+        "{message}"
+    );
 
     held.rollback().await.unwrap_or_else(|e| panic!("{e}"));
     let late = wait_for_state(&s, "locked-1", "failed").await;
@@ -299,7 +321,11 @@ async fn a_booking_is_refused_unsent_when_its_ledger_does_not_answer() {
     );
     let (_, booked) = s.call("book_flight", body).await;
     assert_eq!(booked["status"], "ok", "{booked:#}");
-    assert_eq!(orders_for(&s, "locked-1"), (1, 1));
+    assert_eq!(
+        orders_for(&s, "locked-1"),
+        (2, 1),
+        "one order request per key"
+    );
     drop(locker);
     crate::fleet::drop_schema(&url, &schema).await;
 }
