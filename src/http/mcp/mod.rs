@@ -45,6 +45,7 @@ mod event_store;
 mod parse_errors;
 mod progress;
 mod prompts;
+mod request_ids;
 mod revisions;
 mod session_owners;
 mod tasks;
@@ -116,10 +117,16 @@ pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRo
         }),
         _ => None,
     };
+    // Only a kept session has requests whose ids can collide: a stateless request is alone.
+    let ids = config
+        .mcp
+        .legacy_sessions
+        .then(|| Arc::new(request_ids::RequestIds::new(max_body_bytes)));
     let owners = Arc::new(session_owners::SessionOwners::new(
         Arc::clone(&sessions),
         events,
         cap,
+        ids,
     ));
     any_service(rmcp_service(state, cancel, sessions))
         .layer(middleware::from_fn_with_state(

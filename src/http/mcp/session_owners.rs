@@ -42,8 +42,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::{Value, json};
 
 use super::event_store::{BoundedEventStore, Owner};
+use super::request_ids::{self, RequestIds};
 use crate::clients::ClientName;
-use crate::http::edge::{ApiError, Caller, ClientId, client_id};
+use crate::http::edge::{ApiError, Caller, ClientId, client_id, holding};
 use crate::telemetry::Telemetry;
 
 const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -66,6 +67,9 @@ pub(super) struct SessionOwners {
     events: Arc<BoundedEventStore>,
     /// What caps sessions: `None` when nothing does (no cap configured, or no sessions kept).
     cap: Option<SessionCap>,
+    /// The JSON-RPC ids of each session's requests in flight ([`request_ids`]): `None` when no
+    /// sessions are kept.
+    ids: Option<Arc<RequestIds>>,
 }
 
 /// The cap on one client's sessions and what it needs to refuse one.
@@ -120,11 +124,12 @@ impl Drop for Opening {
 
 impl SessionOwners {
     /// Owners of the sessions `sessions` keeps, and of the event streams in `events`; `cap`
-    /// caps each client's sessions.
+    /// caps each client's sessions; `ids` keeps each session's request ids in flight.
     pub(super) fn new(
         sessions: Arc<LocalSessionManager>,
         events: Arc<BoundedEventStore>,
         cap: Option<SessionCap>,
+        ids: Option<Arc<RequestIds>>,
     ) -> Self {
         SessionOwners {
             owners: Mutex::new(Owners {
@@ -135,6 +140,7 @@ impl SessionOwners {
             sessions,
             events,
             cap,
+            ids,
         }
     }
 
@@ -207,8 +213,9 @@ impl SessionOwners {
     }
 }
 
-/// Middleware in front of rmcp's service: refuses another client's session, and records who
-/// opened a new one.
+/// Middleware in front of rmcp's service: refuses another client's session, records who
+/// opened a new one, and refuses a request whose id is in flight in its session
+/// ([`request_ids`]).
 pub(super) async fn owned_sessions(
     State(owners): State<Arc<SessionOwners>>,
     mut request: Request,
@@ -241,6 +248,17 @@ pub(super) async fn owned_sessions(
         // As rmcp answers an unknown session: nothing says the session exists.
         return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
     }
+    // A request in a session takes its JSON-RPC id among the session's requests in flight, once
+    // the session is known to be the caller's.
+    let (request, taken) = match (&owners.ids, &named) {
+        (Some(ids), Some(session)) if request.method() == Method::POST => {
+            match request_ids::take(ids, session, request).await {
+                Ok(taken) => taken,
+                Err(refused) => return *refused,
+            }
+        }
+        _ => (request, None),
+    };
     let counted = client_id(request.extensions().get::<Caller>(), request.extensions());
     // A POST without a session may be an `initialize`, which opens one: it takes a place among
     // the client's sessions before rmcp sees it.
@@ -291,11 +309,16 @@ pub(super) async fn owned_sessions(
     }
     // Only now: the session rmcp opened is counted by its entry.
     drop(opening);
-    match client {
+    let response = match client {
         Some(client) if is_event_stream(&response) => {
             claim_first_event(response, Arc::clone(&owners.events), client)
         }
         _ => response,
+    };
+    match taken {
+        // Until the answer is sent or dropped (rmcp's handling of the request holds it too).
+        Some(taken) => holding(response, taken),
+        None => response,
     }
 }
 
@@ -424,6 +447,7 @@ mod tests {
             Arc::new(LocalSessionManager::default()),
             Arc::new(BoundedEventStore::default()),
             None,
+            None,
         );
         let local = || Owned {
             client: ClientName::local(),
@@ -453,6 +477,7 @@ mod tests {
         let owners = Arc::new(SessionOwners::new(
             Arc::clone(&sessions),
             Arc::new(BoundedEventStore::default()),
+            None,
             None,
         ));
         let open = |id: &'static str| {
