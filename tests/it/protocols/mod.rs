@@ -10,6 +10,7 @@ mod mcp_fleet;
 mod mcp_list_changed;
 mod mcp_progress;
 mod mcp_prompts;
+mod mcp_request_ids;
 mod mcp_results;
 mod mcp_sessions;
 mod mcp_tasks;
