@@ -42,6 +42,27 @@ impl Held {
     }
 }
 
+/// A provider of a chain that failed a call, and how long it asked not to be called again,
+/// when it said (a `Retry-After`): the answer's `retry_after_s` is the soonest any failed
+/// provider is back, and this provider's own word is part of that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failed {
+    /// The provider.
+    pub(crate) provider: String,
+    /// How long it asked to be left alone, from when it failed.
+    pub(crate) back_in: Option<Duration>,
+}
+
+#[cfg(test)]
+impl From<&str> for Failed {
+    fn from(provider: &str) -> Self {
+        Failed {
+            provider: provider.into(),
+            back_in: None,
+        }
+    }
+}
+
 /// Why a call got no answer from any provider.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -55,7 +76,7 @@ pub(crate) enum Failure {
         rejected: Rejected,
         /// Every provider of the chain that failed this call, in chain order (see
         /// [`Failure::failed_providers`]).
-        failed: Vec<String>,
+        failed: Vec<Failed>,
     },
     /// The provider was asked and failed (after the retries allowed), or refused the request
     /// outright without being asked (an id it did not issue).
@@ -66,7 +87,7 @@ pub(crate) enum Failure {
         error: UpstreamError,
         /// Every provider of the chain that failed this call, in chain order (see
         /// [`Failure::failed_providers`]).
-        failed: Vec<String>,
+        failed: Vec<Failed>,
     },
     /// The provider's key is in a scheduled maintenance window: it was not asked, as if its
     /// breaker were forced open. At the end of a chain, every provider that failed the call was
@@ -106,7 +127,7 @@ impl Failure {
                 if failed.is_empty() {
                     vec![provider.as_str()]
                 } else {
-                    failed.iter().map(String::as_str).collect()
+                    failed.iter().map(|f| f.provider.as_str()).collect()
                 }
             }
             Failure::Maintenance { held } => held.iter().map(|h| h.provider.as_str()).collect(),
@@ -114,9 +135,35 @@ impl Failure {
         }
     }
 
+    /// How long `provider`, one that failed this call, asked not to be called again, if it
+    /// said.
+    pub(crate) fn back_in(&self, provider: &str) -> Option<Duration> {
+        match self {
+            Failure::Breaker { failed, .. } | Failure::Upstream { failed, .. } => failed
+                .iter()
+                .find(|f| f.provider == provider)
+                .and_then(|f| f.back_in),
+            _ => None,
+        }
+    }
+
+    /// This failure's provider as one that failed the call, with its `Retry-After`, if it
+    /// said one.
+    pub(crate) fn as_failed(&self) -> Option<Failed> {
+        let back_in = match self {
+            Failure::Upstream { error, .. } => error.kind.retry_after(),
+            _ => None,
+        };
+        self.provider().map(|provider| Failed {
+            provider: provider.to_string(),
+            back_in,
+        })
+    }
+
     /// This failure, the answer of a chain in which `failed` (in chain order) failed. A
     /// maintenance failure already names every provider held.
-    pub(crate) fn after(mut self, mut all: Vec<String>) -> Self {
+    pub(crate) fn after(mut self, mut all: Vec<Failed>) -> Self {
+        let own = self.as_failed();
         if let Failure::Breaker {
             provider, failed, ..
         }
@@ -124,8 +171,10 @@ impl Failure {
             provider, failed, ..
         } = &mut self
         {
-            if !all.contains(provider) {
-                all.push(provider.clone());
+            if !all.iter().any(|f| f.provider == *provider)
+                && let Some(own) = own
+            {
+                all.push(own);
             }
             *failed = all;
         }

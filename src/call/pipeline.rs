@@ -43,7 +43,7 @@ use tracing::Instrument;
 
 use super::classify::classify;
 use super::observe::Observer;
-use super::outcome::{Failure, Held, Success};
+use super::outcome::{Failed, Failure, Held, Success};
 use super::progress::{Step, Steps};
 use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
@@ -139,7 +139,7 @@ pub(super) fn run<'a>(
         // no provider that owns it was tried.
         let mut refused: Option<Box<Failure>> = None;
         // The providers that failed this call so far, in chain order (the answer names them all).
-        let mut failed: Vec<String> = Vec::new();
+        let mut failed: Vec<Failed> = Vec::new();
         for (index, route) in tool.routes.iter().enumerate() {
             let has_next = index + 1 < tool.routes.len();
             // An id issued by another provider (an Amadeus offer at Duffel): skip this one
@@ -157,9 +157,7 @@ pub(super) fn run<'a>(
             match run_route(tool, route, request, deadline, mode, has_next, cx).await {
                 Ok(success) => return Ok(success),
                 Err(failure) => {
-                    if let Some(provider) = failure.provider() {
-                        failed.push(provider.to_string());
-                    }
+                    failed.extend(failure.as_failed());
                     if let Failure::Upstream {
                         provider, error, ..
                     } = &failure

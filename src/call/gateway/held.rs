@@ -89,13 +89,16 @@ impl Gateway {
                 None => {
                     named.get_or_insert_with(|| provider.to_string());
                     // An operator's forced open has no end; a closed breaker after a failure
-                    // admits calls again at once, worth it after the transient estimate.
+                    // admits calls again at once, worth it after the transient estimate, or
+                    // after the provider's own `Retry-After` (a breaker opens for one only when
+                    // it is longer than its `open_for`); an open breaker and a `Retry-After`:
+                    // whichever ends later.
+                    let told = failure.back_in(provider);
                     tool.route(Some(provider))
                         .filter(|r| r.breaker.state(now) != BreakerState::ForcedOpen)
-                        .map(|r| {
-                            r.breaker
-                                .remaining_open(now)
-                                .unwrap_or(answer::TRANSIENT_RETRY)
+                        .map(|r| match (told, r.breaker.remaining_open(now)) {
+                            (Some(told), Some(open)) => told.max(open),
+                            (told, open) => told.or(open).unwrap_or(answer::TRANSIENT_RETRY),
                         })
                 }
             };

@@ -266,6 +266,26 @@ async fn a_job_whose_client_may_not_call_its_tool_now_sends_nothing_and_comes_ba
     assert_eq!(duffel.calls(), 1);
 }
 
+/// Both providers of the chain answer 429, duffel asking for 25 s and amadeus for 40 s (each
+/// shorter than `open_for`, so no breaker opens for it): the tool answers again when duffel
+/// does, so the retry estimate is duffel's own 25 s, not a guess.
+#[tokio::test(start_paused = true)]
+async fn the_retry_estimate_heeds_every_failed_providers_retry_after() {
+    let limited = |s| ErrorKind::RateLimited {
+        retry_after: Some(secs(s)),
+    };
+    let duffel = Scripted::new([fail(ms(10), limited(25)), fail(ms(10), limited(25))]);
+    let amadeus = Scripted::new([fail(ms(10), limited(40)), fail(ms(10), limited(40))]);
+    let gateway = gateway(&[("duffel", &duffel), ("amadeus", &amadeus)]);
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Unavailable, "{env:?}");
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 1));
+    assert_eq!(env.retry_after_s, Some(25), "{env:?}");
+}
+
 /// Both breakers of the chain are open, duffel's reopening in 51 s and amadeus's in 148 s:
 /// the tool answers again when duffel does, so the retry estimate is 51 s, not amadeus's.
 #[tokio::test(start_paused = true)]
