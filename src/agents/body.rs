@@ -36,9 +36,30 @@ pub fn read_json(bytes: &[u8]) -> Result<Value, ProtocolError> {
         } else {
             "unexpected JSON"
         };
-        ProtocolError::new(format!("{what}: {e}"))
+        ProtocolError::new(format!("{what}: {}", explain(&e)))
     })?;
     Ok(strict.0)
+}
+
+/// serde_json's words for `e`, with what to send instead where they name a detail few senders
+/// know: a lone UTF-16 surrogate escape (`"\ud800"` with no low surrogate after it) is
+/// "unexpected end of hex escape" or "lone leading surrogate in hex escape".
+pub fn explain(e: &serde_json::Error) -> String {
+    let said = e.to_string();
+    if said.contains("hex escape") {
+        format!(
+            "{said}: a \\u escape of a UTF-16 surrogate (\\ud800 to \\udfff) must come as a pair, high then low (an emoji is \\ud83d\\ude00, never \\ud83d alone); send the character itself in UTF-8, or its whole pair"
+        )
+    } else {
+        said
+    }
+}
+
+/// `text` as one JSON value, with the same rules as [`read_json`] (duplicate keys refused at
+/// every depth): for JSON that arrives inside a body as a string (OpenAI's `arguments`), or
+/// inside a message another library parses (MCP's `tools/call`).
+pub fn parse_strict(text: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice::<StrictValue>(text).map(|strict| strict.0)
 }
 
 /// A `serde_json::Value` that refuses duplicate object keys.
@@ -130,6 +151,18 @@ mod tests {
 
     fn parse(text: &str) -> Result<Value, String> {
         read_json(text.as_bytes()).map_err(|e| e.message().to_string())
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_refused_saying_what_to_send() {
+        for lone in [r#"{"city": "\ud800"}"#, r#"{"city": "\ud83dx"}"#] {
+            let e = parse(lone).unwrap_err();
+            assert!(
+                e.starts_with("malformed JSON: ")
+                    && e.contains("must come as a pair, high then low"),
+                "{lone}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -174,9 +174,8 @@ fn arguments(raw: Option<&Value>) -> Result<Value, String> {
     match raw {
         None | Some(Value::Null) => Ok(json!({})),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(json!({})),
-        Some(Value::String(s)) => {
-            serde_json::from_str(s).map_err(|e| texts::agents::arguments_not_json(&e.to_string()))
-        }
+        Some(Value::String(s)) => super::body::parse_strict(s.as_bytes())
+            .map_err(|e| texts::agents::arguments_not_json(&super::body::explain(&e))),
         Some(Value::Object(o)) => Ok(Value::Object(o.clone())),
         Some(other) => Err(texts::agents::arguments_not_a_string(&other.to_string())),
     }
@@ -185,6 +184,21 @@ fn arguments(raw: Option<&Value>) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_that_repeat_a_key_are_that_calls_error_naming_the_key() {
+        let body = json!([{"id": "call_1", "type": "function", "function": {
+            "name": "search_flights",
+            "arguments": "{\"origin\":\"JFK\",\"origin\":\"BOS\",\"destination\":\"LHR\"}"}}]);
+        let calls = parse(body).unwrap_or_else(|e| panic!("{e}"));
+        let arguments = &calls.calls[0].arguments;
+        assert!(
+            arguments
+                .as_ref()
+                .is_err_and(|e| e.contains("duplicate key \"origin\"")),
+            "{arguments:?}"
+        );
+    }
 
     #[test]
     fn two_tool_calls_under_one_id_are_refused_naming_the_field() {

@@ -248,7 +248,7 @@ fn object_or_json_string<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Er
     use serde::de::Error;
     match Value::deserialize(d)? {
         Value::Object(o) => Ok(Value::Object(o)),
-        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+        Value::String(s) => match super::body::parse_strict(s.as_bytes()) {
             Ok(Value::Object(o)) => Ok(Value::Object(o)),
             Ok(other) => Err(D::Error::custom(texts::arguments_not_an_object(&format!(
                 "it holds {other}"

@@ -115,13 +115,25 @@ const SHAPES: &[(&str, &[&str], &[&str], &str)] = &[
 ];
 
 /// The `-32602` answer to a request (it has an `id`) for a method of [`SHAPES`] whose params
-/// lack that shape; `None` for anything else, which rmcp answers.
+/// lack that shape, or to any request that repeats a key (`{"origin": "JFK", "origin": "BOS"}`
+/// in a tool's arguments means two things, and rmcp would quietly keep the last, as the native
+/// and Anthropic routes never do); `None` for anything else, which rmcp answers.
 fn invalid_params(body: &[u8]) -> Option<serde_json::Value> {
-    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let (message, repeated) = match crate::agents::body::parse_strict(body) {
+        Ok(message) => (message, None),
+        Err(e) => (serde_json::from_slice(body).ok()?, Some(e)),
+    };
     let id = message
         .get("id")
         .filter(|id| id.is_string() || id.is_number())?;
     let method = message.get("method")?.as_str()?;
+    if let Some(e) = repeated {
+        return Some(serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32602, "message": format!("Invalid params: {e}")},
+        }));
+    }
     let (_, strings, objects, shape) = SHAPES.iter().find(|(m, ..)| *m == method)?;
     let params = message.get("params");
     let fault = match params {
@@ -208,6 +220,19 @@ mod tests {
             let said = refused(call(params.clone())).unwrap_or_default();
             assert!(said.ends_with(fault), "{params}: {said}");
         }
+        // A repeated key means two things: refused wherever it is, naming it.
+        let repeated = br#"{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search_flights", "arguments": {"origin": "JFK", "origin": "BOS"}}}"#;
+        let said = invalid_params(repeated).unwrap_or_default();
+        assert_eq!(
+            (said["id"].clone(), said["error"]["code"].clone()),
+            (json!(4), json!(-32602))
+        );
+        assert!(
+            said["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("duplicate key \"origin\"")),
+            "{said}"
+        );
         let read = json!({"jsonrpc": "2.0", "id": "r1", "method": "resources/read", "params": {}});
         assert!(refused(read).is_some_and(|m| m.ends_with("uri is missing")));
         // What rmcp reads is left to it: good params, no-param methods, unknown methods,
