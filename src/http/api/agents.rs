@@ -19,9 +19,10 @@ use axum::http::HeaderMap;
 use futures::future::{self, Either};
 use serde_json::Value;
 
+use super::native::header_deadline;
 use super::taken::{self, Answering};
 use super::watch_tools;
-use crate::agents::{AgentCall, AgentResult, CallOptions, anthropic, openai};
+use crate::agents::{AgentCall, AgentResult, CallOptions, anthropic, openai, options};
 use crate::http::calls::run_agent_call;
 use crate::http::edge::{ApiError, Caller, read_json_body};
 use crate::http::state::{AppState, SharedState};
@@ -87,7 +88,7 @@ fn read_calls(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<ReadCalls, ApiError> {
     let body = read_json_body(headers, body, state.max_body_bytes, state.browsers())?;
-    Ok(match protocol {
+    let mut read = match protocol {
         Protocol::OpenAi => {
             let read = openai::parse(body)?;
             ReadCalls {
@@ -104,7 +105,11 @@ fn read_calls(
                 render: Render::Anthropic,
             }
         }
-    })
+    };
+    // The header bounds every call of the body, as `deadline_ms` does; the shorter wins.
+    let header = header_deadline(headers)?;
+    read.options.deadline = options::shorter(read.options.deadline, header);
+    Ok(read)
 }
 
 /// Runs the calls read and renders their results. A plain function: the read calls are taken

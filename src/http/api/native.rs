@@ -141,7 +141,10 @@ fn ready_call(
 
 /// The caller's deadline from the `Faregate-Deadline-Ms` header, for clients that set headers
 /// once rather than a body field per call; with `deadline_ms` in the body too, the shorter wins.
-fn header_deadline(headers: &HeaderMap) -> Result<Option<std::time::Duration>, ApiError> {
+/// The OpenAI and Anthropic routes read it too (`agents.rs`), for every call of their body.
+pub(super) fn header_deadline(
+    headers: &HeaderMap,
+) -> Result<Option<std::time::Duration>, ApiError> {
     let Some(value) = headers.get(&calls::DEADLINE_HEADER) else {
         return Ok(None);
     };

@@ -673,3 +673,40 @@ async fn the_native_endpoint_takes_the_deadline_header_and_the_shorter_deadline_
         "header Faregate-Deadline-Ms: must be a whole number of milliseconds, at least 1; got \"soon\""
     );
 }
+
+/// The OpenAI and Anthropic routes take the `Faregate-Deadline-Ms` header too, for every call
+/// of their body: a client that gives up after 5 s gets each call's fallback in time (the
+/// header was ignored there, and the calls waited out the tool's own deadline).
+#[tokio::test]
+async fn the_agent_routes_take_the_deadline_header_for_every_call() {
+    let s = Stack::start(9).await;
+    s.sim.set_fault(
+        RouteGroup::AmadeusStatus,
+        Fault {
+            hang: true,
+            ..Fault::default()
+        },
+    );
+    let args = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(3)});
+    let openai = json!({"tool_calls": [{"id": "call_1", "type": "function", "function": {
+        "name": "get_flight_status", "arguments": args.to_string()}}]});
+    let anthropic = json!({"content": [{"type": "tool_use", "id": "toolu_1",
+        "name": "get_flight_status", "input": args}]});
+    for (path, body) in [
+        ("/v1/openai/tool_calls", openai),
+        ("/v1/anthropic/tool_use", anthropic),
+    ] {
+        let res = s
+            .http
+            .post(s.url(path))
+            .timeout(Duration::from_secs(5))
+            .header("faregate-deadline-ms", "1000")
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{path}: the client gave up: {e}"));
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        let text = res.text().await.unwrap_or_default();
+        assert!(text.contains("temporarily unavailable"), "{path}: {text}");
+    }
+}
