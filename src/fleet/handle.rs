@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::follow::follow;
-use super::record::{SharedBreaker, StoredTransition};
+use super::record::{SharedBreaker, StoredTransition, Write};
 use super::sql::SharedStore;
 use crate::breaker::{Breaker, BreakerKey, BreakerRegistry};
 use crate::clock;
@@ -44,6 +44,10 @@ pub struct Fleet {
     /// the breaker it was applied to: a breaker a reload removed and added again is another
     /// one, which has followed nothing yet.
     applied: Mutex<HashMap<BreakerKey, Applied>>,
+    /// Forces that changed nothing on this replica and could not be written when asked for
+    /// (`record_force` while the store is away), waiting for the task to take them into its
+    /// writes. A short `std::sync::Mutex`: held for a push or a take.
+    held: Mutex<Vec<Write>>,
 }
 
 /// The row version a breaker holds.
@@ -93,6 +97,7 @@ impl Fleet {
             connected: AtomicBool::new(true),
             recent: Mutex::new(Vec::new()),
             applied: Mutex::new(HashMap::new()),
+            held: Mutex::new(Vec::new()),
         }))
     }
 
@@ -252,6 +257,19 @@ impl Fleet {
                 "fleet: the store does not answer; serving with this replica's own breakers until it returns"
             );
         }
+    }
+
+    /// Keeps `write` for the task, which writes it with its own when the store answers.
+    pub(super) fn hold(&self, write: Write) {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(write);
+    }
+
+    /// The writes held for the task, oldest first.
+    pub(super) fn take_held(&self) -> Vec<Write> {
+        std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub(super) fn is_connected(&self) -> bool {

@@ -8,7 +8,9 @@
 //!   holder's probes succeed, the others recover with it (into the same ramp stage, whose share
 //!   each replica applies to its own traffic, so the fleet's total keeps the share).
 //! - **Forced states.** An operator's force on any replica is written and followed by all, and
-//!   read back by a replica that starts later.
+//!   read back by a replica that starts later. Each carries the time it was asked for, and the
+//!   newest wins: a force a replica held while away from the store does not undo a later one
+//!   made on the others meanwhile (that replica follows the later one instead).
 //! - **Runs of failures.** A failure recorded while a breaker is closed is told to the others
 //!   (a notification only) and joins their runs of consecutive failures; a replica's own success
 //!   ends its run. So the fleet opens on about `consecutive_failures` of its failures, where

@@ -1,5 +1,5 @@
 //! What a fleet shares about one breaker ([`SharedBreaker`]), one stored transition
-//! ([`StoredTransition`]), and the conversions between tokio instants and the epoch
+//! ([`StoredTransition`]), one write waiting for the store ([`Write`]), and the conversions between tokio instants and the epoch
 //! milliseconds that mean the same instant on every replica.
 
 use std::time::Duration;
@@ -69,6 +69,20 @@ pub struct StoredTransition {
     pub calls: u32,
     /// The replica whose breaker made the transition.
     pub replica: String,
+}
+
+/// One write to the store, waiting for its turn.
+#[derive(Debug)]
+pub(crate) enum Write {
+    /// A transition for the history.
+    Event(StoredTransition),
+    /// An operator's force (or its end), asked for at this epoch millisecond: written only
+    /// over an older force (`sql::FORCE`), since it may wait here past a later one elsewhere.
+    Force(BreakerKey, ForceMode, i64),
+    /// The automatic state the others follow.
+    Auto(BreakerKey, AutoState),
+    /// The end of this replica's half-open lease.
+    DropLease(BreakerKey),
 }
 
 /// A notification's payload: the row just written, so a listener applies it without a read.

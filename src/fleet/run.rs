@@ -17,7 +17,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::handle::Fleet;
-use super::record::{AutoState, Note, StoredTransition, epoch_ms_of, instant_of};
+use super::record::{AutoState, Note, Payload, StoredTransition, Write, epoch_ms_of, instant_of};
 use crate::breaker::{
     BreakerKey, BreakerRegistry, BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason,
 };
@@ -41,19 +41,6 @@ const LEASE: Duration = Duration::from_secs(3);
 /// The most writes that wait for a store that is away; the oldest are dropped beyond it.
 const MAX_PENDING: usize = 4096;
 
-/// One write to the store, waiting for its turn.
-#[derive(Debug)]
-pub(super) enum Write {
-    /// A transition for the history.
-    Event(StoredTransition),
-    /// An operator's force (or its end).
-    Force(BreakerKey, ForceMode),
-    /// The automatic state the others follow.
-    Auto(BreakerKey, AutoState),
-    /// The end of this replica's half-open lease.
-    DropLease(BreakerKey),
-}
-
 /// What the listener hands the task.
 #[derive(Debug)]
 enum Heard {
@@ -75,7 +62,7 @@ impl Pending {
     /// The breakers with a force of this replica still to be written.
     fn forcing(&self) -> HashSet<BreakerKey> {
         let forces = self.writes.iter().filter_map(|w| match w {
-            Write::Force(key, _) => Some(key.clone()),
+            Write::Force(key, _, _) => Some(key.clone()),
             _ => None,
         });
         forces.collect()
@@ -173,7 +160,10 @@ impl Fleet {
         let key = e.key.clone();
         match (e.from, e.to, e.reason) {
             (_, _, TransitionReason::Forced(mode)) => {
-                pending.writes.push_back(Write::Force(key.clone(), mode));
+                let asked_at = epoch_ms_of(e.at);
+                pending
+                    .writes
+                    .push_back(Write::Force(key.clone(), mode, asked_at));
             }
             (_, BreakerState::Open, _) => {
                 let snapshot = breakers.get(&key).map(|b| b.snapshot(clock::now()));
@@ -210,6 +200,7 @@ impl Fleet {
 
     /// Writes what waits, in order, while the store answers.
     async fn flush(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
+        pending.writes.extend(self.take_held());
         if !self.is_connected() {
             return;
         }
@@ -220,17 +211,31 @@ impl Fleet {
         }
     }
 
-    /// Records an operator's force that changed nothing on this replica (its breaker was so
-    /// already, so no transition tells the task): the store may still hold another (a force
-    /// of another replica not followed yet), and `auto` must end it for the whole fleet and
-    /// for the next start, as the operator was told.
+    /// Records an operator's force, asked for now, that changed nothing on this replica (its
+    /// breaker was so already, so no transition tells the task): the store may still hold
+    /// another (a force of another replica not followed yet), and `auto` must end it for the
+    /// whole fleet and for the next start, as the operator was told.
+    ///
+    /// While the store is away (or when this write fails) the force is held and written with
+    /// the task's other writes when it answers again, as a force that changed the breaker is;
+    /// the error says that it was held.
     pub async fn record_force(
         &self,
         key: &BreakerKey,
         mode: ForceMode,
         breakers: &BreakerRegistry,
     ) -> Result<(), StoreError> {
-        self.write(&Write::Force(key.clone(), mode), breakers).await
+        let write = Write::Force(key.clone(), mode, clock::epoch_ms());
+        let failed = if self.is_connected() {
+            match self.write(&write, breakers).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            }
+        } else {
+            StoreError("the store does not answer".to_string())
+        };
+        self.hold(write);
+        Err(failed)
     }
 
     /// Writes what waits, in order, up to the first write the store does not take.
@@ -255,7 +260,15 @@ impl Fleet {
         let row = match write {
             Write::Event(t) => return self.store.record(t).await,
             Write::DropLease(key) => return self.store.drop_lease(key, &self.replica).await,
-            Write::Force(key, mode) => self.store.force(key, *mode, &self.replica, now_ms).await?,
+            Write::Force(key, mode, asked_at) => {
+                let row = self
+                    .store
+                    .force(key, *mode, &self.replica, now_ms, *asked_at);
+                match row.await? {
+                    Some(row) => Some(row),
+                    None => return self.adopt_newer_force(key, breakers).await,
+                }
+            }
             Write::Auto(key, auto) => {
                 let row = self.store.set_auto(key, *auto, &self.replica, now_ms);
                 let row = row.await?;
@@ -292,6 +305,29 @@ impl Fleet {
                 Err(_) => tracing::debug!("fleet: a notification did not go out in time"),
             }
         }
+        Ok(())
+    }
+
+    /// Follows the force the store kept instead of this replica's older one (a later force of
+    /// another replica, made while this one was away): the operator's latest word is the
+    /// fleet's, so this replica gives up its own here and now rather than at the next read.
+    async fn adopt_newer_force(
+        &self,
+        key: &BreakerKey,
+        breakers: &BreakerRegistry,
+    ) -> Result<(), StoreError> {
+        let stored = self.store.one(key).await?.and_then(Payload::into_record);
+        let Some(stored) = stored else {
+            // Nothing this version can read: the next read decides.
+            self.forget(key);
+            return Ok(());
+        };
+        tracing::info!(
+            breaker = %key,
+            "fleet: a force made on this replica was older than one made since on the fleet; following the newer one"
+        );
+        self.follow_written(&stored, breakers);
+        self.wrote(key, stored.version, breakers);
         Ok(())
     }
 
@@ -345,6 +381,7 @@ impl Fleet {
     /// later open-until, an open that a recovery may not end) is followed from the write's
     /// answer or from the read after it.
     async fn refresh(&self, breakers: &BreakerRegistry, pending: &mut Pending) {
+        pending.writes.extend(self.take_held());
         let rejoining = !self.is_connected();
         if rejoining && let Err(e) = self.write_pending(breakers, pending).await {
             tracing::debug!(error = %e, "fleet: the store did not answer");

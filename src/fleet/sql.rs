@@ -7,6 +7,10 @@
 //!   name: the history `/v1/breakers` and the dashboard show on every replica, across restarts.
 //! - `faregate_probe_leases`: which replica probes a half-open breaker now (PostgreSQL fleets).
 //!
+//! A force is kept only over an older one ([`FORCE`]): it carries the time the operator asked
+//! for it, since a replica away from the store writes it on its return, maybe after a later
+//! force of another replica.
+//!
 //! Every statement runs under [`DB_TIMEOUT`]: a replica whose database went away finds out in a
 //! second and goes on with its local breakers, instead of waiting on a pool for ten.
 
@@ -21,10 +25,16 @@ use crate::store::{Arg, Db, Migration, StoreError, StoreRow};
 pub(crate) const DB_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The fleet's schema changes, oldest first.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    name: "breakers_1_state",
-    statements: STATE,
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        name: "breakers_1_state",
+        statements: STATE,
+    },
+    Migration {
+        name: "breakers_2_force_time",
+        statements: FORCE_TIME,
+    },
+];
 
 const STATE: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS faregate_breakers (
@@ -61,16 +71,69 @@ const STATE: &[&str] = &[
     )",
 ];
 
-/// `$1` tool, `$2` provider, `$3` forced (NULL = auto), `$4` replica, `$5` now. A force (or
-/// its end) also resets the automatic state: after it, every replica starts from closed.
-const FORCE: &str = "INSERT INTO faregate_breakers
-        (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at)
-     VALUES ($1, $2, $3, 'closed', NULL, 0, 1, $4, $5)
+/// When the stored force was asked for (`forced_at`, epoch ms) and on which replica
+/// (`forced_by`); and `kept_version`, the version of the row's last write by a replica that keeps
+/// those two (every write of this version sets it to the row's new version). A replica of an
+/// older version writes neither: its write leaves `kept_version` behind `version`, and the row
+/// then counts as forced at its `updated_at` by its `replica` (`stored_force_at!`), since that
+/// write may have been a force.
+const FORCE_TIME: &[&str] = &[
+    "ALTER TABLE faregate_breakers ADD COLUMN forced_at BIGINT",
+    "ALTER TABLE faregate_breakers ADD COLUMN forced_by TEXT",
+    "ALTER TABLE faregate_breakers ADD COLUMN kept_version BIGINT",
+];
+
+/// When the force a row holds was asked for, in the `DO UPDATE` of an upsert: `forced_at` (0
+/// for a row never forced) when a replica of this version wrote it last, else the time of that
+/// last write ([`FORCE_TIME`]).
+macro_rules! stored_force_at {
+    () => {
+        "CASE WHEN faregate_breakers.kept_version = faregate_breakers.version
+              THEN COALESCE(faregate_breakers.forced_at, 0)
+              ELSE faregate_breakers.updated_at END"
+    };
+}
+
+/// On which replica the force a row holds was asked for, as `stored_force_at!` reads it.
+macro_rules! stored_force_by {
+    () => {
+        "CASE WHEN faregate_breakers.kept_version = faregate_breakers.version
+              THEN COALESCE(faregate_breakers.forced_by, '')
+              ELSE faregate_breakers.replica END"
+    };
+}
+
+/// `$1` tool, `$2` provider, `$3` forced (NULL = auto), `$4` replica, `$5` now, `$6` when the
+/// operator asked for the force (epoch ms). A force (or its end) also resets the automatic
+/// state: after it, every replica starts from closed.
+///
+/// The newest force wins: a force is written only over one asked for earlier, or at the same
+/// millisecond on a replica whose name sorts before (or on the same replica: its own writes
+/// arrive in order). Otherwise nothing is written, and no row comes back: the force is stale (a
+/// replica away from the store writes it on its return, after a later force of another one).
+const FORCE: &str = concat!(
+    "INSERT INTO faregate_breakers
+        (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at,
+         forced_at, forced_by, kept_version)
+     VALUES ($1, $2, $3, 'closed', NULL, 0, 1, $4, $5, $6, $4, 1)
      ON CONFLICT (tool, provider) DO UPDATE SET forced = excluded.forced,
          auto_state = 'closed', open_until = NULL, ramp = 0,
          version = faregate_breakers.version + 1, replica = excluded.replica,
-         updated_at = excluded.updated_at
-     RETURNING *";
+         updated_at = excluded.updated_at, forced_at = excluded.forced_at,
+         forced_by = excluded.forced_by, kept_version = faregate_breakers.version + 1
+     WHERE excluded.forced_at > ",
+    stored_force_at!(),
+    "
+        OR (excluded.forced_at = ",
+    stored_force_at!(),
+    " AND excluded.forced_by >= ",
+    stored_force_by!(),
+    ")
+     RETURNING *"
+);
+
+/// One breaker's row.
+const ONE: &str = "SELECT * FROM faregate_breakers WHERE tool = $1 AND provider = $2";
 
 /// `$1` tool, `$2` provider, `$3` state, `$4` open-until, `$5` ramp, `$6` replica, `$7` now. Two
 /// replicas opening together keep the later open-until.
@@ -79,19 +142,30 @@ const FORCE: &str = "INSERT INTO faregate_breakers
 /// knew of elapsed, so such an open is one it did not know of (it was away from the store
 /// while another replica opened, and writes its recovery on its return). Nothing is written
 /// then, and no row comes back.
-const AUTO: &str = "INSERT INTO faregate_breakers
-        (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at)
-     VALUES ($1, $2, NULL, $3, $4, $5, 1, $6, $7)
+///
+/// The stored force is left as it is, and its time carried over as `stored_force_at!` reads
+/// it (so a force an older replica may have written keeps its time once this write is the last).
+const AUTO: &str = concat!(
+    "INSERT INTO faregate_breakers
+        (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at,
+         forced_at, forced_by, kept_version)
+     VALUES ($1, $2, NULL, $3, $4, $5, 1, $6, $7, NULL, NULL, 1)
      ON CONFLICT (tool, provider) DO UPDATE SET auto_state = excluded.auto_state,
          open_until = CASE
              WHEN excluded.auto_state = 'open' AND faregate_breakers.auto_state = 'open'
                   AND faregate_breakers.open_until > excluded.open_until
              THEN faregate_breakers.open_until ELSE excluded.open_until END,
          ramp = excluded.ramp, version = faregate_breakers.version + 1,
-         replica = excluded.replica, updated_at = excluded.updated_at
+         replica = excluded.replica, updated_at = excluded.updated_at,
+         forced_at = ",
+    stored_force_at!(),
+    ", forced_by = ",
+    stored_force_by!(),
+    ", kept_version = faregate_breakers.version + 1
      WHERE excluded.auto_state <> 'recovered' OR faregate_breakers.auto_state <> 'open'
          OR COALESCE(faregate_breakers.open_until, 0) <= excluded.updated_at
-     RETURNING *";
+     RETURNING *"
+);
 
 const ALL: &str = "SELECT * FROM faregate_breakers";
 
@@ -140,13 +214,23 @@ impl SharedStore {
         Ok(rows.into_iter().filter_map(Payload::into_record).collect())
     }
 
-    /// Records an operator's force of `key` (`Auto` ends it); the row as written.
+    /// The row of `key`, if any.
+    pub(crate) async fn one(&self, key: &BreakerKey) -> Result<Option<Payload>, StoreError> {
+        let args = [Arg::Text(Some(&key.tool)), Arg::Text(Some(&key.provider))];
+        Ok(bounded(self.db.fetch(ONE, &args, payload_from_row))
+            .await?
+            .pop())
+    }
+
+    /// Records an operator's force of `key` (`Auto` ends it), asked for at `forced_at_ms`; the
+    /// row as written, or `None` when the row holds a newer force ([`FORCE`]).
     pub(crate) async fn force(
         &self,
         key: &BreakerKey,
         mode: ForceMode,
         replica: &str,
         now_ms: i64,
+        forced_at_ms: i64,
     ) -> Result<Option<Payload>, StoreError> {
         let args = [
             Arg::Text(Some(&key.tool)),
@@ -154,6 +238,7 @@ impl SharedStore {
             Arg::Text(force_name(mode)),
             Arg::Text(Some(replica)),
             Arg::Int(Some(now_ms)),
+            Arg::Int(Some(forced_at_ms)),
         ];
         Ok(bounded(self.db.fetch(FORCE, &args, payload_from_row))
             .await?

@@ -8,11 +8,10 @@
 use std::collections::HashSet;
 
 use super::handle::Fleet;
-use super::record::AutoState;
-use super::run::Write;
+use super::record::{AutoState, Payload, Write};
 use crate::breaker::{BreakerConfig, BreakerKey, BreakerRegistry, BreakerState, ForceMode};
 use crate::clock;
-use crate::store::Db;
+use crate::store::{Db, StoreError};
 
 /// A name no replica of these tests is given.
 const PEER: &str = "replica-peer";
@@ -93,7 +92,7 @@ async fn a_force_still_to_be_written_is_not_undone_by_a_peers_row() {
     // Once the force is written, the row is this replica's force.
     let forced = fleet
         .store
-        .force(&key(), ForceMode::Open, &fleet.replica, now)
+        .force(&key(), ForceMode::Open, &fleet.replica, now, now)
         .await;
     let forced = forced.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(forced.map(|r| r.forced), Some(Some("open".to_string())));
@@ -108,7 +107,10 @@ async fn a_breaker_a_reload_adds_follows_the_rows_written_before_it() {
     let fleet = fleet(&dir).await;
     let breakers = BreakerRegistry::new(16);
     let now = clock::epoch_ms();
-    let forced = fleet.store.force(&key(), ForceMode::Open, PEER, now).await;
+    let forced = fleet
+        .store
+        .force(&key(), ForceMode::Open, PEER, now, now - 1)
+        .await;
     forced.unwrap_or_else(|e| panic!("{e}"));
     // Read while this replica serves no such breaker.
     let read = fleet.catch_up(&breakers, &HashSet::new()).await;
@@ -129,7 +131,10 @@ async fn a_breaker_a_reload_removes_and_adds_again_keeps_the_force_this_replica_
     breaker.force(ForceMode::Open, clock::now());
     // The run task writes the operator's force.
     let written = fleet
-        .write(&Write::Force(key(), ForceMode::Open), &breakers)
+        .write(
+            &Write::Force(key(), ForceMode::Open, clock::epoch_ms()),
+            &breakers,
+        )
         .await;
     written.unwrap_or_else(|e| panic!("{e}"));
     let read = fleet.catch_up(&breakers, &HashSet::new()).await;
@@ -155,7 +160,10 @@ async fn auto_on_a_breaker_not_forced_here_ends_the_force_the_store_holds() {
     let breaker = breakers.get_or_insert(key(), config());
     // A peer's force this replica has not followed yet.
     let now = clock::epoch_ms();
-    let forced = fleet.store.force(&key(), ForceMode::Open, PEER, now).await;
+    let forced = fleet
+        .store
+        .force(&key(), ForceMode::Open, PEER, now, now - 1)
+        .await;
     forced.unwrap_or_else(|e| panic!("{e}"));
     assert!(
         !breaker.force(ForceMode::Auto, clock::now()),
@@ -182,7 +190,10 @@ async fn a_replica_writing_its_state_on_return_follows_a_force_made_meanwhile() 
     let breaker = breakers.get_or_insert(key(), config());
     // While this replica was away from the store, an operator forced the breaker open on a peer.
     let now = clock::epoch_ms();
-    let forced = fleet.store.force(&key(), ForceMode::Open, PEER, now).await;
+    let forced = fleet
+        .store
+        .force(&key(), ForceMode::Open, PEER, now, now - 1)
+        .await;
     forced.unwrap_or_else(|e| panic!("{e}"));
     // Back, this replica writes what it queued meanwhile (its breaker opened on its own), before
     // it reads: the row keeps the peer's force, and is now this replica's.
@@ -197,4 +208,124 @@ async fn a_replica_writing_its_state_on_return_follows_a_force_made_meanwhile() 
     let read = fleet.catch_up(&breakers, &HashSet::new()).await;
     read.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+}
+
+/// The shared row's force, as stored.
+async fn stored_force(fleet: &Fleet) -> Option<ForceMode> {
+    let rows = fleet.store.all().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows[0].forced
+}
+
+#[tokio::test]
+async fn a_force_older_than_the_stored_one_is_dropped_and_the_stored_one_followed() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    let breaker = breakers.get_or_insert(key(), config());
+    // Forced closed here while the store was away, three seconds ago...
+    breaker.force(ForceMode::Closed, clock::now());
+    let now = clock::epoch_ms();
+    let held = Write::Force(key(), ForceMode::Closed, now - 3_000);
+    // ...and forced open on a peer since.
+    let forced = fleet
+        .store
+        .force(&key(), ForceMode::Open, PEER, now, now)
+        .await;
+    forced.unwrap_or_else(|e| panic!("{e}"));
+    // Back, this replica writes its force: the store keeps the newer one, which it follows.
+    let written = fleet.write(&held, &breakers).await;
+    written.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored_force(&fleet).await, Some(ForceMode::Open));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+    let read = fleet.catch_up(&breakers, &HashSet::new()).await;
+    read.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
+    // A force newer than the stored one is written, `auto` too.
+    let newer = Write::Force(key(), ForceMode::Auto, now + 1);
+    breaker.force(ForceMode::Auto, clock::now());
+    let written = fleet.write(&newer, &breakers).await;
+    written.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored_force(&fleet).await, None);
+}
+
+#[tokio::test]
+async fn at_the_same_millisecond_the_replica_whose_name_sorts_last_wins() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let store = &fleet.store;
+    let (key, at) = (key(), clock::epoch_ms());
+    let force =
+        |mode: ForceMode, replica: &'static str| store.force(&key, mode, replica, at + 5, at);
+    let landed =
+        |row: Result<Option<Payload>, StoreError>| row.unwrap_or_else(|e| panic!("{e}")).is_some();
+    assert!(landed(force(ForceMode::Open, "replica-a").await));
+    assert!(landed(force(ForceMode::Auto, "replica-b").await), "b > a");
+    assert!(!landed(force(ForceMode::Open, "replica-a").await), "a < b");
+    assert_eq!(stored_force(&fleet).await, None);
+    // A replica's own writes arrive in order: its later one at the same millisecond lands.
+    assert!(landed(force(ForceMode::Closed, "replica-b").await));
+    assert_eq!(stored_force(&fleet).await, Some(ForceMode::Closed));
+    // An automatic write keeps the force and its time.
+    let open = AutoState::Open {
+        until_ms: at + 30_000,
+        ramp: true,
+    };
+    let auto = store.set_auto(&key, open, "replica-c", at + 10).await;
+    assert!(landed(auto));
+    assert!(!landed(force(ForceMode::Open, "replica-a").await));
+    assert!(landed(force(ForceMode::Open, "replica-c").await), "c > b");
+}
+
+/// `FORCE` as replicas before force times wrote it: over whatever was stored, without the time.
+const FORCE_OF_AN_OLDER_VERSION: &str = "INSERT INTO faregate_breakers
+        (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at)
+     VALUES ($1, $2, $3, 'closed', NULL, 0, 1, $4, $5)
+     ON CONFLICT (tool, provider) DO UPDATE SET forced = excluded.forced,
+         auto_state = 'closed', open_until = NULL, ramp = 0,
+         version = faregate_breakers.version + 1, replica = excluded.replica,
+         updated_at = excluded.updated_at
+     RETURNING *";
+
+#[tokio::test]
+async fn a_row_a_replica_of_an_older_version_wrote_last_counts_as_forced_when_written() {
+    use crate::store::Arg;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let store = &fleet.store;
+    let (key, t) = (key(), clock::epoch_ms());
+    let landed =
+        |row: Result<Option<Payload>, StoreError>| row.unwrap_or_else(|e| panic!("{e}")).is_some();
+    // This version forces it closed, at t; a replica of the older version forces it open at
+    // t + 10, leaving the time of the force before it.
+    assert!(landed(
+        store
+            .force(&key, ForceMode::Closed, "replica-new", t, t)
+            .await
+    ));
+    let old = [
+        Arg::Text(Some("search_flights")),
+        Arg::Text(Some("duffel")),
+        Arg::Text(Some("open")),
+        Arg::Text(Some("replica-old")),
+        Arg::Int(Some(t + 10)),
+    ];
+    let written = store.db.execute(FORCE_OF_AN_OLDER_VERSION, &old).await;
+    assert_eq!(written.unwrap_or_else(|e| panic!("{e}")), 1);
+    // A force asked for between the two does not undo the older replica's later one...
+    let between = store.force(&key, ForceMode::Auto, "replica-new", t + 20, t + 5);
+    assert!(!landed(between.await));
+    assert_eq!(stored_force(&fleet).await, Some(ForceMode::Open));
+    // ...nor once an automatic write of this version carried its time over.
+    let open = AutoState::Open {
+        until_ms: t + 30_000,
+        ramp: true,
+    };
+    assert!(landed(store.set_auto(&key, open, PEER, t + 30).await));
+    let between = store.force(&key, ForceMode::Auto, "replica-new", t + 40, t + 5);
+    assert!(!landed(between.await));
+    // A force asked for after it is written.
+    let after = store.force(&key, ForceMode::Auto, "replica-new", t + 40, t + 11);
+    assert!(landed(after.await));
+    assert_eq!(stored_force(&fleet).await, None);
 }

@@ -533,7 +533,7 @@ pub(crate) async fn force_breaker(
         // Unchanged here, so no transition carries it to the store, which may hold otherwise.
         let breakers = state.gateway.breakers();
         if let Err(e) = fleet.record_force(breaker.key(), mode, breakers).await {
-            tracing::warn!(error = %e, breaker = %breaker.key(), "fleet: the force was not recorded in the store");
+            tracing::warn!(error = %e, breaker = %breaker.key(), "fleet: the store did not take the force; it is held and written when the store answers");
         }
     }
     tracing::warn!(breaker = %breaker.key(), mode = ?mode, "breaker forced by an operator");
