@@ -329,3 +329,20 @@ async fn a_row_a_replica_of_an_older_version_wrote_last_counts_as_forced_when_wr
     assert!(landed(after.await));
     assert_eq!(stored_force(&fleet).await, None);
 }
+
+#[tokio::test]
+async fn a_force_that_changed_nothing_here_while_the_store_is_away_is_held() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let breakers = BreakerRegistry::new(16);
+    breakers.get_or_insert(key(), config());
+    fleet.set_connected(false, &breakers);
+    let asked_at = clock::epoch_ms();
+    let recorded = fleet.record_force(&key(), ForceMode::Auto, &breakers).await;
+    assert!(recorded.is_err(), "the operator's log says it was held");
+    let held = fleet.take_held();
+    assert!(
+        matches!(held.as_slice(), [Write::Force(k, ForceMode::Auto, at)] if *k == key() && *at >= asked_at),
+        "{held:?}"
+    );
+}
