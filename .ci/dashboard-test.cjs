@@ -36,6 +36,10 @@ async function colourWithin(page, colour, ms, what) {
     await page.waitForSelector(TILE, { timeout: 5000 }).catch(() => fail("no tile for search_flights.duffel"));
     await colourWithin(page, "green", 2000, "at start");
     await page.waitForSelector("#conn.live", { timeout: 5000 }).catch(() => fail("the event stream is not live"));
+    // The store's state, from /readyz: the demo's SQLite file answers, and no banner shows.
+    await page.waitForSelector('#store[data-answers="true"]', { timeout: 5000 })
+      .catch(async () => fail("the store panel does not say the store answers: " + await page.innerHTML("#store")));
+    if (await page.$("#storebanner.shown")) fail("the store banner shows while the store answers");
 
     // Forcing needs the admin key: the client key is refused.
     const refused = await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "open" }, clientKey);
@@ -123,6 +127,21 @@ async function colourWithin(page, colour, ms, what) {
     await page.unroute("**/v1/breakers");
     await page.waitForSelector("body:not(.stale)", { timeout: 8000 }).catch(() => fail("the page stays faded once /v1/breakers answers again"));
     console.log("  change key, forcing from the page, faded when out of date: ok");
+
+    // A store that does not answer (as /readyz says it during a PostgreSQL outage): a red
+    // banner says what still works, and the store panel why; both go when it answers again.
+    const away = { status: "ready", tools: 9,
+      fleet: { replica: "replica-test", shared: true, connected: false, mode: "degraded: the store does not answer; this replica serves reads on its own breakers and refuses bookings unsent until it returns" },
+      store: { kind: "postgres", answers: false, message: "the job store does not answer (timed out): reads are served, but every booking is refused before its provider is asked" } };
+    await page.route("**/readyz", (route) => route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify(away) }));
+    await page.waitForSelector("#storebanner.shown", { timeout: 5000 }).catch(() => fail("no banner while the store does not answer"));
+    const banner = await page.textContent("#storebanner");
+    if (!/bookings are refused/.test(banner) || !/reads are served/.test(banner)) fail("the banner does not say what works: " + banner);
+    if ((await page.getAttribute("#store", "data-answers")) !== "false") fail("the store panel does not say the store is away");
+    await page.unroute("**/readyz");
+    await page.waitForSelector('#store[data-answers="true"]', { timeout: 5000 }).catch(() => fail("the store panel stays red once the store answers"));
+    if (await page.$("#storebanner.shown")) fail("the banner stays once the store answers");
+    console.log("  store: answers, banner while away: ok");
     console.log("dashboard test passed");
   } finally {
     await browser.close();

@@ -212,6 +212,13 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let gateway = app.state.gateway.clone();
     let telemetry = app.state.telemetry.clone();
+    let (fleet, jobs) = (app.state.fleet.clone(), app.state.jobs.clone());
+    // Whether this replica's store answers, as the fleet's task and the job spool last found
+    // (no statement here): a replica without either has no store to lose.
+    let store_answers = move || {
+        fleet.as_ref().is_none_or(|f| f.is_connected())
+            && jobs.as_ref().is_none_or(|j| !j.spooling())
+    };
     let breaker_task = tokio::spawn(async move {
         let mut events = gateway.breakers().subscribe();
         let mut tick = tokio::time::interval(BREAKER_TICK);
@@ -220,7 +227,7 @@ pub async fn run(
             tokio::select! {
                 _ = tick.tick() => {
                     gateway.breakers().tick_all(Instant::now());
-                    telemetry.tick(Instant::now());
+                    telemetry.on_store(store_answers(), Instant::now());
                 }
                 event = events.recv() => match event {
                     Ok(e) => {

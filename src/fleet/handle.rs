@@ -272,7 +272,9 @@ impl Fleet {
         std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    pub(super) fn is_connected(&self) -> bool {
+    /// Whether the store answered the last statement (what [`Fleet::status`] says, without
+    /// copying the name).
+    pub fn is_connected(&self) -> bool {
         self.connected.load(Ordering::Relaxed)
     }
 

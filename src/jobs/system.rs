@@ -194,6 +194,12 @@ impl JobSystem {
         }
     }
 
+    /// Whether submissions are spooled on this replica now, because the store failed one lately
+    /// (no statement is run: for the alert rules' tick).
+    pub fn spooling(&self) -> bool {
+        self.spool.as_ref().is_some_and(|spool| spool.store_away())
+    }
+
     /// Whether the job store answers a trivial statement within a second, for `/readyz`, and
     /// takes submissions: a store that failed a submission lately, which this replica spools
     /// until the store takes one again, does not answer, however quickly a `SELECT 1` would

@@ -1,8 +1,8 @@
 //! The alerts the gateway raises itself, so that an operator hears of a sick provider before
 //! its callers do.
 //!
-//! A pure state machine: inputs are breaker transitions and ticks, each with its instant;
-//! outputs are [`AlertChange`]s. No clock reads, no I/O, so every rule is tested on a paused
+//! A pure state machine: inputs are breaker transitions, whether this replica's store answers,
+//! and ticks, each with its instant; outputs are [`AlertChange`]s. No clock reads, no I/O, so every rule is tested on a paused
 //! clock.
 //!
 //! | alert | fires when | resolves when |
@@ -11,6 +11,7 @@
 //! | `breaker_flapping` (P2) | a breaker tripped (opened from closed or ramp) 3 times within 10 min | fewer than 3 such openings remain in the last 10 min |
 //! | `breaker_trip_storm` (P2) | 3 trips across all breakers within 1 min | fewer than 3 trips remain in the last minute |
 //! | `shared_dependency` (P1) | 3 different breakers tripped within 30 s: a shared cause (DNS, network, one provider) is likelier than 3 separate ones | fewer than 3 of the breakers it names are still rejecting |
+//! | `store_unreachable` (P1) | this replica's store (the fleet's shared state, the job queue, the booking ledger) has not answered for 10 s | it answers again |
 //!
 //! A **trip** is a breaker that admitted traffic (closed, or ramping back) opening. A failed
 //! probe (half-open → open) is the same outage going on, not a new trip: one breaker of a
@@ -24,6 +25,12 @@
 //! last was open; the clock runs on across open → half-open → open (an outage whose probes
 //! keep failing does not flicker), and ends when the breaker has sat half-open through the
 //! grace with no failed probe. A probe failing after that starts a new clock.
+//!
+//! **The store.** While the store does not answer, a replica serves reads on its own breakers
+//! and spools background submissions, but refuses every booking before its provider is asked
+//! (a booking needs its ledger entry in the store): so the outage is an alert, not only a
+//! readiness field. Ten seconds of grace keep a single slow statement from paging; the
+//! Prometheus rule waits a minute of scrapes (`faregate_fleet_connected`, `faregate_jobs_spooled`).
 //!
 //! Forced states are an operator's decision: forcing open does not count as a trip and resets
 //! the "open too long" clock. `ops/prometheus/faregate.rules.yml` has the same rules over the
@@ -47,15 +54,18 @@ pub enum AlertKind {
     BreakerTripStorm,
     /// Several breakers opening together.
     SharedDependency,
+    /// This replica's store does not answer.
+    StoreUnreachable,
 }
 
 impl AlertKind {
     /// Every kind, in report order.
-    pub const ALL: [AlertKind; 4] = [
+    pub const ALL: [AlertKind; 5] = [
         AlertKind::BreakerOpenTooLong,
         AlertKind::BreakerFlapping,
         AlertKind::BreakerTripStorm,
         AlertKind::SharedDependency,
+        AlertKind::StoreUnreachable,
     ];
 
     /// The stable snake_case name (also the metric label and the SSE `alert` field).
@@ -65,13 +75,14 @@ impl AlertKind {
             AlertKind::BreakerFlapping => "breaker_flapping",
             AlertKind::BreakerTripStorm => "breaker_trip_storm",
             AlertKind::SharedDependency => "shared_dependency",
+            AlertKind::StoreUnreachable => "store_unreachable",
         }
     }
 
     /// The incident priority (P1 is the most urgent).
     pub fn severity(self) -> &'static str {
         match self {
-            AlertKind::SharedDependency => "P1",
+            AlertKind::SharedDependency | AlertKind::StoreUnreachable => "P1",
             _ => "P2",
         }
     }
@@ -84,7 +95,7 @@ pub struct Alert {
     pub id: String,
     /// The rule.
     pub kind: AlertKind,
-    /// The breakers it is about, sorted.
+    /// The breakers it is about, sorted (none for `store_unreachable`).
     pub breakers: Vec<BreakerKey>,
     /// One sentence for a human.
     pub summary: String,
@@ -122,12 +133,14 @@ pub struct AlertRules {
     pub shared_breakers: usize,
     /// … within this span.
     pub shared_window: Duration,
+    /// How long the store may not answer before `store_unreachable`.
+    pub store_grace: Duration,
 }
 
 impl AlertRules {
     /// The thresholds the gateway runs with (the same as `ops/prometheus/faregate.rules.yml`):
     /// open > 5 min (half-open counting for 1 min); ≥ 3 opens in 10 min; ≥ 3 trips per minute;
-    /// 3 breakers in 30 s.
+    /// 3 breakers in 30 s; a store that has not answered for 10 s (Prometheus: 1 min).
     pub fn spec() -> Self {
         AlertRules {
             open_too_long: Duration::from_secs(5 * 60),
@@ -138,6 +151,7 @@ impl AlertRules {
             storm_window: Duration::from_secs(60),
             shared_breakers: 3,
             shared_window: Duration::from_secs(30),
+            store_grace: Duration::from_secs(10),
         }
     }
 }
@@ -161,6 +175,8 @@ pub struct AlertEngine {
     recoveries_lost: HashMap<BreakerKey, VecDeque<Instant>>,
     /// Every trip (opening from closed or ramp) within the longest window.
     trips: VecDeque<(Instant, BreakerKey)>,
+    /// Since when this replica's store has not answered, while it does not.
+    store_away_since: Option<Instant>,
     /// The firing alerts by id.
     active: BTreeMap<String, Alert>,
 }
@@ -173,6 +189,7 @@ impl AlertEngine {
             rejecting_since: HashMap::new(),
             recoveries_lost: HashMap::new(),
             trips: VecDeque::new(),
+            store_away_since: None,
             active: BTreeMap::new(),
         }
     }
@@ -216,6 +233,17 @@ impl AlertEngine {
             self.rejecting_since.remove(key);
             self.recoveries_lost.remove(key);
         }
+    }
+
+    /// Whether this replica's store answers, as of `now` (call it as often as it is known; only
+    /// a change moves the clock).
+    pub fn on_store(&mut self, answers: bool, now: Instant) -> Vec<AlertChange> {
+        if answers {
+            self.store_away_since = None;
+        } else {
+            self.store_away_since.get_or_insert(now);
+        }
+        self.evaluate(now)
     }
 
     /// Evaluates the time-based rules at `now` (call it every few hundred milliseconds).
@@ -317,6 +345,19 @@ impl AlertEngine {
                     seconds(r.storm_window)
                 ),
             );
+        }
+        if let Some(since) = self.store_away_since {
+            let for_how_long = now.saturating_duration_since(since);
+            if for_how_long >= r.store_grace {
+                want(
+                    AlertKind::StoreUnreachable,
+                    Vec::new(),
+                    format!(
+                        "this replica's store has not answered for {}: reads are served on this replica's own breakers and background calls are spooled here, but every booking is refused before its provider is asked (its ledger entry needs the store)",
+                        minutes(for_how_long)
+                    ),
+                );
+            }
         }
         let together: BTreeSet<&BreakerKey> = self
             .trips

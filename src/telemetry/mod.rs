@@ -93,6 +93,13 @@ impl Telemetry {
         self.engine().forget(keys);
     }
 
+    /// Whether this replica's store answers now (the fleet's connection and the job spool say
+    /// so), for the `store_unreachable` alert.
+    pub fn on_store(&self, answers: bool, now: Instant) {
+        let changes = self.engine().on_store(answers, now);
+        self.publish(changes);
+    }
+
     /// Evaluates the time-based alert rules at `now`.
     pub fn tick(&self, now: Instant) {
         let changes = self.engine().tick(now);

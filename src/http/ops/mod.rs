@@ -70,8 +70,9 @@ pub(crate) async fn healthz() -> Json<Value> {
 /// `GET /readyz`: ready when at least one tool is served. A replica whose fleet store is away
 /// is still ready (it serves on its own breakers); `fleet` says so. With background jobs,
 /// `store` says which database holds them and whether it answered a statement within a second:
-/// a store that does not answer leaves the replica ready (interactive calls need no store, and
-/// a PostgreSQL replica spools submissions), so the probe reports it instead of failing.
+/// a store that does not answer leaves the replica ready (reads need no store, and a PostgreSQL
+/// replica spools submissions), so the probe reports it instead of failing, and says that
+/// bookings are refused meanwhile (a booking's ledger entry needs the store).
 pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
     let tools = state.gateway.tools().len();
     let store = match &state.jobs {
@@ -87,7 +88,7 @@ pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
                 Err(e) => json!({
                     "kind": kind,
                     "answers": false,
-                    "message": format!("the job store does not answer ({e}): background submissions wait in the spool (PostgreSQL) or are refused with 503 until it does; interactive calls are served"),
+                    "message": format!("the job store does not answer ({e}): reads are served, but every booking is refused before its provider is asked (its ledger entry needs the store), and background submissions wait in the spool (PostgreSQL) or are refused with 503, until it does"),
                 }),
             })
         }
@@ -98,7 +99,7 @@ pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
             "replica": status.replica,
             "shared": status.shared,
             "connected": status.connected,
-            "mode": if status.connected { "fleet" } else { "degraded: the store does not answer; this replica serves on its own breakers" },
+            "mode": if status.connected { "fleet" } else { "degraded: the store does not answer; this replica serves reads on its own breakers and refuses bookings unsent until it returns" },
         })
     });
     if tools == 0 {

@@ -409,3 +409,45 @@ async fn a_shared_dependency_resolves_when_its_breakers_sit_half_open_idle() {
     assert!(e.tick(Instant::now()).is_empty());
     assert!(e.active().is_empty(), "{:?}", e.active());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_does_not_answer_alerts_after_the_grace_and_resolves_when_it_answers() {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    assert!(e.on_store(true, Instant::now()).is_empty());
+    assert!(e.on_store(false, Instant::now()).is_empty(), "not at once");
+    advance(Duration::from_secs(9)).await;
+    // Told again while still away: the clock runs from the first time.
+    assert!(
+        e.on_store(false, Instant::now()).is_empty(),
+        "within the grace"
+    );
+    advance(Duration::from_secs(1)).await;
+    let changes = e.tick(Instant::now());
+    assert_eq!(fired(&changes), ["store_unreachable"]);
+    let alert = &e.active()[0];
+    assert_eq!(alert.kind.severity(), "P1");
+    assert!(alert.breakers.is_empty());
+    for says in ["reads are served", "spooled", "booking is refused"] {
+        assert!(alert.summary.contains(says), "{}", alert.summary);
+    }
+    advance(Duration::from_secs(60)).await;
+    assert!(
+        e.on_store(false, Instant::now()).is_empty(),
+        "still the one alert"
+    );
+    assert!(
+        e.active()[0].summary.contains("1 min"),
+        "{}",
+        e.active()[0].summary
+    );
+    assert_eq!(
+        resolved(&e.on_store(true, Instant::now())),
+        ["store_unreachable"]
+    );
+    // A blip shorter than the grace says nothing.
+    e.on_store(false, Instant::now());
+    advance(Duration::from_secs(5)).await;
+    assert!(e.on_store(true, Instant::now()).is_empty());
+    advance(Duration::from_secs(30)).await;
+    assert!(e.tick(Instant::now()).is_empty());
+}

@@ -12,7 +12,7 @@ use super::{
     breaker, drop_schema, fleet_config, metrics, postgres_url, ready, replica, schema,
     search_flights, server_of, through, wait_connected, wait_for_state,
 };
-use crate::support::{self, CutProxy, wait_until};
+use crate::support::{self, CutProxy, send, wait_until};
 
 const FLIGHTS: &str = "search_flights.duffel";
 
@@ -50,6 +50,36 @@ async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
     assert_eq!(
         r["store"]["answers"], false,
         "and says its job store does not answer: {r:#}"
+    );
+    // What still works, and what does not: bookings need their ledger entry in the store.
+    let said = r["store"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("reads are served") && said.contains("every booking is refused"),
+        "{r:#}"
+    );
+    // The gateway raises an alert of its own once the store has been away 10 s.
+    let alert = wait_until(
+        Duration::from_secs(20),
+        "the store_unreachable alert",
+        || async {
+            let alerts = send(reqwest::Client::new().get(cut_off.url("/v1/alerts")))
+                .await
+                .2;
+            let found = alerts["alerts"].as_array().and_then(|all| {
+                all.iter()
+                    .find(|a| a["alert"] == "store_unreachable")
+                    .cloned()
+            });
+            found.ok_or_else(|| format!("{alerts:#}"))
+        },
+    )
+    .await;
+    assert_eq!(alert["severity"], "P1", "{alert:#}");
+    assert!(
+        alert["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("every booking is refused")),
+        "{alert:#}"
     );
     assert!(
         metrics(&cut_off)
@@ -107,6 +137,22 @@ async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
     )
     .await;
     wait_for_state(&other, FLIGHTS, "open").await;
+    wait_until(
+        Duration::from_secs(10),
+        "the store alert to resolve",
+        || async {
+            let alerts = send(reqwest::Client::new().get(cut_off.url("/v1/alerts")))
+                .await
+                .2;
+            let all = alerts["alerts"].as_array().cloned().unwrap_or_default();
+            if !all.iter().any(|a| a["alert"] == "store_unreachable") {
+                Ok(())
+            } else {
+                Err(format!("{alerts:#}"))
+            }
+        },
+    )
+    .await;
     assert!(
         metrics(&cut_off)
             .await
