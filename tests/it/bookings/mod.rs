@@ -148,17 +148,21 @@ pub(crate) async fn entry(s: &Stack, key: &str) -> Value {
         .unwrap_or_else(|| panic!("no entry for {key}: {listed:#}"))
 }
 
-/// Polls `GET /v1/bookings` until the entry of `key` is in `state`.
+/// Polls `GET /v1/bookings` until the entry of `key` is there and in `state` (an entry written
+/// late may not be listed yet, and a ledger just freed may not answer the first read).
 pub(crate) async fn wait_for_state(s: &Stack, key: &str, state: &str) -> Value {
     wait_until(
         Duration::from_secs(15),
         "the booking to be reconciled",
         || async {
-            let e = entry(s, key).await;
-            if e["state"] == state {
-                Ok(e)
-            } else {
-                Err(format!("{e}"))
+            let (_, listed) = s.get_json("/v1/bookings").await;
+            let found = listed["bookings"]
+                .as_array()
+                .and_then(|l| l.iter().find(|e| e["idempotency_key"] == key).cloned());
+            match found {
+                Some(e) if e["state"] == state => Ok(e),
+                Some(e) => Err(format!("{e}")),
+                None => Err(format!("no entry for {key}: {listed}")),
             }
         },
     )
