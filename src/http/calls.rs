@@ -161,7 +161,7 @@ pub(crate) async fn submit(state: &AppState, job: NewJob) -> Result<Envelope, No
                 return Ok(ended_job(state, &job, call_id).await);
             }
             let content = if created {
-                texts::job_accepted(&job.id)
+                texts::job_accepted(&job.id, job.callback_url.is_some())
             } else {
                 texts::job_exists(&tool, &job.id, job.status.as_str())
             };

@@ -108,10 +108,12 @@ pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     best.filter(|_| !tied).map(|(_, m)| m)
 }
 
-/// A background call stored as a new job.
-pub fn job_accepted(job_id: &str) -> String {
+/// A background call stored as a new job; `callback` when the call named a callback URL (the
+/// OpenAI and Anthropic routes take none, so their text names only the poll).
+pub fn job_accepted(job_id: &str, callback: bool) -> String {
+    let also = if callback { " and the callback" } else { "" };
     format!(
-        "Accepted for background processing as job {job_id}. The result arrives through GET /v1/jobs/{job_id} (or the callback, when one was given), not in this turn."
+        "Accepted for background processing as job {job_id}. The result arrives through GET /v1/jobs/{job_id}{also}, not in this turn."
     )
 }
 

@@ -118,6 +118,12 @@ async fn a_background_call_is_accepted_at_once_and_succeeds_with_a_signed_callba
     assert_eq!(env["status"], "queued");
     let id = env["job_id"].as_str().unwrap_or_default().to_string();
     assert!(!id.is_empty());
+    assert!(
+        env["content"]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!("GET /v1/jobs/{id} and the callback"))),
+        "{env:#}"
+    );
     let job = s
         .wait_for_job(&id, Duration::from_secs(10), |j| j["status"] == "succeeded")
         .await;
