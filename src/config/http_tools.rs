@@ -75,6 +75,7 @@ pub(super) fn read_http_tool(s: &Section<'_>, name: Option<&str>) -> Option<Http
         .as_ref()
         .map(|r| string_pairs(r, "body"))
         .unwrap_or_default();
+    let content_type = request.as_ref().and_then(|r| r.string("content_type"));
     if let Some(r) = &request {
         r.finish();
     }
@@ -131,6 +132,7 @@ pub(super) fn read_http_tool(s: &Section<'_>, name: Option<&str>) -> Option<Http
         path: path.clone().unwrap_or_else(|| "/".into()),
         query,
         body,
+        content_type,
         idempotency_header,
         keep,
         content: content.clone().unwrap_or_default(),

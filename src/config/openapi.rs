@@ -196,11 +196,14 @@ fn import(
         }
         properties.insert(argument, schema);
     }
+    let mut content_type = None;
     if let Some(request_body) = op.get("requestBody") {
         match resolve(doc, request_body, 0).and_then(|rb| {
-            let schema = rb
-                .pointer("/content/application~1json/schema")
-                .ok_or("its request body is not JSON")?;
+            let (media, schema) = json_content(rb).ok_or("its request body is not JSON")?;
+            // A vendor's own JSON type (`application/vnd.amadeus+json`) is what it is sent.
+            if !is_plain_json(media) {
+                content_type = Some(media.to_string());
+            }
             inline(doc, schema, 0)
         }) {
             Ok(schema) => {
@@ -295,6 +298,9 @@ fn import(
     }
     if !body.is_empty() {
         request.insert("body".into(), toml::Value::Table(body));
+    }
+    if let Some(content_type) = content_type {
+        request.insert("content_type".into(), toml::Value::String(content_type));
     }
     put("request", toml::Value::Table(request));
     let mut result = toml::Table::new();
@@ -396,10 +402,46 @@ fn response_schema(doc: &Value, op: &Value) -> Result<Value, String> {
         .find(|(status, _)| status.starts_with('2'))
         .ok_or("it documents no 2xx response")?;
     let response = resolve(doc, response, 0)?;
-    let schema = response
-        .pointer("/content/application~1json/schema")
-        .ok_or("its 2xx response is not JSON; write [result] by hand")?;
+    let (_, schema) =
+        json_content(response).ok_or("its 2xx response is not JSON; write [result] by hand")?;
     inline(doc, schema, 0)
+}
+
+/// The media type and schema of the JSON content a request body or response offers: plain
+/// `application/json` first (with or without parameters such as `; charset=utf-8`), else a
+/// structured `+json` type (`application/vnd.amadeus+json`), the first the document lists.
+fn json_content(described: &Value) -> Option<(&str, &Value)> {
+    let offered: Vec<(&str, &Value)> = described
+        .get("content")?
+        .as_object()?
+        .iter()
+        .filter_map(|(media, m)| Some((media.as_str(), m.get("schema")?)))
+        .collect();
+    offered
+        .iter()
+        .find(|(media, _)| is_plain_json(media))
+        .or_else(|| {
+            offered
+                .iter()
+                .find(|(media, _)| essence(media).ends_with("+json"))
+        })
+        .copied()
+}
+
+/// A media type without its parameters, in lower case: `application/json; charset=utf-8` →
+/// `application/json`.
+fn essence(media: &str) -> String {
+    media
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Whether `media` is `application/json`, whatever its parameters.
+fn is_plain_json(media: &str) -> bool {
+    essence(media) == "application/json"
 }
 
 /// The kept fields and output schema for a response schema: each top-level property of an

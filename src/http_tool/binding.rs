@@ -104,6 +104,7 @@ impl Binding {
                     path,
                     query: def.query.clone(),
                     body: Vec::new(),
+                    content_type: None,
                     idempotency_header: None,
                 },
                 shape,

@@ -113,6 +113,9 @@ pub struct OperationDef {
     pub query: Vec<(String, String)>,
     /// `[request.body]`: JSON body field → the argument it comes from.
     pub body: Vec<(String, String)>,
+    /// `[request] content_type`: the body's media type when it is not `application/json` (a
+    /// vendor's JSON type, such as `application/vnd.amadeus+json`).
+    pub content_type: Option<String>,
     /// `[idempotency] header`: the request header that carries a write's idempotency key.
     pub idempotency_header: Option<String>,
     /// `[result.keep]`: result field → JSONPath into the answer.
@@ -166,6 +169,8 @@ pub struct Outgoing {
     pub query: Vec<(String, String)>,
     /// The JSON body, for methods that take one.
     pub body: Option<Value>,
+    /// The body's media type when the tool names one other than `application/json`.
+    pub content_type: Option<String>,
     /// The header and the idempotency key of a write.
     pub idempotency: Option<(String, String)>,
 }
@@ -240,6 +245,9 @@ impl Operation {
             }
             _ => {}
         }
+        if let Some(media) = &def.content_type {
+            check_content_type(media, def.method, &mut problems);
+        }
         if def.keep.is_empty() {
             problems.push(Problem::new(
                 "result.keep",
@@ -285,6 +293,7 @@ impl Operation {
                     path,
                     query: def.query.clone(),
                     body: def.body.clone(),
+                    content_type: def.content_type.clone(),
                     idempotency_header: def.idempotency_header.clone(),
                 },
                 keep,
@@ -387,6 +396,7 @@ struct Request {
     path: PathTemplate,
     query: Vec<(String, String)>,
     body: Vec<(String, String)>,
+    content_type: Option<String>,
     idempotency_header: Option<String>,
 }
 
@@ -423,6 +433,7 @@ impl Request {
             method: self.method,
             path,
             query,
+            content_type: body.as_ref().and(self.content_type.clone()),
             body,
             idempotency,
         })
@@ -518,6 +529,36 @@ fn compile_request(
         ));
     }
     path
+}
+
+/// Checks `[request] content_type`: a header value naming a JSON media type
+/// (`application/json` with parameters, or a `+json` type), on a method that sends a body.
+fn check_content_type(media: &str, method: Method, problems: &mut Vec<Problem>) {
+    let essence = media
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let json = essence == "application/json"
+        || (essence.ends_with("+json") && essence.split('/').count() == 2);
+    if !json || reqwest::header::HeaderValue::from_str(media).is_err() {
+        problems.push(Problem::new(
+            "request.content_type",
+            format!(
+                "\"{media}\" is not a JSON media type; the body is sent as JSON, e.g. \"application/vnd.amadeus+json\""
+            ),
+        ));
+    }
+    if !method.takes_body() {
+        problems.push(Problem::new(
+            "request.content_type",
+            format!(
+                "a {} request carries no body: remove content_type, or use POST, PUT or PATCH",
+                method.as_str()
+            ),
+        ));
+    }
 }
 
 /// The classification rules `[classify]` gives, checked; problems keyed under `table`.

@@ -31,6 +31,7 @@ fn def() -> OperationDef {
             ("airline".into(), "airlines".into()),
         ],
         body: Vec::new(),
+        content_type: None,
         idempotency_header: None,
         keep: vec![
             ("ident".into(), "$.flights[0].ident".into()),
@@ -474,6 +475,7 @@ fn compile_reports_every_problem_with_its_key() {
         path: "/flights/{ident}/{leg}".into(),
         query: vec![("page".into(), "cursor".into())],
         body: vec![("x".into(), "ident".into())],
+        content_type: None,
         idempotency_header: None,
         keep: vec![
             ("status".into(), "$.flights[0.status".into()),
@@ -533,4 +535,51 @@ fn a_path_parameter_that_is_optional_is_refused() {
         .err()
         .unwrap_or_else(|| panic!("compiled"));
     assert!(problems[0].message.contains("required"), "{problems:?}");
+}
+
+/// `[request] content_type` names the body's JSON media type (a vendor's `+json` type), sent
+/// only with a body; anything but a JSON type, or on a method without a body, is refused.
+#[test]
+fn a_body_goes_with_the_json_media_type_the_tool_names() {
+    let post = OperationDef {
+        write: true,
+        method: Method::Post,
+        idempotency_header: Some("Idempotency-Key".into()),
+        content_type: Some("application/vnd.amadeus+json".into()),
+        ..def()
+    };
+    let op = Operation::compile(&post, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+    let out = op
+        .request(&json!({"ident": "BA1"}), Some("k"))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        out.content_type.as_deref(),
+        Some("application/vnd.amadeus+json")
+    );
+    for (def, says) in [
+        (
+            OperationDef {
+                content_type: Some("text/plain".into()),
+                ..post.clone()
+            },
+            "not a JSON media type",
+        ),
+        (
+            OperationDef {
+                content_type: Some("application/json".into()),
+                ..def()
+            },
+            "carries no body",
+        ),
+    ] {
+        let problems = Operation::compile(&def, &input_schema(), None)
+            .err()
+            .unwrap_or_else(|| panic!("{def:?} accepted"));
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.key == "request.content_type" && p.message.contains(says)),
+            "{problems:?}"
+        );
+    }
 }

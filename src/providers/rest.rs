@@ -19,7 +19,7 @@ use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use hyper::body::Bytes;
 use reqwest::Url;
-use reqwest::header::{ACCEPT, HeaderMap, HeaderName};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName};
 
 use super::error::{ErrorKind, NOT_LISTED, UpstreamError};
 use super::http::{read_body, retry_after, send, traced, transport_error};
@@ -195,6 +195,10 @@ impl RestClient {
             };
             if let Some((header, key)) = &outgoing.idempotency {
                 req = req.header(header.as_str(), key.as_str());
+            }
+            if let Some(media) = &outgoing.content_type {
+                // Before the body: `json` adds `application/json` only when none is set.
+                req = req.header(CONTENT_TYPE, media.as_str());
             }
             if let Some(body) = &outgoing.body {
                 req = req.json(body);

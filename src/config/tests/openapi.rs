@@ -34,36 +34,51 @@ fn loyalty_openapi() -> Value {
     })
 }
 
-#[test]
-fn imported_tool_files_pass_check_and_keep_every_field() {
-    let imported = crate::config::import_openapi(
-        &loyalty_openapi(),
-        &["getMember".to_string()],
-        "loyalty_api",
-    )
-    .unwrap_or_else(|e| panic!("{e:?}"));
-    let [tool] = imported.as_slice() else {
-        panic!("{imported:?}")
-    };
+/// The configuration with the tools imported from `doc`'s `operations` (served by the http
+/// provider `api`), loaded as `faregate check` loads it; and the files written.
+fn imported(doc: &Value, operations: &[&str]) -> (Config, Vec<crate::config::ImportedTool>) {
+    let operations: Vec<String> = operations.iter().map(|o| o.to_string()).collect();
+    let tools =
+        crate::config::import_openapi(doc, &operations, "api").unwrap_or_else(|e| panic!("{e:?}"));
     let main = MapFiles::defaults()
         .0
         .get(Path::new("/cfg/faregate.toml"))
         .cloned()
         .unwrap_or_default();
-    let config = MapFiles::defaults()
-        .put(
-            "faregate.toml",
-            &format!("{main}\n[providers.loyalty_api]\nkind = \"http\"\nbase_url = \"http://127.0.0.1:9\"\n"),
-        )
-        .put(&format!("tools/{}.toml", tool.name), &tool.tool_file)
-        .put(&format!("prompts/{}.unavailable.md", tool.name), &tool.fallback)
+    let mut files = MapFiles::defaults().put(
+        "faregate.toml",
+        &format!("{main}\n[providers.api]\nkind = \"http\"\nbase_url = \"http://127.0.0.1:9\"\n"),
+    );
+    for tool in &tools {
+        files = files
+            .put(&format!("tools/{}.toml", tool.name), &tool.tool_file)
+            .put(
+                &format!("prompts/{}.unavailable.md", tool.name),
+                &tool.fallback,
+            );
+    }
+    let written: Vec<&str> = tools.iter().map(|t| t.tool_file.as_str()).collect();
+    let config = files
         .load()
-        .unwrap_or_else(|e| panic!("{e}\n{}", tool.tool_file));
+        .unwrap_or_else(|e| panic!("{e}\n{}", written.join("\n")));
+    (config, tools)
+}
 
-    let http = config
-        .tool("get_member")
+/// The http half of the configured tool `name`.
+fn http<'a>(config: &'a Config, name: &str) -> &'a HttpTool {
+    config
+        .tool(name)
         .and_then(|t| t.http.as_ref())
-        .unwrap_or_else(|| panic!("{}", tool.tool_file));
+        .unwrap_or_else(|| panic!("no http tool {name}"))
+}
+
+#[test]
+fn imported_tool_files_pass_check_and_keep_every_field() {
+    let (config, tools) = imported(&loyalty_openapi(), &["getMember"]);
+    let [tool] = tools.as_slice() else {
+        panic!("{tools:?}")
+    };
+    let http = http(&config, "get_member");
     // The URL's parameter is filled from the renamed argument; the query keeps its own name.
     let sent = http
         .operation
@@ -126,4 +141,66 @@ fn imported_tool_files_pass_check_and_keep_every_field() {
 /// Whether the operation keeps `answer` (it fits the output schema).
 fn kept_fits(http: &HttpTool, answer: Value) -> bool {
     http.operation.keep_from(&answer).is_ok()
+}
+
+/// Responses and bodies in a JSON media type other than bare `application/json`: a vendor's
+/// `+json` type, and `application/json` with a charset, preferred over another `+json` type.
+fn vendor_json_openapi() -> Value {
+    let object = |field: &str| json!({"type": "object", "properties": {field: {"type": "string"}}});
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Vendor", "version": "1"},
+        "paths": {
+            "/hotels": {"get": {
+                "operationId": "listHotels",
+                "summary": "Hotels of a city, by city code",
+                "responses": {"200": {"description": "OK", "content": {
+                    "application/vnd.amadeus+json": {"schema": object("data")}
+                }}}
+            }},
+            "/offers": {"get": {
+                "operationId": "listOffers",
+                "summary": "Offers for a stay, cheapest first",
+                "responses": {"200": {"description": "OK", "content": {
+                    "application/problem+json": {"schema": object("problem")},
+                    "application/json; charset=utf-8": {"schema": object("offers")}
+                }}}
+            }},
+            "/orders": {"post": {
+                "operationId": "createOrder",
+                "summary": "Books a priced offer",
+                "requestBody": {"content": {"application/vnd.amadeus+json": {"schema": object("offer")}}},
+                "responses": {"201": {"description": "Created", "content": {
+                    "application/vnd.amadeus+json": {"schema": object("id")}
+                }}}
+            }}
+        }
+    })
+}
+
+#[test]
+fn any_json_media_type_is_imported_and_a_vendor_body_type_is_sent() {
+    let (config, tools) = imported(
+        &vendor_json_openapi(),
+        &["listHotels", "listOffers", "createOrder"],
+    );
+    assert_eq!(tools.len(), 3);
+    let kept: Vec<String> = ["list_hotels", "list_offers"]
+        .iter()
+        .map(|name| {
+            let output = &http(&config, name).definition.output_schema;
+            output["required"].to_string()
+        })
+        .collect();
+    // Plain JSON (with its charset) wins over another +json type.
+    assert_eq!(kept, [r#"["data"]"#, r#"["offers"]"#]);
+    let sent = http(&config, "create_order")
+        .operation
+        .request(&json!({"offer": "o1"}), Some("k1"))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        sent.content_type.as_deref(),
+        Some("application/vnd.amadeus+json")
+    );
+    assert_eq!(sent.body, Some(json!({"offer": "o1"})));
 }
