@@ -4,7 +4,8 @@
 //! Each operation becomes one tool: its `operationId` the name, its summary and description the
 //! tool's description, its path and query parameters and its JSON request body's properties the
 //! input schema (path parameters required), its first 2xx JSON response's top-level properties
-//! the kept fields and the output schema (a field the document does not require may be `null`),
+//! (an `allOf`'s parts' included; an array's items, or an object that names none whole) the
+//! kept fields and the output schema (a field the document does not require may be `null`),
 //! and a `GET` a read while any other method is a write that sends an `Idempotency-Key`. Names
 //! follow the check's rules: a parameter's argument has letters, digits and `_` only (the path
 //! template names it, the query keeps the parameter's own name), and kept fields that read
@@ -16,7 +17,7 @@
 
 use serde_json::{Map, Value, json};
 
-use schema::{inline, or_null, resolve, to_toml};
+use schema::{inline, object_properties, or_null, resolve, to_toml};
 
 mod schema;
 
@@ -207,22 +208,18 @@ fn import(
             inline(doc, schema, 0)
         }) {
             Ok(schema) => {
-                let fields = schema.get("properties").and_then(Value::as_object);
-                match fields {
-                    Some(fields) if schema.get("type").is_none_or(|t| t == "object") => {
-                        let body_required: Vec<&str> = schema
-                            .get("required")
-                            .and_then(Value::as_array)
-                            .map(|r| r.iter().filter_map(Value::as_str).collect())
-                            .unwrap_or_default();
-                        for (field, field_schema) in fields {
+                match object_properties(&schema) {
+                    Some((fields, body_required))
+                        if schema.get("type").is_none_or(|t| t == "object") =>
+                    {
+                        for (field, field_schema) in &fields {
                             // An argument of the same name as a parameter gets a prefix.
                             let argument = if properties.contains_key(field) {
                                 unique(&format!("body_{field}"), &properties)
                             } else {
                                 field.clone()
                             };
-                            if body_required.contains(&field.as_str()) {
+                            if body_required.contains(field) {
                                 required.push(argument.clone());
                             }
                             properties.insert(argument.clone(), field_schema.clone());
@@ -445,26 +442,23 @@ fn is_plain_json(media: &str) -> bool {
 }
 
 /// The kept fields and output schema for a response schema: each top-level property of an
-/// object, or every item of an array.
+/// object (its `allOf` parts' too), every item of an array, or else the answer whole (an object
+/// that names no properties keeps its keys).
 fn kept(schema: &Value) -> (toml::Table, Value) {
     let mut keep = toml::Table::new();
     let mut properties = Map::new();
     let mut required = Vec::new();
-    match schema.get("properties").and_then(Value::as_object) {
-        Some(fields) => {
-            let always: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            for (field, field_schema) in fields {
+    let array = schema.get("type") == Some(&json!("array")) || schema.get("items").is_some();
+    match object_properties(schema).filter(|_| !array) {
+        Some((fields, always)) => {
+            for (field, field_schema) in &fields {
                 // Two fields may read alike once made names (`seatCount`, `seat_count`): the
                 // second is `seat_count_2`, so none is dropped.
                 let name = unique(&tool_name(field), &properties);
                 // JSONPath's bracket notation takes any property name.
                 let escaped = field.replace('\\', "\\\\").replace('\'', "\\'");
                 keep.insert(name.clone(), toml::Value::String(format!("$['{escaped}']")));
-                let field_schema = if always.contains(&field.as_str()) {
+                let field_schema = if always.contains(field) {
                     field_schema.clone()
                 } else {
                     or_null(field_schema.clone())
@@ -473,11 +467,16 @@ fn kept(schema: &Value) -> (toml::Table, Value) {
                 required.push(name);
             }
         }
-        None => {
+        None if array => {
             keep.insert("items".into(), toml::Value::String("$[*]".into()));
             let items = schema.get("items").cloned().unwrap_or(json!({}));
             properties.insert("items".into(), json!({"type": "array", "items": items}));
             required.push("items".to_string());
+        }
+        None => {
+            keep.insert("result".into(), toml::Value::String("$".into()));
+            properties.insert("result".into(), schema.clone());
+            required.push("result".to_string());
         }
     }
     let output = json!({"type": "object", "properties": properties, "required": required});

@@ -89,6 +89,44 @@ pub(super) fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value,
     })
 }
 
+/// The properties an (inlined) object schema declares, its `allOf` parts' included (nested ones
+/// too; a name declared twice keeps its first schema), and the names it or any part requires;
+/// `None` when it declares none.
+pub(super) fn object_properties(schema: &Value) -> Option<(Map<String, Value>, Vec<String>)> {
+    fn gather(schema: &Value, properties: &mut Map<String, Value>, required: &mut Vec<String>) {
+        if let Some(fields) = schema.get("properties").and_then(Value::as_object) {
+            for (name, field) in fields {
+                properties
+                    .entry(name.clone())
+                    .or_insert_with(|| field.clone());
+            }
+        }
+        for name in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if !required.iter().any(|r| r == name) {
+                required.push(name.to_string());
+            }
+        }
+        for part in schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            gather(part, properties, required);
+        }
+    }
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    gather(schema, &mut properties, &mut required);
+    (!properties.is_empty()).then_some((properties, required))
+}
+
 /// OpenAPI 3.0's boolean `exclusiveMinimum`/`exclusiveMaximum` (which qualify `minimum` and
 /// `maximum`) in JSON Schema 2020-12's form, where each is the bound itself.
 fn exclusive_bounds(schema: &mut Map<String, Value>) {

@@ -204,3 +204,64 @@ fn any_json_media_type_is_imported_and_a_vendor_body_type_is_sent() {
     );
     assert_eq!(sent.body, Some(json!({"offer": "o1"})));
 }
+
+/// Object answers without top-level `properties`: one made of `allOf` parts (one of them a
+/// `$ref`, another itself an `allOf`), and a bare `{"type": "object"}`.
+fn composed_openapi() -> Value {
+    let answer = |schema: Value| json!({"200": {"description": "OK", "content": {"application/json": {"schema": schema}}}});
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "Hotels", "version": "1"},
+        "paths": {
+            "/hotels/{id}": {"get": {
+                "operationId": "getHotel",
+                "summary": "One hotel by its id",
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": answer(json!({"allOf": [
+                    {"$ref": "#/components/schemas/Base"},
+                    {"allOf": [{"type": "object", "required": ["stars"], "properties": {"stars": {"type": "integer"}}}]}
+                ]}))
+            }},
+            "/rates": {"get": {
+                "operationId": "getRates",
+                "summary": "Exchange rates by currency",
+                "responses": answer(json!({"type": "object"}))
+            }},
+            "/cities": {"get": {
+                "operationId": "listCities",
+                "summary": "Every city served",
+                "responses": answer(json!({"type": "array", "items": {"type": "string"}}))
+            }}
+        },
+        "components": {"schemas": {"Base": {"type": "object", "properties": {
+            "name": {"type": "string"}, "city": {"type": "string"}
+        }}}}
+    })
+}
+
+#[test]
+fn an_object_answer_keeps_its_keys_whatever_the_schema_says_of_them() {
+    let (config, _) = imported(&composed_openapi(), &["getHotel", "getRates", "listCities"]);
+    let kept = |tool: &str, answer: Value| {
+        http(&config, tool)
+            .operation
+            .keep_from(&answer)
+            .map(|k| k.data)
+            .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+    };
+    assert_eq!(
+        kept(
+            "get_hotel",
+            json!({"name": "Le Notre Dame", "city": "PAR", "stars": 3})
+        ),
+        json!({"name": "Le Notre Dame", "city": "PAR", "stars": 3})
+    );
+    assert_eq!(
+        kept("get_rates", json!({"EUR": 1.0, "GBP": 0.85})),
+        json!({"result": {"EUR": 1.0, "GBP": 0.85}})
+    );
+    assert_eq!(
+        kept("list_cities", json!(["PAR", "LON"])),
+        json!({"items": ["PAR", "LON"]})
+    );
+}
