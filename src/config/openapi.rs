@@ -5,7 +5,8 @@
 //! tool's description, its path and query parameters and its JSON request body's properties the
 //! input schema (path parameters required), its first 2xx JSON response's top-level properties
 //! (an `allOf`'s parts' included; an array's items, or an object that names none whole) the
-//! kept fields and the output schema (a field the document does not require may be `null`),
+//! kept fields and the output schema (which names them with the document's descriptions and no
+//! types, enums or shapes: providers answer outside their own documents),
 //! and a `GET` a read while any other method is a write that sends an `Idempotency-Key`. Names
 //! follow the check's rules: a parameter's argument has letters, digits and `_` only (the path
 //! template names it, the query keeps the parameter's own name), and kept fields that read
@@ -17,7 +18,7 @@
 
 use serde_json::{Map, Value, json};
 
-use schema::{inline, object_properties, or_null, resolve, to_toml};
+use schema::{inline, object_properties, resolve, to_toml};
 
 mod schema;
 
@@ -319,7 +320,7 @@ fn import(
     put("fallback", toml::Value::Table(fallback));
     let text = toml::to_string(&file).map_err(|e| vec![format!("{id}: cannot write TOML: {e}")])?;
     let header = format!(
-        "# Imported by `faregate import-openapi` from operation {id} ({} {path}).\n# Review it before serving: the description is what a model reads, `content` what it quotes,\n# and the kept fields what it sees of the answer.\n",
+        "# Imported by `faregate import-openapi` from operation {id} ({} {path}).\n# Review it before serving: the description is what a model reads, `content` what it quotes,\n# and the kept fields what it sees of the answer. output_schema names the kept fields without\n# the document's types: an answer outside it is a provider failure, so tighten it only to what\n# the provider really sends.\n",
         method.to_ascii_uppercase()
     );
     let header = if skipped.is_empty() {
@@ -444,13 +445,19 @@ fn is_plain_json(media: &str) -> bool {
 /// The kept fields and output schema for a response schema: each top-level property of an
 /// object (its `allOf` parts' too), every item of an array, or else the answer whole (an object
 /// that names no properties keeps its keys).
+///
+/// The output schema names the kept fields and says no more of them than the document's
+/// descriptions: a kept result outside it is a malformed answer (a provider failure that opens
+/// the breaker), and real providers answer outside their own documents (an enum without a value
+/// their examples use, an array declared an object), so the document's types, enums, formats
+/// and shapes would refuse healthy answers. A person who knows the answers may tighten it.
 fn kept(schema: &Value) -> (toml::Table, Value) {
     let mut keep = toml::Table::new();
     let mut properties = Map::new();
     let mut required = Vec::new();
     let array = schema.get("type") == Some(&json!("array")) || schema.get("items").is_some();
     match object_properties(schema).filter(|_| !array) {
-        Some((fields, always)) => {
+        Some((fields, _)) => {
             for (field, field_schema) in &fields {
                 // Two fields may read alike once made names (`seatCount`, `seat_count`): the
                 // second is `seat_count_2`, so none is dropped.
@@ -458,29 +465,39 @@ fn kept(schema: &Value) -> (toml::Table, Value) {
                 // JSONPath's bracket notation takes any property name.
                 let escaped = field.replace('\\', "\\\\").replace('\'', "\\'");
                 keep.insert(name.clone(), toml::Value::String(format!("$['{escaped}']")));
-                let field_schema = if always.contains(field) {
-                    field_schema.clone()
-                } else {
-                    or_null(field_schema.clone())
-                };
-                properties.insert(name.clone(), field_schema);
+                properties.insert(name.clone(), described(field_schema));
                 required.push(name);
             }
         }
         None if array => {
             keep.insert("items".into(), toml::Value::String("$[*]".into()));
-            let items = schema.get("items").cloned().unwrap_or(json!({}));
-            properties.insert("items".into(), json!({"type": "array", "items": items}));
+            // `$[*]` keeps a list whatever the answer holds.
+            properties.insert("items".into(), json!({"type": "array"}));
             required.push("items".to_string());
         }
         None => {
             keep.insert("result".into(), toml::Value::String("$".into()));
-            properties.insert("result".into(), schema.clone());
+            properties.insert("result".into(), described(schema));
             required.push("result".to_string());
         }
     }
     let output = json!({"type": "object", "properties": properties, "required": required});
     (keep, output)
+}
+
+/// A kept field's output schema: the document's description of it, and nothing the document
+/// could be wrong about (type, enum, format, shape).
+fn described(schema: &Value) -> Value {
+    // A nullable schema is inlined as `anyOf` [the schema, null].
+    let description = schema.get("description").or_else(|| {
+        schema
+            .pointer("/anyOf/0/description")
+            .filter(|_| schema.pointer("/anyOf/1/type") == Some(&json!("null")))
+    });
+    match description {
+        Some(d) => json!({"description": d}),
+        None => json!({}),
+    }
 }
 
 /// `name` made an argument name: letters, digits and `_` (what a path template's parameter may

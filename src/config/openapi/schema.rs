@@ -153,7 +153,7 @@ fn exclusive_bounds(schema: &mut Map<String, Value>) {
 }
 
 /// `schema`, also accepting `null` (once: a schema that accepts it already is kept as it is).
-pub(super) fn or_null(schema: Value) -> Value {
+fn or_null(schema: Value) -> Value {
     let null_type = json!({"type": "null"});
     let accepts_null = schema.get("type") == Some(&json!("null"))
         || schema
