@@ -67,10 +67,7 @@ pub(super) fn read_http_tool(s: &Section<'_>, name: Option<&str>) -> Option<Http
     let path = request
         .as_ref()
         .and_then(|r| r.required_string("path", "\"/flights/{ident}\""));
-    let query = request
-        .as_ref()
-        .map(|r| string_pairs(r, "query"))
-        .unwrap_or_default();
+    let (query, query_join) = request.as_ref().map(query_pairs).unwrap_or_default();
     let body = request
         .as_ref()
         .map(|r| string_pairs(r, "body"))
@@ -131,6 +128,7 @@ pub(super) fn read_http_tool(s: &Section<'_>, name: Option<&str>) -> Option<Http
         }),
         path: path.clone().unwrap_or_else(|| "/".into()),
         query,
+        query_join,
         body,
         content_type,
         idempotency_header,
@@ -229,6 +227,61 @@ pub(super) fn string_pairs(s: &Section<'_>, key: &'static str) -> Vec<(String, S
             Vec::new()
         }
     }
+}
+
+/// `[request.query]`: each parameter's argument, as a string (`start = "start_date"`) or a table
+/// that also says how a list is joined (`hotelIds = { argument = "hotel_ids", join = "," }`);
+/// and the joined parameters' separators.
+type QueryPairs = (Vec<(String, String)>, Vec<(String, String)>);
+
+fn query_pairs(s: &Section<'_>) -> QueryPairs {
+    let mut pairs = Vec::new();
+    let mut joins = Vec::new();
+    let Some(value) = s.value("query") else {
+        return (pairs, joins);
+    };
+    let Some(table) = value.as_table() else {
+        s.error(
+            "query",
+            format!(
+                "expected a table of query parameters to arguments, found {}",
+                value.type_str()
+            ),
+        );
+        return (pairs, joins);
+    };
+    for (name, value) in table {
+        match value {
+            toml::Value::String(argument) => pairs.push((name.clone(), argument.clone())),
+            toml::Value::Table(t) => {
+                let argument = t.get("argument").and_then(toml::Value::as_str);
+                let join = t.get("join").and_then(toml::Value::as_str);
+                let unknown: Vec<&str> = t
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| !["argument", "join"].contains(k))
+                    .collect();
+                match (argument, join, unknown.is_empty()) {
+                    (Some(argument), Some(join), true) => {
+                        pairs.push((name.clone(), argument.to_string()));
+                        joins.push((name.clone(), join.to_string()));
+                    }
+                    _ => s.error(
+                        &format!("query.{name}"),
+                        "a table here needs argument (a string) and join (\",\", \" \" or \"|\") and nothing else, e.g. { argument = \"hotel_ids\", join = \",\" }",
+                    ),
+                }
+            }
+            other => s.error(
+                &format!("query.{name}"),
+                format!(
+                    "expected an argument's name (or a table with argument and join), found {}",
+                    other.type_str()
+                ),
+            ),
+        }
+    }
+    (pairs, joins)
 }
 
 /// A list of HTTP statuses.

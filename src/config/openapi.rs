@@ -194,7 +194,18 @@ fn import(
             if param.get("required") == Some(&Value::Bool(true)) {
                 required.push(argument.clone());
             }
-            query.insert(pname.to_string(), toml::Value::String(argument.clone()));
+            match list_separator(param, &schema) {
+                Ok(None) => {
+                    query.insert(pname.to_string(), toml::Value::String(argument.clone()));
+                }
+                Ok(Some(separator)) => {
+                    let mut joined = toml::Table::new();
+                    joined.insert("argument".into(), toml::Value::String(argument.clone()));
+                    joined.insert("join".into(), toml::Value::String(separator.into()));
+                    query.insert(pname.to_string(), toml::Value::Table(joined));
+                }
+                Err(e) => errors.push(format!("{id}: parameter {pname}: {e}")),
+            }
         }
         properties.insert(argument, schema);
     }
@@ -338,6 +349,33 @@ fn import(
         tool_file: format!("{header}{text}"),
         name,
     })
+}
+
+/// How a list query parameter goes out: `None` repeated (`form`, exploded: OpenAPI's default),
+/// else the separator its items are joined with into one value (`form` with `explode: false`
+/// is `,`; `spaceDelimited` ` `; `pipeDelimited` `|`).
+fn list_separator(param: &Value, schema: &Value) -> Result<Option<&'static str>, String> {
+    let list = |s: &Value| s.get("type") == Some(&json!("array"));
+    let is_list = list(schema)
+        || schema
+            .get("anyOf")
+            .and_then(Value::as_array)
+            .is_some_and(|options| options.iter().any(list));
+    let style = param.get("style").and_then(Value::as_str).unwrap_or("form");
+    let explode = param
+        .get("explode")
+        .and_then(Value::as_bool)
+        .unwrap_or(style == "form");
+    match (style, explode) {
+        _ if !is_list => Ok(None),
+        ("form" | "spaceDelimited" | "pipeDelimited", true) => Ok(None),
+        ("form", false) => Ok(Some(",")),
+        ("spaceDelimited", false) => Ok(Some(" ")),
+        ("pipeDelimited", false) => Ok(Some("|")),
+        (other, _) => Err(format!(
+            "a list in style \"{other}\" is not a query faregate sends; write [request.query] by hand"
+        )),
+    }
 }
 
 /// `getFlight-Status.v2` → `get_flight_status_v2`: a name every agent protocol accepts.

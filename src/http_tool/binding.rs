@@ -103,6 +103,7 @@ impl Binding {
                     method: def.method,
                     path,
                     query: def.query.clone(),
+                    query_join: Vec::new(),
                     body: Vec::new(),
                     content_type: None,
                     idempotency_header: None,

@@ -111,6 +111,10 @@ pub struct OperationDef {
     pub path: String,
     /// `[request.query]`: query parameter → the argument it comes from.
     pub query: Vec<(String, String)>,
+    /// `[request.query.<parameter>] join`: query parameter → the separator a list argument's
+    /// items are joined with into one value (`hotelIds=A,B`); a list is otherwise sent as the
+    /// parameter repeated (`hotelIds=A&hotelIds=B`).
+    pub query_join: Vec<(String, String)>,
     /// `[request.body]`: JSON body field → the argument it comes from.
     pub body: Vec<(String, String)>,
     /// `[request] content_type`: the body's media type when it is not `application/json` (a
@@ -245,6 +249,22 @@ impl Operation {
             }
             _ => {}
         }
+        for (name, separator) in &def.query_join {
+            if !QUERY_SEPARATORS.contains(&separator.as_str()) {
+                problems.push(Problem::new(
+                    format!("request.query.{name}.join"),
+                    format!(
+                        "\"{separator}\" is not a separator faregate joins a list with; use \",\" (OpenAPI's form style, explode false), \" \" (spaceDelimited) or \"|\" (pipeDelimited)"
+                    ),
+                ));
+            }
+            if !def.query.iter().any(|(n, _)| n == name) {
+                problems.push(Problem::new(
+                    format!("request.query.{name}.join"),
+                    "joins a query parameter the request does not send",
+                ));
+            }
+        }
         if let Some(media) = &def.content_type {
             check_content_type(media, def.method, &mut problems);
         }
@@ -292,6 +312,7 @@ impl Operation {
                     method: def.method,
                     path,
                     query: def.query.clone(),
+                    query_join: def.query_join.clone(),
                     body: def.body.clone(),
                     content_type: def.content_type.clone(),
                     idempotency_header: def.idempotency_header.clone(),
@@ -395,6 +416,7 @@ struct Request {
     method: Method,
     path: PathTemplate,
     query: Vec<(String, String)>,
+    query_join: Vec<(String, String)>,
     body: Vec<(String, String)>,
     content_type: Option<String>,
     idempotency_header: Option<String>,
@@ -445,11 +467,21 @@ impl Request {
     fn query(&self, arguments: &Value) -> Result<Vec<(String, String)>, (String, String)> {
         let mut query = Vec::new();
         for (name, argument) in &self.query {
+            let join = self
+                .query_join
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, separator)| separator);
             match arguments.get(argument) {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(items)) => {
-                    for item in items {
-                        query.push((name.clone(), scalar(argument, item)?));
+                    let items = items
+                        .iter()
+                        .map(|item| scalar(argument, item))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    match join {
+                        Some(separator) => query.push((name.clone(), items.join(separator))),
+                        None => query.extend(items.into_iter().map(|item| (name.clone(), item))),
                     }
                 }
                 Some(value) => query.push((name.clone(), scalar(argument, value)?)),
@@ -458,6 +490,10 @@ impl Request {
         Ok(query)
     }
 }
+
+/// The separators a list argument's items may be joined with in one query value: OpenAPI's
+/// `form` (explode false), `spaceDelimited` and `pipeDelimited` styles.
+pub const QUERY_SEPARATORS: [&str; 3] = [",", " ", "|"];
 
 /// Names paired with the argument each comes from (a query parameter's, a body field's).
 type Pairs = [(String, String)];

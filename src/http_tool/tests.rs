@@ -30,6 +30,7 @@ fn def() -> OperationDef {
             ("max_pages".into(), "max_pages".into()),
             ("airline".into(), "airlines".into()),
         ],
+        query_join: Vec::new(),
         body: Vec::new(),
         content_type: None,
         idempotency_header: None,
@@ -474,6 +475,7 @@ fn compile_reports_every_problem_with_its_key() {
         method: Method::Get,
         path: "/flights/{ident}/{leg}".into(),
         query: vec![("page".into(), "cursor".into())],
+        query_join: Vec::new(),
         body: vec![("x".into(), "ident".into())],
         content_type: None,
         idempotency_header: None,
@@ -582,4 +584,35 @@ fn a_body_goes_with_the_json_media_type_the_tool_names() {
             "{problems:?}"
         );
     }
+}
+
+/// `join` sends a list argument as one value of the parameter, its items joined; only OpenAPI's
+/// three separators, and only for a parameter the request sends.
+#[test]
+fn a_joined_query_parameter_is_one_value() {
+    let joined = OperationDef {
+        query_join: vec![("airline".into(), ",".into())],
+        ..def()
+    };
+    let op = Operation::compile(&joined, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+    let out = op
+        .request(&json!({"ident": "BA1", "airlines": ["BA", "IB"]}), None)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        out.query,
+        vec![("airline".to_string(), "BA,IB".to_string())]
+    );
+    let bad = OperationDef {
+        query_join: vec![("airline".into(), ";".into()), ("page".into(), ",".into())],
+        ..def()
+    };
+    let problems = Operation::compile(&bad, &input_schema(), None)
+        .err()
+        .unwrap_or_else(|| panic!("compiled"));
+    let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["request.query.airline.join", "request.query.page.join"],
+        "{problems:?}"
+    );
 }

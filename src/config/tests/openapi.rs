@@ -268,3 +268,50 @@ fn an_object_answer_keeps_its_keys_whatever_the_schema_says_of_them() {
         json!({"items": ["PAR", "LON"]})
     );
 }
+
+#[test]
+fn a_list_query_parameter_goes_out_as_the_document_styles_it() {
+    let list = json!({"type": "array", "items": {"type": "string"}});
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Hotels", "version": "1"},
+        "paths": {"/hotels": {"get": {
+            "operationId": "listHotels",
+            "summary": "Hotels by their ids",
+            "parameters": [
+                {"name": "hotelIds", "in": "query", "required": true, "style": "form", "explode": false, "schema": list},
+                {"name": "chainCodes", "in": "query", "schema": list},
+                {"name": "ratings", "in": "query", "style": "pipeDelimited", "explode": false, "schema": list},
+                {"name": "cityCode", "in": "query", "explode": false, "schema": {"type": "string"}}
+            ],
+            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"data": {"type": "array"}}
+            }}}}}
+        }}}
+    });
+    let (config, tools) = imported(&doc, &["listHotels"]);
+    let sent = http(&config, "list_hotels")
+        .operation
+        .request(
+            &json!({"hotelIds": ["ACPAR419", "RTPAR001"], "chainCodes": ["AC", "RT"], "ratings": ["4", "5"], "cityCode": "PAR"}),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", tools[0].tool_file));
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        sent.query,
+        pairs(&[
+            ("chainCodes", "AC"),
+            ("chainCodes", "RT"),
+            ("cityCode", "PAR"),
+            ("hotelIds", "ACPAR419,RTPAR001"),
+            ("ratings", "4|5"),
+        ]),
+        "{}",
+        tools[0].tool_file
+    );
+}
