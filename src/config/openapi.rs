@@ -246,8 +246,18 @@ fn import(
             Err(e) => errors.push(format!("{id}: {e}")),
         }
     }
+    let write = method != "get";
     let (keep, output) = match response_schema(doc, op) {
-        Ok(schema) => kept(&schema),
+        Ok(Some(schema)) => kept(&schema),
+        // A write confirmed with no content (`204`) is carried out (`Answered::Done`); should
+        // the provider send JSON after all, it is kept whole.
+        Ok(None) if write => kept(&json!({})),
+        Ok(None) => {
+            errors.push(format!(
+                "{id}: its 2xx response has no content, and a read keeps its result from a JSON answer; write [result] by hand"
+            ));
+            (toml::Table::new(), Value::Null)
+        }
         Err(e) => {
             errors.push(format!("{id}: {e}"));
             (toml::Table::new(), Value::Null)
@@ -256,7 +266,6 @@ fn import(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let write = method != "get";
     let description = describe(op, method, path);
     let mut input =
         json!({"type": "object", "properties": properties, "additionalProperties": false});
@@ -427,20 +436,33 @@ fn describe(op: &Value, method: &str, path: &str) -> String {
     }
 }
 
-/// The schema of the first 2xx JSON response.
-fn response_schema(doc: &Value, op: &Value) -> Result<Value, String> {
+/// The schema of the first 2xx JSON response, or `None` when a 2xx response has no content.
+fn response_schema(doc: &Value, op: &Value) -> Result<Option<Value>, String> {
     let responses = op
         .get("responses")
         .and_then(Value::as_object)
         .ok_or("it has no responses")?;
-    let (_, response) = responses
-        .iter()
-        .find(|(status, _)| status.starts_with('2'))
-        .ok_or("it documents no 2xx response")?;
-    let response = resolve(doc, response, 0)?;
-    let (_, schema) =
-        json_content(response).ok_or("its 2xx response is not JSON; write [result] by hand")?;
-    inline(doc, schema, 0)
+    let mut successes = Vec::new();
+    for (status, response) in responses {
+        if status.starts_with('2') {
+            successes.push(resolve(doc, response, 0)?);
+        }
+    }
+    if successes.is_empty() {
+        return Err("it documents no 2xx response".into());
+    }
+    if let Some((_, schema)) = successes.iter().find_map(|r| json_content(r)) {
+        return inline(doc, schema, 0).map(Some);
+    }
+    // No content at all (`204 No Content`, a `201` with only a `Location`).
+    if successes.iter().any(|r| {
+        r.get("content")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty)
+    }) {
+        return Ok(None);
+    }
+    Err("its 2xx response is not JSON; write [result] by hand".into())
 }
 
 /// The media type and schema of the JSON content a request body or response offers: plain

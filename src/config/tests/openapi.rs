@@ -315,3 +315,46 @@ fn a_list_query_parameter_goes_out_as_the_document_styles_it() {
         tools[0].tool_file
     );
 }
+
+/// A write confirmed by a `204` with no content is imported, and its answer is the write
+/// carried out; a read's is refused, since a read keeps its result from JSON.
+#[test]
+fn a_write_answered_with_no_content_is_imported_as_carried_out() {
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Orders", "version": "1"},
+        "paths": {"/orders/{orderId}": {
+            "delete": {
+                "operationId": "cancelOrder",
+                "summary": "Cancels a flight order",
+                "parameters": [{"name": "orderId", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"204": {"description": "No Content"}, "400": {"description": "Bad request"}}
+            },
+            "get": {
+                "operationId": "pingOrder",
+                "summary": "Whether an order exists",
+                "parameters": [{"name": "orderId", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"204": {"description": "It exists"}}
+            }
+        }}
+    });
+    let (config, _) = imported(&doc, &["cancelOrder"]);
+    let answered = http(&config, "cancel_order").operation.read(
+        204,
+        crate::http_tool::Waits::default(),
+        b"",
+        std::time::SystemTime::UNIX_EPOCH,
+    );
+    assert!(
+        matches!(
+            answered,
+            Ok(crate::http_tool::Answered::Done { status: 204, .. })
+        ),
+        "{answered:?}"
+    );
+    let refused = crate::config::import_openapi(&doc, &["pingOrder".to_string()], "api");
+    assert!(
+        matches!(&refused, Err(e) if e[0].contains("a read keeps its result from a JSON answer")),
+        "{refused:?}"
+    );
+}
