@@ -144,7 +144,7 @@ fn import(
                 .flatten(),
         );
     for param in params {
-        let param = match resolve(doc, param, 0) {
+        let param = match resolve(doc, param) {
             Ok(p) => p,
             Err(e) => {
                 errors.push(format!("{id}: {e}"));
@@ -158,7 +158,7 @@ fn import(
             errors.push(format!("{id}: a parameter without a name or an \"in\""));
             continue;
         };
-        let mut schema = match param.get("schema").map(|s| inline(doc, s, 0)) {
+        let mut schema = match param.get("schema").map(|s| inline(doc, s)) {
             Some(Ok(s)) => s,
             Some(Err(e)) => {
                 errors.push(format!("{id}: parameter {pname}: {e}"));
@@ -211,13 +211,13 @@ fn import(
     }
     let mut content_type = None;
     if let Some(request_body) = op.get("requestBody") {
-        match resolve(doc, request_body, 0).and_then(|rb| {
+        match resolve(doc, request_body).and_then(|rb| {
             let (media, schema) = json_content(rb).ok_or("its request body is not JSON")?;
             // A vendor's own JSON type (`application/vnd.amadeus+json`) is what it is sent.
             if !is_plain_json(media) {
                 content_type = Some(media.to_string());
             }
-            inline(doc, schema, 0)
+            inline(doc, schema)
         }) {
             Ok(schema) => {
                 match object_properties(&schema) {
@@ -445,14 +445,14 @@ fn response_schema(doc: &Value, op: &Value) -> Result<Option<Value>, String> {
     let mut successes = Vec::new();
     for (status, response) in responses {
         if status.starts_with('2') {
-            successes.push(resolve(doc, response, 0)?);
+            successes.push(resolve(doc, response)?);
         }
     }
     if successes.is_empty() {
         return Err("it documents no 2xx response".into());
     }
     if let Some((_, schema)) = successes.iter().find_map(|r| json_content(r)) {
-        return inline(doc, schema, 0).map(Some);
+        return inline(doc, schema).map(Some);
     }
     // No content at all (`204 No Content`, a `201` with only a `Location`).
     if successes.iter().any(|r| {

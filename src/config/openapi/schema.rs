@@ -4,39 +4,75 @@
 
 use serde_json::{Map, Value, json};
 
-/// How deep `$ref`s are followed: a schema that refers to itself stops here.
-const MAX_REF_DEPTH: usize = 16;
+/// How deep a schema may nest (objects in arrays in objects …), `$ref`s followed: far deeper
+/// than any real document, so only a runaway one stops here. A `$ref` to a schema it is
+/// already inside (a recursive schema) is found as such, at any depth.
+const MAX_DEPTH: usize = 64;
 
 /// `value`, or what its local `$ref` points at.
-pub(super) fn resolve<'a>(
+pub(super) fn resolve<'a>(doc: &'a Value, value: &'a Value) -> Result<&'a Value, String> {
+    follow(doc, value, &[]).map(|(target, _)| target)
+}
+
+/// What `value`'s chain of local `$ref`s points at, and the `$ref`s followed; a `$ref` already
+/// on `inside` (the schemas being inlined around it) or in the chain is a cycle.
+fn follow<'a>(
     doc: &'a Value,
     value: &'a Value,
-    depth: usize,
-) -> Result<&'a Value, String> {
-    match value.get("$ref").and_then(Value::as_str) {
-        None => Ok(value),
-        Some(_) if depth >= MAX_REF_DEPTH => {
-            Err("its $refs nest too deep (a schema that refers to itself?)".into())
+    inside: &[String],
+) -> Result<(&'a Value, Vec<String>), String> {
+    let mut current = value;
+    let mut followed: Vec<String> = Vec::new();
+    while let Some(r) = current.get("$ref").and_then(Value::as_str) {
+        if inside.iter().chain(&followed).any(|seen| seen == r) {
+            return Err(format!(
+                "$ref \"{r}\" is inside itself (a recursive schema), which a tool's inlined schemas cannot say; write this part by hand"
+            ));
         }
-        Some(r) => {
-            let pointer = r
-                .strip_prefix('#')
-                .ok_or_else(|| format!("$ref \"{r}\" is not in this document; inline it first"))?;
-            let target = doc
-                .pointer(pointer)
-                .ok_or_else(|| format!("$ref \"{r}\" points at nothing"))?;
-            resolve(doc, target, depth + 1)
-        }
+        let pointer = r
+            .strip_prefix('#')
+            .ok_or_else(|| format!("$ref \"{r}\" is not in this document; inline it first"))?;
+        current = doc
+            .pointer(pointer)
+            .ok_or_else(|| format!("$ref \"{r}\" points at nothing"))?;
+        followed.push(r.to_string());
     }
+    Ok((current, followed))
 }
 
 /// `schema` with every local `$ref` inlined (tool schemas carry no `$ref`s: models handle them
 /// poorly) and OpenAPI 3.0's `nullable` written as JSON Schema says it.
-pub(super) fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value, String> {
-    if depth > MAX_REF_DEPTH {
-        return Err("its schemas nest too deep (a schema that refers to itself?)".into());
+pub(super) fn inline(doc: &Value, schema: &Value) -> Result<Value, String> {
+    inline_at(doc, schema, &mut Vec::new(), 0)
+}
+
+/// `inline` at `depth`, inside the schemas that `inside`'s `$ref`s name.
+fn inline_at(
+    doc: &Value,
+    schema: &Value,
+    inside: &mut Vec<String>,
+    depth: usize,
+) -> Result<Value, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "its schemas nest more than {MAX_DEPTH} levels deep; write this part by hand"
+        ));
     }
-    let schema = resolve(doc, schema, depth)?;
+    let (schema, followed) = follow(doc, schema, inside)?;
+    let outer = inside.len();
+    inside.extend(followed);
+    let inlined = inline_resolved(doc, schema, inside, depth);
+    inside.truncate(outer);
+    inlined
+}
+
+/// `inline` of a schema that is not a `$ref`.
+fn inline_resolved(
+    doc: &Value,
+    schema: &Value,
+    inside: &mut Vec<String>,
+    depth: usize,
+) -> Result<Value, String> {
     Ok(match schema {
         Value::Object(map) => {
             let mut out = Map::new();
@@ -48,7 +84,7 @@ pub(super) fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value,
                     ("properties" | "patternProperties", Value::Object(fields)) => {
                         let mut inlined = Map::new();
                         for (name, field) in fields {
-                            inlined.insert(name.clone(), inline(doc, field, depth + 1)?);
+                            inlined.insert(name.clone(), inline_at(doc, field, inside, depth + 1)?);
                         }
                         out.insert(k.clone(), Value::Object(inlined));
                     }
@@ -57,7 +93,7 @@ pub(super) fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value,
                         out.insert(k.clone(), v.clone());
                     }
                     _ => {
-                        out.insert(k.clone(), inline(doc, v, depth + 1)?);
+                        out.insert(k.clone(), inline_at(doc, v, inside, depth + 1)?);
                     }
                 }
             }
@@ -82,7 +118,7 @@ pub(super) fn inline(doc: &Value, schema: &Value, depth: usize) -> Result<Value,
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| inline(doc, v, depth + 1))
+                .map(|v| inline_at(doc, v, inside, depth + 1))
                 .collect::<Result<_, _>>()?,
         ),
         other => other.clone(),

@@ -358,3 +358,61 @@ fn a_write_answered_with_no_content_is_imported_as_carried_out() {
         "{refused:?}"
     );
 }
+
+/// A document whose answer is `Level0`, each level an object whose `next` is the next level by
+/// `$ref` (and `same` the last level again, used twice but never inside itself); the last
+/// level's `next` is `last_next`.
+fn nested_openapi(levels: usize, last_next: Value) -> Value {
+    let mut schemas = serde_json::Map::new();
+    for level in 0..levels {
+        let next = if level + 1 == levels {
+            last_next.clone()
+        } else {
+            json!({"$ref": format!("#/components/schemas/Level{}", level + 1)})
+        };
+        let same = json!({"$ref": format!("#/components/schemas/Level{}", levels - 1)});
+        let properties = if level + 1 == levels {
+            json!({"next": next})
+        } else {
+            json!({"next": next, "same": same})
+        };
+        schemas.insert(
+            format!("Level{level}"),
+            json!({"type": "object", "properties": properties}),
+        );
+    }
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Deep", "version": "1"},
+        "paths": {"/deep": {"get": {
+            "operationId": "getDeep",
+            "summary": "A deeply nested answer",
+            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {
+                "$ref": "#/components/schemas/Level0"
+            }}}}}
+        }}},
+        "components": {"schemas": schemas}
+    })
+}
+
+#[test]
+fn only_a_schema_inside_itself_is_called_recursive() {
+    let import = |doc: &Value| crate::config::import_openapi(doc, &["getDeep".to_string()], "api");
+    // Twenty levels by $ref, one schema used at two places: no cycle.
+    let deep = nested_openapi(20, json!({"type": "string"}));
+    assert!(import(&deep).is_ok(), "{:?}", import(&deep));
+    // The last level's `next` is the first again: a cycle, named as one.
+    let recursive = nested_openapi(3, json!({"$ref": "#/components/schemas/Level0"}));
+    let refused = import(&recursive);
+    assert!(
+        matches!(&refused, Err(e) if e[0].contains("\"#/components/schemas/Level0\" is inside itself")),
+        "{refused:?}"
+    );
+    // Deeper than any real document, without a cycle: said as such.
+    let runaway = nested_openapi(80, json!({"type": "string"}));
+    let refused = import(&runaway);
+    assert!(
+        matches!(&refused, Err(e) if e[0].contains("nest more than 64 levels deep")),
+        "{refused:?}"
+    );
+}
