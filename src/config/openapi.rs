@@ -47,6 +47,11 @@ pub fn import_openapi(
         .get("openapi")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    if let Some(swagger) = doc.get("swagger").and_then(Value::as_str) {
+        return Err(vec![format!(
+            "a Swagger {swagger} document (its \"swagger\" field), not OpenAPI 3.0 or 3.1; convert it first, e.g. `npx swagger2openapi --patch DOCUMENT -o converted.json`"
+        )]);
+    }
     if !(version.starts_with("3.0") || version.starts_with("3.1")) {
         return Err(vec![format!(
             "not an OpenAPI 3.0 or 3.1 document (its \"openapi\" field is {}); convert a Swagger 2.0 document first",

@@ -416,3 +416,14 @@ fn only_a_schema_inside_itself_is_called_recursive() {
         "{refused:?}"
     );
 }
+
+#[test]
+fn a_swagger_document_is_named_with_how_to_convert_it() {
+    let doc =
+        json!({"swagger": "2.0", "info": {"title": "Flight Offers", "version": "2"}, "paths": {}});
+    let refused = crate::config::import_openapi(&doc, &["searchFlights".to_string()], "api");
+    assert!(
+        matches!(&refused, Err(e) if e[0].contains("a Swagger 2.0 document") && e[0].contains("swagger2openapi")),
+        "{refused:?}"
+    );
+}
