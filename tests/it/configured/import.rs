@@ -145,3 +145,82 @@ async fn an_openapi_import_round_trips_through_check_and_serves() {
     );
     assert_eq!(answer["data"]["num_pages"], 1, "{answer:#}");
 }
+
+/// A tool imported from Amadeus's own Hotel List document (trimmed to one operation, see the
+/// fixture's description) asks for its hotels as the document says (`hotelIds` joined by
+/// commas) and keeps an answer in Amadeus's media type that its document does not describe
+/// exactly: its example's distance unit `KM` is missing from the schema's enum.
+#[tokio::test]
+async fn a_tool_imported_from_amadeus_hotel_list_serves_its_real_answers() {
+    let upstream = MockServer::start().await;
+    let answer = json!({
+        "data": [{
+            "chainCode": "AC", "iataCode": "PAR", "dupeId": 700140792, "name": "LE NOTRE DAME",
+            "hotelId": "ACPAR419", "geoCode": {"latitude": 48.85306, "longitude": 2.34654},
+            "address": {"countryCode": "FR"}, "distance": {"value": 0.5, "unit": "KM"}
+        }],
+        "meta": {"count": 1, "links": {"self": "http://test.api.amadeus.com/reference-data/locations/hotels/by-hotels?hotelIds=ACPAR419"}}
+    });
+    Mock::given(method("GET"))
+        .and(path("/v1/reference-data/locations/hotels/by-hotels"))
+        .and(wiremock::matchers::query_param(
+            "hotelIds",
+            "ACPAR419,RTPAR001",
+        ))
+        .and(header("x-apikey", API_KEY))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(answer.to_string(), "application/vnd.amadeus+json"),
+        )
+        .mount(&upstream)
+        .await;
+    let dir = config_dir(&format!("{}/v1", upstream.uri()), KEY_AUTH, TOOL);
+    std::fs::remove_file(dir.path().join("tools/flight_position.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/openapi/amadeus_hotel_list_v1.json"
+        ),
+        dir.path().join("hotel_list.json"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = faregate(
+        &[
+            "import-openapi",
+            "hotel_list.json",
+            "--operation",
+            "get-shopping-hotels-by-hotels",
+            "--provider",
+            "flights_api",
+        ],
+        dir.path(),
+    );
+    assert!(ok, "{text}");
+    let (ok, text) = faregate(&["check", "--config", "faregate.toml"], dir.path());
+    assert!(ok, "{text}");
+
+    let (config, _) = faregate::config::load(
+        &faregate::config::DiskFiles,
+        &dir.path().join("faregate.toml"),
+        &faregate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gw = TestGateway::start(config, &key_env()).await;
+    let (status, answer) = post(
+        &gw,
+        "/v1/tools/get_shopping_hotels_by_hotels/call",
+        json!({"arguments": {"hotelIds": ["ACPAR419", "RTPAR001"]}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer:#}");
+    assert_eq!(answer["status"], "ok", "{answer:#}");
+    assert_eq!(
+        answer["data"]["data"][0]["name"], "LE NOTRE DAME",
+        "{answer:#}"
+    );
+    assert_eq!(
+        answer["data"]["data"][0]["distance"]["unit"], "KM",
+        "{answer:#}"
+    );
+}
