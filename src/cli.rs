@@ -360,31 +360,53 @@ pub(crate) fn import_openapi(
             return Ok(ExitCode::FAILURE);
         }
     };
-    for tool in &imported {
-        for (dir, file, text) in [
-            ("tools", format!("{}.toml", tool.name), &tool.tool_file),
-            (
-                "prompts",
-                format!("{}.unavailable.md", tool.name),
-                &tool.fallback,
-            ),
-        ] {
-            let path = out.join(dir).join(file);
-            std::fs::create_dir_all(out.join(dir))
-                .with_context(|| format!("cannot create {}", out.join(dir).display()))?;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-                .with_context(|| {
-                    format!(
-                        "cannot write {} (an existing file is never replaced)",
-                        path.display()
-                    )
-                })?;
-            println!("wrote {}", path.display());
+    let targets: Vec<(std::path::PathBuf, &String)> = imported
+        .iter()
+        .flat_map(|tool| {
+            [
+                (
+                    out.join("tools").join(format!("{}.toml", tool.name)),
+                    &tool.tool_file,
+                ),
+                (
+                    out.join("prompts")
+                        .join(format!("{}.unavailable.md", tool.name)),
+                    &tool.fallback,
+                ),
+            ]
+        })
+        .collect();
+    // All or nothing: every target is checked before any is written.
+    let existing: Vec<String> = targets
+        .iter()
+        .filter(|(path, _)| path.exists())
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    if !existing.is_empty() {
+        println!(
+            "error: {} already exist{} (an existing file is never replaced); nothing was written",
+            existing.join(", "),
+            if existing.len() == 1 { "s" } else { "" }
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    for (path, text) in &targets {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
         }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+            .with_context(|| {
+                format!(
+                    "cannot write {} (an existing file is never replaced)",
+                    path.display()
+                )
+            })?;
+        println!("wrote {}", path.display());
     }
     println!(
         "review the descriptions, content templates and kept fields, then run `faregate check`"

@@ -115,6 +115,24 @@ async fn an_openapi_import_round_trips_through_check_and_serves() {
     // Importing again never replaces the reviewed files.
     let (ok, text) = import(&["createAlert"]);
     assert!(!ok && text.contains("never replaced"), "{text}");
+    // Nor writes one of them when another would replace a file.
+    let first = dir.path().join("tools/get_flights_by_ident.toml");
+    std::fs::remove_file(&first).unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = import(&["getFlightsByIdent", "createAlert"]);
+    assert!(!ok && text.contains("nothing was written"), "{text}");
+    assert!(!first.exists(), "{text}");
+    let (ok, text) = import(&["getFlightsByIdent"]);
+    assert!(
+        !ok && text.contains("get_flights_by_ident.unavailable.md"),
+        "{text}"
+    );
+    std::fs::remove_file(
+        dir.path()
+            .join("prompts/get_flights_by_ident.unavailable.md"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = import(&["getFlightsByIdent"]);
+    assert!(ok, "{text}");
 
     let written =
         std::fs::read_to_string(dir.path().join("tools/create_alert.toml")).unwrap_or_default();
