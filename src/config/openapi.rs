@@ -329,6 +329,11 @@ fn import(
     let mut result = toml::Table::new();
     result.insert("keep".into(), toml::Value::Table(keep));
     put("result", toml::Value::Table(result));
+    if let Some(message) = refusal_message(doc, op) {
+        let mut classify = toml::Table::new();
+        classify.insert("message".into(), toml::Value::String(message));
+        put("classify", toml::Value::Table(classify));
+    }
     if write {
         let mut idem = toml::Table::new();
         idem.insert(
@@ -468,6 +473,41 @@ fn response_schema(doc: &Value, op: &Value) -> Result<Option<Value>, String> {
         return Ok(None);
     }
     Err("its 2xx response is not JSON; write [result] by hand".into())
+}
+
+/// Where a refusal's body says why, as a JSONPath, when a 4xx JSON response of the document
+/// describes a message field: at the top (`$.detail`, `$.message`, …), under `error`, or in the
+/// first of a list of `errors` (Amadeus's `$.errors[0].detail`). So the provider's reason
+/// reaches the model.
+fn refusal_message(doc: &Value, op: &Value) -> Option<String> {
+    const FIELDS: [&str; 4] = ["detail", "message", "title", "description"];
+    let message_in = |schema: &Value| -> Option<&'static str> {
+        let (fields, _) = object_properties(schema)?;
+        FIELDS.into_iter().find(|f| {
+            fields
+                .get(*f)
+                .is_some_and(|s| s.get("type").is_none_or(|t| t == "string"))
+        })
+    };
+    op.get("responses")?
+        .as_object()?
+        .iter()
+        .filter(|(status, _)| status.starts_with('4'))
+        .filter_map(|(_, response)| {
+            let response = resolve(doc, response).ok()?;
+            inline(doc, json_content(response)?.1).ok()
+        })
+        .find_map(|schema| {
+            if let Some(field) = message_in(&schema) {
+                return Some(format!("$.{field}"));
+            }
+            let (fields, _) = object_properties(&schema)?;
+            if let Some(field) = fields.get("error").and_then(message_in) {
+                return Some(format!("$.error.{field}"));
+            }
+            let items = fields.get("errors")?.get("items")?;
+            message_in(items).map(|field| format!("$.errors[0].{field}"))
+        })
 }
 
 /// The media type and schema of the JSON content a request body or response offers: plain

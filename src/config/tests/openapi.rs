@@ -427,3 +427,47 @@ fn a_swagger_document_is_named_with_how_to_convert_it() {
         "{refused:?}"
     );
 }
+
+/// A 4xx answer the document describes with a message field gives the tool its `[classify]
+/// message`, so the provider's reason reaches the model (Amadeus's `errors[0].detail`).
+#[test]
+fn a_refusal_says_the_providers_reason() {
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Hotels", "version": "1"},
+        "paths": {"/hotels": {"get": {
+            "operationId": "listHotels",
+            "summary": "Hotels by their ids",
+            "parameters": [{"name": "hotelIds", "in": "query", "schema": {"type": "string"}}],
+            "responses": {
+                "200": {"description": "OK", "content": {"application/vnd.amadeus+json": {"schema": {
+                    "type": "object", "properties": {"data": {"type": "array"}}
+                }}}},
+                "400": {"description": "Bad Request", "content": {"application/vnd.amadeus+json": {"schema": {
+                    "$ref": "#/components/schemas/Error_400"
+                }}}}
+            }
+        }}},
+        "components": {"schemas": {"Error_400": {"type": "object", "properties": {"errors": {
+            "type": "array", "items": {"type": "object", "properties": {
+                "status": {"type": "integer"}, "code": {"type": "integer"},
+                "title": {"type": "string"}, "detail": {"type": "string"}
+            }}
+        }}}}}
+    });
+    let (config, tools) = imported(&doc, &["listHotels"]);
+    let refused = http(&config, "list_hotels").operation.read(
+        400,
+        crate::http_tool::Waits::default(),
+        br#"{"errors": [{"status": 400, "code": 477, "title": "INVALID FORMAT", "detail": "invalid query parameter format"}]}"#,
+        std::time::SystemTime::UNIX_EPOCH,
+    );
+    assert_eq!(
+        refused,
+        Err(crate::http_tool::Class::Rejected {
+            message: "invalid query parameter format".into()
+        }),
+        "{}",
+        tools[0].tool_file
+    );
+}
