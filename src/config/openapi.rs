@@ -252,7 +252,7 @@ fn import(
         }
     }
     let write = method != "get";
-    let (keep, output) = match response_schema(doc, op) {
+    let (keep, output, summaries) = match response_schema(doc, op) {
         Ok(Some(schema)) => kept(&schema),
         // A write confirmed with no content (`204`) is carried out (`Answered::Done`); should
         // the provider send JSON after all, it is kept whole.
@@ -261,11 +261,11 @@ fn import(
             errors.push(format!(
                 "{id}: its 2xx response has no content, and a read keeps its result from a JSON answer; write [result] by hand"
             ));
-            (toml::Table::new(), Value::Null)
+            (toml::Table::new(), Value::Null, Vec::new())
         }
         Err(e) => {
             errors.push(format!("{id}: {e}"));
-            (toml::Table::new(), Value::Null)
+            (toml::Table::new(), Value::Null, Vec::new())
         }
     };
     if !errors.is_empty() {
@@ -279,16 +279,7 @@ fn import(
     if !required.is_empty() {
         input["required"] = json!(required);
     }
-    let fields: Vec<&String> = keep.keys().collect();
-    let content = format!(
-        "{name}: {}",
-        fields
-            .iter()
-            .take(6)
-            .map(|f| format!("{f} {{{{ {f} }}}}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let content = content_for(&name, &summaries);
     let mut file = toml::Table::new();
     let mut put = |k: &str, v: toml::Value| {
         file.insert(k.to_string(), v);
@@ -556,7 +547,8 @@ fn is_plain_json(media: &str) -> bool {
 /// the breaker), and real providers answer outside their own documents (an enum without a value
 /// their examples use, an array declared an object), so the document's types, enums, formats
 /// and shapes would refuse healthy answers. A person who knows the answers may tighten it.
-fn kept(schema: &Value) -> (toml::Table, Value) {
+fn kept(schema: &Value) -> (toml::Table, Value, Vec<(String, Value)>) {
+    let mut summaries = Vec::new();
     let mut keep = toml::Table::new();
     let mut properties = Map::new();
     let mut required = Vec::new();
@@ -571,6 +563,7 @@ fn kept(schema: &Value) -> (toml::Table, Value) {
                 let escaped = field.replace('\\', "\\\\").replace('\'', "\\'");
                 keep.insert(name.clone(), toml::Value::String(format!("$['{escaped}']")));
                 properties.insert(name.clone(), described(field_schema));
+                summaries.push((name.clone(), field_schema.clone()));
                 required.push(name);
             }
         }
@@ -578,6 +571,7 @@ fn kept(schema: &Value) -> (toml::Table, Value) {
             keep.insert("items".into(), toml::Value::String("$[*]".into()));
             // `$[*]` keeps a list whatever the answer holds.
             properties.insert("items".into(), json!({"type": "array"}));
+            summaries.push(("items".into(), schema.clone()));
             required.push("items".to_string());
         }
         None => {
@@ -587,7 +581,85 @@ fn kept(schema: &Value) -> (toml::Table, Value) {
         }
     }
     let output = json!({"type": "object", "properties": properties, "required": required});
-    (keep, output)
+    (keep, output, summaries)
+}
+
+/// The `content` template: each kept field the document describes as a scalar, and a few
+/// scalar fields of each of the first items of a list of objects (or of an object), at most
+/// four kept fields in all; the agent protocols send the kept fields as JSON beside it, so
+/// the text names what a model quotes rather than printing the answer again. Every lookup
+/// tolerates an answer outside the document (a missing field, an object for a list, `null`).
+fn content_for(name: &str, summaries: &[(String, Value)]) -> String {
+    let parts: Vec<String> = summaries
+        .iter()
+        .filter_map(|(field, schema)| summary(field, schema))
+        .take(4)
+        .collect();
+    if parts.is_empty() {
+        format!("{name} answered; the kept fields hold the answer.")
+    } else {
+        format!("{name}: {}", parts.join("; "))
+    }
+}
+
+/// One kept field in the `content` template, or `None` when it is neither a scalar nor objects.
+fn summary(field: &str, schema: &Value) -> Option<String> {
+    let kind = |s: &Value| {
+        s.get("type")
+            .or_else(|| s.pointer("/anyOf/0/type"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let scalar = |s: &Value| {
+        kind(s).is_some_and(|t| matches!(t.as_str(), "string" | "number" | "integer" | "boolean"))
+    };
+    // A few scalar fields of an object, names and ids first: `{{ x.name | default("") }}`.
+    let named = |s: &Value, of: &str| -> Option<String> {
+        let (fields, _) = object_properties(s.pointer("/anyOf/0").unwrap_or(s))?;
+        let mut names: Vec<&String> = fields
+            .iter()
+            .filter(|(_, f)| scalar(f))
+            .map(|(n, _)| n)
+            .collect();
+        let rank = |n: &str| {
+            let n = n.to_ascii_lowercase();
+            if n.ends_with("name") {
+                0
+            } else if n.ends_with("id") || n.ends_with("code") {
+                1
+            } else {
+                2
+            }
+        };
+        names.sort_by_key(|n| rank(n));
+        names.truncate(3);
+        (!names.is_empty()).then(|| {
+            names
+                .iter()
+                .map(|n| {
+                    let escaped = n.replace('\\', "\\\\").replace('"', "\\\"");
+                    format!("{{{{ {of}[\"{escaped}\"] | default(\"\") }}}}")
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    };
+    if scalar(schema) {
+        return Some(format!("{field} {{{{ {field} }}}}"));
+    }
+    let list = kind(schema).as_deref() == Some("array");
+    let items = schema
+        .get("items")
+        .or_else(|| schema.pointer("/anyOf/0/items"));
+    match (list, items) {
+        (true, Some(items)) => named(items, "item").map(|each| {
+            format!(
+                "{{% if {field} is sequence %}}{{{{ {field} | length }}}} {field}{{% for item in {field} %}}{{% if loop.index <= 5 and item is mapping %}}, {each}{{% endif %}}{{% endfor %}}{{% endif %}}"
+            )
+        }),
+        (true, None) => None,
+        (false, _) => named(schema, field).map(|each| format!("{{% if {field} is mapping %}}{field} {each}{{% endif %}}")),
+    }
 }
 
 /// A kept field's output schema: the document's description of it, and nothing the document

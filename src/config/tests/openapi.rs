@@ -471,3 +471,36 @@ fn a_refusal_says_the_providers_reason() {
         tools[0].tool_file
     );
 }
+
+/// The generated `content` names a few scalar fields of the first items, never a whole object
+/// (the kept fields go to the model as JSON beside it), and writes a text for answers outside
+/// the document too.
+#[test]
+fn the_content_names_a_few_fields_per_item() {
+    let doc: Value = serde_json::from_str(include_str!(
+        "../../../tests/fixtures/openapi/amadeus_hotel_list_v1.json"
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (config, tools) = imported(&doc, &["get-shopping-hotels-by-hotels"]);
+    let op = &http(&config, "get_shopping_hotels_by_hotels").operation;
+    let hotel = json!({"chainCode": "AC", "iataCode": "PAR", "name": "LE NOTRE DAME", "hotelId": "ACPAR419",
+        "geoCode": {"latitude": 48.85306, "longitude": 2.34654}, "address": {"countryCode": "FR"}});
+    let text = |answer: Value| {
+        op.keep_from(&answer)
+            .map(|k| k.content)
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", tools[0].tool_file))
+    };
+    let said = text(json!({"data": [hotel], "meta": {"count": 1}}));
+    assert!(said.contains("1 data, LE NOTRE DAME"), "{said}");
+    assert!(!said.contains("latitude"), "{said}");
+    // An object for the list, null, a number, strings: still a text.
+    for data in [
+        json!({"a": hotel}),
+        json!(null),
+        json!(3),
+        json!(["x"]),
+        json!([[1]]),
+    ] {
+        text(json!({"data": data, "meta": null}));
+    }
+}
