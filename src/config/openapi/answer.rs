@@ -217,19 +217,20 @@ fn summary(field: &str, schema: &Value) -> Option<String> {
     if scalar(schema) {
         return Some(format!("{field} {{{{ {field} }}}}"));
     }
-    let list = kind(schema).as_deref() == Some("array");
-    let items = schema
+    // The fields an object (or each item of a list of objects) names; either shape is written,
+    // since a provider may send a list where its document says an object, or the other way.
+    let object = match schema
         .get("items")
-        .or_else(|| schema.pointer("/anyOf/0/items"));
-    match (list, items) {
-        (true, Some(items)) => named(items, "item").map(|each| {
-            format!(
-                "{{% if {field} is sequence %}}{{{{ {field} | length }}}} {field}{{% for item in {field} %}}{{% if loop.index <= 5 and item is mapping %}}, {each}{{% endif %}}{{% endfor %}}{{% endif %}}"
-            )
-        }),
-        (true, None) => None,
-        (false, _) => named(schema, field).map(|each| format!("{{% if {field} is mapping %}}{field} {each}{{% endif %}}")),
-    }
+        .or_else(|| schema.pointer("/anyOf/0/items"))
+    {
+        Some(items) => items,
+        None => schema,
+    };
+    let one = named(object, field)?;
+    let each = named(object, "item")?;
+    Some(format!(
+        "{{% if {field} is mapping %}}{field} {one}{{% elif {field} is sequence %}}{{{{ {field} | length }}}} {field}{{% for item in {field} %}}{{% if loop.index <= 5 and item is mapping %}}, {each}{{% endif %}}{{% endfor %}}{{% endif %}}"
+    ))
 }
 
 /// A kept field's output schema: the document's description of it, and nothing the document

@@ -493,7 +493,10 @@ fn the_content_names_a_few_fields_per_item() {
     let said = text(json!({"data": [hotel], "meta": {"count": 1}}));
     assert!(said.contains("1 data, LE NOTRE DAME"), "{said}");
     assert!(!said.contains("latitude"), "{said}");
-    // An object for the list, null, a number, strings: still a text.
+    // An object for the list is named too.
+    let said = text(json!({"data": hotel, "meta": {"count": 1}}));
+    assert!(said.contains("data LE NOTRE DAME"), "{said}");
+    // Null, a number, strings: still a text.
     for data in [
         json!({"a": hotel}),
         json!(null),
