@@ -1,0 +1,237 @@
+//! The request half of an operation or a binding: the path, the query (a list argument
+//! repeated or joined), the JSON body and its media type, and a write's idempotency header, from
+//! a call's named arguments; checked once against the tool's input schema when compiled.
+
+use reqwest::Url;
+use serde_json::{Map, Value};
+
+use super::{Method, Outgoing, PathTemplate, Problem};
+
+/// The request half of an operation or a binding: method, path template, query and body from
+/// named arguments, and a write's idempotency header.
+#[derive(Debug)]
+pub(super) struct Request {
+    pub(super) method: Method,
+    pub(super) path: PathTemplate,
+    pub(super) query: Vec<(String, String)>,
+    pub(super) query_join: Vec<(String, String)>,
+    pub(super) body: Vec<(String, String)>,
+    pub(super) content_type: Option<String>,
+    pub(super) idempotency_header: Option<String>,
+}
+
+impl Request {
+    /// The request for `arguments` (checked against the input schema already) and, for a
+    /// write, its idempotency key; an argument that cannot be sent names itself and says why.
+    pub(super) fn build(
+        &self,
+        arguments: &Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Outgoing, (String, String)> {
+        let path = self.path.render(arguments)?;
+        let query = self.query(arguments)?;
+        let body = self.method.takes_body().then(|| {
+            let mut body = Map::new();
+            for (field, argument) in &self.body {
+                if let Some(value) = arguments.get(argument).filter(|v| !v.is_null()) {
+                    body.insert(field.clone(), value.clone());
+                }
+            }
+            Value::Object(body)
+        });
+        let idempotency = match (&self.idempotency_header, idempotency_key) {
+            (Some(header), Some(key)) => Some((header.clone(), key.to_string())),
+            (Some(_), None) => {
+                return Err((
+                    "idempotency_key".into(),
+                    "is missing: this tool changes the world and needs one".into(),
+                ));
+            }
+            (None, _) => None,
+        };
+        Ok(Outgoing {
+            method: self.method,
+            path,
+            query,
+            content_type: body.as_ref().and(self.content_type.clone()),
+            body,
+            idempotency,
+        })
+    }
+}
+
+impl Request {
+    /// The query parameters for `arguments`, or the argument that cannot be one and why.
+    pub(super) fn query(
+        &self,
+        arguments: &Value,
+    ) -> Result<Vec<(String, String)>, (String, String)> {
+        let mut query = Vec::new();
+        for (name, argument) in &self.query {
+            let join = self
+                .query_join
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, separator)| separator);
+            match arguments.get(argument) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    let items = items
+                        .iter()
+                        .map(|item| scalar(argument, item))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    match join {
+                        Some(separator) => query.push((name.clone(), items.join(separator))),
+                        None => query.extend(items.into_iter().map(|item| (name.clone(), item))),
+                    }
+                }
+                Some(value) => query.push((name.clone(), scalar(argument, value)?)),
+            }
+        }
+        Ok(query)
+    }
+}
+
+/// The separators a list argument's items may be joined with in one query value: OpenAPI's
+/// `form` (explode false), `spaceDelimited` and `pipeDelimited` styles.
+pub const QUERY_SEPARATORS: [&str; 3] = [",", " ", "|"];
+
+/// Names paired with the argument each comes from (a query parameter's, a body field's).
+type Pairs = [(String, String)];
+
+/// Checks a request's path template, query and body against the arguments `input_schema`
+/// describes; the parsed path, or `None` when it is wrong. Problems are keyed under `table`.
+pub(super) fn compile_request(
+    table: &str,
+    (method, template, query, body): (Method, &str, &Pairs, &Pairs),
+    input_schema: &Value,
+    problems: &mut Vec<Problem>,
+) -> Option<PathTemplate> {
+    let properties = input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let path = match PathTemplate::parse(template) {
+        Ok(path) => {
+            for param in path.params() {
+                if !properties.contains_key(param) {
+                    problems.push(Problem::new(
+                        format!("{table}.path"),
+                        format!(
+                            "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
+                        ),
+                    ));
+                } else if !required.contains(&param) {
+                    problems.push(Problem::new(
+                        format!("{table}.path"),
+                        format!(
+                            "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
+                        ),
+                    ));
+                }
+            }
+            Some(path)
+        }
+        Err(message) => {
+            problems.push(Problem::new(format!("{table}.path"), message));
+            None
+        }
+    };
+    for (part, pairs) in [("query", query), ("body", body)] {
+        for (name, argument) in pairs {
+            if !properties.contains_key(argument) {
+                problems.push(Problem::new(
+                    format!("{table}.{part}.{name}"),
+                    format!(
+                        "\"{argument}\" is not an argument; arguments in input_schema.properties: {}",
+                        names(properties.keys())
+                    ),
+                ));
+            }
+        }
+    }
+    if !body.is_empty() && !method.takes_body() {
+        problems.push(Problem::new(
+            format!("{table}.body"),
+            format!(
+                "a {} request carries no body: send these arguments in [request.query], or use POST, PUT or PATCH",
+                method.as_str()
+            ),
+        ));
+    }
+    path
+}
+
+/// Checks `[request] content_type`: a header value naming a JSON media type
+/// (`application/json` with parameters, or a `+json` type), on a method that sends a body.
+pub(super) fn check_content_type(media: &str, method: Method, problems: &mut Vec<Problem>) {
+    let essence = media
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let json = essence == "application/json"
+        || (essence.ends_with("+json") && essence.split('/').count() == 2);
+    if !json || reqwest::header::HeaderValue::from_str(media).is_err() {
+        problems.push(Problem::new(
+            "request.content_type",
+            format!(
+                "\"{media}\" is not a JSON media type; the body is sent as JSON, e.g. \"application/vnd.amadeus+json\""
+            ),
+        ));
+    }
+    if !method.takes_body() {
+        problems.push(Problem::new(
+            "request.content_type",
+            format!(
+                "a {} request carries no body: remove content_type, or use POST, PUT or PATCH",
+                method.as_str()
+            ),
+        ));
+    }
+}
+
+impl Outgoing {
+    /// The request's URL: `base`'s path with the encoded path appended, then the query. Only
+    /// the path and query of `base` change, so the host is always the configured one.
+    pub fn url(&self, base: &Url) -> Url {
+        let mut url = base.clone();
+        let joined = format!("{}{}", base.path().trim_end_matches('/'), self.path);
+        url.set_path(&joined);
+        url.set_fragment(None);
+        if !self.query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(self.query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+        url
+    }
+}
+
+/// One query value as text: a string, number or boolean.
+fn scalar(argument: &str, value: &Value) -> Result<String, (String, String)> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        _ => Err((
+            argument.to_string(),
+            "must be a string, a number or a boolean (or a list of them): it is sent as a query parameter".into(),
+        )),
+    }
+}
+
+fn names<'a>(keys: impl Iterator<Item = &'a String>) -> String {
+    let list: Vec<&str> = keys.map(String::as_str).collect();
+    if list.is_empty() {
+        "none".into()
+    } else {
+        list.join(", ")
+    }
+}
