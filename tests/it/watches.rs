@@ -155,9 +155,9 @@ async fn watches_that_cannot_run_are_refused_naming_the_fix() {
     assert_eq!(list["watches"], json!([]), "nothing refused was kept");
 }
 
-#[tokio::test]
-async fn a_watch_runs_on_its_schedule_is_paused_resumed_and_deleted() {
-    let s = stack().await;
+/// A flight status watch every 200 ms whose condition (a delay over 10 h) never holds: it runs
+/// and says nothing. The watch as created.
+async fn quiet_status_watch(s: &Stack) -> Value {
     let (status, created) = s
         .post(
             "/v1/watches",
@@ -166,6 +166,13 @@ async fn a_watch_runs_on_its_schedule_is_paused_resumed_and_deleted() {
         )
         .await;
     assert_eq!(status, 201, "{created}");
+    created
+}
+
+#[tokio::test]
+async fn a_watch_runs_on_its_schedule_is_paused_resumed_and_deleted() {
+    let s = stack().await;
+    let created = quiet_status_watch(&s).await;
     assert_eq!(created["state"], "active");
     let id = created["watch_id"].as_str().unwrap_or_default().to_string();
 
@@ -220,14 +227,7 @@ async fn a_watch_run_is_traced_naming_its_watch() {
     let exported = crate::traces::Exported::start();
     let s = stack().await;
     tracing::callsite::rebuild_interest_cache();
-    let (status, created) = s
-        .post(
-            "/v1/watches",
-            json!({"tool": "get_flight_status", "arguments": flight(), "every": "200ms",
-                   "condition": {"kind": "delay_over", "minutes": 600}}),
-        )
-        .await;
-    assert_eq!(status, 201, "{created}");
+    let created = quiet_status_watch(&s).await;
     let id = created["watch_id"].as_str().unwrap_or_default().to_string();
     wait_for_watch(&s, &id, "a run", |w| runs(w) >= 1).await;
     let spans = exported.spans();

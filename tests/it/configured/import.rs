@@ -73,6 +73,17 @@ fn faregate(args: &[&str], dir: &Path) -> (bool, String) {
     (status.success(), text)
 }
 
+/// The gateway on the configuration in `dir`, as `faregate serve` would load it.
+async fn serve(dir: &Path) -> TestGateway {
+    let (config, _) = faregate::config::load(
+        &faregate::config::DiskFiles,
+        &dir.join("faregate.toml"),
+        &faregate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    TestGateway::start(config, &key_env()).await
+}
+
 #[tokio::test]
 async fn an_openapi_import_round_trips_through_check_and_serves() {
     let upstream = MockServer::start().await;
@@ -142,13 +153,7 @@ async fn an_openapi_import_round_trips_through_check_and_serves() {
         "{written}"
     );
 
-    let (config, _) = faregate::config::load(
-        &faregate::config::DiskFiles,
-        &dir.path().join("faregate.toml"),
-        &faregate::tools::names(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let gw = TestGateway::start(config, &key_env()).await;
+    let gw = serve(dir.path()).await;
     let (status, answer) = post(
         &gw,
         "/v1/tools/get_flights_by_ident/call",
@@ -218,13 +223,7 @@ async fn a_tool_imported_from_amadeus_hotel_list_serves_its_real_answers() {
     let (ok, text) = faregate(&["check", "--config", "faregate.toml"], dir.path());
     assert!(ok, "{text}");
 
-    let (config, _) = faregate::config::load(
-        &faregate::config::DiskFiles,
-        &dir.path().join("faregate.toml"),
-        &faregate::tools::names(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let gw = TestGateway::start(config, &key_env()).await;
+    let gw = serve(dir.path()).await;
     let (status, answer) = post(
         &gw,
         "/v1/tools/get_shopping_hotels_by_hotels/call",

@@ -610,12 +610,9 @@ async fn undecodable_path_parameters_are_json_400s() {
     assert!(says_utf8(&body), "{body}");
 }
 
-/// The native endpoint takes the caller's deadline from the `Faregate-Deadline-Ms` header as
-/// well as from `deadline_ms` in the body; with both, the shorter wins. A client that gives up
-/// after 5 s gets the fallback text in time from either.
-#[tokio::test]
-async fn the_native_endpoint_takes_the_deadline_header_and_the_shorter_deadline_wins() {
-    let s = Stack::start(8).await;
+/// Makes the simulator's flight status hang (never answer), and returns a status call's
+/// arguments.
+fn flight_status_hangs(s: &Stack) -> Value {
     s.sim.set_fault(
         RouteGroup::AmadeusStatus,
         Fault {
@@ -623,7 +620,16 @@ async fn the_native_endpoint_takes_the_deadline_header_and_the_shorter_deadline_
             ..Fault::default()
         },
     );
-    let args = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(3)});
+    json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(3)})
+}
+
+/// The native endpoint takes the caller's deadline from the `Faregate-Deadline-Ms` header as
+/// well as from `deadline_ms` in the body; with both, the shorter wins. A client that gives up
+/// after 5 s gets the fallback text in time from either.
+#[tokio::test]
+async fn the_native_endpoint_takes_the_deadline_header_and_the_shorter_deadline_wins() {
+    let s = Stack::start(8).await;
+    let args = flight_status_hangs(&s);
     let call = |body: Value, header: Option<&'static str>| {
         let mut req = s
             .http
@@ -680,14 +686,7 @@ async fn the_native_endpoint_takes_the_deadline_header_and_the_shorter_deadline_
 #[tokio::test]
 async fn the_agent_routes_take_the_deadline_header_for_every_call() {
     let s = Stack::start(9).await;
-    s.sim.set_fault(
-        RouteGroup::AmadeusStatus,
-        Fault {
-            hang: true,
-            ..Fault::default()
-        },
-    );
-    let args = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(3)});
+    let args = flight_status_hangs(&s);
     let openai = json!({"tool_calls": [{"id": "call_1", "type": "function", "function": {
         "name": "get_flight_status", "arguments": args.to_string()}}]});
     let anthropic = json!({"content": [{"type": "tool_use", "id": "toolu_1",
