@@ -39,24 +39,6 @@ async fn post(
     super::mcp_post(s.http.post(s.url("/mcp")), body, session, version).await
 }
 
-/// A 2025-11-25 session: initialize, then the initialized notification; its id.
-async fn open_session(s: &Stack) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {},
-        "clientInfo": {"name": "cancel-test", "version": "1"}}});
-    let (status, headers, body) = post(s, &initialize, None, VERSION).await;
-    assert_eq!(status, 200, "{body}");
-    let id = headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("no session id: {body}"));
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (status, _, body) = post(s, &initialized, Some(&id), VERSION).await;
-    assert_eq!(status, 202, "{body}");
-    id
-}
-
 /// A stack whose Duffel flight search answers after a minute (sooner only if its caller goes
 /// away).
 async fn slow_duffel(seed: u64) -> Stack {
@@ -111,7 +93,7 @@ async fn assert_cancelled_cleanly(s: &Stack) {
 #[tokio::test]
 async fn notifications_cancelled_ends_a_read_in_flight() {
     let s = slow_duffel(61).await;
-    let session = open_session(&s).await;
+    let session = super::open_mcp_session(&s, "cancel-test").await;
     let call = {
         let (http, url, session) = (s.http.clone(), s.url("/mcp"), session.clone());
         tokio::spawn(async move {
@@ -191,7 +173,7 @@ async fn a_booking_runs_to_completion_after_notifications_cancelled() {
             ..Fault::default()
         },
     );
-    let session = open_session(&s).await;
+    let session = super::open_mcp_session(&s, "cancel-test").await;
     let book = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
         "name": "book_flight",
         "arguments": {"offer_id": offer, "travellers": [crate::bookings::traveller()]},

@@ -32,24 +32,6 @@ async fn post(s: &Stack, body: &Value, session: Option<&str>) -> (u16, HeaderMap
     super::mcp_post(s.http.post(s.url("/mcp")), body, session, VERSION).await
 }
 
-/// A 2025-11-25 session: initialize, then the initialized notification; its id.
-async fn open_session(s: &Stack) -> String {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {},
-        "clientInfo": {"name": "request-ids-test", "version": "1"}}});
-    let (status, headers, body) = post(s, &initialize, None).await;
-    assert_eq!(status, 200, "{body}");
-    let id = headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("no session id: {body}"));
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (status, _, body) = post(s, &initialized, Some(&id)).await;
-    assert_eq!(status, 202, "{body}");
-    id
-}
-
 /// A stack whose Duffel flight search does not answer until the fault is cleared.
 async fn hanging_search(seed: u64) -> Stack {
     let s = Stack::start(seed).await;
@@ -92,7 +74,7 @@ fn assert_refused_in_use(status: u16, body: &str, id: u64) {
 #[tokio::test]
 async fn a_request_reusing_an_id_in_flight_is_refused_and_the_first_gets_its_answer() {
     let s = hanging_search(81).await;
-    let session = open_session(&s).await;
+    let session = super::open_mcp_session(&s, "request-ids-test").await;
     let first = spawn_search(&s, &session, 7);
     wait_until_upstream(&s.sim, RouteGroup::DuffelAirSearch).await;
 
@@ -147,7 +129,7 @@ async fn a_request_reusing_an_id_in_flight_is_refused_and_the_first_gets_its_ans
 #[tokio::test]
 async fn an_id_stays_taken_while_its_call_runs_after_its_stream_broke() {
     let s = hanging_search(82).await;
-    let session = open_session(&s).await;
+    let session = super::open_mcp_session(&s, "request-ids-test").await;
     let first = spawn_search(&s, &session, 7);
     wait_until_upstream(&s.sim, RouteGroup::DuffelAirSearch).await;
     // Dropping the request closes its connection.

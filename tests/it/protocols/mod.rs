@@ -57,6 +57,28 @@ pub(crate) async fn mcp_post(
     (status, headers, res.text().await.unwrap_or_default())
 }
 
+/// A 2025-11-25 MCP session on `s` for a client named `client`: initialize, then the
+/// initialized notification; its id.
+pub(crate) async fn open_mcp_session(s: &crate::support::Stack, client: &str) -> String {
+    const VERSION: &str = "2025-11-25";
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": client, "version": "1"}}});
+    let (status, headers, body) =
+        mcp_post(s.http.post(s.url("/mcp")), &initialize, None, VERSION).await;
+    assert_eq!(status, 200, "{body}");
+    let id = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no session id: {body}"));
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, body) =
+        mcp_post(s.http.post(s.url("/mcp")), &initialized, Some(&id), VERSION).await;
+    assert_eq!(status, 202, "{body}");
+    id
+}
+
 /// The JSON-RPC message of an answer: the body itself, or the event of an event stream that
 /// carries one (rmcp answers a session's requests as a stream).
 pub(crate) fn mcp_message(text: &str) -> Value {
