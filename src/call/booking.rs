@@ -4,7 +4,7 @@
 //!
 //! The gateway calls these around the pipeline for every write tool, interactive or background,
 //! so every protocol and the job system share them. What a model reads comes from
-//! `texts::call`; what the ledger keeps is ids and amounts only.
+//! `texts::ledger`; what the ledger keeps is ids and amounts only.
 
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use super::outcome::{Failure, Success};
 use super::served::ServedTool;
 use crate::ledger::{Begin, Entry, Hold, Ledger, NewEntry, Outcome, State};
 use crate::store::{StoreError, within};
-use crate::texts::call as texts;
+use crate::texts::ledger as texts;
 use crate::tools::Booked;
 use crate::tools::spend::{Amount, Budget, Reservation, Reserve, SpendLimit};
 

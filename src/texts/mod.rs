@@ -7,6 +7,8 @@
 //!
 //! - `call`: what the call path says (fallbacks, stale answers, refusals, unknown outcomes,
 //!   background jobs that cannot run);
+//! - `ledger`: what the booking ledger answers for an idempotency key (booked earlier, still
+//!   being learned, reused with other arguments, a ledger out of reach);
 //! - `agents`: what the protocols add (the status prefixes of a tool result, unknown tools,
 //!   queued jobs, arguments a protocol could not read);
 //! - `tasks`: what an MCP client reads about a task (its status message, why it cannot be read
@@ -23,5 +25,6 @@ pub mod agents;
 pub mod back_in_service;
 pub mod budget;
 pub mod call;
+pub mod ledger;
 pub mod tasks;
 pub mod watches;

@@ -173,7 +173,7 @@ impl Gateway {
                     "booking refused: the ledger could not be read for the budget"
                 );
                 (
-                    Err(texts::ledger_unwritable(write.tool)),
+                    Err(crate::texts::ledger::ledger_unwritable(write.tool)),
                     "ledger_unreadable",
                 )
             }
