@@ -163,6 +163,11 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
 
     let estimate = retry_estimate(failure, facts.remaining_open, facts.timeout);
     let retry_after_s = ceil_secs(facts.others_back.map_or(estimate, |o| o.min(estimate)));
+    // Forced open by an operator: it stays so until someone hands it back, so no time of
+    // return is known, and the configured fallback's "back in about N seconds" would be made up
+    // (a stale answer says no time either).
+    let forced_open = matches!(failure, Failure::Breaker { rejected, .. }
+        if rejected.state == BreakerState::ForcedOpen);
     if let Some((entry, age)) = facts.stale {
         let content = texts::stale(&info.tool, age, &entry.content, facts.priced);
         return Envelope::stale(
@@ -170,17 +175,12 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
             content,
             entry.data.clone(),
             age.as_secs(),
-            retry_after_s,
+            (!forced_open).then_some(retry_after_s),
             entry.provider.clone(),
         )
         .with_content_tail(&entry.content);
     }
-
-    // Forced open by an operator: it stays so until someone hands it back, so no time of
-    // return is known, and the configured fallback's "back in about N seconds" would be made up.
-    if let Failure::Breaker { rejected, .. } = failure
-        && rejected.state == BreakerState::ForcedOpen
-    {
+    if forced_open {
         let mut failed = failure.failed_providers();
         if failed.is_empty() {
             failed.push(&provider);

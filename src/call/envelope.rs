@@ -158,13 +158,13 @@ impl Envelope {
         content: String,
         data: Data,
         age_s: u64,
-        retry_after_s: u64,
+        retry_after_s: Option<u64>,
         provider: String,
     ) -> Self {
         Envelope {
             data: Some(data),
             stale_age_s: Some(age_s),
-            retry_after_s: Some(retry_after_s),
+            retry_after_s,
             provider: Some(provider),
             ..Self::bare(info, Status::Stale, content)
         }
@@ -505,7 +505,7 @@ mod tests {
             "STALE \"quoted\"\n".into(),
             Data::new(json!({"offers": [{"id": "off_1", "total": "12.30"}], "n": 1})),
             240,
-            30,
+            Some(30),
             "duffel".into(),
         )
     }
@@ -575,7 +575,7 @@ mod tests {
             format!("{head}{}", remembered.as_str()),
             Data::new(json!({"offers": [{"id": "off_1"}]})),
             240,
-            30,
+            Some(30),
             "duffel".into(),
         )
         .with_content_tail(&remembered);
@@ -594,7 +594,7 @@ mod tests {
             format!("{plain_head}{}", remembered.as_str()),
             Data::new(json!([])),
             240,
-            30,
+            Some(30),
             "duffel".into(),
         )
         .with_content_tail(&remembered);
@@ -650,7 +650,7 @@ mod tests {
             "2 flights.".into(),
             json!({"offers": [{"offer_id": "o1"}]}).into(),
             42,
-            30,
+            Some(30),
             "duffel".into(),
         );
         let stored = serde_json::to_value(&envelope).unwrap_or_default();

@@ -259,6 +259,20 @@ fn a_breaker_forced_open_promises_no_time_of_return() {
     assert_eq!(env.status, Status::Unavailable);
     assert_eq!(env.retry_after_s, None, "no time is known");
     assert_eq!(env.breaker, "forced_open");
+    // A stale answer says no time of return either.
+    let cached = entry();
+    let stale = answer::interactive(
+        &forced,
+        Interactive {
+            stale: Some((&cached, secs(240))),
+            ..facts(&hotels)
+        },
+    );
+    assert_eq!(
+        (stale.status, stale.retry_after_s),
+        (Status::Stale, None),
+        "{stale:?}"
+    );
     assert_eq!(
         env.content,
         "search_flights has been taken out of service by the gateway's operator: nothing is being asked of duffel and amadeus, and no time has been set for its return. Nothing was fetched, so there are no results to show, and none should be guessed or made up. Tell the traveller search_flights is unavailable for now, without promising when it will be back. Meanwhile, offer to help with the tools that work now: search_hotels."
