@@ -48,7 +48,7 @@ pub(crate) async fn reload(State(state): State<SharedState>, headers: HeaderMap)
         .into_response(),
         Ok(Err(ReloadError::NoSource)) => ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
-            "this gateway was not started from a configuration file (faregate serve), so there is nothing to read again",
+            "this gateway has no configuration files to read again: reload is for faregate serve, which reads them from its --config; faregate demo (even with --config, whose providers it points at its own simulator) is changed by restarting it",
         )
         .into_response(),
         Ok(Err(ReloadError::Problems(problems))) => ApiError::new(
