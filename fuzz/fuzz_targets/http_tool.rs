@@ -42,7 +42,9 @@ fn operation() -> &'static (Operation, Url) {
             method: Method::Get,
             path: "/flights/{ident}".into(),
             query: vec![("max_pages".into(), "max_pages".into())],
+            query_join: Vec::new(),
             body: Vec::new(),
+            content_type: None,
             idempotency_header: None,
             keep: vec![
                 ("ident".into(), "$.flights[0].ident".into()),
