@@ -18,7 +18,8 @@ use clap::{Parser, Subcommand};
     about = "A tool-call gateway for AI travel agents"
 )]
 struct Cli {
-    /// How many threads run the gateway's calls, or the simulator's answers for `sim` (default: one per CPU this process may use).
+    /// How many threads run the gateway's calls, or the simulator's answers for `sim`
+    /// (default: one per CPU this process may use).
     /// On cores shared with other processes, fewer threads cost less CPU per call and answer
     /// sooner at a light load (BENCHMARKS.md, "One worker thread per replica"). tokio's own
     /// `TOKIO_WORKER_THREADS` is not read.

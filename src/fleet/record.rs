@@ -1,6 +1,7 @@
 //! What a fleet shares about one breaker ([`SharedBreaker`]), one stored transition
-//! ([`StoredTransition`]), one write waiting for the store ([`Write`]), and the conversions between tokio instants and the epoch
-//! milliseconds that mean the same instant on every replica.
+//! ([`StoredTransition`]), one write waiting for the store ([`Write`]), and the conversions
+//! between tokio instants and the epoch milliseconds that mean the same instant on every
+//! replica.
 
 use std::time::Duration;
 

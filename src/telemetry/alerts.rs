@@ -2,8 +2,8 @@
 //! its callers do.
 //!
 //! A pure state machine: inputs are breaker transitions, whether this replica's store answers,
-//! and ticks, each with its instant; outputs are [`AlertChange`]s. No clock reads, no I/O, so every rule is tested on a paused
-//! clock.
+//! and ticks, each with its instant; outputs are [`AlertChange`]s. No clock reads, no I/O, so
+//! every rule is tested on a paused clock.
 //!
 //! | alert | fires when | resolves when |
 //! |---|---|---|
