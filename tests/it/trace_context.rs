@@ -267,13 +267,8 @@ async fn a_background_run_links_to_the_trace_that_submitted_it() {
     // A trace of its own (it may run hours later, elsewhere), linked to the submitting span.
     assert_ne!(run.span_context.trace_id(), trace_id(CALLER_TRACE));
     assert_eq!(run.parent_span_id, SpanId::INVALID);
-    let links: Vec<(TraceId, SpanId)> = run
-        .links
-        .iter()
-        .map(|l| (l.span_context.trace_id(), l.span_context.span_id()))
-        .collect();
     assert_eq!(
-        links,
+        links(run),
         [(trace_id(CALLER_TRACE), submitted.span_context.span_id())]
     );
     // The run's provider request carries the run's trace.
@@ -357,13 +352,8 @@ async fn a_caller_who_joins_a_shared_call_is_marked_and_linked_to_its_leader() {
         "{:?}",
         joiner.attributes
     );
-    let links: Vec<(TraceId, SpanId)> = joiner
-        .links
-        .iter()
-        .map(|l| (l.span_context.trace_id(), l.span_context.span_id()))
-        .collect();
     assert_eq!(
-        links,
+        links(joiner),
         [(trace_id(CALLER_TRACE), leader.span_context.span_id())]
     );
     let attempts_under = |span: &SpanData| {
@@ -375,4 +365,12 @@ async fn a_caller_who_joins_a_shared_call_is_marked_and_linked_to_its_leader() {
             .count()
     };
     assert_eq!((attempts_under(leader), attempts_under(joiner)), (1, 0));
+}
+
+/// The (trace, span) each of `span`'s links points to.
+fn links(span: &SpanData) -> Vec<(TraceId, SpanId)> {
+    span.links
+        .iter()
+        .map(|l| (l.span_context.trace_id(), l.span_context.span_id()))
+        .collect()
 }

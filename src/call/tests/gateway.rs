@@ -286,13 +286,9 @@ async fn the_retry_estimate_heeds_every_failed_providers_retry_after() {
     assert_eq!(env.retry_after_s, Some(25), "{env:?}");
 }
 
-/// Both breakers of the chain are open, duffel's reopening in 51 s and amadeus's in 148 s:
-/// the tool answers again when duffel does, so the retry estimate is 51 s, not amadeus's.
-#[tokio::test(start_paused = true)]
-async fn the_retry_estimate_is_the_soonest_provider_of_the_chain_back() {
-    let duffel = Scripted::new([ok(ms(50), flights())]);
-    let amadeus = Scripted::new([ok(ms(50), flights())]);
-    let gateway = gateway(&[("duffel", &duffel), ("amadeus", &amadeus)]);
+/// Opens flight search's breakers as another replica's opens would: duffel's for 51 s,
+/// amadeus's for 148 s.
+fn open_chain(gateway: &Gateway) {
     let tool = gateway.tool("search_flights").expect("served");
     let now = Instant::now();
     for (provider, open_for) in [("duffel", secs(51)), ("amadeus", secs(148))] {
@@ -300,6 +296,16 @@ async fn the_retry_estimate_is_the_soonest_provider_of_the_chain_back() {
         breaker.follow_open(now + open_for, true, now);
         assert_eq!(breaker.state(now), BreakerState::Open);
     }
+}
+
+/// Both breakers of the chain are open, duffel's reopening in 51 s and amadeus's in 148 s:
+/// the tool answers again when duffel does, so the retry estimate is 51 s, not amadeus's.
+#[tokio::test(start_paused = true)]
+async fn the_retry_estimate_is_the_soonest_provider_of_the_chain_back() {
+    let duffel = Scripted::new([ok(ms(50), flights())]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let gateway = gateway(&[("duffel", &duffel), ("amadeus", &amadeus)]);
+    open_chain(&gateway);
     let env = gateway
         .call(request("search_flights", search_args()))
         .await
@@ -369,12 +375,7 @@ async fn a_job_comes_back_when_the_soonest_provider_of_the_chain_is_back() {
     let duffel = Scripted::new([ok(ms(50), flights())]);
     let amadeus = Scripted::new([ok(ms(50), flights())]);
     let gateway = gateway(&[("duffel", &duffel), ("amadeus", &amadeus)]);
-    let tool = gateway.tool("search_flights").expect("served");
-    let now = Instant::now();
-    for (provider, open_for) in [("duffel", secs(51)), ("amadeus", secs(148))] {
-        let breaker = tool.breaker_on(provider).expect("in the chain");
-        breaker.follow_open(now + open_for, true, now);
-    }
+    open_chain(&gateway);
     let verdict = gateway
         .run_background(request("search_flights", search_args()))
         .await;

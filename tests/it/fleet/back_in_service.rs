@@ -64,35 +64,14 @@ async fn two_replicas_on_postgres_send_a_back_in_service_notice_once() {
 
     super::force(&a, KEY, "open").await;
     wait_for_state(&b, KEY, "forced_open").await;
-    let body = json!({"tool": "search_flights",
-                      "callback_url": format!("{}/hooks/faregate", receiver.uri())});
-    let (status, _, created) = send(
-        reqwest::Client::new()
-            .post(a.url("/v1/back-in-service"))
-            .json(&body),
-    )
-    .await;
-    assert_eq!(status, 201, "{created:#}");
-    assert_eq!(created["available_now"], false, "{created:#}");
-    let id = created["notice_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = notice_for_flights(&a, &receiver).await;
     // Both replicas look a few times while the tool is held.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(notice_on(&b, &id).await["state"], "waiting");
 
     super::force(&b, KEY, "auto").await;
     wait_for_state(&a, KEY, "closed").await;
-    wait_until(Duration::from_secs(20), "the notice sent", || async {
-        let n = notice_on(&a, &id).await;
-        if n["callback"] == "sent" {
-            Ok(())
-        } else {
-            Err(format!("{n:#}"))
-        }
-    })
-    .await;
+    wait_sent(&a, &id).await;
     // More looks on both replicas: still one.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let received = receiver.received_requests().await.unwrap_or_default();

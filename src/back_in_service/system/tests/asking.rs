@@ -104,6 +104,19 @@ async fn look_until_fired(system: &BackInServiceSystem, notice: &Notice, limit: 
     false
 }
 
+/// Sets up a notice for the tool, brings the provider up and looks until the notice fires:
+/// whether it did, and what the provider was asked meanwhile.
+async fn fires_once_up(notices: &BackInServiceSystem, switch: &Switch) -> (bool, Vec<String>) {
+    let notice = notices
+        .create(new_notice("alpha", None))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    switch.up.store(true, Ordering::Relaxed);
+    let fired = look_until_fired(notices, &notice, Duration::from_secs(180)).await;
+    let asked = switch.asked.lock().expect("unpoisoned").clone();
+    (fired, asked)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_tool_nobody_calls_is_asked_again_and_its_notice_fires_when_the_provider_answers() {
     let switch = Arc::new(Switch::default());
@@ -115,18 +128,11 @@ async fn a_tool_nobody_calls_is_asked_again_and_its_notice_fires_when_the_provid
     let dir = tempfile::tempdir().expect("a temporary directory");
     let db = sqlite(&dir).await;
     let notices = system(&db, &gateway);
-    let notice = notices
-        .create(new_notice("alpha", None))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    // The provider recovers, and nobody calls the tool again.
-    switch.up.store(true, Ordering::Relaxed);
-
+    let (fired, asked) = fires_once_up(&notices, &switch).await;
     assert!(
-        look_until_fired(&notices, &notice, Duration::from_secs(180)).await,
+        fired,
         "the notice fires without a caller: the gateway asked the tool again itself"
     );
-    let asked = switch.asked.lock().expect("unpoisoned").clone();
     assert!(!asked.is_empty(), "the provider was asked again");
     assert!(
         asked.iter().all(|a| a.contains(&date) && a.contains("LHR")),
@@ -203,17 +209,11 @@ async fn a_replica_that_saw_no_failure_asks_with_the_arguments_another_shared() 
         "nothing of its own to ask with"
     );
     let notices = system(&db, &second);
-    let notice = notices
-        .create(new_notice("alpha", None))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    switch.up.store(true, Ordering::Relaxed);
-
+    let (fired, asked) = fires_once_up(&notices, &switch).await;
     assert!(
-        look_until_fired(&notices, &notice, Duration::from_secs(180)).await,
+        fired,
         "the notice fires: the second replica asked with the first one's arguments"
     );
-    let asked = switch.asked.lock().expect("unpoisoned").clone();
     assert!(
         !asked.is_empty() && asked.iter().all(|a| a.contains(&date) && a.contains("LHR")),
         "with the traveller's own search: {asked:?}"
