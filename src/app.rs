@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::back_in_service::{BackInServiceSystem, NoticeStore};
 use crate::breaker::{BreakerState, TransitionEvent};
 use crate::call::{Gateway, Upstream};
+use crate::clients::SharedRates;
 use crate::config::Config;
 use crate::fleet::{self, Fleet};
 use crate::http::{self, AppState, ClientLimits, Keys, ServeOptions};
@@ -134,6 +135,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
     app.warnings
         .extend(signing::whitespace_warnings(config, env));
     let postgres = store.db().is_postgres();
+    let db = store.db().clone();
     let watch_store = WatchStore::new(store.db().clone());
     // Each client's callbacks are held to its own list when its entry has one, looked up in the
     // roster as reloads leave it.
@@ -163,6 +165,9 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
             .fleet
             .as_ref()
             .map_or_else(fleet::replica_name, |fleet| fleet.status().replica);
+        app.state
+            .limits
+            .count_with_fleet(SharedRates::new(db, replica.clone()));
         jobs = jobs.spool_in(config.store.spool_path.clone(), replica);
     }
     let jobs = Arc::new(jobs);
@@ -259,6 +264,16 @@ pub async fn run(
         let stop = fleet_stop.clone();
         tokio::spawn(async move { fleet.run(gateway.breakers(), stop).await })
     });
+    // Each client's rate held for the fleet; it ends with the server (the answers it would
+    // still share are those of calls no longer made).
+    let limits_stop = CancellationToken::new();
+    let limits_task = app.state.limits.fleet().map(|shared| {
+        tokio::spawn(http::share_client_rates(
+            Arc::clone(&app.state.limits),
+            shared,
+            limits_stop.clone(),
+        ))
+    });
     let jobs_stop = CancellationToken::new();
     let jobs_task = app
         .state
@@ -306,6 +321,10 @@ pub async fn run(
     }
     breaker_task.abort();
     reconciler.abort();
+    limits_stop.cancel();
+    if let Some(task) = limits_task {
+        let _ = task.await;
+    }
     // After the jobs, so that the transitions of their last calls are published.
     fleet_stop.cancel();
     if let Some(mut task) = fleet_task {

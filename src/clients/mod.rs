@@ -8,14 +8,20 @@
 //! - `scope.rs`: [`Scope`], the tools a client may call and whether it may book;
 //! - `budget.rs`: [`DailyBudget`] and the exact [`Amount`] it is counted in;
 //! - `roster.rs`: [`Roster`], every accepted key as a digest with the [`ClientProfile`] it
-//!   names, and the [`Directory`] that swaps the roster whole on a reload.
+//!   names, and the [`Directory`] that swaps the roster whole on a reload;
+//! - `rate.rs`: [`Rates`], each client's request rate, which a fleet's replicas charge for each
+//!   other's calls, and `fleet_rate.rs`: [`SharedRates`], how they tell each other.
 
 mod budget;
+mod fleet_rate;
 mod name;
+mod rate;
 mod roster;
 mod scope;
 
 pub use budget::{Amount, DailyBudget};
+pub use fleet_rate::{ClientKey, Heard, SharedRates, Told};
 pub use name::{ClientName, InvalidClientName};
+pub use rate::{Admitted, Quota, Rates, SHARE_EVERY};
 pub use roster::{ClientProfile, Directory, KeyDigest, Roster, digest, digest_from_hex};
 pub use scope::Scope;

@@ -43,6 +43,7 @@ pub use state::{
     AppState, ConfigSource, ReloadError, ReloadSummary, SharedState, budgets as client_budgets,
 };
 
+pub(crate) use edge::share_client_rates;
 use routes::{Guard, Handler, ROUTES};
 
 /// The whole HTTP API, built from the route table (`routes/table.rs`).

@@ -1,4 +1,4 @@
-//! Per-client limits on the tool-call routes: a request rate (governor's GCRA) and a cap on
+//! Per-client limits on the tool-call routes: a request rate (a GCRA, fleet-wide on PostgreSQL) and a cap on
 //! calls in flight.
 //!
 //! Why: every tool call can cost money at a provider, so a stolen or runaway key must not be
@@ -24,30 +24,31 @@
 //! an event stream that runs on after its head, so its slot rides in the answer's body
 //! ([`holding`](super::holding)).
 //!
-//! Time is governor's clock over `tokio::time::Instant`, so the limiter's tests run on a paused
-//! clock.
+//! The rate is [`Rates`]' GCRA, one bucket per client for every limit set (the shared ones and
+//! each client's own). In a fleet on PostgreSQL it holds for the fleet: the replicas tell each
+//! other what they admitted every 100 ms and charge each other's calls to their own buckets
+//! ([`fleet_limits`](super::fleet_limits)), so a client spreading its calls over three replicas
+//! gets its rate once, not three times. The in-flight cap stays per replica: it keeps one client
+//! from filling the bulkheads of the replica it calls, and bulkheads are per replica.
+//!
+//! Time is `tokio::time::Instant`, so the limiter's tests run on a paused clock.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{Extensions, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::Clock;
-use governor::nanos::Nanos;
-use governor::state::keyed::DefaultKeyedStateStore;
-use governor::{Quota, RateLimiter};
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::auth::Caller;
 use super::error::ApiError;
 use super::holding::holding;
-use crate::clients::{ClientName, KeyDigest};
+use crate::clients::{ClientKey, ClientName, KeyDigest, Quota, Rates, SharedRates};
 use crate::config::LimitsConfig;
 use crate::telemetry::Telemetry;
 
@@ -71,35 +72,35 @@ impl std::fmt::Display for ClientId {
     }
 }
 
-/// governor's clock over tokio's: `Nanos` since the limiter was built.
-#[derive(Debug, Clone)]
-struct TokioClock {
-    start: tokio::time::Instant,
-}
-
-impl Clock for TokioClock {
-    type Instant = Nanos;
-    fn now(&self) -> Nanos {
-        Nanos::from(tokio::time::Instant::now().duration_since(self.start))
+impl ClientId {
+    /// The client as the fleet's table of admitted calls names it: the whole digest of its key
+    /// (never the key), or its address.
+    pub(crate) fn shared_key(&self) -> ClientKey {
+        match self {
+            ClientId::Key(d) => {
+                let mut hex = String::with_capacity(4 + 64);
+                hex.push_str("key:");
+                for b in d {
+                    hex.push_str(&format!("{b:02x}"));
+                }
+                hex
+            }
+            ClientId::Peer(ip) => format!("peer:{ip}"),
+        }
     }
 }
 
-type Limiter = RateLimiter<
-    ClientId,
-    DefaultKeyedStateStore<ClientId>,
-    TokioClock,
-    governor::middleware::NoOpMiddleware<Nanos>,
->;
-
-/// Keys tracked before stale ones are swept (only reachable when auth is off and many peer
-/// addresses call; keyed clients are as few as the configured keys).
+/// Clients with calls in flight tracked before idle ones are swept (only reachable when auth is
+/// off and many peer addresses call; keyed clients are as few as the configured keys).
 const SWEEP_ABOVE: usize = 4096;
 
 /// The limits of every client. Cheap to share behind an `Arc`.
 pub struct ClientLimits {
-    /// The rate limiter; `None` = no rate limit.
-    rate: Option<Limiter>,
-    clock: TokioClock,
+    /// The rate; `None` = no rate limit.
+    rate: Option<Quota>,
+    /// Every client's bucket, shared by the default limits and every client's own (a client is
+    /// counted by one of them at a time), and charged for the calls of other replicas.
+    pub(super) rates: Arc<Rates<ClientId>>,
     /// The in-flight cap; `None` = no cap.
     max_in_flight: Option<u32>,
     /// One semaphore per client with calls in flight. A std mutex: held only to look up or
@@ -110,6 +111,8 @@ pub struct ClientLimits {
     /// The clients with limits of their own, with those limits as configured. A std lock:
     /// held only to look up or replace an entry, never across an await.
     own: RwLock<HashMap<ClientName, (LimitsConfig, Arc<ClientLimits>)>>,
+    /// Where a fleet's replicas tell each other what they admitted, once set.
+    fleet: OnceLock<SharedRates>,
 }
 
 impl std::fmt::Debug for ClientLimits {
@@ -139,27 +142,38 @@ pub struct Admission {
 impl ClientLimits {
     /// Limits as configured; `max_body_bytes` bounds the MCP body read to find its method.
     pub fn new(config: &LimitsConfig, max_body_bytes: usize) -> Self {
-        let clock = TokioClock {
-            start: tokio::time::Instant::now(),
-        };
-        let rate = config.client_rate.and_then(|r| {
-            let burst = NonZeroU32::new(config.client_burst.max(1))?;
-            let period = r.per / r.count.max(1);
-            let quota = Quota::with_period(period)?.allow_burst(burst);
-            Some(RateLimiter::new(
-                quota,
-                DefaultKeyedStateStore::default(),
-                clock.clone(),
-            ))
-        });
+        Self::counting_in(config, max_body_bytes, Arc::default())
+    }
+
+    /// Limits as configured whose rate is counted in `rates`.
+    fn counting_in(
+        config: &LimitsConfig,
+        max_body_bytes: usize,
+        rates: Arc<Rates<ClientId>>,
+    ) -> Self {
+        let rate = config
+            .client_rate
+            .and_then(|r| Quota::new(r.count, r.per, config.client_burst));
         ClientLimits {
             rate,
-            clock,
+            rates,
             max_in_flight: config.client_max_concurrent_calls,
             in_flight: Mutex::new(HashMap::new()),
             max_body_bytes,
             own: RwLock::new(HashMap::new()),
+            fleet: OnceLock::new(),
         }
+    }
+
+    /// Holds every client's rate for the fleet that shares `shared` (PostgreSQL), once the
+    /// server runs ([`fleet_limits`](super::fleet_limits)); a second call changes nothing.
+    pub fn count_with_fleet(&self, shared: SharedRates) {
+        let _ = self.fleet.set(shared);
+    }
+
+    /// Where this replica shares its counts, when it does.
+    pub(crate) fn fleet(&self) -> Option<SharedRates> {
+        self.fleet.get().cloned()
     }
 
     /// Gives each listed client limits of its own (replacing the previous list); a client
@@ -170,7 +184,11 @@ impl ClientLimits {
         for (name, config) in clients {
             let limiter = match own.remove(name) {
                 Some((old, limiter)) if old == *config => limiter,
-                _ => Arc::new(ClientLimits::new(config, self.max_body_bytes)),
+                _ => Arc::new(ClientLimits::counting_in(
+                    config,
+                    self.max_body_bytes,
+                    Arc::clone(&self.rates),
+                )),
             };
             next.insert(name.clone(), (config.clone(), limiter));
         }
@@ -204,14 +222,10 @@ impl ClientLimits {
                 }
             }
         };
-        if let Some(rate) = &self.rate {
-            if rate.len() > SWEEP_ABOVE {
-                rate.retain_recent();
-            }
-            if let Err(not_until) = rate.check_key(&client) {
-                let wait = not_until.wait_time_from(self.clock.now());
-                return Err(Refusal::Rate(wait));
-            }
+        if let Some(quota) = self.rate {
+            self.rates
+                .admit(&client, quota, tokio::time::Instant::now())
+                .map_err(Refusal::Rate)?;
         }
         Ok(Admission { _slot: slot })
     }

@@ -8,8 +8,9 @@
 //!   (`Upgrade: h2c`);
 //! - `auth`: client and admin keys, held as digests in a reloadable roster; `clients`: the
 //!   roster and per-client limits configuration and environment describe;
-//! - `limits`: per-client rate and in-flight limits on the tool-call routes; `streams`: event
-//!   streams held open, per client and in all;
+//! - `limits`: per-client rate and in-flight limits on the tool-call routes; `fleet_limits`:
+//!   the task that holds each client's rate for a fleet; `streams`: event streams held open,
+//!   per client and in all;
 //! - `body`: what HTTP says about a body (declared size, content type, limit) before a
 //!   protocol reads it;
 //! - `error`: the one error → JSON mapping, also for refusals axum and rmcp write;
@@ -19,6 +20,7 @@ mod auth;
 mod body;
 mod clients;
 mod error;
+mod fleet_limits;
 mod gate;
 mod h2c;
 mod holding;
@@ -40,6 +42,7 @@ pub use streams::StreamLimits;
 
 pub(crate) use body::{Browsers, read_body, read_json_body, refuse_cross_site};
 pub(crate) use error::{PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json};
+pub(crate) use fleet_limits::share as share_client_rates;
 pub(crate) use gate::{Gate, check_size_and_key, guard};
 pub(crate) use holding::holding;
 pub(crate) use limits::{client_id, limit};
