@@ -16,6 +16,7 @@ pub mod http;
 pub mod kept;
 pub mod limits;
 pub mod oauth2;
+mod redact;
 pub mod rest;
 mod wire_json;
 mod wire_str;
