@@ -1,4 +1,5 @@
 //! The provider of kind http authenticates each way, with credentials from the environment: sent as configured, trimmed of the whitespace around them, refused at start when broken inside, and an OAuth2 token fetched once and renewed.
+//! A token whose lifetime no clock can hold is kept a day.
 
 use super::*;
 
@@ -172,4 +173,51 @@ async fn an_oauth2_token_is_fetched_once_for_concurrent_calls_and_renewed_when_r
     let received = upstream.received_requests().await.unwrap_or_default();
     assert_eq!(tokens(&received), 1, "{received:#?}");
     assert_eq!(received.len(), 3, "refused, new token, asked again");
+}
+
+/// The OAuth2 lines of the provider, with its token endpoint at `token_url`.
+fn oauth2_auth(token_url: &str) -> String {
+    format!(
+        "auth = \"oauth2\"\ntoken_url = \"{token_url}\"\nclient_id_env = \"FLIGHTS_CLIENT_ID\"\nclient_secret_env = \"FLIGHTS_CLIENT_SECRET\""
+    )
+}
+
+fn oauth2_env() -> MapEnv {
+    MapEnv(vec![
+        ("FLIGHTS_CLIENT_ID", "agent-app"),
+        ("FLIGHTS_CLIENT_SECRET", "s3cret"),
+    ])
+}
+
+/// A token endpoint answering `expires_in` past what any clock can add (`u64::MAX` seconds)
+/// issues a token kept for a day: the calls answer, and share one token. Before, adding the
+/// lifetime panicked inside the shared fetch, and every later call of the provider answered
+/// `unavailable` for good.
+#[tokio::test]
+async fn a_token_lifetime_past_any_clock_is_kept_a_day_and_the_calls_answer() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(
+            r#"{"access_token": "tkn-1", "token_type": "bearer", "expires_in": 18446744073709551615}"#,
+        ))
+        .mount(&upstream)
+        .await;
+    Mock::given(method("GET"))
+        .and(header("authorization", "Bearer tkn-1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    let auth = oauth2_auth(&format!("{}/oauth/token", upstream.uri()));
+    let (gw, _dir) = gateway(&upstream, &auth, &oauth2_env()).await;
+    for ident in ["BAW117", "BAW118"] {
+        let answer = call(&gw, json!({ "ident": ident })).await;
+        assert_eq!(answer["status"], "ok", "{answer:#}");
+    }
+    let received = upstream.received_requests().await.unwrap_or_default();
+    let tokens = received
+        .iter()
+        .filter(|r| r.url.path() == "/oauth/token")
+        .count();
+    assert_eq!(tokens, 1, "{received:#?}");
 }
