@@ -5,11 +5,13 @@
 //! request from the call's arguments and reads the answer. A built-in tool whose file binds
 //! this provider is served the same way through its `http_tool::Binding`: the request from the
 //! tool's checked arguments, the answer mapped into the tool's typed output, and an answer that
-//! does not fit that type is a malformed answer (the chain goes on to its next provider). This module adds what needs a
-//! socket: the configured base URL (the only host a request ever goes to), the credential from
-//! the environment, the bounded body read, the rate-limit headers recorded for pacing, the
-//! mapping of the operation's classification onto [`ErrorKind`], and the text of a write the
-//! provider confirmed with an empty body (`Answered::Done`).
+//! does not fit that type is a malformed answer (the chain goes on to its next provider). This
+//! module adds what needs a socket: the configured base URL (the only host a request ever goes
+//! to), the credential from the environment (an OAuth2 token waited for at most half the
+//! attempt's time, so a write whose token did not come is reported as not sent), the bounded
+//! body read, the rate-limit headers recorded for pacing, the mapping of the operation's
+//! classification onto [`ErrorKind`], and the text of a write the provider confirmed with an
+//! empty body (`Answered::Done`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +26,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName};
 use super::error::{ErrorKind, NOT_LISTED, UpstreamError};
 use super::http::{read_body, retry_after, send, traced, transport_error};
 use super::limits::LimitsSink;
-use super::oauth2::TokenSource;
+use super::oauth2::{Token, TokenSource};
 pub use super::redact::REDACTED;
 use super::redact::redacted;
 use crate::http_tool::{Answered, Binding, Class, Method, Operation, Outgoing, Waits};
@@ -113,10 +115,10 @@ impl RestClient {
     pub async fn call(
         &self,
         request: &ToolRequest,
-        _timeout: Duration,
+        timeout: Duration,
     ) -> Result<ToolOutput, UpstreamError> {
         let ToolRequest::Configured(call) = request else {
-            return self.call_bound(request).await;
+            return self.call_bound(request, timeout).await;
         };
         let Some(operation) = self.operations.get(call.tool) else {
             return Err(UpstreamError::new(
@@ -125,11 +127,17 @@ impl RestClient {
             )
             .before_write());
         };
-        self.send(operation, call).await.map(ToolOutput::Configured)
+        self.send(operation, call, timeout)
+            .await
+            .map(ToolOutput::Configured)
     }
 
     /// One attempt of a built-in tool's call through the binding its file gives this provider.
-    async fn call_bound(&self, request: &ToolRequest) -> Result<ToolOutput, UpstreamError> {
+    async fn call_bound(
+        &self,
+        request: &ToolRequest,
+        timeout: Duration,
+    ) -> Result<ToolOutput, UpstreamError> {
         let tool = request.tool();
         let (Some(binding), Some(arguments)) = (self.bindings.get(tool), request.bound_arguments())
         else {
@@ -148,7 +156,7 @@ impl RestClient {
             )
             .before_write()
         })?;
-        let (status, headers, body) = self.exchange(&outgoing).await?;
+        let (status, headers, body) = self.exchange(&outgoing, timeout).await?;
         let request_id = text(&headers, "x-request-id").map(str::to_string);
         let failed = |class: Class| {
             let mut e = upstream_error(class);
@@ -218,7 +226,12 @@ impl RestClient {
         Ok((status, headers, body))
     }
 
-    async fn send(&self, operation: &Operation, call: &Call) -> Result<Output, UpstreamError> {
+    async fn send(
+        &self,
+        operation: &Operation,
+        call: &Call,
+        timeout: Duration,
+    ) -> Result<Output, UpstreamError> {
         let outgoing = operation
             .request(&call.arguments, call.sent_key().as_deref())
             .map_err(|(field, why)| {
@@ -230,7 +243,7 @@ impl RestClient {
                 )
                 .before_write()
             })?;
-        let (status, headers, body) = self.exchange(&outgoing).await?;
+        let (status, headers, body) = self.exchange(&outgoing, timeout).await?;
         let request_id = text(&headers, "x-request-id").map(str::to_string);
         operation
             .read(status, waits(&headers), &body, crate::clock::system_now())
@@ -253,21 +266,24 @@ impl RestClient {
     }
 
     /// Sends `outgoing` with this provider's credential (an OAuth2 token renewed once when the
-    /// API refuses it); the answer's status, headers and body.
+    /// API refuses it), within the attempt's `timeout`; the answer's status, headers and body.
     async fn exchange(
         &self,
         outgoing: &Outgoing,
+        timeout: Duration,
     ) -> Result<(u16, HeaderMap, Bytes), UpstreamError> {
+        let started = tokio::time::Instant::now();
         let (status, headers, body, token) = match &self.credential {
             Credential::OAuth2(tokens) => {
-                let token = tokens.get().await.map_err(UpstreamError::before_write)?;
+                let token = token_for(tokens, timeout).await?;
                 let (status, headers, body) = self.attempt(outgoing, Some(&token.value)).await?;
                 if status != 401 {
                     (status, headers, body, Some(token.value))
                 } else {
                     // An expired or revoked token: a new one, and the request once more.
                     tokens.invalidate(&token);
-                    let token = tokens.get().await.map_err(UpstreamError::before_write)?;
+                    let left = timeout.saturating_sub(started.elapsed());
+                    let token = token_for(tokens, left).await?;
                     let (status, headers, body) =
                         self.attempt(outgoing, Some(&token.value)).await?;
                     (status, headers, body, Some(token.value))
@@ -304,6 +320,30 @@ impl RestClient {
         }
         secrets.retain(|s| !s.is_empty());
         secrets
+    }
+}
+
+/// A token from `tokens` for a request that has `left` of its attempt's time, waited for at most
+/// half of it. Every failure here comes before the request is sent, so it is marked
+/// [`UpstreamError::before_write`]: a write waiting for its token was not sent, whatever ends
+/// the wait. The wait ends here, not at the attempt's timeout around the whole call: there the
+/// pipeline could not tell a write stuck waiting for its token from one sent and unanswered
+/// ("not known whether it went through"), and its detail would not say the token endpoint was
+/// the slow one. Half, as Duffel's read before an order: a token that takes longer leaves the
+/// request too little time anyway, and the fetch goes on in the background for the next
+/// attempt (`oauth2.rs`).
+async fn token_for(tokens: &TokenSource, left: Duration) -> Result<Token, UpstreamError> {
+    let bound = left / 2;
+    match tokio::time::timeout(bound, tokens.get()).await {
+        Ok(token) => token.map_err(UpstreamError::before_write),
+        Err(_) => Err(UpstreamError::new(
+            ErrorKind::Timeout,
+            format!(
+                "token endpoint: no token within {} (half the attempt's time)",
+                humantime::format_duration(Duration::from_millis(bound.as_millis() as u64))
+            ),
+        )
+        .before_write()),
     }
 }
 

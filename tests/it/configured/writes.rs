@@ -53,8 +53,24 @@ const TOKEN: &str = "s3cr3t-token-XYZ";
 /// A gateway serving [`LOUNGE`] from `upstream` with a bearer token, for the clients k-alpha
 /// and k-beta (keys `alpha-key` and `beta-key`).
 async fn lounge_gateway(upstream: &MockServer) -> (TestGateway, tempfile::TempDir) {
-    let auth = "auth = \"bearer\"\ntoken_env = \"LOUNGE_TOKEN\"\n\n[[clients]]\nname = \"k-alpha\"\nkey_env = \"ALPHA_KEY\"\nmay_book = true\n\n[[clients]]\nname = \"k-beta\"\nkey_env = \"BETA_KEY\"\nmay_book = true\n";
-    let dir = config_dir(&format!("{}/api", upstream.uri()), auth, TOOL);
+    lounge_gateway_with(
+        upstream,
+        "auth = \"bearer\"\ntoken_env = \"LOUNGE_TOKEN\"",
+        &[("LOUNGE_TOKEN", TOKEN)],
+    )
+    .await
+}
+
+/// [`lounge_gateway`] with the provider authenticating with `auth` (TOML lines), from `env`.
+async fn lounge_gateway_with(
+    upstream: &MockServer,
+    auth: &str,
+    env: &[(&'static str, &'static str)],
+) -> (TestGateway, tempfile::TempDir) {
+    let auth = format!(
+        "{auth}\n\n[[clients]]\nname = \"k-alpha\"\nkey_env = \"ALPHA_KEY\"\nmay_book = true\n\n[[clients]]\nname = \"k-beta\"\nkey_env = \"BETA_KEY\"\nmay_book = true\n"
+    );
+    let dir = config_dir(&format!("{}/api", upstream.uri()), &auth, TOOL);
     let write = |name: &str, text: &str| {
         std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{name}: {e}"));
     };
@@ -69,11 +85,9 @@ async fn lounge_gateway(upstream: &MockServer) -> (TestGateway, tempfile::TempDi
         &faregate::tools::names(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let env = MapEnv(vec![
-        ("LOUNGE_TOKEN", TOKEN),
-        ("ALPHA_KEY", "alpha-key"),
-        ("BETA_KEY", "beta-key"),
-    ]);
+    let mut vars = vec![("ALPHA_KEY", "alpha-key"), ("BETA_KEY", "beta-key")];
+    vars.extend_from_slice(env);
+    let env = MapEnv(vars);
     (TestGateway::start(config, &env).await, dir)
 }
 
@@ -229,5 +243,47 @@ async fn a_write_confirmed_with_an_empty_body_is_carried_out() {
     assert_eq!(
         upstream.received_requests().await.unwrap_or_default().len(),
         3
+    );
+}
+
+/// A write whose OAuth2 token never comes was never sent: the model is told the write is
+/// unavailable (nothing booked), never that it is unknown whether it went through. Before,
+/// the attempt's timeout fired while the write waited for its token, and read as a write sent
+/// and unanswered.
+#[tokio::test]
+async fn a_write_whose_token_never_comes_is_told_it_was_not_sent() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/oauth/token"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"access_token": "tkn", "expires_in": 3600}))
+                .set_delay(Duration::from_secs(30)),
+        )
+        .mount(&upstream)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/api/lounges/LHR/bookings"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": "LB-1"})))
+        .mount(&upstream)
+        .await;
+    let auth = format!(
+        "auth = \"oauth2\"\ntoken_url = \"{}/oauth/token\"\nclient_id_env = \"LOUNGE_CLIENT_ID\"\nclient_secret_env = \"LOUNGE_CLIENT_SECRET\"",
+        upstream.uri()
+    );
+    let env = [
+        ("LOUNGE_CLIENT_ID", "lounge-app"),
+        ("LOUNGE_CLIENT_SECRET", "s3cret"),
+    ];
+    let (gw, _dir) = lounge_gateway_with(&upstream, &auth, &env).await;
+    let answer = native_call(&gw, "alpha-key", "k-1").await;
+    assert_eq!(answer["status"], "unavailable", "{answer:#}");
+    let text = answer.to_string();
+    assert!(!text.contains("not known whether"), "{text}");
+    assert!(text.contains("nothing was booked"), "{text}");
+    let received = upstream.received_requests().await.unwrap_or_default();
+    assert!(
+        received.iter().all(|r| r.url.path() == "/oauth/token"),
+        "the write was never sent: {received:#?}"
     );
 }
