@@ -349,7 +349,26 @@ pub fn build(config: &Config, env: &dyn Env) -> Built {
                 );
             }
             ProviderKind::Http { auth } => {
-                let credential = match http_credential(name, auth, env, &http) {
+                // The token endpoint is another server (the identity provider), which need not
+                // speak HTTP/2 without asking: with `http2_prior_knowledge` it gets a client of
+                // its own that negotiates as any does, with the same connect timeout and
+                // policies. One idle connection: its requests are single-flight.
+                let token_http = match protocol {
+                    http::Protocol::Negotiated => Ok(http.clone()),
+                    http::Protocol::Http2PriorKnowledge => {
+                        http::client_for(1, p.connect_timeout, http::Protocol::Negotiated)
+                    }
+                };
+                let token_http = match token_http {
+                    Ok(c) => c,
+                    Err(e) => {
+                        out.environment.push(format!(
+                            "provider \"{name}\": cannot build an HTTP client for its token endpoint: {e}"
+                        ));
+                        continue;
+                    }
+                };
+                let credential = match http_credential(name, auth, env, &token_http) {
                     Ok(c) => c,
                     Err(Unsendable::Unusable(unusable)) => {
                         out.errors.push(format!("provider \"{name}\": {unusable}"));
@@ -437,7 +456,7 @@ impl Unsendable {
 }
 
 /// The credential `auth` names for provider `name`, read from `env` (an OAuth2 token source
-/// asking through `http`), or why there is none to send.
+/// asking its token endpoint through `http`), or why there is none to send.
 fn http_credential(
     name: &str,
     auth: &HttpAuth,

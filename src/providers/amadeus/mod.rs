@@ -3,7 +3,8 @@
 //! specifications and developer guides document it; enterprise customers use the same shapes).
 //!
 //! - **Auth**: an OAuth2 client-credentials token, cached, shared and fetched single-flight
-//!   (`token.rs`). A 401 that a new token cures refreshes it once and retries the call once.
+//!   (`providers/oauth2.rs`). A 401 that a new token cures refreshes it once and retries the
+//!   call once.
 //!   Token endpoint failures are this call's `UpstreamError`, so they count against the
 //!   tool's breaker like any other failure.
 //! - **Media types**: requests send `Accept: application/json, application/vnd.amadeus+json`
@@ -148,6 +149,8 @@ impl AmadeusClient {
             .map_or(0, |d| d.as_nanos() as u64);
         AmadeusClient {
             account: client_id.digest(),
+            // Its token endpoint is under the base URL, on the API's own server: the same
+            // client, HTTP/2 with prior knowledge too when the provider is configured so.
             tokens: TokenSource::new(
                 "amadeus",
                 http.clone(),

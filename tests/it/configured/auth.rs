@@ -1,5 +1,8 @@
 //! The provider of kind http authenticates each way, with credentials from the environment: sent as configured, trimmed of the whitespace around them, refused at start when broken inside, and an OAuth2 token fetched once and renewed.
-//! A token whose lifetime no clock can hold is kept a day.
+//! A token whose lifetime no clock can hold is kept a day, and the token endpoint is asked in
+//! plain HTTP/1.1 when the API itself is spoken to in HTTP/2 with prior knowledge.
+
+use std::sync::{Arc, Mutex};
 
 use super::*;
 
@@ -220,4 +223,79 @@ async fn a_token_lifetime_past_any_clock_is_kept_a_day_and_the_calls_answer() {
         .filter(|r| r.url.path() == "/oauth/token")
         .count();
     assert_eq!(tokens, 1, "{received:#?}");
+}
+
+/// A token endpoint that speaks HTTP/1.1 only, on `127.0.0.1:0`: it answers each request with
+/// a token and closes the connection, and closes at once a connection that opens with the
+/// HTTP/2 preface (as an HTTP/1.1 server does, with a 400 at best). Returns its token URL and
+/// the first line of every request it read.
+async fn http1_token_endpoint() -> (String, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let record = Arc::clone(&record);
+            tokio::spawn(async move {
+                let mut read = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The head and the short form body come together or soon after; enough to
+                // answer once the head is whole and the form's `grant_type` arrived.
+                while !String::from_utf8_lossy(&read).contains("grant_type") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => read.extend_from_slice(&buf[..n]),
+                    }
+                    if read.starts_with(b"PRI * HTTP/2.0") {
+                        break;
+                    }
+                }
+                let text = String::from_utf8_lossy(&read).into_owned();
+                let first = text.lines().next().unwrap_or_default().to_string();
+                record
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(first.clone());
+                if !first.starts_with("POST /oauth/token HTTP/1.1") {
+                    return;
+                }
+                let body =
+                    r#"{"access_token": "tkn-1", "token_type": "Bearer", "expires_in": 3600}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (format!("http://{addr}/oauth/token"), seen)
+}
+
+/// With `http2_prior_knowledge`, the API is spoken to in HTTP/2 from the first byte, and the
+/// token endpoint, another server, in HTTP/1.1 as any client does. Before, the token request
+/// opened with the HTTP/2 preface too, an HTTP/1.1 identity provider never answered, and no call
+/// of the provider could.
+#[tokio::test]
+async fn the_token_endpoint_is_asked_in_http1_when_the_api_is_spoken_to_in_http2() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(header("authorization", "Bearer tkn-1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(flight()))
+        .mount(&upstream)
+        .await;
+    let (token_url, seen) = http1_token_endpoint().await;
+    let auth = format!("{}\nhttp2_prior_knowledge = true", oauth2_auth(&token_url));
+    let (gw, _dir) = gateway(&upstream, &auth, &oauth2_env()).await;
+    let answer = call(&gw, json!({"ident": "BAW117"})).await;
+    assert_eq!(answer["status"], "ok", "{answer:#}");
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert_eq!(seen, ["POST /oauth/token HTTP/1.1"]);
+    let received = upstream.received_requests().await.unwrap_or_default();
+    assert_eq!(received.len(), 1, "{received:#?}");
 }
