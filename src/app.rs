@@ -203,13 +203,16 @@ const BREAKER_TICK: Duration = Duration::from_millis(250);
 ///
 /// Shutdown, in order (`[server] shutdown_grace` bounds the whole drain):
 /// 1. the listener closes: new connections are refused;
-/// 2. event streams end, and background workers stop claiming jobs;
-/// 3. in-flight HTTP calls finish (each connection closes after its current response), and
-///    running background jobs finish; whatever still runs when the grace period ends is
-///    abandoned: its connection is closed, its job's lease is handed back to the queue (the
-///    job is not lost and not counted as an attempt, so it runs again on the next start or
-///    another replica);
-/// 4. the caller drops its telemetry guard, which flushes buffered spans.
+/// 2. event streams end (`/v1/events`, `/v1/availability/events`, `GET /mcp`), and background
+///    workers stop claiming jobs;
+/// 3. in-flight HTTP calls finish (each connection closes after its current response), MCP
+///    `tools/call` requests included, in a session or not, and running background jobs
+///    finish; whatever still runs when the grace period ends is abandoned: its connection is
+///    closed, its job's lease is handed back to the queue (the job is not lost and not counted
+///    as an attempt, so it runs again on the next start or another replica);
+/// 4. the MCP sessions end (rmcp's token is cancelled only now: cancelled earlier, it cut
+///    every MCP request in flight);
+/// 5. the caller drops its telemetry guard, which flushes buffered spans.
 pub async fn run(
     listener: TcpListener,
     app: App,
@@ -295,20 +298,23 @@ pub async fn run(
         .clone()
         .map(|notices| tokio::spawn(notices.run(jobs_stop.clone())));
     let telemetry = app.state.telemetry.clone();
-    // Cancelled when shutdown starts, so open MCP event streams end and do not hold up the
-    // graceful shutdown that waits for every connection.
-    let streams = CancellationToken::new();
-    let router = http::router(app.state, streams.clone());
+    // rmcp's token, which ends every MCP session and every request rmcp still runs: cancelled
+    // only once the drain is over. Cancelled when shutdown starts, it cut the MCP calls in
+    // flight (a booking among them) instead of letting them finish within the grace period;
+    // the event streams that would hold the drain (`GET /mcp`) end on `close_streams` below.
+    let mcp_stop = CancellationToken::new();
+    let router = http::router(app.state, mcp_stop.clone());
     let stop_jobs = jobs_stop.clone();
     let result = http::serve(listener, router, options, shutdown, move || {
         tracing::info!("shutting down: no new connections; finishing in-flight calls");
-        streams.cancel();
-        // Open event streams would otherwise hold the graceful shutdown forever.
+        // Open event streams (`/v1/events`, `GET /mcp`, …) would otherwise hold the graceful
+        // shutdown forever.
         telemetry.close_streams();
         // Workers stop claiming now; running jobs get the same grace period as HTTP calls.
         stop_jobs.cancel();
     })
     .await;
+    mcp_stop.cancel();
     jobs_stop.cancel();
     if let Some(task) = watches_task {
         let _ = task.await;

@@ -75,7 +75,8 @@ use routes::{Guard, Handler, ROUTES};
 /// `faregate.toml`) and enforces the same body limit itself. Its guard (`mcp::guard`) also
 /// reshapes what comes back: its 401, 403, 413, 429 and 503 carry a JSON-RPC error, the only
 /// body MCP clients show their users, and an ended session is 200. `shutdown` ends MCP
-/// sessions and streams when cancelled.
+/// sessions, their requests and streams when cancelled (`run` does so after the drain; a
+/// `GET /mcp` stream ends earlier, with the telemetry's streams).
 pub fn router(state: AppState, shutdown: CancellationToken) -> Router {
     let state: SharedState = Arc::new(state);
     let mut open = Router::new();

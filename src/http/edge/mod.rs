@@ -44,7 +44,7 @@ pub(crate) use body::{Browsers, read_body, read_json_body, refuse_cross_site};
 pub(crate) use error::{PathParam, as_json_rpc, method_not_allowed, no_route, refusals_as_json};
 pub(crate) use fleet_limits::share as share_client_rates;
 pub(crate) use gate::{Gate, check_size_and_key, guard};
-pub(crate) use holding::holding;
+pub(crate) use holding::{ending_at, holding};
 pub(crate) use limits::{client_id, limit};
 pub(crate) use server::{RequestBounds, bound_request, request_timed_out};
 pub(crate) use streams::{StreamSlot, open_stream};

@@ -24,10 +24,12 @@
 //! checks for it: the declared body size (413), the client key (401), the request timeout
 //! (503), a `GET`'s place among the client's event streams (429, or 503 when streams hold their
 //! share of the connections; `edge::open_stream`), and the client's limits (429), admitting a
-//! request by its body (only a `tools/call` counts as a call). One layer, not one per step: axum gives each `from_fn` layer, on every
-//! request, a boxed future and a boxed copy of the layers under it, and a held call keeps all
-//! of them (memory per held call, BENCHMARKS.md). It sees the edge's refusals as well as
-//! rmcp's own 403; every other answer passes untouched.
+//! request by its body (only a `tools/call` counts as a call). A `GET`'s stream also ends when
+//! graceful shutdown starts (`edge::ending_at`), while the calls in flight run on. One layer,
+//! not one per step: axum gives each `from_fn` layer, on every request, a boxed future and a
+//! boxed copy of the layers under it, and a held call keeps all of them (memory per held call,
+//! BENCHMARKS.md). It sees the edge's refusals as well as rmcp's own 403; every other answer
+//! passes untouched.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,6 +40,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use rmcp::model::ProtocolVersion;
+use tokio_util::sync::CancellationToken;
 
 use super::revisions::REVISIONS;
 use crate::http::edge::{self, Caller, Gate, StreamSlot};
@@ -72,7 +75,10 @@ pub(crate) fn guard(
                     Err(_) => edge::request_timed_out(limit),
                 };
                 match slot {
-                    Some(slot) => slot.around(res),
+                    // An event stream ends when shutdown starts, as `/v1/events` does: rmcp's
+                    // own token is cancelled only after the drain, so that the calls in flight
+                    // finish and are answered.
+                    Some((slot, shutdown)) => edge::ending_at(slot.around(res), shutdown),
                     None => res,
                 }
             }
@@ -87,16 +93,21 @@ pub(crate) fn guard(
 }
 
 /// A `GET` is an event stream (a session's, or its resumption with `Last-Event-ID`): its slot
-/// among the client's streams, held by the answer until the stream ends, or the refusal (429
+/// among the client's streams, held by the answer until the stream ends, and the token that
+/// ends it when graceful shutdown starts (`Telemetry::close_streams`); or the refusal (429
 /// over the client's `[limits] client_max_streams`, 503 when streams hold their share of the
 /// connections). Any other method opens no stream here: a `POST` answered as a stream ends with
-/// its call, which the client's call limits count.
-fn stream_slot(gate: &Gate, request: &Request) -> Result<Option<StreamSlot>, Box<Response>> {
+/// its call, which the client's call limits count, and which shutdown lets finish.
+fn stream_slot(
+    gate: &Gate,
+    request: &Request,
+) -> Result<Option<(StreamSlot, CancellationToken)>, Box<Response>> {
     match &gate.streams {
         Some((streams, telemetry)) if request.method() == Method::GET => {
             let caller = request.extensions().get::<Caller>();
             let client = edge::client_id(caller, request.extensions());
-            edge::open_stream(streams, telemetry, client).map(Some)
+            let slot = edge::open_stream(streams, telemetry, client)?;
+            Ok(Some((slot, telemetry.streams_token())))
         }
         _ => Ok(None),
     }

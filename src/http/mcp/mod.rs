@@ -96,8 +96,10 @@ const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 /// What is mounted at `/mcp`: rmcp's service for every method, behind [`parse_errors`]
 /// (JSON-RPC's own 400s for bodies rmcp cannot read).
 ///
-/// `cancel` ends every session and open stream; `run` cancels it when shutdown starts, so
-/// graceful shutdown is not held up by a client's open event stream.
+/// `cancel` ends every session, every request rmcp runs and every open stream; `run` cancels it
+/// only once the graceful drain is over, so that the calls in flight (in a session or not) are
+/// answered. The event streams that would hold the drain end earlier, when shutdown starts:
+/// [`guard`] ends a `GET`'s stream on the telemetry's stream token.
 pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRouter<SharedState> {
     let max_body_bytes = state.max_body_bytes;
     let events = Arc::new(event_store::BoundedEventStore::default());
@@ -182,7 +184,8 @@ pub(crate) struct Handler {
     subscribers: Arc<availability::Subscribers>,
     /// The sessions that listed tools, told when their client's tools change.
     tool_lists: Arc<tool_lists::ToolLists>,
-    /// `/mcp`'s shutdown token, which also ends the availability watcher.
+    /// `/mcp`'s shutdown token (cancelled after the drain), which also ends the availability
+    /// and tool-list watchers.
     cancel: CancellationToken,
 }
 
