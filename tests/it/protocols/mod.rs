@@ -1,6 +1,7 @@
 //! The agent protocol endpoints (OpenAI, Anthropic, MCP, manifests, OpenAPI) end to end
 //! ([`endpoints`]), background mode through them ([`background`]), what an MCP client
-//! reads from `tools/call` ([`mcp_results`]), and MCP Tasks over the job queue ([`mcp_tasks`]). This file holds their
+//! reads from `tools/call` ([`mcp_results`]), the MCP calls a graceful shutdown still answers
+//! ([`mcp_shutdown`]), and MCP Tasks over the job queue ([`mcp_tasks`]). This file holds their
 //! helpers: the bodies a chat backend sends and the text a model reads.
 
 mod background;
@@ -13,6 +14,7 @@ mod mcp_prompts;
 mod mcp_request_ids;
 mod mcp_results;
 mod mcp_sessions;
+mod mcp_shutdown;
 mod mcp_tasks;
 
 use reqwest::header::HeaderMap;
