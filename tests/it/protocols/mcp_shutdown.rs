@@ -7,11 +7,12 @@
 //! The provider is slow (the simulator's latency fault), so every call is surely in flight at
 //! the provider when shutdown starts.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use faregate::ledger::{Ledger, State};
 use faregate_sim::{Fault, RouteGroup};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use crate::bookings::{builder, fresh_offer, orders_for, traveller};
 use crate::support::{Stack, in_days, wait_until};
