@@ -88,6 +88,22 @@ pub fn fnv1a_64(bytes: impl IntoIterator<Item = u8>) -> u64 {
     })
 }
 
+/// The PostgreSQL advisory lock that serializes one client's capped writes of one kind (`kind`
+/// names what is capped: `budget`, `watches`, `back-in-service`): FNV-1a of
+/// `faregate-<kind>\n<client>`, the same on every replica, so a fleet's replicas take the same
+/// lock for the same client, and two clients (or two kinds) rarely share one.
+pub fn client_lock(kind: &str, client: &str) -> i64 {
+    let hash = fnv1a_64(
+        b"faregate-"
+            .iter()
+            .chain(kind.as_bytes())
+            .chain(b"\n")
+            .chain(client.as_bytes())
+            .copied(),
+    );
+    i64::from_ne_bytes(hash.to_ne_bytes())
+}
+
 /// 128-bit FNV-1a of `bytes`.
 pub fn fnv1a_128(bytes: impl IntoIterator<Item = u8>) -> u128 {
     bytes
@@ -140,5 +156,21 @@ mod tests {
         assert_eq!(fnv1a_64(*b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a_128(*b""), 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d);
         assert_eq!(fnv1a_128(*b"a"), 0xd228_cb69_6f1a_8caf_7891_2b70_4e4a_8964);
+    }
+
+    #[test]
+    fn a_client_lock_is_the_hash_of_its_kind_and_client() {
+        // Replicas of different versions in one fleet must take the same lock for the same
+        // client: the budget's is the value it had before this helper was shared.
+        let budget = fnv1a_64(b"faregate-budget\na".iter().copied());
+        assert_eq!(
+            client_lock("budget", "a"),
+            i64::from_ne_bytes(budget.to_ne_bytes())
+        );
+        assert_ne!(
+            client_lock("watches", "a"),
+            client_lock("back-in-service", "a")
+        );
+        assert_ne!(client_lock("watches", "a"), client_lock("watches", "b"));
     }
 }

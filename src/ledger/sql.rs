@@ -474,13 +474,7 @@ fn select(clause: &str) -> sqlx::AssertSqlSafe<String> {
 
 /// The advisory lock a client's budget reservations are serialized under on PostgreSQL.
 fn budget_lock(client: &str) -> i64 {
-    let hash = crate::fingerprint::fnv1a_64(
-        b"faregate-budget\n"
-            .iter()
-            .chain(client.as_bytes())
-            .copied(),
-    );
-    i64::from_ne_bytes(hash.to_ne_bytes())
+    crate::fingerprint::client_lock("budget", client)
 }
 
 /// A booked amount in ten-thousandths, for the budget's sums (`None` if the provider wrote
