@@ -7,6 +7,11 @@
 //! one changes the row and the other changes nothing. A notice is keyed by (watch, instant), so
 //! writing it twice keeps one; its callback waits in the notice's row (the outbox's columns,
 //! written by the same insert), where the outbox leases each delivery to one replica.
+//!
+//! A client's cap on active watches is counted in the same statement that inserts a watch or
+//! resumes one, run under the client's lock (`BEGIN IMMEDIATE` on SQLite, a transaction-scoped
+//! advisory lock on PostgreSQL, as a booking's budget reservation is): of concurrent creates and
+//! resumes, on one replica or many, only as many as the cap leaves room for take effect.
 
 use std::time::Duration;
 
@@ -217,6 +222,12 @@ pub struct WatchStore {
     schema: Schema,
 }
 
+/// The lock under which a client's active watches are counted and added to (its cap): one
+/// replica's create or resume at a time for each client, and other clients' side by side.
+fn cap_lock(client: &ClientName) -> i64 {
+    crate::fingerprint::client_lock("watches", client.as_str())
+}
+
 fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -308,35 +319,43 @@ impl WatchStore {
         self.schema.ready().await
     }
 
-    /// Stores a new watch.
-    pub async fn insert(&self, w: &Watch) -> Result<(), StoreError> {
+    /// Stores a new watch, unless its client already holds `max_active` active watches: false
+    /// then, and nothing is written. The count and the insert are one step
+    /// ([`Db::execute_serialized`] under the client's lock), so concurrent creates, on one
+    /// replica or many, never take a client past its cap.
+    pub async fn insert(&self, w: &Watch, max_active: u32) -> Result<bool, StoreError> {
         let db = self.ready().await?;
         let arguments = w.arguments.to_string();
         let condition =
             serde_json::to_string(&w.condition).map_err(|e| StoreError(e.to_string()))?;
-        db.execute(
-            "INSERT INTO faregate_watches (id, client, tool, arguments, condition, interval_ms,
-                 end_at, max_runs, until_departure, callback_url, state, runs, next_run_at,
-                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13)",
-            &[
-                Arg::Text(Some(&w.id)),
-                Arg::Text(Some(w.client.as_str())),
-                Arg::Text(Some(&w.tool)),
-                Arg::Text(Some(&arguments)),
-                Arg::Text(Some(&condition)),
-                Arg::Int(Some(ms(w.schedule.interval))),
-                Arg::Int(w.schedule.end.at_ms),
-                Arg::Int(w.schedule.end.runs.map(i64::from)),
-                Arg::Int(Some(i64::from(w.schedule.end.departure))),
-                Arg::Text(w.callback_url.as_deref()),
-                Arg::Text(Some(w.state.as_str())),
-                Arg::Int(Some(w.next_run_at_ms)),
-                Arg::Int(Some(w.created_at_ms)),
-            ],
-        )
-        .await?;
-        Ok(())
+        let inserted = db
+            .execute_serialized(
+                cap_lock(&w.client),
+                "INSERT INTO faregate_watches (id, client, tool, arguments, condition, interval_ms,
+                     end_at, max_runs, until_departure, callback_url, state, runs, next_run_at,
+                     created_at, updated_at)
+                 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13
+                 WHERE (SELECT COUNT(*) FROM faregate_watches
+                        WHERE client = $2 AND state = 'active') < $14",
+                &[
+                    Arg::Text(Some(&w.id)),
+                    Arg::Text(Some(w.client.as_str())),
+                    Arg::Text(Some(&w.tool)),
+                    Arg::Text(Some(&arguments)),
+                    Arg::Text(Some(&condition)),
+                    Arg::Int(Some(ms(w.schedule.interval))),
+                    Arg::Int(w.schedule.end.at_ms),
+                    Arg::Int(w.schedule.end.runs.map(i64::from)),
+                    Arg::Int(Some(i64::from(w.schedule.end.departure))),
+                    Arg::Text(w.callback_url.as_deref()),
+                    Arg::Text(Some(w.state.as_str())),
+                    Arg::Int(Some(w.next_run_at_ms)),
+                    Arg::Int(Some(w.created_at_ms)),
+                    Arg::Int(Some(i64::from(max_active))),
+                ],
+            )
+            .await?;
+        Ok(inserted == 1)
     }
 
     /// One watch.
@@ -518,24 +537,33 @@ impl WatchStore {
         Ok(changed == 1)
     }
 
-    /// Resumes a paused watch at its next instant on the grid that is not in the past; false
-    /// when it was not paused.
+    /// Resumes a paused watch of `client` at its next instant on the grid that is not in the
+    /// past, unless the client already holds `max_active` active watches; false when it was not
+    /// paused or the client was at its cap (nothing is written then). The count and the change
+    /// are one step, under the same lock as [`WatchStore::insert`].
     pub async fn resume(
         &self,
         id: &str,
+        client: &ClientName,
         next_run_at_ms: i64,
         now_ms: i64,
+        max_active: u32,
     ) -> Result<bool, StoreError> {
         let db = self.ready().await?;
         let changed = db
-            .execute(
+            .execute_serialized(
+                cap_lock(client),
                 "UPDATE faregate_watches SET state = 'active', updated_at = $3,
                      next_run_at = CASE WHEN job_id IS NULL THEN $2 ELSE next_run_at END
-                 WHERE id = $1 AND state = 'paused'",
+                 WHERE id = $1 AND client = $4 AND state = 'paused'
+                   AND (SELECT COUNT(*) FROM faregate_watches
+                        WHERE client = $4 AND state = 'active') < $5",
                 &[
                     Arg::Text(Some(id)),
                     Arg::Int(Some(next_run_at_ms)),
                     Arg::Int(Some(now_ms)),
+                    Arg::Text(Some(client.as_str())),
+                    Arg::Int(Some(i64::from(max_active))),
                 ],
             )
             .await?;

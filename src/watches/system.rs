@@ -112,8 +112,10 @@ impl WatchSystem {
         &self.store
     }
 
-    /// Checks `new` (tool, arguments, interval, condition, end, the client's cap) and stores it,
-    /// due at once: the first run is the baseline later runs are compared with.
+    /// Checks `new` (tool, arguments, interval, condition, end) and stores it, due at once, when
+    /// its client holds fewer than `[watches] max_active_per_client` active watches: the first
+    /// run is the baseline later runs are compared with. The cap is counted in the same step
+    /// as the insert ([`WatchStore::insert`]), so concurrent creates never pass it.
     pub async fn create(&self, new: NewWatch) -> Result<Watch, WatchError> {
         let tool = self
             .gateway
@@ -169,10 +171,6 @@ impl WatchSystem {
                 .await
                 .map_err(WatchError::Invalid)?;
         }
-        let max = self.config.max_active_per_client;
-        if self.store.active_count(&new.client).await? >= max {
-            return Err(WatchError::Full(texts::full(max)));
-        }
         let now = clock::epoch_ms();
         let watch = Watch {
             id: uuid::Uuid::now_v7().to_string(),
@@ -196,7 +194,10 @@ impl WatchSystem {
             created_at_ms: now,
             updated_at_ms: now,
         };
-        self.store.insert(&watch).await?;
+        let max = self.config.max_active_per_client;
+        if !self.store.insert(&watch, max).await? {
+            return Err(WatchError::Full(texts::full(max)));
+        }
         Ok(watch)
     }
 
@@ -223,7 +224,7 @@ impl WatchSystem {
     }
 
     /// Resumes watch `id` at its next instant on the grid that is not in the past, under the
-    /// client's cap.
+    /// client's cap (counted in the same step as the change, as a create's is).
     pub async fn resume(&self, id: &str, client: Option<&ClientName>) -> Result<Watch, WatchError> {
         let watch = self.own(id, client).await?;
         if watch.state != WatchState::Paused {
@@ -233,13 +234,18 @@ impl WatchSystem {
             )));
         }
         let max = self.config.max_active_per_client;
-        if self.store.active_count(&watch.client).await? >= max {
-            return Err(WatchError::Full(texts::full(max)));
-        }
         let now = clock::epoch_ms();
         let next = schedule::catch_up(watch.next_run_at_ms, now, watch.schedule.interval);
-        if !self.store.resume(id, next, now).await? {
-            return Err(WatchError::Conflict(texts::changed_meanwhile(id)));
+        if !self.store.resume(id, &watch.client, next, now, max).await? {
+            // Nothing changed: a watch still paused was refused by the cap; any other was
+            // changed (or deleted) meanwhile.
+            return Err(match self.own(id, client).await {
+                Ok(w) if w.state == WatchState::Paused => WatchError::Full(texts::full(max)),
+                Ok(_) | Err(WatchError::NotFound) => {
+                    WatchError::Conflict(texts::changed_meanwhile(id))
+                }
+                Err(e) => e,
+            });
         }
         self.own(id, client).await
     }

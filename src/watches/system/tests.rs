@@ -10,6 +10,8 @@
 //! store's threads real time to answer between steps. What the tests assert is what happened,
 //! never how long it took: the provider plays a script one call at a time, so a run's answer
 //! does not depend on when the run came.
+//!
+//! `tests/cap.rs` races creates and resumes against the client's cap, on real time.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -34,6 +36,8 @@ use crate::tools::{
     self, ToolOutput, ToolRequest, get_flight_status as status, search_flights as flights,
 };
 use crate::watches::{End, Notice, Watch, WatchState, WatchStore};
+
+mod cap;
 
 /// What the provider answers on one call.
 #[derive(Debug, Clone)]
