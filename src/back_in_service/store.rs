@@ -5,6 +5,10 @@
 //! `waiting` (`fire`), so of two replicas that both see its tool answer again, one changes the
 //! row and the other changes nothing; its callback waits in the same row (the outbox's columns,
 //! set by that one update), where the outbox leases each delivery to one replica.
+//!
+//! A client's cap on waiting notices is counted in the same statement that inserts one, run
+//! under the client's lock (`BEGIN IMMEDIATE` on SQLite, a transaction-scoped advisory lock on
+//! PostgreSQL, as a booking's budget reservation is), so concurrent requests never pass it.
 
 use super::reads::UnansweredReads;
 use crate::clients::ClientName;
@@ -187,25 +191,33 @@ impl NoticeStore {
         self.schema.ready().await
     }
 
-    /// Stores a new, waiting notice.
-    pub async fn insert(&self, n: &Notice) -> Result<(), StoreError> {
+    /// Stores a new, waiting notice, unless its client already has `max_waiting` notices
+    /// waiting: false then, and nothing is written. The count and the insert are one step
+    /// ([`Db::execute_serialized`] under the client's lock), so concurrent requests, on one
+    /// replica or many, never take a client past its cap.
+    pub async fn insert(&self, n: &Notice, max_waiting: u32) -> Result<bool, StoreError> {
         let db = self.ready().await?;
-        db.execute(
-            "INSERT INTO faregate_back_in_service (id, client, tool, callback_url, state,
-                 created_at, expires_at, callback_attempts, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $6)",
-            &[
-                Arg::Text(Some(&n.id)),
-                Arg::Text(Some(n.client.as_str())),
-                Arg::Text(Some(&n.tool)),
-                Arg::Text(Some(&n.callback_url)),
-                Arg::Text(Some(n.state.as_str())),
-                Arg::Int(Some(n.created_at_ms)),
-                Arg::Int(Some(n.expires_at_ms)),
-            ],
-        )
-        .await?;
-        Ok(())
+        let inserted = db
+            .execute_serialized(
+                crate::fingerprint::client_lock("back-in-service", n.client.as_str()),
+                "INSERT INTO faregate_back_in_service (id, client, tool, callback_url, state,
+                     created_at, expires_at, callback_attempts, updated_at)
+                 SELECT $1, $2, $3, $4, $5, $6, $7, 0, $6
+                 WHERE (SELECT COUNT(*) FROM faregate_back_in_service
+                        WHERE client = $2 AND state = 'waiting') < $8",
+                &[
+                    Arg::Text(Some(&n.id)),
+                    Arg::Text(Some(n.client.as_str())),
+                    Arg::Text(Some(&n.tool)),
+                    Arg::Text(Some(&n.callback_url)),
+                    Arg::Text(Some(n.state.as_str())),
+                    Arg::Int(Some(n.created_at_ms)),
+                    Arg::Int(Some(n.expires_at_ms)),
+                    Arg::Int(Some(i64::from(max_waiting))),
+                ],
+            )
+            .await?;
+        Ok(inserted == 1)
     }
 
     /// One notice.

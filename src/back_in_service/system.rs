@@ -118,7 +118,9 @@ impl BackInServiceSystem {
             .is_some_and(|t| self.gateway.is_available(&t, Instant::now()))
     }
 
-    /// Checks `new` (its callback URL, its expiry, the client's cap) and stores it, waiting.
+    /// Checks `new` (its callback URL, its expiry) and stores it, waiting, when its client has
+    /// fewer than [`MAX_WAITING_PER_CLIENT`] notices waiting (counted in the same step as the
+    /// insert, [`NoticeStore::insert`], so concurrent requests never pass it).
     pub async fn create(&self, new: NewNotice) -> Result<Notice, NoticeError> {
         let expires_in = new.expires_in.unwrap_or(DEFAULT_EXPIRY);
         if expires_in.is_zero() || expires_in > LONGEST_EXPIRY {
@@ -131,9 +133,6 @@ impl BackInServiceSystem {
             .check(&new.client, &new.callback_url)
             .await
             .map_err(NoticeError::Invalid)?;
-        if self.store.waiting_count(&new.client).await? >= MAX_WAITING_PER_CLIENT {
-            return Err(NoticeError::Full(texts::full(MAX_WAITING_PER_CLIENT)));
-        }
         let now = clock::epoch_ms();
         let notice = Notice {
             id: uuid::Uuid::now_v7().to_string(),
@@ -150,7 +149,9 @@ impl BackInServiceSystem {
             callback_error: None,
             updated_at_ms: now,
         };
-        self.store.insert(&notice).await?;
+        if !self.store.insert(&notice, MAX_WAITING_PER_CLIENT).await? {
+            return Err(NoticeError::Full(texts::full(MAX_WAITING_PER_CLIENT)));
+        }
         Ok(notice)
     }
 

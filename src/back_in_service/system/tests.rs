@@ -2,7 +2,8 @@
 //! `FAREGATE_TEST_POSTGRES_URL` is set): a notice fires once when its tool's breaker closes and
 //! not while it is open, waits out a maintenance window, expires unfired, is fired by one of two
 //! replicas sharing the store, and is refused when it could never be sent; `tests/asking.rs`
-//! has the tools the loop asks again itself.
+//! has the tools the loop asks again itself, and `tests/cap.rs` races requests against the
+//! client's cap.
 //!
 //! The tests drive the system's look ([`BackInServiceSystem::fire_and_expire`]) by hand and
 //! move the clock themselves; a blocking task holds the clock while the store answers on its own
@@ -35,6 +36,7 @@ use crate::telemetry::{AlertRules, Telemetry};
 use crate::tools::{self, ToolOutput, ToolRequest};
 
 mod asking;
+mod cap;
 
 const TOOL: &str = "search_flights";
 const HOOK: &str = "http://127.0.0.1:9/hooks/back";
