@@ -13,8 +13,9 @@
 //! - **Lists.** The tools a claim skips are bound as a JSON array read with `json_each` on
 //!   SQLite, and as a `text[]` compared with `<> ALL` on PostgreSQL.
 //! - **Serialized steps.** A check and a write that must be one step (a booking's budget
-//!   reservation) run under `BEGIN IMMEDIATE` on SQLite and under a transaction-scoped advisory
-//!   lock on PostgreSQL ([`Db::execute_serialized`]).
+//!   reservation, a client's cap on active watches or waiting notices) run under `BEGIN
+//!   IMMEDIATE` on SQLite and under a transaction-scoped advisory lock on PostgreSQL
+//!   ([`Db::execute_serialized`]).
 //! - **Limits.** A bound `LIMIT` is written `LIMIT CAST($n AS BIGINT)`. The SQLite that
 //!   libsqlite3-sys bundles (3.51; 3.40 did not) lets its planner read the value of a bare
 //!   placeholder after `LIMIT`, so every new binding expires the statement and its next run
