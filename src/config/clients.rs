@@ -126,7 +126,10 @@ fn read_client(s: &Section<'_>, limits: &LimitsConfig) -> Option<ClientConfig> {
             .and_then(|var| match is_env_name(&var) {
                 true => Some(var),
                 false => {
-                    s.error("callback_secret_env", env_name_message(&var));
+                    s.error(
+                        "callback_secret_env",
+                        env_name_message("callback_secret_env", &var, "TRAVEL_APP_CALLBACK_SECRET"),
+                    );
                     None
                 }
             });
@@ -164,7 +167,10 @@ fn read_key(s: &Section<'_>) -> Option<ClientKey> {
             if is_env_name(&var) {
                 Some(ClientKey::Env(var))
             } else {
-                s.error("key_env", env_name_message(&var));
+                s.error(
+                    "key_env",
+                    env_name_message("key_env", &var, "TRAVEL_APP_KEY"),
+                );
                 None
             }
         }

@@ -21,6 +21,7 @@ use super::policies::{read_breaker, read_retry};
 use super::problems::{ConfigErrors, Problems};
 use super::reader::{
     Section, env_name_message, is_env_name, parse_http_url, parse_provider_url, parse_toml,
+    provider_env_example,
 };
 use super::server::{check_request_timeout, read_limits, read_server};
 use super::tools_files::read_tools;
@@ -77,7 +78,8 @@ fn load_into(
                 if is_env_name(&v) {
                     *slot = v;
                 } else {
-                    s.error(key, env_name_message(&v));
+                    // The default is the example: the name the gateway reads when none is given.
+                    s.error(key, env_name_message(key, &v, slot));
                 }
             }
         }
@@ -418,7 +420,7 @@ fn is_postgres(url: &str) -> bool {
 /// an earlier one was wrong.
 fn read_provider(name: &str, s: &Section<'_>) -> Option<ProviderConfig> {
     let http2_prior_knowledge = s.boolean("http2_prior_knowledge").unwrap_or(false);
-    let kind = read_provider_kind(s);
+    let kind = read_provider_kind(name, s);
     let base_url = s
         .required_string("base_url", "\"https://api.duffel.com\"")
         .and_then(|u| {
@@ -497,36 +499,38 @@ fn credential_keys_read(s: &Section<'_>) {
     }
 }
 
-/// The environment variable named at `key`, which must be a variable's name (never the secret).
-fn env_key(s: &Section<'_>, key: &'static str, example: &str) -> Option<String> {
+/// The environment variable named at `key` of provider `provider`, which must be a variable's
+/// name (never the secret); `example` is said when the key is missing.
+fn env_key(s: &Section<'_>, provider: &str, key: &'static str, example: &str) -> Option<String> {
     let v = s.required_string(key, example)?;
     if is_env_name(&v) {
         Some(v)
     } else {
-        s.error(key, env_name_message(&v));
+        let example = provider_env_example(provider, key, example.trim_matches('"'));
+        s.error(key, env_name_message(key, &v, &example));
         None
     }
 }
 
 /// A provider's `kind` and the credential keys that kind takes, each read (and each problem
 /// reported) before any is refused.
-fn read_provider_kind(s: &Section<'_>) -> Option<ProviderKind> {
+fn read_provider_kind(name: &str, s: &Section<'_>) -> Option<ProviderKind> {
     let Some(kind) = s.required_string("kind", "\"duffel\"") else {
         credential_keys_read(s);
         return None;
     };
     match kind.as_str() {
-        "duffel" => env_key(s, "token_env", "\"DUFFEL_ACCESS_TOKEN\"")
+        "duffel" => env_key(s, name, "token_env", "\"DUFFEL_ACCESS_TOKEN\"")
             .map(|token_env| ProviderKind::Duffel { token_env }),
         "amadeus" => {
-            let id = env_key(s, "client_id_env", "\"AMADEUS_CLIENT_ID\"");
-            let secret = env_key(s, "client_secret_env", "\"AMADEUS_CLIENT_SECRET\"");
+            let id = env_key(s, name, "client_id_env", "\"AMADEUS_CLIENT_ID\"");
+            let secret = env_key(s, name, "client_secret_env", "\"AMADEUS_CLIENT_SECRET\"");
             Some(ProviderKind::Amadeus {
                 client_id_env: id?,
                 client_secret_env: secret?,
             })
         }
-        "http" => read_http_auth(s).map(|auth| ProviderKind::Http { auth }),
+        "http" => read_http_auth(name, s).map(|auth| ProviderKind::Http { auth }),
         other => {
             s.error(
                 "kind",
@@ -651,8 +655,8 @@ fn check_provider_kinds(
 /// needs).
 /// An http provider's `auth` and the keys it takes, each read (and each problem reported)
 /// before any is refused.
-fn read_http_auth(s: &Section<'_>) -> Option<HttpAuth> {
-    let env = |key: &'static str, example: &str| env_key(s, key, example);
+fn read_http_auth(name: &str, s: &Section<'_>) -> Option<HttpAuth> {
+    let env = |key: &'static str, example: &str| env_key(s, name, key, example);
     let auth = s.string("auth").unwrap_or_else(|| "none".into());
     Some(match auth.as_str() {
         "none" => HttpAuth::None,

@@ -350,11 +350,61 @@ pub(crate) fn is_env_name(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit())
 }
 
-/// The problem text for a `*_env` key that holds something other than a variable's name.
-pub(crate) fn env_name_message(v: &str) -> String {
+/// Whether the value of a `*_env` key looks like it may be a secret written in place of a
+/// variable's name: a run of at least eight characters without spaces that mixes letters and
+/// digits the way keys and tokens do, or any run of 24 or more (`Bearer ` or `Basic ` before it
+/// aside).
+pub(crate) fn looks_like_secret(v: &str) -> bool {
+    let v = v.trim();
+    let v = ["Bearer ", "bearer ", "Basic ", "basic "]
+        .iter()
+        .find_map(|p| v.strip_prefix(p))
+        .unwrap_or(v)
+        .trim();
+    if v.chars().count() < 8 || v.contains(char::is_whitespace) {
+        return false;
+    }
+    let letters = v.chars().any(|c| c.is_alphabetic());
+    let digits = v.chars().any(|c| c.is_ascii_digit());
+    (letters && digits) || v.chars().count() >= 24
+}
+
+/// The problem text for `key`, a `*_env` key whose value is not a variable's name.
+///
+/// The value is never repeated: what is written there by mistake is most often the secret
+/// itself, and this text is printed by `faregate check`, at start-up and in reload answers.
+/// It says what the key takes, whether the value looks like a secret, and what to write
+/// instead (`example`, a variable's name).
+pub(crate) fn env_name_message(key: &str, value: &str, example: &str) -> String {
+    let what = if value.trim().is_empty() {
+        "is empty, and is not an environment variable name".to_string()
+    } else if looks_like_secret(value) {
+        "holds a value that is not an environment variable name and looks like it may be a secret itself (it is not repeated here); if it is one, take it out of the file and consider rotating it, since the file may have been shared or committed".to_string()
+    } else {
+        "holds a value that is not an environment variable name (it is not repeated here, since it may be a secret)".to_string()
+    };
     format!(
-        "\"{v}\" is not an environment variable name; this key names the variable (e.g. \"DUFFEL_ACCESS_TOKEN\"), never the secret itself"
+        "{what}. This key names the variable that holds the secret, never the secret itself: a name is upper-case letters, digits and '_' and does not start with a digit; write e.g. `{key} = \"{example}\"` and put the secret in that variable"
     )
+}
+
+/// The variable name a provider's `key` (`client_secret_env`, …) could take as an example:
+/// the provider's name and the key's, upper-cased (`flights` and `client_secret_env` give
+/// `FLIGHTS_CLIENT_SECRET`); `fallback` when that is not a variable's name.
+pub(crate) fn provider_env_example(provider: &str, key: &str, fallback: &str) -> String {
+    let stem = key.strip_suffix("_env").unwrap_or(key);
+    let name: String = format!("{provider}_{stem}")
+        .chars()
+        .map(|c| match c {
+            '-' | '.' | ' ' => '_',
+            c => c.to_ascii_uppercase(),
+        })
+        .collect();
+    if is_env_name(&name) {
+        name
+    } else {
+        fallback.to_string()
+    }
 }
 
 /// Parses `"250ms"`, `"30s"`, `"5m"`, `"24h"` (and combinations humantime accepts).
