@@ -339,7 +339,9 @@ pub struct ProviderConfig {
     /// Speak HTTP/2 to the provider from the first byte over cleartext (`http2_prior_knowledge`,
     /// default false): for an internal provider or a sidecar on `http://` that serves h2c, so
     /// every call in flight shares a few connections instead of holding one each. Only for
-    /// `http://` base URLs; a TLS provider negotiates HTTP/2 by ALPN without it.
+    /// `http://` base URLs; a TLS provider negotiates HTTP/2 by ALPN without it. (An `http://`
+    /// base URL whose host is not loopback loads only with the provider's `allow_cleartext =
+    /// true`, a check of the file's that leaves nothing here.)
     pub http2_prior_knowledge: bool,
 }
 

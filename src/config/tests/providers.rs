@@ -1,5 +1,5 @@
 //! `[providers.X]`: a credential written into a provider's URL or in place of a variable's name
-//! is refused, and never repeated.
+//! is refused, and never repeated; cleartext to another host is refused unless allowed.
 
 use super::*;
 
@@ -163,4 +163,117 @@ fn a_mistyped_variable_name_is_not_called_a_secret() {
     assert!(!all.contains("looks like it may be a secret"), "{all}");
     assert!(all.contains("providers.duffel.token_env: "), "{all}");
     assert!(all.contains("`token_env = \"DUFFEL_TOKEN\"`"), "{all}");
+}
+
+/// A provider's `http://` base_url or OAuth2 token_url to a host that is not this machine is
+/// refused (its credentials and every request would cross the network in cleartext: a probe
+/// saw `token_url = "http://auth.example.com/oauth/token"` pass `faregate check` without a
+/// word), saying what to write instead; loopback needs nothing, and `allow_cleartext = true`
+/// is the operator's explicit opt-in.
+#[test]
+fn cleartext_to_another_host_is_refused_unless_the_provider_allows_it() {
+    let shipped = "base_url = \"http://127.0.0.1:8081\"          # the simulator; the real API is https://api.duffel.com";
+    let duffel_at = |url: &str, extra: &str| {
+        MapFiles::defaults().edit(
+            "faregate.toml",
+            shipped,
+            &format!("base_url = \"{url}\"{extra}"),
+        )
+    };
+    for url in [
+        "http://api.duffel.com",
+        "http://10.0.0.5:8080",
+        "http://127.0.0.1.example.com",
+        "http://localhost.example.com",
+        "http://[::2]:8080",
+    ] {
+        let errors = errors_of(duffel_at(url, ""));
+        assert_eq!(errors.len(), 1, "{url}: {errors:#?}");
+        for says in [
+            "providers.duffel.base_url: ",
+            "cleartext",
+            "the provider's credential and every request and answer",
+            "https://",
+            "`allow_cleartext = true` in [providers.duffel]",
+        ] {
+            assert!(
+                errors[0].contains(says),
+                "{url}: no {says:?} in {}",
+                errors[0]
+            );
+        }
+    }
+    assert!(
+        errors_of(duffel_at("http://api.duffel.com", ""))[0]
+            .contains("\"https://api.duffel.com/\""),
+        "the https form to write"
+    );
+    let loads = |files: MapFiles| {
+        load(
+            &files,
+            Path::new("/cfg/faregate.toml"),
+            &crate::tools::names(),
+        )
+        .map(|(_, warnings)| warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    for url in [
+        "http://localhost:8081",
+        "http://LOCALHOST:8081",
+        "http://127.0.0.2:8081",
+        "http://[::1]:8081",
+        "https://api.duffel.com",
+    ] {
+        let warnings = loads(duffel_at(url, ""));
+        assert!(
+            !warnings.concat().contains("allow_cleartext"),
+            "{url}: {warnings:#?}"
+        );
+    }
+    let opted = loads(duffel_at(
+        "http://10.0.0.5:8080",
+        "\nallow_cleartext = true",
+    ));
+    assert!(!opted.concat().contains("allow_cleartext"), "{opted:#?}");
+    let unneeded = loads(duffel_at(
+        "https://api.duffel.com",
+        "\nallow_cleartext = true",
+    ));
+    assert!(
+        unneeded
+            .iter()
+            .any(|w| w.contains("providers.duffel.allow_cleartext: ")
+                && w.contains("nothing needs it")),
+        "{unneeded:#?}"
+    );
+
+    // An OAuth2 token endpoint in cleartext: the client secret would travel in it.
+    let oauth2 = |token_url: &str, extra: &str| {
+        let main = MapFiles::defaults()
+            .0
+            .get(Path::new("/cfg/faregate.toml"))
+            .cloned()
+            .unwrap_or_default();
+        MapFiles::defaults().put(
+            "faregate.toml",
+            &format!(
+                "{main}\n[providers.flights]\nkind = \"http\"\nbase_url = \"https://api.example.com\"\nauth = \"oauth2\"\ntoken_url = \"{token_url}\"\nclient_id_env = \"FLIGHTS_CLIENT_ID\"\nclient_secret_env = \"FLIGHTS_CLIENT_SECRET\"\n{extra}"
+            ),
+        )
+    };
+    let errors = errors_of(oauth2("http://auth.example.com/oauth/token", ""));
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    for says in [
+        "providers.flights.token_url: ",
+        "the client id and secret, and the access token answered,",
+        "\"https://auth.example.com/oauth/token\"",
+        "`allow_cleartext = true` in [providers.flights]",
+    ] {
+        assert!(errors[0].contains(says), "no {says:?} in {}", errors[0]);
+    }
+    loads(oauth2("http://127.0.0.1:9/oauth/token", ""));
+    loads(oauth2(
+        "http://auth.example.com/oauth/token",
+        "allow_cleartext = true\n",
+    ));
 }
