@@ -19,13 +19,14 @@ pub const REDACTED: &str = "[redacted]";
 /// word (no letter or digit joined to its ends): a short password can be any word of an
 /// answer, and replacing it inside others (`b` in `flightNumber`) would rewrite the JSON's
 /// keys and break every answer. A long one is replaced wherever it stands.
-pub(crate) fn redacted(body: Bytes, secrets: &[String]) -> Bytes {
+pub(crate) fn redacted<S: AsRef<str>>(body: Bytes, secrets: &[S]) -> Bytes {
     let mut out: Option<Vec<u8>> = None;
     for secret in secrets {
+        let secret = secret.as_ref();
         let escaped = serde_json::to_string(secret).unwrap_or_default();
         let escaped = escaped.trim_matches('"');
         let whole_word = secret.len() < WORD_ONLY_BELOW;
-        for form in [secret.as_str(), escaped] {
+        for form in [secret, escaped] {
             let current = out.as_deref().unwrap_or(&body);
             let replaced = replace_all(current, form.as_bytes(), REDACTED.as_bytes(), whole_word);
             if let Some(replaced) = replaced {
@@ -34,6 +35,13 @@ pub(crate) fn redacted(body: Bytes, secrets: &[String]) -> Bytes {
         }
     }
     out.map_or(body, Bytes::from)
+}
+
+/// `text` with each of `secrets` replaced as [`redacted`] replaces it in a body (an error's
+/// detail or message made from an answer before it was redacted).
+pub(crate) fn redacted_text<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
+    let body = redacted(Bytes::copy_from_slice(text.as_bytes()), secrets);
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// The length from which a secret is redacted wherever it stands, not only as a whole word.

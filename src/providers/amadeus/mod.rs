@@ -7,6 +7,10 @@
 //!   call once.
 //!   Token endpoint failures are this call's `UpstreamError`, so they count against the
 //!   tool's breaker like any other failure.
+//! - **Credentials echoed**: every answer is read with the access token in use, the API key
+//!   and the API secret replaced by `[redacted]` wherever it echoes them (`super::redact`),
+//!   before it is classified or decoded, so a refusal's `detail` never hands one to the model
+//!   or the log; a token endpoint failure has the key and secret redacted the same way.
 //! - **Media types**: requests send `Accept: application/json, application/vnd.amadeus+json`
 //!   and bodies as `application/vnd.amadeus+json`; responses are parsed as JSON whatever
 //!   their `Content-Type` says.
@@ -54,6 +58,7 @@ use serde_json::Value;
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, send, traced, transport_error};
 use super::oauth2::{Token, TokenSource};
+use super::redact::{redacted, redacted_text};
 use crate::secret::Secret;
 use crate::tools::{ToolOutput, ToolRequest, get_flight_status};
 pub use decode::decode_response;
@@ -268,7 +273,7 @@ impl AmadeusClient {
         url: Url,
         body: Option<&Value>,
     ) -> Result<Reply, UpstreamError> {
-        let token = self.tokens.get().await?;
+        let token = self.tokens.get().await.map_err(|e| self.scrubbed(e))?;
         let reply = self.send_once(&method, &url, body, &token).await?;
         if reply.status == StatusCode::UNAUTHORIZED && errors::refreshable(&reply.body) {
             tracing::info!(
@@ -276,10 +281,33 @@ impl AmadeusClient {
                 "Amadeus refused the access token; refreshing it and retrying once"
             );
             self.tokens.invalidate(&token);
-            let token = self.tokens.get().await?;
+            let token = self.tokens.get().await.map_err(|e| self.scrubbed(e))?;
             return self.send_once(&method, &url, body, &token).await;
         }
         Ok(reply)
+    }
+
+    /// Every credential value a request with `token` carries or stands for: the access token,
+    /// the API key and the API secret (an answer that echoes one of them has it replaced by
+    /// `[redacted]` before anything reads it).
+    fn secrets<'a>(&'a self, token: Option<&'a Token>) -> Vec<&'a str> {
+        let mut secrets = vec![
+            self.tokens.client_id().expose(),
+            self.tokens.client_secret(),
+        ];
+        secrets.extend(token.map(|t| t.value.expose()));
+        secrets
+    }
+
+    /// A token endpoint failure with the API key and secret it may echo redacted, in its
+    /// detail and in the message a refusal carries.
+    fn scrubbed(&self, mut e: UpstreamError) -> UpstreamError {
+        let secrets = self.secrets(None);
+        e.detail = redacted_text(&e.detail, &secrets);
+        if let ErrorKind::Rejected { message } = &mut e.kind {
+            *message = redacted_text(message, &secrets);
+        }
+        e
     }
 
     async fn send_once(
@@ -313,7 +341,9 @@ impl AmadeusClient {
         .map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = read_body(response).await?;
+        // Before anything reads it: an answer that echoes a credential (`sent Bearer …`)
+        // would hand it to the model, the envelope and the log.
+        let body = redacted(read_body(response).await?, &self.secrets(Some(token)));
         Ok(Reply {
             status,
             headers,

@@ -13,6 +13,7 @@ use super::{DUFFEL_VERSION, DuffelClient, wire};
 use crate::providers::booking::FoundBooking;
 use crate::providers::error::{BOOKED_UNDER_ANOTHER_KEY, ErrorKind, UpstreamError};
 use crate::providers::http::{read_body, send, traced, transport_error};
+use crate::providers::redact::redacted;
 use crate::tools::{WriteTerms, book_flight, book_hotel};
 
 /// The order metadata key that carries the gateway's idempotency key; reconciliation finds
@@ -133,7 +134,8 @@ impl DuffelClient {
         .map_err(transport_error)?;
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = read_body(response).await?;
+        // An echo of the access token is redacted before anything reads the answer.
+        let bytes = redacted(read_body(response).await?, &[self.token.expose()]);
         let items: Vec<T> = decode(status, &headers, &bytes)?;
         let cursor = crate::providers::wire_json::from_slice::<wire::PageMeta>(&bytes)
             .ok()

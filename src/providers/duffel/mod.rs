@@ -7,6 +7,10 @@
 //! headers. Wire types stay inside this module; callers see [`ToolRequest`] in and
 //! [`ToolOutput`] out, or an [`UpstreamError`] saying what went wrong.
 //!
+//! Every answer is read with the access token replaced by `[redacted]` wherever it echoes it
+//! (`super::redact`), before it is classified or decoded: a refusal's message never hands it
+//! to the model or the log.
+//!
 //! The host always comes from configuration. Ids that come from tool arguments are appended as
 //! encoded path segments, so no argument can change where a request goes.
 
@@ -29,6 +33,7 @@ use serde::de::DeserializeOwned;
 use super::error::{ErrorKind, UpstreamError};
 use super::http::{read_body, send, traced, transport_error};
 use super::limits::LimitsSink;
+use super::redact::redacted;
 use crate::secret::Secret;
 use crate::texts::budget as budget_texts;
 use crate::tools::search_flights::CabinClass;
@@ -211,7 +216,9 @@ impl DuffelClient {
         if let Some(sink) = &self.limits {
             sink.observe(&headers);
         }
-        let bytes = read_body(response).await?;
+        // Before anything reads it: an answer that echoes the access token would hand it to
+        // the model, the envelope and the log.
+        let bytes = redacted(read_body(response).await?, &[self.token.expose()]);
         Ok(Answer {
             status,
             headers,

@@ -403,5 +403,6 @@ async fn mcp_calls_in_a_session_are_capped_per_client_too() {
 
 mod callbacks;
 mod cross_site;
+mod echoes;
 mod secrets;
 mod streams;
