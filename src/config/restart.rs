@@ -15,7 +15,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use super::load::SETTLE_MARGIN;
-use super::model::Config;
+use super::model::{Config, HttpAuth, ProviderKind};
 
 /// A configuration read for a reload, settled against the one running.
 #[derive(Debug, Clone)]
@@ -107,78 +107,92 @@ pub fn settle(
         }
     });
     let read = Config { tools, ..read };
-    let mut differ = |key: &str, was: &dyn Debug, now: &dyn Debug| {
-        let (was, now) = (format!("{was:?}"), format!("{now:?}"));
-        if was != now {
-            out.push(format!(
-                "{key}: {was} in force, {now} read; needs a restart"
-            ));
-        }
-    };
     let (r, n) = (&running.server, &read.server);
-    differ("[server] listen", &r.listen, &n.listen);
+    differ(&mut out, "[server] listen", &r.listen, &n.listen);
     differ(
+        &mut out,
         "[server] max_body_bytes",
         &r.max_body_bytes,
         &n.max_body_bytes,
     );
     differ(
+        &mut out,
         "[server] header_read_timeout",
         &r.header_read_timeout,
         &n.header_read_timeout,
     );
     differ(
+        &mut out,
         "[server] max_connections",
         &r.max_connections,
         &n.max_connections,
     );
     differ(
+        &mut out,
         "[server] max_concurrent_streams",
         &r.max_concurrent_streams,
         &n.max_concurrent_streams,
     );
     differ(
+        &mut out,
         "[server] shutdown_grace",
         &r.shutdown_grace,
         &n.shutdown_grace,
     );
     // Unset, it follows the longest tool deadline, which the tools read may have moved.
     differ(
+        &mut out,
         "[server] request_timeout (unset: the longest tool deadline plus 5 s)",
         &request_timeout,
         &read.request_timeout(),
     );
     let (r, n) = (&running.auth, &read.auth);
     differ(
+        &mut out,
         "[auth] callback_allowlist",
         &display_all(&r.callback_allowlist),
         &display_all(&n.callback_allowlist),
     );
     differ(
+        &mut out,
         "[auth] callback_secret_env",
         &r.callback_secret_env,
         &n.callback_secret_env,
     );
     let (r, n) = (&running.store, &read.store);
-    differ("[store] url", &redacted(&r.url), &redacted(&n.url));
     differ(
+        &mut out,
+        "[store] url",
+        &redacted(&r.url),
+        &redacted(&n.url),
+    );
+    differ(
+        &mut out,
         "[store] share_breakers",
         &r.share_breakers,
         &n.share_breakers,
     );
-    differ("[store] spool_path", &r.spool_path, &n.spool_path);
-    differ("[store] job_retention", &r.job_retention, &n.job_retention);
+    differ(&mut out, "[store] spool_path", &r.spool_path, &n.spool_path);
     differ(
+        &mut out,
+        "[store] job_retention",
+        &r.job_retention,
+        &n.job_retention,
+    );
+    differ(
+        &mut out,
         "[bookings] settle",
         &running.bookings.settle,
         &read.bookings.settle,
     );
     differ(
+        &mut out,
         "[bookings] reconcile_every",
         &running.bookings.reconcile_every,
         &read.bookings.reconcile_every,
     );
     differ(
+        &mut out,
         "[quota] bucket_key",
         &running.quota.bucket_key.as_str(),
         &read.quota.bucket_key.as_str(),
@@ -186,13 +200,20 @@ pub fn settle(
     // Key by key, in the words of the file: a section's struct, printed whole, named fields
     // an operator never wrote (`TelemetryConfig { json_logs: … }`).
     let (r, n) = (&running.mcp, &read.mcp);
-    differ("[mcp] allowed_hosts", &r.allowed_hosts, &n.allowed_hosts);
     differ(
+        &mut out,
+        "[mcp] allowed_hosts",
+        &r.allowed_hosts,
+        &n.allowed_hosts,
+    );
+    differ(
+        &mut out,
         "[mcp] allowed_origins",
         &r.allowed_origins,
         &n.allowed_origins,
     );
     differ(
+        &mut out,
         "[mcp] legacy_sessions",
         &r.legacy_sessions,
         &n.legacy_sessions,
@@ -204,12 +225,19 @@ pub fn settle(
         )
     };
     differ(
+        &mut out,
         &limits("client_rate"),
         &Shown(rate(r.client_rate)),
         &Shown(rate(n.client_rate)),
     );
-    differ(&limits("client_burst"), &r.client_burst, &n.client_burst);
     differ(
+        &mut out,
+        &limits("client_burst"),
+        &r.client_burst,
+        &n.client_burst,
+    );
+    differ(
+        &mut out,
         &limits("client_max_concurrent_calls"),
         &Shown(
             r.client_max_concurrent_calls
@@ -222,34 +250,40 @@ pub fn settle(
     );
     let cap = |c: Option<u32>| Shown(c.map_or("unset".into(), |c| c.to_string()));
     differ(
+        &mut out,
         &limits("client_max_streams"),
         &cap(r.client_max_streams),
         &cap(n.client_max_streams),
     );
     differ(
+        &mut out,
         &limits("client_max_mcp_sessions"),
         &cap(r.client_max_mcp_sessions),
         &cap(n.client_max_mcp_sessions),
     );
     let (r, n) = (&running.jobs, &read.jobs);
     differ(
+        &mut out,
         "[defaults.jobs] max_attempts",
         &r.max_attempts,
         &n.max_attempts,
     );
     differ(
+        &mut out,
         "[defaults.jobs] max_age",
         &Shown(span(r.max_age)),
         &Shown(span(n.max_age)),
     );
-    differ("[defaults.jobs] workers", &r.workers, &n.workers);
+    differ(&mut out, "[defaults.jobs] workers", &r.workers, &n.workers);
     differ(
+        &mut out,
         "[defaults.jobs] lease_margin",
         &Shown(span(r.lease_margin)),
         &Shown(span(n.lease_margin)),
     );
     let (r, n) = (&running.telemetry, &read.telemetry);
     differ(
+        &mut out,
         "[telemetry] metrics_public",
         &r.metrics_public,
         &n.metrics_public,
@@ -257,23 +291,27 @@ pub fn settle(
     let endpoint =
         |u: &Option<reqwest::Url>| Shown(u.as_ref().map_or("unset".into(), |u| u.to_string()));
     differ(
+        &mut out,
         "[telemetry] otlp_endpoint",
         &endpoint(&r.otlp_endpoint),
         &endpoint(&n.otlp_endpoint),
     );
     let format = |json: bool| Shown(if json { "\"json\"" } else { "\"text\"" }.into());
     differ(
+        &mut out,
         "[telemetry] log_format",
         &format(r.json_logs),
         &format(n.json_logs),
     );
     let (r, n) = (&running.watches, &read.watches);
     differ(
+        &mut out,
         "[watches] max_active_per_client",
         &r.max_active_per_client,
         &n.max_active_per_client,
     );
     differ(
+        &mut out,
         "[watches] min_interval",
         &Shown(span(r.min_interval)),
         &Shown(span(n.min_interval)),
@@ -281,26 +319,39 @@ pub fn settle(
     let mut providers = running.providers.clone();
     for (name, was) in &running.providers {
         match read.providers.get(name) {
-            None => differ(&format!("[providers.{name}]"), &"configured", &"removed"),
+            None => differ(
+                &mut out,
+                &format!("[providers.{name}]"),
+                &"configured",
+                &"removed",
+            ),
             Some(now) => {
                 let key = |field: &str| format!("[providers.{name}] {field}");
-                differ(&key("kind"), &was.kind, &now.kind);
+                // In the file's words, key by key, and without the values: a struct printed
+                // whole named fields nobody wrote, and these keys are the credentials' settings.
+                for changed in credential_changes(&was.kind, &now.kind) {
+                    out.push(format!("{}: {changed}; needs a restart", key(changed.key)));
+                }
                 differ(
+                    &mut out,
                     &key("base_url"),
                     &was.base_url.as_str(),
                     &now.base_url.as_str(),
                 );
                 differ(
+                    &mut out,
                     &key("requests_per_second"),
                     &was.requests_per_second,
                     &now.requests_per_second,
                 );
                 differ(
+                    &mut out,
                     &key("connect_timeout"),
                     &was.connect_timeout,
                     &now.connect_timeout,
                 );
                 differ(
+                    &mut out,
                     &key("http2_prior_knowledge"),
                     &was.http2_prior_knowledge,
                     &now.http2_prior_knowledge,
@@ -314,7 +365,12 @@ pub fn settle(
     }
     for name in read.providers.keys() {
         if !running.providers.contains_key(name) {
-            differ(&format!("[providers.{name}]"), &"absent", &"added");
+            differ(
+                &mut out,
+                &format!("[providers.{name}]"),
+                &"absent",
+                &"added",
+            );
         }
     }
     let config = Config {
@@ -338,6 +394,111 @@ pub fn settle(
     Settled {
         config,
         needs_restart: out,
+    }
+}
+
+/// One credential setting of a provider (`kind`, `auth` or a key they take) read with another
+/// value than the one in force.
+struct CredentialChange {
+    key: &'static str,
+    /// The values, for `kind` and `auth` only (words of the file, never a secret's).
+    values: Option<(&'static str, &'static str)>,
+}
+
+impl std::fmt::Display for CredentialChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.values {
+            Some((was, now)) => write!(f, "\"{was}\" in force, \"{now}\" read"),
+            None => f.write_str(
+                "changed; the running value stays (a credential setting: its values are not shown)",
+            ),
+        }
+    }
+}
+
+/// A provider's `kind`, its `auth` (for kind http) and the keys they take, as the file writes
+/// them: `(key, value)`.
+fn credential_keys(kind: &ProviderKind) -> (&'static str, Vec<(&'static str, String)>) {
+    let keys = match kind {
+        ProviderKind::Duffel { token_env } => vec![("token_env", token_env.clone())],
+        ProviderKind::Amadeus {
+            client_id_env,
+            client_secret_env,
+        } => vec![
+            ("client_id_env", client_id_env.clone()),
+            ("client_secret_env", client_secret_env.clone()),
+        ],
+        ProviderKind::Http { auth } => match auth {
+            HttpAuth::None => vec![],
+            HttpAuth::Bearer { token_env } => vec![("token_env", token_env.clone())],
+            HttpAuth::ApiKey { header, key_env } => {
+                vec![("header", header.clone()), ("key_env", key_env.clone())]
+            }
+            HttpAuth::Basic {
+                username_env,
+                password_env,
+            } => vec![
+                ("username_env", username_env.clone()),
+                ("password_env", password_env.clone()),
+            ],
+            HttpAuth::OAuth2 {
+                token_url,
+                client_id_env,
+                client_secret_env,
+                scope,
+            } => vec![
+                ("token_url", token_url.to_string()),
+                ("client_id_env", client_id_env.clone()),
+                ("client_secret_env", client_secret_env.clone()),
+                ("scope", scope.clone().unwrap_or_default()),
+            ],
+        },
+    };
+    let auth = match kind {
+        ProviderKind::Http { auth } => match auth {
+            HttpAuth::None => "none",
+            HttpAuth::Bearer { .. } => "bearer",
+            HttpAuth::ApiKey { .. } => "api_key",
+            HttpAuth::Basic { .. } => "basic",
+            HttpAuth::OAuth2 { .. } => "oauth2",
+        },
+        _ => "",
+    };
+    (auth, keys)
+}
+
+/// What differs between a provider's credential settings in force and read: `kind` when the
+/// kind changed, else `auth` when an http provider's authentication changed, else each key of
+/// the same kind and auth with another value (a `scope` added or removed too).
+fn credential_changes(was: &ProviderKind, now: &ProviderKind) -> Vec<CredentialChange> {
+    if was.as_str() != now.as_str() {
+        return vec![CredentialChange {
+            key: "kind",
+            values: Some((was.as_str(), now.as_str())),
+        }];
+    }
+    let ((was_auth, was_keys), (now_auth, now_keys)) = (credential_keys(was), credential_keys(now));
+    if was_auth != now_auth {
+        return vec![CredentialChange {
+            key: "auth",
+            values: Some((was_auth, now_auth)),
+        }];
+    }
+    was_keys
+        .iter()
+        .zip(&now_keys)
+        .filter(|(w, n)| w != n)
+        .map(|((key, _), _)| CredentialChange { key, values: None })
+        .collect()
+}
+
+/// Names `key` in `out` when its value in force (`was`) and read (`now`) differ.
+fn differ(out: &mut Vec<String>, key: &str, was: &dyn Debug, now: &dyn Debug) {
+    let (was, now) = (format!("{was:?}"), format!("{now:?}"));
+    if was != now {
+        out.push(format!(
+            "{key}: {was} in force, {now} read; needs a restart"
+        ));
     }
 }
 

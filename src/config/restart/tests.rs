@@ -161,3 +161,91 @@ fn a_longer_deadline_that_moves_the_request_timeout_needs_a_restart() {
     let again = settle(&settled.config, &running, read, in_force);
     assert!(named(&again), "{:?}", again.needs_restart);
 }
+
+/// An OAuth2 provider's token_url or scope changed by a reload is named in words, key by key,
+/// without the values (a probe saw `HttpAuth::OAuth2 { token_url: Url { … } … }` printed whole
+/// before "needs a restart"); a changed kind or auth says the words of the file.
+#[test]
+fn a_providers_changed_credential_settings_are_named_key_by_key_without_values() {
+    use crate::config::{HttpAuth, ProviderKind};
+    let oauth2 = |token_url: &str, scope: Option<&str>, secret_env: &str| ProviderKind::Http {
+        auth: HttpAuth::OAuth2 {
+            token_url: reqwest::Url::parse(token_url).unwrap_or_else(|e| panic!("{e}")),
+            client_id_env: "FLIGHTS_CLIENT_ID".into(),
+            client_secret_env: secret_env.into(),
+            scope: scope.map(str::to_string),
+        },
+    };
+    let with = |kind: ProviderKind| {
+        let mut c = defaults();
+        if let Some(p) = c.providers.get_mut("hotel_content") {
+            p.kind = kind;
+        }
+        c
+    };
+    let running = with(oauth2(
+        "https://auth.example.com/oauth/token",
+        Some("flights:read"),
+        "FLIGHTS_CLIENT_SECRET",
+    ));
+    let read = with(oauth2(
+        "https://login.example.com/oauth/token",
+        Some("flights:write"),
+        "FLIGHTS_CLIENT_SECRET",
+    ));
+    let settled = settle(&running, &running, read, running.request_timeout());
+    assert_eq!(
+        settled.needs_restart,
+        [
+            "[providers.hotel_content] token_url: changed; the running value stays (a credential setting: its values are not shown); needs a restart",
+            "[providers.hotel_content] scope: changed; the running value stays (a credential setting: its values are not shown); needs a restart",
+        ],
+    );
+    let all = settled.needs_restart.concat();
+    for never in ["example.com", "flights:", "OAuth2", "Url", "{"] {
+        assert!(!all.contains(never), "{never} in {all}");
+    }
+    assert_eq!(
+        settled.config.providers["hotel_content"].kind, running.providers["hotel_content"].kind,
+        "the running settings stay"
+    );
+
+    // A scope removed, and a secret's variable renamed.
+    let read = with(oauth2(
+        "https://auth.example.com/oauth/token",
+        None,
+        "FLIGHTS_SECRET",
+    ));
+    let named: Vec<String> = settle(&running, &running, read, running.request_timeout())
+        .needs_restart
+        .iter()
+        .map(|s| s.split(':').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "[providers.hotel_content] client_secret_env",
+            "[providers.hotel_content] scope"
+        ]
+    );
+
+    // Another auth, another kind: the file's words.
+    let bearer = ProviderKind::Http {
+        auth: HttpAuth::Bearer {
+            token_env: "HOTEL_CONTENT_TOKEN".into(),
+        },
+    };
+    let settled = settle(&running, &running, with(bearer), running.request_timeout());
+    assert_eq!(
+        settled.needs_restart,
+        ["[providers.hotel_content] auth: \"oauth2\" in force, \"bearer\" read; needs a restart"]
+    );
+    let duffel = ProviderKind::Duffel {
+        token_env: "DUFFEL_ACCESS_TOKEN".into(),
+    };
+    let settled = settle(&running, &running, with(duffel), running.request_timeout());
+    assert_eq!(
+        settled.needs_restart,
+        ["[providers.hotel_content] kind: \"http\" in force, \"duffel\" read; needs a restart"]
+    );
+}
