@@ -127,7 +127,12 @@ async fn an_amadeus_refusal_echoing_its_credentials_reaches_neither_the_model_no
         text.contains("sent Bearer [redacted], client [redacted]:[redacted]"),
         "the refusal's words stay, the credentials go: {answer:#}"
     );
-    assert_clean("the log", &captured.text());
+    let log = captured.text();
+    assert_clean("the log", &log);
+    assert!(
+        log.contains("sent Bearer [redacted]"),
+        "the log line carries the refusal, redacted:\n{log}"
+    );
 }
 
 #[tokio::test]
@@ -164,5 +169,10 @@ async fn a_duffel_refusal_echoing_its_token_reaches_neither_the_model_nor_the_lo
     let text = answer.to_string();
     assert_clean("the envelope", &text);
     assert!(text.contains("(token [redacted])"), "{answer:#}");
-    assert_clean("the log", &captured.text());
+    let log = captured.text();
+    assert_clean("the log", &log);
+    assert!(
+        log.contains("(token [redacted])"),
+        "the log line carries the refusal, redacted:\n{log}"
+    );
 }
