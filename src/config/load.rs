@@ -548,8 +548,8 @@ fn check_cleartext(
                 };
                 let mut https = url.clone();
                 let instead = match https.set_scheme("https") {
-                    Ok(()) => format!("write \"{https}\" if the provider serves https (most do)"),
-                    Err(()) => "write its https:// URL".to_string(),
+                    Ok(()) => format!("Write \"{https}\" if the provider serves https (most do)"),
+                    Err(()) => "Write its https:// URL".to_string(),
                 };
                 s.error(
                     key,
