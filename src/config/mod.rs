@@ -9,6 +9,7 @@
 
 mod bindings;
 mod breakers;
+mod cleartext;
 mod clients;
 mod files;
 mod http_tools;
