@@ -171,13 +171,16 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         jobs = jobs.spool_in(config.store.spool_path.clone(), replica);
     }
     let jobs = Arc::new(jobs);
-    app.state.watches = Some(Arc::new(WatchSystem::new(
-        watch_store,
-        Arc::clone(&jobs),
-        app.state.gateway.clone(),
-        config.watches.clone(),
-        notices,
-    )));
+    app.state.watches = Some(Arc::new(
+        WatchSystem::new(
+            watch_store,
+            Arc::clone(&jobs),
+            app.state.gateway.clone(),
+            config.watches.clone(),
+            notices,
+        )
+        .keep_ended_for(config.store.job_retention),
+    ));
     app.state.jobs = Some(jobs);
 }
 

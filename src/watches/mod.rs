@@ -13,11 +13,14 @@
 //! - `schedule.rs`: when a watch runs and when it ends (pure, table-tested);
 //! - `store.rs`: watches and notices in the shared database, with the conditional updates that
 //!   make a fleet start and record each instant once;
+//! - `retention.rs`: how long an ended watch and its notices are kept, and the sweep that
+//!   deletes them after;
 //! - `system.rs`: [`WatchSystem`], the checks and limits of the API and the loop that turns due
 //!   instants into ordinary background jobs (with every guarantee of the job queue) and ended
 //!   jobs into results and notices.
 
 mod condition;
+mod retention;
 mod schedule;
 mod store;
 mod system;

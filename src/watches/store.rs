@@ -74,7 +74,31 @@ const MIGRATIONS: &[Migration] = &[
         name: "watches_3_notice_callback_error",
         statements: &["ALTER TABLE faregate_watch_notices ADD COLUMN callback_error TEXT"],
     },
+    Migration {
+        name: "watches_4_ended_retention",
+        statements: &[
+            "CREATE INDEX IF NOT EXISTS faregate_watches_ended ON faregate_watches (state, updated_at)",
+        ],
+    },
 ];
+
+/// Ended watches whose last change is before `$1`, a batch of `$2`, oldest first; never one
+/// with a notice whose callback is still to be sent (it goes after retention counted from the
+/// delivery's end, as a job's does). An ended watch changes no more, so `updated_at` is when it
+/// ended.
+const PURGE_ENDED: &str = "DELETE FROM faregate_watches WHERE id IN (
+         SELECT w.id FROM faregate_watches w
+         WHERE w.state = 'ended' AND w.job_id IS NULL AND w.updated_at < $1
+           AND NOT EXISTS (SELECT 1 FROM faregate_watch_notices n
+                           WHERE n.watch_id = w.id AND n.callback_state = 'pending')
+         ORDER BY w.updated_at LIMIT CAST($2 AS BIGINT))";
+
+/// Notices whose watch is gone (purged above, or deleted by the API while a notice was being
+/// written), a batch of `$1`.
+const PURGE_ORPHAN_NOTICES: &str = "DELETE FROM faregate_watch_notices WHERE watch_id IN (
+         SELECT n.watch_id FROM faregate_watch_notices n
+         WHERE NOT EXISTS (SELECT 1 FROM faregate_watches w WHERE w.id = n.watch_id)
+         LIMIT CAST($1 AS BIGINT))";
 
 /// Every column, by name (never `*`: see the job store).
 const COLUMNS: &str = "id, client, tool, arguments, condition, interval_ms, end_at, max_runs,
@@ -585,6 +609,19 @@ impl WatchStore {
             )
             .await?;
         Ok(changed == 1)
+    }
+
+    /// Deletes up to `limit` watches that ended before `before_ms` (none with a notice callback
+    /// still to send) and the notices of watches that are gone; the watches deleted. Every
+    /// replica may run it at once: a row deleted twice is deleted once.
+    pub async fn purge_ended(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+        let db = self.ready().await?;
+        let limit = Arg::Int(Some(i64::from(limit)));
+        let purged = db
+            .execute(PURGE_ENDED, &[Arg::Int(Some(before_ms)), limit])
+            .await?;
+        db.execute(PURGE_ORPHAN_NOTICES, &[limit]).await?;
+        Ok(purged)
     }
 
     /// Writes a notice, its callback due at once when `callback` (the watch has a URL); false

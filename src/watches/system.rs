@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::condition::{self, Condition};
+use super::retention::{DEFAULT_RETENTION, Sweeper};
 use super::schedule::{self, End, Schedule};
 use super::store::{DueCallback, Notice, RunEnd, Watch, WatchState, WatchStore};
 use crate::call::{CheckError, Gateway};
@@ -87,6 +88,8 @@ pub struct WatchSystem {
     gateway: Arc<Gateway>,
     config: WatchesConfig,
     notices: Arc<NoticeSender>,
+    /// How long an ended watch is kept (`[store] job_retention`; see `retention.rs`).
+    retention: Duration,
 }
 
 impl WatchSystem {
@@ -104,7 +107,14 @@ impl WatchSystem {
             gateway,
             config,
             notices: Arc::new(notices),
+            retention: DEFAULT_RETENTION,
         }
+    }
+
+    /// Keeps ended watches (and their notices) for `retention` after they ended.
+    pub fn keep_ended_for(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// The store (for the API's reads).
@@ -269,8 +279,10 @@ impl WatchSystem {
         }
     }
 
-    /// Starts due runs and records ended ones every [`POLL`] until `shutdown`.
+    /// Starts due runs and records ended ones every [`POLL`] until `shutdown`, and deletes
+    /// ended watches past their retention about once a minute.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut sweeper = Sweeper::new(self.retention);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -284,6 +296,10 @@ impl WatchSystem {
             };
             if let Err(e) = passed {
                 tracing::warn!(error = %e, "watches: pass failed; retrying");
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = sweeper.tick(&self.store) => {},
             }
         }
     }
