@@ -2,7 +2,8 @@
 //! path: it publishes this replica's own transitions, follows the others' (notified at once,
 //! and read again every second in case a notification was missed), holds the half-open probe
 //! lease while this replica probes (and lets it lapse when it has no callers, so a replica that
-//! has takes it), and notices when the store stops answering.
+//! has takes it), notices when the store stops answering, and trims the stored history to its
+//! newest transitions once a minute.
 //!
 //! Calls never wait for it: a breaker's transition is a broadcast event this task receives
 //! later, so a healthy call's path makes no database round trip, and a store that is away
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handle::Fleet;
 use super::record::{AutoState, Note, Payload, StoredTransition, Write, epoch_ms_of, instant_of};
+use super::sql::{KEEP_EVENTS, TRIM_BATCH};
 use crate::breaker::{
     BreakerKey, BreakerRegistry, BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason,
 };
@@ -37,6 +39,9 @@ const CATCH_UP_TICKS: u64 = 4;
 /// (a probe in flight, or a caller asking within this long), so a replica that dies or has no
 /// callers hands the probes to another one within this.
 const LEASE: Duration = Duration::from_secs(3);
+
+/// How often the stored history is trimmed to its newest transitions ([`KEEP_EVENTS`]).
+pub(super) const TRIM_EVERY: Duration = Duration::from_secs(60);
 
 /// The most writes that wait for a store that is away; the oldest are dropped beyond it.
 const MAX_PENDING: usize = 4096;
@@ -81,6 +86,7 @@ impl Fleet {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut pending = Pending::default();
         let mut ticks = 0u64;
+        let mut trimmed_at: Option<tokio::time::Instant> = None;
         // In a PostgreSQL fleet every breaker tells of its failures in a run, for the others, and
         // probes only under the fleet's lease while the store answers; asked again on every
         // catch-up, so a breaker a configuration reload added joins within seconds.
@@ -121,6 +127,13 @@ impl Fleet {
                     }
                     if self.is_connected() && self.shared {
                         self.leases(breakers, &mut pending).await;
+                    }
+                    let now = clock::now();
+                    if self.is_connected()
+                        && trimmed_at.is_none_or(|at| now - at >= TRIM_EVERY)
+                    {
+                        trimmed_at = Some(now);
+                        self.trim_history().await;
                     }
                 }
             }
@@ -401,6 +414,16 @@ impl Fleet {
                 self.set_connected(false, breakers);
                 pending.leases.clear();
             }
+        }
+    }
+
+    /// Deletes stored transitions beyond the newest [`KEEP_EVENTS`], one batch (a backlog goes
+    /// over the next trims). A store that does not answer is asked again at the next trim.
+    async fn trim_history(&self) {
+        match self.store.trim_events(KEEP_EVENTS, TRIM_BATCH).await {
+            Ok(0) => {}
+            Ok(trimmed) => tracing::debug!(trimmed, "fleet: old breaker transitions deleted"),
+            Err(e) => tracing::debug!(error = %e, "fleet: old breaker transitions not deleted"),
         }
     }
 

@@ -5,6 +5,7 @@
 //!   write, so each replica applies each change once.
 //! - `faregate_breaker_events`: every transition a replica decided itself, with the replica's
 //!   name: the history `/v1/breakers` and the dashboard show on every replica, across restarts.
+//!   Only the newest [`KEEP_EVENTS`] are kept ([`TRIM_EVENTS`]): far more than is ever read.
 //! - `faregate_probe_leases`: which replica probes a half-open breaker now (PostgreSQL fleets).
 //!
 //! A force is kept only over an older one ([`FORCE`]): it carries the time the operator asked
@@ -176,6 +177,19 @@ const RECORD_EVENT: &str = "INSERT INTO faregate_breaker_events (id, tool, provi
 const LATEST_EVENTS: &str =
     "SELECT * FROM faregate_breaker_events ORDER BY id DESC LIMIT CAST($1 AS BIGINT)";
 
+/// The transitions kept: the newest this many (the history reads the newest 256).
+pub(crate) const KEEP_EVENTS: i64 = 4096;
+
+/// Transitions deleted at most per trim.
+pub(crate) const TRIM_BATCH: i64 = 1000;
+
+/// Deletes the transitions after the newest `$1` (ids are time-ordered), a batch of `$2`, the
+/// newest of them first. Every replica may run it at once: a row deleted twice is deleted once,
+/// and a backlog goes over the next trims.
+const TRIM_EVENTS: &str = "DELETE FROM faregate_breaker_events WHERE id IN (
+         SELECT id FROM faregate_breaker_events ORDER BY id DESC
+         LIMIT CAST($2 AS BIGINT) OFFSET CAST($1 AS BIGINT))";
+
 /// `$1` tool, `$2` provider, `$3` owner, `$4` until, `$5` now. Taken when free, expired or
 /// already ours, and never while the shared row says another replica has just reopened it.
 const TAKE_LEASE: &str = "INSERT INTO faregate_probe_leases (tool, provider, owner, until_ms)
@@ -296,6 +310,12 @@ impl SharedStore {
     pub(crate) async fn latest(&self, limit: i64) -> Result<Vec<StoredTransition>, StoreError> {
         let args = [Arg::Int(Some(limit))];
         bounded(self.db.fetch(LATEST_EVENTS, &args, transition_from_row)).await
+    }
+
+    /// Deletes up to `limit` transitions beyond the newest `keep` ([`TRIM_EVENTS`]); how many.
+    pub(crate) async fn trim_events(&self, keep: i64, limit: i64) -> Result<u64, StoreError> {
+        let args = [Arg::Int(Some(keep)), Arg::Int(Some(limit))];
+        bounded(self.db.execute(TRIM_EVENTS, &args)).await
     }
 
     /// Takes (or renews) the probe lease of `key` until `until_ms`; whether this replica holds it.

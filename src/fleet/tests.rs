@@ -346,3 +346,133 @@ async fn a_force_that_changed_nothing_here_while_the_store_is_away_is_held() {
         "{held:?}"
     );
 }
+
+/// Stores transitions `from..=to` of a peer at once, with ids that sort as their numbers.
+async fn stored_events(db: &Db, from: u32, to: u32) {
+    let id = if db.is_postgres() {
+        "'e' || lpad(CAST(i AS TEXT), 8, '0')"
+    } else {
+        "printf('e%08d', i)"
+    };
+    let sql = format!(
+        "WITH RECURSIVE n(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM n WHERE i < {to})
+         INSERT INTO faregate_breaker_events (id, tool, provider, from_state, to_state, reason,
+             at_ms, failure_rate_ppm, slow_rate_ppm, calls, replica)
+         SELECT {id}, 'search_flights', 'duffel', 'closed', 'open', 'failure_rate', i, 0, 0, 0,
+             '{PEER}' FROM n"
+    );
+    db.execute(sqlx::AssertSqlSafe(sql), &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+async fn event_rows(db: &Db) -> i64 {
+    let n = db
+        .fetch(
+            "SELECT COUNT(*) AS n FROM faregate_breaker_events",
+            &[],
+            |r| r.int("n"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    n.into_iter().flatten().next().unwrap_or(0)
+}
+
+async fn check_trim(fleet: &std::sync::Arc<Fleet>) {
+    let store = &fleet.store;
+    stored_events(&store.db, 1, 10).await;
+    let trim = || async {
+        store
+            .trim_events(3, 4)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    assert_eq!(trim().await, 4, "one batch beyond the newest three");
+    assert_eq!(event_rows(&store.db).await, 6);
+    assert_eq!(trim().await, 3, "the rest on the next trim");
+    assert_eq!(trim().await, 0);
+    let latest = store.latest(10).await.unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<&str> = latest.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["e00000010", "e00000009", "e00000008"],
+        "the newest stay"
+    );
+}
+
+#[tokio::test]
+async fn the_stored_history_keeps_its_newest_transitions() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    check_trim(&fleet(&dir).await).await;
+    let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
+        eprintln!(
+            "note: the_stored_history_keeps_its_newest_transitions: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
+        );
+        return;
+    };
+    let schema = format!("fg_fleet_trim_{}", uuid::Uuid::now_v7().simple());
+    let db = Db::open_postgres(&url, Some(&schema))
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let shared = Fleet::open(db.clone()).await;
+    check_trim(&shared.unwrap_or_else(|e| panic!("{e}"))).await;
+    db.execute(
+        sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")),
+        &[],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Gives the store's threads real time (the paused clock stays where it is) until `done` holds
+/// of the number of stored transitions, for at most `tries` times 10 ms; whether it did.
+async fn rows_become(db: &Db, tries: u32, done: impl Fn(i64) -> bool) -> bool {
+    for _ in 0..tries {
+        if done(event_rows(db).await) {
+            return true;
+        }
+        tokio::task::spawn_blocking(|| std::thread::sleep(std::time::Duration::from_millis(10)))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    false
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_trims_the_stored_history_once_a_minute() {
+    use super::run::TRIM_EVERY;
+    use super::sql::KEEP_EVENTS;
+    // While this blocking task runs, the paused clock moves only when the test moves it.
+    let (hold, held) = std::sync::mpsc::channel::<()>();
+    tokio::task::spawn_blocking(move || {
+        let _ = held.recv();
+    });
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fleet = fleet(&dir).await;
+    let db = fleet.store.db.clone();
+    let keep = u32::try_from(KEEP_EVENTS).unwrap_or(u32::MAX);
+    stored_events(&db, 1, keep + 10).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let task = {
+        let (fleet, stop) = (std::sync::Arc::clone(&fleet), stop.clone());
+        tokio::spawn(async move { fleet.run(&BreakerRegistry::new(16), stop).await })
+    };
+    assert!(
+        rows_become(&db, 500, |n| n == KEEP_EVENTS).await,
+        "trimmed when the replica starts"
+    );
+    stored_events(&db, keep + 11, keep + 20).await;
+    tokio::time::advance(TRIM_EVERY / 2).await;
+    assert!(
+        !rows_become(&db, 50, |n| n < KEEP_EVENTS + 10).await,
+        "not again within the minute"
+    );
+    tokio::time::advance(TRIM_EVERY / 2).await;
+    assert!(
+        rows_become(&db, 500, |n| n == KEEP_EVENTS).await,
+        "trimmed again a minute later"
+    );
+    stop.cancel();
+    task.await.unwrap_or_else(|e| panic!("{e}"));
+    drop(hold);
+}
