@@ -11,19 +11,64 @@
 //! here) is not known; its read still fails, because "no such job" would be a lie. A copy is at
 //! most as new as this replica's last sighting: another replica may have moved the job on.
 //!
-//! Bounded: [`CAPACITY`] jobs, each for [`KEPT_FOR`] after its last sighting (moka evicts the
-//! rest). Of two sightings of one job the later state wins (by `updated_at_ms`), so a read that
-//! raced with this replica's own end of the run cannot put the older state back.
+//! Bounded twice: by [`BUDGET`] bytes (each sighting weighs an estimate of the memory its job
+//! holds, its result and arguments above all, never less than [`MIN_WEIGHT`]) and so at most
+//! [`CAPACITY`] jobs, each for [`KEPT_FOR`] after its last sighting. Beyond the budget moka
+//! evicts the least recently seen (or read) first. Counting jobs alone was not enough: with
+//! results of ~25 KB, 10,000 jobs held about 250 MB, and any client could fill it by listing its
+//! own jobs. A job weighing more than the whole budget is not kept at all.
+//!
+//! Of two sightings of one job the later state wins (by `updated_at_ms`), so a read that raced
+//! with this replica's own end of the run cannot put the older state back.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use super::store::{Job, JobFilter};
 
-/// Jobs remembered at most.
+/// Jobs remembered at most (each weighs at least [`MIN_WEIGHT`]).
 const CAPACITY: u64 = 10_000;
+/// The estimated bytes the sightings may hold together.
+const BUDGET: u64 = 32 * 1024 * 1024;
+/// The least a sighting weighs: the budget then holds at most [`CAPACITY`] of them.
+const MIN_WEIGHT: u32 = BUDGET.div_ceil(CAPACITY) as u32;
 /// How long a sighting is kept.
 const KEPT_FOR: Duration = Duration::from_secs(3600);
+
+/// The memory `job` holds, estimated: its fixed part, its strings and its JSON (each value as
+/// `serde_json` holds it, plus its text), at least [`MIN_WEIGHT`].
+fn weight(job: &Job) -> u32 {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let mut bytes = std::mem::size_of::<Job>()
+        + job.id.len()
+        + job.tool.len()
+        + job.client.as_str().len()
+        + text(&job.call_id)
+        + text(&job.idempotency_key)
+        + text(&job.callback_url)
+        + text(&job.lease_owner)
+        + text(&job.last_error)
+        + text(&job.callback_error);
+    let mut values: Vec<&Value> = vec![&job.arguments];
+    values.extend(job.result.as_ref());
+    while let Some(value) = values.pop() {
+        bytes += std::mem::size_of::<Value>();
+        match value {
+            Value::String(s) => bytes += s.len(),
+            Value::Array(items) => values.extend(items),
+            Value::Object(map) => {
+                for (key, item) in map {
+                    bytes += std::mem::size_of::<String>() + key.len();
+                    values.push(item);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    u32::try_from(bytes).unwrap_or(u32::MAX).max(MIN_WEIGHT)
+}
 
 /// One job as this replica last saw it.
 #[derive(Debug, Clone)]
@@ -42,7 +87,9 @@ impl Default for Seen {
     fn default() -> Self {
         Seen(
             moka::sync::Cache::builder()
-                .max_capacity(CAPACITY)
+                .max_capacity(BUDGET)
+                .weigher(|_, sighting: &Sighting| weight(&sighting.job))
+                .eviction_policy(moka::policy::EvictionPolicy::lru())
                 .time_to_idle(KEPT_FOR)
                 .build(),
         )
@@ -135,6 +182,51 @@ mod tests {
             callback_error: None,
             trace: None,
         }
+    }
+
+    /// A succeeded job whose result holds `bytes` of text.
+    fn with_result(id: &str, bytes: usize) -> Job {
+        let mut job = job(id, "acme", JobStatus::Succeeded, 1);
+        job.result = Some(json!({"offers": ["x".repeat(bytes)]}));
+        job
+    }
+
+    #[test]
+    fn sightings_are_held_to_a_byte_budget_the_least_recently_seen_going_first() {
+        let seen = Seen::default();
+        let big = 1024 * 1024;
+        // Twice the budget in results of 1 MiB.
+        let jobs = 2 * BUDGET / 1024 / 1024;
+        for i in 0..jobs {
+            seen.note(&with_result(&format!("{i:04}"), big), 1);
+            seen.0.run_pending_tasks();
+        }
+        assert!(
+            seen.0.weighted_size() <= BUDGET,
+            "{} bytes held",
+            seen.0.weighted_size()
+        );
+        assert!(
+            seen.0.entry_count() < jobs / 2 + 1,
+            "about the budget's worth kept"
+        );
+        assert!(seen.get("0000").is_none(), "the first seen went first");
+        let last = format!("{:04}", jobs - 1);
+        assert!(seen.get(&last).is_some(), "the last seen is kept");
+        let weighed = weight(&with_result("x", big));
+        assert!(weighed > 1024 * 1024, "a result weighs its size: {weighed}");
+    }
+
+    #[test]
+    fn small_sightings_are_held_to_a_count() {
+        let seen = Seen::default();
+        let jobs = CAPACITY + 100;
+        for i in 0..jobs {
+            seen.note(&job(&format!("{i:06}"), "acme", JobStatus::Queued, 1), 1);
+        }
+        seen.0.run_pending_tasks();
+        assert!(seen.0.entry_count() <= CAPACITY, "{}", seen.0.entry_count());
+        assert!(seen.get(&format!("{:06}", jobs - 1)).is_some());
     }
 
     #[test]
