@@ -86,6 +86,14 @@ impl Breaker {
         })
     }
 
+    /// How many background calls the breaker would admit now, one after another: `None` when
+    /// it admits calls as they come (closed, ramping, forced closed), `Some(0)` while it
+    /// rejects everything (open, forced open, or half-open with no probe due), else the
+    /// half-open probes that may start now. The dispatcher claims no more jobs than that.
+    pub fn background_room(&self, now: Instant) -> Option<u32> {
+        self.lock().background_room(now)
+    }
+
     /// The state at `now`. Timers are fired first, so an open breaker whose time is up reports
     /// half-open even if nothing called [`Breaker::tick`].
     pub fn state(&self, now: Instant) -> BreakerState {

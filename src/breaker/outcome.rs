@@ -17,8 +17,24 @@ pub enum Outcome {
     },
     /// The attempt failed in a way that says something about the provider's health.
     Failure(FailureReason),
-    /// The result says nothing about the provider's health (a client error the model can fix:
-    /// 400/404/422). It counts as no call at all, and a probe that ends this way gives its slot back.
+    /// The provider answered coherently that the request is at fault or that it lists nothing
+    /// for it (a refusal the model can fix: 400/404/422, an empty result). Measured after
+    /// `latency`, like a success.
+    ///
+    /// It says nothing about the provider's *load*, so a closed (or ramping) breaker's window
+    /// counts it as no call, as [`Outcome::Ignored`]: a model sending bad airports neither trips
+    /// nor props up a breaker. But it proves the provider is up and answering, so a half-open
+    /// probe that ends this way is a successful probe (fast or slow by its latency), as a
+    /// success would be. Were it ignored, a half-open breaker whose probes only ever meet such
+    /// requests (background jobs asking for a date the provider does not list) would never
+    /// close.
+    Refused {
+        /// Time from sending the request to having the provider's refusal.
+        latency: Duration,
+    },
+    /// The result says nothing about the provider at all: the call was cancelled (a permit
+    /// dropped unrecorded) or the gateway refused it itself without asking the provider. It
+    /// counts as no call at all, and a probe that ends this way gives its slot back.
     Ignored,
 }
 

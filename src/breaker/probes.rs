@@ -17,16 +17,19 @@ pub(super) struct Probes {
     last_admitted: Option<Instant>,
     /// Results of the finished probes.
     pub(super) counts: Counts,
+    /// A probe's slot was given back without a verdict (a cancelled call): the background
+    /// jobs had a probe and it told nothing, so their priority over interactive callers ends.
+    pub(super) given_back: bool,
 }
 
 /// One probe slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Slot {
-    /// Not used yet, or given back by an ignored probe.
+    /// Not used yet, or given back by a probe without a verdict (an ignored outcome).
     Free,
     /// Admitted at `started`, not recorded yet.
     InFlight { started: Instant },
-    /// Recorded as a success (fast or slow) or a failure.
+    /// Recorded as a success (fast or slow, a provider's refusal among them) or a failure.
     Done,
 }
 
@@ -46,6 +49,7 @@ impl Probes {
             slots: vec![Slot::Free; n.max(1) as usize],
             last_admitted: None,
             counts: Counts::default(),
+            given_back: false,
         }
     }
 
@@ -68,6 +72,16 @@ impl Probes {
         self.slots[slot] = Slot::InFlight { started: now };
         self.last_admitted = Some(now);
         Ok(slot as u32)
+    }
+
+    /// How many probes [`Probes::admit`] would admit at `now`, one after another: none while the
+    /// spacing runs; else the free slots, of which only one when probes are spaced.
+    pub(super) fn room(&self, now: Instant, gap: Duration) -> u32 {
+        if self.last_admitted.is_some_and(|last| last + gap > now) {
+            return 0;
+        }
+        let free = self.slots.iter().filter(|s| **s == Slot::Free).count() as u32;
+        if gap.is_zero() { free } else { free.min(1) }
     }
 
     /// The answer to a caller that gets no probe now: nothing can be decided before the oldest

@@ -249,11 +249,21 @@ impl Machine {
                 self.lease.asked(now);
                 let gap = self.config.probe_interval / self.config.half_open_probes.max(1);
                 let timeout = self.config.probe_timeout;
+                // The background jobs' turn: the probe interval from the start of the period
+                // (time enough for each of its spaced probes to go to a job), and only while
+                // no probe of theirs was given back without a verdict.
+                let turn_ends = self.since + self.config.probe_interval;
                 match caller {
-                    // The probes belong to the background jobs that are waiting for them.
+                    // The probes belong to the background jobs that are waiting for them, for
+                    // their turn; after it, an interactive call probes like anyone else, so a
+                    // queue that is always due never locks interactive callers out.
                     Caller::Interactive {
                         background_due: true,
-                    } => Err(probes.reserved(now, gap, timeout)),
+                    } if !probes.given_back && now < turn_ends => {
+                        let mut rejected = probes.reserved(now, gap, timeout);
+                        rejected.retry_after = rejected.retry_after.min(turn_ends - now);
+                        Err(rejected)
+                    }
                     // In a fleet, one replica at a time probes: the one holding the lease.
                     _ if !self.lease.admits(now) => Err(probes.reserved(now, gap, timeout)),
                     _ => probes
@@ -284,6 +294,21 @@ impl Machine {
             self.history.calls_rejected += 1;
         }
         result
+    }
+
+    /// How many background calls would be admitted now, one after another, if nothing else
+    /// asked meanwhile: `None` when the breaker admits calls as they come (closed, ramping,
+    /// forced closed); none while open or forced open; while half-open, the probes that may
+    /// start now (at most one when they are spaced). The fleet's probe lease is not asked: a
+    /// replica without it learns so by asking, which is also how it comes to take it.
+    pub(super) fn background_room(&mut self, now: Instant) -> Option<u32> {
+        let now = self.advance(now);
+        let gap = self.config.probe_interval / self.config.half_open_probes.max(1);
+        match &self.phase {
+            Phase::Closed | Phase::ForcedClosed | Phase::Ramp(_) => None,
+            Phase::Open { .. } | Phase::ForcedOpen => Some(0),
+            Phase::HalfOpen(probes) => Some(probes.room(now, gap)),
+        }
     }
 
     /// Records the outcome of an admitted call.
@@ -434,13 +459,24 @@ impl Machine {
 
     // --- private ---
 
-    /// What a result counts as, or `None` when it does not count.
+    /// What a result counts as in the window (closed, ramp, forced closed), or `None` when it
+    /// does not count: a provider's refusal says nothing about its load, as before.
     fn classify(&self, outcome: Outcome) -> Option<CallKind> {
         match outcome {
             Outcome::Success { latency } if self.slow.is_slow(latency) => Some(CallKind::Slow),
             Outcome::Success { .. } => Some(CallKind::Fast),
             Outcome::Failure(_) => Some(CallKind::Failed),
-            Outcome::Ignored => None,
+            Outcome::Refused { .. } | Outcome::Ignored => None,
+        }
+    }
+
+    /// What a half-open probe's result counts as, or `None` when it gives its slot back: a
+    /// provider's refusal is a coherent answer, so the provider is up, and counts as a success
+    /// of its latency; only a result that never heard from the provider is no verdict.
+    fn classify_probe(&self, outcome: Outcome) -> Option<CallKind> {
+        match outcome {
+            Outcome::Refused { latency } => self.classify(Outcome::Success { latency }),
+            _ => self.classify(outcome),
         }
     }
 
@@ -505,7 +541,7 @@ impl Machine {
         outcome: Outcome,
         retry_after: Option<Duration>,
     ) {
-        let kind = self.classify(outcome);
+        let kind = self.classify_probe(outcome);
         // After the provider's rate-limit pause one success says its quota has reset: the
         // provider named the instant itself, and was never sick. Waiting for more spaced
         // probes would only leave the new window unused (and the job system paces the backlog
@@ -522,8 +558,10 @@ impl Machine {
             return;
         }
         let Some(kind) = kind else {
-            // An ignored result says nothing about the provider: give the slot back.
+            // An ignored result says nothing about the provider: give the slot back (and end
+            // the background jobs' priority, see `acquire`).
             probes.slots[slot] = Slot::Free;
+            probes.given_back = true;
             return;
         };
         probes.slots[slot] = Slot::Done;

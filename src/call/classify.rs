@@ -1,8 +1,11 @@
 //! Outcome classification: what one upstream attempt means for the breaker.
 //!
 //! The provider adapter says what happened ([`ErrorKind`]); this table says how the breaker
-//! counts it. A refusal the model can fix (unknown airport, expired offer) is not the provider's
-//! failure and is ignored; everything that shows the provider cannot serve us counts.
+//! counts it. A refusal the model can fix (unknown airport, expired offer, nothing listed) is not
+//! the provider's failure: it is [`Outcome::Refused`], which a closed breaker does not count but
+//! a half-open probe counts as the provider answering (see the breaker's rules). A refusal the
+//! gateway made itself, without asking the provider, says nothing about it and is ignored.
+//! Everything that shows the provider cannot serve us counts as a failure.
 
 use std::time::Duration;
 
@@ -16,7 +19,8 @@ pub(crate) fn classify<T>(result: &Result<T, UpstreamError>, latency: Duration) 
         Err(e) => e,
     };
     match &error.kind {
-        ErrorKind::Rejected { .. } => Outcome::Ignored,
+        ErrorKind::Rejected { .. } if error.is_refused_by_gateway() => Outcome::Ignored,
+        ErrorKind::Rejected { .. } => Outcome::Refused { latency },
         ErrorKind::Timeout => Outcome::Failure(FailureReason::Timeout),
         ErrorKind::Connect | ErrorKind::Transport => Outcome::Failure(FailureReason::Connect),
         ErrorKind::RateLimited { retry_after } => Outcome::Failure(FailureReason::RateLimited {
@@ -54,6 +58,19 @@ mod tests {
                 err(ErrorKind::Rejected {
                     message: "unknown airport".into(),
                 }),
+                Outcome::Refused { latency: ms },
+            ),
+            (
+                Err(UpstreamError::new(
+                    ErrorKind::Rejected {
+                        message: "BA117 is not listed".into(),
+                    },
+                    crate::providers::error::NOT_LISTED,
+                )),
+                Outcome::Refused { latency: ms },
+            ),
+            (
+                Err(UpstreamError::refused_by_gateway("over budget".into())),
                 Outcome::Ignored,
             ),
             (

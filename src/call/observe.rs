@@ -271,7 +271,8 @@ impl Observer {
         let outcome = match outcome {
             Outcome::Success { .. } => AttemptOutcome::Success,
             Outcome::Failure(_) => AttemptOutcome::Failure,
-            Outcome::Ignored => AttemptOutcome::Ignored,
+            // The metric's "ignored" is what a closed breaker's window does with it.
+            Outcome::Refused { .. } | Outcome::Ignored => AttemptOutcome::Ignored,
         };
         let error_type = match result {
             Ok(_) => "",

@@ -297,6 +297,17 @@ impl ServedTool {
         })
     }
 
+    /// How many background calls of this tool its breakers would admit now, one after another
+    /// ([`Breaker::background_room`]): `None` when one admits calls as they come (a call fails
+    /// over down the chain to it), else the sum of what each admits (`Some(0)`: none; its jobs
+    /// are not worth claiming, they would only be refused and requeued).
+    pub fn background_room(&self, now: Instant) -> Option<u32> {
+        self.routes
+            .iter()
+            .map(|r| r.breaker.background_room(now))
+            .try_fold(0u32, |sum, room| room.map(|n| sum.saturating_add(n)))
+    }
+
     /// Whether any of the tool's breakers admits calls now (closed, ramping or forced closed).
     /// Maintenance windows are the gateway's: `Gateway::is_available` adds them.
     pub fn is_available(&self, now: Instant) -> bool {

@@ -1,7 +1,10 @@
 //! Dispatch: which due jobs this process claims now, and how many.
 //!
 //! A pass never claims more jobs than there are free workers, never claims for a tool whose
-//! breakers are all open (its jobs would only be requeued), nor for a tool this replica does not
+//! breakers are all open (its jobs would only be requeued), never more jobs of a tool whose
+//! breakers are half-open than they have probes to start now (one per probe gap: the rest would
+//! only be refused and requeued, a row write each, over and over while the probes decide), nor
+//! for a tool this replica does not
 //! serve until its jobs are past `max_age` (see [`Dispatcher::claim`]), and claims the tools of a
 //! provider whose limit is known ([`Pacing`]) on their own, at most what that provider's pacer
 //! allows now, so a backlog stays under the limit instead of finding it once per window. A
@@ -39,8 +42,12 @@ use lost::LostClaims;
 pub(super) struct ToolState {
     /// The tool's name.
     pub(super) name: String,
-    /// Every breaker of the tool rejects everything now (open or forced open).
-    pub(super) all_open: bool,
+    /// How many of the tool's jobs its breakers would admit now ([`ServedTool::background_room`]):
+    /// `None` as many as come; `Some(0)` none (all open, forced open, or half-open with no probe
+    /// due); `Some(n)` that many half-open probes.
+    ///
+    /// [`ServedTool::background_room`]: crate::call::ServedTool::background_room
+    pub(super) room: Option<u32>,
     /// The provider whose rate limit paces the tool's jobs: the first of its chain, which a
     /// background call reaches unless its breaker is open.
     pub(super) provider: String,
@@ -148,10 +155,15 @@ impl Dispatcher {
     ) -> Result<Vec<Claimed>, StoreError> {
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let unserved: Vec<String> = due.iter().filter(|d| !names.contains(d)).cloned().collect();
-        let mut skip: Vec<String> = tools
+        // A tool whose breakers admit only so many (or none) is claimed on its own below, at
+        // most that many.
+        let limited: Vec<(&str, u32)> = tools
             .iter()
-            .filter(|t| t.all_open)
-            .map(|t| t.name.clone())
+            .filter_map(|t| t.room.map(|n| (t.name.as_str(), n)))
+            .collect();
+        let mut skip: Vec<String> = limited
+            .iter()
+            .map(|(name, _)| name.to_string())
             .chain(unserved.iter().cloned())
             .collect();
         // The tools of a provider whose limit is known are claimed on their own, at most what
@@ -199,6 +211,28 @@ impl Dispatcher {
             let unused = granted - got.as_ref().map_or(0, |n| (*n).min(granted));
             self.quotas.refund(provider, unused).await;
             got?;
+        }
+        // A half-open tool's probes: a few calls that decide whether its provider is back,
+        // not worth a pacer's allowance (a probe's 429 still teaches it, `run.rs`).
+        for (name, room) in limited {
+            if room == 0 || !due.iter().any(|d| d == name) {
+                continue;
+            }
+            let others: Vec<String> = names
+                .iter()
+                .filter(|n| *n != name)
+                .chain(unserved.iter())
+                .cloned()
+                .collect();
+            self.claim_some(
+                store,
+                workers,
+                room,
+                Which::all_but(&others),
+                tools,
+                &mut claimed,
+            )
+            .await?;
         }
         let first_unpaced = claimed.len();
         self.claim_some(

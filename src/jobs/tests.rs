@@ -77,13 +77,27 @@ impl Queue {
 
     /// [`Queue::pass`], with the store's failure.
     async fn try_pass(&self, open: &[&str]) -> Result<Vec<Claimed>, StoreError> {
+        let rooms: Vec<(&str, u32)> = open.iter().map(|name| (*name, 0)).collect();
+        self.try_pass_rooms(&rooms).await
+    }
+
+    /// One dispatch pass in which the breakers of the tools of `rooms` admit only so many
+    /// calls now (0: all open; more: half-open probes), the others all.
+    async fn pass_rooms(&self, rooms: &[(&str, u32)]) -> Vec<Claimed> {
+        self.try_pass_rooms(rooms)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Queue::pass_rooms`], with the store's failure.
+    async fn try_pass_rooms(&self, rooms: &[(&str, u32)]) -> Result<Vec<Claimed>, StoreError> {
         self.dispatcher.lost.hand_back(&self.store).await?;
         let due = self.store.due_tools(clock::epoch_ms()).await?;
         let tools: Vec<ToolState> = [FLIGHTS, HOTELS]
             .iter()
             .map(|name| ToolState {
                 name: name.to_string(),
-                all_open: open.contains(name),
+                room: rooms.iter().find(|(n, _)| n == name).map(|(_, room)| *room),
                 provider: name.to_string(),
             })
             .collect();
@@ -209,6 +223,29 @@ async fn a_tool_whose_breakers_are_all_open_is_not_claimed_until_one_admits_agai
     assert!(q.pass(&[FLIGHTS]).await.is_empty(), "still open");
     let claimed = q.pass(&[]).await;
     assert_eq!(ids(&claimed), [flights.as_str()], "half-open: claimed");
+}
+
+/// A half-open tool's jobs are claimed no more than its breakers have probes to start now:
+/// the soak's hundreds of due jobs of a half-open tool were claimed in batches, all but one
+/// refused ("its recovery probes are all in use") and requeued a few seconds later, a row
+/// write each, for as long as the breaker stayed half-open.
+#[tokio::test(start_paused = true)]
+async fn a_half_open_tool_is_claimed_only_as_many_jobs_as_it_has_probes() {
+    let q = Queue::new(16);
+    for _ in 0..10 {
+        q.submit(FLIGHTS).await;
+    }
+    let hotels = q.submit(HOTELS).await;
+    let claimed = q.pass_rooms(&[(FLIGHTS, 1)]).await;
+    let tools: Vec<&str> = claimed.iter().map(|c| c.job.tool.as_str()).collect();
+    assert_eq!(claimed.len(), 2, "{tools:?}");
+    assert!(tools.contains(&FLIGHTS) && ids(&claimed).contains(&hotels.as_str()));
+    assert!(
+        q.pass_rooms(&[(FLIGHTS, 0)]).await.is_empty(),
+        "no probe due: nothing claimed"
+    );
+    assert_eq!(q.pass_rooms(&[(FLIGHTS, 2)]).await.len(), 2);
+    assert_eq!(q.pass(&[]).await.len(), 7, "closed again: the rest");
 }
 
 #[tokio::test(start_paused = true)]

@@ -216,3 +216,94 @@ async fn an_ignored_probe_gives_its_slot_back() {
     h.call(start, FAST).unwrap();
     assert_eq!(h.state(start), BreakerState::Ramp);
 }
+
+/// A provider's refusal (a request it does not list) is a coherent answer: the provider is up,
+/// so a probe ending so counts as a successful probe. The soak found a half-open breaker whose
+/// every probe was a background job asking for a date the provider does not list; each gave
+/// its slot back, and the breaker stayed half-open for as long as the jobs were queued.
+#[tokio::test(start_paused = true)]
+async fn probes_the_provider_refuses_close_it() {
+    let (mut h, start) = half_open(config());
+    let refused = |ms| Outcome::Refused {
+        latency: Duration::from_millis(ms),
+    };
+    assert_eq!(h.call(start, refused(80)), Ok(PermitKind::Probe));
+    let probes = h.breaker.snapshot(start).probes.unwrap();
+    assert_eq!((probes.admitted, probes.fast_successes), (1, 1));
+    let second = start + secs(10.0) / 3;
+    assert_eq!(h.call(second, refused(80)), Ok(PermitKind::Probe));
+    assert_eq!(h.state(second), BreakerState::Ramp);
+    assert_eq!(
+        h.transitions(),
+        vec![(
+            BreakerState::HalfOpen,
+            BreakerState::Ramp,
+            TransitionReason::ProbesSucceeded
+        )]
+    );
+
+    // A slow refusal is a slow success: it does not close the breaker, as a slow success.
+    let (h, start) = half_open(config());
+    h.call(start, refused(7_000)).unwrap();
+    h.call(start + secs(4.0), refused(7_000)).unwrap();
+    assert_eq!(h.state(start + secs(4.0)), BreakerState::Open);
+}
+
+/// Probes go to due background jobs for the background's turn only: the probe interval from
+/// the start of the half-open period, or until a job's probe is given back without a verdict.
+/// After that an interactive call probes, even with jobs due all the time.
+#[tokio::test(start_paused = true)]
+async fn an_interactive_call_probes_after_the_backgrounds_turn() {
+    let busy = Caller::Interactive {
+        background_due: true,
+    };
+    let (h, start) = half_open(config());
+    // A job probed at the start and its answer is still awaited (it may hang until 8 s).
+    let job = h.breaker.try_acquire_as(start, Caller::Background).unwrap();
+    let refused = h
+        .breaker
+        .try_acquire_as(start + secs(5.0), busy)
+        .unwrap_err();
+    assert_eq!(refused.reason, RejectReason::HalfOpenFull);
+    assert_eq!(
+        refused.retry_after,
+        secs(3.0),
+        "until the job's probe times out"
+    );
+    job.record(FAST, start + secs(5.0));
+    let refused = h
+        .breaker
+        .try_acquire_as(start + secs(9.0), busy)
+        .unwrap_err();
+    assert_eq!(refused.retry_after, secs(1.0), "until the turn ends");
+    let probe = h.breaker.try_acquire_as(start + secs(10.0), busy).unwrap();
+    assert_eq!(probe.kind(), PermitKind::Probe);
+    probe.record(FAST, start + secs(10.1));
+    assert_eq!(h.state(start + secs(10.1)), BreakerState::Ramp);
+
+    // A job's probe given back without a verdict ends the turn at once.
+    let (h, start) = half_open(config());
+    drop(h.breaker.try_acquire_as(start, Caller::Background).unwrap());
+    let probe = h.breaker.try_acquire_as(start + secs(4.0), busy).unwrap();
+    assert_eq!(probe.kind(), PermitKind::Probe);
+    probe.record(FAST, start + secs(4.0));
+}
+
+/// What the dispatcher reads to claim no more jobs than the breaker admits: all while closed,
+/// none while open, and while half-open one per probe gap while a slot is free.
+#[tokio::test(start_paused = true)]
+async fn the_background_room_follows_the_probes() {
+    let h = Harness::new(config());
+    assert_eq!(h.breaker.background_room(h.at(0.0)), None, "closed");
+    h.trip(h.at(0.0));
+    assert_eq!(h.breaker.background_room(h.at(29.0)), Some(0), "open");
+    let start = h.at(30.0);
+    assert_eq!(h.breaker.background_room(start), Some(1), "half-open");
+    let probe = h.breaker.try_acquire(start).unwrap();
+    assert_eq!(h.breaker.background_room(start + secs(1.0)), Some(0));
+    let gap = secs(10.0) / 3;
+    assert_eq!(h.breaker.background_room(start + gap), Some(1));
+    probe.record(FAST, start + gap);
+    h.call(start + gap, FAST).unwrap();
+    assert_eq!(h.breaker.background_room(start + gap), None, "ramp");
+}

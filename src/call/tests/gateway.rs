@@ -136,6 +136,140 @@ async fn half_open_probes_go_to_due_background_jobs() {
     assert_eq!(duffel.calls(), 6);
 }
 
+/// The soak's stuck breaker: jobs that hold the half-open probes all ask for something the
+/// provider does not list. Each such answer proves the provider is up, so two spaced ones close
+/// the breaker (into the ramp), and the interactive call for something it does list is served;
+/// meanwhile the interactive caller was refused only for the background's turn.
+#[tokio::test(start_paused = true)]
+async fn half_open_probes_the_provider_answers_with_nothing_listed_close_it() {
+    let malformed = || fail(ms(0), ErrorKind::Malformed);
+    let not_listed = || Step::Answer {
+        after: ms(50),
+        result: Box::new(Err(UpstreamError::new(
+            ErrorKind::Rejected {
+                message: "no flights listed for that date".into(),
+            },
+            crate::providers::error::NOT_LISTED,
+        ))),
+    };
+    let duffel = Scripted::new([
+        malformed(),
+        malformed(),
+        malformed(),
+        malformed(),
+        malformed(),
+        not_listed(),
+        not_listed(),
+        ok(ms(100), flights()),
+    ]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    for _ in 0..5 {
+        let env = gateway
+            .call(request("search_flights", search_args()))
+            .await
+            .expect("served");
+        assert_eq!(env.status, Status::Unavailable);
+    }
+    tokio::time::sleep(secs(30)).await;
+    assert_eq!(env_breaker(&gateway), BreakerState::HalfOpen);
+    let tool = gateway.tool("search_flights").expect("served");
+    tool.set_background_due(true);
+
+    let verdict = gateway
+        .run_background(request("search_flights", search_args()))
+        .await;
+    assert!(
+        matches!(
+            verdict,
+            Verdict::Later {
+                attempted: true,
+                ..
+            }
+        ),
+        "not listed: the job asks again later: {verdict:?}"
+    );
+    assert_eq!(env_breaker(&gateway), BreakerState::HalfOpen);
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(
+        (env.status, env.breaker.as_str()),
+        (Status::Unavailable, "half_open"),
+        "within the background's turn, the probes are the jobs'"
+    );
+
+    tokio::time::sleep(ms(3_400)).await;
+    let verdict = gateway
+        .run_background(request("search_flights", search_args()))
+        .await;
+    assert!(matches!(verdict, Verdict::Later { .. }), "{verdict:?}");
+    assert_eq!(
+        env_breaker(&gateway),
+        BreakerState::Ramp,
+        "two answers from a provider that is up close it"
+    );
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Ok, "the interactive call is served");
+    assert_eq!(duffel.calls(), 8);
+}
+
+/// However long background jobs stay due, an interactive call is refused a half-open probe
+/// only for the background's turn (the probe interval): after it, it probes, and its success
+/// closes the breaker.
+#[tokio::test(start_paused = true)]
+async fn due_jobs_never_lock_interactive_calls_out_of_a_half_open_breaker() {
+    let malformed = || fail(ms(0), ErrorKind::Malformed);
+    let duffel = Scripted::new([
+        malformed(),
+        malformed(),
+        malformed(),
+        malformed(),
+        malformed(),
+        ok(ms(100), flights()),
+        ok(ms(100), flights()),
+    ]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    for _ in 0..5 {
+        let env = gateway
+            .call(request("search_flights", search_args()))
+            .await
+            .expect("served");
+        assert_eq!(env.status, Status::Unavailable);
+    }
+    tokio::time::sleep(secs(30)).await;
+    let tool = gateway.tool("search_flights").expect("served");
+    tool.set_background_due(true);
+    let mut served_at = None;
+    for second in 0..=20 {
+        let env = gateway
+            .call(request("search_flights", search_args()))
+            .await
+            .expect("served");
+        if env.status == Status::Ok {
+            served_at = Some(second);
+            break;
+        }
+        assert_eq!(env.breaker.as_str(), "half_open");
+        tokio::time::sleep(secs(1)).await;
+    }
+    assert_eq!(
+        served_at,
+        Some(10),
+        "served once the background's 10 s turn ended"
+    );
+    tokio::time::sleep(secs(4)).await;
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Ok);
+    assert_eq!(env_breaker(&gateway), BreakerState::Ramp);
+}
+
 fn env_breaker(gateway: &Gateway) -> BreakerState {
     let tool = gateway.tool("search_flights").expect("served");
     tool.breakers()[0].state(Instant::now())

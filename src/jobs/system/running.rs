@@ -153,7 +153,7 @@ impl JobSystem {
                 tool.set_background_due(due.iter().any(|t| t == name));
                 ToolState {
                     name: name.to_string(),
-                    all_open: tool.all_open(now),
+                    room: tool.background_room(now),
                     provider: tool
                         .provider_names()
                         .first()
