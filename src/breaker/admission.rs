@@ -27,7 +27,10 @@ pub enum PermitKind {
 /// while an interactive call would spend a waiting model's turn on a provider that is probably
 /// still sick. So while background jobs of the same tool are due, a half-open breaker refuses an
 /// interactive call (its caller answers at once with the fallback) and leaves the probes to the
-/// jobs. In every other state both callers are admitted alike.
+/// jobs, for the background's turn only: `probe_interval` from the start of the half-open
+/// period, or until a job's probe is given back without a verdict. After it an interactive call
+/// probes like a job (a queue that is always due must not lock interactive callers out). In
+/// every other state both callers are admitted alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Caller {
     /// A background job.

@@ -37,7 +37,8 @@
 //! # Rules (numbers are the standard tuning, `BreakerConfig::builder`)
 //!
 //! - **Closed**: a 60 s sliding window in 60 buckets counts fast successes, slow successes and
-//!   failures ([`Outcome::Ignored`] counts nothing). It opens when
+//!   failures ([`Outcome::Refused`], a provider's refusal, and [`Outcome::Ignored`] count
+//!   nothing). It opens when
 //!   `(failures + slow) / calls >= 0.5` with at least 20 calls, or on 5 failures in a row (any
 //!   success, even a slow one, resets the run). A 429 or 503 whose `Retry-After` is longer than
 //!   `open_for` opens it (in any state) for the longer of that and its usual open time.
@@ -49,8 +50,16 @@
 //!   a sick provider (it named the instant itself), and more probes or a ramp would waste the
 //!   new window; a 503's `Retry-After` still probes and ramps. A failed probe, a probe unanswered after `probe_timeout`,
 //!   or too few fast successes left possible (a slow success is neither) reopen it. A probe whose
-//!   outcome is `Ignored` gives its slot back. While background jobs of the tool are due, the
-//!   probes are theirs: an interactive [`Caller`] is refused one.
+//!   outcome is `Ignored` (nothing heard from the provider) gives its slot back; one the
+//!   provider answered with a refusal (`Refused`: a request the model can fix, nothing
+//!   listed) counts as a success of its latency, since the provider is up and answering (were
+//!   it ignored, a breaker whose probes all go to jobs asking for what the provider does not
+//!   list would stay half-open as long as those jobs are queued). While background jobs of the
+//!   tool are due, the probes are theirs for the background's turn: an interactive [`Caller`]
+//!   is refused one within `probe_interval` of the half-open start, unless a probe was given
+//!   back without a verdict; after that it probes like a job, so a queue that stays due never
+//!   locks interactive callers out. [`Breaker::background_room`] tells the dispatcher how many
+//!   jobs a half-open breaker would admit now, so it claims no more.
 //! - **Ramp**: admits `ceil(n × share)` of the first `n` calls of each stage; the rest are rejected
 //!   with [`RejectReason::RampShare`]. The ramp judges the bad-call rate on
 //!   `min(min_calls, 5)` calls and reopens on it. After the last stage the breaker is closed and

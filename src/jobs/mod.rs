@@ -14,8 +14,10 @@
 //!   with the last error.
 //!
 //! Coordination per breaker: while a tool's breakers are all open, the dispatcher does not
-//! claim its jobs at all, so workers never spin on an open breaker; while one is half-open and
-//! jobs are due, its probes go to background jobs first (interactive calls get the fallback).
+//! claim its jobs at all, so workers never spin on an open breaker; while they are half-open it
+//! claims only as many as they have probes to start now (one per probe gap), so the rest are not
+//! refused and requeued over and over; and while jobs are due, the probes go to background jobs
+//! first, for the background's turn (interactive calls get the fallback meanwhile).
 //!
 //! The folder is split by role:
 //! - `store/`: the job record, the [`JobStore`] interface and the one SQL [`Store`] for SQLite
