@@ -163,27 +163,6 @@ mod tests {
 
     #[tokio::test]
     async fn a_tool_keeps_its_newest_unanswered_read_until_forgotten_or_too_old() {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = Db::open_sqlite_file(&dir.path().join("reads.db"))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        check(db).await;
-        let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
-            eprintln!(
-                "note: unanswered reads: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
-            );
-            return;
-        };
-        let schema = format!("fg_reads_{}", uuid::Uuid::now_v7().simple());
-        let db = Db::open_postgres(&url, Some(&schema))
-            .await
-            .unwrap_or_else(|e| panic!("{url}: {e}"));
-        check(db.clone()).await;
-        db.execute(
-            sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")),
-            &[],
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        crate::store::both::on_both("unanswered_reads", check).await;
     }
 }

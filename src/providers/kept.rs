@@ -274,27 +274,6 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn expired_offers_are_deleted_at_most_once_a_minute_a_batch_at_a_time() {
         let _hold = hold();
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = Db::open_sqlite_file(&dir.path().join("kept.db"))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        check(db).await;
-        let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
-            eprintln!(
-                "note: kept offers: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
-            );
-            return;
-        };
-        let schema = format!("fg_kept_{}", uuid::Uuid::now_v7().simple());
-        let db = Db::open_postgres(&url, Some(&schema))
-            .await
-            .unwrap_or_else(|e| panic!("{url}: {e}"));
-        check(db.clone()).await;
-        db.execute(
-            sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")),
-            &[],
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        crate::store::both::on_both("kept_offers", check).await;
     }
 }

@@ -13,6 +13,8 @@
 //! Every time a room stores is an epoch-millisecond argument taken from the clock module, so
 //! their conformance suites control time without a clock.
 
+#[cfg(test)]
+pub(crate) mod both;
 mod db;
 mod migrate;
 mod notify;

@@ -234,27 +234,6 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn ended_watches_and_their_notices_are_deleted_a_retention_after_they_ended() {
         let _hold = hold();
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = Db::open_sqlite_file(&dir.path().join("watches.db"))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        check(db).await;
-        let Ok(url) = std::env::var("FAREGATE_TEST_POSTGRES_URL") else {
-            eprintln!(
-                "note: watch retention: PostgreSQL half skipped, FAREGATE_TEST_POSTGRES_URL is not set (.ci/run sets it)"
-            );
-            return;
-        };
-        let schema = format!("fg_watch_retention_{}", uuid::Uuid::now_v7().simple());
-        let db = Db::open_postgres(&url, Some(&schema))
-            .await
-            .unwrap_or_else(|e| panic!("{url}: {e}"));
-        check(db.clone()).await;
-        db.execute(
-            sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")),
-            &[],
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        crate::store::both::on_both("watch_retention", check).await;
     }
 }
