@@ -86,20 +86,25 @@ async fn a_write_whose_task_fails_is_answered_as_of_unknown_outcome() {
     assert!(!env.content.contains("not made"), "{}", env.content);
 }
 
-/// While background jobs of the tool are due, a half-open breaker's probes are theirs: the
-/// interactive call gets its fallback at once, and the job probes.
-#[tokio::test(start_paused = true)]
-async fn half_open_probes_go_to_due_background_jobs() {
+/// Duffel's script for the half-open tests: five malformed answers (the five calls of
+/// [`open_by_five_calls`]), then `then`.
+fn five_malformed_then(then: impl IntoIterator<Item = Step>) -> Arc<Scripted> {
     let malformed = || fail(ms(0), ErrorKind::Malformed);
-    let duffel = Scripted::new([
-        malformed(),
-        malformed(),
-        malformed(),
-        malformed(),
-        malformed(),
-        ok(ms(100), flights()),
-    ]);
-    let gateway = gateway(&[("duffel", &duffel)]);
+    Scripted::new(
+        [
+            malformed(),
+            malformed(),
+            malformed(),
+            malformed(),
+            malformed(),
+        ]
+        .into_iter()
+        .chain(then),
+    )
+}
+
+/// Five interactive flight searches, each failing, which open the breaker.
+async fn open_by_five_calls(gateway: &Arc<Gateway>) {
     for _ in 0..5 {
         let env = gateway
             .call(request("search_flights", search_args()))
@@ -107,6 +112,15 @@ async fn half_open_probes_go_to_due_background_jobs() {
             .expect("served");
         assert_eq!(env.status, Status::Unavailable);
     }
+}
+
+/// While background jobs of the tool are due, a half-open breaker's probes are theirs: the
+/// interactive call gets its fallback at once, and the job probes.
+#[tokio::test(start_paused = true)]
+async fn half_open_probes_go_to_due_background_jobs() {
+    let duffel = five_malformed_then([ok(ms(100), flights())]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    open_by_five_calls(&gateway).await;
     assert_eq!(env_breaker(&gateway), BreakerState::Open);
     tokio::time::sleep(secs(30)).await;
     assert_eq!(env_breaker(&gateway), BreakerState::HalfOpen);
@@ -142,7 +156,6 @@ async fn half_open_probes_go_to_due_background_jobs() {
 /// meanwhile the interactive caller was refused only for the background's turn.
 #[tokio::test(start_paused = true)]
 async fn half_open_probes_the_provider_answers_with_nothing_listed_close_it() {
-    let malformed = || fail(ms(0), ErrorKind::Malformed);
     let not_listed = || Step::Answer {
         after: ms(50),
         result: Box::new(Err(UpstreamError::new(
@@ -152,24 +165,9 @@ async fn half_open_probes_the_provider_answers_with_nothing_listed_close_it() {
             crate::providers::error::NOT_LISTED,
         ))),
     };
-    let duffel = Scripted::new([
-        malformed(),
-        malformed(),
-        malformed(),
-        malformed(),
-        malformed(),
-        not_listed(),
-        not_listed(),
-        ok(ms(100), flights()),
-    ]);
+    let duffel = five_malformed_then([not_listed(), not_listed(), ok(ms(100), flights())]);
     let gateway = gateway(&[("duffel", &duffel)]);
-    for _ in 0..5 {
-        let env = gateway
-            .call(request("search_flights", search_args()))
-            .await
-            .expect("served");
-        assert_eq!(env.status, Status::Unavailable);
-    }
+    open_by_five_calls(&gateway).await;
     tokio::time::sleep(secs(30)).await;
     assert_eq!(env_breaker(&gateway), BreakerState::HalfOpen);
     let tool = gateway.tool("search_flights").expect("served");
@@ -222,24 +220,9 @@ async fn half_open_probes_the_provider_answers_with_nothing_listed_close_it() {
 /// closes the breaker.
 #[tokio::test(start_paused = true)]
 async fn due_jobs_never_lock_interactive_calls_out_of_a_half_open_breaker() {
-    let malformed = || fail(ms(0), ErrorKind::Malformed);
-    let duffel = Scripted::new([
-        malformed(),
-        malformed(),
-        malformed(),
-        malformed(),
-        malformed(),
-        ok(ms(100), flights()),
-        ok(ms(100), flights()),
-    ]);
+    let duffel = five_malformed_then([ok(ms(100), flights()), ok(ms(100), flights())]);
     let gateway = gateway(&[("duffel", &duffel)]);
-    for _ in 0..5 {
-        let env = gateway
-            .call(request("search_flights", search_args()))
-            .await
-            .expect("served");
-        assert_eq!(env.status, Status::Unavailable);
-    }
+    open_by_five_calls(&gateway).await;
     tokio::time::sleep(secs(30)).await;
     let tool = gateway.tool("search_flights").expect("served");
     tool.set_background_due(true);
