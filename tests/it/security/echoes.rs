@@ -6,55 +6,19 @@
 //! The subscriber is this test's thread-local default; the default `#[tokio::test]` runtime runs
 //! the gateway's server tasks on this thread too (as in `bookings/audit.rs`).
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, PoisonError};
-
 use serde_json::{Value, json};
-use tracing_subscriber::fmt::MakeWriter;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{
-    self, MapEnv, TestGateway, in_days, one_provider_per_tool, send, status_by_amadeus_alone,
+    self, Captured, MapEnv, TestGateway, in_days, one_provider_per_tool, send,
+    status_by_amadeus_alone,
 };
 
 const ACCESS_TOKEN: &str = "IMqWhAnjU9j2Q7bR7Vq8ZB";
 const API_KEY: &str = "amKey7Hq2Lx9Pw4Zt";
 const API_SECRET: &str = "amSecret3Vb8Nc1Rd6";
 const DUFFEL_TOKEN: &str = "duffel_test_k8Jd2mQp9WzR4tY1";
-
-/// Everything the subscriber writes, shared with the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 fn env() -> MapEnv {
     MapEnv(vec![

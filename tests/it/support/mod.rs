@@ -6,6 +6,7 @@
 //! provider credentials ([`PROVIDER_CREDENTIALS`]).
 
 mod binary;
+mod logs;
 mod proxy;
 mod servers;
 mod stack;
@@ -21,6 +22,7 @@ use faregate::providers::Env;
 use serde_json::Value;
 
 pub(crate) use binary::{ServeProcess, run_to_end};
+pub(crate) use logs::Captured;
 pub(crate) use proxy::CutProxy;
 pub(crate) use servers::{TestGateway, TestSim, requests, start_sim};
 pub(crate) use stack::{Stack, StackBuilder};
