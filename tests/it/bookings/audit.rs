@@ -13,13 +13,7 @@ use crate::support::Captured;
 
 #[tokio::test]
 async fn each_write_call_leaves_one_audit_line_with_ids_only() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (captured, _default) = Captured::install();
 
     let s = builder(47, Duration::from_secs(2)).jobs().start().await;
     let (offer, _) = fresh_offer(&s).await;

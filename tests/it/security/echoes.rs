@@ -45,13 +45,7 @@ fn assert_clean(what: &str, text: &str) {
 
 #[tokio::test]
 async fn an_amadeus_refusal_echoing_its_credentials_reaches_neither_the_model_nor_the_log() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (captured, _default) = Captured::install();
 
     let upstream = MockServer::start().await;
     Mock::given(method("POST"))
@@ -101,13 +95,7 @@ async fn an_amadeus_refusal_echoing_its_credentials_reaches_neither_the_model_no
 
 #[tokio::test]
 async fn a_duffel_refusal_echoing_its_token_reaches_neither_the_model_nor_the_log() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (captured, _default) = Captured::install();
 
     let upstream = MockServer::start().await;
     Mock::given(method("POST"))

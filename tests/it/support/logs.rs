@@ -11,6 +11,18 @@ use tracing_subscriber::fmt::MakeWriter;
 pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
+    /// A log at debug level, as this thread's default subscriber while the guard lives (the
+    /// default `#[tokio::test]` runtime runs the gateway's server tasks on this thread too).
+    pub(crate) fn install() -> (Captured, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
     pub(crate) fn text(&self) -> String {
         let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         String::from_utf8_lossy(&bytes).into_owned()
