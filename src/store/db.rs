@@ -236,12 +236,13 @@ impl Db {
         }
     }
 
-    /// What ends a claim's select so concurrent claimers take different rows.
-    pub fn claim_lock(&self) -> &'static str {
+    /// What ends a claim's select of `table`'s rows so concurrent claimers take different rows
+    /// (only `table`'s: the select may join a ranking of them, which cannot be locked).
+    pub fn claim_lock(&self, table: &str) -> String {
         match self {
             // The transaction's BEGIN IMMEDIATE does it (see `claim`).
-            Db::Sqlite(_) => "",
-            Db::Postgres { .. } => "FOR UPDATE SKIP LOCKED",
+            Db::Sqlite(_) => String::new(),
+            Db::Postgres { .. } => format!("FOR UPDATE OF {table} SKIP LOCKED"),
         }
     }
 

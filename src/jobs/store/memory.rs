@@ -143,8 +143,21 @@ impl JobStore for MemoryStore {
             })
             .collect();
         claimable.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
-        let claimed = claimable
+        // Clients take turns, as the SQL store's `turn` ranks them.
+        let mut turns: std::collections::HashMap<ClientName, u32> =
+            std::collections::HashMap::new();
+        let mut ranked: Vec<(u32, &mut Job)> = claimable
             .into_iter()
+            .map(|job| {
+                let turn = turns.entry(job.client.clone()).or_default();
+                *turn += 1;
+                (*turn, job)
+            })
+            .collect();
+        ranked.sort_by_key(|(turn, _)| *turn);
+        let mut claimed: Vec<Job> = ranked
+            .into_iter()
+            .map(|(_, job)| job)
             .take(limit as usize)
             .map(|job| {
                 job.status = JobStatus::Running;
@@ -154,6 +167,7 @@ impl JobStore for MemoryStore {
                 job.clone()
             })
             .collect();
+        claimed.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
         if self.claim_answer_lost.swap(false, Ordering::SeqCst) {
             return Err(lost());
         }

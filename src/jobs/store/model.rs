@@ -397,7 +397,9 @@ pub trait JobStore: Send + Sync {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
     /// Leases up to `limit` due jobs (queued or retry-scheduled and due, or running with an
-    /// expired lease) of tools not in `skip_tools`, oldest due first. No job is leased twice.
+    /// expired lease) of tools not in `skip_tools`, and returns them oldest due first. Clients
+    /// take turns: each client's oldest due job is taken before any client's second, and so
+    /// on, so one client's backlog never keeps another's job waiting. No job is leased twice.
     fn claim(
         &self,
         owner: &str,

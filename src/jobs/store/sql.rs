@@ -195,14 +195,33 @@ const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at
 /// were created before, `$7` the instant they were due by (a running job's expired lease is
 /// due from its end, a queued one's `lease_until` is NULL); `{due}`, `{not_skipped}` and
 /// `{lock}` are filled in by [`claim_statement`].
+///
+/// Clients take turns (`turn`: a job's place among its own client's due jobs): a claim takes
+/// every client's oldest due job before any client's second, so one client's backlog never
+/// holds another client's job behind it (seed 001). The ranking keeps four times `$5`
+/// candidates, so that claimers locking at the same moment (`{lock}` skips each other's rows)
+/// each still find a full claim among them. The outer select repeats `{due}` on the row it
+/// locks: a row another claimer leased after this statement's snapshot is read again when it is
+/// locked, and then it is no longer due. Ranking costs a sort of every due job: with 100,000 due
+/// jobs, 87 ms a claim on PostgreSQL where oldest-first took 31 ms (ARCHITECTURE.md).
 const CLAIM: &str = concat!(
     "UPDATE faregate_jobs
      SET status = 'running', lease_owner = $2, lease_until = $1 + $3, updated_at = $1
      WHERE id IN (
-         SELECT id FROM faregate_jobs
-         WHERE {due} AND {not_skipped} AND created_at < CAST($6 AS BIGINT)
-           AND COALESCE(lease_until, next_attempt_at) <= CAST($7 AS BIGINT)
-         ORDER BY next_attempt_at, id LIMIT CAST($5 AS BIGINT)
+         SELECT faregate_jobs.id FROM faregate_jobs
+         JOIN (SELECT ranked_id, turn FROM (
+                   SELECT id AS ranked_id, next_attempt_at,
+                          ROW_NUMBER() OVER (PARTITION BY client ORDER BY next_attempt_at, id)
+                              AS turn
+                   FROM faregate_jobs
+                   WHERE {due} AND {not_skipped} AND created_at < CAST($6 AS BIGINT)
+                     AND COALESCE(lease_until, next_attempt_at) <= CAST($7 AS BIGINT)) AS turns
+               ORDER BY turn, next_attempt_at, ranked_id
+               LIMIT 4 * CAST($5 AS BIGINT)) AS ranked
+           ON ranked.ranked_id = faregate_jobs.id
+         WHERE {due}
+         ORDER BY ranked.turn, faregate_jobs.next_attempt_at, faregate_jobs.id
+         LIMIT CAST($5 AS BIGINT)
          {lock})
      RETURNING ",
     job_columns!()
@@ -470,7 +489,7 @@ impl Store {
             CLAIM
                 .replace("{due}", DUE)
                 .replace("{not_skipped}", &self.db.excluding("tool", "$4"))
-                .replace("{lock}", self.db.claim_lock()),
+                .replace("{lock}", &self.db.claim_lock("faregate_jobs")),
         )
     }
 }
@@ -539,7 +558,8 @@ impl JobStore for Store {
         for (id, error) in unreadable {
             unreadable::set_aside(&self.db, id.as_deref(), owner, &error, now_ms).await;
         }
-        // RETURNING does not keep the subquery's order: oldest due first, as documented.
+        // RETURNING does not keep the subquery's order: oldest due first, as documented (which
+        // jobs were taken is the clients' turns').
         jobs.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
         Ok(jobs)
     }
@@ -585,7 +605,9 @@ impl JobStore for Store {
         lease_ms: i64,
         limit: u32,
     ) -> Result<Vec<Job>, StoreError> {
-        let sql = sqlx::AssertSqlSafe(CLAIM_CALLBACKS.replace("{lock}", self.db.claim_lock()));
+        let sql = sqlx::AssertSqlSafe(
+            CLAIM_CALLBACKS.replace("{lock}", &self.db.claim_lock("faregate_jobs")),
+        );
         let args = [
             Arg::Int(Some(now_ms)),
             Arg::Int(Some(lease_ms)),

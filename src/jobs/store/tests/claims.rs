@@ -71,6 +71,43 @@ async fn check_claims<S: JobStore>(s: Arc<S>) {
     let _ = c;
 }
 
+conformance!(
+    one_clients_backlog_does_not_hold_another_clients_job,
+    check_clients_take_turns
+);
+async fn check_clients_take_turns<S: JobStore>(s: Arc<S>) {
+    // A backlog of 10 jobs of one client, then one job of another team, due later.
+    let mut backlog = Vec::new();
+    for i in 0..10 {
+        let (job, _) = s
+            .enqueue(new_job("search_flights", None), T0 + i)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        backlog.push(job.id);
+    }
+    let mut other = new_job("search_flights", None);
+    other.client = ClientName::stored("globex");
+    let (single, _) = s
+        .enqueue(other, T0 + 100)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+    let first = s
+        .claim("w1", T0 + 200, 60_000, 2, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        ids(first),
+        [backlog[0].clone(), single.id.clone()],
+        "the other client's job is in the first claim, not after the backlog"
+    );
+    let next = s
+        .claim("w1", T0 + 200, 60_000, 3, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids(next), backlog[1..4], "then the backlog, oldest first");
+}
+
 conformance!(claims_skip_tools_whose_breakers_are_open, check_skip);
 async fn check_skip<S: JobStore>(s: Arc<S>) {
     s.enqueue(new_job("search_flights", None), T0)
