@@ -37,9 +37,12 @@
 //! [`crate::agents::mcp`]. A call with `"faregate/mode": "background"` from a client that
 //! declared the MCP Tasks extension answers a task over its job ([`tasks`]: `tasks/get` and
 //! `tasks/cancel`, and 2025-11-25's `tasks/list` and `tasks/result`, on any replica sharing
-//! the store); any other client is told to declare it.
+//! the store); any other client is told to declare it. A 2025 client that declared it at
+//! `initialize` to a stateless `/mcp` keeps it on every replica: the session id the answer
+//! hands out carries it ([`capability_ids`]).
 
 mod availability;
+mod capability_ids;
 mod client_answers;
 mod event_store;
 mod parse_errors;
@@ -130,11 +133,21 @@ pub(crate) fn service(state: SharedState, cancel: CancellationToken) -> MethodRo
         cap,
         ids,
     ));
-    any_service(rmcp_service(state, cancel, sessions))
-        .layer(middleware::from_fn_with_state(
-            owners,
-            session_owners::owned_sessions,
+    // A stateless `/mcp` that serves Tasks carries what a 2025 client declared at
+    // `initialize` in the session id it hands out ([`capability_ids`]).
+    let carries_capabilities = !config.mcp.legacy_sessions && state.jobs.is_some();
+    let service = any_service(rmcp_service(state, cancel, sessions)).layer(
+        middleware::from_fn_with_state(owners, session_owners::owned_sessions),
+    );
+    let service = if carries_capabilities {
+        service.layer(middleware::from_fn_with_state(
+            max_body_bytes,
+            capability_ids::carried,
         ))
+    } else {
+        service
+    };
+    service
         .layer(middleware::from_fn_with_state(
             max_body_bytes,
             parse_errors::parse_errors,

@@ -1,7 +1,8 @@
 //! The agent protocol endpoints (OpenAI, Anthropic, MCP, manifests, OpenAPI) end to end
 //! ([`endpoints`]), background mode through them ([`background`]), what an MCP client
 //! reads from `tools/call` ([`mcp_results`]), the MCP calls a graceful shutdown still answers
-//! ([`mcp_shutdown`]), and MCP Tasks over the job queue ([`mcp_tasks`]). This file holds their
+//! ([`mcp_shutdown`]), MCP Tasks over the job queue ([`mcp_tasks`]), and what a stateless `/mcp`
+//! carries between replicas ([`mcp_stateless`]). This file holds their
 //! helpers: the bodies a chat backend sends and the text a model reads.
 
 mod background;
@@ -15,6 +16,7 @@ mod mcp_request_ids;
 mod mcp_results;
 mod mcp_sessions;
 mod mcp_shutdown;
+mod mcp_stateless;
 mod mcp_tasks;
 
 use reqwest::header::HeaderMap;
