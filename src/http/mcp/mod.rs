@@ -12,6 +12,10 @@
 //! - 2026-07-28: no handshake, per-request `_meta`, `server/discover`; always stateless, so any
 //!   replica can answer any request; every result carries the server info in `_meta`.
 //!
+//! A stateless answer (`initialize` without kept sessions, `server/discover`) advertises only
+//! what a stateless request gets: no `resources.subscribe` or `tools.listChanged`, whose
+//! notifications need a kept session's event stream ([`Handler::info`]).
+//!
 //! The accepted revisions are listed in [`revisions`], not taken from rmcp.
 //!
 //! A session's event streams are resumable: every event carries an id, and a client that
@@ -66,8 +70,8 @@ use std::borrow::Cow;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
-    GetTaskResult, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
@@ -203,26 +207,19 @@ pub(crate) struct Handler {
 }
 
 impl ServerHandler for Handler {
+    /// What `initialize` answers (and rmcp reads to know what is served): the capabilities of
+    /// a 2025 client's requests here, in a kept session or stateless (`[mcp] legacy_sessions`).
     fn get_info(&self) -> ServerConfig {
-        let builder = ServerCapabilities::builder()
-            .enable_prompts()
-            .enable_resources()
-            .enable_resources_subscribe()
-            .enable_tools()
-            .enable_tool_list_changed();
-        // Tasks are jobs: offered only where there is a job store.
-        let capabilities = match self.state.jobs {
-            Some(_) => builder.enable_tasks().build(),
-            None => builder.build(),
-        };
-        let mut info =
-            ServerConfig::new(capabilities).with_server_info(revisions::implementation());
-        // Where no caller is known (rmcp's server info outside `initialize`), the guidance
-        // names no tool at all; `initialize` sends the caller's own.
-        if let Some(text) = guidance_for(&self.state, &Scope::nothing()) {
-            info = info.with_instructions(text);
-        }
-        info
+        self.info(self.sessions)
+    }
+
+    /// 2026-07-28's `server/discover`: always stateless, so without what needs a session.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let versions = self.supported_protocol_versions().into_owned();
+        Ok(DiscoverResult::from_server_info(versions, self.info(false)))
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -509,6 +506,43 @@ fn cancelled(tool: &str) -> ErrorData {
 const CANCELLED: i32 = -31499;
 
 impl Handler {
+    /// The server info and capabilities, for requests served in a kept session or not.
+    ///
+    /// Only what is honoured is advertised. `resources.subscribe` and `tools.listChanged`
+    /// promise notifications, which go on a kept session's event stream (`GET /mcp`): a
+    /// stateless request has none (its `resources/subscribe` is refused, and a reload's new tool
+    /// list reaches no one), and 2026-07-28 would ask for them by `subscriptions/listen`, which
+    /// faregate does not serve; so stateless answers advertise neither.
+    fn info(&self, kept_session: bool) -> ServerConfig {
+        let builder = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_tools()
+            .enable_tool_list_changed();
+        // Tasks are jobs: offered only where there is a job store.
+        let mut capabilities = match self.state.jobs {
+            Some(_) => builder.enable_tasks().build(),
+            None => builder.build(),
+        };
+        if !kept_session {
+            if let Some(resources) = capabilities.resources.as_mut() {
+                resources.subscribe = None;
+            }
+            if let Some(tools) = capabilities.tools.as_mut() {
+                tools.list_changed = None;
+            }
+        }
+        let mut info =
+            ServerConfig::new(capabilities).with_server_info(revisions::implementation());
+        // Where no caller is known (rmcp's server info outside `initialize`), the guidance
+        // names no tool at all; `initialize` sends the caller's own.
+        if let Some(text) = guidance_for(&self.state, &Scope::nothing()) {
+            info = info.with_instructions(text);
+        }
+        info
+    }
+
     /// The request's MCP session, which a subscription needs: its notifications go to the
     /// session's event stream. Only a request rmcp serves in a session has one: rmcp has then
     /// checked the `Mcp-Session-Id` it carries against the sessions it keeps, while a stateless

@@ -2,10 +2,15 @@
 //! as a 2025-11-25 client meets it: `initialize` on one replica, every later request on
 //! another.
 //!
-//! A client that declared the Tasks extension at `initialize` gets a task for a background
-//! call on the other replica, and polls it there: the declaration travels in the session id
-//! the first replica handed out, which neither replica keeps. A client that declared nothing
-//! gets no session id, and its background call is told to declare the extension.
+//! - Its `initialize` advertises only what such a second request gets: no
+//!   `resources.subscribe` and no `tools.listChanged` (their notifications need a kept
+//!   session's event stream), and every capability it does advertise is used on the other
+//!   replica; 2026-07-28's `server/discover` (always stateless) likewise, while a kept session
+//!   still advertises both.
+//! - A client that declared the Tasks extension at `initialize` gets a task for a background
+//!   call on the other replica, and polls it there: the declaration travels in the session id
+//!   the first replica handed out, which neither replica keeps. A client that declared nothing
+//!   gets no session id, and its background call is told to declare the extension.
 //!
 //! The replicas have a job store each (SQLite): what crosses between them here is the client's
 //! declaration, not the task (a task polled on another replica of one PostgreSQL store:
@@ -121,6 +126,88 @@ async fn use_capability(s: &Stack, session: Option<&str>, capability: &str) -> b
         _ => return false,
     }
     true
+}
+
+/// Every capability `capabilities` advertises is used on `s`, and carries no flag: a flag
+/// (`subscribe`, `listChanged`) promises notifications no stateless request can get.
+async fn every_capability_works(s: &Stack, session: Option<&str>, capabilities: &Value) {
+    let mut used = Vec::new();
+    for (name, flags) in capabilities.as_object().into_iter().flatten() {
+        if name == "extensions" {
+            for (extension, _) in flags.as_object().into_iter().flatten() {
+                assert!(
+                    use_capability(s, session, extension).await,
+                    "the extension {extension} is advertised, and nothing here uses it"
+                );
+                used.push(extension.clone());
+            }
+            continue;
+        }
+        assert_eq!(flags, &json!({}), "{name} advertises {flags}");
+        assert!(
+            use_capability(s, session, name).await,
+            "{name} is advertised, and nothing here uses it"
+        );
+        used.push(name.clone());
+    }
+    used.sort();
+    assert_eq!(
+        used,
+        [TASKS, "prompts", "resources", "tools"],
+        "{capabilities:#}"
+    );
+}
+
+#[tokio::test]
+async fn a_stateless_initialize_advertises_only_what_another_replica_serves() {
+    let (a, b) = (stateless_replica(41).await, stateless_replica(41).await);
+    let declared = json!({"extensions": {TASKS: {}}});
+    let (result, session) = initialize(&a, &b, declared).await;
+    let capabilities = &result["capabilities"];
+    assert_eq!(
+        capabilities["resources"].get("subscribe"),
+        None,
+        "{result:#}"
+    );
+    assert_eq!(capabilities["tools"].get("listChanged"), None, "{result:#}");
+    every_capability_works(&b, session.as_deref(), capabilities).await;
+}
+
+#[tokio::test]
+async fn discover_advertises_no_notifications_and_a_kept_session_still_does() {
+    // A gateway that keeps sessions (one node): its initialize advertises both…
+    let s = Stack::start(42).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {},
+        "clientInfo": {"name": "session-client", "version": "1"}}});
+    let (status, session, answer) = post(&s, &body, None).await;
+    assert_eq!(status, 200, "{answer:#}");
+    assert!(session.is_some(), "a kept session: {answer:#}");
+    let capabilities = &answer["result"]["capabilities"];
+    assert_eq!(capabilities["resources"]["subscribe"], true, "{answer:#}");
+    assert_eq!(capabilities["tools"]["listChanged"], true, "{answer:#}");
+
+    // …and its 2026-07-28 server/discover, stateless, neither.
+    let discover = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "modern-client", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let res = s
+        .http
+        .post(s.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .json(&discover)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let answer = super::mcp_message(&res.text().await.unwrap_or_default());
+    let capabilities = &answer["result"]["capabilities"];
+    assert_eq!(capabilities["resources"], json!({}), "{answer:#}");
+    assert_eq!(capabilities["tools"], json!({}), "{answer:#}");
+    assert_eq!(capabilities["prompts"], json!({}), "{answer:#}");
 }
 
 #[tokio::test]

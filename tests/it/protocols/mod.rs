@@ -2,7 +2,7 @@
 //! ([`endpoints`]), background mode through them ([`background`]), what an MCP client
 //! reads from `tools/call` ([`mcp_results`]), the MCP calls a graceful shutdown still answers
 //! ([`mcp_shutdown`]), MCP Tasks over the job queue ([`mcp_tasks`]), and what a stateless `/mcp`
-//! carries between replicas ([`mcp_stateless`]). This file holds their
+//! advertises and carries between replicas ([`mcp_stateless`]). This file holds their
 //! helpers: the bodies a chat backend sends and the text a model reads.
 
 mod background;
