@@ -190,8 +190,10 @@ pub struct McpConfig {
     pub allowed_origins: Vec<String>,
     /// Whether clients of the 2025 revisions get `Mcp-Session-Id` sessions (kept in this
     /// process). `false` serves every revision statelessly, for several replicas without
-    /// sticky sessions; 2026-07-28 requests are stateless either way. The default is `true` on
-    /// SQLite (one node) and `false` on PostgreSQL (a fleet behind a load balancer).
+    /// sticky sessions (the only `Mcp-Session-Id` then is one that carries a client's Tasks
+    /// declaration, kept nowhere); 2026-07-28 requests are stateless either way. The default
+    /// is `true` on SQLite (one node) and `false` on PostgreSQL (a fleet behind a load
+    /// balancer).
     pub legacy_sessions: bool,
 }
 

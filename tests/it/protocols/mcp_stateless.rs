@@ -12,7 +12,8 @@
 //!   the first replica handed out, which neither replica keeps. A client that declared nothing
 //!   gets no session id, and its background call is told to declare the extension.
 //!
-//! The replicas have a job store each (SQLite): what crosses between them here is the client's
+//! The requests are written out, as in `mcp_fleet.rs`: no MCP client lets a test pick the
+//! replica of each request. The replicas have a job store each (SQLite): what crosses between them here is the client's
 //! declaration, not the task (a task polled on another replica of one PostgreSQL store:
 //! `mcp_tasks.rs`).
 
