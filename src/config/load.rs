@@ -16,6 +16,7 @@ use super::breakers::{check_provider_name, check_shared_policies, read_breakers,
 use super::cleartext::check_cleartext;
 use super::clients::{check_scopes, read_clients};
 use super::files::Files;
+use super::fingerprint::Recorded;
 use super::maintenance::{check_maintenance, read_maintenance};
 use super::model::*;
 use super::policies::{read_breaker, read_retry};
@@ -37,7 +38,12 @@ pub fn load(
     known_tools: &[&str],
 ) -> Result<(Config, Vec<super::Problem>), ConfigErrors> {
     let problems = RefCell::new(Problems::default());
-    let config = load_into(files, config_path, known_tools, &problems);
+    let base = config_path.parent().unwrap_or(Path::new(""));
+    let recorded = Recorded::new(files, base);
+    let config = load_into(&recorded, config_path, known_tools, &problems).map(|config| Config {
+        fingerprint: recorded.fingerprint(),
+        ..config
+    });
     let problems = problems.into_inner();
     match config {
         Some(config) if problems.is_ok() => Ok((config, problems.warnings().to_vec())),
@@ -318,6 +324,8 @@ fn load_into(
 
     Some(Config {
         source: config_path.to_path_buf(),
+        // Set by `load`, once every file is read.
+        fingerprint: String::new(),
         server,
         auth,
         store,

@@ -1,4 +1,5 @@
-//! Configuration: `faregate.toml`, `tools/*.toml` and `prompts/`, typed and validated once.
+//! Configuration: `faregate.toml`, `tools/*.toml` and `prompts/`, typed and validated once, with
+//! the fingerprint of the files read (`fingerprint.rs`).
 //!
 //! The keys are a contract with operators and scripts: renaming one breaks their files. Loading
 //! reports every problem at once, each naming the file, the key and what would be valid, so
@@ -12,6 +13,7 @@ mod breakers;
 mod cleartext;
 mod clients;
 mod files;
+mod fingerprint;
 mod http_tools;
 mod load;
 mod maintenance;
@@ -28,6 +30,7 @@ mod tools_files;
 mod tests;
 
 pub use files::{DiskFiles, EMBEDDED_CONFIG, EmbeddedFiles, Files};
+pub use fingerprint::fingerprint;
 pub use load::{DEFAULT_SPOOL, load, placeholders};
 pub use model::*;
 pub use openapi::{ImportedTool, import_openapi};

@@ -20,6 +20,9 @@ use crate::policy::RetryPolicy;
 pub struct Config {
     /// Where `faregate.toml` was read from (for messages).
     pub source: PathBuf,
+    /// The fingerprint of the files this configuration was read from (`config::fingerprint`):
+    /// 12 hex digits, equal on replicas that read the same files.
+    pub fingerprint: String,
     /// `[server]`.
     pub server: ServerConfig,
     /// `[auth]`.
