@@ -189,6 +189,7 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
 /// the gateway serves, and lets `run` keep them in step.
 pub async fn attach_fleet(app: &mut App, fleet: Arc<Fleet>) -> Result<(), StoreError> {
     fleet.restore(app.state.gateway.breakers()).await?;
+    app.state.replicas = fleet.replicas();
     app.state.fleet = Some(fleet);
     Ok(())
 }
@@ -280,6 +281,16 @@ pub async fn run(
             limits_stop.clone(),
         ))
     });
+    // Which configuration this replica runs, shown to the fleet, and the reloads the fleet is
+    // asked for (PostgreSQL); it ends with the server.
+    let configs_stop = CancellationToken::new();
+    let configs_task = app.state.replicas.clone().map(|replicas| {
+        tokio::spawn(http::keep_configs_in_step(
+            Arc::new(app.state.clone()),
+            replicas,
+            configs_stop.clone(),
+        ))
+    });
     let jobs_stop = CancellationToken::new();
     let jobs_task = app
         .state
@@ -332,6 +343,10 @@ pub async fn run(
     reconciler.abort();
     limits_stop.cancel();
     if let Some(task) = limits_task {
+        let _ = task.await;
+    }
+    configs_stop.cancel();
+    if let Some(task) = configs_task {
         let _ = task.await;
     }
     // After the jobs, so that the transitions of their last calls are published.

@@ -73,7 +73,10 @@ impl<'a> Recorded<'a> {
     /// The fingerprint of every file read so far.
     pub(super) fn fingerprint(&self) -> String {
         let read = self.read.borrow();
-        fingerprint(read.iter().map(|(path, text)| (path.as_str(), text.as_bytes())))
+        fingerprint(
+            read.iter()
+                .map(|(path, text)| (path.as_str(), text.as_bytes())),
+        )
     }
 
     fn relative(&self, path: &Path) -> String {
@@ -140,7 +143,10 @@ mod tests {
         let once = fingerprint(FILES);
         assert_eq!(once, fingerprint(FILES));
         assert_eq!(once.len(), DIGITS);
-        assert!(once.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            once.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
     }
 
     #[test]
@@ -165,7 +171,11 @@ mod tests {
         let mut renamed = FILES;
         renamed[1].0 = "tools/search_flight.toml";
         assert_ne!(fingerprint(renamed), before, "a path is part of it");
-        assert_ne!(fingerprint(FILES[..2].iter().copied()), before, "a file left out");
+        assert_ne!(
+            fingerprint(FILES[..2].iter().copied()),
+            before,
+            "a file left out"
+        );
     }
 
     #[test]

@@ -108,6 +108,12 @@ impl Fleet {
         self.catch_up(breakers, &HashSet::new()).await
     }
 
+    /// This replica's part in the fleet's configurations: PostgreSQL only (a SQLite store has
+    /// one replica).
+    pub fn replicas(&self) -> Option<super::Replicas> {
+        super::Replicas::new(self.store.db.clone(), self.replica.clone())
+    }
+
     /// This replica's standing in the fleet.
     pub fn status(&self) -> FleetStatus {
         FleetStatus {

@@ -21,6 +21,10 @@
 //! - **History.** Every transition a replica decides is stored with its name; every replica
 //!   shows the fleet's latest ones.
 //!
+//! - **Configurations.** Each replica writes which configuration it runs (its fingerprint) and
+//!   when it loaded it, every few seconds; a reload asked of one replica is stored and
+//!   announced, and the others reload their own files (`replicas.rs`).
+//!
 //! What is not: each replica records its own call outcomes in its own window, and a healthy
 //! call's path never touches the database: transitions reach the store through the task in
 //! `run.rs`, which receives them as breaker events after the fact.
@@ -37,6 +41,7 @@
 mod follow;
 mod handle;
 mod record;
+mod replicas;
 mod run;
 mod sql;
 #[cfg(test)]
@@ -44,3 +49,4 @@ mod tests;
 
 pub use handle::{Fleet, FleetStatus, RECENT_TRANSITIONS, replica_name};
 pub use record::StoredTransition;
+pub use replicas::{LIVE_FOR, PUBLISH_EVERY, ReplicaConfig, Replicas};

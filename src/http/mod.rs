@@ -44,6 +44,7 @@ pub use state::{
 };
 
 pub(crate) use edge::share_client_rates;
+pub(crate) use ops::keep_in_step as keep_configs_in_step;
 use routes::{Guard, Handler, ROUTES};
 
 /// The whole HTTP API, built from the route table (`routes/table.rs`).

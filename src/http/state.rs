@@ -9,6 +9,7 @@
 //! guidance). Settings only a restart can
 //! apply keep their running values and are named in the answer (`config::settle`).
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use super::edge::{
 use crate::call::{Gateway, ToolChanges};
 use crate::clients::Roster;
 use crate::config::{self, Config};
+use crate::fleet::Replicas;
 use crate::jobs::callbacks::signing;
 use crate::providers::Env;
 use crate::tools::spend::{Amount, Budget};
@@ -72,6 +74,12 @@ pub struct AppState {
     pub built: Arc<Config>,
     /// Held by the reload in progress, so two (a SIGHUP and the route) never interleave.
     pub(crate) reloading: Arc<Mutex<()>>,
+    /// When (epoch milliseconds) the configuration in force was loaded: at start, or by the
+    /// last reload that installed one.
+    pub(crate) loaded_at_ms: Arc<AtomicI64>,
+    /// The fleet's configurations (a PostgreSQL fleet): which each replica runs, and the
+    /// fleet-wide reload; set with the fleet.
+    pub replicas: Option<Replicas>,
 }
 
 /// Reads the configuration again (`faregate.toml`, `tools/`, `prompts/`) as a start would, and
@@ -120,6 +128,8 @@ pub struct ReloadSummary {
     /// The settings read with another value that only a restart applies (their running value
     /// stays), each with both values.
     pub needs_restart: Vec<String>,
+    /// The fingerprint of the files read (`config::fingerprint`), in force now.
+    pub fingerprint: String,
 }
 
 /// Why a reload changed nothing.
@@ -142,6 +152,9 @@ impl AppState {
         limits: Arc<ClientLimits>,
     ) -> Self {
         let built = Arc::new(config);
+        telemetry
+            .metrics()
+            .set_config_fingerprint(&built.fingerprint);
         let streams = Arc::new(StreamLimits::new(
             built.limits.client_max_streams,
             built.server.max_connections,
@@ -162,12 +175,19 @@ impl AppState {
             streams,
             config_source: None,
             reloading: Arc::default(),
+            loaded_at_ms: Arc::new(AtomicI64::new(crate::clock::epoch_ms())),
+            replicas: None,
         }
     }
 
     /// The configuration in force now.
     pub fn config(&self) -> Arc<Config> {
         self.configuration.load_full()
+    }
+
+    /// When (epoch milliseconds) the configuration in force was loaded.
+    pub fn loaded_at_ms(&self) -> i64 {
+        self.loaded_at_ms.load(Ordering::Relaxed)
     }
 
     /// Authorizes a request for a route that needs `role`; `what` names an admin action in
@@ -251,12 +271,22 @@ impl AppState {
             prompts_changed: running.prompts != settled.config.prompts,
             maintenance_changed: running.maintenance != settled.config.maintenance,
             needs_restart: settled.needs_restart,
+            fingerprint: settled.config.fingerprint.clone(),
         };
         let padded = signing::whitespace_warnings(&settled.config, source.env.as_ref());
         // The prompts first: a tool the new set adds finds its guidance lines in force.
         self.configuration.store(Arc::new(settled.config));
         self.install_clients(setup);
         summary.tools = self.gateway.install(prepared);
+        self.loaded_at_ms
+            .store(crate::clock::epoch_ms(), Ordering::Relaxed);
+        self.telemetry
+            .metrics()
+            .set_config_fingerprint(&summary.fingerprint);
+        // The fleet hears of this replica's new configuration now, not at the next write.
+        if let Some(replicas) = &self.replicas {
+            replicas.wake();
+        }
         tracing::info!(
             clients = summary.clients.len(),
             client_keys = summary.client_keys,
@@ -265,6 +295,7 @@ impl AppState {
             changed = ?summary.tools.changed,
             prompts_changed = summary.prompts_changed,
             maintenance_changed = summary.maintenance_changed,
+            fingerprint = %summary.fingerprint,
             "configuration reloaded"
         );
         for setting in &summary.needs_restart {

@@ -12,6 +12,7 @@
 //! | `breaker_trip_storm` (P2) | 3 trips across all breakers within 1 min | fewer than 3 trips remain in the last minute |
 //! | `shared_dependency` (P1) | 3 different breakers tripped within 30 s: a shared cause (DNS, network, one provider) is likelier than 3 separate ones | fewer than 3 of the breakers it names are still rejecting |
 //! | `store_unreachable` (P1) | this replica's store (the fleet's shared state, the job queue, the booking ledger) has not answered for 10 s | it answers again |
+//! | `config_drift` (P3) | the live replicas of a PostgreSQL fleet have run different configurations (fingerprints) for 5 min | they agree again |
 //!
 //! A **trip** is a breaker that admitted traffic (closed, or ramping back) opening. A failed
 //! probe (half-open → open) is the same outage going on, not a new trip: one breaker of a
@@ -31,6 +32,12 @@
 //! (a booking needs its ledger entry in the store): so the outage is an alert, not only a
 //! readiness field. Ten seconds of grace keep a single slow statement from paging; the
 //! Prometheus rule waits a minute of scrapes (`faregate_fleet_connected`, `faregate_jobs_spooled`).
+//!
+//! **Drift.** A rolling change of configuration, or a reload that reaches the replicas one after
+//! another, leaves them running different files for a while; five minutes is longer than either
+//! takes, so what remains is a replica whose reload failed (it keeps its running configuration
+//! and said why at ERROR) or files that differ between replicas. Every replica sees the same
+//! listing, so each raises it; the Prometheus rule counts `faregate_config_info`'s fingerprints.
 //!
 //! Forced states are an operator's decision: forcing open does not count as a trip and resets
 //! the "open too long" clock. `ops/prometheus/faregate.rules.yml` has the same rules over the
@@ -56,16 +63,19 @@ pub enum AlertKind {
     SharedDependency,
     /// This replica's store does not answer.
     StoreUnreachable,
+    /// The fleet's live replicas run different configurations.
+    ConfigDrift,
 }
 
 impl AlertKind {
     /// Every kind, in report order.
-    pub const ALL: [AlertKind; 5] = [
+    pub const ALL: [AlertKind; 6] = [
         AlertKind::BreakerOpenTooLong,
         AlertKind::BreakerFlapping,
         AlertKind::BreakerTripStorm,
         AlertKind::SharedDependency,
         AlertKind::StoreUnreachable,
+        AlertKind::ConfigDrift,
     ];
 
     /// The stable snake_case name (also the metric label and the SSE `alert` field).
@@ -76,6 +86,7 @@ impl AlertKind {
             AlertKind::BreakerTripStorm => "breaker_trip_storm",
             AlertKind::SharedDependency => "shared_dependency",
             AlertKind::StoreUnreachable => "store_unreachable",
+            AlertKind::ConfigDrift => "config_drift",
         }
     }
 
@@ -83,6 +94,7 @@ impl AlertKind {
     pub fn severity(self) -> &'static str {
         match self {
             AlertKind::SharedDependency | AlertKind::StoreUnreachable => "P1",
+            AlertKind::ConfigDrift => "P3",
             _ => "P2",
         }
     }
@@ -135,12 +147,15 @@ pub struct AlertRules {
     pub shared_window: Duration,
     /// How long the store may not answer before `store_unreachable`.
     pub store_grace: Duration,
+    /// How long the live replicas may run different configurations before `config_drift`.
+    pub drift_grace: Duration,
 }
 
 impl AlertRules {
     /// The thresholds the gateway runs with (the same as `ops/prometheus/faregate.rules.yml`):
     /// open > 5 min (half-open counting for 1 min); ≥ 3 opens in 10 min; ≥ 3 trips per minute;
-    /// 3 breakers in 30 s; a store that has not answered for 10 s (Prometheus: 1 min).
+    /// 3 breakers in 30 s; a store that has not answered for 10 s (Prometheus: 1 min); replicas
+    /// running different configurations for 5 min.
     pub fn spec() -> Self {
         AlertRules {
             open_too_long: Duration::from_secs(5 * 60),
@@ -152,6 +167,7 @@ impl AlertRules {
             shared_breakers: 3,
             shared_window: Duration::from_secs(30),
             store_grace: Duration::from_secs(10),
+            drift_grace: Duration::from_secs(5 * 60),
         }
     }
 }
@@ -177,6 +193,9 @@ pub struct AlertEngine {
     trips: VecDeque<(Instant, BreakerKey)>,
     /// Since when this replica's store has not answered, while it does not.
     store_away_since: Option<Instant>,
+    /// Since when the live replicas have run different configurations, while they do, and
+    /// which (one line).
+    drift: Option<(Instant, String)>,
     /// The firing alerts by id.
     active: BTreeMap<String, Alert>,
 }
@@ -190,6 +209,7 @@ impl AlertEngine {
             recoveries_lost: HashMap::new(),
             trips: VecDeque::new(),
             store_away_since: None,
+            drift: None,
             active: BTreeMap::new(),
         }
     }
@@ -243,6 +263,17 @@ impl AlertEngine {
         } else {
             self.store_away_since.get_or_insert(now);
         }
+        self.evaluate(now)
+    }
+
+    /// Whether the fleet's live replicas run different configurations as of `now` (`Some`: which,
+    /// in one line); only a change from agreeing to not moves the clock.
+    pub fn on_config_drift(&mut self, drift: Option<String>, now: Instant) -> Vec<AlertChange> {
+        self.drift = match (self.drift.take(), drift) {
+            (_, None) => None,
+            (Some((since, _)), Some(which)) => Some((since, which)),
+            (None, Some(which)) => Some((now, which)),
+        };
         self.evaluate(now)
     }
 
@@ -354,6 +385,19 @@ impl AlertEngine {
                     Vec::new(),
                     format!(
                         "this replica's store has not answered for {}: reads are served on this replica's own breakers and background calls are spooled here, but every booking is refused before its provider is asked (its ledger entry needs the store)",
+                        minutes(for_how_long)
+                    ),
+                );
+            }
+        }
+        if let Some((since, which)) = &self.drift {
+            let for_how_long = now.saturating_duration_since(*since);
+            if for_how_long >= r.drift_grace {
+                want(
+                    AlertKind::ConfigDrift,
+                    Vec::new(),
+                    format!(
+                        "the fleet's live replicas have run different configurations for {}: {which}; reload them (POST /v1/admin/reload reaches every live replica), and look in the log of a replica that stays apart for why its reload failed",
                         minutes(for_how_long)
                     ),
                 );

@@ -65,6 +65,7 @@ pub struct Metrics {
     maintenance_active: IntGaugeVec,
     bulkhead_in_use: IntGaugeVec,
     fleet_connected: IntGaugeVec,
+    config_info: IntGaugeVec,
     bulkhead_capacity: IntGaugeVec,
     breaker_state: IntGaugeVec,
     breaker_failure_rate: prometheus::GaugeVec,
@@ -200,6 +201,12 @@ impl Metrics {
                 "faregate_fleet_connected",
                 "1 while the fleet's store answers, 0 while this replica serves on its own breakers (only with a fleet store).",
                 &[],
+            ),
+            config_info: gauge(
+                &r,
+                "faregate_config_info",
+                "1 for the fingerprint of the configuration this replica runs (its files: faregate.toml, tools/, prompts/; no environment value); replicas with different fingerprints run different configurations.",
+                &["fingerprint"],
             ),
             jobs_spooled: gauge(
                 &r,
@@ -439,6 +446,12 @@ impl Metrics {
         self.fleet_connected
             .with_label_values(&[] as &[&str])
             .set(i64::from(connected));
+    }
+
+    /// The fingerprint of the configuration in force: its series alone, the one before goes.
+    pub fn set_config_fingerprint(&self, fingerprint: &str) {
+        self.config_info.reset();
+        self.config_info.with_label_values(&[fingerprint]).set(1);
     }
 
     /// A breaker transition (counted; the state gauge follows).

@@ -100,6 +100,13 @@ impl Telemetry {
         self.publish(changes);
     }
 
+    /// Whether the fleet's live replicas run different configurations (`Some`: which, in one
+    /// line), for the `config_drift` alert.
+    pub fn on_config_drift(&self, drift: Option<String>, now: Instant) {
+        let changes = self.engine().on_config_drift(drift, now);
+        self.publish(changes);
+    }
+
     /// Evaluates the time-based alert rules at `now`.
     pub fn tick(&self, now: Instant) {
         let changes = self.engine().tick(now);

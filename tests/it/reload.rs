@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 
 use crate::support::{MapEnv, TestGateway, in_days, repo, requests, send, start_sim, wait_until};
 
-const ADMIN: &str = "admin-key";
-const KEY: &str = "client-key";
+pub(crate) const ADMIN: &str = "admin-key";
+pub(crate) const KEY: &str = "client-key";
 
-fn env() -> MapEnv {
+pub(crate) fn env() -> MapEnv {
     MapEnv(vec![
         ("FAREGATE_ADMIN_KEY", ADMIN),
         ("FAREGATE_CLIENT_KEYS", KEY),
@@ -31,12 +31,12 @@ fn env() -> MapEnv {
 
 /// The shipped configuration, tools and prompts in a directory of their own, the providers
 /// pointed at the simulator and the per-client limits off (the tests send many calls at once).
-struct OnDisk {
+pub(crate) struct OnDisk {
     dir: tempfile::TempDir,
 }
 
 impl OnDisk {
-    fn new(sim_url: &str) -> Self {
+    pub(crate) fn new(sim_url: &str) -> Self {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         for sub in ["tools", "prompts"] {
             let to = dir.path().join(sub);
@@ -63,7 +63,7 @@ impl OnDisk {
         OnDisk { dir }
     }
 
-    fn path(&self, relative: &str) -> PathBuf {
+    pub(crate) fn path(&self, relative: &str) -> PathBuf {
         self.dir.path().join(relative)
     }
 
@@ -75,7 +75,7 @@ impl OnDisk {
         std::fs::write(&path, text.replacen(old, new, 1)).unwrap_or_else(|e| panic!("{e}"));
     }
 
-    fn remove(&self, relative: &str) {
+    pub(crate) fn remove(&self, relative: &str) {
         std::fs::remove_file(self.path(relative)).unwrap_or_else(|e| panic!("{e}"));
     }
 
@@ -84,7 +84,7 @@ impl OnDisk {
         std::fs::copy(repo().join(relative), self.path(relative)).unwrap_or_else(|e| panic!("{e}"));
     }
 
-    fn load(path: &Path) -> Result<Config, Vec<String>> {
+    pub(crate) fn load(path: &Path) -> Result<Config, Vec<String>> {
         config::load(&DiskFiles, path, &faregate::tools::names())
             .map(|(config, _)| config)
             .map_err(|e| e.errors.iter().map(ToString::to_string).collect())

@@ -6,6 +6,7 @@
 //! | `GET /healthz`, `GET /readyz` | open: liveness and readiness probes |
 //! | `GET /v1/breakers`, `GET /v1/breakers/{key}`, `GET /v1/alerts`, `GET /v1/events` | a client key or the admin key (open when client keys are off) |
 //! | `POST /v1/breakers/{key}/force` | the admin key: 401 without a valid key, 403 with a client key |
+//! | `POST /v1/admin/reload`, `GET /v1/admin/replicas` | the admin key |
 //! | `GET /metrics` | open when `[telemetry] metrics_public = true` (the default), else as the reads |
 //! | `GET /dashboard` | open: the page holds no data and asks for a key when the API says 401 |
 //!
@@ -33,10 +34,12 @@
 
 mod alerts;
 mod reload;
+mod replicas;
 
 pub(crate) use alerts::{events, list_alerts};
 
 pub(crate) use reload::reload;
+pub(crate) use replicas::{keep_in_step, list as list_replicas};
 
 use std::time::Duration;
 
@@ -72,7 +75,8 @@ pub(crate) async fn healthz() -> Json<Value> {
 /// `store` says which database holds them and whether it answered a statement within a second:
 /// a store that does not answer leaves the replica ready (reads need no store, and a PostgreSQL
 /// replica spools submissions), so the probe reports it instead of failing, and says that
-/// bookings are refused meanwhile (a booking's ledger entry needs the store).
+/// bookings are refused meanwhile (a booking's ledger entry needs the store). `config` is the
+/// fingerprint of the configuration in force and when it was loaded.
 pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
     let tools = state.gateway.tools().len();
     let store = match &state.jobs {
@@ -93,6 +97,11 @@ pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
             })
         }
     };
+    let config = json!({
+        "fingerprint": state.config().fingerprint,
+        "loaded_at": chrono::DateTime::from_timestamp_millis(state.loaded_at_ms())
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+    });
     let fleet = state.fleet.as_ref().map(|f| {
         let status = f.status();
         json!({
@@ -109,7 +118,7 @@ pub(crate) async fn readyz(State(state): State<SharedState>) -> Response {
         )
             .into_response()
     } else {
-        let mut body = json!({ "status": "ready", "tools": tools });
+        let mut body = json!({ "status": "ready", "tools": tools, "config": config });
         if let Some(fleet) = fleet {
             body["fleet"] = fleet;
         }

@@ -6,13 +6,19 @@
 //! policies and texts changed, breakers of unchanged keys carried over, calls in flight finishing
 //! on the configuration they started with. A configuration with problems changes nothing, and
 //! the answer lists every problem (which `AppState::reload` also logs, as for SIGHUP). Settings only a restart applies are named in the answer.
+//!
+//! In a PostgreSQL fleet a successful reload also asks every other replica to read its own
+//! files again (`replicas.rs`), and the answer says how many live replicas were asked
+//! (`replicas_asked`); `GET /v1/admin/replicas` shows when they all run the same fingerprint.
+//! SIGHUP reloads only the replica it is sent to.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::replicas::ask_others;
 use crate::http::edge::{ApiError, Browsers, Role, refuse_cross_site};
 use crate::http::state::{ReloadError, SharedState};
 
@@ -32,7 +38,9 @@ pub(crate) async fn reload(State(state): State<SharedState>, headers: HeaderMap)
     let reloading = state.clone();
     let done = tokio::task::spawn_blocking(move || reloading.reload()).await;
     match done {
-        Ok(Ok(summary)) => Json(json!({
+        Ok(Ok(summary)) => {
+            let mut answer = json!({
+            "fingerprint": summary.fingerprint,
             "clients": summary.clients,
             "client_keys": summary.client_keys,
             "admin_key": summary.admin_key,
@@ -44,8 +52,17 @@ pub(crate) async fn reload(State(state): State<SharedState>, headers: HeaderMap)
             "prompts_changed": summary.prompts_changed,
             "maintenance_changed": summary.maintenance_changed,
             "needs_restart": summary.needs_restart,
-        }))
-        .into_response(),
+            });
+            // In a PostgreSQL fleet, every other live replica reads its own files again too.
+            match ask_others(&state).await {
+                Ok(asked) => answer["replicas_asked"] = json!(asked),
+                Err(problem) => {
+                    answer["replicas_asked"] = Value::Null;
+                    answer["fleet_problem"] = json!(problem);
+                }
+            }
+            Json(answer).into_response()
+        }
         Ok(Err(ReloadError::NoSource)) => ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
             "this gateway has no configuration files to read again: reload is for faregate serve, which reads them from its --config; faregate demo (even with --config, whose providers it points at its own simulator) is changed by restarting it",

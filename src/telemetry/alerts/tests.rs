@@ -451,3 +451,38 @@ async fn a_store_that_does_not_answer_alerts_after_the_grace_and_resolves_when_i
     advance(Duration::from_secs(30)).await;
     assert!(e.tick(Instant::now()).is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn replicas_running_different_configurations_alert_after_the_grace_and_resolve_when_they_agree()
+ {
+    let mut e = AlertEngine::new(AlertRules::spec());
+    let apart = || Some("replica-a runs 0123456789ab, replica-b runs ba9876543210".to_string());
+    assert!(e.on_config_drift(None, Instant::now()).is_empty());
+    assert!(
+        e.on_config_drift(apart(), Instant::now()).is_empty(),
+        "a rolling change takes a while"
+    );
+    advance(Duration::from_secs(299)).await;
+    // Told again while still apart: the clock runs from the first time.
+    assert!(e.on_config_drift(apart(), Instant::now()).is_empty());
+    advance(Duration::from_secs(1)).await;
+    assert_eq!(fired(&e.tick(Instant::now())), ["config_drift"]);
+    let alert = &e.active()[0];
+    assert_eq!(alert.kind.severity(), "P3");
+    assert!(alert.breakers.is_empty());
+    for says in [
+        "5 min",
+        "replica-b runs ba9876543210",
+        "POST /v1/admin/reload",
+    ] {
+        assert!(alert.summary.contains(says), "{}", alert.summary);
+    }
+    assert_eq!(
+        resolved(&e.on_config_drift(None, Instant::now())),
+        ["config_drift"]
+    );
+    // Apart again: a new clock.
+    e.on_config_drift(apart(), Instant::now());
+    advance(Duration::from_secs(120)).await;
+    assert!(e.tick(Instant::now()).is_empty());
+}

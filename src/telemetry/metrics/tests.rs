@@ -145,3 +145,17 @@ fn job_and_alert_counters_are_created_at_zero() {
         assert!(text.contains(&line), "missing {line}");
     }
 }
+
+#[test]
+fn the_configuration_s_fingerprint_has_one_series_the_old_one_goes() {
+    let m = Metrics::new();
+    m.set_config_fingerprint("0123456789ab");
+    assert!(
+        m.render()
+            .contains("faregate_config_info{fingerprint=\"0123456789ab\"} 1")
+    );
+    m.set_config_fingerprint("ba9876543210");
+    let text = m.render();
+    assert!(text.contains("faregate_config_info{fingerprint=\"ba9876543210\"} 1"));
+    assert!(!text.contains("0123456789ab"), "{text}");
+}

@@ -8,13 +8,15 @@
 //! `back_in_service` sends one back-in-service notice from two replicas, and has a replica that saw
 //! no failure ask the tool again with the read another, gone since, shared; `out_of_reach` records a
 //! booking confirmed while PostgreSQL was out of its replica's reach once it returns, and stops
-//! such a replica within its grace; `limits` holds a client's rate for the fleet.
+//! such a replica within its grace; `limits` holds a client's rate for the fleet; `configs` reloads
+//! both replicas through one and shows them apart until they run the same files.
 //!
 //! The PostgreSQL tests need `FAREGATE_TEST_POSTGRES_URL` (`.ci/run` sets it); without it each
 //! says so on stderr and checks nothing. Each uses a schema of its own, dropped at the end.
 
 mod back_in_service;
 mod breakers;
+mod configs;
 mod degraded;
 mod lease;
 mod limits;

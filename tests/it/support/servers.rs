@@ -111,8 +111,20 @@ impl TestGateway {
         env: &dyn Env,
         store: faregate::jobs::Store,
     ) -> Self {
+        Self::start_in_fleet_from(config, env, store, None).await
+    }
+
+    /// [`TestGateway::start_in_fleet`], reloading from `source` (as `faregate serve` reloads
+    /// from its files) when one is given.
+    pub(crate) async fn start_in_fleet_from(
+        config: Config,
+        env: &dyn Env,
+        store: faregate::jobs::Store,
+        source: Option<faregate::http::ConfigSource>,
+    ) -> Self {
         let (config, spool_dir) = own_spool(config);
         let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
+        app.state.config_source = source;
         let fleet = faregate::fleet::Fleet::open(store.db().clone())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
