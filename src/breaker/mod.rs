@@ -17,10 +17,11 @@
 //! Following linkerd's split of mechanism (a gate that admits or refuses) and policy (the
 //! accrual rules that move it):
 //!
-//! - the **policy** (`state.rs`, counting with `window.rs`, `probes.rs`, `slow.rs` and timing
-//!   with `reopen.rs`) is a pure state machine: inputs are `(now, outcome)`, outputs are
-//!   admissions, rejections and [`TransitionEvent`]s. It does no I/O, spawns nothing and never
-//!   reads the clock, so every rule is tested on a paused clock with jitter 0;
+//! - the **policy** (`state.rs`, counting with `window.rs`, `probes.rs`, `slow.rs`, the run of
+//!   failures in `state/run.rs`, and timing with `reopen.rs`) is a pure state machine: inputs
+//!   are `(now, outcome)`, outputs are admissions, rejections and [`TransitionEvent`]s. It does
+//!   no I/O, spawns nothing and never reads the clock, so every rule is tested on a paused
+//!   clock with jitter 0;
 //! - the **gate** (`gate.rs`) is the thread-safe face: [`Breaker`] puts the machine behind a short
 //!   `std::sync::Mutex`, and [`Permit`] ties each admitted call to its outcome; a permit dropped
 //!   unrecorded (a cancelled call) counts as [`Outcome::Ignored`], which also hands a half-open
@@ -40,15 +41,23 @@
 //!   failures ([`Outcome::Refused`], a provider's refusal, and [`Outcome::Ignored`] count
 //!   nothing). It opens when
 //!   `(failures + slow) / calls >= 0.5` with at least 20 calls, or on 5 failures in a row (any
-//!   success, even a slow one, resets the run). A 429 or 503 whose `Retry-After` is longer than
+//!   success, even a slow one, resets the run). A 503 whose `Retry-After` is longer than
 //!   `open_for` opens it (in any state) for the longer of that and its usual open time.
+//! - **Rate-limit pause**: a 429 that names its wait (`Retry-After`, or a rate limit's reset) is
+//!   a provider that is up and asks to be left alone, not a sick one. The breaker opens for it,
+//!   with reason `retry_after`, when the 429's wait is longer than `open_for` (in any state),
+//!   when it is the last of 5 failures in a row that were all such 429s (the last one's wait:
+//!   each counts from its own answer), or when
+//!   it answers a half-open probe (any wait). It stays open for exactly that wait, without the
+//!   backoff (which it neither uses nor grows). A shorter 429 alone does not open it: the call
+//!   waits it out when it fits the deadline, a background job is requeued until it.
 //! - **Open**: rejects at once with `retry_after`. After `open_for` (30 s) it is half-open. Each
 //!   re-open without a full recovery in between doubles the time (with jitter) up to 5 min.
 //! - **Half-open**: up to 3 probes, one every `probe_interval / half_open_probes` (3.3 s). Two fast
-//!   successes close it into the ramp. When the open period was a 429's `Retry-After`, the
-//!   first fast success closes it straight to closed: a rate-limit window that has reset is not
-//!   a sick provider (it named the instant itself), and more probes or a ramp would waste the
-//!   new window; a 503's `Retry-After` still probes and ramps. A failed probe, a probe unanswered after `probe_timeout`,
+//!   successes close it into the ramp. After a rate-limit pause the first fast success closes
+//!   it straight to closed: a rate-limit window that has reset is not a sick provider (it named
+//!   the instant itself), and more probes or a ramp would waste the new window; a 503's
+//!   `Retry-After` still probes and ramps. A failed probe, a probe unanswered after `probe_timeout`,
 //!   or too few fast successes left possible (a slow success is neither) reopen it. A probe whose
 //!   outcome is `Ignored` (nothing heard from the provider) gives its slot back; one the
 //!   provider answered with a refusal (`Refused`: a request the model can fix, nothing

@@ -38,6 +38,18 @@ pub enum Outcome {
     Ignored,
 }
 
+impl Outcome {
+    /// The wait a provider's 429 named (its `Retry-After`, or its rate limit's reset), when
+    /// this is such a 429: the provider is up and asks to be left alone that long, which the
+    /// breaker honours as a rate-limit pause rather than as a sickness.
+    pub fn rate_limit_pause(&self) -> Option<Duration> {
+        match *self {
+            Outcome::Failure(FailureReason::RateLimited { retry_after }) => retry_after,
+            _ => None,
+        }
+    }
+}
+
 /// Why an attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureReason {
@@ -53,7 +65,9 @@ pub enum FailureReason {
         /// The parsed `Retry-After` header, if any.
         retry_after: Option<Duration>,
     },
-    /// A 429. A `Retry-After` longer than `open_for` opens the breaker for at least that long.
+    /// A 429. With a `Retry-After` it is the provider's rate-limit pause: one longer than
+    /// `open_for` opens the breaker for that long, as does the last of `consecutive_failures`
+    /// such 429s in a row, or a half-open probe answered so (see the breaker's rules).
     RateLimited {
         /// The parsed `Retry-After` header, if any.
         retry_after: Option<Duration>,

@@ -10,6 +10,7 @@
 //! Half-open → ramp → closed keep the epoch: those results are real traffic of the same recovery.
 
 mod follow;
+mod run;
 
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use tokio::time::Instant;
 
 use super::config::BreakerConfig;
 use super::event::{BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason};
-use super::outcome::{FailureReason, Outcome};
+use super::outcome::Outcome;
 use super::probes::{Probes, Slot};
 use super::reopen::Reopen;
 use super::slow::SlowThreshold;
@@ -26,6 +27,7 @@ use super::snapshot::{BreakerHistory, BreakerSnapshot, ProbeStatus, RampStatus};
 use super::window::{CallKind, Window};
 use super::{BreakerKey, Caller, PermitKind, RejectReason, Rejected};
 use crate::fingerprint::fnv1a_64;
+use run::Run;
 
 /// The most a ramp-rejected call is told to wait: the next call may well be admitted.
 const RAMP_RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -65,8 +67,8 @@ pub(super) struct Machine {
     clock: Instant,
     /// Closed-state (and ramp) call counts.
     window: Window,
-    /// Failures in a row since the last success.
-    consecutive: u32,
+    /// Failures in a row since the last success, and whether they are a provider's rate limit.
+    run: Run,
     /// The slow-call threshold.
     slow: SlowThreshold,
     /// Open-time policy.
@@ -77,18 +79,14 @@ pub(super) struct Machine {
     history: BreakerHistory,
     /// When the current open period began (meaningful while open).
     opened_at: Instant,
-    /// The current open period is a provider's rate-limit pause (a 429 with `Retry-After`),
-    /// not a sickness: its first successful probe closes the breaker, without the ramp. A quota
-    /// that has reset serves at full rate at once, and more probes or a ramp would only waste
-    /// the new window (the job system paces a backlog to the learned limit instead).
+    /// The current open period is a provider's rate-limit pause (429s with `Retry-After`, see
+    /// [`Machine::pause`]), not a sickness: its first successful probe closes the breaker,
+    /// without the ramp. A quota that has reset serves at full rate at once, and more probes or
+    /// a ramp would only waste the new window (the job system paces a backlog to the learned
+    /// limit instead).
     quota_pause: bool,
     /// Whether half-open probes need the fleet's lease, and until when this replica holds it.
     lease: follow::ProbeLease,
-}
-
-/// Whether an outcome is a provider's "too many requests".
-fn is_rate_limited(outcome: Outcome) -> bool {
-    matches!(outcome, Outcome::Failure(FailureReason::RateLimited { .. }))
 }
 
 /// The state plus the data that only exists in it.
@@ -154,7 +152,7 @@ impl Machine {
             epoch: 0,
             clock: now,
             window: Window::new(config.window, now),
-            consecutive: 0,
+            run: Run::default(),
             slow: SlowThreshold::new(config.slow_call),
             reopen,
             reopens: 0,
@@ -327,7 +325,7 @@ impl Machine {
             {
                 let reason = TransitionReason::RetryAfter { retry_after: ra };
                 self.transition(now, Phase::Open { until: now + ra }, reason);
-                self.quota_pause = is_rate_limited(outcome);
+                self.quota_pause = outcome.rate_limit_pause().is_some();
             }
             return;
         }
@@ -376,7 +374,7 @@ impl Machine {
                 self.epoch += 1;
                 self.transition_as(now, Phase::Closed, reason, origin);
                 self.window.clear();
-                self.consecutive = 0;
+                self.run.end();
                 self.reopens = 0;
             }
         }
@@ -495,25 +493,23 @@ impl Machine {
         self.window.record(now, kind);
         match outcome {
             Outcome::Success { latency } => {
-                self.consecutive = 0;
+                self.run.end();
                 if !ramp {
                     self.slow.learn(latency);
                 }
             }
-            _ => self.consecutive += 1,
+            _ => self.run.fail(outcome.rate_limit_pause()),
         }
         if let Some(ra) = retry_after {
-            self.open(
-                now,
-                TransitionReason::RetryAfter { retry_after: ra },
-                Some(ra),
-            );
-            self.quota_pause = is_rate_limited(outcome);
+            if outcome.rate_limit_pause().is_some() {
+                self.pause(now, ra);
+            } else {
+                let reason = TransitionReason::RetryAfter { retry_after: ra };
+                self.open(now, reason, Some(ra));
+            }
             return;
         }
-        let limit = self.config.consecutive_failures;
-        if limit > 0 && self.consecutive >= limit {
-            self.open(now, TransitionReason::ConsecutiveFailures, None);
+        if self.open_on_run(now) {
             return;
         }
         let min_calls = if ramp {
@@ -567,12 +563,16 @@ impl Machine {
         probes.slots[slot] = Slot::Done;
         probes.counts.add(kind);
         if kind == CallKind::Failed {
-            let reason = match retry_after {
-                Some(ra) => TransitionReason::RetryAfter { retry_after: ra },
-                None => TransitionReason::ProbeFailed,
-            };
-            self.open(now, reason, retry_after);
-            self.quota_pause = retry_after.is_some() && is_rate_limited(outcome);
+            // A probe the provider answered "too many requests, come back in N s" found it up:
+            // its pause, however short, not a failed probe's longer open, probes and ramp.
+            match (outcome.rate_limit_pause(), retry_after) {
+                (Some(pause), _) => self.pause(now, pause),
+                (None, Some(ra)) => {
+                    let reason = TransitionReason::RetryAfter { retry_after: ra };
+                    self.open(now, reason, Some(ra));
+                }
+                (None, None) => self.open(now, TransitionReason::ProbeFailed, None),
+            }
         } else if probes.fast() >= needed {
             self.close_after_probes(now);
         } else if probes.fast() + probes.unfinished() < needed {
@@ -600,20 +600,19 @@ impl Machine {
         self.transition(at, phase, reason);
         // The recovery is judged on its own calls, not on the window that tripped the breaker.
         self.window.clear();
-        self.consecutive = 0;
+        self.run.end();
     }
 
     /// Opens the breaker at `at` for the backoff's open time, or for the provider's Retry-After
-    /// if that is longer.
+    /// (a 503's) if that is longer.
     fn open(&mut self, at: Instant, reason: TransitionReason, retry_after: Option<Duration>) {
         let mut open_for = self.reopen.open_time(self.reopens);
         if let Some(ra) = retry_after {
             open_for = open_for.max(ra);
         }
         self.reopens = self.reopens.saturating_add(1);
-        self.consecutive = 0;
+        self.run.end();
         self.epoch += 1;
-        // The callers that open for a rate limit say so right after.
         self.quota_pause = false;
         self.transition(
             at,
@@ -622,6 +621,33 @@ impl Machine {
             },
             reason,
         );
+    }
+
+    /// Opens the breaker at `at` for the provider's rate-limit pause: exactly the `wait` its
+    /// 429 named (the provider is not sick, it named the instant), with reason `retry_after`.
+    /// The backoff is neither used nor grown, and the first successful probe closes the
+    /// breaker without the ramp (`quota_pause`).
+    fn pause(&mut self, at: Instant, wait: Duration) {
+        self.run.end();
+        self.epoch += 1;
+        let reason = TransitionReason::RetryAfter { retry_after: wait };
+        self.transition(at, Phase::Open { until: at + wait }, reason);
+        self.quota_pause = true;
+    }
+
+    /// Opens the breaker when the run of failures has reached `consecutive_failures`: as the
+    /// provider's rate-limit pause when every failure of it was a 429 that named its wait,
+    /// else as a trip. Whether it opened.
+    fn open_on_run(&mut self, at: Instant) -> bool {
+        let limit = self.config.consecutive_failures;
+        if limit == 0 || self.run.failures() < limit {
+            return false;
+        }
+        match self.run.pause() {
+            Some(wait) => self.pause(at, wait),
+            None => self.open(at, TransitionReason::ConsecutiveFailures, None),
+        }
+        true
     }
 
     /// Replaces the phase, keeps the history, and emits the event of a local decision.

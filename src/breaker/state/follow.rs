@@ -87,7 +87,7 @@ impl Machine {
             _ => self.reopens = self.reopens.saturating_add(1),
         }
         self.epoch += 1;
-        self.consecutive = 0;
+        self.run.end();
         self.quota_pause = !ramp;
         let reason = TransitionReason::Followed;
         let until = until.max(now);
@@ -119,7 +119,7 @@ impl Machine {
         self.epoch += 1;
         self.transition_as(now, phase, TransitionReason::Followed, Origin::Fleet);
         self.window.clear();
-        self.consecutive = 0;
+        self.run.end();
     }
 
     /// Another replica's call failed: it joins this replica's run of failures (a success of
@@ -130,17 +130,14 @@ impl Machine {
         if !matches!(self.phase, Phase::Closed) {
             return;
         }
-        self.consecutive += 1;
-        let limit = self.config.consecutive_failures;
-        if limit > 0 && self.consecutive >= limit {
-            self.open(now, TransitionReason::ConsecutiveFailures, None);
-        }
+        self.run.fail(None);
+        self.open_on_run(now);
     }
 
     /// Whether a failure just recorded is part of a run the fleet should hear of: closed, and
     /// the run not ended by an open.
     pub(in crate::breaker) fn in_failure_run(&self) -> bool {
-        matches!(self.phase, Phase::Closed) && self.consecutive > 0
+        matches!(self.phase, Phase::Closed) && self.run.failures() > 0
     }
 
     /// Whether half-open probes need the fleet's lease from now on.

@@ -217,3 +217,89 @@ async fn auto_slow_call_threshold_is_3x_the_median_with_a_floor() {
     // 24 samples: 10 of 100 ms, 6 of 500 ms, 8 of 700 ms; the (upper) median is 500 ms.
     assert_eq!(threshold(&h), secs(1.5));
 }
+
+/// A 429 asking for `s` seconds.
+fn limited_for(s: f64) -> Outcome {
+    Outcome::Failure(FailureReason::RateLimited {
+        retry_after: Some(secs(s)),
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn five_429s_with_a_short_retry_after_pause_for_it_and_close_without_the_ramp() {
+    // The probe of a new user: a provider answering 429 `Retry-After: 10` (no longer than
+    // `open_for`, so no single one opens the breaker) five times in a row. The breaker opened
+    // as `consecutive_failures` for the backoff's 30 s, then wanted two spaced probes and the
+    // ramp, as for a sick provider; the provider only asked for 10 s.
+    let mut h = Harness::new(config());
+    h.calls(h.at(1.0), limited_for(10.0), 5);
+    assert_eq!(
+        h.transitions(),
+        vec![(
+            BreakerState::Closed,
+            BreakerState::Open,
+            TransitionReason::RetryAfter {
+                retry_after: secs(10.0)
+            }
+        )]
+    );
+    assert_eq!(h.breaker.remaining_open(h.at(1.0)), Some(secs(10.0)));
+    assert!(h.breaker.snapshot(h.at(1.0)).quota_pause);
+    assert_eq!(h.state(h.at(11.0)), BreakerState::HalfOpen);
+    assert_eq!(h.call(h.at(11.0), FAST), Ok(PermitKind::Probe));
+    assert_eq!(h.state(h.at(11.0)), BreakerState::Closed, "no ramp");
+    assert_eq!(
+        h.transitions().last().map(|t| (t.1, t.2)),
+        Some((BreakerState::Closed, TransitionReason::ProbesSucceeded))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_429_of_the_run_says_how_long_the_pause_is() {
+    // Each 429 counts its wait from its own answer: the last one is the provider's latest word.
+    let mut h = Harness::new(config());
+    h.calls(h.at(1.0), limited_for(25.0), 4);
+    h.calls(h.at(16.0), limited_for(10.0), 1);
+    let events = h.events();
+    assert_eq!(
+        events[0].reason,
+        TransitionReason::RetryAfter {
+            retry_after: secs(10.0)
+        }
+    );
+    assert_eq!(h.breaker.remaining_open(h.at(16.0)), Some(secs(10.0)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_with_other_failures_in_it_is_no_rate_limit_pause() {
+    // Timeouts before the 429s: the provider may be sick, so the run opens as ever.
+    let mut h = Harness::new(config());
+    h.calls(h.at(1.0), FAIL, 2);
+    h.calls(h.at(1.0), limited_for(10.0), 3);
+    assert_eq!(
+        h.transitions(),
+        vec![(
+            BreakerState::Closed,
+            BreakerState::Open,
+            TransitionReason::ConsecutiveFailures
+        )]
+    );
+    assert_eq!(h.breaker.remaining_open(h.at(1.0)), Some(secs(30.0)));
+    assert!(!h.breaker.snapshot(h.at(1.0)).quota_pause);
+    // So does a 429 that named no wait among them.
+    let mut h = Harness::new(config());
+    h.calls(h.at(1.0), limited_for(10.0), 4);
+    h.calls(h.at(1.0), RATE_LIMITED, 1);
+    assert_eq!(h.transitions()[0].2, TransitionReason::ConsecutiveFailures);
+    // A success ends the run: the 429s after it start a new one.
+    let mut h = Harness::new(config());
+    h.calls(h.at(1.0), FAIL, 4);
+    h.calls(h.at(1.0), FAST, 1);
+    h.calls(h.at(1.0), limited_for(10.0), 5);
+    assert_eq!(
+        h.transitions()[0].2,
+        TransitionReason::RetryAfter {
+            retry_after: secs(10.0)
+        }
+    );
+}

@@ -307,3 +307,47 @@ async fn the_background_room_follows_the_probes() {
     h.call(start + gap, FAST).unwrap();
     assert_eq!(h.breaker.background_room(start + gap), None, "ramp");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_answered_429_with_a_retry_after_pauses_for_it() {
+    // The provider is up and asks us to wait 10 s: not a failed probe (60 s, then two probes
+    // and the ramp), but its rate-limit pause, ended by one successful probe.
+    let (mut h, start) = half_open(config());
+    let limited = Outcome::Failure(FailureReason::RateLimited {
+        retry_after: Some(secs(10.0)),
+    });
+    assert_eq!(h.call(start, limited), Ok(PermitKind::Probe));
+    assert_eq!(
+        h.transitions(),
+        vec![(
+            BreakerState::HalfOpen,
+            BreakerState::Open,
+            TransitionReason::RetryAfter {
+                retry_after: secs(10.0)
+            }
+        )]
+    );
+    assert_eq!(h.breaker.remaining_open(start), Some(secs(10.0)));
+    let back = start + secs(10.0);
+    assert_eq!(h.call(back, FAST), Ok(PermitKind::Probe));
+    assert_eq!(h.state(back), BreakerState::Closed);
+    // The pause did not grow the backoff: the next trip opens for `open_for` again.
+    h.trip(back);
+    assert_eq!(h.breaker.remaining_open(back), Some(secs(30.0)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_after_a_sick_open_lasts_what_the_provider_asked() {
+    // Tripped by timeouts, then a probe answered 429 `Retry-After: 45`: 45 s, not the 60 s
+    // the second opening's backoff would be; a failure after it still backs off from the
+    // first opening (60 s).
+    let (h, start) = half_open(config());
+    let limited = Outcome::Failure(FailureReason::RateLimited {
+        retry_after: Some(secs(45.0)),
+    });
+    assert_eq!(h.call(start, limited), Ok(PermitKind::Probe));
+    assert_eq!(h.breaker.remaining_open(start), Some(secs(45.0)));
+    let back = start + secs(45.0);
+    assert_eq!(h.call(back, FAIL), Ok(PermitKind::Probe));
+    assert_eq!(h.breaker.remaining_open(back), Some(secs(60.0)));
+}

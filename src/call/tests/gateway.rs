@@ -258,6 +258,88 @@ fn env_breaker(gateway: &Gateway) -> BreakerState {
     tool.breakers()[0].state(Instant::now())
 }
 
+/// A provider that answers 429 `Retry-After: 20` (no longer than `open_for`, so no single one
+/// opens the breaker) five times in a row pauses the breaker for those 20 s as a rate limit
+/// (`retry_after`), not for a sick provider's 30 s (`consecutive_failures`) and its ramp:
+/// meanwhile an interactive call is answered at once and a job waits for the pause's end, and
+/// after it one successful call closes the breaker.
+#[tokio::test(start_paused = true)]
+async fn five_429s_with_a_retry_after_pause_the_breaker_for_it() {
+    let limited = || {
+        fail(
+            ms(10),
+            ErrorKind::RateLimited {
+                retry_after: Some(secs(20)),
+            },
+        )
+    };
+    let duffel = Scripted::new([
+        limited(),
+        limited(),
+        limited(),
+        limited(),
+        limited(),
+        ok(ms(100), flights()),
+    ]);
+    let gateway = gateway(&[("duffel", &duffel)]);
+    let mut events = gateway.breakers().subscribe();
+    for _ in 0..5 {
+        let env = gateway
+            .call(request("search_flights", search_args()))
+            .await
+            .expect("served");
+        assert_eq!(
+            (env.status, env.retry_after_s),
+            (Status::Unavailable, Some(20)),
+            "the 20 s does not fit the 12 s deadline: answered at once, {env:?}"
+        );
+    }
+    let opened = events.try_recv().expect("the breaker opened");
+    assert_eq!(
+        (opened.from, opened.to, opened.reason.as_str()),
+        (BreakerState::Closed, BreakerState::Open, "retry_after"),
+        "{opened:?}"
+    );
+    let tool = gateway.tool("search_flights").expect("served");
+    let breaker = &tool.breakers()[0];
+    assert_eq!(breaker.remaining_open(Instant::now()), Some(secs(20)));
+
+    let start = Instant::now();
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(Instant::now(), start, "answered at once");
+    assert_eq!(
+        (env.status, env.breaker.as_str(), env.retry_after_s),
+        (Status::Unavailable, "open", Some(20))
+    );
+    let verdict = gateway
+        .run_background(request("search_flights", search_args()))
+        .await;
+    let Verdict::Later {
+        anchor: Some(anchor),
+        attempted: false,
+        ..
+    } = verdict
+    else {
+        panic!("later, anchored, no provider asked: {verdict:?}");
+    };
+    assert!(
+        anchor > secs(19) && anchor <= secs(20),
+        "the job comes back when the pause ends: {anchor:?}"
+    );
+    assert_eq!(duffel.calls(), 5);
+
+    tokio::time::sleep(secs(20)).await;
+    let env = gateway
+        .call(request("search_flights", search_args()))
+        .await
+        .expect("served");
+    assert_eq!(env.status, Status::Ok, "{env:?}");
+    assert_eq!(env_breaker(&gateway), BreakerState::Closed, "no ramp");
+}
+
 /// A read that fails after a good answer for the same arguments gets that answer, with its age.
 #[tokio::test(start_paused = true)]
 async fn a_failed_read_is_answered_with_its_last_good_result_and_its_age() {
