@@ -108,6 +108,19 @@ pub enum TransitionReason {
     Followed,
 }
 
+/// A failure of this replica's call in a run of failures (its breaker closed), which a fleet
+/// tells the other replicas so that each counts it in its own run
+/// ([`Breaker::note_peer_failure`](super::Breaker::note_peer_failure)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFailure {
+    /// Whose call failed.
+    pub key: BreakerKey,
+    /// The wait the failure named when it was a 429 that named one
+    /// ([`Outcome::rate_limit_pause`](super::Outcome::rate_limit_pause)): a run of such
+    /// failures across the fleet opens as the provider's rate-limit pause.
+    pub pause: Option<Duration>,
+}
+
 /// Who decided a transition: this replica (its own calls, timers or operator), or another
 /// replica of the fleet that this one follows. Only local transitions are published to the
 /// fleet, so a followed transition never echoes back.

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::state::{Machine, Ticket};
 use super::{
     BreakerConfig, BreakerKey, BreakerSnapshot, BreakerState, Caller, ForceMode, Origin, Outcome,
-    PermitKind, Rejected, TransitionEvent,
+    PermitKind, Rejected, RunFailure, TransitionEvent,
 };
 
 /// One key's breaker. Share it as `Arc<Breaker>`; every method takes `now` so that tests can run on
@@ -27,7 +27,7 @@ pub struct Breaker {
     machine: Mutex<Machine>,
     /// In a fleet: where this breaker tells of each failure in a run, so the other replicas
     /// count it too. A non-blocking send, on failures only; never set on a single node.
-    failures: OnceLock<mpsc::UnboundedSender<BreakerKey>>,
+    failures: OnceLock<mpsc::UnboundedSender<RunFailure>>,
 }
 
 /// Permission for one upstream attempt. Record its outcome with [`Permit::record`].
@@ -131,13 +131,14 @@ impl Breaker {
     }
 
     /// Tells `failures` of every failure of a run from now on (once; later calls are ignored).
-    pub fn share_failures(&self, failures: mpsc::UnboundedSender<BreakerKey>) {
+    pub fn share_failures(&self, failures: mpsc::UnboundedSender<RunFailure>) {
         let _ = self.failures.set(failures);
     }
 
-    /// Another replica's call failed: it joins this breaker's run of failures.
-    pub fn note_peer_failure(&self, now: Instant) {
-        self.lock().note_peer_failure(now);
+    /// Another replica's call failed: it joins this breaker's run of failures. `pause` is the
+    /// wait it named when it was a 429 that named one ([`RunFailure::pause`]).
+    pub fn note_peer_failure(&self, pause: Option<Duration>, now: Instant) {
+        self.lock().note_peer_failure(pause, now);
     }
 
     /// Whether half-open probes need the fleet's lease ([`Breaker::grant_probe_lease`]): on in a
@@ -210,7 +211,10 @@ impl Permit {
         };
         if shared && let Some(failures) = self.breaker.failures.get() {
             // Fails only when the fleet's task has ended (shutdown): nobody to tell.
-            let _ = failures.send(self.breaker.key.clone());
+            let _ = failures.send(RunFailure {
+                key: self.breaker.key.clone(),
+                pause: outcome.rate_limit_pause(),
+            });
         }
     }
 

@@ -47,7 +47,7 @@
 //!   a provider that is up and asks to be left alone, not a sick one. The breaker opens for it,
 //!   with reason `retry_after`, when the 429's wait is longer than `open_for` (in any state),
 //!   when it is the last of 5 failures in a row that were all such 429s (the last one's wait:
-//!   each counts from its own answer), or when
+//!   each counts from its own answer; in a fleet, the other replicas' 429s tell theirs), or when
 //!   it answers a half-open probe (any wait). It stays open for exactly that wait, without the
 //!   backoff (which it neither uses nor grows). A shorter 429 alone does not open it: the call
 //!   waits it out when it fits the deadline, a background job is requeued until it.
@@ -102,8 +102,8 @@ pub use config::{
     AUTO_FLOOR, AUTO_MIN_SAMPLES, BreakerBuilder, BreakerConfig, REOPEN_JITTER, RampStage, SlowCall,
 };
 pub use event::{
-    BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason, is_legal_transition,
-    legal_transition_labels,
+    BreakerState, ForceMode, Origin, RunFailure, TransitionEvent, TransitionReason,
+    is_legal_transition, legal_transition_labels,
 };
 pub use gate::{Breaker, Permit};
 pub use key::BreakerKey;

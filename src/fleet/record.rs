@@ -110,6 +110,11 @@ pub(crate) enum Note {
         tool: String,
         provider: String,
         replica: String,
+        /// The wait in milliseconds the failure named, when it was a 429 that named one. A
+        /// replica of an older version sends none (its failure counts as any other) and
+        /// ignores it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pause_ms: Option<u64>,
     },
 }
 
@@ -175,4 +180,71 @@ pub(crate) fn instant_of(ms: i64) -> Instant {
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::Note;
+
+    /// A failure's note as a replica of the version before `pause_ms` wrote and read it.
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    enum OlderNote {
+        Failure {
+            tool: String,
+            provider: String,
+            replica: String,
+        },
+    }
+
+    fn failure(pause_ms: Option<u64>) -> Note {
+        Note::Failure {
+            tool: "search_flights".into(),
+            provider: "duffel".into(),
+            replica: "a".into(),
+            pause_ms,
+        }
+    }
+
+    #[test]
+    fn a_failures_wait_is_read_by_either_version_and_missing_from_an_older_ones() {
+        let plain = serde_json::to_string(&failure(None)).unwrap_or_default();
+        assert_eq!(
+            plain,
+            r#"{"kind":"failure","tool":"search_flights","provider":"duffel","replica":"a"}"#,
+            "a failure without a wait is written as before"
+        );
+        let paused = serde_json::to_string(&failure(Some(10_000))).unwrap_or_default();
+        let older: Result<OlderNote, _> = serde_json::from_str(&paused);
+        let Ok(OlderNote::Failure {
+            tool,
+            provider,
+            replica,
+        }) = older
+        else {
+            panic!("an older replica ignores the wait: {older:?}");
+        };
+        assert_eq!(
+            [tool.as_str(), provider.as_str(), replica.as_str()],
+            ["search_flights", "duffel", "a"]
+        );
+        let read: Result<Note, _> = serde_json::from_str(&plain);
+        assert!(
+            matches!(read, Ok(Note::Failure { pause_ms: None, .. })),
+            "{read:?}"
+        );
+        let read: Result<Note, _> = serde_json::from_str(&paused);
+        assert!(
+            matches!(
+                read,
+                Ok(Note::Failure {
+                    pause_ms: Some(10_000),
+                    ..
+                })
+            ),
+            "{read:?}"
+        );
+    }
 }

@@ -21,7 +21,8 @@ use super::handle::Fleet;
 use super::record::{AutoState, Note, Payload, StoredTransition, Write, epoch_ms_of, instant_of};
 use super::sql::{KEEP_EVENTS, TRIM_BATCH};
 use crate::breaker::{
-    BreakerKey, BreakerRegistry, BreakerState, ForceMode, Origin, TransitionEvent, TransitionReason,
+    BreakerKey, BreakerRegistry, BreakerState, ForceMode, Origin, RunFailure, TransitionEvent,
+    TransitionReason,
 };
 use crate::clock;
 use crate::store::{Db, StoreError};
@@ -114,7 +115,7 @@ impl Fleet {
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
-                Some(key) = failures.recv() => self.tell_failure(&key).await,
+                Some(failure) = failures.recv() => self.tell_failure(&failure).await,
                 Some(h) = heard.recv() => match h {
                     Heard::Row(payload) => self.heard(&payload, breakers, &pending),
                     Heard::Reconnected => self.refresh(breakers, &mut pending).await,
@@ -346,14 +347,17 @@ impl Fleet {
 
     /// Tells the others that a call of this replica failed in a run (a notification only:
     /// news that could not go out now is stale later, so it is not kept).
-    async fn tell_failure(&self, key: &BreakerKey) {
+    async fn tell_failure(&self, failure: &RunFailure) {
         if !self.is_connected() {
             return;
         }
         let note = Note::Failure {
-            tool: key.tool.clone(),
-            provider: key.provider.clone(),
+            tool: failure.key.tool.clone(),
+            provider: failure.key.provider.clone(),
             replica: self.replica.clone(),
+            pause_ms: failure
+                .pause
+                .map(|p| u64::try_from(p.as_millis()).unwrap_or(u64::MAX)),
         };
         let payload = serde_json::to_string(&note).unwrap_or_default();
         let notify = self.store.db.notify(TOPIC, &payload);
@@ -376,11 +380,13 @@ impl Fleet {
                 tool,
                 provider,
                 replica,
+                pause_ms,
             }) => {
                 if replica != self.replica
                     && let Some(breaker) = breakers.get(&BreakerKey::new(tool, provider))
                 {
-                    breaker.note_peer_failure(clock::now());
+                    let pause = pause_ms.map(Duration::from_millis);
+                    breaker.note_peer_failure(pause, clock::now());
                 }
             }
             Err(_) => tracing::debug!("fleet: a notification this version cannot read"),

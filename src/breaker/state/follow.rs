@@ -124,13 +124,15 @@ impl Machine {
 
     /// Another replica's call failed: it joins this replica's run of failures (a success of
     /// this replica's own ends the run), so a fleet opens on about `consecutive_failures` of
-    /// its failures, not that many per replica. The open it may cause is this replica's own.
-    pub(in crate::breaker) fn note_peer_failure(&mut self, now: Instant) {
+    /// its failures, not that many per replica. `pause` is the wait it named when it was a
+    /// 429 that named one, so a fleet's run of such 429s opens as the provider's rate-limit
+    /// pause, as one replica's does. The open it may cause is this replica's own.
+    pub(in crate::breaker) fn note_peer_failure(&mut self, pause: Option<Duration>, now: Instant) {
         let now = self.advance(now);
         if !matches!(self.phase, Phase::Closed) {
             return;
         }
-        self.run.fail(None);
+        self.run.fail(pause);
         self.open_on_run(now);
     }
 

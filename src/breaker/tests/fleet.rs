@@ -204,11 +204,11 @@ async fn an_idle_replica_lets_its_lease_lapse_and_takes_it_again_only_for_a_call
 async fn peer_failures_join_the_run_and_an_own_success_ends_it() {
     let mut h = Harness::new(config());
     h.calls(h.at(0.0), FAIL, 2);
-    h.breaker.note_peer_failure(h.at(0.1));
-    h.breaker.note_peer_failure(h.at(0.1));
+    h.breaker.note_peer_failure(None, h.at(0.1));
+    h.breaker.note_peer_failure(None, h.at(0.1));
     h.calls(h.at(0.2), FAST, 1);
     for _ in 0..4 {
-        h.breaker.note_peer_failure(h.at(0.3));
+        h.breaker.note_peer_failure(None, h.at(0.3));
     }
     assert_eq!(
         h.state(h.at(0.3)),
@@ -242,9 +242,60 @@ async fn failures_in_a_run_are_told_and_nothing_else() {
     assert!(rx.try_recv().is_err(), "successes are never told");
     h.calls(h.at(0.1), FAIL, 4);
     for _ in 0..4 {
-        assert_eq!(rx.try_recv().ok(), Some(key()));
+        let told = RunFailure {
+            key: key(),
+            pause: None,
+        };
+        assert_eq!(rx.try_recv().ok(), Some(told));
     }
     // The fifth opens the breaker: the open is published instead.
     h.calls(h.at(0.2), FAIL, 1);
     assert!(rx.try_recv().is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429s_wait_is_told_with_it() {
+    let h = Harness::new(config());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    h.breaker.share_failures(tx);
+    let limited = Outcome::Failure(FailureReason::RateLimited {
+        retry_after: Some(secs(10.0)),
+    });
+    h.calls(h.at(0.0), limited, 1);
+    let told = RunFailure {
+        key: key(),
+        pause: Some(secs(10.0)),
+    };
+    assert_eq!(rx.try_recv().ok(), Some(told));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fleets_run_of_429s_with_a_retry_after_pauses_for_the_last_one() {
+    // Three replicas' 429s `Retry-After: 10`, two of them told by peers: the run is the
+    // provider's rate limit, as on one replica, and the pause is published without the ramp.
+    let mut h = Harness::new(config());
+    let limited = Outcome::Failure(FailureReason::RateLimited {
+        retry_after: Some(secs(10.0)),
+    });
+    h.calls(h.at(0.0), limited, 3);
+    h.breaker.note_peer_failure(Some(secs(12.0)), h.at(0.1));
+    h.breaker.note_peer_failure(Some(secs(9.0)), h.at(0.2));
+    assert_eq!(
+        h.transitions(),
+        vec![(
+            BreakerState::Closed,
+            BreakerState::Open,
+            TransitionReason::RetryAfter {
+                retry_after: secs(9.0)
+            }
+        )]
+    );
+    let snapshot = h.breaker.snapshot(h.at(0.2));
+    assert!(snapshot.quota_pause, "followed without the ramp");
+    assert_eq!(snapshot.open_until, Some(h.at(9.2)));
+    // A peer's failure of another kind (or from a replica too old to say) makes it a trip.
+    let mut h = Harness::new(config());
+    h.calls(h.at(0.0), limited, 4);
+    h.breaker.note_peer_failure(None, h.at(0.1));
+    assert_eq!(h.transitions()[0].2, TransitionReason::ConsecutiveFailures);
 }

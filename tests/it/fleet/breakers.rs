@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use faregate::jobs::Store;
-use faregate_sim::{Fault, RouteGroup};
+use faregate_sim::{Fault, RateLimitFault, RouteGroup};
 
 use super::{
     breaker, drop_schema, epoch_ms, fleet_config, force, postgres_url, replica, replica_name,
@@ -131,6 +131,70 @@ async fn a_fleet_opens_on_its_failures_together_not_on_each_replicas() {
         sent <= 10,
         "the fleet sent {sent} requests before it opened"
     );
+    drop(gateways);
+    drop_schema(&url, &schema).await;
+}
+
+/// The same run of failures, each a 429 `Retry-After: 20`: the replicas tell each other the
+/// wait with each failure, so the replica whose run reaches five (most of it its peers') opens
+/// as the provider's rate-limit pause, with reason `retry_after` and for those 20 s, and every
+/// replica follows that open.
+#[tokio::test]
+async fn a_fleets_run_of_429s_with_retry_after_opens_as_a_rate_limit_pause() {
+    let Some(url) = postgres_url("a_fleets_run_of_429s_with_retry_after") else {
+        return;
+    };
+    let schema = schema("fg_fleet_pause");
+    let sim = support::start_sim(27).await;
+    let limited = Fault {
+        rate_limited: Some(RateLimitFault { retry_after_s: 20 }),
+        ..Fault::default()
+    };
+    sim.sim.set_fault(RouteGroup::DuffelAirSearch, limited);
+    let mut gateways = Vec::new();
+    for _ in 0..3 {
+        gateways.push(replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await);
+    }
+    let mut next = 0;
+    wait_until(Duration::from_secs(20), "every replica to open", || {
+        next += 1;
+        let gateway = &gateways[next % 3];
+        let gateways = &gateways;
+        async move {
+            search_flights(gateway).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let mut states = Vec::new();
+            for g in gateways {
+                states.push(breaker(g, FLIGHTS).await["state"].clone());
+            }
+            if states.iter().all(|s| s == "open") {
+                Ok(())
+            } else {
+                Err(format!("{states:?}"))
+            }
+        }
+    })
+    .await;
+    for gateway in &gateways {
+        let b = breaker(gateway, FLIGHTS).await;
+        let remaining = b["open_remaining_s"].as_f64().unwrap_or(f64::MAX);
+        assert!(remaining <= 20.0, "the provider's 20 s, not 30: {b:#}");
+        // The fleet's history reaches each replica through the store.
+        let opening = wait_until(
+            Duration::from_secs(10),
+            "the opening in the history",
+            || async move {
+                let b = breaker(gateway, FLIGHTS).await;
+                let transitions = b["transitions"].as_array().cloned().unwrap_or_default();
+                transitions
+                    .into_iter()
+                    .find(|t| t["from"] == "closed" && t["to"] == "open")
+                    .ok_or_else(|| format!("{b:#}"))
+            },
+        )
+        .await;
+        assert_eq!(opening["reason"], "retry_after", "{opening:#}");
+    }
     drop(gateways);
     drop_schema(&url, &schema).await;
 }
