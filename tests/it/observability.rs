@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use faregate::config::Config;
-use faregate_sim::RouteGroup;
+use faregate_sim::{Fault, RateLimitFault, RouteGroup};
 use serde_json::{Value, json};
 
 use crate::support::{MapEnv, Stack, in_days, one_provider_per_tool, send, wait_until};
@@ -154,6 +154,57 @@ async fn metrics_after_a_flight_outage_count_calls_attempts_fast_fails_and_fallb
         "{entry:#}"
     );
     assert_eq!(entry["history"]["slow_rate_at_last_open"], 0.0, "{entry:#}");
+}
+
+/// A provider answering 429 `Retry-After: 20` to every search (no single one longer than
+/// `open_for`, 30 s): its fifth in a row opens the breaker as the provider's rate-limit pause,
+/// and every view an operator has says so: the transition counter and the breaker API's
+/// history name `retry_after` (not `consecutive_failures`), and the breaker is open for the
+/// provider's 20 s, not the backoff's 30 s.
+#[tokio::test]
+async fn a_run_of_429s_with_retry_after_shows_as_a_retry_after_opening() {
+    let s = stack_with(keys(), |c| c).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            rate_limited: Some(RateLimitFault { retry_after_s: 20 }),
+            ..Fault::default()
+        },
+    );
+    for _ in 0..5 {
+        // 20 s does not fit the 12 s deadline: each call is one attempt, answered at once.
+        let env = call(&s, flights(30)).await;
+        assert_eq!(env["status"], "unavailable", "{env:#}");
+    }
+    let fast = call(&s, flights(30)).await;
+    assert_eq!(fast["breaker"], "open", "{fast:#}");
+    assert!(
+        fast["retry_after_s"].as_u64().is_some_and(|s| s <= 20),
+        "{fast:#}"
+    );
+    let text = scrape_until(&s, r#"faregate_breaker_transitions_total{from="closed",provider="duffel",reason="retry_after",to="open",tool="search_flights"} 1"#)
+        .await;
+    for line in [
+        r#"faregate_breaker_transitions_total{from="closed",provider="duffel",reason="consecutive_failures",to="open",tool="search_flights"} 0"#,
+        r#"faregate_upstream_attempts_total{error_type="rate_limited",outcome="failure",provider="duffel",tool="search_flights"} 5"#,
+        r#"faregate_breaker_state{provider="duffel",state="open",tool="search_flights"} 1"#,
+    ] {
+        assert_sample(&text, line);
+    }
+    let (status, body) = get(&s, "/v1/breakers/search_flights.duffel", Some("client-key")).await;
+    assert_eq!(status, 200, "{body}");
+    let entry: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(entry["state"], "open", "{entry:#}");
+    assert_eq!(entry["transitions"][0]["to"], "open", "{entry:#}");
+    assert_eq!(
+        entry["transitions"][0]["reason"], "retry_after",
+        "{entry:#}"
+    );
+    let remaining = entry["open_remaining_s"].as_f64().unwrap_or(f64::MAX);
+    assert!(
+        remaining <= 20.0,
+        "open for the provider's 20 s, not 30: {entry:#}"
+    );
 }
 
 #[tokio::test]
