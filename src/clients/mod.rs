@@ -10,7 +10,9 @@
 //! - `roster.rs`: [`Roster`], every accepted key as a digest with the [`ClientProfile`] it
 //!   names, and the [`Directory`] that swaps the roster whole on a reload;
 //! - `rate.rs`: [`Rates`], each client's request rate, which a fleet's replicas charge for each
-//!   other's calls, and `fleet_rate.rs`: [`SharedRates`], how they tell each other.
+//!   other's calls, and `fleet_rate.rs`: [`SharedRates`], how they tell each other;
+//! - `share.rs`: [`ToolShare`], how many of a tool's concurrent calls one client may hold while
+//!   several clients call, and [`Shares`], what each client holds of one tool.
 
 mod budget;
 mod fleet_rate;
@@ -18,6 +20,7 @@ mod name;
 mod rate;
 mod roster;
 mod scope;
+mod share;
 
 pub use budget::{Amount, DailyBudget};
 pub use fleet_rate::{ClientKey, Heard, SharedRates, Told};
@@ -25,3 +28,4 @@ pub use name::{ClientName, InvalidClientName};
 pub use rate::{Admitted, Quota, Rates, SHARE_EVERY};
 pub use roster::{ClientProfile, Directory, KeyDigest, Roster, digest, digest_from_hex};
 pub use scope::Scope;
+pub use share::{SHARE_LIMIT, ShareFull, ShareSlot, Shares, ToolShare};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use crate::breaker::{BreakerConfig, BreakerScope};
-use crate::clients::{ClientName, DailyBudget, Scope};
+use crate::clients::{ClientName, DailyBudget, Scope, ToolShare};
 use crate::policy::RetryPolicy;
 
 /// The whole gateway configuration: `faregate.toml` plus `tools/*.toml` plus `prompts/`.
@@ -153,10 +153,14 @@ pub struct LimitsConfig {
     /// MCP sessions one client may keep open at once; `None` = no cap. The same for every
     /// client.
     pub client_max_mcp_sessions: Option<u32>,
+    /// While more than one client may call, the share of each tool's concurrent calls
+    /// (`max_concurrent`) one client may hold on a replica: `ceil(max_concurrent × share)`, at
+    /// least 1. The same for every client.
+    pub client_share_of_tool: ToolShare,
 }
 
 /// The defaults for `[limits]`: 20 requests a second with bursts of 40, 32 in flight, 32 open
-/// event streams and 64 MCP sessions.
+/// event streams, 64 MCP sessions, and half of a tool's concurrent calls per client.
 pub fn default_limits() -> LimitsConfig {
     LimitsConfig {
         client_rate: Some(Rate {
@@ -167,6 +171,7 @@ pub fn default_limits() -> LimitsConfig {
         client_max_concurrent_calls: Some(32),
         client_max_streams: Some(32),
         client_max_mcp_sessions: Some(64),
+        client_share_of_tool: ToolShare::HALF,
     }
 }
 

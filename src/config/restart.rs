@@ -261,6 +261,13 @@ pub fn settle(
         &cap(r.client_max_mcp_sessions),
         &cap(n.client_max_mcp_sessions),
     );
+    // The same for every client: a [[clients]] entry has no share of its own.
+    differ(
+        &mut out,
+        "[limits] client_share_of_tool",
+        &Shown(r.client_share_of_tool.to_string()),
+        &Shown(n.client_share_of_tool.to_string()),
+    );
     let (r, n) = (&running.jobs, &read.jobs);
     differ(
         &mut out,

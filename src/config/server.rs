@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::model::{LimitsConfig, Rate, ServerConfig, ToolConfig, default_limits, default_server};
 use super::reader::Section;
+use crate::clients::ToolShare;
 
 /// `[server]` with the tools and prompts directories (relative to `base`).
 pub(super) fn read_server(
@@ -125,6 +126,13 @@ pub(super) fn read_limits(root: &Section<'_>) -> LimitsConfig {
     }
     if let Some(n) = s.integer("client_max_mcp_sessions", 0, 1_000_000) {
         limits.client_max_mcp_sessions = (n > 0).then_some(n as u32);
+    }
+    // `fraction` refuses what is not in (0, 1], saying what to write; the share checks again.
+    if let Some(fraction) = s.fraction("client_share_of_tool") {
+        match ToolShare::new(fraction) {
+            Ok(share) => limits.client_share_of_tool = share,
+            Err(msg) => s.error("client_share_of_tool", msg),
+        }
     }
     s.finish();
     limits

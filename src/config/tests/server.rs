@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::{MapFiles, errors_of};
+use crate::clients::ToolShare;
 use crate::config::{REQUEST_TIMEOUT_MARGIN, Rate};
 
 #[test]
@@ -32,6 +33,7 @@ fn defaults_protect_an_exposed_gateway() {
     assert_eq!(config.limits.client_max_concurrent_calls, Some(32));
     assert_eq!(config.limits.client_max_streams, Some(32));
     assert_eq!(config.limits.client_max_mcp_sessions, Some(64));
+    assert_eq!(config.limits.client_share_of_tool, ToolShare::HALF);
 }
 
 #[test]
@@ -83,6 +85,11 @@ fn server_and_limits_keys_are_read() {
             "client_max_mcp_sessions = 64",
             "client_max_mcp_sessions = 0",
         )
+        .edit(
+            "faregate.toml",
+            "client_share_of_tool = 0.5",
+            "client_share_of_tool = \"25%\"",
+        )
         .load()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -107,6 +114,34 @@ fn server_and_limits_keys_are_read() {
     );
     assert_eq!(config.limits.client_max_streams, Some(4));
     assert_eq!(config.limits.client_max_mcp_sessions, None, "0 = no cap");
+    assert_eq!(config.limits.client_share_of_tool.to_string(), "0.25");
+}
+
+#[test]
+fn a_client_share_is_a_fraction_greater_than_0_and_at_most_1() {
+    let whole = MapFiles::defaults()
+        .edit(
+            "faregate.toml",
+            "client_share_of_tool = 0.5",
+            "client_share_of_tool = 1",
+        )
+        .load()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(whole.limits.client_share_of_tool.is_whole());
+    for bad in ["0", "1.5", "-0.5", "\"half\"", "true"] {
+        let errors = errors_of(MapFiles::defaults().edit(
+            "faregate.toml",
+            "client_share_of_tool = 0.5",
+            &format!("client_share_of_tool = {bad}"),
+        ));
+        assert_eq!(errors.len(), 1, "{bad}: {errors:#?}");
+        assert!(
+            errors[0].contains(
+                "limits.client_share_of_tool: expected a fraction greater than 0 and at most 1, e.g. 0.5"
+            ),
+            "{bad}: {errors:#?}"
+        );
+    }
 }
 
 #[test]
@@ -169,7 +204,7 @@ fn impossible_server_and_limit_values_are_all_named() {
         "limits.client_rate: \"lots\" is not a rate; write requests per period, e.g. \"20/s\"",
         "limits.client_burst: 0 is out of range",
         "limits.client_max_streams: -1 is out of range",
-        "limits.client_bust: unknown key; valid keys here: client_burst, client_max_concurrent_calls, client_max_mcp_sessions, client_max_streams, client_rate",
+        "limits.client_bust: unknown key; valid keys here: client_burst, client_max_concurrent_calls, client_max_mcp_sessions, client_max_streams, client_rate, client_share_of_tool",
         "server.request_timeout: 3s is not longer than the deadline of",
     ];
     assert_eq!(errors.len(), expect.len(), "{errors:#?}");
