@@ -3,7 +3,9 @@
 //! The pipeline only reports what happened ([`Failure`]); these two pure functions decide what
 //! that means for whoever asked:
 //!
-//! - [`interactive`]: a model is waiting, so it gets an envelope now, in this order: the
+//! - [`interactive`]: a model is waiting, so it gets an envelope now, in this order: a client
+//!   that holds its share of the tool is told so (`rejected` with its `limit`: its own doing,
+//!   so neither a stale result nor the fallback, which would call the tool failing), else the
 //!   provider's refusal (the model can fix it), else the last good result for the same
 //!   arguments (`stale`, with its age), else for a write that may have reached the provider
 //!   "outcome unknown" (never "nothing was booked"), else for a write the provider says it did
@@ -14,7 +16,8 @@
 //! - [`background`]: nobody waits, so a job gets a [`Verdict`]: later (with the wait the
 //!   provider side asked for, cut to the soonest another provider of the chain is back, or the
 //!   first maintenance window's end, as its anchor; also a
-//!   write that failed before its request was sent, which is as safe to repeat as a read), or
+//!   write that failed before its request was sent, which is as safe to repeat as a read, and
+//!   a job whose client held its share of the tool, as a full bulkhead), or
 //!   never (a refusal, a write the provider says it did not carry out, or a write whose outcome
 //!   is unknown: repeating it could book twice).
 //!
@@ -25,8 +28,9 @@ use std::time::Duration;
 
 use super::envelope::{CallInfo, Data, Envelope};
 use super::last_good::GoodResult;
-use super::outcome::{Failure, Held, Success};
+use super::outcome::{Failure, Held, OverShare, Success};
 use crate::breaker::BreakerState;
+use crate::clients::SHARE_LIMIT;
 use crate::providers::{ErrorKind, UpstreamError, WriteEffect};
 use crate::texts::call as texts;
 
@@ -132,8 +136,39 @@ pub(super) fn fresh(info: CallInfo, success: Success) -> Envelope {
     Envelope::ok(info, content, data, success.provider)
 }
 
+/// How long a client refused for holding its share of a tool is told to wait: as the edge
+/// tells a client over its calls in flight, a second (one of its calls may finish any moment).
+pub(super) const SHARE_RETRY: Duration = Duration::from_secs(1);
+
+/// The answer to a call refused because its client holds its share of the tool, when
+/// `failure` is that refusal (`info` is given back otherwise). The client's own doing, not the
+/// tool's: no stale result and no fallback text (both would say the tool is failing), but
+/// `rejected` naming the limit and how to keep under it, as the edge's 429 does. It needs no
+/// fact of the tool's state, so the gateway asks it before gathering them.
+pub(super) fn limited(info: CallInfo, failure: &Failure) -> Result<Envelope, CallInfo> {
+    let Failure::ClientShareFull(OverShare {
+        slots,
+        max_concurrent,
+        share,
+    }) = failure
+    else {
+        return Err(info);
+    };
+    let content = texts::client_share_full(&info.tool, *slots, *max_concurrent, &share.to_string());
+    Ok(Envelope::limited(
+        info,
+        content,
+        SHARE_LIMIT,
+        SHARE_RETRY.as_secs(),
+    ))
+}
+
 /// The interactive answer to a failure.
 pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope {
+    let facts = match limited(facts.info, failure) {
+        Ok(envelope) => return envelope,
+        Err(info) => Interactive { info, ..facts },
+    };
     let breaker = match failure {
         Failure::Breaker { rejected, .. } => Some(rejected.state),
         // A maintenance window acts as a breaker forced open.
@@ -320,6 +355,14 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             attempted: false,
             rate_limited: None,
         },
+        // As a full bulkhead: silently later, no attempt counted (no provider was asked), the
+        // requeue's own short wait (one of the client's calls may finish any moment).
+        Failure::ClientShareFull(OverShare { slots, share, .. }) => Verdict::Later {
+            anchor: None,
+            error: texts::client_share_full_background(&facts.info.tool, slots, &share.to_string()),
+            attempted: false,
+            rate_limited: None,
+        },
         Failure::DeadlinePassed => Verdict::Later {
             anchor: None,
             error: texts::deadline_passed(),
@@ -357,6 +400,7 @@ fn may_have_executed(failure: &Failure) -> bool {
     match failure {
         Failure::Upstream { error, .. } => error.write_may_have_happened(),
         Failure::BulkheadFull
+        | Failure::ClientShareFull(_)
         | Failure::Breaker { .. }
         | Failure::Maintenance { .. }
         | Failure::DeadlinePassed => false,
@@ -385,6 +429,7 @@ fn retry_estimate(
             .unwrap_or(TRANSIENT_RETRY),
         // A slot frees at the latest when the calls holding them time out.
         Failure::BulkheadFull => timeout.min(TRANSIENT_RETRY),
+        Failure::ClientShareFull(_) => SHARE_RETRY,
         Failure::DeadlinePassed => TRANSIENT_RETRY,
     }
 }

@@ -114,12 +114,35 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
     ///
     /// Also the leader's span when this caller joined a call another leads (`None` when it
     /// leads): the current span is the leader's when it leads.
+    #[cfg(test)]
     pub(super) fn join<F>(
         &self,
         key: Arc<str>,
         deadline: Instant,
         call: impl FnOnce(Steps) -> F,
     ) -> (Waiter<T>, Option<Span>)
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        let joined = self.try_join(key, deadline, |steps| {
+            Ok::<_, std::convert::Infallible>(call(steps))
+        });
+        match joined {
+            Ok(joined) => joined,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Coalescer::join`], where leading may be refused: `call` is made only when this caller
+    /// would lead, and when it refuses (`Err`) no call is started or kept under `key`, so the
+    /// refusal is this caller's alone and nobody joins it. (A read whose client holds its
+    /// share of the tool may join a call in flight, which takes no slot, but not lead one.)
+    pub(super) fn try_join<F, E>(
+        &self,
+        key: Arc<str>,
+        deadline: Instant,
+        call: impl FnOnce(Steps) -> Result<F, E>,
+    ) -> Result<(Waiter<T>, Option<Span>), E>
     where
         F: Future<Output = T> + Send + 'static,
     {
@@ -140,13 +163,13 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
                 outcome: flight.outcome.clone(),
                 steps: flight.steps.clone(),
             };
-            return (waiter, Some(flight.leader.clone()));
+            return Ok((waiter, Some(flight.leader.clone())));
         }
+        let steps = progress::channel();
+        let call = call(steps.clone())?;
         let id = flights.next_id;
         flights.next_id += 1;
         let (publish, outcome) = watch::channel(None);
-        let steps = progress::channel();
-        let call = call(steps.clone());
         let shared = Arc::clone(&self.flights);
         let task_key = Arc::clone(&key);
         // The task cannot remove its entry before it is inserted: that needs this lock.
@@ -185,7 +208,7 @@ impl<T: Clone + Send + Sync + 'static> Coalescer<T> {
             outcome,
             steps,
         };
-        (waiter, None)
+        Ok((waiter, None))
     }
 }
 
@@ -318,6 +341,35 @@ mod tests {
             .0;
         assert_eq!((a.outcome().await, b.outcome().await), (Some(1), Some(2)));
         assert_eq!(starts.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_refused_to_lead_starts_and_keeps_nothing_but_may_join() {
+        let coalescer: Coalescer<u32> = Coalescer::default();
+        let starts = Arc::new(AtomicU32::new(0));
+        let refused = coalescer.try_join("k".into(), later(10), |_| {
+            Err::<futures::future::BoxFuture<'static, u32>, _>("at its share")
+        });
+        assert!(matches!(refused, Err("at its share")));
+        assert_eq!(coalescer.in_flight(), 0, "nothing kept for others to join");
+        let (mut leader, led) = coalescer.join(
+            "k".into(),
+            later(10),
+            counted(&starts, Duration::from_secs(1), 3),
+        );
+        assert!(led.is_none(), "the next caller leads a call of its own");
+        // A caller that could not lead may still join a call in flight: it is never asked.
+        let joined = coalescer.try_join("k".into(), later(10), |_| {
+            Err::<futures::future::BoxFuture<'static, u32>, _>("at its share")
+        });
+        let Ok((mut follower, Some(_))) = joined else {
+            panic!("joined the call in flight");
+        };
+        assert_eq!(
+            (leader.outcome().await, follower.outcome().await),
+            (Some(3), Some(3))
+        );
+        assert_eq!(starts.load(Ordering::Relaxed), 1);
     }
 
     #[tokio::test(start_paused = true)]

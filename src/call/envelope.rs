@@ -25,7 +25,9 @@ pub enum Status {
     Stale,
     /// The tool cannot answer now; `content` is its fallback text.
     Unavailable,
-    /// The provider refused the request for a reason the model can fix.
+    /// The provider refused the request for a reason the model can fix, or the gateway
+    /// refused it for the client's own doing (a spent budget; its share of the tool, with
+    /// [`Envelope::limit`] set).
     Rejected,
     /// The arguments do not match the tool's schema.
     InvalidArguments,
@@ -96,6 +98,11 @@ pub struct Envelope {
     pub job_id: Option<String>,
     /// The provider that answered, or was tried last.
     pub provider: Option<String>,
+    /// The per-client limit that refused the call, for a call refused because its client
+    /// holds its share of the tool (`client_share_of_tool`), as the edge's 429 names its
+    /// limits; absent from every other envelope (not serialized, so their shape is unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
     /// The end of `content` that a remembered result repeats, with its JSON escaping made once
     /// ([`SharedText`]): a stale or `fresh_for` answer's kilobytes of text are not escaped
     /// again on every call. Not data: never serialized, and not compared.
@@ -193,6 +200,17 @@ impl Envelope {
         }
     }
 
+    /// Refused by the per-client `limit` before any provider was asked (the client's own
+    /// doing: `content` says which limit and how to keep under it); calling again is worth it
+    /// in `retry_after_s`.
+    pub fn limited(info: CallInfo, content: String, limit: &str, retry_after_s: u64) -> Self {
+        Envelope {
+            limit: Some(limit.to_string()),
+            retry_after_s: Some(retry_after_s),
+            ..Self::bare(info, Status::Rejected, content)
+        }
+    }
+
     /// The arguments are wrong; `content` names every field to fix.
     pub fn invalid_arguments(info: CallInfo, content: String) -> Self {
         Self::bare(info, Status::InvalidArguments, content)
@@ -220,6 +238,7 @@ impl Envelope {
             breaker: info.breaker,
             job_id: None,
             provider: None,
+            limit: None,
             content_tail: ContentTail::default(),
         }
     }
@@ -255,6 +274,7 @@ impl Envelope {
             breaker: text("breaker").unwrap_or_default(),
             job_id: text("job_id"),
             provider: text("provider"),
+            limit: text("limit"),
             content_tail: ContentTail::default(),
         })
     }
@@ -314,6 +334,9 @@ impl Envelope {
         field(out, "breaker", &self.breaker)?;
         field(out, "job_id", &self.job_id)?;
         field(out, "provider", &self.provider)?;
+        if let Some(limit) = &self.limit {
+            field(out, "limit", limit)?;
+        }
         out.push(b'}');
         Ok(())
     }
@@ -533,6 +556,7 @@ mod tests {
             Envelope::rejected(info(), "no".into(), "amadeus".into()),
             Envelope::invalid_arguments(info(), "bad".into()),
             Envelope::queued(info(), "queued".into(), "job_1".into()),
+            Envelope::limited(info(), "too many".into(), "client_share_of_tool", 1),
         ] {
             let sent: Value = serde_json::from_slice(&env.to_json_bytes()).expect("JSON");
             assert_eq!(Envelope::from_stored(&sent), Some(env));
@@ -641,6 +665,24 @@ mod tests {
         );
         let unavailable = Envelope::unavailable(info(), "down".into(), Some(10), None);
         assert_eq!((unavailable.data, unavailable.job_id), (None, None));
+        // Only a call a per-client limit refused names it; every other envelope has no `limit`.
+        let limited = Envelope::limited(info(), "too many".into(), "client_share_of_tool", 1);
+        assert_eq!(
+            serde_json::to_value(&limited).expect("serializes"),
+            json!({
+                "call_id": "c", "tool": "search_hotels", "status": "rejected",
+                "content": "too many", "data": null, "stale_age_s": null, "cached_age_s": null,
+                "retry_after_s": 1, "breaker": "", "job_id": null, "provider": null,
+                "limit": "client_share_of_tool",
+            })
+        );
+        // Written with a pre-escaped tail, it says the same.
+        let tail = SharedText::from("many");
+        let limited = limited.with_content_tail(&tail);
+        assert_eq!(
+            String::from_utf8(limited.to_json_bytes()).expect("UTF-8"),
+            String::from_utf8(serde_json::to_vec(&limited).expect("serializes")).expect("UTF-8")
+        );
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //! CallRequest ─▶ look up the tool ─▶ check the arguments once (schema + semantic)
 //!   ─▶ a read: answered from memory within `fresh_for`, else shared with identical reads in
 //!      flight (one pipeline run for all of them)
-//!   ─▶ pipeline: bulkhead ─▶ for each provider: breaker permit ─▶ attempt (timeout ⊂ deadline)
-//!                                               ─▶ classify ─▶ record ─▶ retry | next provider
+//!   ─▶ pipeline: the client's share ─▶ bulkhead ─▶ for each provider: breaker permit
+//!                ─▶ attempt (timeout ⊂ deadline) ─▶ classify ─▶ record ─▶ retry | next provider
 //!   ─▶ Success ─▶ Envelope ok (an interactive read also keeps it as its last good result)
-//!   ─▶ Failure ─▶ interactive: rejected | stale (with its age) | outcome unknown | fallback text
+//!   ─▶ Failure ─▶ interactive: rejected (the provider's, or the client's share) | stale (with
+//!                              its age) | outcome unknown | fallback text
 //!             ─▶ background:  later (with its anchor) | never
 //! ```
 //!
@@ -32,8 +33,8 @@
 //! - `outcome.rs`: what the pipeline returns, `Success` or `Failure`;
 //! - `unanswered.rs`: the arguments of a tool's last unanswered read, which the gateway asks
 //!   again itself to learn that the tool is back when no caller does;
-//! - `served.rs`: the tools as served ([`ServedTool`]: validator, provider chain, bulkhead,
-//!   last good results, shared calls in flight);
+//! - `served.rs`: the tools as served ([`ServedTool`]: validator, provider chain, bulkhead
+//!   and what each client holds of it, last good results, shared calls in flight);
 //! - `observe.rs`: the `Observer` the path reports spans and metrics to;
 //! - `pipeline.rs`: the upstream part, whose module docs say why its steps come in that order;
 //! - `answer.rs`: the two answer policies, pure functions of a `Failure` and the facts around

@@ -21,8 +21,9 @@
 //!   `faregate.outcome` (`success`, `failure`, `ignored`, `rejected`) and `error.type`.
 //!
 //! `error.type` values: `circuit_open`, `maintenance` (a scheduled window; the attempt's
-//! `faregate.breaker.decision` is `maintenance`), `bulkhead_full`, `deadline_exceeded`, and the
-//! provider error kinds (`ErrorKind::as_str`): `timeout`, `connect`, `transport`,
+//! `faregate.breaker.decision` is `maintenance`), `bulkhead_full`, `client_share_full` (the
+//! client held its share of the bulkhead: its call is `rejected`, with `limit`),
+//! `deadline_exceeded`, and the provider error kinds (`ErrorKind::as_str`): `timeout`, `connect`, `transport`,
 //! `rate_limited`, `upstream_5xx`, `misconfigured`, `malformed`, `rejected` (the provider
 //! refused; the model can fix it); plus `invalid_arguments`.
 
@@ -36,6 +37,7 @@ use super::envelope::{Envelope, Status};
 use super::outcome::Failure;
 use super::served::ServedTool;
 use crate::breaker::{Outcome, PermitKind, Rejected};
+use crate::clients::SHARE_LIMIT;
 use crate::providers::UpstreamError;
 use crate::telemetry::{AttemptOutcome, FallbackKind, Telemetry};
 use crate::tools::CallMode;
@@ -181,7 +183,13 @@ impl Observer {
                 metrics.record_fallback(&envelope.tool, kind);
             }
             Status::Rejected => {
-                span.record("error.type", "rejected");
+                // A client refused for holding its share of the tool, told apart from a
+                // provider's refusal.
+                let error = match envelope.limit {
+                    Some(_) => "client_share_full",
+                    None => "rejected",
+                };
+                span.record("error.type", error);
                 span.record("otel.status_code", "ERROR");
             }
             Status::InvalidArguments => {
@@ -198,10 +206,15 @@ impl Observer {
     }
 
     /// Notes why the upstream part of a call failed, on the call's span (and counts a full
-    /// bulkhead).
+    /// bulkhead, and a client refused for holding its share of it, as the edge counts the
+    /// clients over their other limits).
     pub(crate) fn failed(&self, tool: &str, failure: &Failure) {
-        if matches!(failure, Failure::BulkheadFull) {
-            self.telemetry.metrics().record_bulkhead_rejected(tool);
+        match failure {
+            Failure::BulkheadFull => self.telemetry.metrics().record_bulkhead_rejected(tool),
+            Failure::ClientShareFull(_) => {
+                self.telemetry.metrics().record_client_limited(SHARE_LIMIT);
+            }
+            _ => {}
         }
         Span::current().record("error.type", failure.error_type());
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::breaker::{BreakerState, Rejected};
+use crate::clients::ToolShare;
 use crate::providers::{ErrorKind, UpstreamError};
 use crate::tools::ToolOutput;
 
@@ -63,11 +64,32 @@ impl From<&str> for Failed {
     }
 }
 
+/// A client that holds all its share of a tool's bulkhead allows, and so was not let in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OverShare {
+    /// The slots the client holds, all its share allows.
+    pub(crate) slots: u32,
+    /// The tool's bulkhead (`max_concurrent`).
+    pub(crate) max_concurrent: u32,
+    /// The share that allows them.
+    pub(crate) share: ToolShare,
+}
+
+impl From<OverShare> for Failure {
+    fn from(over: OverShare) -> Self {
+        Failure::ClientShareFull(over)
+    }
+}
+
 /// Why a call got no answer from any provider.
 #[derive(Debug)]
 pub(crate) enum Failure {
     /// The tool's bulkhead was full: too many calls of this tool are already upstream.
     BulkheadFull,
+    /// The calling client already holds its share of the tool's bulkhead (`[limits]
+    /// client_share_of_tool`): the client's own doing, not the provider's, so no breaker hears
+    /// of it and the answer says which limit and how to keep under it.
+    ClientShareFull(OverShare),
     /// The provider's breaker refused the attempt without contacting it.
     Breaker {
         /// The provider.
@@ -102,20 +124,21 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    /// The provider the failure names; none for a full bulkhead or a passed deadline.
+    /// The provider the failure names; none for a full bulkhead (the tool's, or the client's
+    /// share of it) or a passed deadline.
     pub(crate) fn provider(&self) -> Option<&str> {
         match self {
             Failure::Breaker { provider, .. } | Failure::Upstream { provider, .. } => {
                 Some(provider)
             }
             Failure::Maintenance { held } => held.last().map(|h| h.provider.as_str()),
-            Failure::BulkheadFull | Failure::DeadlinePassed => None,
+            Failure::BulkheadFull | Failure::ClientShareFull(_) | Failure::DeadlinePassed => None,
         }
     }
 
     /// Every provider that failed this call, in chain order, the one the failure names among
     /// them (the fallback text names them all: "duffel and amadeus", not only the last). Empty
-    /// for a full bulkhead or a passed deadline.
+    /// for a full bulkhead (the tool's, or the client's share of it) or a passed deadline.
     pub(crate) fn failed_providers(&self) -> Vec<&str> {
         match self {
             Failure::Breaker {
@@ -131,7 +154,9 @@ impl Failure {
                 }
             }
             Failure::Maintenance { held } => held.iter().map(|h| h.provider.as_str()).collect(),
-            Failure::BulkheadFull | Failure::DeadlinePassed => Vec::new(),
+            Failure::BulkheadFull | Failure::ClientShareFull(_) | Failure::DeadlinePassed => {
+                Vec::new()
+            }
         }
     }
 
@@ -206,7 +231,7 @@ impl Failure {
             Failure::Upstream { error, .. } => {
                 write || matches!(error.kind, ErrorKind::Rejected { .. })
             }
-            Failure::BulkheadFull | Failure::DeadlinePassed => true,
+            Failure::BulkheadFull | Failure::ClientShareFull(_) | Failure::DeadlinePassed => true,
             Failure::Breaker { .. } | Failure::Maintenance { .. } => false,
         }
     }
@@ -215,6 +240,7 @@ impl Failure {
     pub(crate) fn error_type(&self) -> &'static str {
         match self {
             Failure::BulkheadFull => "bulkhead_full",
+            Failure::ClientShareFull(_) => "client_share_full",
             Failure::Breaker { .. } => "circuit_open",
             Failure::Maintenance { .. } => "maintenance",
             Failure::DeadlinePassed => "deadline_exceeded",

@@ -2,11 +2,15 @@
 //! (timeout within the deadline) → classify → record → retry or move on.
 //!
 //! # Why this order
-//! - **Bulkhead first**: it bounds how many calls of one tool may be waiting on providers at
-//!   all, so a slow provider can hold at most that many connections and tasks (one slow API
-//!   must not exhaust the pool every other tool needs). It is taken once per call and held
-//!   across retries and providers; a full bulkhead answers at once instead of queueing without
-//!   bound.
+//! - **The client's share, then the bulkhead, first**: the bulkhead bounds how many calls of one
+//!   tool may be waiting on providers at all, so a slow provider can hold at most that many
+//!   connections and tasks (one slow API must not exhaust the pool every other tool needs). It
+//!   is taken once per call and held across retries and providers; a full bulkhead answers at
+//!   once instead of queueing without bound. While several clients call, a client holds at most
+//!   its share of those slots ([`Share`], `clients::ToolShare`), so one client's burst cannot
+//!   fill the bulkhead and turn every other client away from a healthy tool. The share is asked
+//!   first: a client at its share is told so (its own doing) even when the bulkhead is full too,
+//!   and no breaker hears of it.
 //! - **Maintenance before the breaker**: a key in a scheduled maintenance window is refused
 //!   as a forced-open breaker would refuse it, and the call moves to the next provider. A
 //!   chain held everywhere answers with every window (the tool is back when the first ends); a
@@ -43,13 +47,13 @@ use tracing::Instrument;
 
 use super::classify::classify;
 use super::observe::Observer;
-use super::outcome::{Failed, Failure, Held, Success};
+use super::outcome::{Failed, Failure, Held, OverShare, Success};
 use super::progress::{Step, Steps};
 use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
 use crate::breaker::Caller;
-use crate::clients::ClientName;
+use crate::clients::{ClientName, ShareSlot, ToolShare};
 use crate::clock;
 use crate::maintenance::{self, Schedule};
 use crate::policy::SplitMix;
@@ -109,7 +113,66 @@ impl Context<'_> {
     }
 }
 
-/// Runs a validated request upstream: the bulkhead, then the provider chain.
+/// Whose share of the tool's bulkhead a run of the pipeline counts against.
+#[derive(Debug)]
+pub(super) enum Share<'a> {
+    /// No client's: one client calls the gateway (nobody to starve), or the gateway asks the
+    /// tool itself (a back-in-service probe).
+    Free,
+    /// `client`'s, which holds at most `share` of the tool's slots: taken with the bulkhead.
+    Client {
+        /// The client the call is for.
+        client: &'a ClientName,
+        /// Its share of each tool.
+        share: ToolShare,
+    },
+    /// Taken already: a read takes it before it leads a call that identical reads share, so
+    /// that a refusal is the caller's alone and never handed to another client that joined.
+    Taken(ShareSlot),
+}
+
+/// Takes a slot of the client's share of `tool` (nothing to take for [`Share::Free`]), or
+/// refuses: the client holds its share already (a [`Failure::ClientShareFull`] once converted). A refusal is counted
+/// (`faregate_client_limited_total{limit="client_share_of_tool"}`) and logged, naming the
+/// client, and no breaker hears of it.
+pub(super) fn take_share(
+    tool: &ServedTool,
+    share: Share<'_>,
+    cx: &Context<'_>,
+) -> Result<ShareSlot, OverShare> {
+    let (client, share) = match share {
+        Share::Free => return Ok(ShareSlot::free()),
+        Share::Taken(slot) => return Ok(slot),
+        Share::Client { client, share } => (client, share),
+    };
+    let max_concurrent = tool.config.max_concurrent;
+    let slots = share.slots(max_concurrent);
+    // The whole bulkhead: the bulkhead alone bounds the client, and nothing is counted.
+    if slots >= max_concurrent {
+        return Ok(ShareSlot::free());
+    }
+    tool.shares.take(client, slots).map_err(|_| {
+        tracing::info!(
+            tool = tool.spec.name,
+            call_id = cx.call.call_id,
+            client = client.as_str(),
+            slots,
+            max_concurrent,
+            "client holds its share of the tool; call refused"
+        );
+        let over = OverShare {
+            slots,
+            max_concurrent,
+            share,
+        };
+        cx.observer
+            .failed(tool.spec.name, &Failure::ClientShareFull(over));
+        over
+    })
+}
+
+/// Runs a validated request upstream: the client's share and the bulkhead, then the provider
+/// chain.
 ///
 /// `run` and `run_route` return `async move` blocks rather than being `async fn`s: an
 /// `async fn` keeps its arguments twice across an await (as arguments and as locals), and this
@@ -125,9 +188,11 @@ pub(super) fn run<'a>(
     request: &'a ToolRequest,
     deadline: Instant,
     mode: CallMode,
+    share: Share<'a>,
     cx: Context<'a>,
 ) -> impl Future<Output = Result<Success, Failure>> + Send + 'a {
     async move {
+        let _share = take_share(tool, share, &cx)?;
         let Ok(_slot) = Arc::clone(&tool.bulkhead).try_acquire_owned() else {
             cx.observer.failed(tool.spec.name, &Failure::BulkheadFull);
             return Err(Failure::BulkheadFull);

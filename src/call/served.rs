@@ -1,9 +1,9 @@
 //! The tools as served: for each tool its catalog entry and configuration, its compiled argument
 //! validator, its provider chain (each provider behind its breaker: the tool's own on that
 //! provider, or one the provider's tools share, as the provider's breaker scope says), its
-//! bulkhead, its last good results and its calls in flight. Built from configuration at start
-//! and again on each reload (which carries the breakers, the bulkhead and the last good results
-//! of an unchanged tool over); read by every call.
+//! bulkhead with what each client holds of it, its last good results and its calls in flight.
+//! Built from configuration at start and again on each reload (which carries the breakers, the
+//! bulkhead and the last good results of an unchanged tool over); read by every call.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +23,7 @@ use super::outcome::Failure;
 use super::unanswered::Unanswered;
 use super::upstream::Upstream;
 use crate::breaker::{Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState};
+use crate::clients::Shares;
 use crate::config::ToolConfig;
 use crate::providers::ErrorKind;
 use crate::tools::{
@@ -42,6 +43,9 @@ pub struct ServedTool {
     pub(super) routes: Vec<Route>,
     /// Bounds the calls of this tool that are upstream at once (`max_concurrent`).
     pub(super) bulkhead: Arc<Semaphore>,
+    /// The bulkhead slots each client holds, counted against its share while several clients
+    /// call (`clients::ToolShare`).
+    pub(super) shares: Arc<Shares>,
     /// Last good results, for read tools with `fresh_for` or `stale_for`.
     pub(super) last_good: Option<LastGood>,
     /// The read calls of this tool in flight, by canonical arguments: identical concurrent reads
@@ -163,6 +167,7 @@ impl ServedTool {
             validator,
             routes,
             bulkhead: Arc::new(Semaphore::new(config.max_concurrent as usize)),
+            shares: Arc::default(),
             // A write's result is never served again: an old booking answer would mislead.
             last_good: if write {
                 None
@@ -201,13 +206,15 @@ impl ServedTool {
 
     /// Carries over what `running` (this tool under the configuration being replaced) holds
     /// that callers rely on: its bulkhead when `max_concurrent` did not change (so calls in
-    /// flight still count), its last good results (under this configuration's windows, those
+    /// flight still count), what each client holds of it (counted whatever the new size, so a
+    /// client's calls in flight still count against its share), its last good results (under this configuration's windows, those
     /// of providers still in the chain), each provider's "quota used up until", and the
     /// arguments of its last unanswered read (a reload is no answer).
     pub(super) fn carry_over(&mut self, running: &ServedTool) {
         if self.config.max_concurrent == running.config.max_concurrent {
             self.bulkhead = Arc::clone(&running.bulkhead);
         }
+        self.shares = Arc::clone(&running.shares);
         if let Some(memory) = &running.last_good
             && !self.is_write()
         {

@@ -21,8 +21,8 @@ use super::edge::{
     Browsers, Caller, ClientLimits, ClientSetup, Keys, Role, StreamLimits, client_setup,
 };
 use crate::call::{Gateway, ToolChanges};
-use crate::clients::Roster;
-use crate::config::{self, Config};
+use crate::clients::{Roster, ToolShare};
+use crate::config::{self, Config, LimitsConfig};
 use crate::fleet::Replicas;
 use crate::jobs::callbacks::signing;
 use crate::providers::Env;
@@ -226,6 +226,10 @@ impl AppState {
     fn install_clients(&self, setup: ClientSetup) {
         self.limits.set_own(&setup.own_limits);
         self.gateway.set_budgets(budgets(&setup.roster));
+        // `[limits]` keep their running values until a restart; the clients calling may change.
+        let limits = &self.config().limits;
+        self.gateway
+            .set_client_share(client_share(&setup.roster, limits));
         self.keys.directory().replace(setup.roster);
     }
 
@@ -320,6 +324,12 @@ fn refused(problems: Vec<String>) -> ReloadError {
         "configuration not reloaded; the running one keeps serving"
     );
     ReloadError::Problems(problems)
+}
+
+/// The share of each tool's bulkhead one client may hold, as the gateway holds it: `limits`'
+/// `client_share_of_tool` while `roster` has more than one client, none while it has one.
+pub fn client_share(roster: &Roster, limits: &LimitsConfig) -> Option<ToolShare> {
+    limits.client_share_of_tool.among(roster.profiles().len())
 }
 
 /// The daily booking budgets of `roster`'s clients, by client name, as the gateway holds them

@@ -303,7 +303,7 @@ impl Metrics {
                 let c = counter(
                     &r,
                     "faregate_client_limited_total",
-                    "Requests refused because a client was over a [limits] limit, by limit (client_rate, client_max_concurrent_calls, client_max_streams, client_max_mcp_sessions), or because event streams held their share of the connections (streams_in_all).",
+                    "Requests refused because a client was over a [limits] limit, by limit (client_rate, client_max_concurrent_calls, client_max_streams, client_max_mcp_sessions; client_share_of_tool counts tool calls and job runs refused because the client held its share of the tool's concurrent calls), or because event streams held their share of the connections (streams_in_all).",
                     &["limit"],
                 );
                 for limit in [
@@ -311,6 +311,7 @@ impl Metrics {
                     "client_max_concurrent_calls",
                     "client_max_streams",
                     "client_max_mcp_sessions",
+                    crate::clients::SHARE_LIMIT,
                     "streams_in_all",
                 ] {
                     c.with_label_values(&[limit]);
@@ -600,8 +601,9 @@ impl Metrics {
     }
 
     /// A request refused by a per-client limit (`client_rate`, `client_max_concurrent_calls`,
-    /// `client_max_streams`, `client_max_mcp_sessions`) or by the share of connections event
-    /// streams may take (`streams_in_all`); no client identity is ever a label.
+    /// `client_max_streams`, `client_max_mcp_sessions`, and, counted by the call path per call,
+    /// `client_share_of_tool`) or by the share of connections event streams may take
+    /// (`streams_in_all`); no client identity is ever a label.
     pub fn record_client_limited(&self, limit: &'static str) {
         self.client_limited.with_label_values(&[limit]).inc();
     }

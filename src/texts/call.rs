@@ -344,6 +344,25 @@ pub fn bulkhead_full() -> String {
     "the tool's bulkhead was full".to_string()
 }
 
+/// A call refused because its client already has `slots` calls of `tool` in flight, all that
+/// its share (`share`, as the configuration writes it) of the tool's `max_concurrent` allows:
+/// the client's own doing, said so, with the limit's name and how to keep under it. Nothing was
+/// sent, so the call may simply be made again once one of the client's calls has finished.
+pub fn client_share_full(tool: &str, slots: u32, max_concurrent: u32, share: &str) -> String {
+    let calls = if slots == 1 { "call" } else { "calls" };
+    format!(
+        "{tool} was not called: this client already has {slots} {tool} {calls} in flight, its share of the tool's {max_concurrent} concurrent calls ([limits] client_share_of_tool = {share}), which keeps one client from taking the tool from the others. Nothing was sent to the provider, and the tool itself is not failing. Make fewer {tool} calls at once: wait for one to finish, then call again."
+    )
+}
+
+/// A background attempt refused because its client held its share of the tool: the job's
+/// `last_error` while it waits, silently, for one of them to finish.
+pub fn client_share_full_background(tool: &str, slots: u32, share: &str) -> String {
+    format!(
+        "not run: this job's client already had {slots} {tool} calls in flight, its share of the tool ([limits] client_share_of_tool = {share}); nothing was sent, and the job waits for one of them to finish"
+    )
+}
+
 /// A background attempt whose deadline passed before a provider could be asked.
 pub fn deadline_passed() -> String {
     "the deadline passed before a provider answered".to_string()

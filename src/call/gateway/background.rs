@@ -93,11 +93,14 @@ impl Gateway {
                 }
             }
         }
+        // A job counts against its client's share as the client's interactive calls do: one
+        // client's queue must not take every slot of a tool either.
         let ran = pipeline::run(
             &tool,
             &request,
             deadline,
             CallMode::Background,
+            self.share_of(&req.client),
             self.context(&served, CallTag::of(&info.call_id, &req.client)),
         )
         .await;

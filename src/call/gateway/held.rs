@@ -71,7 +71,9 @@ impl Gateway {
             })
         };
         let asked: Vec<&str> = match failure {
-            Failure::Maintenance { .. } | Failure::BulkheadFull => Vec::new(),
+            Failure::Maintenance { .. } | Failure::BulkheadFull | Failure::ClientShareFull(_) => {
+                Vec::new()
+            }
             Failure::DeadlinePassed => tool.routes.iter().map(|r| r.name.as_str()).collect(),
             Failure::Breaker { .. } | Failure::Upstream { .. } => failure.failed_providers(),
         };

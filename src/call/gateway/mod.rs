@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::future::{Future, ready};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -35,13 +36,13 @@ use super::envelope::{CallInfo, Envelope, Status};
 use super::last_good::LastGood;
 use super::observe::Observer;
 use super::outcome::Failure;
-use super::pipeline::{CallTag, Context};
+use super::pipeline::{CallTag, Context, Share};
 use super::progress::StepSender;
 use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::ServedTool;
 use super::upstream::Upstream;
 use crate::breaker::{BreakerKey, BreakerRegistry};
-use crate::clients::{ClientName, Directory};
+use crate::clients::{ClientName, Directory, ToolShare};
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
 use crate::ledger::Ledger;
@@ -133,6 +134,11 @@ pub struct Gateway {
     /// runs): a reload may have narrowed its scope or taken its key away since. Unset (the
     /// library alone, tests of the call path): not checked.
     clients: OnceLock<Arc<Directory>>,
+    /// While several clients may call, the share of each tool's bulkhead one client may hold,
+    /// in parts per million (`ToolShare::parts_per_million`); 0 while one client calls (or
+    /// until told), when the bulkhead alone bounds it. An atomic: read by every call, written
+    /// at start and on each reload of the clients.
+    client_share: AtomicU32,
 }
 
 impl Gateway {
@@ -172,6 +178,7 @@ impl Gateway {
             ledger: OnceLock::new(),
             budgets: std::sync::RwLock::default(),
             clients: OnceLock::new(),
+            client_share: AtomicU32::new(0),
         })
     }
 
@@ -401,6 +408,28 @@ impl Gateway {
         Either::Right(Either::Right(written.map(Ok)))
     }
 
+    /// Holds each client to `share` of every tool's bulkhead from now on (`None`: no share,
+    /// the bulkhead alone). Given at start and on each reload: a share while more than one
+    /// client may call, none while one does (see `clients::ToolShare`).
+    pub fn set_client_share(&self, share: Option<ToolShare>) {
+        let ppm = share.map_or(0, ToolShare::parts_per_million);
+        self.client_share.store(ppm, Ordering::Relaxed);
+    }
+
+    /// The share of each tool's bulkhead clients are held to now, if any.
+    pub fn client_share(&self) -> Option<ToolShare> {
+        ToolShare::from_parts_per_million(self.client_share.load(Ordering::Relaxed))
+    }
+
+    /// Whose share a call of `client` counts against: `client`'s, while clients are held to a
+    /// share.
+    pub(super) fn share_of<'a>(&self, client: &'a ClientName) -> Share<'a> {
+        match self.client_share() {
+            Some(share) => Share::Client { client, share },
+            None => Share::Free,
+        }
+    }
+
     /// Checks the work clients set up earlier against `clients` from now on (see
     /// [`Gateway::may_call`]); set once, at start.
     pub fn check_clients_against(&self, clients: Arc<Directory>) {
@@ -472,6 +501,12 @@ impl Gateway {
         failure: &Failure,
         read_key: Option<&str>,
     ) -> Envelope {
+        // A client refused for holding its share of the tool: its own doing, answered without
+        // asking anything of the tool's state.
+        let info = match answer::limited(info, failure) {
+            Ok(envelope) => return envelope,
+            Err(info) => info,
+        };
         let now = Instant::now();
         if let Some(key) = read_key {
             tool.keep_unanswered(key, failure);

@@ -22,7 +22,7 @@ use crate::breaker::BreakerState;
 use crate::call::answer;
 use crate::call::envelope::CallInfo;
 use crate::call::outcome::Failure;
-use crate::call::pipeline::{self, CallTag};
+use crate::call::pipeline::{self, CallTag, Share};
 use crate::call::served::ServedTool;
 use crate::providers::ErrorKind;
 use crate::tools::{CallMode, ToolRequest};
@@ -82,9 +82,10 @@ impl Gateway {
         let deadline = now + tool.deadline(None);
         let gateway = Arc::clone(self);
         Some(async move {
-            // The gateway's own call: no caller's id, no client.
+            // The gateway's own call: no caller's id, no client, so no client's share.
             let cx = gateway.context(&served, CallTag::default());
-            let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
+            let mode = CallMode::Interactive;
+            let ran = pipeline::run(&tool, &request, deadline, mode, Share::Free, cx).await;
             let probed = match ran {
                 Ok(success) => {
                     let info = CallInfo::new(String::new(), tool.spec.name);

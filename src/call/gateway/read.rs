@@ -18,12 +18,12 @@ use crate::call::envelope::{CallInfo, Envelope};
 use crate::call::last_good::GoodResult;
 use crate::call::observe::Observer;
 use crate::call::outcome::Failure;
-use crate::call::pipeline::{self, CallTag, Context};
+use crate::call::pipeline::{self, CallTag, Context, Share};
 use crate::call::progress::{self, Step, StepSender, Steps};
 use crate::call::reload::Served;
 use crate::call::served::{ServedTool, SharedOutcome};
 use crate::call::shared_text::SharedText;
-use crate::clients::ClientName;
+use crate::clients::{ClientName, ShareSlot};
 use crate::tools::{CallMode, ToolRequest};
 
 impl Gateway {
@@ -67,7 +67,9 @@ impl Gateway {
         if tool.all_open(Instant::now()) {
             let ran = Box::pin(async move {
                 let cx = self.context(&served, CallTag::of(&info.call_id, &client));
-                match pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await {
+                let share = self.share_of(&client);
+                let mode = CallMode::Interactive;
+                match pipeline::run(&tool, &request, deadline, mode, share, cx).await {
                     Ok(success) => self.remember(&tool, &key, answer::fresh(info, success)),
                     Err(failure) => self.interactive_answer(&tool, info, &failure, Some(&key)),
                 }
@@ -82,23 +84,35 @@ impl Gateway {
         // A caller that listens subscribes to the steps now, not when its future is first
         // polled: the shared call's task may run (fail over, report, answer) before that.
         let mut leader_steps = None;
-        let (waiter, leader) =
+        let joined =
             tool.shared_calls
-                .join(Arc::clone(&key), shared_deadline, |shared_steps| {
+                .try_join(Arc::clone(&key), shared_deadline, |shared_steps| {
+                    // A caller leads only with a slot of its client's share, taken here: a refusal
+                    // inside the shared call would be handed to every caller that joined it, of
+                    // any client. Joining a call in flight takes no slot.
+                    let cx = self.context(&served, CallTag::of(&info.call_id, &client));
+                    let slot = pipeline::take_share(&tool, self.share_of(&client), &cx)?;
                     if steps.is_some() {
                         leader_steps = Some(shared_steps.subscribe());
                     }
                     // The call that leads the shared read names it in the pipeline's log lines.
-                    self.shared_read(
+                    let read = self.shared_read(
                         (&served, &tool),
                         (info.call_id.clone(), client),
-                        request,
+                        (request, slot),
                         shared_deadline,
                         Arc::clone(&key),
                         shared_steps,
-                    )
-                    .in_current_span()
+                    );
+                    Ok(read.in_current_span())
                 });
+        let (waiter, leader) = match joined {
+            Ok(joined) => joined,
+            Err(refused) => {
+                let refused = Failure::ClientShareFull(refused);
+                return Either::Left(ready(self.interactive_answer(&tool, info, &refused, None)));
+            }
+        };
         // A caller who joined: its span says so and links to the leader's, under which the
         // shared call's attempts are (only while spans are exported).
         if let Some(leader) = leader {
@@ -161,13 +175,14 @@ impl Gateway {
         }
     }
 
-    /// The one provider call that identical concurrent reads share: the pipeline, then a good
-    /// answer rendered and remembered once for all of them.
+    /// The one provider call that identical concurrent reads share: the pipeline (on the slot
+    /// of its leader's share, `slot`), then a good answer rendered and remembered once for all
+    /// of them.
     pub(super) fn shared_read(
         self: &Arc<Self>,
         (served, tool): (&Arc<Served>, &Arc<ServedTool>),
         (call_id, client): (String, ClientName),
-        request: ToolRequest,
+        (request, slot): (ToolRequest, ShareSlot),
         deadline: Instant,
         key: Arc<str>,
         steps: Steps,
@@ -179,7 +194,8 @@ impl Gateway {
                 steps: Some(&steps),
                 ..gateway.context(&served, CallTag::of(&call_id, &client))
             };
-            let ran = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx).await;
+            let (mode, share) = (CallMode::Interactive, Share::Taken(slot));
+            let ran = pipeline::run(&tool, &request, deadline, mode, share, cx).await;
             // The call id is each caller's own, set when it is answered.
             let info = CallInfo::new(String::new(), tool.spec.name);
             Arc::new(ran.map(|success| gateway.remember(&tool, &key, answer::fresh(info, success))))

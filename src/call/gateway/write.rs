@@ -229,7 +229,9 @@ impl Gateway {
         let (failed_call, failed_client) = (call_id.clone(), client.clone());
         let write_task = async move {
             let cx = gateway.context(&served, CallTag::of(&call_id, &client));
-            let ran = pipeline::run(&tool, &request, runs_until, CallMode::Interactive, cx).await;
+            let share = gateway.share_of(&client);
+            let mode = CallMode::Interactive;
+            let ran = pipeline::run(&tool, &request, runs_until, mode, share, cx).await;
             if let (Some(write), Some(ledger)) = (&write, gateway.ledger.get()) {
                 booking::finish(ledger, &gateway.observer, write, &booking::outcome_of(&ran)).await;
             }

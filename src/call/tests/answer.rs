@@ -49,6 +49,15 @@ fn refused(message: &str) -> Failure {
     })
 }
 
+/// The calling client holds its share of the tool: 2 of its 4 slots.
+fn share_full() -> Failure {
+    Failure::ClientShareFull(crate::call::outcome::OverShare {
+        slots: 2,
+        max_concurrent: 4,
+        share: crate::clients::ToolShare::HALF,
+    })
+}
+
 fn entry() -> GoodResult {
     GoodResult {
         data: Data::new(json!({"offers": [], "total_offers": 0})),
@@ -122,6 +131,18 @@ fn the_interactive_answer_table() {
             refused("unknown airport XXX"),
             cached_for(secs(60)),
             "rejected duffel closed -: The provider refused this search_flights".into(),
+        ),
+        (
+            "a client at its share of the tool: its own doing, no provider, a second's wait",
+            share_full(),
+            read(),
+            "rejected - closed 1 s: search_flights was not called: this clie".into(),
+        ),
+        (
+            "a client at its share is told so even with a cached result (the tool is not failing)",
+            share_full(),
+            cached_for(secs(60)),
+            "rejected - closed 1 s: search_flights was not called: this clie".into(),
         ),
         (
             "an open breaker: fallback text, its remaining time, its state",
@@ -237,9 +258,15 @@ fn the_interactive_answer_table() {
         ),
     ];
     for (name, failure, facts, expected) in rows {
+        let limited = matches!(failure, Failure::ClientShareFull(_));
         let env = answer::interactive(&failure, facts);
         assert_eq!(summary(&env), expected, "{name}");
         assert_eq!(env.call_id, "c1", "{name}");
+        assert_eq!(
+            env.limit.as_deref(),
+            limited.then_some("client_share_of_tool"),
+            "{name}: only a client's share names its limit"
+        );
     }
 }
 
@@ -432,6 +459,18 @@ fn the_background_verdict_table() {
             "a full bulkhead: soon, no attempt counted",
             Failure::BulkheadFull,
             job(false, None),
+            Some((None, false, None)),
+        ),
+        (
+            "a client at its share of the tool: as a full bulkhead, soon, no attempt counted",
+            share_full(),
+            job(false, None),
+            Some((None, false, None)),
+        ),
+        (
+            "a write of a client at its share: nothing was sent, so it runs later",
+            share_full(),
+            job(true, None),
             Some((None, false, None)),
         ),
         (

@@ -9,6 +9,7 @@
 //! - `pipeline`: `pipeline::run` on one served tool;
 //! - `gateway`: both entry points (cancellation, writes, probe priority, background checks);
 //! - `maintenance`: scheduled maintenance windows opening and closing on the paused clock;
+//! - `share`: a client's share of a tool's bulkhead while several clients call;
 //! - `shared`: reads shared by identical concurrent callers, and repeats answered from memory;
 //! - `scope`: breakers shared by a provider's tools (scope `provider`) or per account
 //!   (`credential`).
@@ -19,6 +20,7 @@ mod maintenance;
 mod pipeline;
 mod reload;
 mod scope;
+mod share;
 mod shared;
 
 use std::collections::{BTreeMap, VecDeque};

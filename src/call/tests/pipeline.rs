@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::call::outcome::{Failure, Success};
-use crate::call::pipeline::{self, CallTag, Context};
+use crate::call::pipeline::{self, CallTag, Context, Share};
 use crate::tools::CallMode;
 
 /// Runs `tool` once on `args`, with the tool's deadline from now.
@@ -28,7 +28,7 @@ async fn run(
         maintenance: &crate::maintenance::Schedule::default(),
         call: CallTag::default(),
     };
-    pipeline::run(tool, &request, deadline, mode, cx).await
+    pipeline::run(tool, &request, deadline, mode, Share::Free, cx).await
 }
 
 /// An interactive `search_flights` call of `tool`.
@@ -321,9 +321,16 @@ async fn a_timeout_is_said_to_the_millisecond() {
         maintenance: &crate::maintenance::Schedule::default(),
         call: CallTag::default(),
     };
-    let failure = pipeline::run(&tool, &request, deadline, CallMode::Interactive, cx)
-        .await
-        .expect_err("no answer");
+    let failure = pipeline::run(
+        &tool,
+        &request,
+        deadline,
+        CallMode::Interactive,
+        Share::Free,
+        cx,
+    )
+    .await
+    .expect_err("no answer");
     let Failure::Upstream { error, .. } = failure else {
         panic!("a timeout: {failure:?}");
     };

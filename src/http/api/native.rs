@@ -1,7 +1,8 @@
 //! `POST /v1/tools/{tool}/call`: the native call endpoint. The body is read by
 //! [`crate::agents::native`]; the answer is the envelope, with a status that says what happened
 //! to the HTTP request (200 for every tool result, 202 for a queued job, 422 for invalid
-//! arguments).
+//! arguments, 429 with `Retry-After` for a call its client's share of the tool refused, as the
+//! edge answers a client over its other limits).
 
 use std::future::Future;
 
@@ -79,12 +80,15 @@ fn call_tool(
         let status = match envelope.status {
             Status::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
             Status::Queued => StatusCode::ACCEPTED,
+            // A per-client limit refused the call (its client holds its share of the tool):
+            // 429 with Retry-After, as the edge answers a client over its other limits.
+            Status::Rejected if envelope.limit.is_some() => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::OK,
         };
         // The envelope's data was serialized once when the result was made; its bytes are
         // copied here, not serialized again. The header value is static: from a `&str`, axum
         // would copy the text into a new allocation on every answer.
-        Ok((
+        let mut response = (
             status,
             [(
                 header::CONTENT_TYPE,
@@ -92,7 +96,15 @@ fn call_tool(
             )],
             envelope.to_json_bytes(),
         )
-            .into_response())
+            .into_response();
+        if status == StatusCode::TOO_MANY_REQUESTS
+            && let Some(secs) = envelope.retry_after_s
+        {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        Ok(response)
     }))
 }
 

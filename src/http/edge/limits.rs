@@ -2,9 +2,10 @@
 //! calls in flight.
 //!
 //! Why: every tool call can cost money at a provider, so a stolen or runaway key must not be
-//! able to spend without bound, and one client must not fill every bulkhead slot of a tool
-//! that other clients share. The breakers protect providers from the gateway; these limits
-//! protect the gateway (and its bills) from one client.
+//! able to spend without bound. The breakers protect providers from the gateway; these limits
+//! protect the gateway (and its bills) from one client. (That one client does not fill every
+//! bulkhead slot of a tool other clients share is the call path's to hold, per tool: its share
+//! of the tool, `clients::ToolShare`, refused the same way: 429 naming the limit.)
 //!
 //! A client is its key (the SHA-256 digest [`auth`](super::auth) established), or its peer
 //! address when auth is off. A `[[clients]]` entry with its own `rate`, `burst` or
@@ -28,8 +29,8 @@
 //! each client's own). In a fleet on PostgreSQL it holds for the fleet: the replicas tell each
 //! other what they admitted every 100 ms and charge each other's calls to their own buckets
 //! ([`fleet_limits`](super::fleet_limits)), so a client spreading its calls over three replicas
-//! gets its rate once, not three times. The in-flight cap stays per replica: it keeps one client
-//! from filling the bulkheads of the replica it calls, and bulkheads are per replica.
+//! gets its rate once, not three times. The in-flight cap stays per replica, as the bulkheads
+//! and each client's share of them are.
 //!
 //! Time is `tokio::time::Instant`, so the limiter's tests run on a paused clock.
 

@@ -119,7 +119,19 @@ fn operation(route: &Route, op: &Operation, tools: &[&str]) -> Value {
     let mut responses: BTreeMap<u16, Value> =
         op.answers.iter().map(|a| (a.status, response(a))).collect();
     for (status, answer) in guard_answers(route.guard, op) {
-        responses.entry(status).or_insert(answer);
+        match responses.entry(status) {
+            std::collections::btree_map::Entry::Vacant(free) => {
+                free.insert(answer);
+            }
+            // The operation says what its own answer of that status holds; the headers the
+            // guard's answer has (Retry-After) it has too.
+            std::collections::btree_map::Entry::Occupied(mut own) => {
+                if let (Some(headers), Value::Object(own)) = (answer.get("headers"), own.get_mut())
+                {
+                    own.entry("headers").or_insert_with(|| headers.clone());
+                }
+            }
+        }
     }
     let responses: Map<String, Value> = responses
         .into_iter()
@@ -216,7 +228,8 @@ fn schemas() -> Map<String, Value> {
                 "stale_age_s": nullable_int.clone(),
                 "cached_age_s": {"type": ["integer", "null"], "minimum": 0, "description": "Set on an ok answered from memory within the tool's fresh_for (a repeat of the same read), not by a provider just now: the result's age in seconds, never more than fresh_for. Null when a provider just answered."},
                 "retry_after_s": nullable_int,
-                "breaker": {"type": "string", "description": "The state of the breaker that decided the call (closed, open, half_open, …). Empty when no breaker decided it: a background call's queued answer, or its arguments refused before it was stored."}, "job_id": nullable_string.clone(), "provider": nullable_string.clone()}},
+                "breaker": {"type": "string", "description": "The state of the breaker that decided the call (closed, open, half_open, …). Empty when no breaker decided it: a background call's queued answer, or its arguments refused before it was stored."}, "job_id": nullable_string.clone(), "provider": nullable_string.clone(),
+                "limit": {"type": "string", "enum": ["client_share_of_tool"], "description": "Present only on a call refused because its client already holds its share of the tool's concurrent calls ([limits] client_share_of_tool, while several clients call): status rejected, retry_after_s set, nothing sent to a provider; the native route answers it 429 with Retry-After."}}},
         "Job": {"type": "object",
             "required": ["job_id", "tool", "client", "status", "attempts", "next_attempt_at", "created_at", "updated_at", "result", "last_error"],
             "properties": {

@@ -168,6 +168,13 @@ pub(crate) const ROUTES: &[Route] = &[
                         "queued: a background call was accepted (or its idempotency key named an existing job); job_id set.",
                         Reply::Json(Schema::Ref("Envelope")),
                     ),
+                    answer(
+                        429,
+                        "This client is over its request rate or its calls in flight ([limits]): an error saying which limit; or it already holds its share of this tool's concurrent calls ([limits] client_share_of_tool, while several clients call): an envelope, status rejected, limit client_share_of_tool. Retry after Retry-After seconds.",
+                        Reply::Json(Schema::Inline(
+                            || json!({"oneOf": [{"$ref": "#/components/schemas/Envelope"}, {"$ref": "#/components/schemas/Error"}]}),
+                        )),
+                    ),
                     error(
                         400,
                         "Malformed JSON or body: syntax, nesting deeper than 128, duplicate keys, unknown fields, wrong types, unprintable call_id or idempotency_key, a callback_url without mode background; or a tool name that is not UTF-8 once percent-decoded.",
