@@ -290,6 +290,16 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
                     config.auth.admin_key_env
                 );
             }
+            // Each client's share of a tool, and where it still lets one client take it all.
+            let callers = setup.roster.profiles().len();
+            if let Some(share) = http::client_share(&setup.roster, &config.limits) {
+                println!(
+                    "client share: {callers} clients, each holding at most {share} of a tool's max_concurrent per replica ([limits] client_share_of_tool)"
+                );
+            }
+            for w in faregate::config::unshared_tools(&config, callers) {
+                println!("warning: {w}");
+            }
             // Which secret signs whose callbacks: variable names only, never a secret.
             let own: Vec<String> = config
                 .clients

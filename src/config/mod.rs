@@ -24,6 +24,7 @@ mod problems;
 mod reader;
 mod restart;
 mod server;
+mod share;
 mod tools_files;
 
 #[cfg(test)]
@@ -36,4 +37,5 @@ pub use model::*;
 pub use openapi::{ImportedTool, import_openapi};
 pub use problems::{ConfigErrors, Problem, Problems};
 pub use restart::{Settled, settle};
+pub use share::unshared_tools;
 pub use tools_files::is_tool_name;

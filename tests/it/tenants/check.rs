@@ -205,3 +205,45 @@ fn check_fails_on_a_credential_that_cannot_be_sent_and_warns_on_an_unset_one() {
     assert!(ok, "{text}");
     assert!(!text.contains("DUFFEL_ACCESS_TOKEN"), "{text}");
 }
+
+/// With several clients, check says how much of a tool each may hold, and warns only where
+/// one client could still take a tool whole: `[limits] client_max_concurrent_calls = 32` over
+/// `get_flight_status`'s 16 slots is no foot-gun any more (the share bounds it), a share of 1
+/// is, for every tool.
+#[test]
+fn check_says_each_clients_share_of_a_tool_and_where_one_client_may_take_it_whole() {
+    let dir = config_dir("");
+    let two = [("FAREGATE_CLIENT_KEYS", "team-a-key, team-b-key")];
+    let (ok, text) = check(dir.path(), &two);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("client share: 2 clients, each holding at most 0.5 of a tool's max_concurrent per replica ([limits] client_share_of_tool)"),
+        "{text}"
+    );
+    assert!(!text.contains("concurrent calls ("), "no warning: {text}");
+
+    let path = dir.path().join("faregate.toml");
+    let shipped = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let whole = shipped.replacen("client_share_of_tool = 0.5", "client_share_of_tool = 1", 1);
+    std::fs::write(&path, whole).unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = check(dir.path(), &two);
+    assert!(ok, "a warning, not an error: {text}");
+    assert!(!text.contains("client share:"), "{text}");
+    assert!(
+        text.contains("tools/get_flight_status.toml: max_concurrent: one client may hold all 16 of get_flight_status's concurrent calls ([limits] client_share_of_tool = 1 shares nothing), so while it does every other client is answered unavailable; lower [limits] client_share_of_tool below 1"),
+        "{text}"
+    );
+    // One client starves nobody: no share, no warning.
+    let (ok, text) = check(dir.path(), &[("FAREGATE_CLIENT_KEYS", "team-a-key")]);
+    assert!(ok, "{text}");
+    assert!(!text.contains("one client may hold all"), "{text}");
+
+    let bad = shipped.replacen("client_share_of_tool = 0.5", "client_share_of_tool = 0", 1);
+    std::fs::write(&path, bad).unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = check(dir.path(), &two);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("limits.client_share_of_tool: expected a fraction greater than 0 and at most 1, e.g. 0.5"),
+        "{text}"
+    );
+}
