@@ -1,8 +1,9 @@
 //! Clients kept apart: each call and job carries the client whose key authenticated it
 //! ([`jobs`]), named clients are configured ([`check`]) and reloaded without a restart
 //! ([`reload`], and by SIGHUP: [`sighup`]), and a client calls and sees only its tools
-//! ([`scopes`]) and alerts about its tools only ([`alerts`]), and a client's callbacks go only
-//! where its own list says ([`callbacks`]).
+//! ([`scopes`]) and alerts about its tools only ([`alerts`]), a client's callbacks go only
+//! where its own list says ([`callbacks`]), and no client takes a tool from the others: each
+//! holds at most its share of a tool's concurrent calls ([`share`]).
 
 mod alerts;
 mod callbacks;
@@ -11,6 +12,7 @@ mod jobs;
 mod reload;
 mod scopes;
 mod secrets;
+mod share;
 mod sighup;
 
 use std::path::Path;
