@@ -384,4 +384,24 @@ mod tests {
         assert_eq!(budget.per_day, Amount::parse("1250.50").unwrap_or_default());
         assert_eq!(budget.currency, "EUR");
     }
+
+    /// The share holds while more than one client holds a key: a client holding two keys is
+    /// one client, and the admin key is none.
+    #[test]
+    fn the_share_holds_from_the_second_client_on() {
+        let limits = config::default_limits();
+        let profile = |name: &str| Arc::new(ClientProfile::unrestricted(ClientName::stored(name)));
+        let mut roster = Roster::default();
+        assert_eq!(client_share(&roster, &limits), None, "auth off");
+        roster.add_admin(digest(b"admin"));
+        let added = [
+            roster.add_client(digest(b"key-a"), profile("team-a")),
+            roster.add_client(digest(b"key-a2"), profile("team-a")),
+        ];
+        assert!(added.iter().all(Result::is_ok), "{added:?}");
+        assert_eq!(client_share(&roster, &limits), None, "one client, two keys");
+        let added = roster.add_client(digest(b"key-b"), profile("team-b"));
+        assert!(added.is_ok(), "{added:?}");
+        assert_eq!(client_share(&roster, &limits), Some(ToolShare::HALF));
+    }
 }
