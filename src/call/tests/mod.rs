@@ -15,6 +15,7 @@
 //!   (`credential`).
 
 mod answer;
+mod come_back;
 mod gateway;
 mod maintenance;
 mod pipeline;
@@ -153,6 +154,26 @@ impl Upstream for Scripted {
             }
         })
     }
+}
+
+/// A call of `tool` by the local client (a booking with an idempotency key). `scope.rs` and
+/// `shared.rs` make their own, without one.
+fn request(tool: &str, arguments: Value) -> super::gateway::CallRequest {
+    super::gateway::CallRequest {
+        tool: tool.into(),
+        arguments,
+        call_id: None,
+        idempotency_key: (tool == "book_flight").then(|| "key-1".to_string()),
+        deadline: None,
+        client: crate::clients::ClientName::local(),
+        trace: None,
+    }
+}
+
+/// The state of flight search's first breaker now.
+fn env_breaker(gateway: &Gateway) -> crate::breaker::BreakerState {
+    let tool = gateway.tool("search_flights").expect("served");
+    tool.breakers()[0].state(Instant::now())
 }
 
 fn ms(n: u64) -> Duration {
