@@ -91,24 +91,13 @@ async fn an_open_propagates_with_its_open_until_and_shows_in_every_history() {
     drop_schema(&url, &schema).await;
 }
 
-#[tokio::test]
-async fn a_fleet_opens_on_its_failures_together_not_on_each_replicas() {
-    let Some(url) = postgres_url("a_fleet_opens_on_its_failures_together") else {
-        return;
-    };
-    let schema = schema("fg_fleet_run");
-    let sim = support::start_sim(26).await;
-    sim.sim.set_fault(RouteGroup::DuffelAirSearch, outage());
-    let mut gateways = Vec::new();
-    for _ in 0..3 {
-        gateways.push(replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await);
-    }
-    // Calls spread over the replicas, as a balancer does, until every breaker is open.
+/// Flight searches spread over the replicas, as a balancer does, until every replica's flight
+/// breaker is open.
+async fn open_by_spread_calls(gateways: &[TestGateway]) {
     let mut next = 0;
     wait_until(Duration::from_secs(20), "every replica to open", || {
         next += 1;
-        let gateway = &gateways[next % 3];
-        let gateways = &gateways;
+        let gateway = &gateways[next % gateways.len()];
         async move {
             search_flights(gateway).await;
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -124,6 +113,21 @@ async fn a_fleet_opens_on_its_failures_together_not_on_each_replicas() {
         }
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_fleet_opens_on_its_failures_together_not_on_each_replicas() {
+    let Some(url) = postgres_url("a_fleet_opens_on_its_failures_together") else {
+        return;
+    };
+    let schema = schema("fg_fleet_run");
+    let sim = support::start_sim(26).await;
+    sim.sim.set_fault(RouteGroup::DuffelAirSearch, outage());
+    let mut gateways = Vec::new();
+    for _ in 0..3 {
+        gateways.push(replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await);
+    }
+    open_by_spread_calls(&gateways).await;
     let sent = requests(&sim.sim, RouteGroup::DuffelAirSearch);
     // Alone, each replica would send its own 5 failures in a row (15 in all); the fleet counts
     // its failures together.
@@ -155,26 +159,7 @@ async fn a_fleets_run_of_429s_with_retry_after_opens_as_a_rate_limit_pause() {
     for _ in 0..3 {
         gateways.push(replica(&url, &schema, fleet_config(&sim.url(), |_| {})).await);
     }
-    let mut next = 0;
-    wait_until(Duration::from_secs(20), "every replica to open", || {
-        next += 1;
-        let gateway = &gateways[next % 3];
-        let gateways = &gateways;
-        async move {
-            search_flights(gateway).await;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            let mut states = Vec::new();
-            for g in gateways {
-                states.push(breaker(g, FLIGHTS).await["state"].clone());
-            }
-            if states.iter().all(|s| s == "open") {
-                Ok(())
-            } else {
-                Err(format!("{states:?}"))
-            }
-        }
-    })
-    .await;
+    open_by_spread_calls(&gateways).await;
     for gateway in &gateways {
         let b = breaker(gateway, FLIGHTS).await;
         let remaining = b["open_remaining_s"].as_f64().unwrap_or(f64::MAX);
