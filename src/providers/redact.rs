@@ -26,7 +26,13 @@ pub(crate) fn redacted<S: AsRef<str>>(body: Bytes, secrets: &[S]) -> Bytes {
         let escaped = serde_json::to_string(secret).unwrap_or_default();
         let escaped = escaped.trim_matches('"');
         let whole_word = secret.len() < WORD_ONLY_BELOW;
-        for form in [secret, escaped] {
+        // A secret JSON escapes as it is (the usual token) is searched for once.
+        let forms = if escaped == secret {
+            &[secret][..]
+        } else {
+            &[secret, escaped][..]
+        };
+        for form in forms {
             let current = out.as_deref().unwrap_or(&body);
             let replaced = replace_all(current, form.as_bytes(), REDACTED.as_bytes(), whole_word);
             if let Some(replaced) = replaced {
@@ -49,6 +55,9 @@ const WORD_ONLY_BELOW: usize = 16;
 
 /// `haystack` with every `needle` replaced by `with` (with `whole_word`, only where no letter
 /// or digit joins one of its letter or digit ends), or `None` when it holds none.
+///
+/// Every provider answer passes through here (a healthy search's 62 KB included), so the search
+/// is memchr's `memmem`, not a comparison at every byte (BENCHMARKS.md, session 58).
 fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8], whole_word: bool) -> Option<Vec<u8>> {
     if needle.is_empty() || haystack.len() < needle.len() {
         return None;
@@ -61,20 +70,22 @@ fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8], whole_word: bool) ->
             end < haystack.len() && word(needle[needle.len() - 1]) && word(haystack[end]);
         !whole_word || !(joined_before || joined_after)
     };
-    let mut out = Vec::new();
-    let (mut i, mut last, mut found) = (0, 0, false);
-    while i + needle.len() <= haystack.len() {
-        if haystack[i..].starts_with(needle) && stands_alone(i) {
-            out.extend_from_slice(&haystack[last..i]);
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut out: Option<Vec<u8>> = None;
+    let (mut from, mut last) = (0, 0);
+    while let Some(found) = haystack.get(from..).and_then(|rest| finder.find(rest)) {
+        let at = from + found;
+        if stands_alone(at) {
+            let out = out.get_or_insert_with(|| Vec::with_capacity(haystack.len()));
+            out.extend_from_slice(&haystack[last..at]);
             out.extend_from_slice(with);
-            i += needle.len();
-            last = i;
-            found = true;
+            from = at + needle.len();
+            last = from;
         } else {
-            i += 1;
+            from = at + 1;
         }
     }
-    found.then(|| {
+    out.map(|mut out| {
         out.extend_from_slice(&haystack[last..]);
         out
     })
@@ -105,6 +116,20 @@ mod tests {
         );
         let clean = Bytes::from_static(br#"{"detail":"no such member"}"#);
         assert_eq!(redacted(clean.clone(), &secrets), clean);
+    }
+
+    #[test]
+    fn occurrences_that_do_not_stand_alone_are_passed_over_to_the_next() {
+        let word_only = replace_all(b"aaa aa,aa", b"aa", b"[x]", true);
+        assert_eq!(word_only.as_deref(), Some(&b"aaa [x],[x]"[..]));
+        let anywhere = replace_all(b"aaaaa", b"aa", b"[x]", false);
+        assert_eq!(
+            anywhere.as_deref(),
+            Some(&b"[x][x]a"[..]),
+            "left to right, no overlap"
+        );
+        assert_eq!(replace_all(b"aaa", b"aa", b"[x]", true), None);
+        assert_eq!(replace_all(b"a", b"aa", b"[x]", false), None);
     }
 
     #[test]
