@@ -56,6 +56,15 @@ fn start(gateway: &Arc<Gateway>, request: CallRequest) -> tokio::task::JoinHandl
     tokio::spawn(async move { gateway.call(request).await.expect("served") })
 }
 
+/// Two of acme's searches (its share of four slots), started and waiting on the provider.
+async fn hold_acmes_share(gateway: &Arc<Gateway>) -> Vec<tokio::task::JoinHandle<Envelope>> {
+    let held = (30..32)
+        .map(|days| start(gateway, search_of("acme", days)))
+        .collect();
+    tokio::time::sleep(ms(1)).await;
+    held
+}
+
 /// `series` as `/metrics` shows it now.
 fn counted(telemetry: &Telemetry, series: &str) -> bool {
     telemetry.metrics().render().lines().any(|l| l == series)
@@ -66,10 +75,7 @@ async fn a_client_at_its_share_is_refused_as_its_own_doing_and_another_client_is
     let duffel = Scripted::new([Step::Hang]);
     let (gateway, telemetry) = gateway_of_four(&duffel, true);
     let tool = gateway.tool("search_flights").expect("served");
-    let held: Vec<_> = (30..32)
-        .map(|days| start(&gateway, search_of("acme", days)))
-        .collect();
-    tokio::time::sleep(ms(1)).await;
+    let held = hold_acmes_share(&gateway).await;
     assert_eq!(
         (duffel.calls(), tool.in_flight()),
         (2, 2),
@@ -146,10 +152,7 @@ async fn a_client_at_its_share_is_refused_as_its_own_doing_and_another_client_is
 async fn a_job_of_a_client_at_its_share_is_requeued_without_an_attempt() {
     let duffel = Scripted::new([Step::Hang]);
     let (gateway, _) = gateway_of_four(&duffel, true);
-    let held: Vec<_> = (30..32)
-        .map(|days| start(&gateway, search_of("acme", days)))
-        .collect();
-    tokio::time::sleep(ms(1)).await;
+    let held = hold_acmes_share(&gateway).await;
     let verdict = gateway.run_background(search_of("acme", 32)).await;
     let Verdict::Later {
         anchor: None,
@@ -185,10 +188,7 @@ async fn a_job_of_a_client_at_its_share_is_requeued_without_an_attempt() {
 async fn a_refused_read_hands_its_refusal_to_no_one_who_asked_the_same() {
     let duffel = Scripted::new([Step::Hang]);
     let (gateway, _) = gateway_of_four(&duffel, true);
-    let held: Vec<_> = (30..32)
-        .map(|days| start(&gateway, search_of("acme", days)))
-        .collect();
-    tokio::time::sleep(ms(1)).await;
+    let held = hold_acmes_share(&gateway).await;
     // Both futures are polled before any task runs: the second would join a call the first
     // had started.
     let both = join_all([
