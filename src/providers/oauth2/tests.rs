@@ -72,7 +72,10 @@ fn expires_in_may_be_a_string_of_digits_or_a_fraction_and_nothing_else() {
         (r#""3600""#, 3600),
         ("3599.9", 3599),
         ("1799", 1799),
-        ("0.5", 0),
+        ("60", 60),
+        ("59", 60),
+        ("0.5", 60),
+        ("0", 60),
         (r#""99999999999999999999999""#, 86400),
     ] {
         assert_eq!(lifetime(given).ok(), Some(refreshed(secs)), "{given}");

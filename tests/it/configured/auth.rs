@@ -198,12 +198,26 @@ fn oauth2_env() -> MapEnv {
 /// `unavailable` for good.
 #[tokio::test]
 async fn a_token_lifetime_past_any_clock_is_kept_a_day_and_the_calls_answer() {
+    assert_two_calls_share_one_token("18446744073709551615").await;
+}
+
+/// A token endpoint answering `expires_in: 0` issues a token kept for a minute: the calls share
+/// it. Before, it was used once and fetched again before every call, one more request (and its
+/// round trip) per call.
+#[tokio::test]
+async fn a_token_lifetime_of_zero_is_kept_a_minute_not_fetched_per_call() {
+    assert_two_calls_share_one_token("0").await;
+}
+
+/// Two calls through a provider whose token endpoint answers `expires_in` as given both
+/// answer, and make one token request between them.
+async fn assert_two_calls_share_one_token(expires_in: &str) {
     let upstream = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/oauth/token"))
-        .respond_with(ResponseTemplate::new(200).set_body_string(
-            r#"{"access_token": "tkn-1", "token_type": "bearer", "expires_in": 18446744073709551615}"#,
-        ))
+        .respond_with(ResponseTemplate::new(200).set_body_string(format!(
+            r#"{{"access_token": "tkn-1", "token_type": "bearer", "expires_in": {expires_in}}}"#
+        )))
         .mount(&upstream)
         .await;
     Mock::given(method("GET"))
@@ -215,14 +229,17 @@ async fn a_token_lifetime_past_any_clock_is_kept_a_day_and_the_calls_answer() {
     let (gw, _dir) = gateway(&upstream, &auth, &oauth2_env()).await;
     for ident in ["BAW117", "BAW118"] {
         let answer = call(&gw, json!({ "ident": ident })).await;
-        assert_eq!(answer["status"], "ok", "{answer:#}");
+        assert_eq!(
+            answer["status"], "ok",
+            "expires_in {expires_in}: {answer:#}"
+        );
     }
     let received = upstream.received_requests().await.unwrap_or_default();
     let tokens = received
         .iter()
         .filter(|r| r.url.path() == "/oauth/token")
         .count();
-    assert_eq!(tokens, 1, "{received:#?}");
+    assert_eq!(tokens, 1, "expires_in {expires_in}: {received:#?}");
 }
 
 /// A token endpoint that speaks HTTP/1.1 only, on `127.0.0.1:0`: it answers each request with
