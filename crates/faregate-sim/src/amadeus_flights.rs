@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use super::air_data::{self, Cabin, PaxIn, PaxKind, PlaceRef, Search, SliceIn};
 use super::amadeus_wire::{self as aw, AmadeusError, check_override, vnd_json};
 use super::data::{fmt_minor, hash_str, parse_minor};
+use super::store::KeptJson;
 use super::tables;
 use super::{Simulator, lock};
 
@@ -354,7 +355,9 @@ fn offers(sim: &Simulator, search: &Search, max: usize) -> Value {
     {
         let mut state = lock(&sim.inner.amadeus);
         for offer in &data {
-            state.flight_offers.insert(offer_key(offer), offer.clone());
+            state
+                .flight_offers
+                .insert(offer_key(offer), KeptJson::keep(offer));
         }
     }
     json!({
@@ -431,7 +434,7 @@ pub(crate) async fn price(
                     "flight offer does not match".into(),
                 ));
             };
-            let mut p = known.clone();
+            let mut p = known.value();
             p["paymentCardRequired"] = json!(false);
             let currency = p["price"]["currency"].clone();
             p["price"]["billingCurrency"] = currency;

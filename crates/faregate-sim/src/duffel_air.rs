@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::air_data::{self, Cabin, PaxIn, PaxKind, PlaceRef, Search, SliceIn};
 
-use super::store::StoredOffer;
+use super::store::{KeptJson, StoredOffer};
 use super::validate::{Checker, query_bool, query_pairs};
 use super::wire::{DuffelError, data_response, parse_data};
 use super::{Simulator, lock};
@@ -57,8 +57,8 @@ pub(crate) async fn create_offer_request(
             store.insert(
                 id,
                 StoredOffer {
-                    json: o.json.clone(),
-                    services: o.services,
+                    json: KeptJson::keep(&o.json),
+                    services: KeptJson::keep(&Value::Array(o.services)),
                     expires_at: now + TimeDelta::minutes(30),
                     total_minor: o.total_minor,
                     currency: o.currency.to_owned(),
@@ -314,9 +314,9 @@ pub(crate) async fn get_offer(
     if offer.expires_at <= Utc::now() {
         return Err(DuffelError::offer_gone());
     }
-    let mut json = offer.json;
+    let mut json = offer.json.value();
     if with_services {
-        json["available_services"] = Value::Array(offer.services);
+        json["available_services"] = offer.services.value();
     }
     Ok(data_response(StatusCode::OK, json))
 }

@@ -359,8 +359,10 @@ fn check_against_offer(
     }
     let mut services_minor = 0;
     let mut chosen = Vec::new();
+    let offered = offer.services.value();
+    let offered = offered.as_array().map_or(&[][..], Vec::as_slice);
     for (i, (id, qty)) in order.services.iter().enumerate() {
-        match offer.services.iter().find(|s| s["id"] == id.as_str()) {
+        match offered.iter().find(|s| s["id"] == id.as_str()) {
             Some(s)
                 if s["maximum_quantity"]
                     .as_u64()
@@ -418,7 +420,7 @@ fn order_json(
     (services_minor, services): (i64, Vec<Value>),
     now: DateTime<Utc>,
 ) -> Value {
-    let o = &offer.json;
+    let o = &offer.json.value();
     let mut rng = Rng::new(sim.inner.seed ^ sim.next_seq());
     const PNR: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
     let booking_reference: String = (0..6).map(|_| *rng.pick(PNR) as char).collect();
