@@ -164,7 +164,9 @@ pub(crate) async fn sqlite_store() -> (Store, tempfile::TempDir) {
 pub(crate) async fn send(
     request: reqwest::RequestBuilder,
 ) -> (u16, reqwest::header::HeaderMap, Value) {
-    let res = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+    // `{e:?}`: reqwest's display says only "error sending request"; its debug form names the
+    // cause (a refused connection, a reset, a keep-alive connection closed under it).
+    let res = request.send().await.unwrap_or_else(|e| panic!("{e:?}"));
     let status = res.status().as_u16();
     let headers = res.headers().clone();
     let text = res.text().await.unwrap_or_default();
