@@ -4,11 +4,12 @@
 //!
 //! A token lives `expires_in` seconds (1799 in Amadeus's docs), at most [`MAX_LIFETIME`] (a
 //! day): an endpoint answering years, or `u64::MAX` for "forever", gets its token renewed daily
-//! instead of a lifetime no clock can add. It is kept at least [`MIN_LIFETIME`] (a minute): an
-//! endpoint answering `expires_in: 0` (some send it for "not said") or a few seconds would
-//! otherwise be asked for a token before every call, doubling the requests and adding its
-//! round trip to each call's latency. A token that really lapses sooner is refused by the API
-//! with a 401, and both adapters then fetch a new one and send the request once more. Every clone of a client shares one [`TokenSource`]. A
+//! instead of a lifetime no clock can add. An `expires_in` of 0 (some endpoints send it for "not
+//! said") is read as absent, an hour: taken at its word, the token would be fetched again before
+//! every call, doubling the requests and adding a round trip to each call. Should the token
+//! really lapse sooner, the API refuses it with a 401, and both adapters then fetch a new one
+//! and send the request once more. A short lifetime that is not 0 (a few seconds) is honoured:
+//! such a token is renewed as often as it says. Every clone of a client shares one [`TokenSource`]. A
 //! token is used until `margin` before it expires (10 % of its lifetime, at most 60 s), so a
 //! call never starts with a token about to lapse.
 //!
@@ -68,8 +69,6 @@ const MAX_MARGIN: Duration = Duration::from_secs(60);
 /// endpoint's way of saying "forever" (or a mistake); renewing daily costs one request a day,
 /// and keeps the expiry far from what an `Instant` can hold (`u64::MAX` seconds overflows it).
 const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
-/// The shortest a token is kept, whatever `expires_in` says: a minute (see the module's docs).
-const MIN_LIFETIME: Duration = Duration::from_secs(60);
 /// The most of an endpoint's `error_description` (or of a `token_type` it sent) a detail quotes.
 const QUOTED_CHARS: usize = 200;
 
@@ -472,7 +471,12 @@ fn issued(body: &[u8], status: StatusCode, started: Instant) -> Result<Token, Up
             quoted(kind)
         )));
     }
-    let lifetime = Duration::from_secs(parsed.expires_in).clamp(MIN_LIFETIME, MAX_LIFETIME);
+    // 0 is "not said" (see the module's docs), as if absent.
+    let seconds = match parsed.expires_in {
+        0 => an_hour(),
+        given => given,
+    };
+    let lifetime = Duration::from_secs(seconds).min(MAX_LIFETIME);
     let margin = (lifetime / 10).min(MAX_MARGIN);
     tracing::debug!(expires_in = parsed.expires_in, "access token issued");
     Ok(Token {

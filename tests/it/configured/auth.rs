@@ -201,11 +201,11 @@ async fn a_token_lifetime_past_any_clock_is_kept_a_day_and_the_calls_answer() {
     assert_two_calls_share_one_token("18446744073709551615").await;
 }
 
-/// A token endpoint answering `expires_in: 0` issues a token kept for a minute: the calls share
-/// it. Before, it was used once and fetched again before every call, one more request (and its
-/// round trip) per call.
+/// A token endpoint answering `expires_in: 0` issues a token kept as if the lifetime were not
+/// said (an hour): the calls share it. Before, it was used once and fetched again before every
+/// call, one more request (and its round trip) per call.
 #[tokio::test]
-async fn a_token_lifetime_of_zero_is_kept_a_minute_not_fetched_per_call() {
+async fn a_token_lifetime_of_zero_is_read_as_not_said_not_fetched_per_call() {
     assert_two_calls_share_one_token("0").await;
 }
 
