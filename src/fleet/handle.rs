@@ -2,11 +2,15 @@
 //! (`run.rs`) and the operations API (its status and the fleet's breaker history).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::follow::follow;
-use super::record::{SharedBreaker, StoredTransition, Write};
+use super::opens::Opens;
+use super::record::{SharedBreaker, StoredTransition, Write, instant_of};
 use super::sql::SharedStore;
 use crate::breaker::{Breaker, BreakerKey, BreakerRegistry};
 use crate::clock;
@@ -14,6 +18,12 @@ use crate::store::{Db, StoreError};
 
 /// How many transitions of the whole fleet each replica keeps at hand for the API.
 pub const RECENT_TRANSITIONS: usize = 256;
+
+/// How long after its open ran out a breaker still counts as rejecting (half-open, between
+/// probes that fail), unless [`Fleet::set_rejecting_grace`] says otherwise: the alert rules'
+/// grace (`telemetry::AlertRules::half_open_grace`), which `app::attach_fleet` hands over, so
+/// the fleet's outage and a replica's alert clock end alike.
+pub const REJECTING_GRACE: Duration = Duration::from_secs(60);
 
 /// A new name for a replica, `replica-<12 hex digits>` (random bits of a UUIDv7), unique across
 /// replicas and restarts.
@@ -48,6 +58,11 @@ pub struct Fleet {
     /// (`record_force` while the store is away), waiting for the task to take them into its
     /// writes. A short `std::sync::Mutex`: held for a push or a take.
     held: Mutex<Vec<Write>>,
+    /// The fleet's opens of each breaker, as its row last said.
+    pub(super) opens: Opens,
+    /// An open written within this many milliseconds of the row's open-until goes on with its
+    /// outage ([`REJECTING_GRACE`]).
+    grace_ms: AtomicI64,
 }
 
 /// The row version a breaker holds.
@@ -98,7 +113,48 @@ impl Fleet {
             recent: Mutex::new(Vec::new()),
             applied: Mutex::new(HashMap::new()),
             held: Mutex::new(Vec::new()),
+            opens: Opens::default(),
+            grace_ms: AtomicI64::new(millis(REJECTING_GRACE)),
         }))
+    }
+
+    /// How long after its open ran out a breaker still counts as rejecting, so an open then
+    /// goes on with the same outage ([`REJECTING_GRACE`] until said).
+    pub fn set_rejecting_grace(&self, grace: Duration) {
+        self.grace_ms.store(millis(grace), Ordering::Relaxed);
+    }
+
+    /// [`Fleet::set_rejecting_grace`]'s, in milliseconds.
+    pub(super) fn grace_ms(&self) -> i64 {
+        self.grace_ms.load(Ordering::Relaxed)
+    }
+
+    /// How many times the fleet's replicas opened `key`'s breaker, as its shared row last said
+    /// (PostgreSQL; read again every second): the same answer on every replica, however long
+    /// each has run; none for a breaker with no row. `None` on SQLite (one node, whose breaker
+    /// counts its own opens) and for a row that predates the count (written only by replicas
+    /// of an older version so far).
+    pub fn times_opened(&self, key: &BreakerKey) -> Option<u64> {
+        if !self.shared {
+            return None;
+        }
+        match self.opens.of(key) {
+            None => Some(0),
+            Some(row) => row.times_opened,
+        }
+    }
+
+    /// Since when the fleet's breaker `key` has been rejecting, as its shared row says: the
+    /// first open of the outage in course, on whichever replica (or before this one's restart),
+    /// kept across its failed probes. `None` unless the row says open and knows the time, and
+    /// once its open ran out more than the rejecting grace ago: half-open with no failed probe
+    /// since, the fleet's breaker rejects nothing, and its next failed probe starts a new
+    /// outage (as a replica's alert clock counts it).
+    pub fn rejecting_since(&self, key: &BreakerKey) -> Option<Instant> {
+        let row = self.opens.of(key)?;
+        let (since, until) = (row.opened_at_ms?, row.open_until_ms?);
+        let rejecting = clock::epoch_ms() <= until.saturating_add(self.grace_ms());
+        rejecting.then(|| instant_of(since))
     }
 
     /// Brings `breakers` to the shared state before the replica serves: forced states, opens
@@ -169,6 +225,8 @@ impl Fleet {
         breakers: &BreakerRegistry,
         forcing: &HashSet<BreakerKey>,
     ) {
+        // Noted first: the transition the row may cause finds its outage's start here.
+        self.opens.note(shared);
         // A row of a breaker this replica does not serve is not applied: a reload that adds the
         // breaker has it follow the row at the next read.
         let Some(breaker) = breakers.get(&shared.key) else {
@@ -201,6 +259,7 @@ impl Fleet {
     /// Follows a row this replica wrote, as the store kept it (another replica's later
     /// open-until rather than this replica's).
     pub(super) fn follow_written(&self, written: &SharedBreaker, breakers: &BreakerRegistry) {
+        self.opens.note(written);
         if let Some(breaker) = breakers.get(&written.key) {
             follow(&breaker, written, clock::now());
         }
@@ -295,4 +354,8 @@ impl Fleet {
         // Poisoning needs a panic while copying; the list is still whole.
         self.recent.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -19,7 +19,9 @@
 //!   its lease row (taken for a few seconds and renewed while it probes). The others refuse
 //!   probes as a full half-open breaker does, and follow the holder's verdict.
 //! - **History.** Every transition a replica decides is stored with its name; every replica
-//!   shows the fleet's latest ones.
+//!   shows the fleet's latest ones. The row counts the fleet's opens and keeps when its outage
+//!   in course began (`opens.rs`), so every replica tells an operator the same count, and one
+//!   started during an outage times its alert from the fleet's open, not from its own start.
 //!
 //! - **Configurations.** Each replica writes which configuration it runs (its fingerprint) and
 //!   when it loaded it, every few seconds; a reload asked of one replica is stored and
@@ -40,6 +42,7 @@
 
 mod follow;
 mod handle;
+mod opens;
 mod record;
 mod replicas;
 mod run;
@@ -47,6 +50,6 @@ mod sql;
 #[cfg(test)]
 mod tests;
 
-pub use handle::{Fleet, FleetStatus, RECENT_TRANSITIONS, replica_name};
+pub use handle::{Fleet, FleetStatus, RECENT_TRANSITIONS, REJECTING_GRACE, replica_name};
 pub use record::StoredTransition;
 pub use replicas::{LIVE_FOR, PUBLISH_EVERY, ReplicaConfig, Replicas};

@@ -45,6 +45,12 @@ pub(crate) struct SharedBreaker {
     pub(crate) version: i64,
     /// The replica that wrote it last.
     pub(crate) replica: String,
+    /// While open: when the fleet's outage began (epoch ms), the first open of it on whichever
+    /// replica, kept across its failed probes; `None` when not open or not known (a replica of
+    /// an older version wrote the row last).
+    pub(crate) opened_at_ms: Option<i64>,
+    /// The fleet's automatic opens of this breaker so far (`None`: the row predates the count).
+    pub(crate) times_opened: Option<u64>,
 }
 
 /// A transition as the store keeps it: the history every replica shows, across restarts.
@@ -80,8 +86,9 @@ pub(crate) enum Write {
     /// An operator's force (or its end), asked for at this epoch millisecond: written only
     /// over an older force (`sql::FORCE`), since it may wait here past a later one elsewhere.
     Force(BreakerKey, ForceMode, i64),
-    /// The automatic state the others follow.
-    Auto(BreakerKey, AutoState),
+    /// The automatic state the others follow, decided at this epoch millisecond (for an open,
+    /// the open's time: the fleet's outage may begin there).
+    Auto(BreakerKey, AutoState, i64),
     /// The end of this replica's half-open lease.
     DropLease(BreakerKey),
 }
@@ -97,6 +104,13 @@ pub(crate) struct Payload {
     pub(crate) ramp: bool,
     pub(crate) version: i64,
     pub(crate) replica: String,
+    /// When the fleet's outage began, while open and known (`sql::OPENS`). A replica of an older
+    /// version neither sends nor reads it, nor the count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) opened_at: Option<i64>,
+    /// The fleet's automatic opens of the breaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) times_opened: Option<i64>,
 }
 
 /// What a notification says: a row was written, or a call of a replica failed in a run.
@@ -148,9 +162,13 @@ impl Payload {
         Some(SharedBreaker {
             key: BreakerKey::new(self.tool, self.provider),
             forced,
-            auto,
             version: self.version,
             replica: self.replica,
+            opened_at_ms: self
+                .opened_at
+                .filter(|_| matches!(auto, AutoState::Open { .. })),
+            times_opened: self.times_opened.map(|n| u64::try_from(n).unwrap_or(0)),
+            auto,
         })
     }
 }
@@ -186,7 +204,49 @@ fn millis(d: Duration) -> i64 {
 mod tests {
     use serde::Deserialize;
 
-    use super::Note;
+    use super::{Note, Payload};
+
+    /// A row's note as a replica of the version before the fleet's opens wrote and read it.
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    enum OlderRow {
+        Row { tool: String, version: i64 },
+    }
+
+    #[test]
+    fn a_rows_opens_are_read_by_either_version_and_missing_from_an_older_ones() {
+        let row = |opened_at, times_opened| {
+            Note::Row(Payload {
+                tool: "search_flights".into(),
+                provider: "duffel".into(),
+                forced: None,
+                auto_state: "open".into(),
+                open_until: Some(2_000),
+                ramp: true,
+                version: 3,
+                replica: "a".into(),
+                opened_at,
+                times_opened,
+            })
+        };
+        let counted = serde_json::to_string(&row(Some(1_000), Some(2))).unwrap_or_default();
+        let older: Result<OlderRow, _> = serde_json::from_str(&counted);
+        assert!(
+            matches!(&older, Ok(OlderRow::Row { tool, version: 3 }) if tool == "search_flights"),
+            "an older replica ignores the opens: {older:?}"
+        );
+        let plain = serde_json::to_string(&row(None, None)).unwrap_or_default();
+        assert!(
+            !plain.contains("opened_at") && !plain.contains("times_opened"),
+            "{plain}"
+        );
+        let read = |text: &str| match serde_json::from_str::<Note>(text) {
+            Ok(Note::Row(p)) => p.into_record().map(|r| (r.times_opened, r.opened_at_ms)),
+            _ => None,
+        };
+        assert_eq!(read(&counted), Some((Some(2), Some(1_000))));
+        assert_eq!(read(&plain), Some((None, None)), "an older replica's row");
+    }
 
     /// A failure's note as a replica of the version before `pause_ms` wrote and read it.
     #[derive(Debug, Deserialize)]

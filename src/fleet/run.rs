@@ -188,13 +188,19 @@ impl Fleet {
                         until_ms: epoch_ms_of(until),
                         ramp: !quota_pause,
                     };
-                    pending.writes.push_back(Write::Auto(key.clone(), auto));
+                    let at_ms = epoch_ms_of(e.at);
+                    pending
+                        .writes
+                        .push_back(Write::Auto(key.clone(), auto, at_ms));
                 }
             }
             (BreakerState::HalfOpen, to, TransitionReason::ProbesSucceeded) => {
                 let ramp = to == BreakerState::Ramp;
                 let auto = AutoState::Recovered { ramp };
-                pending.writes.push_back(Write::Auto(key.clone(), auto));
+                let at_ms = epoch_ms_of(e.at);
+                pending
+                    .writes
+                    .push_back(Write::Auto(key.clone(), auto, at_ms));
             }
             _ => {}
         }
@@ -283,8 +289,11 @@ impl Fleet {
                     None => return self.adopt_newer_force(key, breakers).await,
                 }
             }
-            Write::Auto(key, auto) => {
-                let row = self.store.set_auto(key, *auto, &self.replica, now_ms);
+            Write::Auto(key, auto, at_ms) => {
+                let grace_ms = self.grace_ms();
+                let row = self
+                    .store
+                    .set_auto(key, *auto, *at_ms, &self.replica, now_ms, grace_ms);
                 let row = row.await?;
                 if row.is_none() {
                     // A recovery refused: the row holds an open of another replica that this
@@ -301,7 +310,12 @@ impl Fleet {
         self.wrote(&key, row.version, breakers);
         // A row always serializes; the payload is a few hundred bytes.
         let payload = serde_json::to_string(&Note::Row(row.clone())).unwrap_or_default();
-        if let (Write::Auto(_, asked), Some(written)) = (write, row.into_record())
+        let written = row.into_record();
+        if let Some(written) = &written {
+            // The fleet's count and outage, with this replica's write in them.
+            self.opens.note(written);
+        }
+        if let (Write::Auto(_, asked, _), Some(written)) = (write, written)
             && (written.auto != *asked || written.forced.is_some())
         {
             // The store kept what another replica wrote: a later open-until, or an operator's

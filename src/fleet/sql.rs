@@ -2,7 +2,9 @@
 //!
 //! - `faregate_breakers`: one row per breaker that was ever forced or changed state in a way the
 //!   fleet follows (an open with its open-until, a recovery), with a version that grows on every
-//!   write, so each replica applies each change once.
+//!   write, so each replica applies each change once; and the fleet's own history of the
+//!   breaker's opens ([`OPENS`]): how many, and when the outage in course began, which no
+//!   replica's memory can say (it counts what it saw since it started).
 //! - `faregate_breaker_events`: every transition a replica decided itself, with the replica's
 //!   name: the history `/v1/breakers` and the dashboard show on every replica, across restarts.
 //!   Only the newest [`KEEP_EVENTS`] are kept ([`TRIM_EVENTS`]): far more than is ever read.
@@ -34,6 +36,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         name: "breakers_2_force_time",
         statements: FORCE_TIME,
+    },
+    Migration {
+        name: "breakers_3_opens",
+        statements: OPENS,
     },
 ];
 
@@ -84,6 +90,22 @@ const FORCE_TIME: &[&str] = &[
     "ALTER TABLE faregate_breakers ADD COLUMN kept_version BIGINT",
 ];
 
+/// The fleet's opens of a breaker: `times_opened`, how many automatic opens the fleet's replicas
+/// wrote (an open is counted when the row's own open had run out, or the row was not open: two
+/// replicas opening together, or a `Retry-After` extending an open, are one open, as on one
+/// replica); `opened_at` (epoch ms), when the outage in course began: the first open of it, kept
+/// by every open written within the rejecting grace of the row's open-until (a failed probe of
+/// an outage that goes on), so a replica that starts during a long outage times it from there;
+/// and `opens_version`, the version of the row's last write by a replica that keeps the other
+/// two (as `kept_version` for the force). A replica of an older version counts no open and
+/// moves no `opened_at`: a row it wrote last has no known `opened_at` (read as `NULL`), and the
+/// next open starts the clock again rather than keep a time from an earlier outage.
+const OPENS: &[&str] = &[
+    "ALTER TABLE faregate_breakers ADD COLUMN opened_at BIGINT",
+    "ALTER TABLE faregate_breakers ADD COLUMN times_opened BIGINT",
+    "ALTER TABLE faregate_breakers ADD COLUMN opens_version BIGINT",
+];
+
 /// When the force a row holds was asked for, in the `DO UPDATE` of an upsert: `forced_at` (0
 /// for a row never forced) when a replica of this version wrote it last, else the time of that
 /// last write ([`FORCE_TIME`]).
@@ -115,13 +137,15 @@ macro_rules! stored_force_by {
 const FORCE: &str = concat!(
     "INSERT INTO faregate_breakers
         (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at,
-         forced_at, forced_by, kept_version)
-     VALUES ($1, $2, $3, 'closed', NULL, 0, 1, $4, $5, $6, $4, 1)
+         forced_at, forced_by, kept_version, opened_at, times_opened, opens_version)
+     VALUES ($1, $2, $3, 'closed', NULL, 0, 1, $4, $5, $6, $4, 1, NULL, 0, 1)
      ON CONFLICT (tool, provider) DO UPDATE SET forced = excluded.forced,
          auto_state = 'closed', open_until = NULL, ramp = 0,
          version = faregate_breakers.version + 1, replica = excluded.replica,
          updated_at = excluded.updated_at, forced_at = excluded.forced_at,
-         forced_by = excluded.forced_by, kept_version = faregate_breakers.version + 1
+         forced_by = excluded.forced_by, kept_version = faregate_breakers.version + 1,
+         times_opened = COALESCE(faregate_breakers.times_opened, 0),
+         opens_version = faregate_breakers.version + 1
      WHERE excluded.forced_at > ",
     stored_force_at!(),
     "
@@ -136,8 +160,13 @@ const FORCE: &str = concat!(
 /// One breaker's row.
 const ONE: &str = "SELECT * FROM faregate_breakers WHERE tool = $1 AND provider = $2";
 
-/// `$1` tool, `$2` provider, `$3` state, `$4` open-until, `$5` ramp, `$6` replica, `$7` now. Two
-/// replicas opening together keep the later open-until.
+/// `$1` tool, `$2` provider, `$3` state, `$4` open-until, `$5` ramp, `$6` replica, `$7` now, `$8`
+/// when an open happened (epoch ms; `NULL` for the other states), `$9` the rejecting grace (ms).
+/// Two replicas opening together keep the later open-until.
+///
+/// An open is counted in `times_opened` unless the row's open still ran when it happened, and
+/// keeps the row's `opened_at` (the earlier of the two) when the row was open, by a writer that
+/// keeps it, until less than the grace before ([`OPENS`]); otherwise the outage starts at `$8`.
 ///
 /// A recovery never ends an open that still runs: a replica recovers only after the opens it
 /// knew of elapsed, so such an open is one it did not know of (it was away from the store
@@ -149,9 +178,24 @@ const ONE: &str = "SELECT * FROM faregate_breakers WHERE tool = $1 AND provider 
 const AUTO: &str = concat!(
     "INSERT INTO faregate_breakers
         (tool, provider, forced, auto_state, open_until, ramp, version, replica, updated_at,
-         forced_at, forced_by, kept_version)
-     VALUES ($1, $2, NULL, $3, $4, $5, 1, $6, $7, NULL, NULL, 1)
+         forced_at, forced_by, kept_version, opened_at, times_opened, opens_version)
+     VALUES ($1, $2, NULL, $3, $4, $5, 1, $6, $7, NULL, NULL, 1, $8,
+             CASE WHEN $3 = 'open' THEN 1 ELSE 0 END, 1)
      ON CONFLICT (tool, provider) DO UPDATE SET auto_state = excluded.auto_state,
+         times_opened = COALESCE(faregate_breakers.times_opened, 0) + CASE
+             WHEN excluded.auto_state = 'open' AND faregate_breakers.auto_state = 'open'
+                  AND COALESCE(faregate_breakers.open_until, 0) > excluded.opened_at THEN 0
+             WHEN excluded.auto_state = 'open' THEN 1 ELSE 0 END,
+         opened_at = CASE
+             WHEN excluded.auto_state <> 'open' THEN faregate_breakers.opened_at
+             WHEN faregate_breakers.auto_state = 'open'
+                  AND faregate_breakers.opens_version = faregate_breakers.version
+                  AND faregate_breakers.opened_at IS NOT NULL
+                  AND COALESCE(faregate_breakers.open_until, 0) + $9 >= excluded.opened_at
+             THEN CASE WHEN faregate_breakers.opened_at < excluded.opened_at
+                       THEN faregate_breakers.opened_at ELSE excluded.opened_at END
+             ELSE excluded.opened_at END,
+         opens_version = faregate_breakers.version + 1,
          open_until = CASE
              WHEN excluded.auto_state = 'open' AND faregate_breakers.auto_state = 'open'
                   AND faregate_breakers.open_until > excluded.open_until
@@ -259,20 +303,25 @@ impl SharedStore {
             .pop())
     }
 
-    /// Records the automatic state of `key` that the others follow; the row as written, or
-    /// `None` for a recovery refused because the row holds an open that still runs.
+    /// Records the automatic state of `key` that the others follow, decided at `at_ms` (the
+    /// open's time, for an open; see [`AUTO`] for `grace_ms`); the row as written, or `None`
+    /// for a recovery refused because the row holds an open that still runs.
     pub(crate) async fn set_auto(
         &self,
         key: &BreakerKey,
         auto: AutoState,
+        at_ms: i64,
         replica: &str,
         now_ms: i64,
+        grace_ms: i64,
     ) -> Result<Option<Payload>, StoreError> {
         let (state, until, ramp) = match auto {
             AutoState::Closed => ("closed", None, false),
             AutoState::Open { until_ms, ramp } => ("open", Some(until_ms), ramp),
             AutoState::Recovered { ramp } => ("recovered", None, ramp),
         };
+        // An open's time; a write of another state has none.
+        let opened = until.map(|_| at_ms);
         let args = [
             Arg::Text(Some(&key.tool)),
             Arg::Text(Some(&key.provider)),
@@ -281,6 +330,8 @@ impl SharedStore {
             Arg::Int(Some(i64::from(ramp))),
             Arg::Text(Some(replica)),
             Arg::Int(Some(now_ms)),
+            Arg::Int(opened),
+            Arg::Int(Some(grace_ms)),
         ];
         Ok(bounded(self.db.fetch(AUTO, &args, payload_from_row))
             .await?
@@ -358,15 +409,21 @@ fn required<T>(value: Option<T>, column: &str) -> Result<T, StoreError> {
 }
 
 fn payload_from_row(r: &dyn StoreRow) -> Result<Payload, StoreError> {
+    let auto_state = required(r.text("auto_state")?, "auto_state")?;
+    let version = required(r.int("version")?, "version")?;
+    // Known only when a writer that keeps it wrote the row last, and meant only while it is open.
+    let kept = r.int("opens_version")? == Some(version) && auto_state == "open";
     Ok(Payload {
         tool: required(r.text("tool")?, "tool")?,
         provider: required(r.text("provider")?, "provider")?,
         forced: r.text("forced")?,
-        auto_state: required(r.text("auto_state")?, "auto_state")?,
+        auto_state,
         open_until: r.int("open_until")?,
         ramp: r.int("ramp")?.unwrap_or(0) != 0,
-        version: required(r.int("version")?, "version")?,
+        version,
         replica: required(r.text("replica")?, "replica")?,
+        opened_at: r.int("opened_at")?.filter(|_| kept),
+        times_opened: r.int("times_opened")?,
     })
 }
 

@@ -16,6 +16,9 @@ use crate::store::{Db, StoreError};
 /// A name no replica of these tests is given.
 const PEER: &str = "replica-peer";
 
+/// The rejecting grace the statements are given, in ms (the gateway's).
+const GRACE: i64 = 60_000;
+
 fn key() -> BreakerKey {
     BreakerKey::new("search_flights", "duffel")
 }
@@ -45,13 +48,13 @@ async fn a_recovery_never_ends_an_open_that_still_runs() {
         ramp: true,
     };
     let store = &fleet.store;
-    let opened = store.set_auto(&key(), open, PEER, now).await;
+    let opened = store.set_auto(&key(), open, now, PEER, now, GRACE).await;
     let opened = opened.unwrap_or_else(|e| panic!("{e}"));
     assert!(opened.is_some(), "the peer's open is written");
     // This replica recovered while it did not know of that open (it was away from the store).
     let recovered = AutoState::Recovered { ramp: true };
     let refused = store
-        .set_auto(&key(), recovered, &fleet.replica, now + 1)
+        .set_auto(&key(), recovered, now + 1, &fleet.replica, now + 1, GRACE)
         .await;
     assert_eq!(
         refused.map(|r| r.is_some()).ok(),
@@ -63,7 +66,14 @@ async fn a_recovery_never_ends_an_open_that_still_runs() {
     assert_eq!((rows[0].auto, rows[0].replica.as_str()), (open, PEER));
     // Once the open has run out, a recovery from it is written.
     let later = store
-        .set_auto(&key(), recovered, &fleet.replica, now + 40_000)
+        .set_auto(
+            &key(),
+            recovered,
+            now + 40_000,
+            &fleet.replica,
+            now + 40_000,
+            GRACE,
+        )
         .await;
     let later = later.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(later.map(|r| r.auto_state), Some("recovered".to_string()));
@@ -83,7 +93,10 @@ async fn a_force_still_to_be_written_is_not_undone_by_a_peers_row() {
         until_ms: now + 30_000,
         ramp: true,
     };
-    let written = fleet.store.set_auto(&key(), open, PEER, now).await;
+    let written = fleet
+        .store
+        .set_auto(&key(), open, now, PEER, now, GRACE)
+        .await;
     written.unwrap_or_else(|e| panic!("{e}"));
     let forcing = HashSet::from([key()]);
     let read = fleet.catch_up(&breakers, &forcing).await;
@@ -201,7 +214,7 @@ async fn a_replica_writing_its_state_on_return_follows_a_force_made_meanwhile() 
         until_ms: now + 30_000,
         ramp: true,
     };
-    let queued = Write::Auto(key(), open);
+    let queued = Write::Auto(key(), open, clock::epoch_ms());
     let written = fleet.write(&queued, &breakers).await;
     written.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(breaker.state(clock::now()), BreakerState::ForcedOpen);
@@ -271,7 +284,9 @@ async fn at_the_same_millisecond_the_replica_whose_name_sorts_last_wins() {
         until_ms: at + 30_000,
         ramp: true,
     };
-    let auto = store.set_auto(&key, open, "replica-c", at + 10).await;
+    let auto = store
+        .set_auto(&key, open, at + 10, "replica-c", at + 10, GRACE)
+        .await;
     assert!(landed(auto));
     assert!(!landed(force(ForceMode::Open, "replica-a").await));
     assert!(landed(force(ForceMode::Open, "replica-c").await), "c > b");
@@ -321,7 +336,11 @@ async fn a_row_a_replica_of_an_older_version_wrote_last_counts_as_forced_when_wr
         until_ms: t + 30_000,
         ramp: true,
     };
-    assert!(landed(store.set_auto(&key, open, PEER, t + 30).await));
+    assert!(landed(
+        store
+            .set_auto(&key, open, t + 30, PEER, t + 30, GRACE)
+            .await
+    ));
     let between = store.force(&key, ForceMode::Auto, "replica-new", t + 40, t + 5);
     assert!(!landed(between.await));
     // A force asked for after it is written.
@@ -476,3 +495,5 @@ async fn a_replica_trims_the_stored_history_once_a_minute() {
     task.await.unwrap_or_else(|e| panic!("{e}"));
     drop(hold);
 }
+
+mod opens;
