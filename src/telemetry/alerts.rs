@@ -39,6 +39,14 @@
 //! and said why at ERROR) or files that differ between replicas. Every replica sees the same
 //! listing, so each raises it; the Prometheus rule counts `faregate_config_info`'s fingerprints.
 //!
+//! **A fleet.** A replica's clock would start when it learnt of an open: a replica started (or
+//! restarted) during a long outage would time it from its own start, and hear of a 20-minute
+//! outage late, or, with the open restored before anything listened, not at all. So a breaker
+//! found rejecting when the rules start is followed from then ([`AlertEngine::on_found`]), and
+//! the fleet's shared record of when the outage began moves the clock back to it
+//! ([`AlertEngine::on_fleet_open`]); the record ends an outage by the same grace, so every
+//! replica times one outage alike.
+//!
 //! Forced states are an operator's decision: forcing open does not count as a trip and resets
 //! the "open too long" clock. `ops/prometheus/faregate.rules.yml` has the same rules over the
 //! metrics (at scrape resolution: its shared-dependency window is 1 min).
@@ -214,6 +222,16 @@ impl AlertEngine {
         }
     }
 
+    /// The thresholds.
+    pub fn rules(&self) -> &AlertRules {
+        &self.rules
+    }
+
+    /// Takes `rules` as the thresholds from now on.
+    pub fn set_rules(&mut self, rules: AlertRules) {
+        self.rules = rules;
+    }
+
     /// Feeds one transition (in the order they happened) and evaluates the rules at its instant.
     pub fn on_transition(&mut self, event: &TransitionEvent) -> Vec<AlertChange> {
         let half_open_at = match event.to {
@@ -243,6 +261,50 @@ impl AlertEngine {
                 .push_back(event.at);
         }
         self.evaluate(event.at)
+    }
+
+    /// A breaker found `state` since `since` when the rules start following it: a replica that
+    /// starts during an outage restores the open from the store before anything listens for
+    /// transitions, so no transition tells the rules of it. Open counts as rejecting since
+    /// `since`, half-open as just having been open then (its grace runs from `since`); any other
+    /// state is nothing to follow. No trip is counted: none was seen.
+    pub fn on_found(
+        &mut self,
+        key: &BreakerKey,
+        state: BreakerState,
+        since: Instant,
+        now: Instant,
+    ) -> Vec<AlertChange> {
+        let half_open_at = match state {
+            BreakerState::Open => None,
+            BreakerState::HalfOpen => Some(since),
+            _ => return self.evaluate(now),
+        };
+        self.rejecting_since
+            .entry(key.clone())
+            .or_insert(Rejecting {
+                since,
+                half_open_at,
+            });
+        self.evaluate(now)
+    }
+
+    /// The fleet's shared record says breaker `key` has been rejecting since `since`: its
+    /// outage's first open, on whichever replica decided it, kept across its failed probes.
+    /// A breaker this replica counts as rejecting is timed from there when that is earlier
+    /// than when this replica learnt of the open (it started during the outage, or followed the
+    /// open from another replica after its own half-open grace ran out). Nothing for a breaker
+    /// this replica does not count as rejecting.
+    pub fn on_fleet_open(
+        &mut self,
+        key: &BreakerKey,
+        since: Instant,
+        now: Instant,
+    ) -> Vec<AlertChange> {
+        if let Some(rejecting) = self.rejecting_since.get_mut(key) {
+            rejecting.since = rejecting.since.min(since);
+        }
+        self.evaluate(now)
     }
 
     /// Stops following the breakers of `keys` (a reload removed them): one left open no longer

@@ -84,6 +84,44 @@ impl Telemetry {
         self.publish(changes);
     }
 
+    /// The alert rules' thresholds.
+    pub fn alert_rules(&self) -> AlertRules {
+        self.engine().rules().clone()
+    }
+
+    /// Takes `rules` as the thresholds from now on (a test's tighter ones; the gateway runs
+    /// [`AlertRules::spec`]). Call it before the gateway serves: what the engine follows stays,
+    /// judged by the new thresholds at the next evaluation.
+    pub fn set_alert_rules(&self, rules: AlertRules) {
+        self.engine().set_rules(rules);
+    }
+
+    /// A breaker found rejecting (or not) when the gateway starts serving: the open a replica
+    /// restored from the store before anything listened for transitions
+    /// ([`AlertEngine::on_found`]), timed from `fleet_since` when the fleet's record knows when
+    /// its outage began ([`AlertEngine::on_fleet_open`]).
+    pub fn on_breaker_found(
+        &self,
+        snapshot: &crate::breaker::BreakerSnapshot,
+        fleet_since: Option<Instant>,
+        now: Instant,
+    ) {
+        let mut engine = self.engine();
+        let mut changes = engine.on_found(&snapshot.key, snapshot.state, snapshot.since, now);
+        if let Some(since) = fleet_since {
+            changes.extend(engine.on_fleet_open(&snapshot.key, since, now));
+        }
+        drop(engine);
+        self.publish(changes);
+    }
+
+    /// The fleet's record says breaker `key` has been rejecting since `since`
+    /// ([`AlertEngine::on_fleet_open`]).
+    pub fn on_fleet_open(&self, key: &crate::breaker::BreakerKey, since: Instant, now: Instant) {
+        let changes = self.engine().on_fleet_open(key, since, now);
+        self.publish(changes);
+    }
+
     /// Forgets the breakers of `keys`, which a reload removed: their gauges go, and their alerts
     /// resolve at the next tick.
     pub fn forget_breakers(&self, keys: &[crate::breaker::BreakerKey]) {

@@ -486,3 +486,5 @@ async fn replicas_running_different_configurations_alert_after_the_grace_and_res
     advance(Duration::from_secs(120)).await;
     assert!(e.tick(Instant::now()).is_empty());
 }
+
+mod fleet;
