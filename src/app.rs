@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::back_in_service::{BackInServiceSystem, NoticeStore};
-use crate::breaker::{BreakerState, TransitionEvent};
+use crate::breaker::{BreakerKey, BreakerState, Origin, TransitionEvent};
 use crate::call::{Gateway, Upstream};
 use crate::clients::SharedRates;
 use crate::config::Config;
@@ -193,6 +193,8 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
 /// with the next start): restores forced states, opens still running and the history before
 /// the gateway serves, and lets `run` keep them in step.
 pub async fn attach_fleet(app: &mut App, fleet: Arc<Fleet>) -> Result<(), StoreError> {
+    // The fleet's outage ends as a replica's alert clock does.
+    fleet.set_rejecting_grace(app.state.telemetry.alert_rules().half_open_grace);
     fleet.restore(app.state.gateway.breakers()).await?;
     app.state.replicas = fleet.replicas();
     app.state.fleet = Some(fleet);
@@ -230,14 +232,24 @@ pub async fn run(
     let gateway = app.state.gateway.clone();
     let telemetry = app.state.telemetry.clone();
     let (fleet, jobs) = (app.state.fleet.clone(), app.state.jobs.clone());
+    let shared = fleet.clone();
     // Whether this replica's store answers, as the fleet's task and the job spool last found
     // (no statement here): a replica without either has no store to lose.
     let store_answers = move || {
         fleet.as_ref().is_none_or(|f| f.is_connected())
             && jobs.as_ref().is_none_or(|j| !j.spooling())
     };
+    // When the fleet's record says the outage of `key` began, if it knows.
+    let fleet_since = move |key: &BreakerKey| shared.as_ref().and_then(|f| f.rejecting_since(key));
     let breaker_task = tokio::spawn(async move {
         let mut events = gateway.breakers().subscribe();
+        // What the fleet restored before anyone listened (an open running, or run out into
+        // half-open) told the alert rules nothing: they are told now, from the fleet's open.
+        let now = Instant::now();
+        for breaker in gateway.breakers().all() {
+            let snapshot = breaker.snapshot(now);
+            telemetry.on_breaker_found(&snapshot, fleet_since(&snapshot.key), now);
+        }
         let mut tick = tokio::time::interval(BREAKER_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -250,6 +262,15 @@ pub async fn run(
                     Ok(e) => {
                         log_transition(&e);
                         telemetry.on_transition(&e);
+                        // An open followed from the fleet is timed from the fleet's open, not
+                        // from when this replica heard of it.
+                        let rejecting = matches!(e.to, BreakerState::Open | BreakerState::HalfOpen);
+                        if e.origin == Origin::Fleet
+                            && rejecting
+                            && let Some(since) = fleet_since(&e.key)
+                        {
+                            telemetry.on_fleet_open(&e.key, since, Instant::now());
+                        }
                     }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::warn!(missed = n, "breaker event log fell behind");

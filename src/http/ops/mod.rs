@@ -274,6 +274,9 @@ fn breaker_json(
             .maintenance()
             .active(tool, s.key.provider_name(), wall_now)
     });
+    // In a PostgreSQL fleet, the fleet's count of opens (the same on every replica); on one
+    // node, or before the fleet's row counts, this replica's.
+    let fleet_opens = state.fleet.as_ref().and_then(|f| f.times_opened(&s.key));
     json!({
         "key": url_key(&s.key),
         "breaker": s.key.to_string(),
@@ -309,7 +312,8 @@ fn breaker_json(
         })),
         "slow_call_threshold_ms": s.slow_call_threshold.as_millis() as u64,
         "history": {
-            "times_opened": s.history.times_opened,
+            "times_opened": fleet_opens.unwrap_or(s.history.times_opened),
+            "times_opened_by": if fleet_opens.is_some() { "fleet" } else { "replica" },
             "time_open_s": secs(s.history.total_open_time),
             "calls_rejected": s.history.calls_rejected,
             "failure_rate_at_last_open": s.history.failure_rate_at_last_open,
