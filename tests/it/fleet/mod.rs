@@ -1,7 +1,8 @@
 //! Fleets: gateways sharing one store. `queue` runs 1,000 jobs on three replicas of one
 //! PostgreSQL queue; `breakers` checks that the replicas act as one gateway's breakers (an open
 //! propagates, half-open probes are leased fleet-wide, forced states survive restarts);
-//! `degraded` takes PostgreSQL away from one replica and gives it back, and `spool` does so
+//! `opens` has every replica, one started after the opens too, tell the fleet's count of opens
+//! and time `breaker_open_too_long` from the fleet's open; `degraded` takes PostgreSQL away from one replica and gives it back, and `spool` does so
 //! while background jobs arrive and run; `rejoin` checks what such a replica writes on its
 //! return against what the fleet did meanwhile; `lease` hands the probe lease to a replica with callers; `watches` restarts a watch's gateway and runs one
 //! watch on two replicas; `scope` shares one breaker per provider account across replicas;
@@ -20,6 +21,7 @@ mod configs;
 mod degraded;
 mod lease;
 mod limits;
+mod opens;
 mod out_of_reach;
 mod queue;
 mod rejoin;

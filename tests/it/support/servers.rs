@@ -122,9 +122,32 @@ impl TestGateway {
         store: faregate::jobs::Store,
         source: Option<faregate::http::ConfigSource>,
     ) -> Self {
+        Self::start_in_fleet_with(config, env, store, source, None).await
+    }
+
+    /// [`TestGateway::start_in_fleet`] with the alert rules' thresholds `rules` (a test's
+    /// shorter ones) instead of the gateway's.
+    pub(crate) async fn start_in_fleet_alerting(
+        config: Config,
+        store: faregate::jobs::Store,
+        rules: faregate::telemetry::AlertRules,
+    ) -> Self {
+        Self::start_in_fleet_with(config, &super::NoEnv, store, None, Some(rules)).await
+    }
+
+    async fn start_in_fleet_with(
+        config: Config,
+        env: &dyn Env,
+        store: faregate::jobs::Store,
+        source: Option<faregate::http::ConfigSource>,
+        rules: Option<faregate::telemetry::AlertRules>,
+    ) -> Self {
         let (config, spool_dir) = own_spool(config);
         let mut app = faregate::app::build(config, env).unwrap_or_else(|e| panic!("build: {e:?}"));
         app.state.config_source = source;
+        if let Some(rules) = rules {
+            app.state.telemetry.set_alert_rules(rules);
+        }
         let fleet = faregate::fleet::Fleet::open(store.db().clone())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
