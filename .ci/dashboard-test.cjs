@@ -40,6 +40,14 @@ async function colourWithin(page, colour, ms, what) {
     await page.waitForSelector('#store[data-answers="true"]', { timeout: 5000 })
       .catch(async () => fail("the store panel does not say the store answers: " + await page.innerHTML("#store")));
     if (await page.$("#storebanner.shown")) fail("the store banner shows while the store answers");
+    // The replicas panel: a client key may not list the replicas (admin key), so the panel shows
+    // this replica's configuration fingerprint, from /readyz, and says which key lists them.
+    const fingerprint = (await (await fetch(gw + "/readyz")).json()).config.fingerprint;
+    if (!/^[0-9a-f]{12}$/.test(fingerprint || "")) fail("/readyz has no configuration fingerprint: " + fingerprint);
+    try {
+      await page.waitForFunction((f) => { const p = document.getElementById("replicas"); return p && p.textContent.includes(f) && p.textContent.includes("admin key"); }, fingerprint, { timeout: 8000 });
+    } catch (e) { fail("the replicas panel does not show this replica's fingerprint " + fingerprint + " to a client key: " + (await page.$("#replicas") ? await page.innerHTML("#replicas") : "no #replicas panel")); }
+    console.log(`  replicas (client key): this replica runs ${fingerprint}`);
 
     // Forcing needs the admin key: the client key is refused.
     const refused = await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "open" }, clientKey);
@@ -127,6 +135,32 @@ async function colourWithin(page, colour, ms, what) {
     await page.unroute("**/v1/breakers");
     await page.waitForSelector("body:not(.stale)", { timeout: 8000 }).catch(() => fail("the page stays faded once /v1/breakers answers again"));
     console.log("  change key, forcing from the page, faded when out of date: ok");
+
+    // With the admin key the panel lists the replicas (one node: itself) with their
+    // fingerprints, agreeing, and no drift shows.
+    await page.waitForSelector('#replicas[data-agree="true"][data-count="1"]', { timeout: 8000 })
+      .catch(async () => fail("the replicas panel does not list this one node with the admin key: " + await page.innerHTML("#replicas")));
+    const here = await page.$eval("#replicas tr[data-replica]", (r) => ({ fingerprint: r.dataset.fingerprint, self: r.dataset.this, text: r.textContent }));
+    if (here.fingerprint !== fingerprint || here.self !== "true") fail("the replica row is not this replica on " + fingerprint + ": " + JSON.stringify(here));
+    if (await page.$("#replicas .drift")) fail("drift shows on one node");
+    // A fleet whose replicas run two configurations (as GET /v1/admin/replicas says it while a
+    // reload failed on one): a red block names who runs what, and the replica apart is marked.
+    const seen = new Date().toISOString();
+    const listed = (replica, fp) => ({ replica, fingerprint: fp, loaded_at: seen, seen_at: seen, this: replica === "replica-a" });
+    const drifting = { shared: true, agree: false, live_for: "1m",
+      configurations: { "aaaaaaaaaaaa": ["replica-a", "replica-b"], "bbbbbbbbbbbb": ["replica-c"] },
+      replicas: [listed("replica-a", "aaaaaaaaaaaa"), listed("replica-b", "aaaaaaaaaaaa"), listed("replica-c", "bbbbbbbbbbbb")] };
+    await page.route("**/v1/admin/replicas", (route) => route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify(drifting) }));
+    await page.waitForSelector('#replicas[data-agree="false"] .drift', { timeout: 8000 })
+      .catch(async () => fail("no drift block while the replicas run two configurations: " + await page.innerHTML("#replicas")));
+    const drift = await page.textContent("#replicas .drift");
+    if (!/DRIFT/.test(drift) || !drift.includes("aaaaaaaaaaaa") || !drift.includes("bbbbbbbbbbbb") || !drift.includes("replica-c")) fail("the drift block does not say who runs what: " + drift);
+    const apart = await page.$$eval("#replicas tr.apart", (rs) => rs.map((r) => r.dataset.replica));
+    if (apart.length !== 1 || apart[0] !== "replica-c") fail("the replica apart is not the one marked: " + JSON.stringify(apart));
+    await page.unroute("**/v1/admin/replicas");
+    await page.waitForSelector('#replicas[data-agree="true"]', { timeout: 8000 }).catch(() => fail("the drift block stays once the replicas agree"));
+    if (await page.$("#replicas .drift")) fail("the drift block stays once the replicas agree");
+    console.log("  replicas (admin key): one node on its fingerprint; drift marked: ok");
 
     // A store that does not answer (as /readyz says it during a PostgreSQL outage): a red
     // banner says what still works, and the store panel why; both go when it answers again.
