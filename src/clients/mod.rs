@@ -12,11 +12,15 @@
 //! - `rate.rs`: [`Rates`], each client's request rate, which a fleet's replicas charge for each
 //!   other's calls, and `fleet_rate.rs`: [`SharedRates`], how they tell each other;
 //! - `share.rs`: [`ToolShare`], how many of a tool's concurrent calls one client may hold while
-//!   several clients call, and [`Shares`], what each client holds of one tool.
+//!   several clients call, and [`Shares`], what each client holds of one tool;
+//! - `provider_share.rs`: [`ProviderWindow`], who sent a replica's requests to a provider in
+//!   its rate-limit window, and the rule that refuses a client over its fair part of them
+//!   while the window runs low ([`ProviderReserve`]).
 
 mod budget;
 mod fleet_rate;
 mod name;
+mod provider_share;
 mod rate;
 mod roster;
 mod scope;
@@ -25,6 +29,9 @@ mod share;
 pub use budget::{Amount, DailyBudget};
 pub use fleet_rate::{ClientKey, Heard, SharedRates, Told};
 pub use name::{ClientName, InvalidClientName};
+pub use provider_share::{
+    Announced, OverProviderShare, PROVIDER_SHARE_LIMIT, ProviderReserve, ProviderWindow, over_share,
+};
 pub use rate::{Admitted, Quota, Rates, SHARE_EVERY};
 pub use roster::{ClientProfile, Directory, KeyDigest, Roster, digest, digest_from_hex};
 pub use scope::Scope;
