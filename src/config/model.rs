@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use crate::breaker::{BreakerConfig, BreakerScope};
-use crate::clients::{ClientName, DailyBudget, Scope, ToolShare};
+use crate::clients::{ClientName, DailyBudget, ProviderReserve, Scope, ToolShare};
 use crate::policy::RetryPolicy;
 
 /// The whole gateway configuration: `faregate.toml` plus `tools/*.toml` plus `prompts/`.
@@ -157,6 +157,11 @@ pub struct LimitsConfig {
     /// (`max_concurrent`) one client may hold on a replica: `ceil(max_concurrent × share)`, at
     /// least 1. The same for every client.
     pub client_share_of_tool: ToolShare,
+    /// While more than one client may call, the part of a provider's rate-limit window (of its
+    /// announced `ratelimit-limit`, rounded up) below which a client that sent more than its
+    /// fair part of a replica's requests to the provider in the window is refused until the
+    /// window resets; 0 = off. The same for every client.
+    pub provider_reserve: ProviderReserve,
 }
 
 /// The defaults for `[limits]`: 20 requests a second with bursts of 40, 32 in flight, 32 open
@@ -172,6 +177,7 @@ pub fn default_limits() -> LimitsConfig {
         client_max_streams: Some(32),
         client_max_mcp_sessions: Some(64),
         client_share_of_tool: ToolShare::HALF,
+        provider_reserve: ProviderReserve::DEFAULT,
     }
 }
 

@@ -251,6 +251,27 @@ impl<'a> Section<'a> {
         }
     }
 
+    /// A fraction in `[0, 1]`, written as a number (`0.2`) or a percentage string (`"20%"`),
+    /// for a key whose 0 turns something off.
+    pub(crate) fn fraction_or_zero(&self, key: &'static str) -> Option<f64> {
+        let value = match self.get(key)? {
+            toml::Value::Float(f) => Some(*f),
+            toml::Value::Integer(n) => Some(*n as f64),
+            toml::Value::String(s) => parse_percent(s),
+            _ => None,
+        };
+        match value {
+            Some(f) if (0.0..=1.0).contains(&f) => Some(f),
+            _ => {
+                self.error(
+                    key,
+                    "expected a fraction from 0 to 1, e.g. 0.2 or \"20%\" (0 turns it off)",
+                );
+                None
+            }
+        }
+    }
+
     /// A fraction in `(0, 1]`, written as a number (`0.5`) or a percentage string (`"50%"`).
     pub(crate) fn fraction(&self, key: &'static str) -> Option<f64> {
         let value = match self.get(key)? {

@@ -268,6 +268,12 @@ pub fn settle(
         &Shown(r.client_share_of_tool.to_string()),
         &Shown(n.client_share_of_tool.to_string()),
     );
+    differ(
+        &mut out,
+        "[limits] provider_reserve",
+        &Shown(r.provider_reserve.to_string()),
+        &Shown(n.provider_reserve.to_string()),
+    );
     let (r, n) = (&running.jobs, &read.jobs);
     differ(
         &mut out,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::model::{LimitsConfig, Rate, ServerConfig, ToolConfig, default_limits, default_server};
 use super::reader::Section;
-use crate::clients::ToolShare;
+use crate::clients::{ProviderReserve, ToolShare};
 
 /// `[server]` with the tools and prompts directories (relative to `base`).
 pub(super) fn read_server(
@@ -132,6 +132,14 @@ pub(super) fn read_limits(root: &Section<'_>) -> LimitsConfig {
         match ToolShare::new(fraction) {
             Ok(share) => limits.client_share_of_tool = share,
             Err(msg) => s.error("client_share_of_tool", msg),
+        }
+    }
+    // `fraction_or_zero` refuses what is not in [0, 1], saying what to write; the reserve
+    // checks again.
+    if let Some(fraction) = s.fraction_or_zero("provider_reserve") {
+        match ProviderReserve::new(fraction) {
+            Ok(reserve) => limits.provider_reserve = reserve,
+            Err(msg) => s.error("provider_reserve", msg),
         }
     }
     s.finish();

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{MapFiles, errors_of};
-use crate::clients::ToolShare;
+use crate::clients::{ProviderReserve, ToolShare};
 use crate::config::{REQUEST_TIMEOUT_MARGIN, Rate};
 
 #[test]
@@ -34,6 +34,7 @@ fn defaults_protect_an_exposed_gateway() {
     assert_eq!(config.limits.client_max_streams, Some(32));
     assert_eq!(config.limits.client_max_mcp_sessions, Some(64));
     assert_eq!(config.limits.client_share_of_tool, ToolShare::HALF);
+    assert_eq!(config.limits.provider_reserve, ProviderReserve::DEFAULT);
 }
 
 #[test]
@@ -115,6 +116,39 @@ fn server_and_limits_keys_are_read() {
     assert_eq!(config.limits.client_max_streams, Some(4));
     assert_eq!(config.limits.client_max_mcp_sessions, None, "0 = no cap");
     assert_eq!(config.limits.client_share_of_tool.to_string(), "0.25");
+}
+
+#[test]
+fn a_provider_reserve_is_a_fraction_from_0_to_1_and_0_turns_it_off() {
+    let read = |value: &str| {
+        MapFiles::defaults()
+            .edit(
+                "faregate.toml",
+                "provider_reserve = 0.2",
+                &format!("provider_reserve = {value}"),
+            )
+            .load()
+            .unwrap_or_else(|e| panic!("{value}: {e}"))
+            .limits
+            .provider_reserve
+    };
+    assert_eq!(read("\"25%\"").to_string(), "0.25");
+    assert_eq!(read("1").to_string(), "1");
+    assert!(read("0").is_off());
+    for bad in ["1.5", "-0.2", "\"a fifth\"", "true"] {
+        let errors = errors_of(MapFiles::defaults().edit(
+            "faregate.toml",
+            "provider_reserve = 0.2",
+            &format!("provider_reserve = {bad}"),
+        ));
+        assert_eq!(errors.len(), 1, "{bad}: {errors:#?}");
+        assert!(
+            errors[0].contains(
+                "limits.provider_reserve: expected a fraction from 0 to 1, e.g. 0.2 or \"20%\" (0 turns it off)"
+            ),
+            "{bad}: {errors:#?}"
+        );
+    }
 }
 
 #[test]
@@ -204,7 +238,7 @@ fn impossible_server_and_limit_values_are_all_named() {
         "limits.client_rate: \"lots\" is not a rate; write requests per period, e.g. \"20/s\"",
         "limits.client_burst: 0 is out of range",
         "limits.client_max_streams: -1 is out of range",
-        "limits.client_bust: unknown key; valid keys here: client_burst, client_max_concurrent_calls, client_max_mcp_sessions, client_max_streams, client_rate, client_share_of_tool",
+        "limits.client_bust: unknown key; valid keys here: client_burst, client_max_concurrent_calls, client_max_mcp_sessions, client_max_streams, client_rate, client_share_of_tool, provider_reserve",
         "server.request_timeout: 3s is not longer than the deadline of",
     ];
     assert_eq!(errors.len(), expect.len(), "{errors:#?}");
