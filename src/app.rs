@@ -95,6 +95,7 @@ pub fn build(config: Config, env: &dyn Env) -> Result<App, Vec<String>> {
     limits.set_own(&setup.own_limits);
     gateway.set_budgets(http::client_budgets(&setup.roster));
     gateway.set_client_share(http::client_share(&setup.roster, &config.limits));
+    gateway.set_provider_reserve(http::provider_reserve(&setup.roster, &config.limits));
     warnings.extend(crate::config::unshared_tools(
         &config,
         setup.roster.profiles().len(),

@@ -297,6 +297,11 @@ pub(crate) fn check(config_path: &Path) -> anyhow::Result<ExitCode> {
                     "client share: {callers} clients, each holding at most {share} of a tool's max_concurrent per replica ([limits] client_share_of_tool)"
                 );
             }
+            if let Some(reserve) = http::provider_reserve(&setup.roster, &config.limits) {
+                println!(
+                    "provider share: once a provider announces {reserve} of its rate-limit window or less left, a client that sent more than 1/k of a replica's requests to it in the window (k clients) waits for the reset ([limits] provider_reserve)"
+                );
+            }
             for w in faregate::config::unshared_tools(&config, callers) {
                 println!("warning: {w}");
             }

@@ -4,8 +4,9 @@
 //! that means for whoever asked:
 //!
 //! - [`interactive`]: a model is waiting, so it gets an envelope now, in this order: a client
-//!   that holds its share of the tool is told so (`rejected` with its `limit`: its own doing,
-//!   so neither a stale result nor the fallback, which would call the tool failing), else the
+//!   that holds its share of the tool, or is over its share of every provider's rate-limit
+//!   window the chain tried, is told so (`rejected` with its `limit`: its own doing, so neither
+//!   a stale result nor the fallback, which would call the tool failing), else the
 //!   provider's refusal (the model can fix it), else the last good result for the same
 //!   arguments (`stale`, with its age), else for a write that may have reached the provider
 //!   "outcome unknown" (never "nothing was booked"), else for a write the provider says it did
@@ -16,8 +17,9 @@
 //! - [`background`]: nobody waits, so a job gets a [`Verdict`]: later (with the wait the
 //!   provider side asked for, cut to the soonest another provider of the chain is back, or the
 //!   first maintenance window's end, as its anchor; also a
-//!   write that failed before its request was sent, which is as safe to repeat as a read, and
-//!   a job whose client held its share of the tool, as a full bulkhead), or
+//!   write that failed before its request was sent, which is as safe to repeat as a read, a
+//!   job whose client held its share of the tool, as a full bulkhead, and a job whose client
+//!   was over its share of the providers' windows, anchored on the first reset), or
 //!   never (a refusal, a write the provider says it did not carry out, or a write whose outcome
 //!   is unknown: repeating it could book twice).
 //!
@@ -28,9 +30,9 @@ use std::time::Duration;
 
 use super::envelope::{CallInfo, Data, Envelope};
 use super::last_good::GoodResult;
-use super::outcome::{Failure, Held, OverShare, Success};
+use super::outcome::{Failure, Held, OverProvider, OverShare, Success};
 use crate::breaker::BreakerState;
-use crate::clients::SHARE_LIMIT;
+use crate::clients::{PROVIDER_SHARE_LIMIT, SHARE_LIMIT};
 use crate::providers::{ErrorKind, UpstreamError, WriteEffect};
 use crate::texts::call as texts;
 
@@ -140,27 +142,63 @@ pub(super) fn fresh(info: CallInfo, success: Success) -> Envelope {
 /// tells a client over its calls in flight, a second (one of its calls may finish any moment).
 pub(super) const SHARE_RETRY: Duration = Duration::from_secs(1);
 
-/// The answer to a call refused because its client holds its share of the tool, when
-/// `failure` is that refusal (`info` is given back otherwise). The client's own doing, not the
-/// tool's: no stale result and no fallback text (both would say the tool is failing), but
-/// `rejected` naming the limit and how to keep under it, as the edge's 429 does. It needs no
-/// fact of the tool's state, so the gateway asks it before gathering them.
+/// The answer to a call refused because its client holds its share of the tool, or is over
+/// its share of the rate-limit window of every provider the chain tried, when `failure` is
+/// that refusal (`info` is given back otherwise). The client's own doing, not the tool's: no
+/// stale result and no fallback text (both would say the tool is failing), but `rejected`
+/// naming the limit and how to keep under it, as the edge's 429 does (for a provider's window:
+/// until it resets). It needs no fact of the tool's state, so the gateway asks it before
+/// gathering them.
 pub(super) fn limited(info: CallInfo, failure: &Failure) -> Result<Envelope, CallInfo> {
-    let Failure::ClientShareFull(OverShare {
-        slots,
-        max_concurrent,
-        share,
-    }) = failure
-    else {
-        return Err(info);
-    };
-    let content = texts::client_share_full(&info.tool, *slots, *max_concurrent, &share.to_string());
-    Ok(Envelope::limited(
-        info,
-        content,
-        SHARE_LIMIT,
-        SHARE_RETRY.as_secs(),
-    ))
+    match failure {
+        Failure::ClientShareFull(OverShare {
+            slots,
+            max_concurrent,
+            share,
+        }) => {
+            let content =
+                texts::client_share_full(&info.tool, *slots, *max_concurrent, &share.to_string());
+            Ok(Envelope::limited(
+                info,
+                content,
+                SHARE_LIMIT,
+                SHARE_RETRY.as_secs(),
+            ))
+        }
+        Failure::ProviderShareFull { over } => {
+            let Some(first) = OverProvider::first(over) else {
+                return Err(info);
+            };
+            let o = &first.over;
+            let reset_s = ceil_secs(o.reset_in);
+            let others: Vec<&str> = over
+                .iter()
+                .filter(|other| other.provider != first.provider)
+                .map(|other| other.provider.as_str())
+                .collect();
+            let content = texts::client_share_of_provider(
+                &info.tool,
+                &texts::ProviderShare {
+                    provider: &first.provider,
+                    sent: o.sent,
+                    total: o.total,
+                    clients: o.clients,
+                    remaining: o.remaining,
+                    limit: o.limit,
+                    reset_s,
+                    reserve: &o.reserve.to_string(),
+                },
+                &others,
+            );
+            Ok(Envelope::limited(
+                info,
+                content,
+                PROVIDER_SHARE_LIMIT,
+                reset_s,
+            ))
+        }
+        _ => Err(info),
+    }
 }
 
 /// The interactive answer to a failure.
@@ -363,6 +401,29 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             attempted: false,
             rate_limited: None,
         },
+        // Silently later, no attempt counted (no provider was asked), until the first window
+        // resets; not a 429 the pacer should learn from (the provider said nothing new).
+        Failure::ProviderShareFull { over } => {
+            let first = OverProvider::first(&over);
+            Verdict::Later {
+                anchor: first.map(|first| first.over.reset_in),
+                error: first.map_or_else(String::new, |first| {
+                    let o = &first.over;
+                    texts::client_share_of_provider_background(&texts::ProviderShare {
+                        provider: &first.provider,
+                        sent: o.sent,
+                        total: o.total,
+                        clients: o.clients,
+                        remaining: o.remaining,
+                        limit: o.limit,
+                        reset_s: ceil_secs(o.reset_in),
+                        reserve: &o.reserve.to_string(),
+                    })
+                }),
+                attempted: false,
+                rate_limited: None,
+            }
+        }
         Failure::DeadlinePassed => Verdict::Later {
             anchor: None,
             error: texts::deadline_passed(),
@@ -401,6 +462,7 @@ fn may_have_executed(failure: &Failure) -> bool {
         Failure::Upstream { error, .. } => error.write_may_have_happened(),
         Failure::BulkheadFull
         | Failure::ClientShareFull(_)
+        | Failure::ProviderShareFull { .. }
         | Failure::Breaker { .. }
         | Failure::Maintenance { .. }
         | Failure::DeadlinePassed => false,
@@ -430,6 +492,9 @@ fn retry_estimate(
         // A slot frees at the latest when the calls holding them time out.
         Failure::BulkheadFull => timeout.min(TRANSIENT_RETRY),
         Failure::ClientShareFull(_) => SHARE_RETRY,
+        Failure::ProviderShareFull { over } => {
+            OverProvider::first(over).map_or(TRANSIENT_RETRY, |first| first.over.reset_in)
+        }
         Failure::DeadlinePassed => TRANSIENT_RETRY,
     }
 }

@@ -23,6 +23,9 @@
 //! `error.type` values: `circuit_open`, `maintenance` (a scheduled window; the attempt's
 //! `faregate.breaker.decision` is `maintenance`), `bulkhead_full`, `client_share_full` (the
 //! client held its share of the bulkhead: its call is `rejected`, with `limit`),
+//! `provider_share_full` (the client was over its share of a provider's rate-limit window: the
+//! attempt's `faregate.breaker.decision` is `provider_share`, and a call no provider served is
+//! `rejected`, with `limit`),
 //! `deadline_exceeded`, and the provider error kinds (`ErrorKind::as_str`): `timeout`, `connect`, `transport`,
 //! `rate_limited`, `upstream_5xx`, `misconfigured`, `malformed`, `rejected` (the provider
 //! refused; the model can fix it); plus `invalid_arguments`.
@@ -37,7 +40,7 @@ use super::envelope::{Envelope, Status};
 use super::outcome::Failure;
 use super::served::ServedTool;
 use crate::breaker::{Outcome, PermitKind, Rejected};
-use crate::clients::SHARE_LIMIT;
+use crate::clients::{PROVIDER_SHARE_LIMIT, SHARE_LIMIT};
 use crate::providers::UpstreamError;
 use crate::telemetry::{AttemptOutcome, FallbackKind, Telemetry};
 use crate::tools::CallMode;
@@ -183,9 +186,10 @@ impl Observer {
                 metrics.record_fallback(&envelope.tool, kind);
             }
             Status::Rejected => {
-                // A client refused for holding its share of the tool, told apart from a
-                // provider's refusal.
-                let error = match envelope.limit {
+                // A client refused for holding its share of the tool, or for being over its
+                // share of the providers' windows, told apart from a provider's refusal.
+                let error = match envelope.limit.as_deref() {
+                    Some(PROVIDER_SHARE_LIMIT) => "provider_share_full",
                     Some(_) => "client_share_full",
                     None => "rejected",
                 };
@@ -213,6 +217,11 @@ impl Observer {
             Failure::BulkheadFull => self.telemetry.metrics().record_bulkhead_rejected(tool),
             Failure::ClientShareFull(_) => {
                 self.telemetry.metrics().record_client_limited(SHARE_LIMIT);
+            }
+            Failure::ProviderShareFull { .. } => {
+                self.telemetry
+                    .metrics()
+                    .record_client_limited(PROVIDER_SHARE_LIMIT);
             }
             _ => {}
         }
@@ -262,6 +271,14 @@ impl Observer {
         self.telemetry
             .metrics()
             .record_rejected(tool, provider, rejected.reason);
+    }
+
+    /// Says on an attempt's span that the client was over its share of the provider's
+    /// rate-limit window, so nothing was sent (counted once per call, by [`Observer::failed`]).
+    pub(crate) fn over_provider_share(&self, span: &Span) {
+        span.record("faregate.breaker.decision", "provider_share");
+        span.record("faregate.outcome", "rejected");
+        span.record("error.type", "provider_share_full");
     }
 
     /// Says on its span that an attempt was not made: its key is in a maintenance window.

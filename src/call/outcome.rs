@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::breaker::{BreakerState, Rejected};
-use crate::clients::ToolShare;
+use crate::clients::{OverProviderShare, ToolShare};
 use crate::providers::{ErrorKind, UpstreamError};
 use crate::tools::ToolOutput;
 
@@ -75,6 +75,24 @@ pub(crate) struct OverShare {
     pub(crate) share: ToolShare,
 }
 
+/// A provider not asked because the calling client was over its share of the provider's
+/// rate-limit window while the window ran low (`clients::ProviderWindow`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OverProvider {
+    /// The provider.
+    pub(crate) provider: String,
+    /// What the client sent, what was left and when the window resets.
+    pub(crate) over: OverProviderShare,
+}
+
+impl OverProvider {
+    /// Of the providers in `over`, the one whose window resets first: when the client may call
+    /// the tool again.
+    pub(crate) fn first(over: &[OverProvider]) -> Option<&OverProvider> {
+        over.iter().min_by_key(|o| o.over.reset_in)
+    }
+}
+
 impl From<OverShare> for Failure {
     fn from(over: OverShare) -> Self {
         Failure::ClientShareFull(over)
@@ -90,6 +108,15 @@ pub(crate) enum Failure {
     /// client_share_of_tool`): the client's own doing, not the provider's, so no breaker hears
     /// of it and the answer says which limit and how to keep under it.
     ClientShareFull(OverShare),
+    /// The calling client was over its share of the provider's rate-limit window while the
+    /// window ran low (`[limits] provider_reserve`): the client's own doing, so no breaker hears
+    /// of it. The chain goes on to its next provider (another quota); at the end of a chain,
+    /// every provider tried refused the client so (one that failed otherwise answers for the
+    /// chain instead: [`Failure::joined`]), and each is here.
+    ProviderShareFull {
+        /// The providers, in chain order: never empty.
+        over: Vec<OverProvider>,
+    },
     /// The provider's breaker refused the attempt without contacting it.
     Breaker {
         /// The provider.
@@ -125,14 +152,18 @@ pub(crate) enum Failure {
 
 impl Failure {
     /// The provider the failure names; none for a full bulkhead (the tool's, or the client's
-    /// share of it) or a passed deadline.
+    /// share of it), a client over its share of the providers, or a passed deadline (no
+    /// provider failed: the client's own doing, or nobody's).
     pub(crate) fn provider(&self) -> Option<&str> {
         match self {
             Failure::Breaker { provider, .. } | Failure::Upstream { provider, .. } => {
                 Some(provider)
             }
             Failure::Maintenance { held } => held.last().map(|h| h.provider.as_str()),
-            Failure::BulkheadFull | Failure::ClientShareFull(_) | Failure::DeadlinePassed => None,
+            Failure::BulkheadFull
+            | Failure::ClientShareFull(_)
+            | Failure::ProviderShareFull { .. }
+            | Failure::DeadlinePassed => None,
         }
     }
 
@@ -154,9 +185,10 @@ impl Failure {
                 }
             }
             Failure::Maintenance { held } => held.iter().map(|h| h.provider.as_str()).collect(),
-            Failure::BulkheadFull | Failure::ClientShareFull(_) | Failure::DeadlinePassed => {
-                Vec::new()
-            }
+            Failure::BulkheadFull
+            | Failure::ClientShareFull(_)
+            | Failure::ProviderShareFull { .. }
+            | Failure::DeadlinePassed => Vec::new(),
         }
     }
 
@@ -212,14 +244,28 @@ impl Failure {
     /// kept together (the answer names each and the first end); a provider that failed
     /// otherwise may answer again much sooner than any window ends, so its failure is the
     /// answer whichever came first, and the windows are only named among the failed providers.
+    ///
+    /// A client over its share of providers is answered so only when that is all the chain
+    /// did (every provider tried refused it, kept together; the answer names the first
+    /// reset): any other failure is the tool's state, which the client should hear (a
+    /// maintenance window, an outage, and above all a write that may have reached a provider),
+    /// and it answers whichever came first.
     pub(crate) fn joined(last: Option<Box<Failure>>, next: Failure) -> Box<Failure> {
         match (last, next) {
-            (Some(mut last), Failure::Maintenance { held: more }) => {
-                if let Failure::Maintenance { held } = last.as_mut() {
-                    held.extend(more);
+            (Some(mut last), Failure::ProviderShareFull { over: more }) => {
+                if let Failure::ProviderShareFull { over } = last.as_mut() {
+                    over.extend(more);
                 }
                 last
             }
+            (Some(mut last), Failure::Maintenance { held: more }) => match last.as_mut() {
+                Failure::Maintenance { held } => {
+                    held.extend(more);
+                    last
+                }
+                Failure::ProviderShareFull { .. } => Box::new(Failure::Maintenance { held: more }),
+                _ => last,
+            },
             (_, next) => Box::new(next),
         }
     }
@@ -232,7 +278,10 @@ impl Failure {
                 write || matches!(error.kind, ErrorKind::Rejected { .. })
             }
             Failure::BulkheadFull | Failure::ClientShareFull(_) | Failure::DeadlinePassed => true,
-            Failure::Breaker { .. } | Failure::Maintenance { .. } => false,
+            // The next provider has a quota of its own.
+            Failure::Breaker { .. }
+            | Failure::Maintenance { .. }
+            | Failure::ProviderShareFull { .. } => false,
         }
     }
 
@@ -241,6 +290,7 @@ impl Failure {
         match self {
             Failure::BulkheadFull => "bulkhead_full",
             Failure::ClientShareFull(_) => "client_share_full",
+            Failure::ProviderShareFull { .. } => "provider_share_full",
             Failure::Breaker { .. } => "circuit_open",
             Failure::Maintenance { .. } => "maintenance",
             Failure::DeadlinePassed => "deadline_exceeded",

@@ -15,6 +15,15 @@
 //!   as a forced-open breaker would refuse it, and the call moves to the next provider. A
 //!   chain held everywhere answers with every window (the tool is back when the first ends); a
 //!   provider that failed otherwise answers for the chain, since it may be back much sooner.
+//! - **The client's share of the provider's window, beside maintenance**: while the
+//!   provider's latest announcement shows its window running low, a client that sent more
+//!   than its fair part of this replica's requests to it in the window is refused before the
+//!   breaker is asked (`clients::ProviderWindow`), so the provider's 429 (and the breaker's
+//!   pause for every client) is not spent on it; no breaker hears of it, and the call moves to
+//!   the next provider (another quota). A chain that refused the client everywhere answers
+//!   with the first reset; a provider that failed otherwise answers for the chain. An attempt
+//!   admitted is counted as the client's request there, and given back when the breaker
+//!   refuses it after all.
 //! - **Breaker per attempt**: every attempt, first or retry, asks its tool × provider breaker,
 //!   saying who asks (an interactive call leaves half-open probes to due background jobs). An
 //!   open breaker stops retries dead (no retry ever fires into it) and moves the call to the
@@ -47,13 +56,13 @@ use tracing::Instrument;
 
 use super::classify::classify;
 use super::observe::Observer;
-use super::outcome::{Failed, Failure, Held, OverShare, Success};
+use super::outcome::{Failed, Failure, Held, OverProvider, OverShare, Success};
 use super::progress::{Step, Steps};
 use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
 use crate::breaker::Caller;
-use crate::clients::{ClientName, ShareSlot, ToolShare};
+use crate::clients::{ClientName, ProviderReserve, ShareSlot, ToolShare};
 use crate::clock;
 use crate::maintenance::{self, Schedule};
 use crate::policy::SplitMix;
@@ -75,6 +84,10 @@ pub(super) struct Context<'a> {
     pub(super) steps: Option<&'a Steps>,
     /// The scheduled maintenance windows: a key in one is not asked.
     pub(super) maintenance: &'a Schedule,
+    /// The part of a provider's rate-limit window kept for clients under their fair share
+    /// (`[limits] provider_reserve`), while several clients call; `None`: nobody is held to a
+    /// share of a provider.
+    pub(super) provider_reserve: Option<ProviderReserve>,
     /// The call this run is for, as its log lines name it.
     pub(super) call: CallTag<'a>,
 }
@@ -89,7 +102,7 @@ pub(super) struct CallTag<'a> {
     /// The call's id.
     pub(super) call_id: Option<&'a str>,
     /// The client it is for.
-    pub(super) client: Option<&'a str>,
+    pub(super) client: Option<&'a ClientName>,
 }
 
 impl<'a> CallTag<'a> {
@@ -97,8 +110,13 @@ impl<'a> CallTag<'a> {
     pub(super) fn of(call_id: &'a str, client: &'a ClientName) -> Self {
         CallTag {
             call_id: Some(call_id),
-            client: Some(client.as_str()),
+            client: Some(client),
         }
+    }
+
+    /// The client's name, for a log line.
+    fn client_name(&self) -> Option<&'a str> {
+        self.client.map(ClientName::as_str)
     }
 }
 
@@ -171,6 +189,53 @@ pub(super) fn take_share(
     })
 }
 
+/// Refuses a read's client before it leads a call that other clients' identical reads may
+/// join, when the pipeline would refuse it at every provider of the chain for its share of
+/// the provider's window (`RateLimits::would_admit_client`, counting nothing): a refusal handed
+/// to the callers who joined would be another client's answer. One provider of the chain that
+/// would take the request is enough; the pipeline asks again, and counts, at each attempt. A
+/// refusal is counted and logged as the pipeline's.
+pub(super) fn check_provider_shares(
+    tool: &ServedTool,
+    request: &ToolRequest,
+    cx: &Context<'_>,
+) -> Result<(), Box<Failure>> {
+    let (Some(reserve), Some(client)) = (cx.provider_reserve, cx.call.client) else {
+        return Ok(());
+    };
+    let now = Instant::now();
+    let mut over = Vec::new();
+    for route in &tool.routes {
+        // A provider that does not own the request is skipped by the pipeline too.
+        if route.upstream.refuse(request).is_some() {
+            continue;
+        }
+        match cx
+            .rate_limits
+            .would_admit_client(&route.name, client, reserve, now)
+        {
+            Ok(()) => return Ok(()),
+            Err(refused) => over.push(OverProvider {
+                provider: route.name.clone(),
+                over: refused,
+            }),
+        }
+    }
+    if over.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(
+        tool = tool.spec.name,
+        call_id = cx.call.call_id,
+        client = client.as_str(),
+        providers = over.len(),
+        "client over its share of the provider's rate-limit window; not sent"
+    );
+    let refused = Failure::ProviderShareFull { over };
+    cx.observer.failed(tool.spec.name, &refused);
+    Err(Box::new(refused))
+}
+
 /// Runs a validated request upstream: the client's share and the bulkhead, then the provider
 /// chain.
 ///
@@ -231,7 +296,7 @@ pub(super) fn run<'a>(
                             tool = tool.spec.name,
                             provider = %provider,
                             call_id = cx.call.call_id,
-                            client = cx.call.client,
+                            client = cx.call.client_name(),
                             error = %error,
                             "upstream failed"
                         );
@@ -322,9 +387,17 @@ fn run_route<'a>(
                         }],
                     });
                 }
+                // The client over its share of the provider's window: not sent, no breaker told.
+                // Admitted, the request counts as the client's there (given back below if the
+                // breaker refuses it).
+                let counted = admit_client(tool, route, now, &span, &cx)
+                    .map_err(|over| Failure::ProviderShareFull { over: vec![*over] })?;
                 let permit = match route.breaker.try_acquire_as(now, caller) {
                     Ok(permit) => permit,
                     Err(rejected) => {
+                        if let Some(client) = counted {
+                            cx.rate_limits.unsent(&route.name, client);
+                        }
                         cx.observer
                             .rejected(&span, tool.spec.name, &route.name, &rejected);
                         return Err(Failure::Breaker {
@@ -397,7 +470,7 @@ fn run_route<'a>(
                     tool = tool.spec.name,
                     provider = %route.name,
                     call_id = cx.call.call_id,
-                    client = cx.call.client,
+                    client = cx.call.client_name(),
                     attempt = attempt + 1,
                     wait_ms = wait.as_millis() as u64,
                     error = %error,
@@ -414,6 +487,48 @@ fn run_route<'a>(
             tokio::time::sleep(wait).await;
         }
         Err(Failure::DeadlinePassed)
+    }
+}
+
+/// Whether the call's client may send a request to `route`'s provider now, by its share of the
+/// provider's rate-limit window (`providers::RateLimits::admit_client`): the client whose
+/// request was counted (to give it back if it is not sent after all), none when nothing was
+/// counted (no share in force, the gateway's own probe), or the refusal, logged.
+fn admit_client<'a>(
+    tool: &ServedTool,
+    route: &Route,
+    now: Instant,
+    span: &tracing::Span,
+    cx: &Context<'a>,
+) -> Result<Option<&'a ClientName>, Box<OverProvider>> {
+    let (Some(reserve), Some(client)) = (cx.provider_reserve, cx.call.client) else {
+        return Ok(None);
+    };
+    match cx
+        .rate_limits
+        .admit_client(&route.name, client, reserve, now)
+    {
+        Ok(()) => Ok(Some(client)),
+        Err(over) => {
+            cx.observer.over_provider_share(span);
+            tracing::info!(
+                tool = tool.spec.name,
+                provider = %route.name,
+                call_id = cx.call.call_id,
+                client = client.as_str(),
+                sent = over.sent,
+                total = over.total,
+                clients = over.clients,
+                remaining = over.remaining,
+                limit = over.limit,
+                reset_in_ms = over.reset_in.as_millis() as u64,
+                "client over its share of the provider's rate-limit window; not sent"
+            );
+            Err(Box::new(OverProvider {
+                provider: route.name.clone(),
+                over,
+            }))
+        }
     }
 }
 

@@ -41,7 +41,7 @@ pub use edge::{
 pub use routes::ROUTED_PATHS;
 pub use state::{
     AppState, ConfigSource, ReloadError, ReloadSummary, SharedState, budgets as client_budgets,
-    client_share,
+    client_share, provider_reserve,
 };
 
 pub(crate) use edge::share_client_rates;

@@ -21,7 +21,7 @@ use super::edge::{
     Browsers, Caller, ClientLimits, ClientSetup, Keys, Role, StreamLimits, client_setup,
 };
 use crate::call::{Gateway, ToolChanges};
-use crate::clients::{Roster, ToolShare};
+use crate::clients::{ProviderReserve, Roster, ToolShare};
 use crate::config::{self, Config, LimitsConfig};
 use crate::fleet::Replicas;
 use crate::jobs::callbacks::signing;
@@ -230,6 +230,8 @@ impl AppState {
         let limits = &self.config().limits;
         self.gateway
             .set_client_share(client_share(&setup.roster, limits));
+        self.gateway
+            .set_provider_reserve(provider_reserve(&setup.roster, limits));
         self.keys.directory().replace(setup.roster);
     }
 
@@ -332,6 +334,13 @@ pub fn client_share(roster: &Roster, limits: &LimitsConfig) -> Option<ToolShare>
     limits.client_share_of_tool.among(roster.profiles().len())
 }
 
+/// The part of each provider's rate-limit window clients are held to their share of, as the
+/// gateway holds it: `limits`' `provider_reserve` while `roster` has more than one client,
+/// none while it has one (or while it is 0).
+pub fn provider_reserve(roster: &Roster, limits: &LimitsConfig) -> Option<ProviderReserve> {
+    limits.provider_reserve.among(roster.profiles().len())
+}
+
 /// The daily booking budgets of `roster`'s clients, by client name, as the gateway holds them
 /// (only clients that have one).
 pub fn budgets(roster: &Roster) -> std::collections::BTreeMap<String, Budget> {
@@ -385,7 +394,7 @@ mod tests {
         assert_eq!(budget.currency, "EUR");
     }
 
-    /// The share holds while more than one client holds a key: a client holding two keys is
+    /// The shares (of a tool, of a provider's window) hold while more than one client holds a key: a client holding two keys is
     /// one client, and the admin key is none.
     #[test]
     fn the_share_holds_from_the_second_client_on() {
@@ -393,6 +402,7 @@ mod tests {
         let profile = |name: &str| Arc::new(ClientProfile::unrestricted(ClientName::stored(name)));
         let mut roster = Roster::default();
         assert_eq!(client_share(&roster, &limits), None, "auth off");
+        assert_eq!(provider_reserve(&roster, &limits), None, "auth off");
         roster.add_admin(digest(b"admin"));
         let added = [
             roster.add_client(digest(b"key-a"), profile("team-a")),
@@ -400,8 +410,17 @@ mod tests {
         ];
         assert!(added.iter().all(Result::is_ok), "{added:?}");
         assert_eq!(client_share(&roster, &limits), None, "one client, two keys");
+        assert_eq!(
+            provider_reserve(&roster, &limits),
+            None,
+            "one client, two keys"
+        );
         let added = roster.add_client(digest(b"key-b"), profile("team-b"));
         assert!(added.is_ok(), "{added:?}");
         assert_eq!(client_share(&roster, &limits), Some(ToolShare::HALF));
+        assert_eq!(
+            provider_reserve(&roster, &limits),
+            Some(ProviderReserve::DEFAULT)
+        );
     }
 }

@@ -10,6 +10,11 @@
 //!
 //! The adapters write here and know nothing of pacing; the job system reads.
 //!
+//! Beside each provider's readings it counts who sent this replica's requests in the
+//! provider's current window (`clients::ProviderWindow`), so the call path asks, under the one
+//! short lock it reads the announcement with, whether a client is over its share of the
+//! provider's window while it runs low ([`RateLimits::admit_client`]).
+//!
 //! It also says what one allowance stands for ([`RateLimits::bucket`]): by default a provider's
 //! name, or with `[quota] bucket_key = "provider_and_credential"` the name and a digest of the
 //! credential it is called with, so two accounts of one provider in one database are paced
@@ -24,6 +29,7 @@ use reqwest::header::HeaderMap;
 use tokio::time::Instant;
 
 use super::http::parse_delay;
+use crate::clients::{Announced, ClientName, OverProviderShare, ProviderReserve, ProviderWindow};
 use crate::secret::Secret;
 
 /// One answer's rate-limit headers.
@@ -66,11 +72,43 @@ pub struct Known {
     pub configured_per_s: Option<f64>,
 }
 
+impl Known {
+    /// The latest announcement, as the rule of a client's share of the provider reads it.
+    fn announced(&self) -> Option<Announced> {
+        self.latest.map(|(reading, at)| Announced {
+            limit: reading.limit,
+            remaining: reading.remaining,
+            resets_at: at + reading.reset_in,
+        })
+    }
+}
+
+/// One provider's entry: what is known of its limit, and who sent this replica's requests in
+/// its current window.
+#[derive(Debug)]
+struct Board {
+    known: Known,
+    window: ProviderWindow,
+}
+
+impl Board {
+    fn new() -> Self {
+        Board {
+            known: Known {
+                latest: None,
+                configured_per_s: None,
+            },
+            window: ProviderWindow::default(),
+        }
+    }
+}
+
 /// The rate limits of every provider, by the operator's provider name.
 #[derive(Debug, Default)]
 pub struct RateLimits {
-    /// A short `std::sync::Mutex`: held to copy or replace one small value, never across an await.
-    by_provider: Mutex<HashMap<String, Known>>,
+    /// A short `std::sync::Mutex`: held to copy or replace one small value, or to count one
+    /// request, never across an await.
+    by_provider: Mutex<HashMap<String, Board>>,
     /// Requests interactive calls sent per provider since the quota room last took them: a
     /// count in memory, so an interactive call never waits on the database.
     interactive: Mutex<HashMap<String, u32>>,
@@ -85,7 +123,7 @@ pub fn credential_bucket(provider: &str, credential: &Secret) -> String {
 }
 
 impl RateLimits {
-    fn map(&self) -> MutexGuard<'_, HashMap<String, Known>> {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Board>> {
         // A poisoned lock only means a panic elsewhere; the map is still usable.
         self.by_provider.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -95,23 +133,76 @@ impl RateLimits {
         if per_s.is_finite() && per_s > 0.0 {
             self.map()
                 .entry(provider.to_string())
-                .or_insert(Known {
-                    latest: None,
-                    configured_per_s: None,
-                })
+                .or_insert_with(Board::new)
+                .known
                 .configured_per_s = Some(per_s);
         }
     }
 
     /// Records the headers of an answer of `provider` that arrived at `at`.
     pub fn record(&self, provider: &str, reading: Reading, at: Instant) {
-        self.map()
-            .entry(provider.to_string())
-            .or_insert(Known {
-                latest: None,
-                configured_per_s: None,
-            })
-            .latest = Some((reading, at));
+        let mut map = self.map();
+        // Every answer records: no new key (an allocation) once the provider has one.
+        let latest = Some((reading, at));
+        match map.get_mut(provider) {
+            Some(board) => board.known.latest = latest,
+            None => {
+                let mut board = Board::new();
+                board.known.latest = latest;
+                map.insert(provider.to_string(), board);
+            }
+        }
+    }
+
+    /// Whether `client` may send a request to `provider` now: refused while the provider's
+    /// latest announcement is fresh, shows at most `reserve` of its window left, and `client`
+    /// sent more than its fair part of this replica's requests in the window
+    /// (`clients::ProviderWindow::admit`). Admitted, the request is counted as sent; give it
+    /// back with [`RateLimits::unsent`] if it is not sent after all. A provider that has
+    /// announced nothing refuses nobody (its requests are counted all the same: a window's
+    /// first requests go out before its first answer announces it).
+    pub fn admit_client(
+        &self,
+        provider: &str,
+        client: &ClientName,
+        reserve: ProviderReserve,
+        now: Instant,
+    ) -> Result<(), OverProviderShare> {
+        let mut map = self.map();
+        // The provider's entry is made once, by its first request or answer.
+        if !map.contains_key(provider) {
+            map.insert(provider.to_string(), Board::new());
+        }
+        let Some(board) = map.get_mut(provider) else {
+            return Ok(());
+        };
+        let announced = board.known.announced();
+        board.window.admit(client, now, announced, reserve)
+    }
+
+    /// Whether [`RateLimits::admit_client`] would let `client` send a request to `provider`
+    /// now, counting nothing (`clients::ProviderWindow::check`).
+    pub fn would_admit_client(
+        &self,
+        provider: &str,
+        client: &ClientName,
+        reserve: ProviderReserve,
+        now: Instant,
+    ) -> Result<(), OverProviderShare> {
+        let map = self.map();
+        let Some(board) = map.get(provider) else {
+            return Ok(());
+        };
+        board
+            .window
+            .check(client, now, board.known.announced(), reserve)
+    }
+
+    /// A request [`RateLimits::admit_client`] counted was not sent (its breaker refused it).
+    pub fn unsent(&self, provider: &str, client: &ClientName) {
+        if let Some(board) = self.map().get_mut(provider) {
+            board.window.unsent(client);
+        }
     }
 
     /// An interactive call sent one request to `provider`.
@@ -156,7 +247,7 @@ impl RateLimits {
 
     /// What is known of `provider`'s limit.
     pub fn get(&self, provider: &str) -> Option<Known> {
-        self.map().get(provider).copied()
+        self.map().get(provider).map(|board| board.known)
     }
 }
 

@@ -303,7 +303,7 @@ impl Metrics {
                 let c = counter(
                     &r,
                     "faregate_client_limited_total",
-                    "Requests refused because a client was over a [limits] limit, by limit (client_rate, client_max_concurrent_calls, client_max_streams, client_max_mcp_sessions; client_share_of_tool counts tool calls and job runs refused because the client held its share of the tool's concurrent calls), or because event streams held their share of the connections (streams_in_all).",
+                    "Requests refused because a client was over a [limits] limit, by limit (client_rate, client_max_concurrent_calls, client_max_streams, client_max_mcp_sessions; client_share_of_tool counts tool calls and job runs refused because the client held its share of the tool's concurrent calls, client_share_of_provider those refused because the client was over its share of a provider's rate-limit window while it ran low), or because event streams held their share of the connections (streams_in_all).",
                     &["limit"],
                 );
                 for limit in [
@@ -312,6 +312,7 @@ impl Metrics {
                     "client_max_streams",
                     "client_max_mcp_sessions",
                     crate::clients::SHARE_LIMIT,
+                    crate::clients::PROVIDER_SHARE_LIMIT,
                     "streams_in_all",
                 ] {
                     c.with_label_values(&[limit]);
@@ -602,7 +603,7 @@ impl Metrics {
 
     /// A request refused by a per-client limit (`client_rate`, `client_max_concurrent_calls`,
     /// `client_max_streams`, `client_max_mcp_sessions`, and, counted by the call path per call,
-    /// `client_share_of_tool`) or by the share of connections event streams may take
+    /// `client_share_of_tool` and `client_share_of_provider`) or by the share of connections event streams may take
     /// (`streams_in_all`); no client identity is ever a label.
     pub fn record_client_limited(&self, limit: &'static str) {
         self.client_limited.with_label_values(&[limit]).inc();

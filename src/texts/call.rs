@@ -363,6 +363,73 @@ pub fn client_share_full_background(tool: &str, slots: u32, share: &str) -> Stri
     )
 }
 
+/// What a client over its share of a provider's rate-limit window sent, and what was left.
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderShare<'a> {
+    /// The provider.
+    pub provider: &'a str,
+    /// The requests the client sent to it in its window, from this replica.
+    pub sent: u32,
+    /// The requests every client sent to it in the window, from this replica.
+    pub total: u32,
+    /// The clients that sent them.
+    pub clients: u32,
+    /// The requests the provider said were left.
+    pub remaining: u32,
+    /// The requests its window allows.
+    pub limit: u32,
+    /// Whole seconds until the window resets.
+    pub reset_s: u64,
+    /// `[limits] provider_reserve`, as the configuration writes it.
+    pub reserve: &'a str,
+}
+
+/// A call refused because its client sent more than its fair part of the requests to the
+/// provider in the provider's current rate-limit window while the window runs low: the
+/// client's own doing, said so, with the limit's name, why the quota is shared, and when to
+/// call again. `others` are the chain's other providers that refused the client the same way.
+pub fn client_share_of_provider(tool: &str, share: &ProviderShare<'_>, others: &[&str]) -> String {
+    let ProviderShare {
+        provider,
+        sent,
+        total,
+        clients,
+        remaining,
+        limit,
+        reset_s,
+        reserve,
+    } = *share;
+    let also = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " The tool's other providers ({}) refused it for the same reason.",
+            providers(others)
+        )
+    };
+    format!(
+        "{tool} was not called: this client sent {sent} of the {total} requests this gateway sent to {provider} in {provider}'s current rate-limit window, more than its fair part (1/{clients}: {clients} clients are calling {provider}), and {provider} has {remaining} of its {limit} requests left ([limits] provider_reserve = {reserve}). {provider}'s quota is shared by every client of this gateway, so what is left is kept for the others.{also} Nothing was sent, and the tool itself is not failing. Slow down: make fewer {tool} calls, and call again in {reset_s} s, when {provider}'s window resets."
+    )
+}
+
+/// A background attempt refused because its client was over its share of the provider's
+/// rate-limit window: the job's `last_error` while it waits, silently, for the window's reset.
+pub fn client_share_of_provider_background(share: &ProviderShare<'_>) -> String {
+    let ProviderShare {
+        provider,
+        sent,
+        total,
+        clients,
+        remaining,
+        limit,
+        reset_s,
+        reserve,
+    } = *share;
+    format!(
+        "not run: this job's client had sent {sent} of the {total} requests this gateway sent to {provider} in its rate-limit window, more than its fair part (1/{clients}), with {remaining} of {limit} left ([limits] provider_reserve = {reserve}); nothing was sent, and the job waits for the window to reset in {reset_s} s"
+    )
+}
+
 /// A background attempt whose deadline passed before a provider could be asked.
 pub fn deadline_passed() -> String {
     "the deadline passed before a provider answered".to_string()

@@ -71,9 +71,10 @@ impl Gateway {
             })
         };
         let asked: Vec<&str> = match failure {
-            Failure::Maintenance { .. } | Failure::BulkheadFull | Failure::ClientShareFull(_) => {
-                Vec::new()
-            }
+            Failure::Maintenance { .. }
+            | Failure::BulkheadFull
+            | Failure::ClientShareFull(_)
+            | Failure::ProviderShareFull { .. } => Vec::new(),
             Failure::DeadlinePassed => tool.routes.iter().map(|r| r.name.as_str()).collect(),
             Failure::Breaker { .. } | Failure::Upstream { .. } => failure.failed_providers(),
         };

@@ -42,7 +42,7 @@ use super::reload::{self, Prepared, Served, ToolChanges};
 use super::served::ServedTool;
 use super::upstream::Upstream;
 use crate::breaker::{BreakerKey, BreakerRegistry};
-use crate::clients::{ClientName, Directory, ToolShare};
+use crate::clients::{ClientName, Directory, ProviderReserve, ToolShare};
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
 use crate::ledger::Ledger;
@@ -139,6 +139,11 @@ pub struct Gateway {
     /// until told), when the bulkhead alone bounds it. An atomic: read by every call, written
     /// at start and on each reload of the clients.
     client_share: AtomicU32,
+    /// While several clients may call, the part of each provider's rate-limit window kept for
+    /// the clients under their fair share, in parts per million
+    /// (`ProviderReserve::parts_per_million`); 0 while one client calls, while it is off, or
+    /// until told. Read by every attempt, written at start and on each reload of the clients.
+    provider_reserve: AtomicU32,
 }
 
 impl Gateway {
@@ -179,6 +184,7 @@ impl Gateway {
             budgets: std::sync::RwLock::default(),
             clients: OnceLock::new(),
             client_share: AtomicU32::new(0),
+            provider_reserve: AtomicU32::new(0),
         })
     }
 
@@ -421,6 +427,20 @@ impl Gateway {
         ToolShare::from_parts_per_million(self.client_share.load(Ordering::Relaxed))
     }
 
+    /// Holds each client to its share of every provider's rate-limit window from now on, while
+    /// the provider's window runs down to `reserve` (`None`: nobody is held to a share of a
+    /// provider). Given at start and on each reload: the reserve while more than one client may
+    /// call, none while one does (see `clients::ProviderReserve`).
+    pub fn set_provider_reserve(&self, reserve: Option<ProviderReserve>) {
+        let ppm = reserve.map_or(0, ProviderReserve::parts_per_million);
+        self.provider_reserve.store(ppm, Ordering::Relaxed);
+    }
+
+    /// The reserve of each provider's window clients are held to their share of, if any.
+    pub fn provider_reserve(&self) -> Option<ProviderReserve> {
+        ProviderReserve::from_parts_per_million(self.provider_reserve.load(Ordering::Relaxed))
+    }
+
     /// Whose share a call of `client` counts against: `client`'s, while clients are held to a
     /// share.
     pub(super) fn share_of<'a>(&self, client: &'a ClientName) -> Share<'a> {
@@ -489,6 +509,7 @@ impl Gateway {
             rate_limits: &self.rate_limits,
             steps: None,
             maintenance: &served.maintenance,
+            provider_reserve: self.provider_reserve(),
             call,
         }
     }

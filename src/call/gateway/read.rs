@@ -91,7 +91,10 @@ impl Gateway {
                     // inside the shared call would be handed to every caller that joined it, of
                     // any client. Joining a call in flight takes no slot.
                     let cx = self.context(&served, CallTag::of(&info.call_id, &client));
-                    let slot = pipeline::take_share(&tool, self.share_of(&client), &cx)?;
+                    let slot = pipeline::take_share(&tool, self.share_of(&client), &cx)
+                        .map_err(|over| Box::new(Failure::ClientShareFull(over)))?;
+                    // Nor a refusal for its share of the providers' windows.
+                    pipeline::check_provider_shares(&tool, &request, &cx)?;
                     if steps.is_some() {
                         leader_steps = Some(shared_steps.subscribe());
                     }
@@ -104,12 +107,11 @@ impl Gateway {
                         Arc::clone(&key),
                         shared_steps,
                     );
-                    Ok(read.in_current_span())
+                    Ok::<_, Box<Failure>>(read.in_current_span())
                 });
         let (waiter, leader) = match joined {
             Ok(joined) => joined,
             Err(refused) => {
-                let refused = Failure::ClientShareFull(refused);
                 return Either::Left(ready(self.interactive_answer(&tool, info, &refused, None)));
             }
         };

@@ -9,6 +9,7 @@
 //! - `pipeline`: `pipeline::run` on one served tool;
 //! - `gateway`: both entry points (cancellation, writes, probe priority, background checks);
 //! - `maintenance`: scheduled maintenance windows opening and closing on the paused clock;
+//! - `provider_share`: a client's share of a provider's rate-limit window while it runs low;
 //! - `share`: a client's share of a tool's bulkhead while several clients call;
 //! - `shared`: reads shared by identical concurrent callers, and repeats answered from memory;
 //! - `scope`: breakers shared by a provider's tools (scope `provider`) or per account
@@ -19,6 +20,7 @@ mod come_back;
 mod gateway;
 mod maintenance;
 mod pipeline;
+mod provider_share;
 mod reload;
 mod scope;
 mod share;

@@ -26,6 +26,7 @@ async fn run(
         rate_limits: &rate_limits,
         steps: None,
         maintenance: &crate::maintenance::Schedule::default(),
+        provider_reserve: None,
         call: CallTag::default(),
     };
     pipeline::run(tool, &request, deadline, mode, Share::Free, cx).await
@@ -319,6 +320,7 @@ async fn a_timeout_is_said_to_the_millisecond() {
         rate_limits: &rate_limits,
         steps: None,
         maintenance: &crate::maintenance::Schedule::default(),
+        provider_reserve: None,
         call: CallTag::default(),
     };
     let failure = pipeline::run(

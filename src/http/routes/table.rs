@@ -170,7 +170,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     ),
                     answer(
                         429,
-                        "This client is over its request rate or its calls in flight ([limits]): an error saying which limit; or it already holds its share of this tool's concurrent calls ([limits] client_share_of_tool, while several clients call): an envelope, status rejected, limit client_share_of_tool. Retry after Retry-After seconds.",
+                        "This client is over its request rate or its calls in flight ([limits]): an error saying which limit; or it already holds its share of this tool's concurrent calls ([limits] client_share_of_tool, while several clients call): an envelope, status rejected, limit client_share_of_tool; or it sent more than its fair part of the requests to the tool's providers while their rate-limit windows run low ([limits] provider_reserve, while several clients call): an envelope, status rejected, limit client_share_of_provider. Retry after Retry-After seconds.",
                         Reply::Json(Schema::Inline(
                             || json!({"oneOf": [{"$ref": "#/components/schemas/Envelope"}, {"$ref": "#/components/schemas/Error"}]}),
                         )),
