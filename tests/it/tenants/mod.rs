@@ -3,12 +3,14 @@
 //! ([`reload`], and by SIGHUP: [`sighup`]), and a client calls and sees only its tools
 //! ([`scopes`]) and alerts about its tools only ([`alerts`]), a client's callbacks go only
 //! where its own list says ([`callbacks`]), and no client takes a tool from the others: each
-//! holds at most its share of a tool's concurrent calls ([`share`]).
+//! holds at most its share of a tool's concurrent calls ([`share`]), and no client spends a
+//! provider's rate-limit window the others share ([`provider_share`]).
 
 mod alerts;
 mod callbacks;
 mod check;
 mod jobs;
+mod provider_share;
 mod reload;
 mod scopes;
 mod secrets;

@@ -1,0 +1,126 @@
+//! A client's share of a provider's rate-limit window: the simulator enforces 30 searches a
+//! minute (announced on every answer), and two clients share that quota through the gateway.
+//! The noisy client searches on and on; once Duffel announces the reserve (a fifth: 6 of 30)
+//! or less left, its calls are refused as its own doing (429 naming the limit, until the
+//! window resets), so the window's last requests stay for the quiet client, whose calls still
+//! get Duffel's answers. Duffel never answers 429, and the breaker stays closed.
+//!
+//! Without the share, the noisy client spends the whole window, Duffel answers 429 with
+//! `Retry-After`, the breaker pauses the tool for every client, and the quiet client gets
+//! fallbacks until the reset.
+
+use faregate_sim::{Fault, RouteGroup};
+use serde_json::{Value, json};
+
+use crate::support::{MapEnv, Stack, in_days, one_provider_per_tool, send};
+
+const NOISY: &str = "noisy-team-key";
+const QUIET: &str = "quiet-team-key";
+
+/// Searches the window allows.
+const LIMIT: u32 = 30;
+
+/// A native `search_flights` call of the holder of `key`, `days` out; the status, the
+/// `Retry-After` header and the envelope.
+async fn search(s: &Stack, key: &str, days: i64) -> (u16, Option<String>, Value) {
+    let request = s
+        .http
+        .post(s.url("/v1/tools/search_flights/call"))
+        .bearer_auth(key)
+        .json(&json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(days)}}));
+    let (status, headers, body) = send(request).await;
+    let retry_after = headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    (status, retry_after, body)
+}
+
+#[tokio::test]
+async fn a_noisy_client_is_held_to_its_share_of_the_providers_window_and_the_quiet_one_is_answered()
+{
+    let s = Stack::builder(71)
+        .env(MapEnv(vec![(
+            "FAREGATE_CLIENT_KEYS",
+            "noisy-team-key, quiet-team-key",
+        )]))
+        .config(one_provider_per_tool)
+        .start()
+        .await;
+    // A minute-long window: the test sends its 30-odd searches well within it.
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            requests_per_minute: Some(LIMIT),
+            ..Fault::default()
+        },
+    );
+
+    // The quiet client searches once; then the noisy one on and on, one search after another.
+    let (status, _, body) = search(&s, QUIET, 3).await;
+    assert_eq!((status, &body["status"]), (200, &json!("ok")), "{body}");
+    let mut noisy = Vec::new();
+    for n in 0..LIMIT as i64 + 5 {
+        noisy.push(search(&s, NOISY, 4 + n).await);
+    }
+
+    // Answered by Duffel while more than 6 of 30 were left: the quiet client's 1 and the noisy
+    // one's first 23 left 6. From there on the noisy client (23 of 24 requests, more than its
+    // half) is refused, as its own doing, until the window resets.
+    let answered = noisy
+        .iter()
+        .take_while(|(status, _, body)| *status == 200 && body["status"] == "ok")
+        .count();
+    assert_eq!(answered, 23, "{noisy:#?}");
+    for (status, retry_after, body) in &noisy[answered..] {
+        assert_eq!(*status, 429, "{body}");
+        assert_eq!(body["status"], "rejected", "{body}");
+        assert_eq!(body["limit"], "client_share_of_provider", "{body}");
+        assert_eq!(body["provider"], Value::Null, "{body}");
+        let wait = body["retry_after_s"].as_u64().unwrap_or_default();
+        assert!((1..=60).contains(&wait), "until the reset: {body}");
+        assert_eq!(retry_after.as_deref(), Some(wait.to_string().as_str()));
+        let content = body["content"].as_str().unwrap_or_default();
+        for says in [
+            "search_flights was not called: this client sent 23 of the 24 requests this gateway sent to duffel",
+            "more than its fair part (1/2: 2 clients are calling duffel)",
+            "duffel has 6 of its 30 requests left ([limits] provider_reserve = 0.2)",
+            "duffel's quota is shared by every client of this gateway",
+            "Slow down",
+            "when duffel's window resets",
+        ] {
+            assert!(content.contains(says), "{says:?} in {content}");
+        }
+    }
+
+    // The window's last requests are the quiet client's: Duffel answers each.
+    for days in 0..3 {
+        let (status, _, body) = search(&s, QUIET, 60 + days).await;
+        assert_eq!((status, &body["status"]), (200, &json!("ok")), "{body}");
+        assert_eq!(body["provider"], "duffel", "{body}");
+    }
+
+    // Duffel was never driven into a 429, and the breaker stayed closed for everyone.
+    let stats = s.sim.stats();
+    let statuses = &stats.groups[&RouteGroup::DuffelAirSearch].statuses;
+    assert_eq!(statuses.get(&429), None, "{statuses:?}");
+    assert_eq!(statuses.values().sum::<u64>(), 1 + 23 + 3, "{statuses:?}");
+    let (_, _, breakers) = send(s.http.get(s.url("/v1/breakers")).bearer_auth(QUIET)).await;
+    let breaker = breakers["breakers"]
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|b| b["tool"] == "search_flights" && b["provider"] == "duffel")
+        })
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(breaker["state"], "closed", "{breaker}");
+
+    // Counted as a client's limit, one per refused call.
+    let refused = noisy.len() - answered;
+    let (_, _, metrics) = send(s.http.get(s.url("/metrics"))).await;
+    let series =
+        format!("faregate_client_limited_total{{limit=\"client_share_of_provider\"}} {refused}");
+    let metrics = metrics.as_str().unwrap_or_default();
+    assert!(metrics.lines().any(|l| l == series), "{series} in /metrics");
+}
