@@ -430,16 +430,19 @@ mod tests {
         assert_eq!(admitted, Ok(()), "stale: nobody refused");
         assert_eq!(window.sent_by(&heavy), 1, "a new window: counted afresh");
         assert_eq!(window.sent_by(&light), 0);
-        // The next window's announcement, low at once: alone in the window, the heavy client
-        // is not refused; once another client has sent in it too, it is over its part.
+        // Until an answer announces the new window, the old announcement (nothing left) says
+        // nothing of it: the heavy client, over its half of what was sent since, still sends.
+        send(&mut window, &light, 1, after, low);
+        for n in 0..3 {
+            let admitted = window.admit(&heavy, after, Some(low), ProviderReserve::DEFAULT);
+            assert_eq!(admitted, Ok(()), "stale: request {n} not refused");
+        }
+        // The next announcement, low at once: the heavy client (4 of 5) is over its part.
         let next = Announced {
             remaining: 2,
             resets_at: after + Duration::from_secs(60),
             ..said
         };
-        let alone_so_far = window.admit(&heavy, after, Some(next), ProviderReserve::DEFAULT);
-        assert_eq!(alone_so_far, Ok(()), "the only client of this window");
-        send(&mut window, &light, 1, after, next);
         assert!(
             window
                 .admit(&heavy, after, Some(next), ProviderReserve::DEFAULT)
