@@ -23,7 +23,8 @@
 //!   the next provider (another quota). A chain that refused the client everywhere answers
 //!   with the first reset; a provider that failed otherwise answers for the chain. An attempt
 //!   admitted is counted as the client's request there, and given back when the breaker
-//!   refuses it after all.
+//!   refuses it after all; a retry is counted but never refused (the call was let in, and its
+//!   answer is the provider's failure).
 //! - **Breaker per attempt**: every attempt, first or retry, asks its tool × provider breaker,
 //!   saying who asks (an interactive call leaves half-open probes to due background jobs). An
 //!   open breaker stops retries dead (no retry ever fires into it) and moves the call to the
@@ -389,8 +390,9 @@ fn run_route<'a>(
                 }
                 // The client over its share of the provider's window: not sent, no breaker told.
                 // Admitted, the request counts as the client's there (given back below if the
-                // breaker refuses it).
-                let counted = admit_client(tool, route, now, &span, &cx)
+                // breaker refuses it). A retry is counted, never refused: the call was let in,
+                // and its answer is the provider's failure, not "not called".
+                let counted = admit_client(tool, route, (now, attempt > 0), &span, &cx)
                     .map_err(|over| Failure::ProviderShareFull { over: vec![*over] })?;
                 let permit = match route.breaker.try_acquire_as(now, caller) {
                     Ok(permit) => permit,
@@ -493,17 +495,20 @@ fn run_route<'a>(
 /// Whether the call's client may send a request to `route`'s provider now, by its share of the
 /// provider's rate-limit window (`providers::RateLimits::admit_client`): the client whose
 /// request was counted (to give it back if it is not sent after all), none when nothing was
-/// counted (no share in force, the gateway's own probe), or the refusal, logged.
+/// counted (no share in force, the gateway's own probe), or the refusal, logged. A `retry` is
+/// only counted.
 fn admit_client<'a>(
     tool: &ServedTool,
     route: &Route,
-    now: Instant,
+    (now, retry): (Instant, bool),
     span: &tracing::Span,
     cx: &Context<'a>,
 ) -> Result<Option<&'a ClientName>, Box<OverProvider>> {
     let (Some(reserve), Some(client)) = (cx.provider_reserve, cx.call.client) else {
         return Ok(None);
     };
+    // With no reserve, the rule refuses nobody and the request is counted.
+    let reserve = if retry { ProviderReserve::OFF } else { reserve };
     match cx
         .rate_limits
         .admit_client(&route.name, client, reserve, now)

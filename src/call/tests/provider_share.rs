@@ -232,3 +232,31 @@ async fn a_refused_read_hands_its_refusal_to_no_one_who_asked_the_same() {
     assert_eq!(globex.status, Status::Ok, "{globex:?}");
     assert_eq!(duffel.calls(), 7, "globex's call was sent");
 }
+
+/// A call let in whose provider fails is retried even when the window ran low meanwhile: the
+/// retry is counted, not refused, so the call's answer is the provider's, not "not called".
+#[tokio::test(start_paused = true)]
+async fn a_retry_of_a_call_let_in_is_not_refused() {
+    let mut script = vec![ok(ms(10), flights()); 6];
+    script.extend([fail(ms(100), server_error()), ok(ms(10), flights())]);
+    let duffel = Scripted::new(script);
+    let (gateway, _) = gateway_with_reserve(&[("duffel", &duffel)]);
+    searches(&gateway, "globex", 1).await;
+    duffel_announces(&gateway, 24);
+    searches(&gateway, "acme", 5).await;
+    // Acme's next call is let in (7 of 30 left); the window runs low while its first attempt
+    // waits on duffel, which then fails it.
+    duffel_announces(&gateway, 7);
+    let call = tokio::spawn({
+        let gateway = Arc::clone(&gateway);
+        async move { gateway.call(search_of("acme", 40)).await }
+    });
+    tokio::time::sleep(ms(50)).await;
+    duffel_announces(&gateway, 6);
+    let answered = call.await.expect("ran").expect("served");
+    assert_eq!(answered.status, Status::Ok, "{answered:?}");
+    assert_eq!(duffel.calls(), 8, "the retry was sent");
+    // The next call is refused: the retry was counted (acme 7 of 8).
+    let refused = gateway.call(search_of("acme", 41)).await.expect("served");
+    assert_eq!(refused.limit.as_deref(), Some("client_share_of_provider"));
+}
