@@ -28,7 +28,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use super::store::{Job, JobStore, Overdue, StoreError, claim_lease};
+use super::store::{Job, JobStore, Overdue, ShareRoom, StoreError, Which, claim_lease};
 use crate::call::Verdict;
 use crate::clock;
 use crate::quota::{Answer, Quotas};
@@ -90,25 +90,6 @@ pub(super) const UNSERVED_GRACE: Duration = Duration::from_secs(600);
 
 /// How often, at most, the log says that jobs of tools not served here are due.
 const UNSERVED_TOLD_EVERY: Duration = Duration::from_secs(60);
-
-/// Which due jobs one claim may take.
-#[derive(Debug, Clone, Copy)]
-struct Which<'a> {
-    /// Not those of these tools.
-    skip: &'a [String],
-    /// Only those created and due early enough.
-    overdue: Overdue,
-}
-
-impl<'a> Which<'a> {
-    /// Every due job but those of `skip`'s tools.
-    fn all_but(skip: &'a [String]) -> Self {
-        Which {
-            skip,
-            overdue: Overdue::ANY,
-        }
-    }
-}
 
 /// Claims due jobs for this process.
 #[derive(Debug)]
@@ -262,12 +243,13 @@ impl Dispatcher {
             let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
             let now = clock::epoch_ms();
             let past_max_age = Which {
-                skip: &names,
+                skip_tools: &names,
                 overdue: Overdue {
                     created_before_ms: now
                         .saturating_sub(ms(self.max_age.saturating_add(UNSERVED_GRACE))),
                     due_by_ms: now.saturating_sub(ms(UNSERVED_GRACE)),
                 },
+                shares: ShareRoom::NONE,
             };
             self.claim_some(store, workers, u32::MAX, past_max_age, tools, &mut claimed)
                 .await?;
@@ -308,13 +290,12 @@ impl Dispatcher {
             return Ok(0);
         }
         let lease = claim_lease(&self.owner, self.claims.fetch_add(1, Ordering::Relaxed));
-        let claim = store.claim_overdue(
+        let claim = store.claim_which(
             &lease,
             clock::epoch_ms(),
             self.lease_ms.load(Ordering::Relaxed),
             free,
-            which.skip,
-            which.overdue,
+            which,
         );
         let jobs = match claim.await {
             Ok(jobs) => jobs,

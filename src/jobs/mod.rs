@@ -58,8 +58,8 @@ mod tests;
 use std::sync::Arc;
 
 pub use store::{
-    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, Overdue, QueueStats, Store,
-    StoreError, Transition, WATCH_RUN_KEY_PREFIX,
+    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, Overdue, QueueStats,
+    ShareRoom, Store, StoreError, Transition, WATCH_RUN_KEY_PREFIX, Which,
 };
 pub use submit::SubmitError;
 pub use system::{Found, JobSystem, Listing};

@@ -1,6 +1,7 @@
 //! The database handle every room shares, and what differs between SQLite and PostgreSQL:
-//! opening a pool, binding a list of names, how a claim keeps two claimers off the same rows,
-//! and how replicas starting together keep out of each other's migrations.
+//! opening a pool, binding a list of names (or a few lists read as one table), how a claim
+//! keeps two claimers off the same rows, and how replicas starting together keep out of each
+//! other's migrations.
 //!
 //! Placeholders do not differ: every statement is written with `$1`, `$2`, …, which PostgreSQL
 //! reads natively and sqlx's SQLite driver binds by their number.
@@ -64,8 +65,11 @@ pub enum Arg<'a> {
     Text(Option<&'a str>),
     /// A 64-bit integer, or NULL.
     Int(Option<i64>),
-    /// A list of names, read by the clause [`Db::excluding`] writes.
+    /// A list of names, read by the clause [`Db::excluding`] writes, or a column of
+    /// [`Db::zipped`].
     Names(&'a [String]),
+    /// A list of 64-bit integers, a column of [`Db::zipped`].
+    Ints(&'a [i64]),
 }
 
 /// A row of either database, read as the statements need it: text and 64-bit integers.
@@ -236,6 +240,47 @@ impl Db {
         }
     }
 
+    /// A table whose n-th row holds the n-th value of each list bound at the `columns`'
+    /// parameters (`(param, column, type)`, the lists of one length, `type` `TEXT` for an
+    /// [`Arg::Names`] and `BIGINT` for an [`Arg::Ints`]), named `alias`: for a statement that
+    /// joins a few rows the caller holds, such as a claim's clients' shares.
+    pub fn zipped(&self, alias: &str, columns: &[(&str, &str, &str)]) -> String {
+        match self {
+            // `json_each` reads each list; its rows are matched by their place in the lists.
+            Db::Sqlite(_) => {
+                let values = columns
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (_, column, _))| format!("l{n}.value AS {column}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let lists = columns
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (param, _, _))| match n {
+                        0 => format!("json_each({param}) AS l0"),
+                        _ => format!("JOIN json_each({param}) AS l{n} ON l{n}.key = l0.key"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                format!("(SELECT {values} FROM {lists}) AS {alias}")
+            }
+            Db::Postgres { .. } => {
+                let lists = columns
+                    .iter()
+                    .map(|(param, _, ty)| format!("CAST({param} AS {ty}[])"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let names = columns
+                    .iter()
+                    .map(|(_, column, _)| *column)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!("unnest({lists}) AS {alias}({names})")
+            }
+        }
+    }
+
     /// What ends a claim's select of `table`'s rows so concurrent claimers take different rows
     /// (only `table`'s: the select may join a ranking of them, which cannot be locked).
     pub fn claim_lock(&self, table: &str) -> String {
@@ -345,6 +390,8 @@ fn sqlite_query<'a>(sql: impl SqlSafeStr, args: &[Arg<'a>]) -> Query<'a, Sqlite,
         Arg::Names(names) => {
             query.bind(serde_json::to_string(names).unwrap_or_else(|_| "[]".into()))
         }
+        // Integers always serialize too.
+        Arg::Ints(ints) => query.bind(serde_json::to_string(ints).unwrap_or_else(|_| "[]".into())),
     })
 }
 
@@ -356,6 +403,7 @@ fn pg_query<'a>(
         Arg::Text(value) => query.bind(value),
         Arg::Int(value) => query.bind(value),
         Arg::Names(names) => query.bind(names),
+        Arg::Ints(ints) => query.bind(ints),
     })
 }
 

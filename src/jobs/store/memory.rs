@@ -5,12 +5,13 @@
 //! acquire timeout among them). This store answers without waiting. The conformance suite holds
 //! it to the same rules as the SQL store, so what a test learns from it holds for both databases.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::model::{
-    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Overdue, QueueStats, StoreError,
-    Transition, leased_by,
+    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
+    Which, leased_by,
 };
 use crate::clients::ClientName;
 
@@ -123,29 +124,29 @@ impl JobStore for MemoryStore {
         Ok(found)
     }
 
-    async fn claim_overdue(
+    async fn claim_which(
         &self,
         owner: &str,
         now_ms: i64,
         lease_ms: i64,
         limit: u32,
-        skip_tools: &[String],
-        overdue: Overdue,
+        which: Which<'_>,
     ) -> Result<Vec<Job>, StoreError> {
         let mut jobs = self.jobs();
+        let (overdue, shares) = (which.overdue, which.shares);
         let mut claimable: Vec<&mut Job> = jobs
             .iter_mut()
             .filter(|j| {
                 claimable(j, now_ms)
-                    && !skip_tools.contains(&j.tool)
+                    && !which.skip_tools.contains(&j.tool)
                     && j.created_at_ms < overdue.created_before_ms
                     && j.lease_until_ms.unwrap_or(j.next_attempt_at_ms) <= overdue.due_by_ms
+                    && shares.room(&j.client, &j.tool) != Some(0)
             })
             .collect();
         claimable.sort_by(|a, b| (a.next_attempt_at_ms, &a.id).cmp(&(b.next_attempt_at_ms, &b.id)));
         // Clients take turns, as the SQL store's `turn` ranks them.
-        let mut turns: std::collections::HashMap<ClientName, u32> =
-            std::collections::HashMap::new();
+        let mut turns: HashMap<ClientName, u32> = HashMap::new();
         let mut ranked: Vec<(u32, &mut Job)> = claimable
             .into_iter()
             .map(|job| {
@@ -155,9 +156,24 @@ impl JobStore for MemoryStore {
             })
             .collect();
         ranked.sort_by_key(|(turn, _)| *turn);
+        // The candidates, as the SQL store ranks them before it locks, and of them no more of a
+        // client's jobs of a tool than its share has room for, oldest due first (a client's
+        // jobs are in due order among the candidates, its turns being).
+        let mut in_share: HashMap<(ClientName, String), u32> = HashMap::new();
         let mut claimed: Vec<Job> = ranked
             .into_iter()
             .map(|(_, job)| job)
+            .take(4 * limit as usize)
+            .filter(|job| {
+                let Some(room) = shares.room(&job.client, &job.tool) else {
+                    return true;
+                };
+                let taken = in_share
+                    .entry((job.client.clone(), job.tool.clone()))
+                    .or_default();
+                *taken += 1;
+                *taken <= room
+            })
             .take(limit as usize)
             .map(|job| {
                 job.status = JobStatus::Running;

@@ -19,7 +19,7 @@ mod tests;
 pub(super) use model::claim_lease;
 pub use model::{
     CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, Overdue, QueueStats,
-    StoreError, Transition, WATCH_RUN_KEY_PREFIX,
+    ShareRoom, StoreError, Transition, WATCH_RUN_KEY_PREFIX, Which,
 };
 pub use sql::Store;
 

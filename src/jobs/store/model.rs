@@ -354,6 +354,69 @@ impl Overdue {
     };
 }
 
+/// The room the clients' shares of the tools leave on the claiming replica
+/// ([`crate::clients::ToolShare`]): a claim takes no job of a client that holds all its share
+/// of the job's tool there, and no more of its jobs of that tool than the slots it has left, so
+/// that no job is claimed only to be refused for its client's share and written back (a row
+/// write each, every pass, for as long as the client's backlog lasts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareRoom<'a> {
+    /// `(tool, slots)`: the tools whose clients are held to a share, and how many of the
+    /// tool's calls one client may hold. A tool not listed has no share: its jobs are taken
+    /// as they come.
+    pub slots: &'a [(String, u32)],
+    /// `(client, tool, left)`: the slots of a listed tool a client has left, for the clients
+    /// that hold some (0: it holds its whole share, and none of its jobs of the tool is
+    /// taken). A client not listed has all the tool's `slots`.
+    pub left: &'a [(ClientName, String, u32)],
+}
+
+impl ShareRoom<'_> {
+    /// No share: every due job may be taken.
+    pub const NONE: ShareRoom<'static> = ShareRoom {
+        slots: &[],
+        left: &[],
+    };
+
+    /// How many of `client`'s jobs of `tool` a claim may take; `None`: as many as come.
+    pub fn room(&self, client: &ClientName, tool: &str) -> Option<u32> {
+        let (_, slots) = self.slots.iter().find(|(t, _)| t == tool)?;
+        let left = self
+            .left
+            .iter()
+            .find(|(c, t, _)| c == client && t == tool)
+            .map(|(_, _, left)| *left);
+        Some(left.unwrap_or(*slots))
+    }
+
+    /// Whether no tool has a share.
+    pub fn is_none(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
+/// Which due jobs a claim may take ([`JobStore::claim_which`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Which<'a> {
+    /// Not those of these tools.
+    pub skip_tools: &'a [String],
+    /// Only those created and due early enough.
+    pub overdue: Overdue,
+    /// Within the room the clients' shares leave.
+    pub shares: ShareRoom<'a>,
+}
+
+impl<'a> Which<'a> {
+    /// Every due job but those of `skip_tools`, whatever its age or client.
+    pub fn all_but(skip_tools: &'a [String]) -> Self {
+        Which {
+            skip_tools,
+            overdue: Overdue::ANY,
+            shares: ShareRoom::NONE,
+        }
+    }
+}
+
 /// The lease one claim of `owner` takes its jobs under: `<owner>/<n>`, `n` counting the
 /// owner's claims. A claim whose answer was lost (the store took it, the reply never came) is
 /// handed back by this name alone ([`JobStore::release`]), leaving the jobs of the owner's
@@ -408,19 +471,25 @@ pub trait JobStore: Send + Sync {
         limit: u32,
         skip_tools: &[String],
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send {
-        self.claim_overdue(owner, now_ms, lease_ms, limit, skip_tools, Overdue::ANY)
+        self.claim_which(owner, now_ms, lease_ms, limit, Which::all_but(skip_tools))
     }
-    /// [`JobStore::claim`] of the jobs `overdue` names only: a replica claims the jobs of tools
-    /// it does not serve only once they are long past `max_age` and have waited long for a
-    /// replica that serves them, to end them.
-    fn claim_overdue(
+    /// [`JobStore::claim`] of the jobs `which` allows: those its `overdue` names (a replica
+    /// claims the jobs of tools it does not serve only once they are long past `max_age` and
+    /// have waited long for a replica that serves them, to end them), within its `shares`.
+    ///
+    /// A job of a client with no room left in its share of the job's tool is not taken, nor
+    /// changed in any way. Of a client with room for `n` more, at most `n` are taken, the
+    /// oldest due first, among the claim's candidates: its first `4 × limit` due jobs in the
+    /// clients' turns (what a claim ranks before it locks), so a claim whose candidates are
+    /// mostly one client's jobs of a tool it has little room for takes fewer than `limit`
+    /// (a later claim takes the others).
+    fn claim_which(
         &self,
         owner: &str,
         now_ms: i64,
         lease_ms: i64,
         limit: u32,
-        skip_tools: &[String],
-        overdue: Overdue,
+        which: Which<'_>,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
     /// Ends a leased job's run with `transition`; `false` if `owner` no longer holds the lease
     /// (it expired and another worker took the job, or this end was stored already), and then

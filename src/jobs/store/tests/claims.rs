@@ -225,7 +225,16 @@ async fn check_overdue<S: JobStore>(s: Arc<S>) {
         due_by_ms: T0 + 16,
     };
     let claimed = s
-        .claim_overdue("w", T0 + 20, 1000, 10, &served, overdue)
+        .claim_which(
+            "w",
+            T0 + 20,
+            1000,
+            10,
+            Which {
+                overdue,
+                ..Which::all_but(&served)
+            },
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(

@@ -5,9 +5,9 @@
 //! its own schema. Without it the PostgreSQL half says so on stderr and checks nothing.
 //!
 //! Here: what a store keeps (enqueue, trace context, idempotency keys, counts); `claims.rs`:
-//! which jobs a claim takes, and retries; `ends.rs`: how runs end (dead, callbacks, cancel,
-//! purge, shutdown); `sql_store.rs`: what only the SQL store does (migrations, aliases, rows it
-//! cannot read).
+//! which jobs a claim takes, and retries; `shares.rs`: claims within the clients' shares;
+//! `ends.rs`: how runs end (dead, callbacks, cancel, purge, shutdown); `sql_store.rs`: what
+//! only the SQL store does (migrations, aliases, rows it cannot read).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -101,6 +101,7 @@ macro_rules! conformance {
 // The rules by subject; each file uses the helpers and `conformance!` above.
 mod claims;
 mod ends;
+mod shares;
 mod sql_store;
 
 conformance!(
