@@ -23,7 +23,7 @@ use super::outcome::Failure;
 use super::unanswered::Unanswered;
 use super::upstream::Upstream;
 use crate::breaker::{Breaker, BreakerConfig, BreakerKey, BreakerRegistry, BreakerState};
-use crate::clients::Shares;
+use crate::clients::{ClientName, Shares, ToolShare};
 use crate::config::ToolConfig;
 use crate::providers::ErrorKind;
 use crate::tools::{
@@ -313,6 +313,16 @@ impl ServedTool {
             .iter()
             .map(|r| r.breaker.background_room(now))
             .try_fold(0u32, |sum, room| room.map(|n| sum.saturating_add(n)))
+    }
+
+    /// How many of the tool's calls one client may hold under `share` and the slots each
+    /// client holds now; `None` when `share` caps nothing beyond the bulkhead (no share, or
+    /// one whose slots are the whole bulkhead: `pipeline::take_share` counts nothing then).
+    /// For the job dispatcher, which claims no more of a client's jobs than its share has room
+    /// for on this replica.
+    pub fn share_now(&self, share: Option<ToolShare>) -> Option<(u32, Vec<(ClientName, u32)>)> {
+        let slots = share?.slots(self.config.max_concurrent);
+        (slots < self.config.max_concurrent).then(|| (slots, self.shares.holding()))
     }
 
     /// Whether any of the tool's breakers admits calls now (closed, ramping or forced closed).

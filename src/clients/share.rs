@@ -156,6 +156,15 @@ impl Shares {
         held.get(client).copied().unwrap_or(0)
     }
 
+    /// The slots each client holds now, of the clients that hold some (for the job
+    /// dispatcher, which claims no more of a client's jobs than its share has room for).
+    pub fn holding(&self) -> Vec<(ClientName, u32)> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.iter()
+            .map(|(client, n)| (client.clone(), *n))
+            .collect()
+    }
+
     fn give_back(&self, client: &ClientName) {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(count) = held.get_mut(client) {

@@ -20,6 +20,10 @@
 //!
 //! Each claim leases its jobs under a name of its own, so a claim whose answer was lost is
 //! handed back by that name at the next pass (`dispatch/lost.rs`) rather than left to its lease.
+//!
+//! While clients are held to a share of each tool, a pass claims no job of a client that holds
+//! its whole share of the job's tool on this replica, and no more of a client's jobs than the
+//! slots it has left (`dispatch/shares.rs`): those would only be refused and written back.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,13 +33,17 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::store::{Job, JobStore, Overdue, ShareRoom, StoreError, Which, claim_lease};
-use crate::call::Verdict;
+use crate::call::{ServedTool, Verdict};
+use crate::clients::ToolShare;
 use crate::clock;
 use crate::quota::{Answer, Quotas};
 
 pub(super) mod lost;
+mod shares;
 
 use lost::LostClaims;
+use shares::PassShares;
+pub(super) use shares::ShareNow;
 
 /// A served tool as a dispatch pass sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,12 +53,32 @@ pub(super) struct ToolState {
     /// How many of the tool's jobs its breakers would admit now ([`ServedTool::background_room`]):
     /// `None` as many as come; `Some(0)` none (all open, forced open, or half-open with no probe
     /// due); `Some(n)` that many half-open probes.
-    ///
-    /// [`ServedTool::background_room`]: crate::call::ServedTool::background_room
     pub(super) room: Option<u32>,
     /// The provider whose rate limit paces the tool's jobs: the first of its chain, which a
     /// background call reaches unless its breaker is open.
     pub(super) provider: String,
+    /// The clients' share of the tool on this replica now, when they are held to one
+    /// ([`ServedTool::share_now`]).
+    pub(super) share: Option<ShareNow>,
+}
+
+impl ToolState {
+    /// `tool` as a pass sees it at `now`, its clients held to `share` (the gateway's
+    /// `client_share`).
+    pub(super) fn of(tool: &ServedTool, share: Option<ToolShare>, now: Instant) -> Self {
+        let name = tool.spec.name;
+        ToolState {
+            name: name.to_string(),
+            room: tool.background_room(now),
+            provider: tool
+                .provider_names()
+                .first()
+                .map_or_else(|| name.to_string(), |p| p.to_string()),
+            share: tool
+                .share_now(share)
+                .map(|(slots, held)| ShareNow { slots, held }),
+        }
+    }
 }
 
 /// A job this process claimed, with the worker that will run it.
@@ -90,6 +118,14 @@ pub(super) const UNSERVED_GRACE: Duration = Duration::from_secs(600);
 
 /// How often, at most, the log says that jobs of tools not served here are due.
 const UNSERVED_TOLD_EVERY: Duration = Duration::from_secs(60);
+
+/// Every due job but those of `skip`'s tools, whatever its age, within the clients' `shares`.
+fn within<'a>(skip: &'a [String], shares: ShareRoom<'a>) -> Which<'a> {
+    Which {
+        shares,
+        ..Which::all_but(skip)
+    }
+}
 
 /// Claims due jobs for this process.
 #[derive(Debug)]
@@ -176,18 +212,21 @@ impl Dispatcher {
             }
             skip.extend(mine.iter().map(|t| t.name.clone()));
         }
+        // Every claim of a served tool's jobs keeps within the clients' shares; each job it
+        // takes counts against its client's slots for the claims after it.
+        let mut shares = PassShares::of(
+            tools
+                .iter()
+                .filter_map(|t| t.share.as_ref().map(|s| (t.name.as_str(), s))),
+        );
         let mut claimed = Vec::new();
         for (provider, granted, others) in paced {
+            let before = claimed.len();
+            let which = within(&others, shares.room());
             let got = self
-                .claim_some(
-                    store,
-                    workers,
-                    granted,
-                    Which::all_but(&others),
-                    tools,
-                    &mut claimed,
-                )
+                .claim_some(store, workers, granted, which, tools, &mut claimed)
                 .await;
+            shares.took(claimed[before..].iter().map(|c| &c.job));
             // What was granted and not claimed goes back to the bucket.
             let unused = granted - got.as_ref().map_or(0, |n| (*n).min(granted));
             self.quotas.refund(provider, unused).await;
@@ -205,26 +244,16 @@ impl Dispatcher {
                 .chain(unserved.iter())
                 .cloned()
                 .collect();
-            self.claim_some(
-                store,
-                workers,
-                room,
-                Which::all_but(&others),
-                tools,
-                &mut claimed,
-            )
-            .await?;
+            let before = claimed.len();
+            let which = within(&others, shares.room());
+            self.claim_some(store, workers, room, which, tools, &mut claimed)
+                .await?;
+            shares.took(claimed[before..].iter().map(|c| &c.job));
         }
         let first_unpaced = claimed.len();
-        self.claim_some(
-            store,
-            workers,
-            u32::MAX,
-            Which::all_but(&skip),
-            tools,
-            &mut claimed,
-        )
-        .await?;
+        let which = within(&skip, shares.room());
+        self.claim_some(store, workers, u32::MAX, which, tools, &mut claimed)
+            .await?;
         // Unpaced claims start their provider's counting window (learning from a 429).
         let mut unpaced: Vec<(&str, u32, Instant)> = Vec::new();
         for c in &claimed[first_unpaced..] {
@@ -237,7 +266,8 @@ impl Dispatcher {
             self.quotas.claimed(provider, n, at).await;
         }
         // Past `max_age`, the jobs of tools not served here are claimed to be ended: nothing is
-        // sent for them, so no provider's window counts them.
+        // sent for them, so no provider's window counts them, and no client's share (a share
+        // counts the calls of the tools served here) holds them back.
         if !unserved.is_empty() {
             self.tell_unserved(&unserved);
             let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);

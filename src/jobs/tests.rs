@@ -21,6 +21,7 @@ use crate::config::JobsConfig;
 use crate::quota::Quotas;
 
 mod lost_claims;
+mod shares;
 
 const FLIGHTS: &str = "search_flights";
 const HOTELS: &str = "search_hotels";
@@ -99,6 +100,7 @@ impl Queue {
                 name: name.to_string(),
                 room: rooms.iter().find(|(n, _)| n == name).map(|(_, room)| *room),
                 provider: name.to_string(),
+                share: None,
             })
             .collect();
         self.dispatcher

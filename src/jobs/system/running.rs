@@ -144,21 +144,14 @@ impl JobSystem {
             .lease_ms
             .store(lease, std::sync::atomic::Ordering::Relaxed);
         let due = self.store.due_tools(clock::epoch_ms()).await?;
+        let share = self.gateway.client_share();
         let tools: Vec<ToolState> = self
             .gateway
             .tools()
             .iter()
             .map(|tool| {
-                let name = tool.spec.name;
-                tool.set_background_due(due.iter().any(|t| t == name));
-                ToolState {
-                    name: name.to_string(),
-                    room: tool.background_room(now),
-                    provider: tool
-                        .provider_names()
-                        .first()
-                        .map_or_else(|| name.to_string(), |p| p.to_string()),
-                }
+                tool.set_background_due(due.iter().any(|t| t == tool.spec.name));
+                ToolState::of(tool, share, now)
             })
             .collect();
         let claimed = self
