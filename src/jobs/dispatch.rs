@@ -212,21 +212,20 @@ impl Dispatcher {
             }
             skip.extend(mine.iter().map(|t| t.name.clone()));
         }
-        // Every claim of a served tool's jobs keeps within the clients' shares; each job it
-        // takes counts against its client's slots for the claims after it.
-        let mut shares = PassShares::of(
+        // Every claim of a served tool's jobs keeps within the clients' shares. Each tool is
+        // claimed by one claim of the pass (its provider's, its probes', or the unpaced one), so
+        // no claim takes a slot another claim of the pass counted on.
+        let shares = PassShares::of(
             tools
                 .iter()
                 .filter_map(|t| t.share.as_ref().map(|s| (t.name.as_str(), s))),
         );
         let mut claimed = Vec::new();
         for (provider, granted, others) in paced {
-            let before = claimed.len();
             let which = within(&others, shares.room());
             let got = self
                 .claim_some(store, workers, granted, which, tools, &mut claimed)
                 .await;
-            shares.took(claimed[before..].iter().map(|c| &c.job));
             // What was granted and not claimed goes back to the bucket.
             let unused = granted - got.as_ref().map_or(0, |n| (*n).min(granted));
             self.quotas.refund(provider, unused).await;
@@ -244,11 +243,9 @@ impl Dispatcher {
                 .chain(unserved.iter())
                 .cloned()
                 .collect();
-            let before = claimed.len();
             let which = within(&others, shares.room());
             self.claim_some(store, workers, room, which, tools, &mut claimed)
                 .await?;
-            shares.took(claimed[before..].iter().map(|c| &c.job));
         }
         let first_unpaced = claimed.len();
         let which = within(&skip, shares.room());

@@ -7,15 +7,14 @@
 //! `faregate_client_limited_total` each, every pass). So a pass tells the store, for each tool
 //! with a share, how many of a client's jobs it may take: none of a client that holds its whole
 //! share here, and no more than the slots a client has left
-//! ([`ShareRoom`](crate::jobs::store::ShareRoom)). Each job the pass claims counts against its
-//! client's slots for the rest of the pass, as it will once it runs.
+//! ([`ShareRoom`](crate::jobs::store::ShareRoom)).
 //!
 //! The share's refusal stays the safety net for what a pass cannot see: a slot taken between
 //! the claim and the run (an interactive call of the same client), or a job an earlier pass
 //! claimed whose run has not taken its slot yet.
 
 use crate::clients::ClientName;
-use crate::jobs::store::{Job, ShareRoom};
+use crate::jobs::store::ShareRoom;
 
 /// A tool's share on this replica now, when its clients are held to one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,13 +25,12 @@ pub(in crate::jobs) struct ShareNow {
     pub(in crate::jobs) held: Vec<(ClientName, u32)>,
 }
 
-/// The room the clients' shares leave, kept through one pass.
+/// The room the clients' shares leave, for the claims of one pass.
 #[derive(Debug, Default)]
 pub(super) struct PassShares {
     /// `(tool, slots)`, for the tools with a share.
     slots: Vec<(String, u32)>,
-    /// `(client, tool, slots left)`, for the clients holding some of a tool's slots or given
-    /// some of its jobs by this pass.
+    /// `(client, tool, slots left)`, for the clients holding some of a tool's slots.
     left: Vec<(ClientName, String, u32)>,
 }
 
@@ -55,27 +53,6 @@ impl PassShares {
         ShareRoom {
             slots: &self.slots,
             left: &self.left,
-        }
-    }
-
-    /// Counts `jobs`, just claimed, against their clients' slots.
-    pub(super) fn took<'a>(&mut self, jobs: impl Iterator<Item = &'a Job>) {
-        for job in jobs {
-            let Some(&(_, slots)) = self.slots.iter().find(|(t, _)| *t == job.tool) else {
-                continue;
-            };
-            match self
-                .left
-                .iter_mut()
-                .find(|(c, t, _)| *c == job.client && *t == job.tool)
-            {
-                Some((_, _, left)) => *left = left.saturating_sub(1),
-                None => self.left.push((
-                    job.client.clone(),
-                    job.tool.clone(),
-                    slots.saturating_sub(1),
-                )),
-            }
         }
     }
 }

@@ -163,6 +163,34 @@ impl Queue {
     }
 }
 
+/// The job system's workers, as far as a test needs them: the runs started, ended as they
+/// finish, and every job any pass claimed.
+#[derive(Default)]
+struct Workers {
+    running: Vec<(Claimed, JoinHandle<Verdict>)>,
+    claimed: Vec<String>,
+}
+
+impl Workers {
+    /// Ends the runs that finished, as a worker writes a run's end, then makes a pass.
+    async fn pass(&mut self, q: &Queue, gateway: &Arc<Gateway>) {
+        let mut still = Vec::new();
+        for (claim, run) in self.running.drain(..) {
+            if run.is_finished() {
+                let verdict = run.await.unwrap_or_else(|e| panic!("{e}"));
+                q.finish(claim, verdict).await;
+            } else {
+                still.push((claim, run));
+            }
+        }
+        self.running = still;
+        for (claim, run) in q.pass_over(gateway).await {
+            self.claimed.push(claim.job.id.clone());
+            self.running.push((claim, run));
+        }
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_clients_jobs_wait_untouched_while_it_holds_its_share_and_run_once_it_lets_go() {
     let (open, _) = watch::channel(false);
@@ -189,15 +217,18 @@ async fn a_clients_jobs_wait_untouched_while_it_holds_its_share_and_run_once_it_
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 
-    // Passes every 250 ms for 3 s, three times the share's requeue wait: globex's job runs
+    // A pass every 250 ms for 3 s, three times the share's requeue wait: globex's job runs
     // (and waits on the provider); acme's is never taken.
-    let mut running = Vec::new();
+    let mut workers = Workers::default();
     for _ in 0..12 {
-        running.extend(q.pass_over(&gateway).await);
+        workers.pass(&q, &gateway).await;
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let ran: Vec<&str> = running.iter().map(|(c, _)| c.job.id.as_str()).collect();
-    assert_eq!(ran, [other.as_str()], "only globex's job was claimed");
+    assert_eq!(
+        workers.claimed,
+        [other.clone()],
+        "only globex's job was claimed"
+    );
     assert_eq!(duffel.calls.load(Ordering::SeqCst), 3);
     assert_eq!(
         q.store
@@ -219,31 +250,59 @@ async fn a_clients_jobs_wait_untouched_while_it_holds_its_share_and_run_once_it_
         let answered = call.await.unwrap_or_else(|e| panic!("{e}"));
         assert!(answered.is_ok());
     }
-    for (claim, run) in running.drain(..) {
-        let verdict = run.await.unwrap_or_else(|e| panic!("{e}"));
-        q.finish(claim, verdict).await;
+    for _ in 0..4 {
+        workers.pass(&q, &gateway).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    let mut now_running = q.pass_over(&gateway).await;
-    assert_eq!(
-        now_running.len(),
-        1,
-        "acme's job, now that it holds no slot"
-    );
-    let (claim, run) = now_running.remove(0);
-    assert_eq!(claim.job.id, waiting);
-    let verdict = run.await.unwrap_or_else(|e| panic!("{e}"));
-    q.finish(claim, verdict).await;
-    let done = q
-        .store
-        .get(&waiting)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let done = done.unwrap_or_else(|| panic!("stored"));
-    assert_eq!((done.status, done.attempts), (JobStatus::Succeeded, 1));
+    assert_eq!(workers.claimed, [other.clone(), waiting.clone()]);
+    assert!(workers.running.is_empty(), "both runs ended");
+    for id in [&waiting, &other] {
+        let done = q.store.get(id).await.unwrap_or_else(|e| panic!("{e}"));
+        let done = done.unwrap_or_else(|| panic!("stored"));
+        assert_eq!((done.status, done.attempts), (JobStatus::Succeeded, 1));
+    }
     assert_eq!(duffel.calls.load(Ordering::SeqCst), 4);
     assert_eq!(
         share_refusals(&telemetry),
         "faregate_client_limited_total{limit=\"client_share_of_tool\"} 0"
     );
+}
+
+/// A backlog of a client that holds one of its two slots: a pass takes one of its jobs, not as
+/// many as there are free workers (the rest would be refused and written back), and none while
+/// that one runs.
+#[tokio::test(start_paused = true)]
+async fn a_pass_takes_no_more_of_a_clients_backlog_than_its_share_has_room_for() {
+    let (open, _) = watch::channel(false);
+    let duffel = Arc::new(Gated {
+        open,
+        calls: AtomicU32::new(0),
+    });
+    let (gateway, telemetry) = gateway(&duffel);
+    let q = Queue::new(8);
+    let held = {
+        let gateway = Arc::clone(&gateway);
+        tokio::spawn(async move { gateway.call(search("acme", 30)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let mut backlog = Vec::new();
+    for days in 40..45 {
+        backlog.push(q.submit_search("acme", days).await);
+    }
+    let mut workers = Workers::default();
+    for _ in 0..8 {
+        workers.pass(&q, &gateway).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(
+        workers.claimed,
+        backlog[..1],
+        "the oldest, in the one slot left"
+    );
+    assert_eq!(duffel.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        share_refusals(&telemetry),
+        "faregate_client_limited_total{limit=\"client_share_of_tool\"} 0"
+    );
+    held.abort();
 }
