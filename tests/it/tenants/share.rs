@@ -2,8 +2,9 @@
 //! tool than its share (half of `get_flight_status`'s 16 slots, while its in-flight cap is 32)
 //! holds 8 of them; its other calls are refused as its own doing (429 naming the limit, a
 //! `[rejected]` tool result to a model), never reach the provider nor its breaker, and the
-//! other client's calls still go through. Its background job waits, silently, without an
-//! attempt counted. The provider hangs until the test lets it answer: nothing is timed.
+//! other client's calls still go through. Its background job waits in the queue untouched (not
+//! claimed while it holds its share) while the other client's job runs, and runs once its calls
+//! end. The provider hangs until the test lets it answer: nothing is timed.
 
 use std::time::Duration;
 
@@ -186,45 +187,57 @@ async fn one_client_holds_at_most_its_share_of_a_tool_and_the_other_still_gets_t
 }
 
 #[tokio::test]
-async fn a_job_of_a_client_at_its_share_waits_silently_without_an_attempt() {
+async fn a_job_of_a_client_at_its_share_waits_untouched_until_the_client_lets_go() {
     let s = two_clients_and_a_hanging_status(62, true).await;
     let held = noisy_fills_its_share(&s).await;
-    let (status, _, queued) = send(
-        s.http
+    let submit = |key: &'static str, flight: u32| {
+        let request = s
+            .http
             .post(s.url("/v1/tools/get_flight_status/call"))
-            .bearer_auth(NOISY)
-            .json(&json!({"mode": "background", "arguments": status_of(400)})),
-    )
-    .await;
-    assert_eq!(status, 202, "{queued}");
-    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
-    let job = |key: &'static str| {
+            .bearer_auth(key)
+            .json(&json!({"mode": "background", "arguments": status_of(flight)}));
+        async move {
+            let (status, _, queued) = send(request).await;
+            assert_eq!(status, 202, "{queued}");
+            queued["job_id"].as_str().unwrap_or_default().to_string()
+        }
+    };
+    let job = |key: &'static str, id: &str| {
         let request = s
             .http
             .get(s.url(&format!("/v1/jobs/{id}")))
             .bearer_auth(key);
         async move { send(request).await.2 }
     };
-    // Run and refused by its client's share: requeued, no attempt counted, nothing sent.
-    let waiting = wait_until(
+    let id = submit(NOISY, 400).await;
+    let quiet = submit(QUIET, 401).await;
+    // The quiet client's job, submitted after it, is claimed and runs (waiting on the
+    // provider); the noisy client's was passed over as it holds its share: never claimed,
+    // refused or written back, nothing sent.
+    wait_until(
         Duration::from_secs(10),
-        "the job refused by the share",
+        "the quiet client's job running",
         || async {
-            let seen = job(NOISY).await;
-            let refused = seen["last_error"]
-                .as_str()
-                .is_some_and(|e| e.contains("client_share_of_tool"));
-            if seen["status"] == "retry_scheduled" && refused {
-                Ok(seen)
-            } else {
-                Err(seen.to_string())
+            match job(QUIET, &quiet).await {
+                seen if seen["status"] == "running" => Ok(()),
+                seen => Err(seen.to_string()),
             }
         },
     )
     .await;
+    let waiting = job(NOISY, &id).await;
+    assert_eq!(waiting["status"], "queued", "{waiting}");
     assert_eq!(waiting["attempts"], 0, "{waiting}");
-    assert_eq!(waiting["result"], Value::Null, "silent: {waiting}");
-    assert_eq!(s.requests(RouteGroup::AmadeusStatus), 8);
+    assert_eq!(waiting["last_error"], Value::Null, "{waiting}");
+    assert_eq!(
+        waiting["next_attempt_at"], waiting["created_at"],
+        "{waiting}"
+    );
+    assert_eq!(
+        s.requests(RouteGroup::AmadeusStatus),
+        9,
+        "8 held and the quiet job"
+    );
 
     // Once the client's calls are answered, the job runs, on its first attempt.
     s.sim.set_fault(RouteGroup::AmadeusStatus, Fault::default());
@@ -232,15 +245,17 @@ async fn a_job_of_a_client_at_its_share_waits_silently_without_an_attempt() {
         let (status, _, body) = task.await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(status, 200, "{body}");
     }
-    let done = wait_until(Duration::from_secs(20), "the job to succeed", || async {
-        let seen = job(NOISY).await;
-        if seen["status"] == "succeeded" {
-            Ok(seen)
-        } else {
-            Err(seen.to_string())
-        }
-    })
-    .await;
-    assert_eq!(done["attempts"], 1, "{done}");
-    assert_eq!(done["result"]["status"], "ok", "{done}");
+    for (key, id) in [(NOISY, &id), (QUIET, &quiet)] {
+        let done = wait_until(Duration::from_secs(20), "the job to succeed", || async {
+            let seen = job(key, id).await;
+            if seen["status"] == "succeeded" {
+                Ok(seen)
+            } else {
+                Err(seen.to_string())
+            }
+        })
+        .await;
+        assert_eq!(done["attempts"], 1, "{done}");
+        assert_eq!(done["result"]["status"], "ok", "{done}");
+    }
 }
