@@ -245,7 +245,9 @@ const RANKED: &str = "SELECT ranked_id, turn FROM (
 /// (a hashed anti-join: a client's backlog at its share costs no sort at all); of the others'
 /// candidates, at most the slots left (or the tool's `slots`, for a client that holds none)
 /// of each client's jobs of a tool, the oldest due first. Capping the candidates rather than
-/// every due job keeps the claim to one sort of the due jobs, as without shares.
+/// every due job keeps the claim to one sort of the due jobs, as without shares (capping every
+/// due job took a second sort, about twice the time with 100,000 due; ARCHITECTURE.md has
+/// the measured cost).
 const RANKED_IN_SHARES: &str = "SELECT ranked_id, turn FROM (
                    SELECT ranked_id, turn, COALESCE(left_room.slots_left, shares.slots) AS room,
                           ROW_NUMBER() OVER (PARTITION BY candidates.client, candidates.tool
