@@ -226,7 +226,7 @@ async fn a_clients_jobs_wait_untouched_while_it_holds_its_share_and_run_once_it_
     }
     assert_eq!(
         workers.claimed,
-        [other.clone()],
+        std::slice::from_ref(&other),
         "only globex's job was claimed"
     );
     assert_eq!(duffel.calls.load(Ordering::SeqCst), 3);
