@@ -378,15 +378,14 @@ impl ShareRoom<'_> {
         left: &[],
     };
 
-    /// How many of `client`'s jobs of `tool` a claim may take; `None`: as many as come.
+    /// How many of `client`'s jobs of `tool` a claim may take; `None`: as many as come. (What
+    /// the SQL store's claim reads: the client's slots left, else the tool's slots.)
     pub fn room(&self, client: &ClientName, tool: &str) -> Option<u32> {
-        let (_, slots) = self.slots.iter().find(|(t, _)| t == tool)?;
-        let left = self
-            .left
-            .iter()
-            .find(|(c, t, _)| c == client && t == tool)
-            .map(|(_, _, left)| *left);
-        Some(left.unwrap_or(*slots))
+        let left = self.left.iter().find(|(c, t, _)| c == client && t == tool);
+        match left {
+            Some((_, _, left)) => Some(*left),
+            None => self.slots.iter().find(|(t, _)| t == tool).map(|(_, n)| *n),
+        }
     }
 
     /// Whether no tool has a share.
