@@ -172,6 +172,23 @@ fn request(tool: &str, arguments: Value) -> super::gateway::CallRequest {
     }
 }
 
+/// The configured client `name`.
+fn client(name: &str) -> crate::clients::ClientName {
+    crate::clients::ClientName::configured(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A search `days` out (searches on other days are not shared), for client `of`.
+fn search_of(of: &str, days: i64) -> super::gateway::CallRequest {
+    let date = Gateway::today() + chrono::Duration::days(days);
+    super::gateway::CallRequest {
+        client: client(of),
+        ..request(
+            "search_flights",
+            json!({"origin": "LHR", "destination": "JFK", "departure_date": date.to_string()}),
+        )
+    }
+}
+
 /// The state of flight search's first breaker now.
 fn env_breaker(gateway: &Gateway) -> crate::breaker::BreakerState {
     let tool = gateway.tool("search_flights").expect("served");

@@ -8,27 +8,8 @@
 use super::*;
 use crate::call::answer::Verdict;
 use crate::call::envelope::{Envelope, Status};
-use crate::call::gateway::CallRequest;
-use crate::clients::{ClientName, ProviderReserve};
+use crate::clients::ProviderReserve;
 use crate::providers::limits::Reading;
-
-fn client(name: &str) -> ClientName {
-    ClientName::configured(name).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A search `days` out, for `of`.
-fn search_of(of: &str, days: i64) -> CallRequest {
-    let date = Gateway::today() + chrono::Duration::days(days);
-    CallRequest {
-        tool: "search_flights".into(),
-        arguments: json!({"origin": "LHR", "destination": "JFK", "departure_date": date.to_string()}),
-        call_id: None,
-        idempotency_key: None,
-        deadline: None,
-        client: client(of),
-        trace: None,
-    }
-}
 
 /// A gateway over the shipped configuration served by `providers`, every client held to its
 /// share of a provider's window below the default reserve (a fifth); and its telemetry.

@@ -10,25 +10,7 @@ use super::*;
 use crate::call::answer::Verdict;
 use crate::call::envelope::{Envelope, Status};
 use crate::call::gateway::CallRequest;
-use crate::clients::{ClientName, ToolShare};
-
-fn client(name: &str) -> ClientName {
-    ClientName::configured(name).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A search `days` out (searches on other days are not shared), for `of`.
-fn search_of(of: &str, days: i64) -> CallRequest {
-    let date = Gateway::today() + chrono::Duration::days(days);
-    CallRequest {
-        tool: "search_flights".into(),
-        arguments: json!({"origin": "LHR", "destination": "JFK", "departure_date": date.to_string()}),
-        call_id: None,
-        idempotency_key: None,
-        deadline: None,
-        client: client(of),
-        trace: None,
-    }
-}
+use crate::clients::ToolShare;
 
 /// A gateway whose `search_flights` has a bulkhead of 4 and is served by `duffel` alone, each
 /// client held to half of it (2 slots) when `share` says so; and its telemetry.
