@@ -132,6 +132,9 @@ macro_rules! job_columns {
     };
 }
 
+// After `job_columns!`, which the claim's statement uses.
+mod claim;
+
 const ENQUEUE: &str = "INSERT INTO faregate_jobs (id, tool, arguments, call_id, idempotency_key,
         callback_url, status, attempts, next_attempt_at, created_at, updated_at, callback_state,
         client, trace_parent, trace_state)
@@ -187,88 +190,6 @@ const LIST: &str = concat!(
      ORDER BY id DESC LIMIT CAST($4 AS BIGINT)"
 );
 
-/// The condition of a claimable job (`$1` = now): due, or running on an expired lease.
-const DUE: &str = "((status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
-                   OR (status = 'running' AND lease_until < $1))";
-
-/// `$1` now, `$2` owner, `$3` lease, `$4` tools to skip, `$5` limit, `$6` the instant the jobs
-/// were created before, `$7` the instant they were due by (a running job's expired lease is
-/// due from its end, a queued one's `lease_until` is NULL); `{due}`, `{ranked}` and `{lock}`
-/// are filled in by [`Store::claim_statement`]: `{ranked}` is the claim's candidates with each
-/// one's `turn`, [`RANKED`], or [`RANKED_IN_SHARES`] when clients are held to a share.
-///
-/// Clients take turns (`turn`: a job's place among its own client's due jobs): a claim takes
-/// every client's oldest due job before any client's second, so one client's backlog never
-/// holds another client's job behind it (seed 001). The ranking keeps four times `$5`
-/// candidates, so that claimers locking at the same moment (`{lock}` skips each other's rows)
-/// each still find a full claim among them. The outer select repeats `{due}` on the row it
-/// locks: a row another claimer leased after this statement's snapshot is read again when it is
-/// locked, and then it is no longer due. Ranking costs a sort of every due job: with 100,000 due
-/// jobs, 87 ms a claim on PostgreSQL where oldest-first took 31 ms (ARCHITECTURE.md).
-const CLAIM: &str = concat!(
-    "UPDATE faregate_jobs
-     SET status = 'running', lease_owner = $2, lease_until = $1 + $3, updated_at = $1
-     WHERE id IN (
-         SELECT faregate_jobs.id FROM faregate_jobs
-         JOIN ({ranked}) AS ranked
-           ON ranked.ranked_id = faregate_jobs.id
-         WHERE {due}
-         ORDER BY ranked.turn, faregate_jobs.next_attempt_at, faregate_jobs.id
-         LIMIT CAST($5 AS BIGINT)
-         {lock})
-     RETURNING ",
-    job_columns!()
-);
-
-/// A job a claim may consider: due, of a tool not skipped, created and due early enough;
-/// `{not_skipped}` is the store's list clause on `$4`.
-const CANDIDATE: &str = "{due} AND {not_skipped} AND created_at < CAST($6 AS BIGINT)
-                     AND COALESCE(lease_until, next_attempt_at) <= CAST($7 AS BIGINT)";
-
-/// The claim's candidates when no client is held to a share: the first `4 × $5` due jobs in
-/// the clients' turns.
-const RANKED: &str = "SELECT ranked_id, turn FROM (
-                   SELECT id AS ranked_id, next_attempt_at,
-                          ROW_NUMBER() OVER (PARTITION BY client ORDER BY next_attempt_at, id)
-                              AS turn
-                   FROM faregate_jobs
-                   WHERE {candidate}) AS turns
-               ORDER BY turn, next_attempt_at, ranked_id
-               LIMIT 4 * CAST($5 AS BIGINT)";
-
-/// The claim's candidates within the clients' shares of the tools on the claiming replica
-/// (`model::ShareRoom`): `$8` the tools with a share and `$9` how many of each tool's calls one
-/// client may hold (`{shares}`); `$10` the clients that hold some, `$11` the tool, `$12` the
-/// slots each has left (`{left_room}`, and `{full_share}` the same lists).
-///
-/// A client with no slot left of a tool has its jobs of that tool left out before the ranking
-/// (a hashed anti-join: a client's backlog at its share costs no sort at all); of the others'
-/// candidates, at most the slots left (or the tool's `slots`, for a client that holds none)
-/// of each client's jobs of a tool, the oldest due first. Capping the candidates rather than
-/// every due job keeps the claim to one sort of the due jobs, as without shares (capping every
-/// due job took a second sort, about twice the time with 100,000 due; ARCHITECTURE.md has
-/// the measured cost).
-const RANKED_IN_SHARES: &str = "SELECT ranked_id, turn FROM (
-                   SELECT ranked_id, turn, COALESCE(left_room.slots_left, shares.slots) AS room,
-                          ROW_NUMBER() OVER (PARTITION BY candidates.client, candidates.tool
-                                             ORDER BY candidates.next_attempt_at,
-                                                      candidates.ranked_id) AS in_share
-                   FROM (SELECT ranked_id, client, tool, next_attempt_at, turn FROM (
-                             SELECT id AS ranked_id, client, tool, next_attempt_at,
-                                    ROW_NUMBER() OVER (PARTITION BY client
-                                                       ORDER BY next_attempt_at, id) AS turn
-                             FROM faregate_jobs
-                             WHERE {candidate}
-                               AND (client, tool) NOT IN (
-                                   SELECT holder, held_tool FROM {full_share}
-                                   WHERE slots_left = 0)) AS turns
-                         ORDER BY turn, next_attempt_at, ranked_id
-                         LIMIT 4 * CAST($5 AS BIGINT)) AS candidates
-                   LEFT JOIN {shares} ON shares.shared_tool = candidates.tool
-                   LEFT JOIN {left_room} ON left_room.holder = candidates.client
-                                        AND left_room.held_tool = candidates.tool) AS capped
-               WHERE room IS NULL OR in_share <= room";
-
 /// Every end of a run, in one statement: `$3` the new status, `$4` the result, `$5` the error,
 /// `$6` whether the attempt counts, `$7` the next due time (kept when NULL), `$8` now. A final
 /// status makes a pending callback due now; a requeue leaves it waiting. The lease ends, and
@@ -323,7 +244,7 @@ const RELEASE: &str = "UPDATE faregate_jobs
             OR substr(lease_owner, 1, length(CAST($1 AS TEXT)) + 1) = CAST($1 AS TEXT) || '/')
        AND status = 'running'";
 
-/// `$1` now: the tools a claim could take a job of now ([`DUE`]: due, or with an expired lease).
+/// `$1` now: the tools a claim could take a job of now ([`claim::DUE`]: due, or with an expired lease).
 const DUE_TOOLS: &str = "SELECT DISTINCT tool FROM faregate_jobs
      WHERE (status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
         OR (status = 'running' AND lease_until < $1)";
@@ -524,32 +445,6 @@ impl Store {
         let args = [Arg::Int(Some(i64::from(limit)))];
         self.db.fetch(OLDEST, &args, job_from_row).await
     }
-
-    /// The claim statement in this store's dialect, within the clients' shares when `shares`.
-    fn claim_statement(&self, shares: bool) -> sqlx::AssertSqlSafe<String> {
-        let ranked = if shares {
-            let left = [
-                ("$10", "holder", "TEXT"),
-                ("$11", "held_tool", "TEXT"),
-                ("$12", "slots_left", "BIGINT"),
-            ];
-            let tools = [("$8", "shared_tool", "TEXT"), ("$9", "slots", "BIGINT")];
-            RANKED_IN_SHARES
-                .replace("{full_share}", &self.db.zipped("full_share", &left))
-                .replace("{left_room}", &self.db.zipped("left_room", &left))
-                .replace("{shares}", &self.db.zipped("shares", &tools))
-        } else {
-            RANKED.to_string()
-        };
-        sqlx::AssertSqlSafe(
-            CLAIM
-                .replace("{ranked}", &ranked)
-                .replace("{candidate}", CANDIDATE)
-                .replace("{due}", DUE)
-                .replace("{not_skipped}", &self.db.excluding("tool", "$4"))
-                .replace("{lock}", &self.db.claim_lock("faregate_jobs")),
-        )
-    }
 }
 
 impl JobStore for Store {
@@ -627,11 +522,11 @@ impl JobStore for Store {
                 Arg::Ints(&left),
             ]);
         }
-        let claimed = self
-            .db
-            .claim(self.claim_statement(!shares.is_none()), &args, |row| {
-                Ok(readable(row))
-            });
+        let claimed = self.db.claim(
+            claim::statement(&self.db, !shares.is_none()),
+            &args,
+            |row| Ok(readable(row)),
+        );
         let (mut jobs, unreadable) = unreadable::split(claimed.await?);
         for (id, error) in unreadable {
             unreadable::set_aside(&self.db, id.as_deref(), owner, &error, now_ms).await;
