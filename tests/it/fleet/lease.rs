@@ -10,7 +10,7 @@ use faregate::store::Db;
 use faregate_sim::{Fault, RouteGroup};
 
 use super::{
-    FLIGHTS, breaker, drop_schema, fleet_config, postgres_url, replica, replica_name, schema,
+    FLIGHTS, breaker, drop_schema, one_probe_config, postgres_url, replica, replica_name, schema,
     search_flights, server_of, through, trip, wait_connected, wait_for_state,
 };
 use crate::support::{self, CutProxy, wait_until};
@@ -38,14 +38,7 @@ async fn an_idle_replica_hands_the_probe_lease_to_one_with_callers() {
     let schema = schema("fg_fleet_lease");
     let sim = support::start_sim(29).await;
     let proxy = CutProxy::start(server_of(&url).await).await;
-    let config = || {
-        fleet_config(&sim.url(), |b| {
-            b.open_for(Duration::from_secs(1))
-                .open_for_max(Duration::from_secs(60))
-                .half_open_probes(1)
-                .half_open_successes(1);
-        })
-    };
+    let config = || one_probe_config(&sim.url());
     let idle = replica(&url, &schema, config()).await;
     let busy = replica(&through(&url, proxy.addr), &schema, config()).await;
     let idle_name = replica_name(&idle).await;

@@ -55,6 +55,17 @@ fn schema(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
 }
 
+/// [`fleet_config`] with breakers that open for a second and close on one probe's success: a
+/// half-open period comes within the test's time.
+fn one_probe_config(sim_url: &str) -> Config {
+    fleet_config(sim_url, |b| {
+        b.open_for(Duration::from_secs(1))
+            .open_for_max(Duration::from_secs(60))
+            .half_open_probes(1)
+            .half_open_successes(1);
+    })
+}
+
 /// The configuration of a fleet test against the simulator at `sim_url`: one provider per tool
 /// (one breaker to watch), no per-client limits, and `breaker` applied to every tool's policy.
 fn fleet_config(sim_url: &str, breaker: impl Fn(&mut faregate::breaker::BreakerBuilder)) -> Config {

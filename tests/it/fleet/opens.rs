@@ -10,8 +10,8 @@ use faregate_sim::{Fault, RouteGroup};
 use serde_json::Value;
 
 use super::{
-    FLIGHTS, breaker, drop_schema, fleet_config, postgres_url, replica, schema, search_flights,
-    trip,
+    FLIGHTS, breaker, drop_schema, fleet_config, one_probe_config, postgres_url, replica, schema,
+    search_flights, trip,
 };
 use crate::support::{self, TestGateway, send, wait_until};
 
@@ -36,14 +36,7 @@ async fn a_replica_started_after_the_opens_reports_the_fleets_count() {
     let schema = schema("fg_fleet_opens");
     let sim = support::start_sim(33).await;
     sim.sim.set_fault(RouteGroup::DuffelAirSearch, outage());
-    let config = || {
-        fleet_config(&sim.url(), |b| {
-            b.open_for(Duration::from_secs(1))
-                .open_for_max(Duration::from_secs(60))
-                .half_open_probes(1)
-                .half_open_successes(1);
-        })
-    };
+    let config = || one_probe_config(&sim.url());
     let first = replica(&url, &schema, config()).await;
     let second = replica(&url, &schema, config()).await;
     trip(&first).await;

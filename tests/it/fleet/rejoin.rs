@@ -13,8 +13,8 @@ use std::time::Duration;
 use faregate_sim::{Fault, RouteGroup};
 
 use super::{
-    FLIGHTS, breaker, drop_schema, epoch_ms, fleet_config, force, postgres_url, replica, schema,
-    search_flights, server_of, through, trip, wait_connected, wait_for_state,
+    FLIGHTS, breaker, drop_schema, epoch_ms, fleet_config, force, one_probe_config, postgres_url,
+    replica, schema, search_flights, server_of, through, trip, wait_connected, wait_for_state,
 };
 use crate::support::{self, CutProxy, wait_until};
 
@@ -40,12 +40,7 @@ async fn a_recovery_made_alone_does_not_end_a_newer_open_of_the_fleet() {
     let proxy = CutProxy::start(server_of(&url).await).await;
     // The replica that goes away opens for a second and recovers on one probe; the other opens
     // for a minute, longer than the test.
-    let away = fleet_config(&sim.url(), |b| {
-        b.open_for(Duration::from_secs(1))
-            .open_for_max(Duration::from_secs(60))
-            .half_open_probes(1)
-            .half_open_successes(1);
-    });
+    let away = one_probe_config(&sim.url());
     let away = replica(&through(&url, proxy.addr), &schema, away).await;
     let other = fleet_config(&sim.url(), |b| {
         b.open_for(Duration::from_secs(60))
