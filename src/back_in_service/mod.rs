@@ -26,7 +26,7 @@ mod system;
 pub use reads::UnansweredReads;
 pub use store::{Notice, NoticeState, NoticeStore};
 pub use system::{
-    BackInServiceSystem, DEFAULT_EXPIRY, LONGEST_EXPIRY, MAX_WAITING_PER_CLIENT, NewNotice,
+    BackInServiceSystem, DEFAULT_EXPIRY, Fired, LONGEST_EXPIRY, MAX_WAITING_PER_CLIENT, NewNotice,
     NoticeError,
 };
 

@@ -5,7 +5,8 @@
 //! Why a loop that looks, rather than a listener on breaker transitions: a tool comes back in
 //! three ways (a breaker closes after its probes, an operator ends a forced open, a maintenance
 //! window ends), and only the first is an event; a window ending is only a time passing. So
-//! every replica looks every [`POLL`] at the tools some notice waits for and asks the gateway
+//! while some notice waits, every replica looks every [`PACE`]`.busy` at the tools notices wait
+//! for and asks the gateway
 //! whether each answers now ([`Gateway::is_available`]: a provider whose breaker admits calls and
 //! that no window holds), the same question the fallback texts and `/v1/breakers` ask. A half-open
 //! breaker is not back: it admits probes only, and the notice fires once they close it.
@@ -24,6 +25,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -34,10 +36,13 @@ use crate::clients::ClientName;
 use crate::clock;
 use crate::jobs::callbacks::notice::{Delivery, NoticeSender};
 use crate::jobs::{StoreError, rfc3339};
+use crate::store::pace::{Found, Pace};
 use crate::texts::back_in_service as texts;
 
-/// How often the loop looks for tools back in service and due callbacks.
-pub(super) const POLL: Duration = Duration::from_millis(500);
+/// How often the loop looks for tools back in service and due callbacks: every 500 ms while a
+/// notice waits or a callback is due, else when the next callback falls due, at most 2 s later
+/// (`store::pace`); a notice set up on this replica wakes it at once.
+pub(super) const PACE: Pace = Pace::busy_every(Duration::from_millis(500));
 /// How long a notice waits when its client does not say.
 pub const DEFAULT_EXPIRY: Duration = Duration::from_secs(24 * 3600);
 /// The longest a notice may wait: a traveller who asked a week ago has moved on.
@@ -49,8 +54,17 @@ pub const MAX_WAITING_PER_CLIENT: u32 = 1000;
 const CALLBACKS: u32 = 32;
 /// How long an ended notice stays readable before it is deleted.
 const KEEP_ENDED: Duration = Duration::from_secs(7 * 24 * 3600);
-/// Looks between two purges of ended notices (about a minute).
-const PURGE_EVERY: u32 = 120;
+/// How often ended notices (and old unanswered reads) are purged.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+
+/// What a look at the waiting notices did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    /// Notices this replica fired (one another replica fired first is not counted again).
+    pub here: u64,
+    /// Whether any unexpired notice was waiting (then the loop keeps looking every 500 ms).
+    pub waiting: bool,
+}
 
 /// A notice to set up, as the API read it (the tool is served and in the client's scope).
 #[derive(Debug, Clone)]
@@ -92,6 +106,8 @@ pub struct BackInServiceSystem {
     sender: Arc<NoticeSender>,
     /// The tools this replica asks again itself, and the arguments it shares for that.
     asking: Asking,
+    /// Poked when a notice is set up here, so the loop looks every 500 ms from then on.
+    wake: Notify,
 }
 
 impl BackInServiceSystem {
@@ -103,6 +119,7 @@ impl BackInServiceSystem {
             gateway,
             sender: Arc::new(sender),
             asking,
+            wake: Notify::new(),
         }
     }
 
@@ -152,6 +169,7 @@ impl BackInServiceSystem {
         if !self.store.insert(&notice, MAX_WAITING_PER_CLIENT).await? {
             return Err(NoticeError::Full(texts::full(MAX_WAITING_PER_CLIENT)));
         }
+        self.wake.notify_one();
         Ok(notice)
     }
 
@@ -174,30 +192,25 @@ impl BackInServiceSystem {
         }
     }
 
-    /// Looks every [`POLL`] until `shutdown`.
+    /// Looks as [`PACE`] says until `shutdown`.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
-        let mut looks: u32 = 0;
+        let mut wait = PACE.busy;
+        let mut purged = Instant::now();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(POLL) => {},
+                _ = self.wake.notified() => {},
+                _ = tokio::time::sleep(wait) => {},
             }
             // A look the store keeps waiting (a database out of reach) does not hold a shutdown:
             // each of its steps is a conditional update, taken up again by the next look.
-            let look = async {
-                if let Err(e) = self.fire_and_expire().await {
-                    tracing::warn!(error = %e, "back-in-service: look failed; retrying");
-                }
-                if let Err(e) = self.send_due().await {
-                    tracing::warn!(error = %e, "back-in-service: callbacks not read; retrying");
-                }
-            };
-            tokio::select! {
+            let found = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                () = look => {},
-            }
-            looks = looks.wrapping_add(1);
-            if looks.is_multiple_of(PURGE_EVERY) {
+                found = self.look() => found,
+            };
+            wait = PACE.wait(found, clock::epoch_ms());
+            if purged.elapsed() >= PURGE_EVERY {
+                purged = Instant::now();
                 let before = clock::epoch_ms().saturating_sub(KEEP_ENDED.as_millis() as i64);
                 if let Err(e) = self.store.purge(before).await {
                     tracing::warn!(error = %e, "back-in-service: ended notices not purged");
@@ -209,11 +222,34 @@ impl BackInServiceSystem {
         }
     }
 
-    /// Fires the notices of every tool that answers again, after ending those that expired; how
-    /// many this replica fired.
-    pub async fn fire_and_expire(&self) -> Result<u64, StoreError> {
+    /// One look: fires and expires notices, then delivers the due callbacks. What it found:
+    /// work while a notice waits or a callback was due (or the store failed), else when the
+    /// next callback falls due.
+    async fn look(&self) -> Found {
+        let fired = self.fire_and_expire().await;
+        if let Err(e) = &fired {
+            tracing::warn!(error = %e, "back-in-service: look failed; retrying");
+        }
+        let sent = self.send_due().await;
+        if let Err(e) = &sent {
+            tracing::warn!(error = %e, "back-in-service: callbacks not read; retrying");
+        }
+        match (fired, sent) {
+            (Ok(Fired { waiting: false, .. }), Ok(0)) => match self.store.callbacks().await {
+                Ok(callbacks) => match callbacks.next_due().await {
+                    Ok(next) => Found::of(false, [next]),
+                    Err(_) => Found::Work,
+                },
+                Err(_) => Found::Work,
+            },
+            _ => Found::Work,
+        }
+    }
+
+    /// Fires the notices of every tool that answers again, after ending those that expired.
+    pub async fn fire_and_expire(&self) -> Result<Fired, StoreError> {
         let now = clock::epoch_ms();
-        let mut total = 0;
+        let mut fired = Fired::default();
         let expired = self.store.expire(now).await?;
         if expired > 0 {
             tracing::info!(expired, "back-in-service notices expired unfired");
@@ -224,24 +260,25 @@ impl BackInServiceSystem {
             tracing::warn!(error = %e, "back-in-service: unanswered reads not shared; retrying");
         }
         for tool in self.store.waited_for(now).await? {
+            fired.waiting = true;
             if !self.available_now(&tool) {
                 if let Err(e) = self.asking.ask_again(tool).await {
                     tracing::warn!(error = %e, "back-in-service: shared unanswered read not read");
                 }
                 continue;
             }
-            let fired = self.store.fire(&tool, now).await?;
-            if fired > 0 {
-                tracing::info!(%tool, fired, "tool back in service: notices fired");
+            let now_fired = self.store.fire(&tool, now).await?;
+            if now_fired > 0 {
+                tracing::info!(%tool, fired = now_fired, "tool back in service: notices fired");
             }
-            total += fired;
+            fired.here += now_fired;
         }
-        Ok(total)
+        Ok(fired)
     }
 
     /// Leases the due callbacks and delivers each on a task of its own (the outbox records how
-    /// it went and when to try again).
-    pub async fn send_due(&self) -> Result<(), StoreError> {
+    /// it went and when to try again); how many were due.
+    pub async fn send_due(&self) -> Result<usize, StoreError> {
         let callbacks = self.store.callbacks().await?;
         self.sender.send_due(&callbacks, CALLBACKS, notice).await
     }

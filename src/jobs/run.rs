@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 use tracing::field::Empty;
@@ -134,6 +135,8 @@ pub(super) struct Runner {
     pub(super) seen: Arc<Seen>,
     /// Where a job's end is counted.
     pub(super) telemetry: Arc<Telemetry>,
+    /// Wakes the callbacks' sender ([`super::callbacks::Sender`]) when a job ends with one.
+    pub(super) callbacks_due: Arc<Notify>,
 }
 
 impl Runner {
@@ -185,6 +188,9 @@ impl Runner {
         // The provider was asked: the transition must land, or the job would run again.
         let ended = end::store_end(&self.store, &self.unstored, &job, lease, &transition, now);
         if ended.await == Ended::Stored && status.is_final() {
+            if job.callback_url.is_some() {
+                self.callbacks_due.notify_one();
+            }
             let waited = u64::try_from(now - job.created_at_ms).unwrap_or(0);
             self.telemetry.metrics().record_job_finished(
                 &job.tool,

@@ -1,7 +1,8 @@
 //! The job system: what the HTTP edge submits to, and the loop that dispatches, runs and calls
 //! back until shutdown.
 //!
-//! One dispatcher per process wakes every [`POLL`] (or when a submission wakes it), marks
+//! One dispatcher per process wakes every [`PACE`]`.busy` while jobs are due, when a submission
+//! wakes it, and otherwise when the next job falls due (at most [`PACE`]`.idle` later), marks
 //! which tools have due jobs (so half-open probes go to them first), claims
 //! ([`Dispatcher::claim`]) and runs each claimed job on its own task ([`Runner::run`]). A second
 //! loop sends callbacks ([`Sender::run`]). Both stop on the shutdown token; leases still held are
@@ -37,15 +38,17 @@ use crate::fingerprint::canonical_json;
 use crate::policy::SplitMix;
 use crate::quota::Quotas;
 use crate::store::Db;
+use crate::store::pace::Pace;
 use crate::telemetry::Telemetry;
 use crate::texts::call as texts;
 
 mod running;
 
-/// How often the dispatcher looks for due jobs when nothing wakes it.
-const POLL: Duration = Duration::from_millis(250);
-/// Queue figures are published every this many polls (about every 5 s).
-const QUEUE_METRICS_EVERY: u32 = 20;
+/// How often the dispatcher looks for due jobs when nothing wakes it: every 250 ms while some
+/// are due, else when the next falls due, at most 2 s later (`store::pace`).
+const PACE: Pace = Pace::busy_every(Duration::from_millis(250));
+/// How often queue figures are published (and finished jobs purged).
+const QUEUE_METRICS_EVERY: Duration = Duration::from_secs(5);
 /// Finished jobs deleted per statement of a purge (a purge runs up to ten of them).
 const PURGE_BATCH: u32 = 1000;
 /// How long finished jobs are kept when nothing else is configured (`[store] job_retention`).
@@ -148,6 +151,7 @@ impl JobSystem {
             Db::Postgres { .. } => Quotas::shared(limits, store.db().clone()),
             Db::Sqlite(_) => Quotas::local(limits),
         });
+        let callbacks_due = Arc::new(Notify::new());
         JobSystem {
             callback_rules: CallbackRules {
                 allowlists: allowlists.clone(),
@@ -174,6 +178,7 @@ impl JobSystem {
                 unstored: unstored.clone(),
                 seen: Arc::clone(&seen),
                 telemetry: Arc::clone(&telemetry),
+                callbacks_due: Arc::clone(&callbacks_due),
             }),
             callbacks: Arc::new(Sender {
                 store: store.clone(),
@@ -182,6 +187,7 @@ impl JobSystem {
                 http,
                 telemetry: Arc::clone(&telemetry),
                 unstored: unstored.clone(),
+                wake: callbacks_due,
             }),
             store,
             gateway,

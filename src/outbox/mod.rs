@@ -154,6 +154,26 @@ impl<T: Send + 'static> Outbox<T> {
             .await
     }
 
+    /// When a callback is next due (`None`: none waits), from the same rows [`Outbox::due`]
+    /// reads, so a loop that sleeps until then finds it due (`store::pace`).
+    pub async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        let Spec {
+            select,
+            alias: a,
+            also,
+            ..
+        } = self.spec;
+        let sql = format!(
+            "SELECT MIN(next_callback_at) AS at
+             FROM ({select} WHERE {a}callback_state = 'pending' {also}) AS pending"
+        );
+        let at = self
+            .db
+            .fetch(sqlx::AssertSqlSafe(sql), &[], |r| r.int("at"))
+            .await?;
+        Ok(at.into_iter().flatten().next())
+    }
+
     /// Takes `due` for this replica until `until_ms`; false when another replica took it first.
     pub async fn lease(&self, due: &Due<T>, until_ms: i64) -> Result<bool, StoreError> {
         self.lease_slot(&due.slot, until_ms).await
@@ -215,18 +235,21 @@ impl<T: Send + 'static> Outbox<T> {
 
     /// Leases the callbacks due at `now_ms` (at most `limit`) and delivers each on a task of its
     /// own with `deliver` (`Ok`: the receiver took it; `Err`: why not), then records how it
-    /// went; a delivery that cannot be recorded is tried again when its lease runs out.
+    /// went; a delivery that cannot be recorded is tried again when its lease runs out. How many
+    /// were due (taken here or by another replica).
     pub async fn send_due<F, Fut>(
         &self,
         now_ms: i64,
         limit: u32,
         deliver: F,
-    ) -> Result<(), StoreError>
+    ) -> Result<usize, StoreError>
     where
         F: Fn(T) -> Fut,
         Fut: Future<Output = Result<(), String>> + Send + 'static,
     {
-        for due in self.due(now_ms, limit).await? {
+        let due = self.due(now_ms, limit).await?;
+        let found = due.len();
+        for due in due {
             if !self
                 .lease_slot(&due.slot, clock::ms_after(now_ms, LEASE))
                 .await?
@@ -252,7 +275,7 @@ impl<T: Send + 'static> Outbox<T> {
                 }
             });
         }
-        Ok(())
+        Ok(found)
     }
 }
 

@@ -4,7 +4,8 @@
 //! This room holds what every stateful room shares and nothing of theirs: the connection pool
 //! and the few places SQLite and PostgreSQL differ ([`Db`], `db.rs`), named migrations
 //! (`migrate.rs`, with [`Schema`], a room's tables migrated on first use), notifications between
-//! replicas (`notify.rs`), and the reads every table of client-owned rows answers alike
+//! replicas (`notify.rs`), how long a loop that looks in the store for work waits between looks
+//! (`pace.rs`), and the reads every table of client-owned rows answers alike
 //! (`owned.rs`). Each room keeps its own statements and migrations next to its own types (the
 //! job queue in `jobs/store/`, the fleet's shared breaker state in `fleet/`), so a room's SQL
 //! reads beside the rules it implements, and rooms never see each other's tables through this
@@ -19,6 +20,7 @@ mod db;
 mod migrate;
 mod notify;
 mod owned;
+pub mod pace;
 
 use std::fmt;
 

@@ -421,6 +421,21 @@ impl WatchStore {
         .await
     }
 
+    /// When the next run falls due (`None`: no active watch waits for one), from the rows
+    /// [`WatchStore::due`] reads, so a loop that sleeps until then finds it due.
+    pub async fn next_run_due(&self) -> Result<Option<i64>, StoreError> {
+        let db = self.ready().await?;
+        let at = db
+            .fetch(
+                "SELECT MIN(next_run_at) AS at FROM faregate_watches
+                 WHERE state = 'active' AND job_id IS NULL",
+                &[],
+                |r| r.int("at"),
+            )
+            .await?;
+        Ok(at.into_iter().flatten().next())
+    }
+
     /// Watches waiting for a run's job to end.
     pub async fn running(&self, limit: u32) -> Result<Vec<Watch>, StoreError> {
         let db = self.ready().await?;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::condition::{self, Condition};
@@ -27,10 +28,13 @@ use crate::jobs::callbacks::notice::{Delivery, NoticeSender};
 use crate::jobs::{
     JobStatus, Jobs, NewJob, StoreError, SubmitError, WATCH_RUN_KEY_PREFIX, rfc3339,
 };
+use crate::store::pace::{Found, Pace};
 use crate::texts::watches as texts;
 
-/// How often the loop looks for due instants and ended runs.
-const POLL: Duration = Duration::from_millis(250);
+/// How often the loop looks for due instants and ended runs: every 250 ms while a run is under
+/// way or an instant or notice is due, else when the next falls due, at most 2 s later
+/// (`store::pace`); a watch created or resumed on this replica wakes it at once.
+const PACE: Pace = Pace::busy_every(Duration::from_millis(250));
 /// Watches handled per look.
 const BATCH: u32 = 64;
 /// Notice callbacks started per look.
@@ -90,6 +94,8 @@ pub struct WatchSystem {
     notices: Arc<NoticeSender>,
     /// How long an ended watch is kept (`[store] job_retention`; see `retention.rs`).
     retention: Duration,
+    /// Poked when a watch is created or resumed here, so its first run is not left to the pace.
+    wake: Notify,
 }
 
 impl WatchSystem {
@@ -108,6 +114,7 @@ impl WatchSystem {
             config,
             notices: Arc::new(notices),
             retention: DEFAULT_RETENTION,
+            wake: Notify::new(),
         }
     }
 
@@ -208,6 +215,7 @@ impl WatchSystem {
         if !self.store.insert(&watch, max).await? {
             return Err(WatchError::Full(texts::full(max)));
         }
+        self.wake.notify_one();
         Ok(watch)
     }
 
@@ -257,6 +265,7 @@ impl WatchSystem {
                 Err(e) => e,
             });
         }
+        self.wake.notify_one();
         self.own(id, client).await
     }
 
@@ -279,14 +288,16 @@ impl WatchSystem {
         }
     }
 
-    /// Starts due runs and records ended ones every [`POLL`] until `shutdown`, and deletes
+    /// Starts due runs and records ended ones as [`PACE`] says until `shutdown`, and deletes
     /// ended watches past their retention about once a minute.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
         let mut sweeper = Sweeper::new(self.retention);
+        let mut wait = PACE.busy;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(POLL) => {},
+                _ = self.wake.notified() => {},
+                _ = tokio::time::sleep(wait) => {},
             }
             // A pass the store keeps waiting (a database out of reach) does not hold a shutdown:
             // cut short, it is taken up again by the next pass, on any replica.
@@ -294,9 +305,11 @@ impl WatchSystem {
                 _ = shutdown.cancelled() => return,
                 passed = self.pass() => passed,
             };
-            if let Err(e) = passed {
+            let found = passed.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "watches: pass failed; retrying");
-            }
+                Found::Work
+            });
+            wait = PACE.wait(found, clock::epoch_ms());
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = sweeper.tick(&self.store) => {},
@@ -305,16 +318,25 @@ impl WatchSystem {
     }
 
     /// One look: record the runs whose jobs ended, start the runs that are due, and start
-    /// delivering the notices' callbacks that are due (each on its own task).
-    pub async fn pass(&self) -> Result<(), StoreError> {
-        for watch in self.store.running(BATCH).await? {
-            self.check_run(&watch).await?;
+    /// delivering the notices' callbacks that are due (each on its own task). What it found:
+    /// work while a run is under way or anything was due, else when the next instant or
+    /// callback falls due.
+    pub async fn pass(&self) -> Result<Found, StoreError> {
+        let running = self.store.running(BATCH).await?;
+        for watch in &running {
+            self.check_run(watch).await?;
         }
-        for watch in self.store.due(clock::epoch_ms(), BATCH).await? {
-            self.start_run(&watch).await?;
+        let due = self.store.due(clock::epoch_ms(), BATCH).await?;
+        for watch in &due {
+            self.start_run(watch).await?;
         }
         let callbacks = self.store.callbacks().await?;
-        self.notices.send_due(&callbacks, CALLBACKS, notice).await
+        let sent = self.notices.send_due(&callbacks, CALLBACKS, notice).await?;
+        if !running.is_empty() || !due.is_empty() || sent > 0 {
+            return Ok(Found::Work);
+        }
+        let next_run = self.store.next_run_due().await?;
+        Ok(Found::of(false, [next_run, callbacks.next_due().await?]))
     }
 
     /// Submits the job of `watch`'s due instant (the same job on every replica) and records it.

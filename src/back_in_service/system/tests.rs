@@ -134,6 +134,7 @@ async fn look(system: &BackInServiceSystem) -> u64 {
         .fire_and_expire()
         .await
         .unwrap_or_else(|e| panic!("{e}"))
+        .here
 }
 
 #[tokio::test(start_paused = true)]

@@ -19,23 +19,27 @@ use std::time::Duration;
 use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Url;
 use sha2::Sha256;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use self::allowlist::{Allowlist, Allowlists};
 use self::signing::Signing;
 use super::land::{self, Unstored};
-use super::store::{Job, JobStore, Store};
+use super::store::{Job, JobStore, Store, StoreError};
 use crate::call::{CallInfo, Envelope};
 use crate::clock;
 use crate::policy::Backoff;
 use crate::secret::Secret;
+use crate::store::pace::{Found, Pace};
 use crate::telemetry::{CallbackOutcome, Telemetry};
 
 /// The header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "Faregate-Signature";
 
-/// How often the sender looks for due callbacks.
-const POLL: Duration = Duration::from_millis(500);
+/// How often the sender looks for due callbacks: every 500 ms while some are due, else when the
+/// next falls due, at most 2 s later (`store::pace`); a job of this replica that ends with a
+/// callback wakes it at once ([`Sender::wake`]).
+const PACE: Pace = Pace::busy_every(Duration::from_millis(500));
 /// How long a claimed callback is this replica's to send; after that another may try it. Longer
 /// than one delivery can take (the client's timeout is 10 s).
 const LEASE: Duration = Duration::from_secs(30);
@@ -131,32 +135,46 @@ pub(super) struct Sender {
     pub(super) telemetry: Arc<Telemetry>,
     /// Records waiting for the store.
     pub(super) unstored: Unstored,
+    /// Poked when a job of this replica ends with a callback to send.
+    pub(super) wake: Arc<Notify>,
 }
 
 impl Sender {
-    /// Claims, delivers and records due callbacks every [`POLL`] until `shutdown`.
+    /// Claims, delivers and records due callbacks as [`PACE`] says until `shutdown`.
     pub(super) async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut wait = PACE.busy;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(POLL) => {},
+                _ = self.wake.notified() => {},
+                _ = tokio::time::sleep(wait) => {},
             }
-            let lease_ms = LEASE.as_millis() as i64;
-            let due = match self
-                .store
-                .claim_callbacks(clock::epoch_ms(), lease_ms, BATCH)
-                .await
-            {
-                Ok(due) => due,
+            let found = match self.look().await {
+                Ok(found) => found,
                 Err(e) => {
                     tracing::warn!(error = %e, "could not read due callbacks");
-                    continue;
+                    Found::Work
                 }
             };
-            for job in due {
-                self.send(&job).await;
-            }
+            wait = PACE.wait(found, clock::epoch_ms());
         }
+    }
+
+    /// One look: claims the due callbacks and delivers each; when none was due, asks when the
+    /// next one is.
+    async fn look(&self) -> Result<Found, StoreError> {
+        let lease_ms = LEASE.as_millis() as i64;
+        let due = self
+            .store
+            .claim_callbacks(clock::epoch_ms(), lease_ms, BATCH)
+            .await?;
+        if due.is_empty() {
+            return Ok(Found::of(false, [self.store.next_callback_due().await?]));
+        }
+        for job in due {
+            self.send(&job).await;
+        }
+        Ok(Found::Work)
     }
 
     /// One delivery of `job`'s callback, and its record.

@@ -70,13 +70,14 @@ impl NoticeSender {
     }
 
     /// Delivers the callbacks `outbox` finds due now (at most `limit`): each is posted, signed,
-    /// to the URL and with the JSON body `notice` makes of it, and the outbox records how it went.
+    /// to the URL and with the JSON body `notice` makes of it, and the outbox records how it went;
+    /// how many were due.
     pub async fn send_due<T: Send + 'static>(
         self: &Arc<Self>,
         outbox: &Outbox<T>,
         limit: u32,
         notice: fn(&T) -> Delivery,
-    ) -> Result<(), StoreError> {
+    ) -> Result<usize, StoreError> {
         let sender = Arc::clone(self);
         outbox
             .send_due(clock::epoch_ms(), limit, move |due| {

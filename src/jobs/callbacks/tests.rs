@@ -176,6 +176,7 @@ async fn a_failed_delivery_is_logged_with_the_receivers_host_only() {
         http: None,
         telemetry: Arc::new(Telemetry::new(crate::telemetry::AlertRules::spec())),
         unstored: super::super::land::Unstored::default(),
+        wake: Default::default(),
     };
     let job = Job {
         callback_url: Some(url.into()),

@@ -313,6 +313,30 @@ impl JobStore for MemoryStore {
         Ok(tools)
     }
 
+    async fn next_callback_due(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .jobs()
+            .iter()
+            .filter(|j| {
+                j.callback == CallbackState::Pending
+                    && matches!(j.status, JobStatus::Succeeded | JobStatus::Dead)
+            })
+            .filter_map(|j| j.next_callback_at_ms)
+            .min())
+    }
+
+    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .jobs()
+            .iter()
+            .filter_map(|j| match j.status {
+                JobStatus::Queued | JobStatus::RetryScheduled => Some(j.next_attempt_at_ms),
+                JobStatus::Running => j.lease_until_ms,
+                _ => None,
+            })
+            .min())
+    }
+
     async fn stats(&self, now_ms: i64) -> Result<QueueStats, StoreError> {
         let jobs = self.jobs();
         let mut stats = QueueStats::default();

@@ -507,6 +507,9 @@ pub trait JobStore: Send + Sync {
         lease_ms: i64,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<Job>, StoreError>> + Send;
+    /// When a callback is next due (`None`: none waits), asked once none is: the callbacks'
+    /// sender of an idle replica sleeps until then (`store::pace`).
+    fn next_callback_due(&self) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
     /// Records a callback delivery: sent (`failure` is `None`), or failed, with why and a next
     /// try (`next_at_ms` `None`: given up).
     fn callback_result(
@@ -540,6 +543,10 @@ pub trait JobStore: Send + Sync {
         &self,
         now_ms: i64,
     ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    /// When a claim could next take a job, asked once none is due: the earliest due time of a
+    /// waiting job, or lease end of a running one (`None` when no job waits or runs). The
+    /// dispatcher of an idle replica sleeps until then (`store::pace`).
+    fn next_due(&self) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
     /// Deletes at most `limit` jobs that ended (succeeded, dead or cancelled) before
     /// `before_ms` (their last change) and have no callback left to send; how many it deleted.
     fn purge(

@@ -249,6 +249,18 @@ const DUE_TOOLS: &str = "SELECT DISTINCT tool FROM faregate_jobs
      WHERE (status IN ('queued', 'retry_scheduled') AND next_attempt_at <= $1)
         OR (status = 'running' AND lease_until < $1)";
 
+/// When a claim could next take a job ([`JobStore::next_due`]): two index reads, the running
+/// jobs being at most the fleet's workers.
+const NEXT_DUE: &str = "SELECT MIN(at) AS at FROM (
+         SELECT MIN(next_attempt_at) AS at FROM faregate_jobs
+         WHERE status IN ('queued', 'retry_scheduled')
+         UNION ALL
+         SELECT MIN(lease_until) AS at FROM faregate_jobs WHERE status = 'running') AS next_due";
+
+/// When a callback is next due ([`JobStore::next_callback_due`]): one read of the callbacks' index.
+const NEXT_CALLBACK_DUE: &str = "SELECT MIN(next_callback_at) AS at FROM faregate_jobs
+     WHERE callback_state = 'pending' AND status IN ('succeeded', 'dead')";
+
 const DEPTH: &str = "SELECT tool, status, COUNT(*) AS n FROM faregate_jobs
      GROUP BY tool, status ORDER BY tool, status";
 
@@ -638,6 +650,19 @@ impl JobStore for Store {
     async fn due_tools(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
         let args = [Arg::Int(Some(now_ms))];
         self.db.fetch(DUE_TOOLS, &args, tool_from_row).await
+    }
+
+    async fn next_callback_due(&self) -> Result<Option<i64>, StoreError> {
+        let at = self
+            .db
+            .fetch(NEXT_CALLBACK_DUE, &[], |r| r.int("at"))
+            .await?;
+        Ok(at.into_iter().flatten().next())
+    }
+
+    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        let at = self.db.fetch(NEXT_DUE, &[], |r| r.int("at")).await?;
+        Ok(at.into_iter().flatten().next())
     }
 
     async fn stats(&self, now_ms: i64) -> Result<QueueStats, StoreError> {

@@ -14,12 +14,13 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::{JobSystem, POLL, PURGE_BATCH, QUEUE_METRICS_EVERY, lease_ms};
+use super::{JobSystem, PACE, PURGE_BATCH, QUEUE_METRICS_EVERY, lease_ms};
 use crate::clock;
 use crate::jobs::dispatch::ToolState;
 use crate::jobs::spool;
 use crate::jobs::store::{JobStatus, JobStore, STORE_WAIT, StoreError};
 use crate::quota;
+use crate::store::pace::Found;
 
 impl JobSystem {
     /// Moves the spool into the store every [`spool::FLUSH_EVERY`] until `shutdown`.
@@ -73,30 +74,36 @@ impl JobSystem {
                 }
             })
         };
-        let mut polls: u32 = 0;
+        let mut wait = PACE.busy;
+        let mut published: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.wake.notified() => {},
-                _ = tokio::time::sleep(POLL) => {},
+                _ = tokio::time::sleep(wait) => {},
             }
             while tasks.try_join_next().is_some() {}
             // A shutdown does not wait out a pass the store keeps waiting (its pool waits up to
             // 10 s for a connection to a database out of reach): the grace is the jobs'. A
             // claim cut short here is handed back with every other lease below.
-            polls = polls.wrapping_add(1);
             let pass = async {
-                if let Err(e) = self.dispatch(&workers, &mut tasks).await {
-                    tracing::warn!(error = %e, "job dispatch failed; retrying");
-                }
-                if polls % QUEUE_METRICS_EVERY == 1 {
+                let found = match self.dispatch(&workers, &mut tasks).await {
+                    Ok(found) => found,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "job dispatch failed; retrying");
+                        Found::Work
+                    }
+                };
+                if published.is_none_or(|at| at.elapsed() >= QUEUE_METRICS_EVERY) {
+                    published = Some(tokio::time::Instant::now());
                     self.publish_queue_metrics().await;
                     self.purge_finished().await;
                 }
+                found
             };
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                () = pass => {},
+                found = pass => wait = PACE.wait(found, clock::epoch_ms()),
             }
         }
         // Let running jobs finish within the grace period, then return what is still leased.
@@ -126,15 +133,16 @@ impl JobSystem {
     }
 
     /// One dispatch pass: tells the tools which of them have due jobs (probe priority), claims
-    /// what may run now, and runs each claimed job on its own task.
+    /// what may run now, and runs each claimed job on its own task. What it found: work while
+    /// any job is due (whether or not it could be claimed), else when the next falls due.
     async fn dispatch(
         &self,
         workers: &Arc<Semaphore>,
         tasks: &mut JoinSet<()>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Found, StoreError> {
         // A result of this process waits for the store: it lands first (see `land.rs`).
         if self.unstored.any() {
-            return Ok(());
+            return Ok(Found::Work);
         }
         // Jobs a claim took whose answer was lost go back first, so this pass may claim them.
         self.dispatcher.lost.hand_back(&self.store).await?;
@@ -154,6 +162,10 @@ impl JobSystem {
                 ToolState::of(tool, share, now)
             })
             .collect();
+        if due.is_empty() {
+            // Nothing a claim could take: an empty claim would still be a statement a pass.
+            return Ok(Found::of(false, [self.store.next_due().await?]));
+        }
         let claimed = self
             .dispatcher
             .claim(&self.store, &tools, &due, workers)
@@ -167,7 +179,7 @@ impl JobSystem {
                 drop(claim.worker);
             });
         }
-        Ok(())
+        Ok(Found::Work)
     }
 
     /// Deletes the jobs that ended more than the retention ago, in batches (every replica does

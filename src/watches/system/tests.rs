@@ -23,7 +23,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{NewWatch, POLL, WatchSystem};
+use super::{NewWatch, PACE, WatchSystem};
 use crate::call::{Gateway, Upstream};
 use crate::clients::{ClientName, ClientProfile, Directory, Roster, digest};
 use crate::clock;
@@ -325,7 +325,7 @@ impl Bench {
     /// twice in a row. A fixed pause is not enough on a loaded machine: a run's statements then
     /// take longer than the pause, virtual time outruns them, and a run comes "late".
     async fn step(&self) {
-        tokio::time::advance(POLL).await;
+        tokio::time::advance(PACE.busy).await;
         let mut quiet = 0;
         for _ in 0..2_000 {
             tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(1)))
@@ -632,4 +632,47 @@ async fn a_watch_makes_no_run_while_its_client_may_not_call_its_tool() {
     // The reload reaches back (auth off again): the watch runs on.
     bench.clients.replace(Roster::default());
     bench.until_runs(&watch.id, 2).await;
+}
+
+/// An idle loop waits up to 2 s between looks (`store::pace`), and longer looks must not delay
+/// what this replica was just asked for: a watch created while the loop waits runs at once, and
+/// its next instant is taken when it falls due, not at the idle loop's next look.
+#[tokio::test(start_paused = true)]
+async fn a_watch_made_while_the_loop_is_idle_runs_at_once_and_then_on_its_grid() {
+    let provider = Scripted::new([Answer::Flight {
+        delay: 0,
+        gate: "A1",
+    }]);
+    let bench = Bench::start(Arc::clone(&provider)).await;
+    // Nothing to do for a while: the loop's looks are the idle ones now (one at 250 ms, then
+    // every 2 s), the last a step ago, so without a wake the next would be 1.75 s away.
+    for _ in 0..42 {
+        bench.step().await;
+    }
+    let arguments = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": date()});
+    let watch = bench
+        .create(
+            "get_flight_status",
+            arguments,
+            json!({"kind": "status_changed"}),
+        )
+        .await;
+    bench
+        .until(&watch.id, PACE.busy * 3, "the first run", |w| w.runs >= 1)
+        .await;
+    // The second instant, EVERY after the first: taken within a busy look of it.
+    let first = bench.watch(&watch.id).await;
+    let second_due = first.next_run_at_ms;
+    bench
+        .until(&watch.id, EVERY + PACE.busy * 3, "the second run", |w| {
+            w.runs >= 2
+        })
+        .await;
+    let second = bench.watch(&watch.id).await;
+    let started = second.last_run_at_ms.expect("the second run is recorded");
+    assert!(
+        started - second_due <= PACE.busy.as_millis() as i64 * 3,
+        "the second run started {} ms after its instant",
+        started - second_due
+    );
 }
