@@ -132,17 +132,24 @@ impl<T: Send + 'static> Outbox<T> {
             .join(" AND ")
     }
 
-    /// Callbacks due at `now_ms`, oldest due first.
-    pub async fn due(&self, now_ms: i64, limit: u32) -> Result<Vec<Due<T>>, StoreError> {
+    /// The select of the callbacks still to send, `due` (a condition on their columns, or
+    /// `""`) added to the room's own.
+    fn pending(&self, due: &str) -> String {
         let Spec {
             select,
             alias: a,
             also,
             ..
         } = self.spec;
+        format!("{select} WHERE {a}callback_state = 'pending' {due} {also}")
+    }
+
+    /// Callbacks due at `now_ms`, oldest due first.
+    pub async fn due(&self, now_ms: i64, limit: u32) -> Result<Vec<Due<T>>, StoreError> {
+        let a = self.spec.alias;
         let sql = format!(
-            "{select} WHERE {a}callback_state = 'pending' AND {a}next_callback_at <= $1 {also}
-             ORDER BY {a}next_callback_at LIMIT CAST($2 AS BIGINT)"
+            "{} ORDER BY {a}next_callback_at LIMIT CAST($2 AS BIGINT)",
+            self.pending(&format!("AND {a}next_callback_at <= $1"))
         );
         let spec = self.spec;
         self.db
@@ -157,15 +164,9 @@ impl<T: Send + 'static> Outbox<T> {
     /// When a callback is next due (`None`: none waits), from the same rows [`Outbox::due`]
     /// reads, so a loop that sleeps until then finds it due (`store::pace`).
     pub async fn next_due(&self) -> Result<Option<i64>, StoreError> {
-        let Spec {
-            select,
-            alias: a,
-            also,
-            ..
-        } = self.spec;
         let sql = format!(
-            "SELECT MIN(next_callback_at) AS at
-             FROM ({select} WHERE {a}callback_state = 'pending' {also}) AS pending"
+            "SELECT MIN(next_callback_at) AS at FROM ({}) AS pending",
+            self.pending("")
         );
         let at = self
             .db

@@ -281,6 +281,13 @@ impl Bench {
         }
     }
 
+    /// A watch on BA 117's status with `condition`.
+    async fn watch_ba117(&self, condition: Value) -> Watch {
+        let arguments =
+            json!({"carrier_code": "BA", "flight_number": "117", "departure_date": date()});
+        self.create("get_flight_status", arguments, condition).await
+    }
+
     async fn create(&self, tool: &str, arguments: Value, condition: Value) -> Watch {
         self.watches
             .create(NewWatch {
@@ -427,14 +434,7 @@ async fn a_status_watch_fires_on_a_delay_and_on_a_gate_change_and_not_on_unchang
     ]
     .map(|(delay, gate)| Answer::Flight { delay, gate });
     let bench = Bench::start(Scripted::new(script)).await;
-    let arguments = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": date()});
-    let watch = bench
-        .create(
-            "get_flight_status",
-            arguments,
-            json!({"kind": "status_changed"}),
-        )
-        .await;
+    let watch = bench.watch_ba117(json!({"kind": "status_changed"})).await;
 
     bench.until_runs(&watch.id, 2).await;
     assert_eq!(
@@ -594,14 +594,7 @@ async fn a_watch_makes_no_run_while_its_client_may_not_call_its_tool() {
         gate: "A1",
     }]);
     let bench = Bench::start(Arc::clone(&provider)).await;
-    let arguments = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": date()});
-    let watch = bench
-        .create(
-            "get_flight_status",
-            arguments,
-            json!({"kind": "status_changed"}),
-        )
-        .await;
+    let watch = bench.watch_ba117(json!({"kind": "status_changed"})).await;
     bench.until_runs(&watch.id, 1).await;
     let calls = provider.calls();
     // Client keys turned on by a reload: the local client, whose watch this is (made while
@@ -649,14 +642,7 @@ async fn a_watch_made_while_the_loop_is_idle_runs_at_once_and_then_on_its_grid()
     for _ in 0..42 {
         bench.step().await;
     }
-    let arguments = json!({"carrier_code": "BA", "flight_number": "117", "departure_date": date()});
-    let watch = bench
-        .create(
-            "get_flight_status",
-            arguments,
-            json!({"kind": "status_changed"}),
-        )
-        .await;
+    let watch = bench.watch_ba117(json!({"kind": "status_changed"})).await;
     bench
         .until(&watch.id, PACE.busy * 3, "the first run", |w| w.runs >= 1)
         .await;
