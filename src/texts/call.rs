@@ -23,12 +23,18 @@ pub struct FallbackValues<'a> {
 }
 
 /// A tool's fallback prompt with its placeholders filled (they were checked at config load, so
-/// every `{…}` left is text).
+/// every `{…}` left is text). Every embedded prompt says "about {retry_after_s} seconds", which
+/// reads "about 1 second" for 1, as a traveller would be told.
 pub fn fallback(template: &str, v: &FallbackValues<'_>) -> String {
     let available = if v.available_tools.is_empty() {
         "none at the moment".to_string()
     } else {
         v.available_tools.join(", ")
+    };
+    let template = if v.retry_after_s == 1 {
+        std::borrow::Cow::Owned(template.replace("{retry_after_s} seconds", "1 second"))
+    } else {
+        std::borrow::Cow::Borrowed(template)
     };
     template
         .replace("{tool}", v.tool)
@@ -494,6 +500,25 @@ mod tests {
             let text = stale("", Duration::ZERO, "", priced);
             assert!(text.len() - "0 s".len() <= STALE_HEAD_LEN, "{text}");
         }
+    }
+
+    #[test]
+    fn one_second_is_one_second() {
+        let values = |retry_after_s| FallbackValues {
+            tool: "get_hotel_content",
+            retry_after_s,
+            provider: "amadeus",
+            available_tools: &[],
+        };
+        let template = "Ask again in about {retry_after_s} seconds ({retry_after_s} s).";
+        assert_eq!(
+            fallback(template, &values(1)),
+            "Ask again in about 1 second (1 s)."
+        );
+        assert_eq!(
+            fallback(template, &values(2)),
+            "Ask again in about 2 seconds (2 s)."
+        );
     }
 
     #[test]
