@@ -38,6 +38,7 @@ use crate::jobs::callbacks::notice::{Delivery, NoticeSender};
 use crate::jobs::{StoreError, rfc3339};
 use crate::store::pace::{Found, Pace};
 use crate::texts::back_in_service as texts;
+use crate::texts::span;
 
 /// How often the loop looks for tools back in service and due callbacks: every 500 ms while a
 /// notice waits or a callback is due, else when the next callback falls due, at most 2 s later
@@ -142,8 +143,8 @@ impl BackInServiceSystem {
         let expires_in = new.expires_in.unwrap_or(DEFAULT_EXPIRY);
         if expires_in.is_zero() || expires_in > LONGEST_EXPIRY {
             return Err(NoticeError::Invalid(texts::expires_in_out_of_range(
-                &humantime::format_duration(expires_in).to_string(),
-                &humantime::format_duration(LONGEST_EXPIRY).to_string(),
+                &span(expires_in),
+                &span(LONGEST_EXPIRY),
             )));
         }
         self.sender

@@ -28,3 +28,40 @@ pub mod call;
 pub mod ledger;
 pub mod tasks;
 pub mod watches;
+
+use std::time::Duration;
+
+/// A duration as a request writes it, in days at most: `"60days"`, `"1day 12h"`, `"15m"`.
+/// humantime's own format counts months of 30.44 days, so a refused `"60d"` would be quoted back
+/// as `"1month 29days 13h 26m 24s"`, which the caller cannot find in what it sent.
+pub fn span(d: Duration) -> String {
+    const DAY: u64 = 86_400;
+    let days = d.as_secs() / DAY;
+    let rest = d - Duration::from_secs(days * DAY);
+    match (days, rest.is_zero()) {
+        (0, _) => humantime::format_duration(rest).to_string(),
+        (1, true) => "1day".to_string(),
+        (_, true) => format!("{days}days"),
+        (1, false) => format!("1day {}", humantime::format_duration(rest)),
+        (_, false) => format!("{days}days {}", humantime::format_duration(rest)),
+    }
+}
+
+#[cfg(test)]
+mod span_tests {
+    use std::time::Duration;
+
+    use super::span;
+
+    #[test]
+    fn a_span_is_written_in_days_at_most() {
+        let days = |n: u64| Duration::from_secs(n * 86_400);
+        assert_eq!(span(days(60)), "60days");
+        assert_eq!(span(days(30)), "30days");
+        assert_eq!(span(days(1)), "1day");
+        assert_eq!(span(days(400) + Duration::from_secs(90)), "400days 1m 30s");
+        assert_eq!(span(days(1) + Duration::from_secs(12 * 3600)), "1day 12h");
+        assert_eq!(span(Duration::from_secs(15 * 60)), "15m");
+        assert_eq!(span(Duration::ZERO), "0s");
+    }
+}

@@ -29,6 +29,7 @@ use crate::jobs::{
     JobStatus, Jobs, NewJob, StoreError, SubmitError, WATCH_RUN_KEY_PREFIX, rfc3339,
 };
 use crate::store::pace::{Found, Pace};
+use crate::texts::span;
 use crate::texts::watches as texts;
 
 /// How often the loop looks for due instants and ended runs: every 250 ms while a run is under
@@ -150,15 +151,15 @@ impl WatchSystem {
             .unwrap_or(self.config.min_interval);
         if new.every < minimum {
             return Err(WatchError::Invalid(texts::under_minimum(
-                &humantime::format_duration(new.every).to_string(),
+                &span(new.every),
                 &new.tool,
-                &humantime::format_duration(minimum).to_string(),
+                &span(minimum),
             )));
         }
         if new.every > MAX_INTERVAL {
             return Err(WatchError::Invalid(texts::over_maximum(
-                &humantime::format_duration(new.every).to_string(),
-                &humantime::format_duration(MAX_INTERVAL).to_string(),
+                &span(new.every),
+                &span(MAX_INTERVAL),
             )));
         }
         if new.end.departure && new.tool != condition::FLIGHT_STATUS {

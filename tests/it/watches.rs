@@ -123,6 +123,12 @@ async fn watches_that_cannot_run_are_refused_naming_the_fix() {
             422,
             "use \"30days\" or shorter",
         ),
+        // Quoted back in days, as it was sent, not as "1month 29days 13h 26m 24s".
+        (
+            json!({"tool": "get_flight_status", "arguments": flight(), "every": "60d"}),
+            422,
+            "every = \"60days\" is over the longest interval",
+        ),
         (
             json!({"tool": "get_flight_status", "every": "1m", "when": "soon"}),
             400,
