@@ -81,13 +81,30 @@ impl NotRun {
 
 /// The 404 for a tool that is not served, listing the ones the client may call.
 pub(crate) fn unknown_tool(state: &AppState, scope: &Scope, name: &str) -> ApiError {
-    ApiError::not_found(unknown_tool_text(state, scope, name))
-        .with("known_tools", json!(allowed_tools(state, scope)))
+    let known = allowed_tools(state, scope);
+    ApiError::not_found(texts::unknown_tool(name, &known)).with("known_tools", json!(known))
 }
 
-/// The text for a tool that is not served (the MCP adapter's error message too).
+/// The text a model reads for a tool that is not served (the agent protocols' result, MCP's
+/// error message): it names every tool the model was offered, the watch tools too, so a
+/// misspelt `watch_creat` is told of `watch_create`.
 pub(crate) fn unknown_tool_text(state: &AppState, scope: &Scope, name: &str) -> String {
-    texts::unknown_tool(name, &allowed_tools(state, scope))
+    let mut offered = allowed_tools(state, scope);
+    if watch_tools_offered(state, scope) {
+        offered.extend(crate::agents::watch_tools::TOOLS.iter().map(|t| t.name));
+    }
+    texts::unknown_tool(name, &offered)
+}
+
+/// Whether a model of a client with `scope` is offered the watch tools: where the gateway keeps
+/// watches and the scope has a read tool to watch.
+pub(crate) fn watch_tools_offered(state: &AppState, scope: &Scope) -> bool {
+    state.watches.is_some()
+        && state
+            .gateway
+            .tools()
+            .iter()
+            .any(|t| !t.is_write() && in_scope(scope, t))
 }
 
 /// The 403 for a served tool outside the client's scope, naming the tools it may call.

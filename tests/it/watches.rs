@@ -631,6 +631,16 @@ async fn the_watch_tools_follow_the_clients_scope_and_share_the_apis_watches() {
             .contains("watch_create")
     );
 
+    // A misspelt watch tool is answered with the tools the model was offered, watch tools
+    // included; a client offered none is not told of them.
+    let misspelt = openai_call(&s, "reader-key", "watch_creat", json!({})).await;
+    assert!(
+        misspelt.contains("Did you mean watch_create?") && misspelt.contains("watch_delete"),
+        "{misspelt}"
+    );
+    let booker = openai_call(&s, "booker-key", "watch_creat", json!({})).await;
+    assert!(!booker.contains("watch_create"), "{booker}");
+
     // A tool outside the scope is refused as the native API refuses it, in the model's words.
     let status_watch = json!({"tool": "get_flight_status", "every": "1h", "condition": null,
         "ends": null, "arguments": flight().to_string()});

@@ -29,12 +29,7 @@ const WATCHES_SHOWN: u32 = 50;
 /// The watch tools a client with `scope` is offered, in manifest order: all of them where the
 /// gateway keeps watches and the scope has a read tool, else none.
 pub(crate) fn offered(state: &AppState, scope: &Scope) -> Vec<&'static WatchTool> {
-    let any_read = state
-        .gateway
-        .tools()
-        .iter()
-        .any(|t| !t.is_write() && crate::http::calls::in_scope(scope, t));
-    if state.watches.is_some() && any_read {
+    if crate::http::calls::watch_tools_offered(state, scope) {
         watch_tools::TOOLS.iter().collect()
     } else {
         Vec::new()
