@@ -176,20 +176,9 @@ pub(super) fn limited(info: CallInfo, failure: &Failure) -> Result<Envelope, Cal
                 .filter(|other| other.provider != first.provider)
                 .map(|other| other.provider.as_str())
                 .collect();
-            let content = texts::client_share_of_provider(
-                &info.tool,
-                &texts::ProviderShare {
-                    provider: &first.provider,
-                    sent: o.sent,
-                    total: o.total,
-                    clients: o.clients,
-                    remaining: o.remaining,
-                    limit: o.limit,
-                    reset_s,
-                    reserve: &o.reserve.to_string(),
-                },
-                &others,
-            );
+            let reserve = o.reserve.to_string();
+            let content =
+                texts::client_share_of_provider(&info.tool, &share_said(first, &reserve), &others);
             Ok(Envelope::limited(
                 info,
                 content,
@@ -408,17 +397,8 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             Verdict::Later {
                 anchor: first.map(|first| first.over.reset_in),
                 error: first.map_or_else(String::new, |first| {
-                    let o = &first.over;
-                    texts::client_share_of_provider_background(&texts::ProviderShare {
-                        provider: &first.provider,
-                        sent: o.sent,
-                        total: o.total,
-                        clients: o.clients,
-                        remaining: o.remaining,
-                        limit: o.limit,
-                        reset_s: ceil_secs(o.reset_in),
-                        reserve: &o.reserve.to_string(),
-                    })
+                    let reserve = first.over.reserve.to_string();
+                    texts::client_share_of_provider_background(&share_said(first, &reserve))
                 }),
                 attempted: false,
                 rate_limited: None,
@@ -430,6 +410,22 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             attempted: false,
             rate_limited: None,
         },
+    }
+}
+
+/// What the texts say of a client over its share of `first`'s window (its reserve written as
+/// `reserve`).
+fn share_said<'a>(first: &'a OverProvider, reserve: &'a str) -> texts::ProviderShare<'a> {
+    let o = &first.over;
+    texts::ProviderShare {
+        provider: &first.provider,
+        sent: o.sent,
+        total: o.total,
+        clients: o.clients,
+        remaining: o.remaining,
+        limit: o.limit,
+        reset_s: ceil_secs(o.reset_in),
+        reserve,
     }
 }
 

@@ -254,26 +254,30 @@ impl<'a> Section<'a> {
     /// A fraction in `[0, 1]`, written as a number (`0.2`) or a percentage string (`"20%"`),
     /// for a key whose 0 turns something off.
     pub(crate) fn fraction_or_zero(&self, key: &'static str) -> Option<f64> {
-        let value = match self.get(key)? {
-            toml::Value::Float(f) => Some(*f),
-            toml::Value::Integer(n) => Some(*n as f64),
-            toml::Value::String(s) => parse_percent(s),
-            _ => None,
-        };
-        match value {
-            Some(f) if (0.0..=1.0).contains(&f) => Some(f),
-            _ => {
-                self.error(
-                    key,
-                    "expected a fraction from 0 to 1, e.g. 0.2 or \"20%\" (0 turns it off)",
-                );
-                None
-            }
-        }
+        self.fraction_where(
+            key,
+            |f| (0.0..=1.0).contains(&f),
+            "expected a fraction from 0 to 1, e.g. 0.2 or \"20%\" (0 turns it off)",
+        )
     }
 
     /// A fraction in `(0, 1]`, written as a number (`0.5`) or a percentage string (`"50%"`).
     pub(crate) fn fraction(&self, key: &'static str) -> Option<f64> {
+        self.fraction_where(
+            key,
+            |f| f > 0.0 && f <= 1.0,
+            "expected a fraction greater than 0 and at most 1, e.g. 0.5 or \"50%\"",
+        )
+    }
+
+    /// A number (`0.5`) or a percentage string (`"50%"`) for which `fits` holds, else the error
+    /// `expected` on `key`.
+    fn fraction_where(
+        &self,
+        key: &'static str,
+        fits: impl Fn(f64) -> bool,
+        expected: &str,
+    ) -> Option<f64> {
         let value = match self.get(key)? {
             toml::Value::Float(f) => Some(*f),
             toml::Value::Integer(n) => Some(*n as f64),
@@ -281,12 +285,9 @@ impl<'a> Section<'a> {
             _ => None,
         };
         match value {
-            Some(f) if f > 0.0 && f <= 1.0 => Some(f),
+            Some(f) if fits(f) => Some(f),
             _ => {
-                self.error(
-                    key,
-                    "expected a fraction greater than 0 and at most 1, e.g. 0.5 or \"50%\"",
-                );
+                self.error(key, expected);
                 None
             }
         }
