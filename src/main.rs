@@ -112,6 +112,31 @@ fn worker_count(text: &str) -> Result<NonZeroUsize, String> {
 /// start (tokio panics when the system refuses a thread).
 const MAX_WORKERS: usize = 1024;
 
+/// The name of a worker thread, as `top -H`, `perf` and `/proc/PID/task/*/comm` show it (at
+/// most 15 bytes there).
+const WORKER_THREAD: &str = "faregate-worker";
+
+/// The name of a thread of the runtime's blocking pool (a reload reading files, a name looked
+/// up for a callback), started when needed and ended when idle.
+const BLOCKING_THREAD: &str = "faregate-block";
+
+/// Names the runtime's threads: tokio starts its `workers` worker threads first, while the
+/// runtime is built (before anything can ask for a blocking one), so the first `workers` names
+/// are theirs. With one name for both, as tokio's default, an operator counting a replica's
+/// workers also counts whatever blocking threads are alive at that moment.
+fn thread_namer(workers: usize) -> impl Fn() -> String + Send + Sync + 'static {
+    let started = std::sync::atomic::AtomicUsize::new(0);
+    move || {
+        let n = started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n < workers {
+            WORKER_THREAD
+        } else {
+            BLOCKING_THREAD
+        }
+        .to_string()
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Always set, so that tokio never reads `TOKIO_WORKER_THREADS` itself: it panics on a
@@ -123,6 +148,7 @@ fn main() -> ExitCode {
         .map_or(1, NonZeroUsize::get);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .thread_name_fn(thread_namer(workers))
         .enable_all()
         .build()
         .context("cannot start the async runtime")

@@ -87,7 +87,7 @@ counts = {row: 0 for row, _ in ROWS}
 other = 0
 for record in open(path).read().split("\n\n"):
     lines = record.strip().split("\n")
-    if not lines or "tokio-rt-worker" not in lines[0] or "op: 0x00000081" not in lines[0]:
+    if not lines or "faregate-worker" not in lines[0] or "op: 0x00000081" not in lines[0]:
         continue  # FUTEX_WAKE_PRIVATE by a worker only
     stack = "\n".join(lines[1:])
     # A yield re-queues the task after its poll: the scheduler is reached from the task's

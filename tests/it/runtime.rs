@@ -3,6 +3,7 @@
 //! `TOKIO_WORKER_THREADS` set to nonsense, is an error that says what to fix, never a panic.
 
 use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 use crate::support::{PROVIDER_CREDENTIALS, ServeProcess, repo, run_to_end};
 
@@ -24,16 +25,16 @@ fn serve(args: &[&str], env: &[(&str, &str)]) -> (ServeProcess, tempfile::TempDi
     (serve, dir)
 }
 
-/// How many of the process's threads bear the name of tokio's threads: its workers, and its
-/// blocking pool's once started, which `serve` does not use before its first reload.
+/// How many of the process's threads bear `name`: the workers' (`faregate-worker`), or the
+/// blocking pool's (`faregate-block`), started when something needs one.
 #[cfg(target_os = "linux")]
-fn runtime_threads(pid: u32) -> usize {
+fn threads_named(pid: u32, name: &str) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap_or_else(|e| panic!("{e}"))
         .flatten()
         .filter(|task| {
             std::fs::read_to_string(task.path().join("comm"))
-                .is_ok_and(|name| name.trim_end() == "tokio-rt-worker")
+                .is_ok_and(|comm| comm.trim_end() == name)
         })
         .count()
 }
@@ -47,10 +48,15 @@ fn serve_runs_as_many_worker_threads_as_asked_and_says_so() {
         three.log
     );
     #[cfg(target_os = "linux")]
-    assert_eq!(runtime_threads(three.id()), 3, "{}", three.log);
+    assert_eq!(
+        threads_named(three.id(), "faregate-worker"),
+        3,
+        "{}",
+        three.log
+    );
 
     // The environment variable, and tokio's own one ignored.
-    let (one, _other_dir) = serve(
+    let (mut one, _other_dir) = serve(
         &[],
         &[
             ("FAREGATE_WORKER_THREADS", "1"),
@@ -59,7 +65,25 @@ fn serve_runs_as_many_worker_threads_as_asked_and_says_so() {
     );
     assert!(one.listening.contains("(1 worker thread)"), "{}", one.log);
     #[cfg(target_os = "linux")]
-    assert_eq!(runtime_threads(one.id()), 1, "{}", one.log);
+    assert_eq!(threads_named(one.id(), "faregate-worker"), 1, "{}", one.log);
+
+    // A reload runs on a blocking thread, which outlives it (idle) for a while: it is not
+    // counted as a worker.
+    #[cfg(target_os = "linux")]
+    {
+        let hup = Command::new("kill")
+            .args(["-HUP", &one.id().to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(hup.success(), "kill -HUP {}", one.id());
+        one.wait_for_line("SIGHUP: configuration reloaded", Duration::from_secs(30));
+        assert!(
+            threads_named(one.id(), "faregate-block") >= 1,
+            "{}",
+            one.log
+        );
+        assert_eq!(threads_named(one.id(), "faregate-worker"), 1, "{}", one.log);
+    }
 }
 
 /// Runs the binary to its end with `args` and `env` (besides the shipped configuration's
