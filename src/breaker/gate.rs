@@ -105,6 +105,13 @@ impl Breaker {
         self.lock().remaining_open(now)
     }
 
+    /// Whether the provider's latest calls failed (a run of failures in a row, not yet ended by
+    /// a success, an open or a recovery): a closed breaker that has seen its provider time out
+    /// or fail since its last answer.
+    pub fn in_failing_run(&self) -> bool {
+        self.lock().in_failing_run()
+    }
+
     /// Forces the breaker open or closed, or hands it back to the automatic policy; false when
     /// it was so already (no transition, so nothing for the fleet to publish).
     pub fn force(&self, mode: ForceMode, now: Instant) -> bool {

@@ -226,6 +226,12 @@ impl Machine {
         }
     }
 
+    /// Whether the provider's latest calls failed: a run of failures in a row is under way
+    /// (this replica's, and in a fleet the others' it was told of).
+    pub(super) fn in_failing_run(&self) -> bool {
+        self.run.failures() > 0
+    }
+
     /// Admits or rejects one call of `caller`.
     pub(super) fn acquire(&mut self, now: Instant, caller: Caller) -> Result<Ticket, Rejected> {
         let now = self.advance(now);

@@ -54,6 +54,9 @@ pub(super) struct Interactive<'a> {
     pub(super) provider: &'a str,
     /// That provider's breaker now.
     pub(super) breaker: Option<BreakerState>,
+    /// Whether that provider's latest calls failed (its breaker counts a run of failures); asked
+    /// only of a passed deadline, false otherwise.
+    pub(super) failing_run: bool,
     /// How much longer that breaker stays open.
     pub(super) remaining_open: Option<Duration>,
     /// The soonest another provider that failed the call may be asked again (its breaker's
@@ -252,6 +255,23 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
             &texts::providers(&failed),
             facts.available_tools,
         );
+        return Envelope::unavailable(info, content, None, Some(provider));
+    }
+    // The caller's deadline passed first, on a read no provider failed, whose provider's
+    // breaker admits calls and has not seen it fail since its last answer: not an outage the
+    // gateway knows of, so no fallback ("down", "back in about N seconds") and no time to wait.
+    if matches!(failure, Failure::DeadlinePassed)
+        && !facts.write
+        && !facts.failing_run
+        && matches!(
+            facts.breaker,
+            Some(BreakerState::Closed | BreakerState::Ramp | BreakerState::ForcedClosed)
+        )
+    {
+        let mut content = texts::deadline_cut(&info.tool, &provider);
+        if !facts.held.is_empty() {
+            content.push_str(&texts::held_note(&holds(&facts.held)));
+        }
         return Envelope::unavailable(info, content, None, Some(provider));
     }
     let content = if let Failure::Maintenance { held } = failure
@@ -491,7 +511,9 @@ fn retry_estimate(
         Failure::ProviderShareFull { over } => {
             OverProvider::first(over).map_or(TRANSIENT_RETRY, |first| first.over.reset_in)
         }
-        Failure::DeadlinePassed => TRANSIENT_RETRY,
+        // A caller that stopped waiting while the breaker opened (on the shared call's
+        // failures): when it admits calls again.
+        Failure::DeadlinePassed => remaining_open.unwrap_or(TRANSIENT_RETRY),
     }
 }
 

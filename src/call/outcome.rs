@@ -249,7 +249,8 @@ impl Failure {
     /// did (every provider tried refused it, kept together; the answer names the first
     /// reset): any other failure is the tool's state, which the client should hear (a
     /// maintenance window, an outage, and above all a write that may have reached a provider),
-    /// and it answers whichever came first.
+    /// and it answers whichever came first. A deadline that passed before the next provider
+    /// could be asked keeps the failure before it.
     pub(crate) fn joined(last: Option<Box<Failure>>, next: Failure) -> Box<Failure> {
         match (last, next) {
             (Some(mut last), Failure::ProviderShareFull { over: more }) => {
@@ -266,6 +267,9 @@ impl Failure {
                 Failure::ProviderShareFull { .. } => Box::new(Failure::Maintenance { held: more }),
                 _ => last,
             },
+            // A provider the deadline left no time for says nothing of the tool; the one that
+            // failed before it does (its timeout may be what used the time up).
+            (Some(last), Failure::DeadlinePassed) => last,
             (_, next) => Box::new(next),
         }
     }

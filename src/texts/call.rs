@@ -306,6 +306,17 @@ pub fn forced_open(tool: &str, provider: &str, available_tools: &[String]) -> St
     )
 }
 
+/// A read whose caller's own deadline (`deadline_ms`, `Faregate-Deadline-Ms`, MCP's `_meta`)
+/// passed before `provider` answered, while no provider had failed it and its breaker admits
+/// calls and has not seen it fail since its last answer: the tool is not known to be down, so neither "down" nor a time of return is said
+/// (the fallback would say both, made up); whether the provider hangs or the deadline is
+/// shorter than any answer takes, this is what is known.
+pub fn deadline_cut(tool: &str, provider: &str) -> String {
+    format!(
+        "{tool} took longer than this call allowed, so the gateway stopped waiting: {provider} had not answered by then. Nothing came back, so there are no results to show, and none should be guessed or made up. Tell the traveller it took too long this time, and offer to try again."
+    )
+}
+
 /// A background attempt held back by maintenance windows (`held`, the first ending at `back`):
 /// the job's `last_error`.
 pub fn maintenance_background(held: &[Hold<'_>], back: DateTime<Utc>) -> String {

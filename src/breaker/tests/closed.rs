@@ -123,6 +123,29 @@ async fn a_success_resets_the_consecutive_count_and_an_ignored_call_does_not() {
     assert_eq!(h.state(h.at(1.0)), BreakerState::Open);
 }
 
+/// A closed breaker tells whether its provider's latest calls failed (a caller whose own
+/// deadline passed is then answered with the fallback, not as a mere hurry): from a failure, a
+/// peer's too, until a success.
+#[tokio::test(start_paused = true)]
+async fn a_failing_run_is_told_until_a_success_ends_it() {
+    let h = Harness::new(config());
+    assert!(!h.breaker.in_failing_run(), "nothing called yet");
+    h.calls(h.at(1.0), FAST, 1);
+    assert!(!h.breaker.in_failing_run());
+    h.calls(h.at(1.0), FAIL, 1);
+    assert!(h.breaker.in_failing_run(), "one timeout");
+    h.calls(h.at(1.0), Outcome::Ignored, 1);
+    assert!(h.breaker.in_failing_run(), "an ignored call ends nothing");
+    h.calls(h.at(1.0), SLOW, 1);
+    assert!(!h.breaker.in_failing_run(), "a success ends it");
+    h.breaker.note_peer_failure(None, h.at(2.0));
+    assert!(
+        h.breaker.in_failing_run(),
+        "another replica's failure joins it"
+    );
+    assert_eq!(h.state(h.at(2.0)), BreakerState::Closed);
+}
+
 #[tokio::test(start_paused = true)]
 async fn retry_after_120s_opens_for_120s() {
     let mut h = Harness::new(config());

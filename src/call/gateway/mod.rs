@@ -556,6 +556,8 @@ impl Gateway {
             priced: tool.spec.priced,
             provider: route.map_or("", |r| r.name.as_str()),
             breaker: route.map(|r| r.breaker.state(now)),
+            failing_run: matches!(failure, Failure::DeadlinePassed)
+                && route.is_some_and(|r| r.breaker.in_failing_run()),
             remaining_open: route.and_then(|r| r.breaker.remaining_open(now)),
             others_back,
             held,

@@ -79,6 +79,7 @@ fn facts<'a>(available: &'a [String]) -> Interactive<'a> {
         priced: true,
         provider: "duffel",
         breaker: Some(BreakerState::Closed),
+        failing_run: false,
         remaining_open: None,
         others_back: None,
         held: Vec::new(),
@@ -206,13 +207,55 @@ fn the_interactive_answer_table() {
             format!("unavailable duffel closed 6 s: {fallback}"),
         ),
         (
-            "a passed deadline: a short estimate",
+            "the caller's deadline passed first, its provider's breaker closed: not said down, \
+             no time to wait",
             Failure::DeadlinePassed,
             read(),
+            "unavailable duffel closed -: search_flights took longer than this cal".into(),
+        ),
+        (
+            "the same while the provider recovers (ramp, reported closed)",
+            Failure::DeadlinePassed,
+            Interactive {
+                breaker: Some(BreakerState::Ramp),
+                ..read()
+            },
+            "unavailable duffel closed -: search_flights took longer than this cal".into(),
+        ),
+        (
+            "a passed deadline after the provider failed since its last answer (a timeout, \
+             its breaker still closed): the fallback",
+            Failure::DeadlinePassed,
+            Interactive {
+                failing_run: true,
+                ..read()
+            },
             format!("unavailable duffel closed 10 s: {fallback}"),
         ),
         (
-            "without the breaker's state now, the state when the call started",
+            "a passed deadline while the provider's breaker is open: the fallback",
+            Failure::DeadlinePassed,
+            Interactive {
+                breaker: Some(BreakerState::Open),
+                remaining_open: Some(secs(30)),
+                ..read()
+            },
+            format!("unavailable duffel open 30 s: {fallback}"),
+        ),
+        (
+            "a passed deadline with a cached result: the cached result",
+            Failure::DeadlinePassed,
+            cached_for(secs(60)),
+            "stale amadeus closed 10 s: STALE RESULT, 1 min old: search_flights ".into(),
+        ),
+        (
+            "a write's passed deadline: the fallback (nothing was sent)",
+            Failure::DeadlinePassed,
+            write(),
+            format!("unavailable duffel closed 10 s: {fallback}"),
+        ),
+        (
+            "without the breaker's state now, the state when the call started, and the fallback",
             Failure::DeadlinePassed,
             Interactive {
                 breaker: None,

@@ -14,11 +14,22 @@ async fn run(
     observer: &Observer,
     jitter: &SplitMix,
 ) -> Result<Success, Failure> {
+    let deadline = Instant::now() + tool.deadline(None);
+    run_until(tool, args, mode, (observer, jitter), deadline).await
+}
+
+/// Runs `tool` once on `args` until `deadline`.
+async fn run_until(
+    tool: &ServedTool,
+    args: Value,
+    mode: CallMode,
+    (observer, jitter): (&Observer, &SplitMix),
+    deadline: Instant,
+) -> Result<Success, Failure> {
     let key = tool.spec.needs_idempotency_key.then_some("key-1");
     let request = tool
         .check(args, Gateway::today(), key)
         .unwrap_or_else(|e| panic!("{e}"));
-    let deadline = Instant::now() + tool.deadline(None);
     let rate_limits = crate::providers::RateLimits::default();
     let cx = Context {
         observer,
@@ -192,6 +203,35 @@ async fn a_failing_provider_fails_over_to_the_next_without_a_retry() {
     assert_eq!(success.provider, "amadeus");
     assert_eq!((duffel.calls(), amadeus.calls()), (1, 1));
     assert_eq!(Instant::now() - start, ms(150));
+}
+
+/// A caller's deadline that the first provider's timeout used up leaves the next one no time:
+/// the answer is the first provider's timeout (it is what failed), not a passed deadline that
+/// would name no failure.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_used_up_by_a_provider_answers_with_its_failure() {
+    let duffel = Scripted::new([Step::Hang]);
+    let amadeus = Scripted::new([ok(ms(50), flights())]);
+    let tool = served(
+        &tool_config("search_flights"),
+        &[("duffel", &duffel), ("amadeus", &amadeus)],
+    );
+    let start = Instant::now();
+    let mode = CallMode::Interactive;
+    let deadline = start + secs(2);
+    let failure = run_until(
+        &tool,
+        search_args(),
+        mode,
+        (&observer(), &jitter()),
+        deadline,
+    )
+    .await
+    .expect_err("no time left for amadeus");
+    assert_eq!(upstream_error(&failure), Some(("duffel", "timeout")));
+    assert_eq!(failure.failed_providers(), ["duffel"]);
+    assert_eq!((duffel.calls(), amadeus.calls()), (1, 0));
+    assert_eq!(Instant::now() - start, secs(2));
 }
 
 /// When the whole chain fails, the failure names every provider that failed, in chain order,

@@ -29,7 +29,8 @@ impl AttemptOutcome {
 pub enum FallbackKind {
     /// The last good result for the same arguments.
     Stale,
-    /// The tool's fallback text from `prompts/`.
+    /// The tool's fallback text from `prompts/`, or the text saying that the caller's own
+    /// deadline passed first (no data either way).
     Text,
     /// A stale result or the maintenance text while maintenance windows hold every provider of
     /// the tool: announced, so apart from the fallback budget.

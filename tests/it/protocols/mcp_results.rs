@@ -114,8 +114,8 @@ async fn when_every_provider_is_down_the_fallback_names_them_all() {
     );
 }
 
-/// A client that gives up after 5 s (openai-agents' default) gets the fallback text in time
-/// when it sends its deadline, from `_meta` or as a header; without one the gateway waits for
+/// A client that gives up after 5 s (openai-agents' default) gets an answer the model can relay
+/// in time when it sends its deadline, from `_meta` or as a header; without one the gateway waits for
 /// the hung provider longer than the client does.
 #[tokio::test]
 async fn a_deadline_from_the_client_bounds_a_slow_provider() {
@@ -156,10 +156,11 @@ async fn a_deadline_from_the_client_bounds_a_slow_provider() {
         .await
         .unwrap_or_else(|e| panic!("{meta} {headers:?}: the client gave up: {e}"));
         let text = model_text(&answer);
+        // Its provider hangs but has not failed yet (breaker closed): the call took longer than
+        // allowed, and nothing says the tool is down or when it is back.
         assert!(
-            text.starts_with("[unavailable; retry after ")
-                && text.contains("The status of this flight could not be retrieved"),
-            "{meta} {headers:?}: the fallback text: {answer:#}"
+            text.starts_with("[unavailable] get_flight_status took longer than this call allowed"),
+            "{meta} {headers:?}: the answer at the deadline: {answer:#}"
         );
         assert_eq!(answer["result"]["isError"], true);
     }
