@@ -14,6 +14,7 @@ use super::envelope::{CallInfo, Data, Envelope};
 use super::observe::Observer;
 use super::outcome::{Failure, Success};
 use super::served::ServedTool;
+use crate::breaker::BreakerState;
 use crate::ledger::{Begin, Entry, Hold, Ledger, NewEntry, Outcome, State};
 use crate::store::{StoreError, within};
 use crate::texts::ledger as texts;
@@ -416,8 +417,8 @@ fn replay(info: CallInfo, entry: &Entry) -> Envelope {
 /// unknown, and records what the provider holds. A booking the provider holds is booked at
 /// once; one it does not hold is not booked once the entry is older than the settle time (an
 /// order request may still be on its way before that). Lookups are not tool calls: they go
-/// one at a time, bounded by the tool's timeout, and only while the tool's breakers admit
-/// calls. Returns how many entries it settled.
+/// one at a time, bounded by the tool's timeout, and only while the provider's breaker is not
+/// open. Returns how many entries it settled.
 pub(super) async fn reconcile(
     ledger: &Ledger,
     observer: &Observer,
@@ -437,12 +438,19 @@ pub(super) async fn reconcile(
         let Some(tool) = tools.iter().find(|t| t.spec.name == entry.tool) else {
             continue;
         };
-        if !tool.is_available(tokio::time::Instant::now()) {
-            continue;
-        }
         let Some(route) = tool.route(entry.provider.as_deref()) else {
             continue;
         };
+        // A lookup reads the provider's orders; it books nothing and takes no permit. It is not
+        // asked of a provider whose breaker is open (failing, or out of service by an
+        // operator's force), but it is while half-open: a write tool's breaker is probed only
+        // by a booking, so with none coming it stays half-open, and the key would stay unknown.
+        if matches!(
+            route.breaker.state(tokio::time::Instant::now()),
+            BreakerState::Open | BreakerState::ForcedOpen
+        ) {
+            continue;
+        }
         let lookup =
             route
                 .upstream

@@ -238,6 +238,54 @@ async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booke
     assert_eq!(orders_for(&s, "no-order-1"), (2, 1));
 }
 
+/// Bookings of unknown outcome that opened `book_flight`'s breaker are reconciled while it is
+/// half-open: only a booking probes a write tool's breaker, so with none coming it stays
+/// half-open, and reconciliation that waited for it left the keys unknown for as long.
+#[tokio::test]
+async fn unknown_bookings_are_reconciled_while_their_breaker_is_half_open() {
+    let s = builder(47, Duration::from_secs(2)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    // Five failures in a row open the breaker (the standard tuning).
+    for i in 0..5 {
+        let key = format!("half-open-{i}");
+        let (_, env) = s.call("book_flight", booking(&offer, &key)).await;
+        let text = env["content"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("not known whether it went through"),
+            "{key}: {env:#}"
+        );
+    }
+    s.sim.clear_faults();
+    let state = || async {
+        let (_, body) = s.get_json("/v1/breakers").await;
+        let breakers = body["breakers"].as_array().cloned().unwrap_or_default();
+        let state = breakers
+            .iter()
+            .find(|b| b["tool"] == "book_flight")
+            .map(|b| b["state"].as_str().unwrap_or_default().to_string());
+        state.unwrap_or_default()
+    };
+    crate::support::wait_until(Duration::from_secs(5), "book_flight half-open", || async {
+        match state().await.as_str() {
+            "half_open" => Ok(()),
+            other => Err(other.to_string()),
+        }
+    })
+    .await;
+    for i in 0..5 {
+        let entry = wait_for_state(&s, &format!("half-open-{i}"), "failed").await;
+        assert!(entry["order_id"].is_null(), "{entry:#}");
+    }
+    assert_eq!(state().await, "half_open", "no booking probed it meanwhile");
+}
+
 /// A booking whose ledger entry the store does not take within 2 s (its table locked by another
 /// session, as a stalled store or a long migration holds it) is refused at once as not sent,
 /// instead of waiting for as long as the lock lasts, in words that do not say an earlier request
