@@ -344,7 +344,7 @@ pub(super) fn answered(
             "conflict",
             Envelope::invalid_arguments(
                 info,
-                texts::key_reused(write.tool, earlier.state == State::Failed),
+                texts::key_reused(write.tool, &earlier.tool, earlier.state == State::Failed),
             ),
             None,
         ),

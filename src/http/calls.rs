@@ -136,18 +136,55 @@ pub(crate) fn in_scope(scope: &Scope, tool: &ServedTool) -> bool {
 
 /// Runs one interactive call; `steps`, if given, hears what it does while it waits (failing
 /// over, retrying).
+///
+/// A booking sent under the idempotency key of a background job of the same client and tool
+/// that has not ended is that job's booking: nothing is sent beside it, and the answer names
+/// the job (`queued`). Sent anyway, it could be answered "not booked" (a provider still down)
+/// while the job books later, or book first and leave the job to replay it.
 pub(crate) fn call(
     state: &AppState,
     request: CallRequest,
     steps: Option<StepSender>,
 ) -> impl Future<Output = Result<Envelope, NotRun>> + Send + '_ {
     // Not an `async fn`: that would keep `request` beside the call's own future, which has it.
-    state
-        .gateway
-        .call_reporting(request, steps)
-        .map(|answered| {
-            answered.map_err(|CallError::UnknownTool { name, .. }| NotRun::UnknownTool(name))
-        })
+    let run = move |request| {
+        state
+            .gateway
+            .call_reporting(request, steps)
+            .map(|answered| {
+                answered.map_err(|CallError::UnknownTool { name, .. }| NotRun::UnknownTool(name))
+            })
+    };
+    let jobs = state.jobs.as_ref().filter(|_| {
+        request.idempotency_key.is_some()
+            && state
+                .gateway
+                .tool(&request.tool)
+                .is_some_and(|t| t.is_write())
+    });
+    let Some(jobs) = jobs else {
+        return Either::Left(run(request));
+    };
+    // Boxed: only a booking with a key pays for the look-up's future.
+    Either::Right(Box::pin(async move {
+        let key = request.idempotency_key.as_deref().unwrap_or_default();
+        match jobs.live_by_key(&request.client, &request.tool, key).await {
+            Ok(Some(job)) => {
+                let info = CallInfo::new(state.gateway.call_id(request.call_id), request.tool);
+                let content = texts::booking_in_background(&job.tool, &job.id, job.status.as_str());
+                return Ok(Envelope::queued(info, content, job.id));
+            }
+            Ok(None) => {}
+            // The ledger, in the same store, still keeps the key from booking twice.
+            Err(e) => tracing::warn!(
+                tool = request.tool.as_str(),
+                client = request.client.as_str(),
+                error = %e,
+                "the job store could not be read for a booking's idempotency key; booking without knowing of a job under it"
+            ),
+        }
+        run(request).await
+    }))
 }
 
 /// Stores a background call: a `queued` envelope with the job (or the existing job for a

@@ -1,7 +1,9 @@
 //! Accepting a background call: the same argument checks an interactive call gets (one call
-//! into the gateway), the callback URL against the client's allowlist and the SSRF guard, before the job
-//! is stored (in the store, or in the spool while the store does not answer). A job is only
-//! stored when it can run; the caller learns what is wrong at once.
+//! into the gateway), a booking's idempotency key against the ledger (a key it holds for
+//! another request is refused as the interactive call is), the callback URL against the
+//! client's allowlist and the SSRF guard, before the job is stored (in the store, or in the
+//! spool while the store does not answer). A job is only stored when it can run; the caller
+//! learns what is wrong at once.
 
 use reqwest::Url;
 
@@ -43,6 +45,13 @@ pub(super) async fn check(
         Ok(()) => {}
         Err(CheckError::UnknownTool) => return Err(SubmitError::UnknownTool),
         Err(CheckError::Invalid(text)) => return Err(SubmitError::Invalid(text)),
+    }
+    if let Some(key) = &job.idempotency_key
+        && let Some(text) = gateway
+            .key_taken(job.client.as_str(), &job.tool, key, &job.arguments)
+            .await
+    {
+        return Err(SubmitError::Invalid(text));
     }
     if let Some(url) = &job.callback_url {
         let parsed = Url::parse(url)

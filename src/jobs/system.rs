@@ -290,6 +290,20 @@ impl JobSystem {
         Ok((job, created))
     }
 
+    /// The job of `client`'s idempotency `key` for `tool` while it has not ended (queued,
+    /// waiting to be tried again, running), as the store holds it; `None` when there is none
+    /// or it has ended. An interactive booking under that key must not be sent beside it. A
+    /// store that has not answered within [`STORE_WAIT`] is an error.
+    pub async fn live_by_key(
+        &self,
+        client: &ClientName,
+        tool: &str,
+        key: &str,
+    ) -> Result<Option<Job>, StoreError> {
+        let job = crate::store::within(STORE_WAIT, self.store.by_key(client, tool, key)).await?;
+        Ok(job.filter(|j| !j.status.is_final()))
+    }
+
     /// Job `id`: from the spool while it waits there, else from the store (a store that does
     /// not answer fails after a second when there is a spool). When the store fails, the job
     /// as this replica last saw it, if it saw it (see `seen.rs`).

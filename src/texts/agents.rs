@@ -145,6 +145,22 @@ pub fn key_kept_for_watches(prefix: &str) -> String {
     )
 }
 
+/// A booking job's ledger entry while the job goes on after an attempt that booked nothing
+/// (`last`: why that attempt failed, as the ledger says it).
+pub fn job_booking_again(last: &str) -> String {
+    format!(
+        "not booked yet: the last attempt booked nothing ({last}), and the job tries again; this reads booked or failed once the job ends"
+    )
+}
+
+/// An interactive booking sent under the idempotency key of a background job of the same
+/// client and tool that has not ended: the key names that booking, so nothing is sent now.
+pub fn booking_in_background(tool: &str, job_id: &str, job_status: &str) -> String {
+    format!(
+        "Nothing was sent by this call: this idempotency key is already being booked in the background, as {tool} job {job_id} ({job_status}), and that job may still book. Tell the traveller the booking is in progress, neither made nor failed yet. Its outcome arrives through GET /v1/jobs/{job_id}; sending this key again answers with it once the job has ended. Do not book again under a new key meanwhile."
+    )
+}
+
 /// A job that is due but whose tool admits no calls now.
 pub fn job_waiting_on_tool(tool: &str) -> String {
     format!(

@@ -39,9 +39,27 @@ pub fn booking_failed_earlier(tool: &str) -> String {
     )
 }
 
-/// An idempotency key used before with other arguments; `earlier_failed`: that request
-/// booked nothing, so its outcome needs no looking up.
-pub fn key_reused(tool: &str, earlier_failed: bool) -> String {
+/// An idempotency key used before with other arguments, or by another write tool
+/// (`earlier_tool`; the key names one booking whatever the tool); `earlier_failed`: that
+/// request booked nothing, so its outcome needs no looking up.
+pub fn key_reused(tool: &str, earlier_tool: &str, earlier_failed: bool) -> String {
+    if earlier_tool != tool {
+        let earlier = if earlier_failed {
+            ", which booked nothing"
+        } else {
+            ""
+        };
+        let next = if earlier_failed {
+            "Send it again with a new idempotency key.".to_string()
+        } else {
+            format!(
+                "For this booking use a new idempotency key; to learn the outcome of the earlier one, call {earlier_tool} again with its arguments exactly."
+            )
+        };
+        return format!(
+            "idempotency_key: this key was already used for a {earlier_tool} request{earlier}; a key names one booking whatever the tool, so nothing was sent for this {tool} call. {next}"
+        );
+    }
     if earlier_failed {
         return format!(
             "idempotency_key: this key was already used for a different {tool} request (other arguments), which booked nothing, so nothing was booked now either. A key stays tied to the arguments it was first sent with: send this request again with a new idempotency key."

@@ -121,6 +121,34 @@ impl Gateway {
         (entry.tool == info.tool).then(|| booking::on_record(info, &entry))
     }
 
+    /// The text refusing a background booking of `client` whose idempotency `key` the ledger
+    /// holds for another request (other arguments, or another write tool), as the interactive
+    /// call is refused, instead of a `queued` job that could only end `dead` with those words.
+    /// `None` when the key is free or this request's, when `tool` is no write or there is no
+    /// ledger, and when the ledger cannot be read (the job's own run then asks it again).
+    pub async fn key_taken(
+        &self,
+        client: &str,
+        tool: &str,
+        key: &str,
+        arguments: &Value,
+    ) -> Option<String> {
+        let tool = self.tool(tool).filter(|t| t.is_write())?;
+        let ledger = self.ledger.get()?;
+        let entry = ledger
+            .get(client, key, crate::clock::epoch_ms())
+            .await
+            .ok()??;
+        let digest = arguments_digest(tool.spec.name, arguments);
+        (entry.tool != tool.spec.name || entry.digest != digest).then(|| {
+            crate::texts::ledger::key_reused(
+                tool.spec.name,
+                &entry.tool,
+                entry.state == crate::ledger::State::Failed,
+            )
+        })
+    }
+
     /// The digest of a write call's arguments, when a ledger will record it.
     pub(super) fn write_digest(&self, tool: &ServedTool, arguments: &Value) -> Option<String> {
         (tool.is_write() && self.ledger.get().is_some())

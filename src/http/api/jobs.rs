@@ -164,17 +164,31 @@ pub(crate) async fn cancel(
 /// What the booking ledger holds now for a booking job's key: a job that ended "not known
 /// whether it went through" stays so, while reconciliation may since have learned that it was
 /// booked (or not); the client reads that here without sending the key again.
+///
+/// Only the entry of this job's own request (its tool and arguments): an entry the key holds
+/// for another request is not this job's booking. And while the job goes on, an attempt that
+/// booked nothing is not its outcome: the entry reads `pending` then, as a booking under way.
 async fn booking_of(state: &AppState, job: &Job) -> Option<Value> {
     let key = job.idempotency_key.as_deref()?;
     state.gateway.tool(&job.tool).filter(|t| t.is_write())?;
     let ledger = state.gateway.ledger()?;
+    let digest = crate::ledger::arguments_digest(&job.tool, &job.arguments);
     match ledger
         .get(job.client.as_str(), key, crate::clock::epoch_ms())
         .await
     {
         Ok(entry) => entry
-            .filter(|e| e.tool == job.tool)
-            .map(|e| super::bookings::describe(&e)),
+            .filter(|e| e.tool == job.tool && e.digest == digest)
+            .map(|e| {
+                let mut described = super::bookings::describe(&e);
+                if e.state == crate::ledger::State::Failed && !job.status.is_final() {
+                    described["state"] = Value::String("pending".into());
+                    described["reason"] = Value::String(texts::job_booking_again(
+                        e.reason.as_deref().unwrap_or("failed"),
+                    ));
+                }
+                described
+            }),
         Err(e) => {
             tracing::warn!(error = %e, "the booking ledger could not be read for a job");
             None

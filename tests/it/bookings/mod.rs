@@ -9,6 +9,7 @@
 mod audit;
 mod budget;
 mod hotel;
+mod keys;
 mod ledger;
 mod outcomes;
 mod tenants;
