@@ -165,7 +165,7 @@ pub(crate) const ROUTES: &[Route] = &[
                     ),
                     answer(
                         202,
-                        "queued: a background call was accepted (or its idempotency key named an existing job); job_id set.",
+                        "queued: a background call was accepted (or its idempotency key named an existing job), or a booking was sent under the key of a background job of the same client and tool that has not ended (nothing was sent; that job is the booking); job_id set.",
                         Reply::Json(Schema::Ref("Envelope")),
                     ),
                     answer(
