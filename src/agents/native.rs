@@ -26,14 +26,16 @@ struct CallBody {
     arguments: Value,
     #[serde(default)]
     mode: Option<Value>,
+    // The text fields are read as values and checked here, so that a wrong type names its
+    // field (serde's own error says only "invalid type: integer `5`, expected a string").
     #[serde(default)]
-    call_id: Option<String>,
+    call_id: Option<Value>,
     #[serde(default)]
-    idempotency_key: Option<String>,
+    idempotency_key: Option<Value>,
     #[serde(default)]
     deadline_ms: Option<Value>,
     #[serde(default)]
-    callback_url: Option<String>,
+    callback_url: Option<Value>,
 }
 
 /// A native call after every check that needs no tool.
@@ -64,14 +66,17 @@ pub fn parse(tool: &str, body: Value) -> Result<NativeCall, ProtocolError> {
     }
     let body: CallBody = serde_json::from_value(body)
         .map_err(|e| ProtocolError::new(format!("unexpected JSON: {e}")))?;
-    check_text("call_id", body.call_id.as_deref(), MAX_CALL_ID)?;
+    let call_id = text("call_id", body.call_id)?;
+    check_text("call_id", call_id.as_deref(), MAX_CALL_ID)?;
+    let idempotency_key = text("idempotency_key", body.idempotency_key)?;
     check_text(
         "idempotency_key",
-        body.idempotency_key.as_deref(),
+        idempotency_key.as_deref(),
         MAX_IDEMPOTENCY_KEY,
     )?;
+    let callback_url = text("callback_url", body.callback_url)?;
     let options = CallOptions::read(body.mode.as_ref(), body.deadline_ms.as_ref())?;
-    if options.mode != CallMode::Background && body.callback_url.is_some() {
+    if options.mode != CallMode::Background && callback_url.is_some() {
         return Err(ProtocolError::new(
             "callback_url is only used with mode \"background\"",
         ));
@@ -79,11 +84,27 @@ pub fn parse(tool: &str, body: Value) -> Result<NativeCall, ProtocolError> {
     Ok(NativeCall {
         tool: tool.to_string(),
         arguments: body.arguments,
-        call_id: body.call_id,
-        idempotency_key: body.idempotency_key,
+        call_id,
+        idempotency_key,
         options,
-        callback_url: body.callback_url,
+        callback_url,
     })
+}
+
+/// A text field of the body: absent or `null` is none; anything but a string is refused,
+/// naming the field and what came.
+fn text(field: &str, value: Option<Value>) -> Result<Option<String>, ProtocolError> {
+    let what = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(text)) => return Ok(Some(text)),
+        Some(Value::Bool(b)) => format!("the boolean {b}"),
+        Some(Value::Number(n)) => format!("the number {n}"),
+        Some(Value::Array(_)) => "an array".to_string(),
+        Some(Value::Object(_)) => "an object".to_string(),
+    };
+    Err(ProtocolError::new(format!(
+        "{field} must be a string (JSON text in quotes); got {what}"
+    )))
 }
 
 fn check_text(field: &str, value: Option<&str>, max: usize) -> Result<(), ProtocolError> {
@@ -126,6 +147,13 @@ mod tests {
         assert_eq!(call.options.mode, CallMode::Background);
         assert_eq!(call.options.deadline, Some(Duration::from_millis(900)));
         assert_eq!(call.callback_url.as_deref(), Some("https://x.example/cb"));
+        // `null` is as absent.
+        let call = parse(
+            "search_flights",
+            json!({"arguments": {}, "call_id": null, "idempotency_key": null}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((call.call_id, call.idempotency_key), (None, None));
     }
 
     #[test]
@@ -168,6 +196,18 @@ mod tests {
             (
                 json!({"arguments": {}, "callback_url": "https://x.example/cb"}),
                 "callback_url is only used with mode \"background\"",
+            ),
+            (
+                json!({"arguments": {}, "call_id": 5}),
+                "call_id must be a string (JSON text in quotes); got the number 5",
+            ),
+            (
+                json!({"arguments": {}, "idempotency_key": true}),
+                "idempotency_key must be a string (JSON text in quotes); got the boolean true",
+            ),
+            (
+                json!({"arguments": {}, "mode": "background", "callback_url": ["https://x"]}),
+                "callback_url must be a string (JSON text in quotes); got an array",
             ),
         ];
         for (body, says) in cases {
