@@ -82,7 +82,7 @@ fn cases() -> Vec<Case> {
         // Client keys are off here, so only application/json is read (no web page may make a browser call tools).
         typed(raw("a urlencoded form", "arguments=1", 415, "send it with `Content-Type: application/json`"), Some("application/x-www-form-urlencoded")),
         typed(raw("a text/plain body", json!({"arguments": good_flight()}).to_string(), 415, "while client keys are off"), Some("text/plain")),
-        typed(raw("no content type", json!({"arguments": good_flight()}).to_string(), 415, "declared as no content type"), None),
+        typed(raw("no content type", json!({"arguments": good_flight()}).to_string(), 415, "the body has no Content-Type header; send it with `Content-Type: application/json`"), None),
         raw("truncated JSON", "{\"arguments\": {", 400, "malformed JSON"),
         raw("an array, not an object", "[]", 400, "the body must be a JSON object"),
         raw("a string, not an object", "\"call\"", 400, "the body must be a JSON object"),

@@ -256,6 +256,48 @@ async fn a_force_with_a_body_over_the_limit_is_refused_and_forces_nothing() {
     assert_eq!(breaker["state"], "closed", "{breaker}");
 }
 
+/// A force whose body is empty, not JSON, or names no state it can force is refused saying
+/// which, and what to send; it forces nothing.
+#[tokio::test]
+async fn a_force_with_a_bad_body_says_what_was_wrong_and_forces_nothing() {
+    let gw = gateway().await;
+    let http = reqwest::Client::new();
+    for (body, says) in [
+        ("", "the body is empty: send {\"state\": \"open\"}"),
+        (
+            "{state: open}",
+            "the body is not valid JSON (key must be a string",
+        ),
+        (
+            r#"{"state": "half"}"#,
+            "\"state\": \"half\" is not a state to force: send {\"state\": \"open\"}",
+        ),
+        (
+            r#"{"state": 1}"#,
+            "send {\"state\": \"open\"} (reject every call)",
+        ),
+    ] {
+        let res = http
+            .post(gw.url("/v1/breakers/search_flights.duffel/force"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(res.status().as_u16(), 400, "{body}");
+        let answer: Value = res.json().await.unwrap_or_default();
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with(says), "{body}: {message}");
+    }
+    let breaker: Value = reqwest::get(gw.url("/v1/breakers/search_flights.duffel"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_default();
+    assert_eq!(breaker["state"], "closed", "{breaker}");
+}
+
 /// `/mcp`'s refusals at the edge keep their status and carry a JSON-RPC error (the only body an
 /// MCP client shows its user) whose message says what to do: a body over the limit (413), a
 /// client over its rate (429, with `Retry-After`), a request over the request timeout (503).

@@ -101,14 +101,14 @@ fn refuse_browser_requests(headers: &HeaderMap) -> Result<(), ApiError> {
         return Ok(());
     }
     let declared = if essence.is_empty() {
-        "no content type".to_string()
+        "the body has no Content-Type header".to_string()
     } else {
-        essence.into_owned()
+        format!("the body is declared as {essence}")
     };
     Err(ApiError::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         format!(
-            "the body is declared as {declared}; send it with `Content-Type: application/json` (while client keys are off, nothing else is read, so that a web page cannot make a browser call tools)"
+            "{declared}; send it with `Content-Type: application/json` (while client keys are off, nothing else is read, so that a web page cannot make a browser call tools)"
         ),
     ))
 }

@@ -493,6 +493,9 @@ pub(crate) async fn one_breaker(
     }
 }
 
+/// What `POST /v1/breakers/{key}/force` takes, said with every refusal of its body.
+const SEND_STATE: &str = "send {\"state\": \"open\"} (reject every call), {\"state\": \"closed\"} (admit every call) or {\"state\": \"auto\"} (back to the automatic policy)";
+
 /// `POST /v1/breakers/{key}/force`. The body is read only once the caller is known to be the
 /// admin (an unauthenticated client cannot make the gateway read it), up to the body limit, and,
 /// while client keys are off, only as JSON from a request no browser marks cross-site (a web
@@ -516,12 +519,23 @@ pub(crate) async fn force_breaker(
         Ok(b) => b,
         Err(res) => return *res,
     };
-    let sent = serde_json::from_slice::<Value>(&body).ok();
+    let sent = match serde_json::from_slice::<Value>(&body) {
+        Ok(sent) => sent,
+        Err(_) if body.iter().all(u8::is_ascii_whitespace) => {
+            return ApiError::bad_request(format!("the body is empty: {SEND_STATE}"))
+                .into_response();
+        }
+        Err(e) => {
+            return ApiError::bad_request(format!(
+                "the body is not valid JSON ({e}): {SEND_STATE}"
+            ))
+            .into_response();
+        }
+    };
     // A key this route does not read (`"for": "10m"`, `"reason"`) would be ignored silently,
     // and an operator who meant a timed force would leave the tool down.
     if let Some(unknown) = sent
-        .as_ref()
-        .and_then(Value::as_object)
+        .as_object()
         .and_then(|o| o.keys().find(|k| *k != "state"))
     {
         return ApiError::bad_request(format!(
@@ -529,17 +543,17 @@ pub(crate) async fn force_breaker(
         ))
         .into_response();
     }
-    let asked = sent.and_then(|v| v.get("state").and_then(Value::as_str).map(str::to_string));
-    let mode = match asked.as_deref() {
+    let mode = match sent.get("state").and_then(Value::as_str) {
         Some("open") => ForceMode::Open,
         Some("closed") => ForceMode::Closed,
         Some("auto") => ForceMode::Auto,
-        _ => {
-            return ApiError::bad_request(
-                "send {\"state\": \"open\"} (reject every call), {\"state\": \"closed\"} (admit every call) or {\"state\": \"auto\"} (back to the automatic policy)",
-            )
+        Some(other) => {
+            return ApiError::bad_request(format!(
+                "\"state\": {other:?} is not a state to force: {SEND_STATE}"
+            ))
             .into_response();
         }
+        None => return ApiError::bad_request(SEND_STATE).into_response(),
     };
     let now = Instant::now();
     let changed = breaker.force(mode, now);
