@@ -24,14 +24,27 @@ use super::reader::{Section, env_name_message, is_env_name, parse_http_url};
 use super::server::parse_rate;
 use crate::clients::{ClientName, DailyBudget, Scope, digest_from_hex};
 
+/// Every entry's scope with its index in `[[clients]]`, read even where another key of the
+/// entry is wrong: [`check_scopes`] reports a scope naming no tool beside those mistakes, in
+/// the same round.
+pub(super) type Scopes = Vec<(usize, Scope)>;
+
 /// Reads every `[[clients]]` entry; `limits` is `[limits]`, which a client's own limits
 /// override. Scopes are checked against the tools later ([`check_scopes`]).
-pub(super) fn read_clients(root: &Section<'_>, limits: &LimitsConfig) -> Vec<ClientConfig> {
+pub(super) fn read_clients(
+    root: &Section<'_>,
+    limits: &LimitsConfig,
+) -> (Vec<ClientConfig>, Scopes) {
     let mut clients = Vec::new();
+    let mut scopes = Vec::new();
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     let mut keys: BTreeMap<String, String> = BTreeMap::new();
     for (i, s) in root.tables("clients").into_iter().enumerate() {
-        if let Some(client) = read_client(&s, limits) {
+        let (client, scope) = read_client(&s, limits);
+        if let Some(scope) = scope {
+            scopes.push((i, scope));
+        }
+        if let Some(client) = client {
             let name = client.name.to_string();
             if let Some(first) = names.insert(name.clone(), i) {
                 s.error(
@@ -62,10 +75,11 @@ pub(super) fn read_clients(root: &Section<'_>, limits: &LimitsConfig) -> Vec<Cli
         }
         s.finish();
     }
-    clients
+    (clients, scopes)
 }
 
-fn read_client(s: &Section<'_>, limits: &LimitsConfig) -> Option<ClientConfig> {
+/// One entry, and its scope (read alone when another key of the entry is wrong).
+fn read_client(s: &Section<'_>, limits: &LimitsConfig) -> (Option<ClientConfig>, Option<Scope>) {
     let name =
         s.required_string("name", "\"travel-app\"").and_then(|n| {
             match ClientName::configured(&n) {
@@ -133,15 +147,19 @@ fn read_client(s: &Section<'_>, limits: &LimitsConfig) -> Option<ClientConfig> {
                     None
                 }
             });
-    Some(ClientConfig {
-        name: name?,
-        key: key?,
-        scope: scope?,
-        limits: own,
-        budget,
-        callback_allowlist,
-        callback_secret_env,
-    })
+    let client = match (name, key, scope.clone()) {
+        (Some(name), Some(key), Some(scope)) => Some(ClientConfig {
+            name,
+            key,
+            scope,
+            limits: own,
+            budget,
+            callback_allowlist,
+            callback_secret_env,
+        }),
+        _ => None,
+    };
+    (client, scope)
 }
 
 /// `key_env` or `key_sha256`, exactly one of them.
@@ -189,10 +207,10 @@ fn read_key(s: &Section<'_>) -> Option<ClientKey> {
 
 /// Each scope entry must name at least one configured tool: a typo would otherwise leave a
 /// client without the tool it was meant to have, silently.
-pub(super) fn check_scopes(root: &Section<'_>, clients: &[ClientConfig], tools: &[ToolConfig]) {
+pub(super) fn check_scopes(root: &Section<'_>, scopes: &Scopes, tools: &[ToolConfig]) {
     let configured: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    for (i, client) in clients.iter().enumerate() {
-        for (j, pattern) in client.scope.patterns().iter().enumerate() {
+    for (i, scope) in scopes {
+        for (j, pattern) in scope.patterns().iter().enumerate() {
             let one = Scope::new(vec![pattern.clone()], true);
             let names_one = one.is_ok_and(|s| configured.iter().any(|t| s.names(t)));
             if !names_one {

@@ -284,7 +284,7 @@ fn load_into(
     }
     let telemetry = read_telemetry(&root);
     let watches = read_watches(&root);
-    let clients = read_clients(&root, &limits);
+    let (clients, client_scopes) = read_clients(&root, &limits);
     let maintenance = read_maintenance(&root);
     root.finish();
 
@@ -302,7 +302,7 @@ fn load_into(
     check_provider_kinds(&providers, &tools, problems);
     check_request_timeout(&root, &server, &tools);
     check_settle(&root, &bookings, &tools);
-    check_scopes(&root, &clients, &tools);
+    check_scopes(&root, &client_scopes, &tools);
     check_maintenance(&root, &maintenance, &tools);
     // A defaults table that cannot be built was reported where its keys were set, and the
     // load fails then; the standard tuning only stands in for it meanwhile.

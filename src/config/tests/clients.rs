@@ -127,6 +127,12 @@ callback_allowlist = ["https://ok.example/hooks/", "ftp://files.example/"]
 [[clients]]
 name = "alpha"
 key_env = "ALPHA2_KEY"
+
+[[clients]]
+name = "admin"
+key_env = "EPSILON_KEY"
+rate = "fast"
+tools = ["serch_flights"]
 "#,
         k = hex("shared")
     );
@@ -147,6 +153,13 @@ key_env = "ALPHA2_KEY"
             "must be an http or https URL",
         ),
         ("clients[5].name", "client alpha is configured twice"),
+        // An entry with other mistakes still has its scope checked, under its own index.
+        ("clients[6].name", "one the gateway gives itself"),
+        ("clients[6].rate", "\"fast\""),
+        (
+            "clients[6].tools[0]",
+            "\"serch_flights\" names no configured tool",
+        ),
     ];
     for (key, says) in expect {
         assert!(
