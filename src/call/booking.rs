@@ -148,6 +148,9 @@ pub(super) struct Write {
     pub(super) key: String,
     /// The digest of the tool and arguments.
     pub(super) digest: String,
+    /// The travellers' or guests' names its arguments give (`tools::booked_names`), for an
+    /// answer from the ledger, which keeps none.
+    pub(super) names: Vec<String>,
     /// The call's id, for log lines (the ledger does not keep it).
     pub(super) call_id: String,
 }
@@ -339,7 +342,11 @@ pub(super) fn answered(
 ) -> Option<Envelope> {
     let (label, envelope, order_id) = match begun {
         Ok(Begin::Go) => return None,
-        Ok(Begin::Recorded(entry)) => ("replayed", replay(info, entry), entry.order_id.as_deref()),
+        Ok(Begin::Recorded(entry)) => (
+            "replayed",
+            replay(info, entry, &write.names),
+            entry.order_id.as_deref(),
+        ),
         Ok(Begin::Conflict(earlier)) => (
             "conflict",
             Envelope::invalid_arguments(
@@ -370,7 +377,7 @@ pub(super) fn answered(
 /// What the ledger holds for a key whose background job has ended, as the answer to that key
 /// sent again: the booking, an outcome still being learned, or nothing booked. `None` when the
 /// key has no entry (the job ended before the ledger was written: nothing was sent).
-pub(super) fn on_record(info: CallInfo, entry: &Entry) -> Envelope {
+pub(super) fn on_record(info: CallInfo, entry: &Entry, names: &[String]) -> Envelope {
     if entry.state == State::Failed {
         return Envelope::unavailable(
             info,
@@ -379,12 +386,12 @@ pub(super) fn on_record(info: CallInfo, entry: &Entry) -> Envelope {
             entry.provider.clone(),
         );
     }
-    replay(info, entry)
+    replay(info, entry, names)
 }
 
 /// A recorded entry as an answer: a booking made earlier, or one whose outcome is still being
 /// learned (a `failed` entry is never recorded for the same arguments: it is tried again).
-fn replay(info: CallInfo, entry: &Entry) -> Envelope {
+fn replay(info: CallInfo, entry: &Entry, names: &[String]) -> Envelope {
     match (
         entry.state,
         &entry.order_id,
@@ -400,7 +407,8 @@ fn replay(info: CallInfo, entry: &Entry) -> Envelope {
                 amount,
                 currency,
             };
-            let data = crate::tools::replayed_data(&entry.tool, &booked, &entry.idempotency_key);
+            let data =
+                crate::tools::replayed_data(&entry.tool, &booked, &entry.idempotency_key, names);
             let provider = entry.provider.clone().unwrap_or_default();
             Envelope::ok(info, content, Data::new(data), provider)
         }

@@ -248,7 +248,7 @@ async fn ended_job(state: &AppState, job: &crate::jobs::Job, call_id: String) ->
         Some(key) => {
             state
                 .gateway
-                .booking_on_record(job.client.as_str(), key, info.clone())
+                .booking_on_record((job.client.as_str(), key), &job.arguments, info.clone())
                 .await
         }
         None => None,

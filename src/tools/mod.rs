@@ -363,10 +363,32 @@ pub struct Booked<'a> {
     pub currency: &'a str,
 }
 
+/// The names a booking's arguments give, its travellers' or its guests' ("given family", in
+/// their order), as its result lists them: an answer from the ledger, which keeps no names,
+/// takes them from the arguments sent again with the key (the same arguments, or the key is
+/// refused).
+pub fn booked_names(arguments: &Value) -> Vec<String> {
+    let people = arguments
+        .get("travellers")
+        .or_else(|| arguments.get("guests"))
+        .and_then(Value::as_array);
+    let name = |p: &Value| {
+        let given = p.get("given_name")?.as_str()?;
+        let family = p.get("family_name")?.as_str()?;
+        Some(format!("{given} {family}"))
+    };
+    people.map_or_else(Vec::new, |people| people.iter().filter_map(name).collect())
+}
+
 /// The `data` of a booking answered again from the ledger, in the shape of `tool`'s result:
-/// ids and amounts only (the ledger keeps no traveller or guest names, so those lists are
-/// empty).
-pub fn replayed_data(tool: &str, booked: &Booked<'_>, idempotency_key: &str) -> Value {
+/// its ids and amounts, and `names` (from the arguments sent again, [`booked_names`]) as its
+/// travellers or guests; a hotel's name and dates are not kept, so they are `null`.
+pub fn replayed_data(
+    tool: &str,
+    booked: &Booked<'_>,
+    idempotency_key: &str,
+    names: &[String],
+) -> Value {
     if tool == book_hotel::SPEC.name {
         serde_json::json!({
             "booking_reference": booked.reference,
@@ -376,7 +398,7 @@ pub fn replayed_data(tool: &str, booked: &Booked<'_>, idempotency_key: &str) -> 
             "check_out_date": null,
             "total_amount": booked.amount,
             "total_currency": booked.currency,
-            "guests": [],
+            "guests": names,
             "idempotency_key": idempotency_key,
         })
     } else {
@@ -385,7 +407,7 @@ pub fn replayed_data(tool: &str, booked: &Booked<'_>, idempotency_key: &str) -> 
             "order_id": booked.id,
             "total_amount": booked.amount,
             "total_currency": booked.currency,
-            "travellers": [],
+            "travellers": names,
             "idempotency_key": idempotency_key,
         })
     }

@@ -94,13 +94,14 @@ impl Gateway {
     }
 
     /// What the booking ledger holds now for `client`'s `key` of `tool`, as the answer to the
-    /// key sent again after its background job ended (see `booking::on_record`); `None` when
-    /// `tool` is no write, there is no ledger, or it has no entry for the key. A ledger that
-    /// cannot be read answers `None` too: the caller then says what the job says.
+    /// key sent again after its background job ended (see `booking::on_record`; `arguments`
+    /// are the job's, whose names a booking answers with); `None` when `tool` is no write,
+    /// there is no ledger, or it has no entry for the key. A ledger that cannot be read answers
+    /// `None` too: the caller then says what the job says.
     pub async fn booking_on_record(
         &self,
-        client: &str,
-        key: &str,
+        (client, key): (&str, &str),
+        arguments: &Value,
         info: CallInfo,
     ) -> Option<Envelope> {
         let ledger = self.ledger.get()?;
@@ -118,7 +119,8 @@ impl Gateway {
                 return None;
             }
         };
-        (entry.tool == info.tool).then(|| booking::on_record(info, &entry))
+        let names = crate::tools::booked_names(arguments);
+        (entry.tool == info.tool).then(|| booking::on_record(info, &entry, &names))
     }
 
     /// The text refusing a background booking of `client` whose idempotency `key` the ledger
@@ -149,10 +151,19 @@ impl Gateway {
         })
     }
 
-    /// The digest of a write call's arguments, when a ledger will record it.
-    pub(super) fn write_digest(&self, tool: &ServedTool, arguments: &Value) -> Option<String> {
-        (tool.is_write() && self.ledger.get().is_some())
-            .then(|| arguments_digest(tool.spec.name, arguments))
+    /// What the ledger needs of a write call's arguments, when a ledger will record it: their
+    /// digest, and the names they give (for an answer from the ledger).
+    pub(super) fn write_digest(
+        &self,
+        tool: &ServedTool,
+        arguments: &Value,
+    ) -> Option<(String, Vec<String>)> {
+        (tool.is_write() && self.ledger.get().is_some()).then(|| {
+            (
+                arguments_digest(tool.spec.name, arguments),
+                crate::tools::booked_names(arguments),
+            )
+        })
     }
 
     /// The ledger coordinates of a checked write call `call_id` of `client` (a digest was
@@ -161,13 +172,16 @@ impl Gateway {
         tool: &ServedTool,
         (client, call_id): (&ClientName, &str),
         request: &ToolRequest,
-        digest: Option<String>,
+        digest: Option<(String, Vec<String>)>,
     ) -> Option<Write> {
+        let key = request.idempotency_key()?.to_string();
+        let (digest, names) = digest?;
         Some(Write {
             client: client.to_string(),
             tool: tool.spec.name,
-            key: request.idempotency_key()?.to_string(),
-            digest: digest?,
+            key,
+            digest,
+            names,
             call_id: call_id.to_string(),
         })
     }

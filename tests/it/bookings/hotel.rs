@@ -94,6 +94,9 @@ async fn a_hotel_is_searched_checked_booked_and_listed_and_a_repeat_books_nothin
     let (_, again) = s.call("book_hotel", hotel_booking(&rate, "hotel-1")).await;
     assert_eq!(again["status"], "ok", "{again:#}");
     assert_eq!(again["data"]["booking_id"], booking_id.as_str());
+    // The guests from the arguments sent again (the ledger keeps no names), not an empty list
+    // a model could read as nobody booked.
+    assert_eq!(again["data"]["guests"], data["guests"], "{again:#}");
     let text = again["content"].as_str().unwrap_or_default();
     assert!(
         text.starts_with("Already booked under this idempotency key"),

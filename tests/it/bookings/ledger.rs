@@ -35,6 +35,14 @@ async fn a_repeated_key_is_answered_from_the_ledger_without_a_provider_request()
         again["data"]["booking_reference"],
         first["data"]["booking_reference"]
     );
+    // The travellers from the arguments sent again (the ledger keeps no names), not an empty
+    // list a model could read as nobody booked.
+    assert_eq!(
+        again["data"]["travellers"],
+        json!(["Ana Garcia"]),
+        "{again:#}"
+    );
+    assert_eq!(again["data"]["travellers"], first["data"]["travellers"]);
     let text = again["content"].as_str().unwrap_or_default();
     assert!(
         text.starts_with("Already booked under this idempotency key"),
