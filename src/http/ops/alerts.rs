@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use super::{authorize, guarded_tools, list_scope, transition_json, url_key, visible_tools, wall};
+use super::authorize;
+use super::breakers::{guarded_tools, list_scope, transition_json, url_key, visible_tools, wall};
 use crate::http::edge::{self, Role};
 use crate::http::state::{AppState, SharedState};
 use crate::telemetry::{Alert, AlertChange};
