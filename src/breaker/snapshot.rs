@@ -75,12 +75,13 @@ pub struct BreakerHistory {
     pub total_open_time: Duration,
     /// Calls rejected for any reason (open, forced open, half-open full, over the ramp's share).
     pub calls_rejected: u64,
-    /// Failures / calls of the deciding population when the breaker last opened.
+    /// Failures / calls of the deciding population when the breaker last opened; `None` before
+    /// any open, and for an open followed from another replica (that replica's calls decided
+    /// it, and this one's window would read 0 %).
     pub failure_rate_at_last_open: Option<f64>,
     /// Slow successes / calls of the same population then: a breaker opened on slow calls
     /// failed none of them, and an operator reading only the failure rate would see 0 %.
     pub slow_rate_at_last_open: Option<f64>,
-    /// How many calls that population counted (0 for an open followed from another replica,
-    /// which this replica's calls did not decide).
+    /// How many calls that population counted (`None` as for the rates).
     pub calls_at_last_open: Option<u32>,
 }

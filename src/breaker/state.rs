@@ -674,9 +674,12 @@ impl Machine {
         }
         if to_state == BreakerState::Open && from != BreakerState::Open {
             self.history.times_opened += 1;
-            self.history.failure_rate_at_last_open = Some(counts.failure_rate());
-            self.history.slow_rate_at_last_open = Some(counts.slow_rate());
-            self.history.calls_at_last_open = Some(counts.calls);
+            // An open followed from another replica was decided by that replica's calls: this
+            // one's window (often empty) would read "opened at 0 % failed".
+            let here = (origin == Origin::Local).then_some(counts);
+            self.history.failure_rate_at_last_open = here.map(|c| c.failure_rate());
+            self.history.slow_rate_at_last_open = here.map(|c| c.slow_rate());
+            self.history.calls_at_last_open = here.map(|c| c.calls);
             self.opened_at = at;
         }
         if from != to_state {

@@ -488,10 +488,18 @@ impl Metrics {
         self.breaker_open_seconds
             .with_label_values(&labels)
             .set(snapshot.history.total_open_time.as_secs_f64());
-        if let Some(rate) = snapshot.history.failure_rate_at_last_open {
-            self.breaker_failure_rate_at_open
+        match snapshot.history.failure_rate_at_last_open {
+            Some(rate) => self
+                .breaker_failure_rate_at_open
                 .with_label_values(&labels)
-                .set(rate);
+                .set(rate),
+            // Never opened, or its last open was followed from another replica, whose figure
+            // that replica reports: none here, rather than 0 or an earlier open's.
+            None => {
+                let _ = self
+                    .breaker_failure_rate_at_open
+                    .remove_label_values(&labels);
+            }
         }
     }
 

@@ -22,6 +22,18 @@ async fn a_followed_open_keeps_the_peers_open_until_and_counts_nothing_local() {
     assert_eq!(events[0].origin, Origin::Fleet);
     // The local window still holds only this replica's four failures.
     assert_eq!(h.breaker.snapshot(h.at(1.0)).calls_in_window, 4);
+    // The figures at opening are the deciding replica's, not known here: none, rather than
+    // this replica's window read as "opened at 100 % of 4 calls" (or 0 % of none).
+    let history = h.breaker.snapshot(h.at(1.0)).history;
+    assert_eq!(history.times_opened, 1);
+    assert_eq!(
+        (
+            history.failure_rate_at_last_open,
+            history.slow_rate_at_last_open,
+            history.calls_at_last_open
+        ),
+        (None, None, None)
+    );
     // A shorter open of another peer does not shorten it; a longer one extends it.
     h.breaker.follow_open(h.at(20.0), true, h.at(2.0));
     assert_eq!(h.breaker.remaining_open(h.at(2.0)), Some(secs(38.0)));
