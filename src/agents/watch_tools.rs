@@ -207,16 +207,14 @@ pub enum WatchCall {
 /// Reads the arguments of watch tool `name`; an error names the fix (the caller answers it as
 /// `invalid_arguments`). `None` when `name` is no watch tool.
 pub fn parse(name: &str, arguments: Value) -> Option<Result<WatchCall, String>> {
-    let fix = |e: serde_json::Error| {
-        format!("Invalid arguments for {name}; fix this and call again: {e}")
-    };
+    let fix = |e: crate::tools::FieldError| crate::tools::describe_field_errors(name, &[e]);
     let arguments = match arguments {
         // A tool without parameters is often called with `null` or no arguments at all.
         Value::Null => Value::Object(Default::default()),
         other => other,
     };
     Some(match name {
-        CREATE => serde_json::from_value::<CreateArgs>(arguments)
+        CREATE => crate::tools::read_as::<CreateArgs>(arguments)
             .map_err(fix)
             .map(|a| {
                 WatchCall::Create(WatchSpec {
@@ -230,10 +228,10 @@ pub fn parse(name: &str, arguments: Value) -> Option<Result<WatchCall, String>> 
                     ends: a.ends.unwrap_or_default(),
                 })
             }),
-        LIST => serde_json::from_value::<ListArgs>(arguments)
+        LIST => crate::tools::read_as::<ListArgs>(arguments)
             .map_err(fix)
             .map(|_| WatchCall::List),
-        DELETE => serde_json::from_value::<DeleteArgs>(arguments)
+        DELETE => crate::tools::read_as::<DeleteArgs>(arguments)
             .map_err(fix)
             .map(|a| WatchCall::Delete {
                 watch_id: a.watch_id,
@@ -340,6 +338,25 @@ mod tests {
             ),
             (DELETE, json!({}), "missing field `watch_id`"),
             (LIST, json!({"all": true}), "unknown field `all`"),
+            // A wrong type names its field, in plain words (serde says "expected f64").
+            (
+                CREATE,
+                json!({"tool": "search_flights", "arguments": {}, "every": "1h",
+                       "condition": {"kind": "price_below", "amount": "400"}}),
+                // (An internally tagged enum is read whole, so the path stops at it.)
+                "\n- condition: invalid type: string \"400\", expected a number",
+            ),
+            (
+                CREATE,
+                json!({"tool": "search_flights", "arguments": {}, "every": "1h",
+                       "ends": {"after_runs": "3"}}),
+                "\n- ends.after_runs: invalid type: string \"3\", expected a whole number, 0 or more",
+            ),
+            (
+                CREATE,
+                json!({"tool": "search_flights", "arguments": {}, "every": 15}),
+                "\n- every: invalid type: integer `15`, expected a string",
+            ),
         ];
         for (name, args, says) in cases {
             let e = parse(name, args.clone())

@@ -75,15 +75,22 @@ pub struct FieldError {
     pub message: String,
 }
 
+impl FieldError {
+    /// The error in one line: `field: message`, or the message alone for the whole value.
+    pub fn said(&self) -> String {
+        if self.field.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.field, self.message)
+        }
+    }
+}
+
 /// Renders field errors as the model-readable `content` of an `invalid_arguments` result.
 pub fn describe_field_errors(tool: &str, errors: &[FieldError]) -> String {
     let mut out = format!("Invalid arguments for {tool}; fix these and call again:");
     for e in errors {
-        if e.field.is_empty() {
-            let _ = write!(out, "\n- {}", e.message);
-        } else {
-            let _ = write!(out, "\n- {}: {}", e.field, e.message);
-        }
+        let _ = write!(out, "\n- {}", e.said());
     }
     out
 }
@@ -473,6 +480,43 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value()
+}
+
+/// Reads `value` as a `T`, or the field error naming where it does not fit (`condition.amount`,
+/// empty for the whole value) in words a model and a person read: "expected a number", not
+/// serde's "expected f64". For arguments no JSON Schema checks first.
+pub fn read_as<T: DeserializeOwned>(value: Value) -> Result<T, FieldError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        FieldError {
+            field: if field == "." { String::new() } else { field },
+            message: plain_types(&e.into_inner().to_string()),
+        }
+    })
+}
+
+/// serde's Rust type names in an error, in plain words.
+fn plain_types(message: &str) -> String {
+    const PLAIN: [(&str, &str); 11] = [
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected u8", "expected a whole number, 0 or more"),
+        ("expected u16", "expected a whole number, 0 or more"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected i8", "expected a whole number"),
+        ("expected i16", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+    ];
+    let mut out = message.to_string();
+    for (rust, plain) in PLAIN {
+        if out.ends_with(rust) || out.contains(&format!("{rust} ")) {
+            out = out.replace(rust, plain);
+        }
+    }
+    out
 }
 
 /// Deserializes schema-valid arguments into `A` and runs its semantic check.

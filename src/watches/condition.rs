@@ -65,8 +65,8 @@ impl Condition {
         let Some(value) = value else {
             return Ok(Condition::AnyChange);
         };
-        let condition: Condition = serde_json::from_value(value.clone())
-            .map_err(|e| texts::condition_unreadable(&e.to_string()))?;
+        let condition: Condition = crate::tools::read_as(value.clone())
+            .map_err(|e| texts::condition_unreadable(&e.said()))?;
         condition.fits(tool)?;
         Ok(condition)
     }

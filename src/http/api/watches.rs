@@ -249,7 +249,8 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     watches(&state).map_err(|r| r.api_error(&state, &caller.scope()))?;
     let value = read_json_body(&headers, body, state.max_body_bytes, state.browsers())?;
-    let body: CreateBody = serde_json::from_value(value).map_err(|e| {
+    let body: CreateBody = crate::tools::read_as(value).map_err(|e| {
+        let e = e.said();
         ApiError::bad_request(format!(
             "{e}; a watch is {{\"tool\": \"search_flights\", \"arguments\": {{…}}, \"every\": \"15m\", \"condition\": {{\"kind\": \"price_below\", \"amount\": 400}}, \"ends\": {{\"at\": \"2026-12-24T00:00:00Z\", \"after_runs\": 100, \"at_departure\": false}}}} (condition and ends optional)"
         ))
