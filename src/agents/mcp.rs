@@ -67,7 +67,9 @@ pub fn read_call(
     if let Some(mode) = meta(META_MODE) {
         match parse_mode(&mode) {
             Ok(CallMode::Background) if !takes_tasks => {
-                return Err(texts::unavailable(None, texts::MCP_BACKGROUND));
+                // Not `unavailable`: the tool is not down (a model told so would not call it
+                // again); the call can be made now without the mode.
+                return Err(texts::rejected(texts::MCP_BACKGROUND));
             }
             Ok(mode) => options.mode = mode,
             Err(problem) => {
@@ -206,7 +208,7 @@ mod tests {
         };
         assert!(
             refused(json!("background"))
-                .starts_with("[unavailable] Background mode is not available over MCP")
+                .starts_with("[rejected] Background mode is not available over MCP")
         );
         let with_tasks = read_call(
             "search_flights",

@@ -49,6 +49,10 @@ pub(super) async fn parse_errors(
             format!("Parse error: the body is not JSON ({e}); send one JSON-RPC 2.0 message"),
             None,
         ),
+        Ok(serde_json::Value::Array(_)) => ErrorData::invalid_request(
+            "Invalid Request: a JSON-RPC batch (an array of messages) is not served; send one JSON-RPC 2.0 message per request",
+            None,
+        ),
         Ok(_) => ErrorData::invalid_request(
             "Invalid Request: the body is JSON but not a JSON-RPC 2.0 message (an object with \"jsonrpc\": \"2.0\" and a method, or a result or error with an id)",
             None,
@@ -70,6 +74,12 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 /// The shape of the params of each method rmcp serves that takes any: the members that must
 /// be strings, the members that may be objects (or absent, or null), and the shape in words.
 const SHAPES: &[(&str, &[&str], &[&str], &str)] = &[
+    (
+        "initialize",
+        &["protocolVersion"],
+        &["capabilities", "clientInfo", "_meta"],
+        r#"{"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "<client>", "version": "<version>"}}"#,
+    ),
     (
         "tools/call",
         &["name"],
@@ -114,6 +124,10 @@ const SHAPES: &[(&str, &[&str], &[&str], &str)] = &[
     ),
 ];
 
+/// The objects of [`SHAPES`] a method cannot do without (rmcp answers their absence as if the
+/// method did not exist: "method not found: initialize").
+const REQUIRED_OBJECTS: &[(&str, &[&str])] = &[("initialize", &["capabilities", "clientInfo"])];
+
 /// The `-32602` answer to a request (it has an `id`) for a method of [`SHAPES`] whose params
 /// lack that shape, or to any request that repeats a key (`{"origin": "JFK", "origin": "BOS"}`
 /// in a tool's arguments means two things, and rmcp would quietly keep the last, as the native
@@ -147,13 +161,19 @@ fn invalid_params(body: &[u8]) -> Option<serde_json::Value> {
                     .get(**name)
                     .is_some_and(|v| !v.is_object() && !v.is_null())
             });
-            match (missing, not_object) {
-                (Some(name), _) if params.contains_key(*name) => {
+            let absent = REQUIRED_OBJECTS
+                .iter()
+                .filter(|(m, _)| *m == method)
+                .flat_map(|(_, names)| names.iter())
+                .find(|name| !params.contains_key(**name));
+            match (missing, not_object, absent) {
+                (Some(name), ..) if params.contains_key(*name) => {
                     format!("{name} must be a string")
                 }
-                (Some(name), _) => format!("{name} is missing"),
-                (None, Some(name)) => format!("{name} must be an object"),
-                (None, None) => return None,
+                (Some(name), ..) => format!("{name} is missing"),
+                (None, Some(name), _) => format!("{name} must be an object"),
+                (None, None, Some(name)) => format!("{name} is missing"),
+                (None, None, None) => return None,
             }
         }
         Some(_) => "params must be an object".to_string(),
@@ -235,6 +255,36 @@ mod tests {
         );
         let read = json!({"jsonrpc": "2.0", "id": "r1", "method": "resources/read", "params": {}});
         assert!(refused(read).is_some_and(|m| m.ends_with("uri is missing")));
+        // `initialize` without the params it needs names the first missing (rmcp answered
+        // "method not found: initialize").
+        let init = |params: serde_json::Value| json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params});
+        let client = json!({"name": "probe", "version": "1"});
+        for (params, fault) in [
+            (json!(null), "params are missing"),
+            (json!({}), "protocolVersion is missing"),
+            (
+                json!({"protocolVersion": "2025-06-18", "clientInfo": client}),
+                "capabilities is missing",
+            ),
+            (
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+                "clientInfo is missing",
+            ),
+            (
+                json!({"protocolVersion": "2025-06-18", "capabilities": [], "clientInfo": client}),
+                "capabilities must be an object",
+            ),
+        ] {
+            let said = refused(init(params.clone())).unwrap_or_default();
+            assert!(
+                said.starts_with("Invalid params: initialize takes params {\"protocolVersion\"")
+                    && said.ends_with(fault),
+                "{params}: {said}"
+            );
+        }
+        let good =
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client});
+        assert_eq!(refused(init(good)), None);
         // What rmcp reads is left to it: good params, no-param methods, unknown methods,
         // notifications (no id).
         for passes in [
