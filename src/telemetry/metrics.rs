@@ -277,7 +277,7 @@ impl Metrics {
             queue_depth: gauge(
                 &r,
                 "faregate_jobs",
-                "Background jobs by tool and state (queued, running, retry_scheduled, succeeded, dead).",
+                "Background jobs by tool and state (queued, running, retry_scheduled, succeeded, dead, cancelled).",
                 &["tool", "state"],
             ),
             oldest_due_job_age: float_gauge(

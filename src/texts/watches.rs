@@ -73,6 +73,15 @@ pub fn watch(tool: &str, arguments: &str, every: &str, condition: &str, ends: &s
     format!("{tool} {arguments} every {every}, news on {condition}, {ends}")
 }
 
+/// "1 run", "3 runs".
+fn runs(n: u32) -> String {
+    if n == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{n} runs")
+    }
+}
+
 /// A watch's end in words, from its parts.
 pub fn ends(at: Option<&str>, after_runs: Option<u32>, at_departure: bool) -> String {
     let mut parts = Vec::new();
@@ -80,7 +89,7 @@ pub fn ends(at: Option<&str>, after_runs: Option<u32>, at_departure: bool) -> St
         parts.push(format!("until {at}"));
     }
     if let Some(n) = after_runs {
-        parts.push(format!("for at most {n} runs"));
+        parts.push(format!("for at most {}", runs(n)));
     }
     if at_departure {
         parts.push("until the flight departs".to_string());
@@ -114,7 +123,7 @@ pub fn list_entry(
     last_error: Option<&str>,
     news: &[(String, String)],
 ) -> String {
-    let mut out = format!("- watch {id}: {what}; {state}, {runs} runs");
+    let mut out = format!("- watch {id}: {what}; {state}, {}", self::runs(runs));
     if let Some(next) = next_run {
         out.push_str(&format!(", next run at {next}"));
     }
@@ -320,4 +329,22 @@ pub fn delayed(now: u32, minutes: u32, status: &str) -> String {
 /// News: a gate or terminal changed.
 pub fn gate_changed(status: &str) -> String {
     format!("gate or terminal changed: {status}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_counted_in_words() {
+        assert_eq!(ends(None, Some(1), false), "for at most 1 run");
+        assert_eq!(ends(None, Some(3), false), "for at most 3 runs");
+        let one = list_entry("w1", "search_flights", "active", 1, None, None, &[]);
+        assert!(
+            one.starts_with("- watch w1: search_flights; active, 1 run. "),
+            "{one}"
+        );
+        let none = list_entry("w2", "search_flights", "active", 0, None, None, &[]);
+        assert!(none.contains("active, 0 runs"), "{none}");
+    }
 }
