@@ -236,6 +236,17 @@ async fn a_client_that_sends_its_whole_oversized_body_reads_the_413() {
     );
 }
 
+/// `search_flights.duffel`'s breaker is closed: nothing forced it.
+async fn assert_still_closed(gw: &TestGateway) {
+    let breaker: Value = reqwest::get(gw.url("/v1/breakers/search_flights.duffel"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_default();
+    assert_eq!(breaker["state"], "closed", "{breaker}");
+}
+
 /// Forcing a breaker reads its body under the same limit as every other route (axum's own 2 MiB
 /// default no longer applies), and a body over it forces nothing.
 #[tokio::test]
@@ -247,13 +258,7 @@ async fn a_force_with_a_body_over_the_limit_is_refused_and_forces_nothing() {
                 content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
     let (status, answer) = parse(&exchange(&gw, head, &chunked(&body)).await);
     assert_eq!(status, 413, "{answer}");
-    let breaker: Value = reqwest::get(gw.url("/v1/breakers/search_flights.duffel"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_default();
-    assert_eq!(breaker["state"], "closed", "{breaker}");
+    assert_still_closed(&gw).await;
 }
 
 /// A force whose body is empty, not JSON, or names no state it can force is refused saying
@@ -289,13 +294,7 @@ async fn a_force_with_a_bad_body_says_what_was_wrong_and_forces_nothing() {
         let message = answer["message"].as_str().unwrap_or_default();
         assert!(message.starts_with(says), "{body}: {message}");
     }
-    let breaker: Value = reqwest::get(gw.url("/v1/breakers/search_flights.duffel"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_default();
-    assert_eq!(breaker["state"], "closed", "{breaker}");
+    assert_still_closed(&gw).await;
 }
 
 /// `/mcp`'s refusals at the edge keep their status and carry a JSON-RPC error (the only body an

@@ -215,13 +215,7 @@ async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booke
     let s = builder(45, Duration::from_secs(2)).jobs().start().await;
     let (offer, _) = fresh_offer(&s).await;
     // A 503 to the order request: it may have been carried out, as far as the gateway knows.
-    s.sim.set_fault(
-        RouteGroup::DuffelAirOrders,
-        Fault {
-            outage: true,
-            ..Fault::default()
-        },
-    );
+    s.down(RouteGroup::DuffelAirOrders);
     let (_, env) = s.call("book_flight", booking(&offer, "no-order-1")).await;
     let text = env["content"].as_str().unwrap_or_default();
     assert!(
@@ -253,13 +247,7 @@ async fn an_unknown_outcome_the_provider_did_not_book_is_reconciled_as_not_booke
 async fn unknown_bookings_are_reconciled_while_their_breaker_is_half_open() {
     let s = builder(47, Duration::from_secs(2)).jobs().start().await;
     let (offer, _) = fresh_offer(&s).await;
-    s.sim.set_fault(
-        RouteGroup::DuffelAirOrders,
-        Fault {
-            outage: true,
-            ..Fault::default()
-        },
-    );
+    s.down(RouteGroup::DuffelAirOrders);
     // Five failures in a row open the breaker (the standard tuning).
     for i in 0..5 {
         let key = format!("half-open-{i}");
