@@ -252,8 +252,15 @@ pub(crate) async fn refusals_as_json(request: Request, next: Next) -> Response {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
+        // rmcp allows a stateless GET only to resume an event stream, so its `Allow` names GET
+        // on a DELETE's 405 and not on a GET's own: both say when a GET is answered.
+        let get = if method == Method::GET || allowed.contains("GET") {
+            " (a GET only resumes an event stream: it needs the Last-Event-ID it stopped at)"
+        } else {
+            ""
+        };
         format!(
-            "{method} is not allowed on {}; it answers {allowed}",
+            "{method} is not allowed on {}; it answers {allowed}{get}",
             uri.path()
         )
     } else if text.is_empty() {

@@ -234,6 +234,14 @@ async fn tasks_declared_at_initialize_hold_on_another_replica() {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(res.status().as_u16(), 405, "{method}");
+        // Both say when a GET is answered (rmcp's Allow names GET on the DELETE's, not on the
+        // GET's own).
+        let body: Value = res.json().await.unwrap_or_default();
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("a GET only resumes an event stream: it needs the Last-Event-ID"),
+            "{method}: {body}"
+        );
     }
 
     // A client that declared nothing has nothing carried for it, and is told to declare.
