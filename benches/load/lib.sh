@@ -174,12 +174,13 @@ force() { # gateway breaker-key state
 # search_flights call with body-file (its answer becomes the stale answer), both flight breakers
 # forced open, and the fallback answer to the same call written to out-file.
 fast_fail() {
+  # AUTH_HEADER (empty by default): the client key's header, where the gateway has keys.
   curl -sf "http://$1/v1/tools/search_flights/call" -H 'content-type: application/json' \
-    -d @"$2" >/dev/null
+    ${AUTH_HEADER:+-H "$AUTH_HEADER"} -d @"$2" >/dev/null
   force "$1" search_flights.duffel open
   force "$1" search_flights.amadeus open
   curl -s "http://$1/v1/tools/search_flights/call" -H 'content-type: application/json' \
-    -d @"$2" >"$3"
+    ${AUTH_HEADER:+-H "$AUTH_HEADER"} -d @"$2" >"$3"
 }
 
 fault() { # sim group json

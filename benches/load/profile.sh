@@ -17,7 +17,9 @@
 # provider call runs on a task of its own, so only the fallback's figure compares across
 # versions). Needs valgrind, nginx and oha (see run-all.sh). Knobs: BIN,
 # EXAMPLES (as run-all.sh), SKIP_BUILD=1, PROFILE_OUT=dir (keeps the callgrind files there,
-# for callgrind_annotate).
+# for callgrind_annotate), PROFILE_CLIENTS=N (default 1: no client keys, one client; N > 1
+# gives the gateways N client keys and calls with the first, so the shares of several clients
+# apply: each tool's bulkhead share and each provider's window share, asked on every attempt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CALLS=${1:-300}
@@ -33,13 +35,19 @@ if [[ -z ${SKIP_BUILD:-} ]]; then
   cargo build --release --quiet --bin faregate --example floor
 fi
 export WAIT_SECS=120   # start-up under valgrind is slow
+CLIENTS=${PROFILE_CLIENTS:-1}
+if (( CLIENTS > 1 )); then
+  keys=$(seq -f 'profile-client-%g' 1 "$CLIENTS" | paste -sd,)
+  export FAREGATE_CLIENT_KEYS=$keys
+  export AUTH_HEADER="authorization: Bearer profile-client-1"
+fi
 CG="valgrind --tool=callgrind --callgrind-out-file=$DIR/cg.%p.out"
 
 # count pid url body name: instructions per call of `url` in process `pid`
 count() {
-  oha --no-tui -n 50 -c 1 -m POST -T application/json -D "$3" "$2" >/dev/null
+  oha --no-tui -n 50 -c 1 -m POST -T application/json ${AUTH_HEADER:+-H "$AUTH_HEADER"} -D "$3" "$2" >/dev/null
   callgrind_control -z "$1" >/dev/null 2>&1
-  oha --no-tui -n "$CALLS" -c 1 -m POST -T application/json -D "$3" "$2" >/dev/null
+  oha --no-tui -n "$CALLS" -c 1 -m POST -T application/json ${AUTH_HEADER:+-H "$AUTH_HEADER"} -D "$3" "$2" >/dev/null
   callgrind_control -d "$1" >/dev/null 2>&1
   local out
   out=$(ls -t "$DIR"/cg."$1".out.* | head -1)
@@ -87,7 +95,7 @@ ratio() { python3 -c "import sys; print(f'{int(sys.argv[1])/int(sys.argv[2]):.2f
 read -r healthy healthy_conn <<<"$healthy"
 read -r fallback fallback_conn <<<"$fallback"
 read -r floor _ <<<"$floor"
-echo "# instructions per call (callgrind, $CALLS sequential calls each, $(date -u '+%F %H:%M UTC'), $BIN)"
+echo "# instructions per call (callgrind, $CALLS sequential calls each, $CLIENTS client key(s), $(date -u '+%F %H:%M UTC'), $BIN)"
 echo "| path | instructions per call | ratio to the floor | in the connection's task |"
 echo "|---|---|---|---|"
 echo "| healthy search_flights (62 KB Duffel answer) | $healthy | $(ratio "$healthy" "$floor") | $healthy_conn |"
