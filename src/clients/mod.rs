@@ -33,6 +33,8 @@ pub use provider_share::{
     Announced, OverProviderShare, PROVIDER_SHARE_LIMIT, ProviderReserve, ProviderWindow, over_share,
 };
 pub use rate::{Admitted, Quota, Rates, SHARE_EVERY};
-pub use roster::{ClientProfile, Directory, KeyDigest, Roster, digest, digest_from_hex};
+pub use roster::{
+    ClientProfile, Directory, Identified, KeyDigest, Roster, digest, digest_from_hex,
+};
 pub use scope::Scope;
 pub use share::{SHARE_LIMIT, ShareFull, ShareSlot, Shares, ToolShare};

@@ -22,6 +22,15 @@ use crate::secret::Secret;
 /// A key's SHA-256 digest: how keys are held and compared.
 pub type KeyDigest = [u8; 32];
 
+/// Whom a presented key names ([`Roster::identify`]).
+#[derive(Debug, Default)]
+pub struct Identified {
+    /// Its digest, when it is an admin key.
+    pub admin: Option<KeyDigest>,
+    /// Its digest and the client it names, when it is a client key.
+    pub client: Option<(KeyDigest, Arc<ClientProfile>)>,
+}
+
 /// The SHA-256 digest of a key.
 pub fn digest(key: &[u8]) -> KeyDigest {
     Sha256::digest(key).into()
@@ -142,27 +151,26 @@ impl Roster {
         self.clients.len()
     }
 
-    /// The digest of `presented` and the client it names, when it is a client key. Every
-    /// digest is compared, each in constant time.
-    pub fn identify_client(&self, presented: &[u8]) -> Option<(KeyDigest, Arc<ClientProfile>)> {
+    /// Whom `presented` names, its digest taken once (SHA-256 of a key is most of what
+    /// authenticating a call costs): its digest when it is an admin key, and its digest and the
+    /// client it names when it is a client key. Every digest is compared, each in constant
+    /// time.
+    pub fn identify(&self, presented: &[u8]) -> Identified {
         let candidate = digest(presented);
-        let mut found = None;
+        let mut admin = false;
+        for key in &self.admin {
+            admin |= constant_time_eq(key, &candidate);
+        }
+        let mut client = None;
         for entry in &self.clients {
             if constant_time_eq(&entry.digest, &candidate) {
-                found = Some(Arc::clone(&entry.profile));
+                client = Some(Arc::clone(&entry.profile));
             }
         }
-        found.map(|profile| (candidate, profile))
-    }
-
-    /// The digest of `presented` when it is an admin key (compared as client keys are).
-    pub fn identify_admin(&self, presented: &[u8]) -> Option<KeyDigest> {
-        let candidate = digest(presented);
-        let mut found = false;
-        for key in &self.admin {
-            found |= constant_time_eq(key, &candidate);
+        Identified {
+            admin: admin.then_some(candidate),
+            client: client.map(|profile| (candidate, profile)),
         }
-        found.then_some(candidate)
     }
 
     /// Every client by name (a client may hold several keys of the flat list only if they are
@@ -264,12 +272,22 @@ mod tests {
             format!("{roster:?}"),
             "Roster(1 client keys, 0 admin keys, redacted)"
         );
-        let found = roster.identify_client(b"sk-live-very-secret");
-        assert_eq!(found.map(|(_, p)| p.name.to_string()).as_deref(), Some("a"));
+        let found = roster.identify(b"sk-live-very-secret");
+        assert_eq!(
+            found.client.map(|(_, p)| p.name.to_string()).as_deref(),
+            Some("a")
+        );
+        assert!(found.admin.is_none());
         for wrong in [&b"sk-live-very-secre"[..], b"sk-live-very-secret ", b""] {
-            assert!(roster.identify_client(wrong).is_none());
+            assert!(roster.identify(wrong).client.is_none());
         }
-        assert!(roster.identify_admin(b"sk-live-very-secret").is_none());
+        // An admin key is told apart, from the same one digest.
+        roster.add_admin(digest(b"sk-admin"));
+        let admin = roster.identify(b"sk-admin");
+        assert_eq!(
+            (admin.admin, admin.client.is_none()),
+            (Some(digest(b"sk-admin")), true)
+        );
     }
 
     #[test]
@@ -306,10 +324,10 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         directory.replace(second);
         assert!(
-            held.identify_client(b"old").is_some(),
+            held.identify(b"old").client.is_some(),
             "a request keeps what it read"
         );
-        assert!(directory.current().identify_client(b"old").is_none());
-        assert!(directory.current().identify_client(b"new").is_some());
+        assert!(directory.current().identify(b"old").client.is_none());
+        assert!(directory.current().identify(b"new").client.is_some());
     }
 }

@@ -185,8 +185,11 @@ impl Keys {
     ) -> Result<Caller, Box<Response>> {
         let roster = self.directory.current();
         let presented = Presented::of(headers);
-        let admin = presented.token().and_then(|k| roster.identify_admin(k));
-        let client = presented.token().and_then(|k| roster.identify_client(k));
+        let identified = presented
+            .token()
+            .map(|k| roster.identify(k))
+            .unwrap_or_default();
+        let (admin, client) = (identified.admin, identified.client);
         if let Some(digest) = admin {
             return Ok(Caller::Admin(digest));
         }
