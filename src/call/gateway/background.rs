@@ -52,7 +52,7 @@ impl Gateway {
             };
         }
         let info = CallInfo::new(self.call_id(req.call_id), tool.spec.name);
-        let digest = self.write_digest(&tool, &req.arguments);
+        let facts = self.ledger_facts(&tool, &req.arguments);
         // Valid at acceptance, perhaps invalid now: a travel date that has passed meanwhile.
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
         let request = match checked {
@@ -68,7 +68,7 @@ impl Gateway {
         let deadline = Instant::now() + tool.deadline(req.deadline);
         let mut request = request;
         request.made_for(req.client.as_str());
-        let write = Self::write(&tool, (&req.client, &info.call_id), &request, digest);
+        let write = Self::write(&tool, (&req.client, &info.call_id), &request, facts);
         if let (Some(write), Some(ledger)) = (&write, self.ledger.get()) {
             let begun = booking::begin(ledger, write).await;
             if let Some(verdict) = self.background_answered(write, info.clone(), &begun) {

@@ -376,9 +376,10 @@ impl Gateway {
             ..CallInfo::new(self.call_id(req.call_id), tool.spec.name)
         };
         // A read's key (canonical arguments: its memory and its shared calls) and a write's
-        // digest are taken before the arguments move into the typed parse (no copy).
+        // ledger facts (digest, names) are taken before the arguments move into the typed
+        // parse (no copy).
         let read_key = (!tool.is_write()).then(|| LastGood::key(&req.arguments));
-        let digest = self.write_digest(&tool, &req.arguments);
+        let facts = self.ledger_facts(&tool, &req.arguments);
         let checked = tool.check(req.arguments, Self::today(), req.idempotency_key.as_deref());
         let request = match checked {
             Ok(request) => request,
@@ -405,7 +406,7 @@ impl Gateway {
         }
         let mut request = request;
         request.made_for(req.client.as_str());
-        let write = Self::write(&tool, (&req.client, &info.call_id), &request, digest);
+        let write = Self::write(&tool, (&req.client, &info.call_id), &request, facts);
         // Boxed: inline, a write's steps (the ledger's SQL futures of both engines, the
         // write's own pipeline) would size every read's call future too.
         let asked = req.deadline;

@@ -153,7 +153,7 @@ impl Gateway {
 
     /// What the ledger needs of a write call's arguments, when a ledger will record it: their
     /// digest, and the names they give (for an answer from the ledger).
-    pub(super) fn write_digest(
+    pub(super) fn ledger_facts(
         &self,
         tool: &ServedTool,
         arguments: &Value,
@@ -166,16 +166,16 @@ impl Gateway {
         })
     }
 
-    /// The ledger coordinates of a checked write call `call_id` of `client` (a digest was
-    /// taken only for writes).
+    /// The ledger coordinates of a checked write call `call_id` of `client` (`facts`, from
+    /// [`Self::ledger_facts`], are taken only for writes).
     pub(super) fn write(
         tool: &ServedTool,
         (client, call_id): (&ClientName, &str),
         request: &ToolRequest,
-        digest: Option<(String, Vec<String>)>,
+        facts: Option<(String, Vec<String>)>,
     ) -> Option<Write> {
         let key = request.idempotency_key()?.to_string();
-        let (digest, names) = digest?;
+        let (digest, names) = facts?;
         Some(Write {
             client: client.to_string(),
             tool: tool.spec.name,
