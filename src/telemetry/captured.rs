@@ -42,14 +42,19 @@ pub(crate) fn capture() -> Captured {
 }
 
 impl Captured {
-    /// The lines captured so far that contain `text`.
-    pub(crate) fn lines_with(&self, text: &str) -> Vec<String> {
+    /// Everything captured so far.
+    pub(crate) fn text(&self) -> String {
         let bytes = self
             .written
             .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        String::from_utf8_lossy(&bytes)
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The lines captured so far that contain `text`.
+    pub(crate) fn lines_with(&self, text: &str) -> Vec<String> {
+        self.text()
             .lines()
             .filter(|line| line.contains(text))
             .map(str::to_string)

@@ -1,46 +1,15 @@
 //! A run's end on tokio's paused clock, over the in-memory store: a try whose answer was lost is
 //! told as stored, a lease another worker took as lost, and the log says one of the two.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use tracing_subscriber::fmt::MakeWriter;
 
 use super::{Ended, store_end};
 use crate::clock;
 use crate::jobs::land::Unstored;
 use crate::jobs::store::memory::MemoryStore;
 use crate::jobs::store::{Job, JobStatus, JobStore, NewJob, Transition};
-
-/// Everything logged while a test runs, as text.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Log {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Log {
-    type Writer = Log;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl Log {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-}
 
 /// A job in `store`, claimed under `lease` for `lease_ms`.
 async fn claimed(store: &MemoryStore, lease: &str, lease_ms: i64) -> Job {
@@ -73,12 +42,7 @@ fn succeeded() -> Transition {
 
 /// [`store_end`] of `job` under `lease`, with what it logged.
 async fn end(store: &MemoryStore, job: &Job, lease: &str) -> (Ended, String) {
-    let log = Log::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(log.clone())
-        .with_ansi(false)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let log = crate::telemetry::captured::capture();
     let unstored = Unstored::default();
     let ended = store_end(
         store,
