@@ -68,6 +68,8 @@ pub(super) struct Interactive<'a> {
     pub(super) held: Vec<Held>,
     /// The tool's attempt timeout: a full bulkhead frees a slot within it.
     pub(super) timeout: Duration,
+    /// The tool's bulkhead (`max_concurrent`), which a full one's text names.
+    pub(super) max_concurrent: u32,
     /// The last good result for the same arguments and its age, when one may be served.
     pub(super) stale: Option<(&'a GoodResult, Duration)>,
     /// The tool's fallback prompt.
@@ -273,6 +275,11 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
             content.push_str(&texts::held_note(&holds(&facts.held)));
         }
         return Envelope::unavailable(info, content, None, Some(provider));
+    }
+    // A full bulkhead asked no provider: the tool is busy here, and nothing is down.
+    if matches!(failure, Failure::BulkheadFull) {
+        let content = texts::busy(&info.tool, facts.max_concurrent, retry_after_s);
+        return Envelope::unavailable(info, content, Some(retry_after_s), None);
     }
     let content = if let Failure::Maintenance { held } = failure
         && let Some(first) = Held::first(held)

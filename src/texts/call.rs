@@ -356,6 +356,21 @@ pub fn job_not_allowed_now(tool: &str, wait: std::time::Duration) -> String {
     )
 }
 
+/// An interactive call refused because `tool`'s bulkhead was full: no provider was asked, so
+/// none is named as failing (a model told "no answer is coming from amadeus" would report an
+/// outage), and the wait is the time a slot needs to free.
+pub fn busy(tool: &str, max_concurrent: u32, retry_after_s: u64) -> String {
+    let calls = if max_concurrent == 1 { "call" } else { "calls" };
+    let seconds = if retry_after_s == 1 {
+        "1 second".to_string()
+    } else {
+        format!("{retry_after_s} seconds")
+    };
+    format!(
+        "{tool} is busy: this gateway already has {max_concurrent} {tool} {calls} in progress, as many as it runs at once (the tool's max_concurrent). Nothing was sent to a provider, and no provider is known to be failing. Call {tool} again in about {seconds}."
+    )
+}
+
 /// A background attempt that found the tool's bulkhead full.
 pub fn bulkhead_full() -> String {
     "the tool's bulkhead was full".to_string()

@@ -563,6 +563,7 @@ impl Gateway {
             others_back,
             held,
             timeout: tool.config.timeout,
+            max_concurrent: tool.config.max_concurrent,
             stale: stale.as_ref().map(|(entry, age)| (entry.as_ref(), *age)),
             fallback: &tool.fallback,
             available_tools: &available_tools,

@@ -84,6 +84,7 @@ fn facts<'a>(available: &'a [String]) -> Interactive<'a> {
         others_back: None,
         held: Vec::new(),
         timeout: secs(8),
+        max_concurrent: 64,
         stale: None,
         fallback: FALLBACK,
         available_tools: available,
@@ -198,13 +199,14 @@ fn the_interactive_answer_table() {
             format!("unavailable duffel closed 10 s: {fallback}"),
         ),
         (
-            "a full bulkhead frees a slot within the attempt timeout",
+            "a full bulkhead frees a slot within the attempt timeout, names no provider, and \
+             says the tool is busy, not down",
             Failure::BulkheadFull,
             Interactive {
                 timeout: secs(6),
                 ..read()
             },
-            format!("unavailable duffel closed 6 s: {fallback}"),
+            "unavailable - closed 6 s: search_flights is busy: this gateway alr".into(),
         ),
         (
             "the caller's deadline passed first, its provider's breaker closed: not said down, \

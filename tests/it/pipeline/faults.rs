@@ -274,18 +274,27 @@ async fn a_full_bulkhead_answers_at_once_and_caps_upstream_concurrency() {
                 let search = json!({"origin": "LHR", "destination": "JFK",
                     "departure_date": crate::support::in_days(30 + i)});
                 let env = call(&g, "search_flights", search).await;
-                (env.status, started.elapsed())
+                (env, started.elapsed())
             })
         })
         .collect();
     let mut ok = 0;
     let mut full = 0;
     for c in calls {
-        let (status, took) = c.await.unwrap_or_else(|e| panic!("{e}"));
-        match status {
+        let (env, took) = c.await.unwrap_or_else(|e| panic!("{e}"));
+        match env.status {
             Status::Ok => ok += 1,
             Status::Unavailable => {
                 full += 1;
+                // No provider was asked: none is named, and the tool is busy, not down.
+                assert_eq!(env.provider, None, "{}", env.content);
+                assert!(
+                    env.content.starts_with(
+                        "search_flights is busy: this gateway already has 2 search_flights calls in progress"
+                    ) && env.content.contains("no provider is known to be failing"),
+                    "{}",
+                    env.content
+                );
                 assert!(
                     took < Duration::from_millis(500),
                     "a full bulkhead answers at once"
