@@ -171,7 +171,7 @@ pub struct Outgoing {
     pub method: Method,
     /// The encoded path, starting with `/`, to append to the base URL's path.
     pub path: String,
-    /// Query parameters, unencoded (the URL encodes them).
+    /// Query parameters, percent-encoded (a joined list's separator left bare).
     pub query: Vec<(String, String)>,
     /// The JSON body, for methods that take one.
     pub body: Option<Value>,

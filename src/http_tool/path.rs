@@ -16,8 +16,9 @@
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
 
-/// Every byte but RFC 3986's unreserved characters is encoded in a path segment.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+/// Every byte but RFC 3986's unreserved characters is encoded in a path segment (and in a
+/// query name or value, `request.rs`).
+pub(super) const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')

@@ -2,9 +2,11 @@
 //! repeated or joined), the JSON body and its media type, and a write's idempotency header, from
 //! a call's named arguments; checked once against the tool's input schema when compiled.
 
+use percent_encoding::utf8_percent_encode;
 use reqwest::Url;
 use serde_json::{Map, Value};
 
+use super::path::SEGMENT;
 use super::{Method, Outgoing, PathTemplate, Problem};
 
 /// The request half of an operation or a binding: method, path template, query and body from
@@ -61,7 +63,9 @@ impl Request {
 }
 
 impl Request {
-    /// The query parameters for `arguments`, or the argument that cannot be one and why.
+    /// The query parameters for `arguments`, encoded, or the argument that cannot be one and
+    /// why. A joined list's items are encoded each and its separator is not: `["spa,bar",
+    /// "wifi"]` joined with `,` is `spa%2Cbar,wifi`, never the same as `["spa", "bar", "wifi"]`.
     pub(super) fn query(
         &self,
         arguments: &Value,
@@ -73,19 +77,23 @@ impl Request {
                 .iter()
                 .find(|(n, _)| n == name)
                 .map(|(_, separator)| separator);
+            let name = encoded(name);
             match arguments.get(argument) {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(items)) => {
                     let items = items
                         .iter()
-                        .map(|item| scalar(argument, item))
+                        .map(|item| scalar(argument, item).map(|item| encoded(&item)))
                         .collect::<Result<Vec<_>, _>>()?;
                     match join {
-                        Some(separator) => query.push((name.clone(), items.join(separator))),
+                        // A space is not sent bare in a URL: `spaceDelimited` is `%20`.
+                        Some(separator) => {
+                            query.push((name, items.join(&separator.replace(' ', "%20"))))
+                        }
                         None => query.extend(items.into_iter().map(|item| (name.clone(), item))),
                     }
                 }
-                Some(value) => query.push((name.clone(), scalar(argument, value)?)),
+                Some(value) => query.push((name, encoded(&scalar(argument, value)?))),
             }
         }
         Ok(query)
@@ -207,11 +215,20 @@ impl Outgoing {
         url.set_path(&joined);
         url.set_fragment(None);
         if !self.query.is_empty() {
-            url.query_pairs_mut()
-                .extend_pairs(self.query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            let ours: Vec<String> = self.query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let query = match base.query().filter(|q| !q.is_empty()) {
+                Some(theirs) => format!("{theirs}&{}", ours.join("&")),
+                None => ours.join("&"),
+            };
+            url.set_query(Some(&query));
         }
         url
     }
+}
+
+/// A query name or value percent-encoded: every byte but RFC 3986's unreserved characters.
+fn encoded(text: &str) -> String {
+    utf8_percent_encode(text, SEGMENT).to_string()
 }
 
 /// One query value as text: a string, number or boolean.

@@ -206,6 +206,27 @@ fn a_joined_query_parameter_is_one_value() {
         out.query,
         vec![("airline".to_string(), "BA,IB".to_string())]
     );
+    // Each item is encoded and the separator is not, as OpenAPI's `explode: false` sends it: an
+    // item holding the separator stays one item at the provider.
+    let base = Url::parse("https://api.example.com/v1/?tenant=a").unwrap_or_else(|e| panic!("{e}"));
+    for (separator, items, query) in [
+        (",", json!(["B,A", "IB"]), "tenant=a&airline=B%2CA,IB"),
+        (",", json!(["BA", "IB", "AA"]), "tenant=a&airline=BA,IB,AA"),
+        (" ", json!(["B A", "IB"]), "tenant=a&airline=B%20A%20IB"),
+        ("|", json!(["B|A", "IB"]), "tenant=a&airline=B%7CA|IB"),
+    ] {
+        let joined = OperationDef {
+            query_join: vec![("airline".into(), separator.into())],
+            ..def()
+        };
+        let op =
+            Operation::compile(&joined, &input_schema(), None).unwrap_or_else(|p| panic!("{p:?}"));
+        let url = op
+            .request(&json!({"ident": "BA1", "airlines": items}), None)
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .url(&base);
+        assert_eq!(url.query(), Some(query), "{separator:?}");
+    }
     let bad = OperationDef {
         query_join: vec![("airline".into(), ";".into()), ("page".into(), ",".into())],
         ..def()
