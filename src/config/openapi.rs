@@ -365,7 +365,7 @@ fn import(
 
 /// How a list query parameter goes out: `None` repeated (`form`, exploded: OpenAPI's default),
 /// else the separator its items are joined with into one value (`form` with `explode: false`
-/// is `,`; `spaceDelimited` ` `; `pipeDelimited` `|`).
+/// is `,`; `spaceDelimited` ` `; `pipeDelimited` `|`). An object is an error.
 fn list_separator(param: &Value, schema: &Value) -> Result<Option<&'static str>, String> {
     let list = |s: &Value| s.get("type") == Some(&json!("array"));
     let is_list = list(schema)
@@ -374,6 +374,13 @@ fn list_separator(param: &Value, schema: &Value) -> Result<Option<&'static str>,
             .and_then(Value::as_array)
             .is_some_and(|options| options.iter().any(list));
     let style = param.get("style").and_then(Value::as_str).unwrap_or("form");
+    // Every call of such a tool would be refused ("must be a string, a number or a boolean"):
+    // said here, where the parameter is named, rather than by `faregate check` afterwards.
+    if style == "deepObject" || schema.get("type") == Some(&json!("object")) {
+        return Err(format!(
+            "an object in the query (style \"{style}\") is not a query faregate sends; write [request.query] by hand, one parameter per field of the object"
+        ));
+    }
     let explode = param
         .get("explode")
         .and_then(Value::as_bool)

@@ -153,14 +153,23 @@ pub(super) fn compile_request(
     };
     for (part, pairs) in [("query", query), ("body", body)] {
         for (name, argument) in pairs {
-            if !properties.contains_key(argument) {
-                problems.push(Problem::new(
+            match properties.get(argument) {
+                None => problems.push(Problem::new(
                     format!("{table}.{part}.{name}"),
                     format!(
                         "\"{argument}\" is not an argument; arguments in input_schema.properties: {}",
                         names(properties.keys())
                     ),
-                ));
+                )),
+                Some(schema) if part == "query" && !fits_a_query(schema) => {
+                    problems.push(Problem::new(
+                        format!("{table}.query.{name}"),
+                        format!(
+                            "\"{argument}\" is an object (or a list of them or of lists) by input_schema, and a query parameter carries a string, a number or a boolean (or a list of them): send it in [request.body], or make each of its fields an argument of its own with its own query parameter"
+                        ),
+                    ));
+                }
+                Some(_) => {}
             }
         }
     }
@@ -174,6 +183,30 @@ pub(super) fn compile_request(
         ));
     }
     path
+}
+
+/// Whether an argument of `schema` can be sent as a query parameter: not an object, nor a list
+/// of objects or lists (every call of it would be refused). A schema that names no type may.
+fn fits_a_query(schema: &Value) -> bool {
+    let is = |schema: &Value, wanted: &[&str]| match schema.get("type") {
+        Some(Value::String(t)) => wanted.contains(&t.as_str()),
+        Some(Value::Array(types)) => {
+            let named: Vec<&str> = types
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null")
+                .collect();
+            !named.is_empty() && named.iter().all(|t| wanted.contains(t))
+        }
+        _ => false,
+    };
+    if is(schema, &["object"]) {
+        return false;
+    }
+    !(is(schema, &["array"])
+        && schema
+            .get("items")
+            .is_some_and(|items| is(items, &["object", "array"])))
 }
 
 /// Checks `[request] content_type`: a header value naming a JSON media type

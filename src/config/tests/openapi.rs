@@ -316,6 +316,30 @@ fn a_list_query_parameter_goes_out_as_the_document_styles_it() {
     );
 }
 
+/// An object in the query (`style: deepObject`, or an object schema) would make a tool every
+/// call of which is refused: the importer names the parameter instead of writing it.
+#[test]
+fn an_object_query_parameter_is_refused_by_name() {
+    for style in [json!("deepObject"), json!("form")] {
+        let doc = json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Lounges", "version": "1"},
+            "paths": {"/lounges": {"get": {
+                "operationId": "listLounges",
+                "parameters": [{"name": "filter", "in": "query", "style": style,
+                    "schema": {"type": "object", "properties": {"airport": {"type": "string"}}}}],
+                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}}
+            }}}
+        });
+        let refused = crate::config::import_openapi(&doc, &["listLounges".to_string()], "api");
+        assert!(
+            matches!(&refused, Err(e) if e[0].contains("listLounges: parameter filter: an object in the query")
+                && e[0].contains("one parameter per field")),
+            "{refused:?}"
+        );
+    }
+}
+
 /// A write confirmed by a `204` with no content is imported, and its answer is the write
 /// carried out; a read's is refused, since a read keeps its result from JSON.
 #[test]

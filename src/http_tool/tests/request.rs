@@ -190,6 +190,44 @@ fn a_body_goes_with_the_json_media_type_the_tool_names() {
     }
 }
 
+/// A query parameter from an object argument (or a list of objects) could never be sent: every
+/// call would be refused, so the configuration is, naming the parameter.
+#[test]
+fn a_query_parameter_from_an_object_argument_is_a_configuration_error() {
+    let schema = json!({
+        "type": "object",
+        "required": ["ident"],
+        "properties": {
+            "ident": {"type": "string"},
+            "filter": {"type": ["object", "null"]},
+            "pairs": {"type": "array", "items": {"type": "array"}},
+            "codes": {"type": "array", "items": {"type": "string"}},
+            "loose": {}
+        }
+    });
+    let query = |argument: &str| OperationDef {
+        query: vec![("q".into(), argument.into())],
+        ..def()
+    };
+    for refused in ["filter", "pairs"] {
+        let problems = Operation::compile(&query(refused), &schema, None)
+            .err()
+            .unwrap_or_else(|| panic!("{refused} accepted"));
+        assert!(
+            problems.iter().any(|p| p.key == "request.query.q"
+                && p.message.contains(&format!("\"{refused}\" is an object"))
+                && p.message.contains("[request.body]")),
+            "{problems:?}"
+        );
+    }
+    for fine in ["ident", "codes", "loose"] {
+        assert!(
+            Operation::compile(&query(fine), &schema, None).is_ok(),
+            "{fine} refused"
+        );
+    }
+}
+
 /// `join` sends a list argument as one value of the parameter, its items joined; only OpenAPI's
 /// three separators, and only for a parameter the request sends.
 #[test]
