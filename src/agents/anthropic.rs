@@ -47,7 +47,7 @@ pub fn parse(body: Value) -> Result<AnthropicCalls, ProtocolError> {
         let field = |key: &str| match block.get(key).and_then(Value::as_str) {
             Some(s) if !s.is_empty() => Ok(s.to_string()),
             _ => Err(refuse(format!(
-                "content[{i}] is a tool_use block without a \"{key}\" string"
+                "content[{i}] is a tool_use block without a string \"{key}\""
             ))),
         };
         let arguments = match block.get("input") {

@@ -8,6 +8,11 @@
 //!   response: other item types such as `message` or `reasoning` are skipped) →
 //!   `{"output": [{"type": "function_call_output", "call_id", "output"}]}`.
 //!
+//! A custom tool call (free-form `input`: Chat Completions `type: "custom"`, a Responses API
+//! `custom_tool_call`) is answered in its place, as that call's error text: every tool here is
+//! a function tool. Left out, its id would get no output, and OpenAI refuses the next request
+//! of a conversation that leaves a call unanswered.
+//!
 //! Object bodies may add `mode` (`"interactive"`, `"background"`) and `deadline_ms`. Results
 //! come back in the order the calls were received. OpenAI has no error flag on tool results,
 //! so the status is in the text (see [`super::text`]). A malformed `arguments` string is that
@@ -38,7 +43,13 @@ pub struct OpenAiCalls {
     pub calls: Vec<AgentCall>,
     /// Mode and deadline for every call.
     pub options: CallOptions,
+    /// The ids of the custom tool calls among `calls`: a Responses API answer gives each a
+    /// `custom_tool_call_output`.
+    pub custom: Vec<String>,
 }
+
+/// The Responses API item of a custom tool call.
+const CUSTOM_ITEM: &str = "custom_tool_call";
 
 const SHAPES: &str = "send a Chat Completions assistant message with tool_calls, its tool_calls array, or Responses API function_call items (an array, or an object with output)";
 
@@ -51,6 +62,12 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
             let options = CallOptions::from_body(&obj)?;
             let list = match (obj.remove("tool_calls"), obj.remove("output")) {
                 (Some(Value::Array(l)), _) | (None, Some(Value::Array(l))) => l,
+                (Some(other), _) => {
+                    return Err(refuse(format!(
+                        "tool_calls must be an array of tool calls, but it is {}",
+                        crate::tools::json_type(&other)
+                    )));
+                }
                 // A whole Chat Completions response: the message is one level down.
                 _ if obj.contains_key("choices") => {
                     return Err(refuse(
@@ -63,21 +80,30 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
         }
         _ => return Err(refuse("unexpected JSON".into())),
     };
-    let responses = list
-        .iter()
-        .any(|i| i.get("type").and_then(Value::as_str) == Some("function_call"));
+    let responses = list.iter().any(|i| {
+        matches!(
+            i.get("type").and_then(Value::as_str),
+            Some("function_call" | CUSTOM_ITEM)
+        )
+    });
     if !responses && let Some(kinds) = responses_items_without_calls(&list) {
         return Err(refuse(format!(
             "no function_call items found: these Responses API items ({kinds}) carry no tool call, so the model called no tool"
         )));
     }
     let mut calls = Vec::new();
+    let mut custom = Vec::new();
     for (i, item) in list.iter().enumerate() {
         let Some(obj) = item.as_object() else {
             return Err(refuse(format!("item {i} is not an object")));
         };
-        let call = if responses {
-            if obj.get("type").and_then(Value::as_str) != Some("function_call") {
+        let kind = obj.get("type").and_then(Value::as_str);
+        let call = if responses && kind == Some(CUSTOM_ITEM) {
+            let call = custom_call(obj, obj, "call_id", i)?;
+            custom.extend(call.call_id.clone());
+            call
+        } else if responses {
+            if kind != Some("function_call") {
                 continue; // messages, reasoning and other output items carry no call
             }
             AgentCall {
@@ -87,6 +113,10 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
                 idempotency_key: None,
                 trace: None,
             }
+        } else if kind == Some("custom")
+            && let Some(input) = obj.get("custom").and_then(Value::as_object)
+        {
+            custom_call(input, obj, "id", i)?
         } else {
             let Some(function) = obj.get("function").and_then(Value::as_object) else {
                 return Err(refuse(format!("tool_calls[{i}] has no function object")));
@@ -122,12 +152,30 @@ pub fn parse(body: Value) -> Result<OpenAiCalls, ProtocolError> {
         api,
         calls,
         options,
+        custom,
     })
 }
 
-/// The answer: one tool message (Chat) or `function_call_output` item (Responses) per
-/// result, in order.
-pub fn render(api: Api, results: &[AgentResult]) -> Value {
+/// A custom tool call, named in `named` and identified by `id_key` in `obj`: its free-form
+/// input is not read, and its error text says to call the tool as a function.
+fn custom_call(
+    named: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    id_key: &str,
+    i: usize,
+) -> Result<AgentCall, ProtocolError> {
+    Ok(AgentCall {
+        tool: string_field(named, "name", i)?,
+        arguments: Err(texts::agents::custom_tool_call()),
+        call_id: Some(string_field(obj, id_key, i)?),
+        idempotency_key: None,
+        trace: None,
+    })
+}
+
+/// The answer: one tool message (Chat) or `function_call_output` item (Responses; a
+/// `custom_tool_call_output` for a call among `custom`) per result, in order.
+pub fn render(api: Api, custom: &[String], results: &[AgentResult]) -> Value {
     match api {
         Api::Chat => json!({
             "messages": results.iter().map(|r| json!({
@@ -135,9 +183,14 @@ pub fn render(api: Api, results: &[AgentResult]) -> Value {
             })).collect::<Vec<_>>()
         }),
         Api::Responses => json!({
-            "output": results.iter().map(|r| json!({
-                "type": "function_call_output", "call_id": r.call_id, "output": r.text,
-            })).collect::<Vec<_>>()
+            "output": results.iter().map(|r| {
+                let kind = if custom.contains(&r.call_id) {
+                    "custom_tool_call_output"
+                } else {
+                    "function_call_output"
+                };
+                json!({"type": kind, "call_id": r.call_id, "output": r.text})
+            }).collect::<Vec<_>>()
         }),
     }
 }
@@ -149,7 +202,7 @@ fn responses_items_without_calls(list: &[Value]) -> Option<String> {
     let mut kinds: Vec<&str> = Vec::new();
     for item in list {
         let kind = item.get("type").and_then(Value::as_str)?;
-        if kind == "function" || item.get("function").is_some() {
+        if kind == "function" || item.get("function").is_some() || item.get("custom").is_some() {
             return None;
         }
         if !kinds.contains(&kind) {
@@ -294,6 +347,49 @@ mod tests {
         assert_eq!(read.calls[1].arguments, Ok(json!({})));
     }
 
+    /// A custom tool call is that call's error text, in either API, never a refused body nor
+    /// a call left unanswered; a Responses API one is answered as a custom tool's output.
+    #[test]
+    fn custom_tool_calls_are_answered_as_calls_to_make_as_functions() {
+        let function = json!({"id": "call_1", "type": "function",
+                              "function": {"name": "search_hotels", "arguments": "{}"}});
+        let custom = json!({"id": "call_2", "type": "custom",
+                            "custom": {"name": "search_flights", "input": "JFK to LHR"}});
+        for list in [json!([function.clone(), custom.clone()]), json!([custom])] {
+            let read = parse(json!({"tool_calls": list})).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(read.api, Api::Chat);
+            let last = read.calls.last().unwrap_or_else(|| panic!("calls"));
+            assert_eq!(
+                (last.tool.as_str(), last.call_id.as_deref()),
+                ("search_flights", Some("call_2"))
+            );
+            assert_eq!(last.arguments, Err(texts::agents::custom_tool_call()));
+        }
+
+        let items = json!([
+            {"type": "function_call", "call_id": "call_8", "name": "search_hotels", "arguments": "{}"},
+            {"type": "custom_tool_call", "call_id": "call_9", "name": "search_flights", "input": "JFK"}
+        ]);
+        for list in [items.clone(), json!([items[1].clone()])] {
+            let read = parse(json!({"output": list})).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(read.api, Api::Responses);
+            assert_eq!(read.custom, ["call_9"]);
+            let results: Vec<AgentResult> = read
+                .calls
+                .iter()
+                .map(|c| AgentResult::not_run(c.call_id.clone(), "x".into()))
+                .collect();
+            let output = render(read.api, &read.custom, &results);
+            let last = output["output"].as_array().and_then(|o| o.last()).cloned();
+            assert_eq!(
+                last,
+                Some(
+                    json!({"type": "custom_tool_call_output", "call_id": "call_9", "output": "x"})
+                )
+            );
+        }
+    }
+
     #[test]
     fn answers_keep_the_order_and_ids_of_the_calls() {
         let results = [
@@ -301,13 +397,13 @@ mod tests {
             AgentResult::not_run(Some("b".into()), "two".into()),
         ];
         assert_eq!(
-            render(Api::Chat, &results),
+            render(Api::Chat, &[], &results),
             json!({"messages": [
                 {"role": "tool", "tool_call_id": "a", "content": "one"},
                 {"role": "tool", "tool_call_id": "b", "content": "two"}]})
         );
         assert_eq!(
-            render(Api::Responses, &results),
+            render(Api::Responses, &[], &results),
             json!({"output": [
                 {"type": "function_call_output", "call_id": "a", "output": "one"},
                 {"type": "function_call_output", "call_id": "b", "output": "two"}]})

@@ -222,6 +222,12 @@ pub fn arguments_not_json(error: &str) -> String {
     )
 }
 
+/// An OpenAI custom tool call (free-form `input`, Chat Completions `type: "custom"` or a
+/// Responses API `custom_tool_call`): every tool here is a function tool, taking one JSON object.
+pub fn custom_tool_call() -> String {
+    "it was called as a custom tool, with free-form input, and this gateway's tools are function tools: call it as a function, with its arguments as one JSON object (GET /v1/tools?format=openai declares them so)".to_string()
+}
+
 /// OpenAI `arguments` that are neither a JSON string nor an object (`got` as JSON).
 pub fn arguments_not_a_string(got: &str) -> String {
     format!("arguments must be a JSON object encoded as a string, got {got}")

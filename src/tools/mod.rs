@@ -38,6 +38,7 @@ pub(crate) use prices::{
 };
 pub use replay::{Booked, booked_names, replayed_data};
 pub use validate::ArgumentValidator;
+pub(crate) use validate::json_type;
 
 /// Whether a tool reads or changes the world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

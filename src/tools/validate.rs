@@ -266,7 +266,8 @@ fn dotted(pointer: &str) -> String {
     out
 }
 
-fn json_type(v: &Value) -> &'static str {
+/// What a JSON value is, as a sentence names it ("an object", "a number", "null").
+pub(crate) fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -76,7 +76,7 @@ struct ReadCalls {
 
 /// The answer's shape.
 enum Render {
-    OpenAi(openai::Api),
+    OpenAi(openai::Api, Vec<String>),
     Anthropic,
 }
 
@@ -94,7 +94,7 @@ fn read_calls(
             ReadCalls {
                 calls: read.calls,
                 options: read.options,
-                render: Render::OpenAi(read.api),
+                render: Render::OpenAi(read.api, read.custom),
             }
         }
         Protocol::Anthropic => {
@@ -130,7 +130,7 @@ fn answer(
     Either::Right(async move {
         let results = run_calls(&state, &caller, calls, options).await;
         Ok(Json(match render {
-            Render::OpenAi(api) => openai::render(api, &results),
+            Render::OpenAi(api, custom) => openai::render(api, &custom, &results),
             Render::Anthropic => anthropic::render(&results),
         }))
     })

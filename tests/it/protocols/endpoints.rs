@@ -106,13 +106,24 @@ async fn responses_api_items_get_function_call_outputs_and_nulls_mean_not_given(
             {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "search_flights",
              "arguments": strict_args.to_string(), "status": "completed"},
             {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "search_hotels",
-             "arguments": hotels_args().to_string()}
+             "arguments": hotels_args().to_string()},
+            // A custom tool call gets its own output, saying to call the tool as a function:
+            // a call left without one would make OpenAI refuse the conversation's next request.
+            {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_c", "name": "search_flights",
+             "input": "JFK to LHR tomorrow"}
         ]
     });
     let (status, body) = s.post("/v1/openai/tool_calls", response).await;
     assert_eq!(status, 200, "{body:#}");
     let output = body["output"].as_array().cloned().unwrap_or_default();
-    assert_eq!(output.len(), 2, "{body:#}");
+    assert_eq!(output.len(), 3, "{body:#}");
+    assert_eq!(output[2]["type"], "custom_tool_call_output", "{body:#}");
+    assert_eq!(output[2]["call_id"], "call_c");
+    assert!(
+        text(&output[2]["output"]).contains("call it as a function"),
+        "{}",
+        output[2]["output"]
+    );
     assert_eq!(output[0]["type"], "function_call_output");
     assert_eq!(output[0]["call_id"], "call_a");
     assert!(
