@@ -360,11 +360,17 @@ pub(crate) fn import_openapi(
     faregate::telemetry::init_default();
     let text = std::fs::read_to_string(document)
         .with_context(|| format!("cannot read {}", document.display()))?;
+    // A document that starts as JSON does is broken JSON, not YAML: say where.
+    let looks_json = text.trim_start().starts_with(['{', '[']);
     let doc: serde_json::Value = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not JSON (faregate reads OpenAPI documents as JSON; convert a YAML one first)",
-            document.display()
-        )
+        if looks_json {
+            format!("{} is not valid JSON", document.display())
+        } else {
+            format!(
+                "{} is not JSON (faregate reads OpenAPI documents as JSON; convert a YAML one first)",
+                document.display()
+            )
+        }
     })?;
     let imported = match config::import_openapi(&doc, operations, provider) {
         Ok(imported) => imported,

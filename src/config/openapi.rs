@@ -54,22 +54,39 @@ pub fn import_openapi(
             "a Swagger {swagger} document (its \"swagger\" field), not OpenAPI 3.0 or 3.1; convert it first, e.g. `npx swagger2openapi --patch DOCUMENT -o converted.json`"
         )]);
     }
+    if !doc.is_object() {
+        return Err(vec![
+            "not an OpenAPI document: one is a JSON object with an \"openapi\" field".into(),
+        ]);
+    }
+    if version.is_empty() {
+        return Err(vec![
+            "not an OpenAPI 3.0 or 3.1 document: it has no \"openapi\" field (nor a \"swagger\" one)".into(),
+        ]);
+    }
     if !(version.starts_with("3.0") || version.starts_with("3.1")) {
         return Err(vec![format!(
-            "not an OpenAPI 3.0 or 3.1 document (its \"openapi\" field is {}); convert a Swagger 2.0 document first",
-            if version.is_empty() {
-                "missing".to_string()
-            } else {
-                format!("\"{version}\"")
-            }
+            "an OpenAPI \"{version}\" document (its \"openapi\" field); faregate reads OpenAPI 3.0 and 3.1"
         )]);
     }
-    let mut tools = Vec::new();
+    let mut tools: Vec<ImportedTool> = Vec::new();
     let mut errors = Vec::new();
+    // An operation named twice is imported once.
+    let mut named: Vec<&String> = Vec::new();
     for id in operations {
+        if !named.contains(&id) {
+            named.push(id);
+        }
+    }
+    for id in named {
         match find(doc, id) {
             Some((path, method, op, item)) => {
                 match import(doc, id, path, method, op, item, provider) {
+                    // Two ids can become one tool name (`getLounge`, `get_lounge`): one file.
+                    Ok(tool) if tools.iter().any(|t| t.name == tool.name) => errors.push(format!(
+                        "{id}: becomes the tool {}, as an operation named before it does; import it on its own, into another directory, and rename one of the two",
+                        tool.name
+                    )),
                     Ok(tool) => tools.push(tool),
                     Err(mut e) => errors.append(&mut e),
                 }

@@ -419,6 +419,40 @@ fn nested_openapi(levels: usize, last_next: Value) -> Value {
     })
 }
 
+/// What is not an OpenAPI 3.0 or 3.1 document is told as what it is; an operation named twice
+/// is imported once, and two that become one tool name are an error naming the second.
+#[test]
+fn documents_and_operation_lists_that_cannot_be_imported_say_why() {
+    let import = |doc: &Value, ids: &[&str]| {
+        let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+        crate::config::import_openapi(doc, &ids, "api")
+    };
+    for (doc, says) in [
+        (json!([]), "not an OpenAPI document: one is a JSON object"),
+        (json!({"info": {}}), "it has no \"openapi\" field"),
+        (json!({"openapi": "4.0.0"}), "an OpenAPI \"4.0.0\" document"),
+    ] {
+        let refused = import(&doc, &["getDeep"]);
+        assert!(
+            matches!(&refused, Err(e) if e[0].contains(says) && !e[0].contains("Swagger 2.0")),
+            "{doc}: {refused:?}"
+        );
+    }
+    let deep = nested_openapi(1, json!({"type": "string"}));
+    let once = import(&deep, &["getDeep", "getDeep"]).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(once.len(), 1);
+    let mut alike = deep.clone();
+    alike["paths"]["/deep2"] = json!({"get": {
+        "operationId": "get_deep",
+        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}}
+    }});
+    let refused = import(&alike, &["getDeep", "get_deep"]);
+    assert!(
+        matches!(&refused, Err(e) if e[0].starts_with("get_deep: becomes the tool get_deep, as an operation named before it does")),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn only_a_schema_inside_itself_is_called_recursive() {
     let import = |doc: &Value| crate::config::import_openapi(doc, &["getDeep".to_string()], "api");

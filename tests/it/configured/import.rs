@@ -113,14 +113,34 @@ async fn an_openapi_import_round_trips_through_check_and_serves() {
         faregate(&args, dir.path())
     };
 
+    // A document cut short is told as broken JSON, not as YAML to convert.
+    let cut = dir.path().join("cut.json");
+    let whole = flight_tracker_openapi().to_string();
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap_or_else(|e| panic!("{e}"));
+    let (ok, text) = faregate(
+        &[
+            "import-openapi",
+            "cut.json",
+            "--provider",
+            "flights_api",
+            "--operation",
+            "createAlert",
+        ],
+        dir.path(),
+    );
+    assert!(!ok && text.contains("cut.json is not valid JSON"), "{text}");
+    assert!(!text.contains("YAML"), "{text}");
+
     let (ok, text) = import(&["getFlightsByIdent", "listAirports"]);
     assert!(!ok, "{text}");
     assert!(text.contains("no operation \"listAirports\""), "{text}");
     assert!(text.contains("createAlert, getFlightsByIdent"), "{text}");
 
-    let (ok, text) = import(&["getFlightsByIdent", "createAlert"]);
+    // An operation named twice is written once.
+    let (ok, text) = import(&["getFlightsByIdent", "createAlert", "createAlert"]);
     assert!(ok, "{text}");
     assert!(text.contains("tools/get_flights_by_ident.toml"), "{text}");
+    assert_eq!(text.matches("tools/create_alert.toml").count(), 1, "{text}");
     let (ok, text) = faregate(&["check", "--config", "faregate.toml"], dir.path());
     assert!(ok, "{text}");
     // Importing again never replaces the reviewed files.
