@@ -1,7 +1,7 @@
 //! Reads `tools/*.toml`: one file per tool, its policy merged over `[defaults]`.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ pub(super) fn read_tools(
         }
     };
     let mut tools: Vec<ToolConfig> = Vec::new();
-    let mut seen = BTreeSet::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for path in paths {
         let Some(table) = parse_toml(files, &path, problems) else {
             continue;
@@ -53,15 +53,16 @@ pub(super) fn read_tools(
             breaker_defaults,
             retry_defaults,
         ) {
-            if !seen.insert(tool.name.clone()) {
+            if let Some(first) = seen.get(&tool.name) {
                 s.error(
                     "name",
                     format!(
-                        "tool \"{}\" is configured twice; keep one file per tool",
+                        "tool \"{}\" is configured twice (also in {first}); keep one file per tool",
                         tool.name
                     ),
                 );
             } else {
+                seen.insert(tool.name.clone(), path.display().to_string());
                 tools.push(tool);
             }
         }
@@ -69,6 +70,27 @@ pub(super) fn read_tools(
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools
+}
+
+/// A `providers` list to write, from the providers `faregate.toml` declares that can serve the
+/// tool (of kind `http` for a tool from configuration, of another kind for a catalog tool).
+fn providers_example(
+    providers: &BTreeMap<String, Option<&'static str>>,
+    configured: bool,
+) -> String {
+    let fitting: Vec<&str> = providers
+        .iter()
+        .filter(|(_, kind)| kind.is_none_or(|kind| (kind == "http") == configured))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    match (fitting.first(), configured) {
+        (Some(first), _) => format!(
+            "for example `providers = [\"{first}\"]` (those faregate.toml declares that can serve it: {})",
+            fitting.join(", ")
+        ),
+        (None, true) => "and declare one of kind \"http\" in faregate.toml first ([providers.<name>] with kind = \"http\" and base_url)".into(),
+        (None, false) => "for example `providers = [\"duffel\"]`, declared in faregate.toml".into(),
+    }
 }
 
 /// One tool file. `providers` are the declared providers, each with its kind when its table
@@ -148,7 +170,13 @@ fn read_tool(
     }
     let tool_providers = match s.strings("providers") {
         Some(list) if list.is_empty() => {
-            s.error("providers", "name at least one provider, e.g. [\"duffel\"]");
+            s.error(
+                "providers",
+                format!(
+                    "name at least one provider, {}",
+                    providers_example(providers, configured)
+                ),
+            );
             None
         }
         Some(list) => {
@@ -188,7 +216,7 @@ fn read_tool(
         None => {
             s.error(
                 "providers",
-                "missing; for example `providers = [\"duffel\"]`",
+                format!("missing; {}", providers_example(providers, configured)),
             );
             None
         }

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::{
-    Class, Classify, Method, Outgoing, Problem, Request, Shape, Waits, classify_rules,
+    Arguments, Class, Classify, Method, Outgoing, Problem, Request, Shape, Waits, classify_rules,
     compile_request,
 };
 
@@ -63,7 +63,7 @@ impl Binding {
         let path = compile_request(
             "request",
             (def.method, &def.path, &def.query, &[]),
-            input_schema,
+            (input_schema, Arguments::BuiltIn),
             &mut problems,
         );
         if def.method != Method::Get {

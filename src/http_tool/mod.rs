@@ -54,7 +54,7 @@ pub use content::Content;
 pub use keep::Keep;
 pub use path::PathTemplate;
 pub use request::QUERY_SEPARATORS;
-use request::{Request, check_content_type, compile_request};
+use request::{Arguments, Request, check_content_type, compile_request};
 pub use shape::Shape;
 
 /// The HTTP methods a configured tool may use.
@@ -231,7 +231,7 @@ impl Operation {
         let path = compile_request(
             "request",
             (def.method, &def.path, &def.query, &def.body),
-            input_schema,
+            (input_schema, Arguments::Declared),
             &mut problems,
         );
         match (&def.idempotency_header, def.write) {

@@ -107,12 +107,21 @@ pub const QUERY_SEPARATORS: [&str; 3] = [",", " ", "|"];
 /// Names paired with the argument each comes from (a query parameter's, a body field's).
 type Pairs = [(String, String)];
 
+/// Whose arguments a request is checked against, which decides how a missing one is fixed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Arguments {
+    /// A tool from configuration: its file declares them, and one is added there.
+    Declared,
+    /// A built-in tool (a binding): they are fixed, and the request uses what there is.
+    BuiltIn,
+}
+
 /// Checks a request's path template, query and body against the arguments `input_schema`
 /// describes; the parsed path, or `None` when it is wrong. Problems are keyed under `table`.
 pub(super) fn compile_request(
     table: &str,
     (method, template, query, body): (Method, &str, &Pairs, &Pairs),
-    input_schema: &Value,
+    (input_schema, arguments): (&Value, Arguments),
     problems: &mut Vec<Problem>,
 ) -> Option<PathTemplate> {
     let properties = input_schema
@@ -128,21 +137,23 @@ pub(super) fn compile_request(
     let path = match PathTemplate::parse(template) {
         Ok(path) => {
             for param in path.params() {
-                if !properties.contains_key(param) {
-                    problems.push(Problem::new(
-                        format!("{table}.path"),
-                        format!(
-                            "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
-                        ),
-                    ));
-                } else if !required.contains(&param) {
-                    problems.push(Problem::new(
-                        format!("{table}.path"),
-                        format!(
-                            "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
-                        ),
-                    ));
-                }
+                let fix = match (arguments, properties.contains_key(param)) {
+                    (_, true) if required.contains(&param) => continue,
+                    (Arguments::Declared, false) => format!(
+                        "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
+                    ),
+                    (Arguments::Declared, true) => format!(
+                        "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
+                    ),
+                    (Arguments::BuiltIn, false) => format!(
+                        "the path parameter {{{param}}} is not an argument of this tool; its arguments: {}",
+                        names(properties.keys())
+                    ),
+                    (Arguments::BuiltIn, true) => format!(
+                        "the path parameter {{{param}}} is an optional argument of this tool, and a path needs a value on every call: send it in [request.query] instead"
+                    ),
+                };
+                problems.push(Problem::new(format!("{table}.path"), fix));
             }
             Some(path)
         }

@@ -27,7 +27,8 @@ fn every_mistake_of_a_binding_is_named_with_its_key() {
             "path = \"/flights/{ident}\"",
             &[
                 "get_flight_status.toml: binding.flightaware.request.path",
-                "{ident} is not an argument",
+                // A built-in tool's arguments are fixed: named, not to be added to.
+                "the path parameter {ident} is not an argument of this tool; its arguments: carrier_code, departure_date, flight_number",
             ],
         ),
         (

@@ -104,3 +104,47 @@ fn every_problem_of_an_http_tool_file_is_listed_at_once() {
     );
     assert!(!text.contains("request.path"), "{text}");
 }
+
+/// A tool with no providers is told which of faregate.toml's providers can serve it (an http
+/// one for a tool from configuration, not `duffel`), and a tool configured twice names both
+/// files.
+#[test]
+fn the_providers_to_name_and_a_tool_configured_twice_are_told_with_what_fits() {
+    let text = check(&TOOL.replace("[\"flights_api\"]", "[]"));
+    // The embedded configuration declares http providers of its own beside flights_api.
+    assert_says(
+        &text,
+        &[
+            "providers: name at least one provider, for example `providers = [\"",
+            "(those faregate.toml declares that can serve it: ",
+            "flights_api",
+        ],
+    );
+    assert!(!text.contains("duffel"), "{text}");
+
+    let main = MapFiles::defaults()
+        .0
+        .get(Path::new("/cfg/faregate.toml"))
+        .cloned()
+        .unwrap_or_default();
+    let text = MapFiles::defaults()
+        .put(
+            "faregate.toml",
+            &format!(
+                "{main}\n[providers.flights_api]\nkind = \"http\"\nbase_url = \"http://127.0.0.1:9\"\n"
+            ),
+        )
+        .put("tools/flight_position.toml", TOOL)
+        .put("tools/zz_again.toml", TOOL)
+        .put("prompts/flight_position.unavailable.md", "Unavailable.")
+        .load()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert_says(
+        &text,
+        &[
+            "zz_again.toml: name: tool \"flight_position\" is configured twice (also in /cfg/tools/flight_position.toml)",
+        ],
+    );
+}
