@@ -518,7 +518,7 @@ impl Gateway {
     /// Gathers what the interactive answer policy needs to know now, and asks it.
     fn interactive_answer(
         &self,
-        tool: &ServedTool,
+        (tool, client): (&ServedTool, &ClientName),
         info: CallInfo,
         failure: &Failure,
         read_key: Option<&str>,
@@ -541,12 +541,20 @@ impl Gateway {
         };
         // The other tools that work now are named only by the fallback text; a stale answer
         // (the common fast-fail answer of a read) does not pay for asking every breaker.
+        // Only the tools the caller may call: another's would show it names outside its scope
+        // and send its model to a 403.
         let available_tools: Vec<String> = if stale.is_some() {
             Vec::new()
         } else {
+            let scope = self.clients.get().map(|c| c.current().scope_now(client));
             self.tools()
                 .iter()
                 .filter(|t| t.spec.name != tool.spec.name && self.is_available(t, now))
+                .filter(|t| {
+                    scope
+                        .as_ref()
+                        .is_none_or(|s| s.allows(t.spec.name, t.is_write()))
+                })
                 .map(|t| t.spec.name.to_string())
                 .collect()
         };

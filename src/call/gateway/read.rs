@@ -71,13 +71,17 @@ impl Gateway {
                 let mode = CallMode::Interactive;
                 match pipeline::run(&tool, &request, deadline, mode, share, cx).await {
                     Ok(success) => self.remember(&tool, &key, answer::fresh(info, success)),
-                    Err(failure) => self.interactive_answer(&tool, info, &failure, Some(&key)),
+                    Err(failure) => {
+                        self.interactive_answer((&tool, &client), info, &failure, Some(&key))
+                    }
                 }
             });
             return Either::Right(Either::Left(ran));
         }
         // One copy of the key, shared by the call, its task and every caller waiting on it.
         let key: Arc<str> = key.into();
+        // The caller, for its answer if the shared call fails (the tools its fallback names).
+        let asker = client.clone();
         // The shared call runs to the tool's deadline, not to this caller's: a caller in a
         // hurry must not cut it short for the patient ones that join it (`coalesce.rs`).
         let shared_deadline = tool_deadline;
@@ -112,7 +116,8 @@ impl Gateway {
         let (waiter, leader) = match joined {
             Ok(joined) => joined,
             Err(refused) => {
-                return Either::Left(ready(self.interactive_answer(&tool, info, &refused, None)));
+                let answer = self.interactive_answer((&tool, &asker), info, &refused, None);
+                return Either::Left(ready(answer));
             }
         };
         // A caller who joined: its span says so and links to the leader's, under which the
@@ -122,7 +127,7 @@ impl Gateway {
         }
         let their_steps = steps.map(|to| (leader_steps.unwrap_or_else(|| waiter.steps()), to));
         Either::Right(Either::Right(self.await_shared(
-            tool,
+            (tool, asker),
             info,
             deadline,
             key,
@@ -139,7 +144,7 @@ impl Gateway {
     )]
     pub(super) fn await_shared(
         self: &Arc<Self>,
-        tool: Arc<ServedTool>,
+        (tool, client): (Arc<ServedTool>, ClientName),
         info: CallInfo,
         deadline: Instant,
         key: Arc<str>,
@@ -171,8 +176,13 @@ impl Gateway {
                     call_id: info.call_id,
                     ..fresh.clone()
                 },
-                Some(Err(failure)) => self.interactive_answer(&tool, info, failure, Some(&key)),
-                None => self.interactive_answer(&tool, info, &Failure::DeadlinePassed, Some(&key)),
+                Some(Err(failure)) => {
+                    self.interactive_answer((&tool, &client), info, failure, Some(&key))
+                }
+                None => {
+                    let passed = &Failure::DeadlinePassed;
+                    self.interactive_answer((&tool, &client), info, passed, Some(&key))
+                }
             }
         }
     }

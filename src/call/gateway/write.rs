@@ -50,7 +50,7 @@ impl Gateway {
         let now = Instant::now();
         let runs_until = now + tool.deadline(None);
         let answer_by = asked.map(|wait| now + wait).filter(|by| *by < runs_until);
-        let call = (info.call_id.clone(), client);
+        let call = (info.call_id.clone(), client.clone());
         match self
             .run_write(
                 (&served, &tool),
@@ -62,7 +62,7 @@ impl Gateway {
             .await
         {
             Ok(Ok(success)) => answer::fresh(info, success),
-            Ok(Err(failure)) => self.interactive_answer(&tool, info, &failure, None),
+            Ok(Err(failure)) => self.interactive_answer((&tool, &client), info, &failure, None),
             Err(StillRunning { provider }) => {
                 let left = runs_until.saturating_duration_since(Instant::now());
                 Envelope::unavailable(

@@ -564,3 +564,42 @@ async fn the_openapi_document_and_the_breakers_show_a_client_only_its_tools() {
         "{everything:#}"
     );
 }
+
+/// The fallback names, among the tools that work now, only those the caller may call: another
+/// client's would show it tools outside its scope and send its model to a 403.
+#[tokio::test]
+async fn a_fallback_names_only_the_callers_tools_among_those_that_work() {
+    let s = stack().await;
+    s.down(RouteGroup::DuffelStays);
+    s.down(RouteGroup::AmadeusHotels);
+    let body = json!({"arguments": hotels_args()});
+    let work_now = |answer: &Value| -> Vec<String> {
+        let text = answer["content"].as_str().unwrap_or_default();
+        let listed = text
+            .split("Tools that work now: ")
+            .nth(1)
+            .unwrap_or_default()
+            .trim_end_matches(['.', '\n']);
+        listed.split(", ").map(str::to_string).collect()
+    };
+    let (status, reader) = post_as(
+        &s,
+        "reader-key",
+        "/v1/tools/search_hotels/call",
+        body.clone(),
+    )
+    .await;
+    assert_eq!(
+        (status, reader["status"].as_str()),
+        (200, Some("unavailable")),
+        "{reader:#}"
+    );
+    assert_eq!(work_now(&reader), ["search_flights"], "{reader:#}");
+    let (_, pricer) = post_as(&s, "pricer-key", "/v1/tools/search_hotels/call", body).await;
+    let listed = work_now(&pricer);
+    assert!(
+        listed.contains(&"price_flight_offer".to_string()),
+        "{pricer:#}"
+    );
+    assert!(!listed.iter().any(|t| t.starts_with("book_")), "{pricer:#}");
+}
