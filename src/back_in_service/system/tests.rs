@@ -77,12 +77,20 @@ fn gateway(windows: Vec<Window>) -> Arc<Gateway> {
 
 /// A gateway whose providers are all `upstream`.
 fn gateway_over(windows: Vec<Window>, upstream: Arc<dyn Upstream>) -> Arc<Gateway> {
+    gateway_over_each(windows, [Arc::clone(&upstream), upstream])
+}
+
+/// The embedded configuration's gateway over `duffel` and `amadeus`, in that order.
+fn gateway_over_each(
+    windows: Vec<Window>,
+    [duffel, amadeus]: [Arc<dyn Upstream>; 2],
+) -> Arc<Gateway> {
     let (mut config, _) = config::load(&EmbeddedFiles, Path::new(EMBEDDED_CONFIG), &tools::names())
         .unwrap_or_else(|e| panic!("{e}"));
     config.maintenance = windows;
-    let upstreams = ["duffel", "amadeus"]
+    let upstreams = [("duffel", duffel), ("amadeus", amadeus)]
         .into_iter()
-        .map(|name| (name.to_string(), Arc::clone(&upstream)))
+        .map(|(name, upstream)| (name.to_string(), upstream))
         .collect();
     let telemetry = Arc::new(Telemetry::new(AlertRules::spec()));
     Arc::new(Gateway::new(&config, &upstreams, telemetry).unwrap_or_else(|e| panic!("{e:?}")))

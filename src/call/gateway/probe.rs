@@ -36,6 +36,10 @@ pub enum Probed {
     Unanswered,
     /// A provider refused the arguments as wrong: they are forgotten, and the provider is up.
     Refused,
+    /// A provider answered that it lists nothing for them (a backup that knows only the days
+    /// near today): it is up, and they are kept, since another provider of the chain whose
+    /// breaker admits no probe yet may well list them.
+    NotListed,
 }
 
 impl Gateway {
@@ -67,7 +71,7 @@ impl Gateway {
     /// such arguments kept and one of its breakers is half-open (admitting probes); `None`
     /// when there is nothing to ask. The future needs nothing borrowed, so it may be spawned.
     /// Arguments that can no longer be asked (their date has passed) or that a provider
-    /// refused as wrong are forgotten.
+    /// refused as wrong are forgotten; arguments a provider lists nothing for are kept.
     pub fn probe(
         self: &Arc<Self>,
         tool: &str,
@@ -92,6 +96,7 @@ impl Gateway {
                     gateway.remember(&tool, &key, answer::fresh(info, success));
                     Probed::Answered
                 }
+                Err(Failure::Upstream { error, .. }) if error.is_not_listed() => Probed::NotListed,
                 Err(Failure::Upstream { error, .. })
                     if matches!(error.kind, ErrorKind::Rejected { .. }) =>
                 {

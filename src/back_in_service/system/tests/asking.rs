@@ -12,13 +12,16 @@ use chrono::TimeDelta;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::{TOOL, gateway_over, hold, look, new_notice, reread, sqlite, system};
+use super::{
+    TOOL, gateway_over, gateway_over_each, hold, look, new_notice, reread, sqlite, system,
+};
 use crate::back_in_service::BackInServiceSystem;
 use crate::back_in_service::asking::KEEP;
 use crate::back_in_service::{Notice, NoticeState};
 use crate::call::{CallRequest, Gateway, Upstream};
 use crate::clients::ClientName;
 use crate::clock;
+use crate::providers::error::NOT_LISTED;
 use crate::providers::{ErrorKind, UpstreamError};
 use crate::tools::{ToolOutput, ToolRequest, search_flights};
 
@@ -275,4 +278,78 @@ async fn shared_arguments_past_their_date_or_unrenewed_for_a_day_are_never_asked
     );
     assert_eq!(reread(&notices, &notice).await.state, NoticeState::Waiting);
     assert_eq!(notices.asking.purge().await.expect("purged"), 1);
+}
+
+/// A backup that fails every call until it is switched to listing, then lists nothing for any
+/// call (as a flight-status backup that knows only today's flights).
+#[derive(Debug, Default)]
+struct Backup {
+    listing: AtomicBool,
+    asked: Mutex<usize>,
+}
+
+impl Upstream for Backup {
+    fn refuse(&self, _request: &ToolRequest) -> Option<UpstreamError> {
+        None
+    }
+
+    fn call<'a>(
+        &'a self,
+        _request: &'a ToolRequest,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, Result<ToolOutput, UpstreamError>> {
+        Box::pin(async move {
+            if !self.listing.load(Ordering::Relaxed) {
+                let kind = ErrorKind::Server {
+                    status: 503,
+                    retry_after: None,
+                };
+                return Err(UpstreamError::new(kind, "down"));
+            }
+            *self.asked.lock().expect("unpoisoned") += 1;
+            let kind = ErrorKind::Rejected {
+                message: "no flights listed for that date".into(),
+            };
+            Err(UpstreamError::new(kind, NOT_LISTED))
+        })
+    }
+}
+
+/// A backup that half-opens first and lists nothing for the kept search does not make the
+/// gateway forget it: it is a fine search the first provider answers, and the notice fires.
+#[tokio::test(start_paused = true)]
+async fn a_backup_that_lists_nothing_for_the_kept_search_does_not_end_the_asking() {
+    let switch = Arc::new(Switch::default());
+    let backup = Arc::new(Backup::default());
+    let gateway = gateway_over_each(
+        Vec::new(),
+        [
+            Arc::clone(&switch) as Arc<dyn Upstream>,
+            Arc::clone(&backup) as Arc<dyn Upstream>,
+        ],
+    );
+    let date = search_until_down(&gateway).await;
+    // The first provider stays open a minute longer: the backup half-opens first.
+    let tool = gateway.tool(TOOL).expect("served");
+    let duffel = tool.breaker_on("duffel").expect("in the chain");
+    duffel.follow_open(
+        Instant::now() + Duration::from_secs(60),
+        true,
+        Instant::now(),
+    );
+    let _hold = hold();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let db = sqlite(&dir).await;
+    let notices = system(&db, &gateway);
+    backup.listing.store(true, Ordering::Relaxed);
+    let (fired, asked) = fires_once_up(&notices, &switch).await;
+    assert!(
+        *backup.asked.lock().expect("unpoisoned") > 0,
+        "the backup was asked first"
+    );
+    assert!(fired, "the notice fires");
+    assert!(
+        asked.iter().all(|a| a.contains(&date)),
+        "the first provider, if asked, with the traveller's search: {asked:?}"
+    );
 }
