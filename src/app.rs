@@ -149,11 +149,13 @@ pub fn attach_jobs(app: &mut App, store: Store, env: &dyn Env) {
         .with_clients(Arc::clone(app.state.keys.directory()));
     // Likewise signed with its own secret when its entry names one.
     let signing = Signing::from(secret).with_clients(Arc::clone(app.state.keys.directory()));
-    let notices = NoticeSender::new(allowlists.clone(), signing.clone());
+    let notices = NoticeSender::new(allowlists.clone(), signing.clone())
+        .counted_in(app.state.telemetry.clone());
     app.state.back_in_service = Some(Arc::new(BackInServiceSystem::new(
         NoticeStore::new(store.db().clone()),
         app.state.gateway.clone(),
-        NoticeSender::new(allowlists.clone(), signing.clone()),
+        NoticeSender::new(allowlists.clone(), signing.clone())
+            .counted_in(app.state.telemetry.clone()),
     )));
     let mut jobs = JobSystem::new(
         store,

@@ -40,6 +40,17 @@ pub fn next_delivery_in(failed: u32) -> Option<Duration> {
     (failed < ATTEMPTS).then(|| BACKOFF.ceiling(failed.saturating_sub(1)))
 }
 
+/// What one delivery came to, for whoever counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivered {
+    /// The receiver took it (2xx).
+    Sent,
+    /// It failed, and is tried again after a doubling wait.
+    Retry,
+    /// It failed for the last time.
+    Failed,
+}
+
 /// A column of a row's key, as the outbox reads it from a due row and binds it again.
 #[derive(Debug, Clone, Copy)]
 pub enum KeyColumn {
@@ -235,18 +246,20 @@ impl<T: Send + 'static> Outbox<T> {
     }
 
     /// Leases the callbacks due at `now_ms` (at most `limit`) and delivers each on a task of its
-    /// own with `deliver` (`Ok`: the receiver took it; `Err`: why not), then records how it
-    /// went; a delivery that cannot be recorded is tried again when its lease runs out. How many
-    /// were due (taken here or by another replica).
-    pub async fn send_due<F, Fut>(
+    /// own with `deliver` (`Ok`: the receiver took it; `Err`: why not), tells `heard` what it
+    /// came to, then records how it went; a delivery that cannot be recorded is tried again
+    /// when its lease runs out. How many were due (taken here or by another replica).
+    pub async fn send_due<F, Fut, H>(
         &self,
         now_ms: i64,
         limit: u32,
         deliver: F,
+        heard: H,
     ) -> Result<usize, StoreError>
     where
         F: Fn(T) -> Fut,
         Fut: Future<Output = Result<(), String>> + Send + 'static,
+        H: Fn(Delivered) + Clone + Send + 'static,
     {
         let due = self.due(now_ms, limit).await?;
         let found = due.len();
@@ -264,13 +277,19 @@ impl<T: Send + 'static> Outbox<T> {
             } = due;
             let sending = deliver(item);
             let outbox = self.clone();
+            let heard = heard.clone();
             tokio::spawn(async move {
                 let failure = sending.await.err();
                 let now = clock::epoch_ms();
-                let next = failure
+                let again = failure
                     .as_ref()
-                    .and_then(|_| next_delivery_in(attempts + 1))
-                    .map(|wait| clock::ms_after(now, wait));
+                    .and_then(|_| next_delivery_in(attempts + 1));
+                heard(match (&failure, again) {
+                    (None, _) => Delivered::Sent,
+                    (Some(_), Some(_)) => Delivered::Retry,
+                    (Some(_), None) => Delivered::Failed,
+                });
+                let next = again.map(|wait| clock::ms_after(now, wait));
                 if let Err(e) = outbox.record(&slot, failure.as_deref(), next, now).await {
                     tracing::warn!(error = %e, table = outbox.spec.table, "cannot record a callback; it is tried again when its lease runs out");
                 }

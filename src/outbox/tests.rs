@@ -210,18 +210,23 @@ async fn send_due_delivers_and_records(db: Db) {
     let delivered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = std::sync::Arc::clone(&delivered);
     outbox
-        .send_due(now, 10, move |url: String| {
-            let seen = std::sync::Arc::clone(&seen);
-            async move {
-                let taken = url.ends_with("/ok");
-                seen.lock().unwrap_or_else(|e| e.into_inner()).push(url);
-                if taken {
-                    Ok(())
-                } else {
-                    Err(REFUSED.to_string())
+        .send_due(
+            now,
+            10,
+            move |url: String| {
+                let seen = std::sync::Arc::clone(&seen);
+                async move {
+                    let taken = url.ends_with("/ok");
+                    seen.lock().unwrap_or_else(|e| e.into_inner()).push(url);
+                    if taken {
+                        Ok(())
+                    } else {
+                        Err(REFUSED.to_string())
+                    }
                 }
-            }
-        })
+            },
+            |_| {},
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let mut waited = Duration::ZERO;

@@ -25,6 +25,7 @@ use crate::breaker::{
 
 mod labels;
 
+use labels::callback_outcome;
 pub use labels::{AttemptOutcome, CallbackOutcome, FallbackKind, reject_reason};
 
 /// Every state a breaker gauge has a series for (`detail_str` names, so the ramp is visible).
@@ -80,6 +81,7 @@ pub struct Metrics {
     jobs_spooled: IntGaugeVec,
     oldest_due_job_age: prometheus::GaugeVec,
     callbacks: IntCounterVec,
+    notice_callbacks: IntCounterVec,
     job_latency: HistogramVec,
     client_limited: IntCounterVec,
     bookings: IntCounterVec,
@@ -290,6 +292,12 @@ impl Metrics {
                 &r,
                 "faregate_job_callbacks_total",
                 "Job result callback deliveries, by outcome (sent; retry: failed, tried again later; failed: given up).",
+                &["outcome"],
+            ),
+            notice_callbacks: counter(
+                &r,
+                "faregate_notice_callbacks_total",
+                "Notice callback deliveries (a watch's news, a tool back in service), by outcome (sent; retry: failed, tried again later; failed: given up).",
                 &["outcome"],
             ),
             job_latency: histogram_with(
@@ -575,10 +583,12 @@ impl Metrics {
             .set(age.as_secs_f64());
     }
 
-    /// For the jobs engine: creates the callback counters at zero (every outcome).
+    /// For the jobs engine: creates the callback counters at zero (every outcome), the job
+    /// callbacks' and the notices' (a store that keeps jobs keeps watches and notices too).
     pub fn register_job_callbacks(&self) {
         for outcome in ["sent", "retry", "failed"] {
             self.callbacks.with_label_values(&[outcome]);
+            self.notice_callbacks.with_label_values(&[outcome]);
         }
     }
 
@@ -593,12 +603,16 @@ impl Metrics {
     /// For the jobs engine: one job callback delivery: delivered, failed and tried again later,
     /// or given up on.
     pub fn record_callback(&self, outcome: CallbackOutcome) {
-        let outcome = match outcome {
-            CallbackOutcome::Sent => "sent",
-            CallbackOutcome::Retry => "retry",
-            CallbackOutcome::Failed => "failed",
-        };
-        self.callbacks.with_label_values(&[outcome]).inc();
+        self.callbacks
+            .with_label_values(&[callback_outcome(outcome)])
+            .inc();
+    }
+
+    /// For the notice senders: one notice callback delivery, as [`Metrics::record_callback`].
+    pub fn record_notice_callback(&self, outcome: CallbackOutcome) {
+        self.notice_callbacks
+            .with_label_values(&[callback_outcome(outcome)])
+            .inc();
     }
 
     /// For the jobs engine: a job of `tool` ended (`succeeded` or `dead`) `latency` after it was

@@ -159,6 +159,14 @@ async fn a_notice_is_posted_once_signed_when_the_tool_answers_again_and_not_befo
             .starts_with("search_flights is available again"),
         "{body:#}"
     );
+    // Counted, as a job callback's delivery is: a receiver that refuses notices shows.
+    let (_, _, metrics) = crate::support::send(s.http.get(s.url("/metrics"))).await;
+    let text = metrics.as_str().unwrap_or_default();
+    assert!(
+        text.contains("faregate_notice_callbacks_total{outcome=\"sent\"} 1\n")
+            && text.contains("faregate_notice_callbacks_total{outcome=\"retry\"} 0\n"),
+        "{text}"
+    );
 }
 
 /// Two clients on one gateway, with fast breakers: `agency` may search flights only, `rival`

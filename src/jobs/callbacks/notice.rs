@@ -19,8 +19,9 @@ use super::signing::{self, Signing};
 use super::{guard, post_signed};
 use crate::clients::ClientName;
 use crate::clock;
-use crate::outbox::Outbox;
+use crate::outbox::{Delivered, Outbox};
 use crate::store::StoreError;
+use crate::telemetry::{CallbackOutcome, Telemetry};
 
 /// One notice to deliver: whose it is, where it goes and what it says.
 #[derive(Debug, Clone)]
@@ -41,6 +42,8 @@ pub struct NoticeSender {
     /// The guarded callback client; `None` if it could not be built (then deliveries fail and
     /// are retried, never sent without the guard).
     http: Option<reqwest::Client>,
+    /// Where each delivery is counted (`faregate_notice_callbacks_total`), once given.
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 impl NoticeSender {
@@ -55,6 +58,16 @@ impl NoticeSender {
             allowlists: allowlists.into(),
             signing: signing.into(),
             http,
+            telemetry: None,
+        }
+    }
+
+    /// Counts each delivery in `telemetry`'s metrics, so that an operator sees a receiver
+    /// that refuses notices as one that refuses job callbacks.
+    pub fn counted_in(self, telemetry: Arc<Telemetry>) -> Self {
+        NoticeSender {
+            telemetry: Some(telemetry),
+            ..self
         }
     }
 
@@ -79,15 +92,30 @@ impl NoticeSender {
         notice: fn(&T) -> Delivery,
     ) -> Result<usize, StoreError> {
         let sender = Arc::clone(self);
+        let telemetry = self.telemetry.clone();
+        let heard = move |delivered| {
+            if let Some(telemetry) = &telemetry {
+                telemetry.metrics().record_notice_callback(match delivered {
+                    Delivered::Sent => CallbackOutcome::Sent,
+                    Delivered::Retry => CallbackOutcome::Retry,
+                    Delivered::Failed => CallbackOutcome::Failed,
+                });
+            }
+        };
         outbox
-            .send_due(clock::epoch_ms(), limit, move |due| {
-                let sender = Arc::clone(&sender);
-                let delivery = notice(&due);
-                async move {
-                    let body = delivery.body.to_string().into_bytes();
-                    sender.deliver(&delivery.client, &delivery.url, body).await
-                }
-            })
+            .send_due(
+                clock::epoch_ms(),
+                limit,
+                move |due| {
+                    let sender = Arc::clone(&sender);
+                    let delivery = notice(&due);
+                    async move {
+                        let body = delivery.body.to_string().into_bytes();
+                        sender.deliver(&delivery.client, &delivery.url, body).await
+                    }
+                },
+                heard,
+            )
             .await
     }
 

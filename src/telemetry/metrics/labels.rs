@@ -48,6 +48,15 @@ pub enum CallbackOutcome {
     Failed,
 }
 
+/// The label value of a callback delivery's outcome.
+pub(super) fn callback_outcome(outcome: CallbackOutcome) -> &'static str {
+    match outcome {
+        CallbackOutcome::Sent => "sent",
+        CallbackOutcome::Retry => "retry",
+        CallbackOutcome::Failed => "failed",
+    }
+}
+
 /// The label value of a breaker rejection.
 pub fn reject_reason(reason: RejectReason) -> &'static str {
     match reason {

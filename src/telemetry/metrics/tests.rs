@@ -118,12 +118,15 @@ fn job_and_alert_counters_are_created_at_zero() {
     m.register_job_tool("search_flights");
     let text = m.render();
     for outcome in ["sent", "retry", "failed"] {
-        assert!(
-            text.contains(&format!(
-                "faregate_job_callbacks_total{{outcome=\"{outcome}\"}} 0\n"
-            )),
-            "{outcome}"
-        );
+        for counter in [
+            "faregate_job_callbacks_total",
+            "faregate_notice_callbacks_total",
+        ] {
+            assert!(
+                text.contains(&format!("{counter}{{outcome=\"{outcome}\"}} 0\n")),
+                "{counter} {outcome}"
+            );
+        }
     }
     for outcome in ["succeeded", "dead"] {
         assert!(text.contains(&format!(
