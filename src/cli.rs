@@ -178,11 +178,10 @@ fn reload_on_sighup(state: AppState) {
         while hangups.recv().await.is_some() {
             let reloading = state.clone();
             match tokio::task::spawn_blocking(move || reloading.reload()).await {
+                // `AppState::reload` logged what changed ("configuration reloaded"); this line
+                // says only what asked for it.
                 Ok(Ok(summary)) => tracing::info!(
-                    clients = ?summary.clients,
-                    client_keys = summary.client_keys,
-                    tools = ?summary.tools,
-                    needs_restart = summary.needs_restart.len(),
+                    fingerprint = %summary.fingerprint,
                     "SIGHUP: configuration reloaded"
                 ),
                 // `AppState::reload` logged each problem, as it does for the route.
