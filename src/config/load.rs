@@ -299,11 +299,17 @@ fn load_into(
         &retry_defaults,
         problems,
     );
+    // A tools directory that cannot be listed is one problem, said once: the scopes and the
+    // windows that name tools are not each told that no tool exists.
+    let listed = tools.is_some();
+    let tools = tools.unwrap_or_default();
     check_provider_kinds(&providers, &tools, problems);
     check_request_timeout(&root, &server, &tools);
     check_settle(&root, &bookings, &tools);
-    check_scopes(&root, &client_scopes, &tools);
-    check_maintenance(&root, &maintenance, &tools);
+    if listed {
+        check_scopes(&root, &client_scopes, &tools);
+        check_maintenance(&root, &maintenance, &tools);
+    }
     // A defaults table that cannot be built was reported where its keys were set, and the
     // load fails then; the standard tuning only stands in for it meanwhile.
     let shared_policy = breaker_defaults

@@ -16,6 +16,8 @@ use crate::breaker::BreakerBuilder;
 use crate::policy::RetryPolicy;
 use crate::tools::{self, Access};
 
+/// Every tool file of `dir`, read and checked; `None` when the directory cannot be listed
+/// (said once, in `problems`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn read_tools(
     files: &dyn Files,
@@ -26,7 +28,7 @@ pub(super) fn read_tools(
     breaker_defaults: &BreakerBuilder,
     retry_defaults: &RetryPolicy,
     problems: &RefCell<Problems>,
-) -> Vec<ToolConfig> {
+) -> Option<Vec<ToolConfig>> {
     let paths = match files.list(dir, ".toml") {
         Ok(p) => p,
         Err(e) => {
@@ -35,7 +37,7 @@ pub(super) fn read_tools(
                 "",
                 format!("cannot list the tools directory: {e}; set server.tools_dir"),
             );
-            return Vec::new();
+            return None;
         }
     };
     let mut tools: Vec<ToolConfig> = Vec::new();
@@ -69,7 +71,7 @@ pub(super) fn read_tools(
         s.finish();
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));
-    tools
+    Some(tools)
 }
 
 /// A `providers` list to write, from the providers `faregate.toml` declares that can serve the

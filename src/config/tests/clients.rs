@@ -173,3 +173,44 @@ tools = ["serch_flights"]
         "no key in any message"
     );
 }
+
+/// A tools directory that cannot be listed is said once: the scopes that name tools are not
+/// each told that no tool is configured.
+#[test]
+fn a_tools_directory_that_cannot_be_listed_is_one_problem() {
+    struct Unlistable(MapFiles);
+    impl Files for Unlistable {
+        fn read(&self, path: &Path) -> io::Result<String> {
+            self.0.read(path)
+        }
+        fn list(&self, dir: &Path, suffix: &str) -> io::Result<Vec<PathBuf>> {
+            if dir.ends_with("tools") {
+                return Err(io::Error::new(io::ErrorKind::NotFound, "no such directory"));
+            }
+            self.0.list(dir, suffix)
+        }
+    }
+    let files = Unlistable(with_clients(
+        "[[clients]]\nname = \"alpha\"\nkey_env = \"ALPHA_KEY\"\ntools = [\"search_*\", \"book_flight\"]\n",
+    ));
+    let errors: Vec<String> = load(
+        &files,
+        Path::new("/cfg/faregate.toml"),
+        &crate::tools::names(),
+    )
+    .err()
+    .map(|e| e.errors.iter().map(|p| p.to_string()).collect())
+    .unwrap_or_default();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("cannot list the tools directory")),
+        "{errors:#?}"
+    );
+    assert!(
+        !errors
+            .iter()
+            .any(|e| e.contains("names no configured tool")),
+        "{errors:#?}"
+    );
+}
