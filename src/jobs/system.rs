@@ -242,6 +242,12 @@ impl JobSystem {
         self
     }
 
+    /// `[jobs] max_age`: how old a job may grow without running before it ends as dead (a
+    /// job of a tool no replica serves included).
+    pub fn max_age(&self) -> std::time::Duration {
+        self.dispatcher.max_age
+    }
+
     /// The providers' allowances for background jobs.
     pub fn quotas(&self) -> &Arc<Quotas> {
         &self.quotas

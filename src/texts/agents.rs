@@ -168,6 +168,14 @@ pub fn job_waiting_on_tool(tool: &str) -> String {
     )
 }
 
+/// A job that is due while this replica does not serve its tool (a reload removed it, or a
+/// rolling change has not reached this replica); `max_age` as the configuration writes it.
+pub fn job_waiting_on_unserved_tool(tool: &str, max_age: &str) -> String {
+    format!(
+        "due, and waiting: this gateway's configuration does not serve {tool} now (a reload removed it, or has not reached this replica yet); the job runs once a replica serves {tool} again, and ends as dead once it is older than [jobs] max_age ({max_age}) without that"
+    )
+}
+
 /// `DELETE /v1/jobs/{id}` of a job running now.
 pub fn job_running_not_cancelled(job_id: &str) -> String {
     format!(

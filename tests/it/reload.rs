@@ -484,3 +484,60 @@ async fn a_reload_under_load_drops_no_call() {
         }
     }
 }
+
+/// A due job whose tool a reload took away says so when read, and what ends it, instead of
+/// looking stuck in `queued`.
+#[tokio::test]
+async fn a_job_whose_tool_a_reload_removed_says_why_it_waits() {
+    let sim = start_sim(93).await;
+    let disk = OnDisk::new(&sim.url());
+    let path = disk.path("faregate.toml");
+    let config = OnDisk::load(&path).unwrap_or_else(|e| panic!("{e:?}"));
+    let (store, _dir) = crate::support::sqlite_store().await;
+    let source = ConfigSource::new(move || OnDisk::load(&path), env());
+    let gw = TestGateway::start_in_fleet_from(config, &env(), store, Some(source)).await;
+    let http = reqwest::Client::new();
+
+    // The job waits behind its tool's breakers, forced open.
+    let (_, _, listed) = send(http.get(gw.url("/v1/breakers")).bearer_auth(ADMIN)).await;
+    let keys: Vec<String> = listed["breakers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| {
+            b["tools"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("search_hotels")))
+        })
+        .filter_map(|b| b["key"].as_str().map(str::to_string))
+        .collect();
+    assert!(!keys.is_empty(), "{listed:#}");
+    for key in &keys {
+        let force = http
+            .post(gw.url(&format!("/v1/breakers/{key}/force")))
+            .bearer_auth(ADMIN)
+            .json(&json!({"state": "open"}));
+        let (status, _, body) = send(force).await;
+        assert_eq!(status, 200, "{body:#}");
+    }
+    let submit = http
+        .post(gw.url("/v1/tools/search_hotels/call"))
+        .bearer_auth(KEY)
+        .json(&json!({"arguments": hotels_on(40), "mode": "background"}));
+    let (status, _, queued) = send(submit).await;
+    assert_eq!(status, 202, "{queued:#}");
+    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
+
+    disk.remove("tools/search_hotels.toml");
+    let (status, body) = reload(&http, &gw).await;
+    assert_eq!(status, 200, "{body:#}");
+    let job = get(&http, &gw, &format!("/v1/jobs/{id}")).await;
+    assert_eq!(job["status"], "queued", "{job:#}");
+    let waiting = job["waiting"].as_str().unwrap_or_default();
+    assert!(
+        waiting.starts_with(
+            "due, and waiting: this gateway's configuration does not serve search_hotels now"
+        ) && waiting.contains("[jobs] max_age"),
+        "{job:#}"
+    );
+}

@@ -94,7 +94,7 @@ pub(crate) async fn one(
                 .is_none_or(|client| found.job.client == *client) =>
         {
             let mut described = describe_found(&found);
-            if let Some(waiting) = waiting_on_its_tool(&state, &found.job) {
+            if let Some(waiting) = waiting_on_its_tool(&state, jobs, &found.job) {
                 described["waiting"] = Value::String(waiting);
             }
             if let Some(booking) = booking_of(&state, &found.job).await {
@@ -197,12 +197,21 @@ async fn booking_of(state: &AppState, job: &Job) -> Option<Value> {
 }
 
 /// Why a job that is due has not run: its tool admits no calls now (every provider's breaker
-/// open, forced open or in a maintenance window). Its `next_attempt_at` has passed, and without
-/// this it would look stuck; it runs, silently, once a breaker admits calls again.
-fn waiting_on_its_tool(state: &AppState, job: &Job) -> Option<String> {
+/// open, forced open or in a maintenance window), or this replica does not serve it (a reload
+/// took it away). Its `next_attempt_at` has passed, and without this it would look stuck; it
+/// runs, silently, once a breaker admits calls again or a replica serves the tool.
+fn waiting_on_its_tool(state: &AppState, jobs: &Jobs, job: &Job) -> Option<String> {
     let due = matches!(job.status, JobStatus::Queued | JobStatus::RetryScheduled)
         && job.next_attempt_at_ms <= crate::clock::epoch_ms();
-    let tool = state.gateway.tool(&job.tool).filter(|_| due)?;
+    if !due {
+        return None;
+    }
+    let Some(tool) = state.gateway.tool(&job.tool) else {
+        return Some(texts::job_waiting_on_unserved_tool(
+            &job.tool,
+            &crate::texts::span(jobs.max_age()),
+        ));
+    };
     (!state
         .gateway
         .is_available(&tool, tokio::time::Instant::now()))

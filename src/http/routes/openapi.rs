@@ -247,7 +247,7 @@ fn schemas() -> Map<String, Value> {
                 "as_seen": {"type": "string", "description": "Present when the job store did not answer: the job is shown as this replica last saw it (it accepted, ran or read the job), at `as_of`."},
                 "as_of": {"type": "string", "format": "date-time", "description": "With `as_seen`: when this replica last saw the job in this state."},
                 "booking": {"type": "object", "description": "GET /v1/jobs/{job_id} only, for a booking job with an entry in the booking ledger: the entry as GET /v1/bookings shows it, as it stands now (a job that ended with an unknown outcome keeps that result, while reconciliation settles its entry booked or failed)."},
-                "waiting": {"type": "string", "description": "GET /v1/jobs/{job_id} only: present when the job is due (its next_attempt_at has passed) but its tool admits no calls now (every provider's breaker open, forced open or in maintenance); it runs, silently, once one admits calls."},
+                "waiting": {"type": "string", "description": "GET /v1/jobs/{job_id} only: present when the job is due (its next_attempt_at has passed) but its tool admits no calls now (every provider's breaker open, forced open or in maintenance), or this replica's configuration does not serve it (a reload removed it); it runs, silently, once one admits calls or a replica serves it."},
                 "callback": {"type": ["object", "null"], "properties": {
                     "url": {"type": "string"}, "state": {"type": "string", "enum": ["pending", "sent", "failed"]},
                     "attempts": {"type": "integer"},
