@@ -76,19 +76,27 @@ pub struct DailyBudget {
 impl DailyBudget {
     /// A budget of `amount` (a decimal) in `currency` (three upper-case letters); the text says
     /// what to fix otherwise.
+    /// Both are checked: a wrong amount does not hide a wrong currency.
     pub fn new(amount: &str, currency: &str) -> Result<Self, String> {
-        let amount = Amount::parse(amount).ok_or_else(|| {
-            format!("\"{amount}\" is not an amount; write a decimal such as \"500\" or \"1250.50\"")
-        })?;
+        let parsed = Amount::parse(amount);
+        let mut wrong = Vec::new();
+        if parsed.is_none() {
+            wrong.push(format!(
+                "\"{amount}\" is not an amount; write a decimal such as \"500\" or \"1250.50\""
+            ));
+        }
         if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(format!(
+            wrong.push(format!(
                 "\"{currency}\" is not a currency code; write its ISO 4217 code, e.g. \"EUR\""
             ));
         }
-        Ok(DailyBudget {
-            amount,
-            currency: currency.to_string(),
-        })
+        match parsed {
+            Some(amount) if wrong.is_empty() => Ok(DailyBudget {
+                amount,
+                currency: currency.to_string(),
+            }),
+            _ => Err(wrong.join("; ")),
+        }
     }
 }
 
@@ -137,5 +145,10 @@ mod tests {
         assert_eq!(ok.as_deref(), Ok("1250.50 EUR per day"));
         assert!(DailyBudget::new("lots", "EUR").is_err_and(|e| e.contains("decimal")));
         assert!(DailyBudget::new("10", "eur").is_err_and(|e| e.contains("ISO 4217")));
+        assert!(
+            DailyBudget::new("-5", "usd").is_err_and(|e| e.contains("\"-5\" is not an amount")
+                && e.contains("\"usd\" is not a currency code")),
+            "both mistakes at once"
+        );
     }
 }

@@ -347,7 +347,7 @@ fn load_into(
         tools,
         prompts,
         clients,
-        maintenance: maintenance.into_iter().map(|(_, w)| w).collect(),
+        maintenance: maintenance.windows,
     })
 }
 

@@ -32,21 +32,35 @@ use crate::maintenance::{When, Window, parse_weekday};
 /// A week: a weekly window must be shorter, or it would never end.
 const WEEK: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Reads every `[[maintenance]]` entry that is well formed, with its index for later checks.
-pub(super) fn read_maintenance(root: &Section<'_>) -> Vec<(usize, Window)> {
-    let mut out = Vec::new();
+/// The `[[maintenance]]` entries as read: each entry's breaker key (tool and provider, when
+/// both are strings), for the check against the tools, and the windows well formed.
+#[derive(Debug, Default)]
+pub(super) struct Maintenance {
+    /// Entry index, tool and provider of every entry that names both, well formed or not: a
+    /// mistake in its times must not hide a tool that is not configured.
+    pub(super) keys: Vec<(usize, String, String)>,
+    /// The well-formed windows.
+    pub(super) windows: Vec<Window>,
+}
+
+/// Reads every `[[maintenance]]` entry.
+pub(super) fn read_maintenance(root: &Section<'_>) -> Maintenance {
+    let mut out = Maintenance::default();
     for (i, s) in root.tables("maintenance").into_iter().enumerate() {
-        if let Some(window) = read_window(&s) {
-            out.push((i, window));
+        let tool = s.required_string("tool", "\"search_flights\"");
+        let provider = s.required_string("provider", "\"duffel\"");
+        if let (Some(tool), Some(provider)) = (&tool, &provider) {
+            out.keys.push((i, tool.clone(), provider.clone()));
+        }
+        if let Some(window) = read_window(&s, tool, provider) {
+            out.windows.push(window);
         }
         s.finish();
     }
     out
 }
 
-fn read_window(s: &Section<'_>) -> Option<Window> {
-    let tool = s.required_string("tool", "\"search_flights\"");
-    let provider = s.required_string("provider", "\"duffel\"");
+fn read_window(s: &Section<'_>, tool: Option<String>, provider: Option<String>) -> Option<Window> {
     let reason = s.required_string("reason", "\"Duffel's announced API upgrade\"");
     if reason.as_deref().is_some_and(|r| r.trim().is_empty()) {
         s.error(
@@ -172,17 +186,16 @@ fn read_weekly(s: &Section<'_>) -> Option<When> {
 /// otherwise schedule maintenance for a breaker that does not exist, silently.
 pub(super) fn check_maintenance(
     root: &Section<'_>,
-    windows: &[(usize, Window)],
+    maintenance: &Maintenance,
     tools: &[ToolConfig],
 ) {
-    for (i, w) in windows {
-        let key = format!("{}/{}", w.tool, w.provider);
-        match tools.iter().find(|t| t.name == w.tool) {
+    for (i, tool, provider) in &maintenance.keys {
+        let key = format!("{tool}/{provider}");
+        match tools.iter().find(|t| t.name == *tool) {
             None => root.error(
                 &format!("maintenance[{i}].tool"),
                 format!(
-                    "{key}: \"{}\" is not a configured tool; the tools are: {}",
-                    w.tool,
+                    "{key}: \"{tool}\" is not a configured tool; the tools are: {}",
                     tools
                         .iter()
                         .map(|t| t.name.as_str())
@@ -190,12 +203,10 @@ pub(super) fn check_maintenance(
                         .join(", ")
                 ),
             ),
-            Some(t) if !t.providers.contains(&w.provider) => root.error(
+            Some(t) if !t.providers.contains(provider) => root.error(
                 &format!("maintenance[{i}].provider"),
                 format!(
-                    "{key}: {} is not served by \"{}\"; its providers are: {}",
-                    w.tool,
-                    w.provider,
+                    "{key}: {tool} is not served by \"{provider}\"; its providers are: {}",
                     t.providers.join(", ")
                 ),
             ),

@@ -84,12 +84,12 @@ lasts = "1h"
 reason = "not its provider"
 
 [[maintenance]]
-tool = "book_flight"
+tool = "book_flite"
 provider = "duffel"
 weekly = "funday"
 at = "25:00"
 lasts = "8d"
-reason = "bad weekday, time and length"
+reason = "bad tool, weekday, time and length"
 
 [[maintenance]]
 tool = "book_flight"
@@ -127,6 +127,11 @@ reason = "no time at all"
             "\"funday\" is not a day of the week",
         ),
         ("maintenance[3].at", "\"25:00\" is not a time of day"),
+        // Its times wrong too, the tool is still checked.
+        (
+            "maintenance[3].tool",
+            "book_flite/duffel: \"book_flite\" is not a configured tool",
+        ),
         ("maintenance[3].lasts", "shorter than a week"),
         (
             "maintenance[4].start",
