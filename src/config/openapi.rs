@@ -453,7 +453,14 @@ fn describe(op: &Value, method: &str, path: &str) -> String {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
-    let text = parts.join(" ");
+    // A summary is a title, often without its full stop: one ends it before the description
+    // ("List lounges. Lounges airside…", not "List lounges Lounges airside…").
+    let text = match parts.as_slice() {
+        [summary, description] if !summary.ends_with(['.', '!', '?', ':']) => {
+            format!("{summary}. {description}")
+        }
+        _ => parts.join(" "),
+    };
     if text.len() >= 20 {
         text
     } else {

@@ -15,6 +15,7 @@ fn loyalty_openapi() -> Value {
         "paths": {"/loyalty/{member-id}": {"get": {
             "operationId": "getMember",
             "summary": "A loyalty member's seats and tier",
+            "description": "Seats are counted per member id.",
             "parameters": [
                 {"name": "member-id", "in": "path", "required": true, "schema": {"type": "string"}},
                 {"name": "tier", "in": "query", "schema": {"$ref": "#/components/schemas/Tier"}},
@@ -83,6 +84,12 @@ fn imported_tool_files_pass_check_and_keep_every_field() {
         panic!("{tools:?}")
     };
     let http = http(&config, "get_member");
+    // The summary, a title without its full stop, is ended before the description.
+    let description = config.tool("get_member").map(|t| t.description.as_str());
+    assert_eq!(
+        description,
+        Some("A loyalty member's seats and tier. Seats are counted per member id.")
+    );
     // The URL's parameter is filled from the renamed argument; the query keeps its own name.
     let sent = http
         .operation
