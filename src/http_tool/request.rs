@@ -134,29 +134,34 @@ pub(super) fn compile_request(
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let path = match PathTemplate::parse(template) {
-        Ok(path) => {
-            for param in path.params() {
-                let fix = match (arguments, properties.contains_key(param)) {
-                    (_, true) if required.contains(&param) => continue,
-                    (Arguments::Declared, false) => format!(
-                        "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
-                    ),
-                    (Arguments::Declared, true) => format!(
-                        "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
-                    ),
-                    (Arguments::BuiltIn, false) => format!(
-                        "the path parameter {{{param}}} is not an argument of this tool; its arguments: {}",
-                        names(properties.keys())
-                    ),
-                    (Arguments::BuiltIn, true) => format!(
-                        "the path parameter {{{param}}} is an optional argument of this tool, and a path needs a value on every call: send it in [request.query] instead"
-                    ),
-                };
-                problems.push(Problem::new(format!("{table}.path"), fix));
-            }
-            Some(path)
-        }
+    // A template that does not parse still has its parameters checked: one mistake must not
+    // hide another until the next `faregate check`.
+    let parsed = PathTemplate::parse(template);
+    let params: Vec<&str> = match &parsed {
+        Ok(path) => path.params(),
+        Err(_) => braced_names(template),
+    };
+    for param in params {
+        let fix = match (arguments, properties.contains_key(param)) {
+            (_, true) if required.contains(&param) => continue,
+            (Arguments::Declared, false) => format!(
+                "the path parameter {{{param}}} is not an argument: add \"{param}\" to [input_schema.properties] and to its `required` list"
+            ),
+            (Arguments::Declared, true) => format!(
+                "the path parameter {{{param}}} must be a required argument: add \"{param}\" to input_schema.required"
+            ),
+            (Arguments::BuiltIn, false) => format!(
+                "the path parameter {{{param}}} is not an argument of this tool; its arguments: {}",
+                names(properties.keys())
+            ),
+            (Arguments::BuiltIn, true) => format!(
+                "the path parameter {{{param}}} is an optional argument of this tool, and a path needs a value on every call: send it in [request.query] instead"
+            ),
+        };
+        problems.push(Problem::new(format!("{table}.path"), fix));
+    }
+    let path = match parsed {
+        Ok(path) => Some(path),
         Err(message) => {
             problems.push(Problem::new(format!("{table}.path"), message));
             None
@@ -194,6 +199,18 @@ pub(super) fn compile_request(
         ));
     }
     path
+}
+
+/// The `{name}`s of a template that did not parse, as far as they read as parameters.
+fn braced_names(template: &str) -> Vec<&str> {
+    template
+        .split('{')
+        .skip(1)
+        .filter_map(|after| after.split_once('}').map(|(name, _)| name))
+        .filter(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .collect()
 }
 
 /// Whether an argument of `schema` can be sent as a query parameter: not an object, nor a list

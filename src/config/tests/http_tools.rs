@@ -91,6 +91,19 @@ fn every_problem_of_an_http_tool_file_is_listed_at_once() {
         ],
     );
 
+    // A path that does not parse still has its parameters checked.
+    let text = check(&TOOL.replace(
+        "path = \"/flights/{ident}\"",
+        "path = \"/flights by town/{town}\"",
+    ));
+    assert_says(
+        &text,
+        &[
+            "flight_position.toml: request.path: \"/flights by town/{town}\"",
+            "flight_position.toml: request.path: the path parameter {town} is not an argument",
+        ],
+    );
+
     // Without a readable input schema, the arguments the request names are not called unknown.
     let schema = "[input_schema]\ntype = \"object\"\nrequired = [\"ident\"]\nadditionalProperties = false\n\n[input_schema.properties.ident]\ntype = \"string\"\n";
     assert!(TOOL.contains(schema));
