@@ -452,7 +452,7 @@ pub(crate) fn manifest(config_path: &Path, format: &str) -> anyhow::Result<ExitC
         .filter_map(|c| {
             Some(faregate::agents::manifest::ManifestTool {
                 spec: c.spec()?,
-                description: &c.description,
+                config: c,
             })
         })
         .collect();

@@ -541,3 +541,28 @@ async fn a_job_whose_tool_a_reload_removed_says_why_it_waits() {
         "{job:#}"
     );
 }
+
+/// `faregate manifest` prints, offline, the native manifest `GET /v1/tools` serves from the
+/// same files: policy and providers included, not only the schemas.
+#[tokio::test]
+async fn the_offline_native_manifest_is_what_the_gateway_serves() {
+    let sim = start_sim(94).await;
+    let disk = OnDisk::new(&sim.url());
+    let gw = disk.serve().await;
+    let served = get(&reqwest::Client::new(), &gw, "/v1/tools").await;
+    let config = disk.path("faregate.toml");
+    let (status, printed) = crate::support::run_to_end(
+        std::process::Command::new(env!("CARGO_BIN_EXE_faregate"))
+            .args(["manifest", "--format", "native", "--config"])
+            .arg(&config)
+            .envs(env().0.iter().map(|(k, v)| (*k, *v))),
+    );
+    assert!(status.success(), "{printed}");
+    let offline: Value =
+        serde_json::from_str(&printed).unwrap_or_else(|e| panic!("{e}: {printed}"));
+    assert_eq!(offline, served);
+    assert!(
+        served["tools"][0]["policy"]["timeout_ms"].is_u64(),
+        "{served:#}"
+    );
+}

@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 pub use schema::{drop_optional_nulls, openai_strict, portable, without_dialect};
 
 use super::watch_tools::WatchTool;
-use crate::tools::{Access, ToolSpec};
+use crate::config::ToolConfig;
+use crate::tools::{Access, CallMode, ToolSpec};
 
 /// A manifest format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,39 +64,61 @@ impl Format {
     }
 }
 
-/// One tool as a manifest shows it: its catalog entry and the configured description.
+/// One tool as a manifest shows it: its catalog entry and its configuration (the description
+/// the model reads, and for `native` the policy and providers).
 #[derive(Debug, Clone, Copy)]
 pub struct ManifestTool<'a> {
     /// The catalog entry (name, title, access, schemas).
     pub spec: &'static ToolSpec,
-    /// The description the model reads (`tools/<tool>.toml`).
-    pub description: &'a str,
+    /// Its `tools/<tool>.toml`.
+    pub config: &'a ToolConfig,
+}
+
+/// The native description of one tool: its catalog facts, its policy and `providers` (those
+/// of its chain that serve it), as `GET /v1/tools` and `faregate manifest` both show it.
+pub fn native_entry(spec: &ToolSpec, c: &ToolConfig, providers: &[&str]) -> Value {
+    json!({
+        "name": spec.name,
+        "title": spec.title,
+        "description": c.description.trim(),
+        "kind": match spec.access { Access::Read => "read", Access::Write => "write" },
+        "idempotent": spec.idempotent,
+        "built_for": match spec.built_for { CallMode::Interactive => "interactive", CallMode::Background => "background" },
+        "needs_idempotency_key": spec.needs_idempotency_key,
+        "input_schema": spec.input_schema(),
+        "output_schema": spec.output_schema(),
+        "providers": providers,
+        "policy": {
+            "timeout_ms": c.timeout.as_millis() as u64,
+            "deadline_ms": c.deadline.as_millis() as u64,
+            "max_concurrent": c.max_concurrent,
+            "stale_for_s": c.stale_for.as_secs(),
+            "fresh_for_s": c.fresh_for.as_secs(),
+            "retry_attempts": if spec.idempotent { c.retry.attempts() } else { 1 },
+        },
+    })
 }
 
 /// Renders `tools`, in the order given (the catalog's), then `watch_tools`, as `{"tools": …}`
 /// in `format`.
 ///
-/// `Native` here is the configuration-only view `faregate manifest` prints (name, description,
-/// schemas); `GET /v1/tools` adds providers, policy and breaker facts itself. It lists no watch
-/// tool: the native API has `/v1/watches` instead.
+/// `Native` is [`native_entry`] of each tool with the providers its configuration names, what
+/// `faregate manifest` prints (`GET /v1/tools` gives the providers that serve it). It lists no
+/// watch tool: the native API has `/v1/watches` instead.
 pub fn render(format: Format, tools: &[ManifestTool<'_>], watch_tools: &[&WatchTool]) -> Value {
     if format == Format::Native {
         let tools: Vec<Value> = tools
             .iter()
             .map(|t| {
-                json!({
-                    "name": t.spec.name,
-                    "description": t.description.trim(),
-                    "input_schema": t.spec.input_schema(),
-                    "output_schema": t.spec.output_schema(),
-                })
+                let providers: Vec<&str> = t.config.providers.iter().map(String::as_str).collect();
+                native_entry(t.spec, t.config, &providers)
             })
             .collect();
         return json!({ "tools": tools });
     }
     let entries: Vec<Entry<'_>> = tools
         .iter()
-        .map(|t| Entry::of_tool(t.spec, t.description))
+        .map(|t| Entry::of_tool(t.spec, &t.config.description))
         .chain(watch_tools.iter().map(|t| Entry::of_watch_tool(t)))
         .collect();
     let tools: Vec<Value> = match format {

@@ -20,10 +20,7 @@ fn shipped_manifest(format: Format) -> Value {
         .iter()
         .filter_map(|spec| {
             let c = config.tool(spec.name)?;
-            Some(ManifestTool {
-                spec,
-                description: &c.description,
-            })
+            Some(ManifestTool { spec, config: c })
         })
         .collect();
     let watch_tools: Vec<&WatchTool> = crate::agents::watch_tools::TOOLS.iter().collect();

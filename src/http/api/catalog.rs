@@ -18,7 +18,6 @@ use crate::clients::Scope;
 use crate::http::calls::{allowed_tools, in_scope, out_of_scope, unknown_tool};
 use crate::http::edge::{ApiError, Caller, PathParam};
 use crate::http::state::{AppState, SharedState};
-use crate::tools::{Access, CallMode};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,29 +28,9 @@ pub(crate) struct CatalogQuery {
     available: Option<bool>,
 }
 
-/// The native description of one served tool.
+/// The native description of one served tool, with the providers that serve it.
 fn describe(tool: &ServedTool) -> Value {
-    let c = &tool.config;
-    json!({
-        "name": tool.spec.name,
-        "title": tool.spec.title,
-        "description": c.description.trim(),
-        "kind": match tool.spec.access { Access::Read => "read", Access::Write => "write" },
-        "idempotent": tool.spec.idempotent,
-        "built_for": match tool.spec.built_for { CallMode::Interactive => "interactive", CallMode::Background => "background" },
-        "needs_idempotency_key": tool.spec.needs_idempotency_key,
-        "input_schema": tool.spec.input_schema(),
-        "output_schema": tool.spec.output_schema(),
-        "providers": tool.provider_names(),
-        "policy": {
-            "timeout_ms": c.timeout.as_millis() as u64,
-            "deadline_ms": c.deadline.as_millis() as u64,
-            "max_concurrent": c.max_concurrent,
-            "stale_for_s": c.stale_for.as_secs(),
-            "fresh_for_s": c.fresh_for.as_secs(),
-            "retry_attempts": if tool.spec.idempotent { c.retry.attempts() } else { 1 },
-        },
-    })
+    manifest::native_entry(tool.spec, &tool.config, &tool.provider_names())
 }
 
 /// `GET /v1/tools?format=native|openai|anthropic|mcp|gemini&available=true`.
@@ -90,7 +69,7 @@ pub(crate) async fn list(
         .iter()
         .map(|t| ManifestTool {
             spec: t.spec,
-            description: &t.config.description,
+            config: &t.config,
         })
         .collect();
     let watch_tools = super::watch_tools::offered(&state, &scope);
