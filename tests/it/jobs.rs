@@ -75,19 +75,7 @@ pub(crate) fn signed_with(secret: &str, header: &str, body: &[u8]) -> bool {
 /// dispatcher claims none for a tool that admits no calls), "auto" lets them run.
 async fn force_search_flights(s: &Stack, state: &str) {
     let (_, listed) = s.get_json("/v1/breakers").await;
-    let keys: Vec<String> = listed["breakers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|b| {
-            b["tools"]
-                .as_array()
-                .is_some_and(|t| t.contains(&json!("search_flights")))
-        })
-        .filter_map(|b| b["key"].as_str().map(str::to_string))
-        .collect();
-    assert!(!keys.is_empty(), "{listed:#}");
-    for key in &keys {
+    for key in &crate::support::breaker_keys(&listed, "search_flights") {
         let (status, body) = s
             .post(
                 &format!("/v1/breakers/{key}/force"),

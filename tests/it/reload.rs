@@ -500,19 +500,7 @@ async fn a_job_whose_tool_a_reload_removed_says_why_it_waits() {
 
     // The job waits behind its tool's breakers, forced open.
     let (_, _, listed) = send(http.get(gw.url("/v1/breakers")).bearer_auth(ADMIN)).await;
-    let keys: Vec<String> = listed["breakers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|b| {
-            b["tools"]
-                .as_array()
-                .is_some_and(|t| t.contains(&json!("search_hotels")))
-        })
-        .filter_map(|b| b["key"].as_str().map(str::to_string))
-        .collect();
-    assert!(!keys.is_empty(), "{listed:#}");
-    for key in &keys {
+    for key in &crate::support::breaker_keys(&listed, "search_hotels") {
         let force = http
             .post(gw.url(&format!("/v1/breakers/{key}/force")))
             .bearer_auth(ADMIN)

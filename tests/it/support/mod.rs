@@ -149,6 +149,23 @@ pub(crate) fn fixture(provider: &str, name: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The keys of the breakers guarding `tool` in a `GET /v1/breakers` listing.
+pub(crate) fn breaker_keys(listing: &Value, tool: &str) -> Vec<String> {
+    let keys: Vec<String> = listing["breakers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| {
+            b["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|name| name == tool))
+        })
+        .filter_map(|b| b["key"].as_str().map(str::to_string))
+        .collect();
+    assert!(!keys.is_empty(), "no breaker of {tool}: {listing:#}");
+    keys
+}
+
 /// A fresh SQLite job store in a temporary directory, which lives as long as the returned guard.
 pub(crate) async fn sqlite_store() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
