@@ -1,10 +1,11 @@
 //! Clients kept apart: each call and job carries the client whose key authenticated it
 //! ([`jobs`]), named clients are configured ([`check`]) and reloaded without a restart
 //! ([`reload`], and by SIGHUP: [`sighup`]), and a client calls and sees only its tools
-//! ([`scopes`]) and alerts about its tools only ([`alerts`]), a client's callbacks go only
-//! where its own list says ([`callbacks`]), and no client takes a tool from the others: each
-//! holds at most its share of a tool's concurrent calls ([`share`]), and no client spends a
-//! provider's rate-limit window the others share ([`provider_share`]).
+//! ([`scopes`]), its MCP sessions and event stream are its own ([`sessions`]), it hears alerts
+//! about its tools only ([`alerts`]), its callbacks go only where its own list says
+//! ([`callbacks`]), and no client takes a tool from the others: each holds at most its share
+//! of a tool's concurrent calls ([`share`]), and no client spends a provider's rate-limit
+//! window the others share ([`provider_share`]).
 
 mod alerts;
 mod callbacks;
@@ -14,6 +15,7 @@ mod provider_share;
 mod reload;
 mod scopes;
 mod secrets;
+mod sessions;
 mod share;
 mod sighup;
 
