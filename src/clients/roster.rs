@@ -131,9 +131,18 @@ impl Roster {
         Ok(())
     }
 
-    /// Accepts the key with `digest` as an admin key.
-    pub fn add_admin(&mut self, digest: KeyDigest) {
+    /// Accepts the key with `digest` as an admin key. A key a client holds is refused (the
+    /// text names the client, never the key): it would make that client an operator, outside
+    /// its scope, limits and budget.
+    pub fn add_admin(&mut self, digest: KeyDigest) -> Result<(), String> {
+        if let Some(client) = self.clients.iter().find(|e| e.digest == digest) {
+            return Err(format!(
+                "an admin key is also client {}'s key; give the admin key a value of its own (held by a client, it would make that client an operator, outside its scope, limits and budget)",
+                client.profile.name
+            ));
+        }
         self.admin.push(digest);
+        Ok(())
     }
 
     /// True when no client key is accepted: authentication is off.
@@ -282,7 +291,7 @@ mod tests {
             assert!(roster.identify(wrong).client.is_none());
         }
         // An admin key is told apart, from the same one digest.
-        roster.add_admin(digest(b"sk-admin"));
+        assert_eq!(roster.add_admin(digest(b"sk-admin")), Ok(()));
         let admin = roster.identify(b"sk-admin");
         assert_eq!(
             (admin.admin, admin.client.is_none()),
@@ -294,6 +303,15 @@ mod tests {
     fn one_key_names_one_client() {
         let mut roster = Roster::default();
         assert!(roster.add_client(digest(b"k"), named("a")).is_ok());
+        // Nor is a client's key an admin key: the client would be an operator.
+        let admin = roster.add_admin(digest(b"k"));
+        assert!(
+            admin
+                .as_ref()
+                .is_err_and(|e| e.starts_with("an admin key is also client a's key")),
+            "{admin:?}"
+        );
+        assert!(!roster.has_admin());
         let clash = roster.add_client(digest(b"k"), named("b"));
         assert_eq!(
             clash,

@@ -403,7 +403,9 @@ mod tests {
         let mut roster = Roster::default();
         assert_eq!(client_share(&roster, &limits), None, "auth off");
         assert_eq!(provider_reserve(&roster, &limits), None, "auth off");
-        roster.add_admin(digest(b"admin"));
+        roster
+            .add_admin(digest(b"admin"))
+            .unwrap_or_else(|e| panic!("{e}"));
         let added = [
             roster.add_client(digest(b"key-a"), profile("team-a")),
             roster.add_client(digest(b"key-a2"), profile("team-a")),

@@ -283,7 +283,9 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"));
         }
         for k in admin {
-            roster.add_admin(digest(k.as_bytes()));
+            roster
+                .add_admin(digest(k.as_bytes()))
+                .unwrap_or_else(|e| panic!("{e}"));
         }
         Keys::new(roster)
     }

@@ -81,7 +81,9 @@ pub fn client_setup(config: &Config, env: &dyn Env) -> Result<ClientSetup, Vec<S
     }
     let admin = env.var(&config.auth.admin_key_env).unwrap_or_default();
     for key in admin.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-        roster.add_admin(digest(key.as_bytes()));
+        if let Err(e) = roster.add_admin(digest(key.as_bytes())) {
+            errors.push(format!("{}: {e}", config.auth.admin_key_env));
+        }
     }
     if errors.is_empty() {
         Ok(ClientSetup { roster, own_limits })

@@ -75,6 +75,21 @@ key_env = "BETA_KEY"
     let (ok, text) = check(dir.path(), &[("ALPHA_KEY", "a-key"), ("BETA_KEY", "b-key")]);
     assert!(ok, "{text}");
     assert!(text.contains("clients: alpha, beta"), "{text}");
+    // An admin key that is a client's key would make the client an operator: refused.
+    let (ok, text) = check(
+        dir.path(),
+        &[
+            ("ALPHA_KEY", "a-key"),
+            ("BETA_KEY", "b-key"),
+            ("FAREGATE_ADMIN_KEY", "b-key"),
+        ],
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("FAREGATE_ADMIN_KEY: an admin key is also client beta's key"),
+        "{text}"
+    );
+    assert!(!text.contains("b-key"), "{text}");
 }
 
 #[test]
