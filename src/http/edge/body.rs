@@ -82,7 +82,16 @@ pub(crate) fn read_json_body(
 ) -> Result<Value, ApiError> {
     let bytes = read_body(headers, body, limit, browsers)?;
     crate::agents::body::read_json(&bytes).map_err(|e| {
-        if essence(headers) == "application/x-www-form-urlencoded" {
+        // Asked only of a body that is not JSON (a compressed one never is), so a call pays
+        // nothing for it.
+        if let Some(coding) = content_coding(headers) {
+            ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "the body is sent with `Content-Encoding: {coding}`, which the gateway does not decode; send it uncompressed, as plain JSON"
+                ),
+            )
+        } else if essence(headers) == "application/x-www-form-urlencoded" {
             ApiError::bad_request(format!(
                 "{e}; the body is labelled a form (application/x-www-form-urlencoded, as `curl -d` labels it), but the gateway reads JSON only: send one JSON object, such as {{\"arguments\": {{…}}}}, with `Content-Type: application/json`"
             ))
@@ -90,6 +99,12 @@ pub(crate) fn read_json_body(
             e.into()
         }
     })
+}
+
+/// The request's `Content-Encoding`, unless absent or `identity`.
+fn content_coding(headers: &HeaderMap) -> Option<String> {
+    let coding = headers.get(header::CONTENT_ENCODING)?.to_str().ok()?.trim();
+    (!coding.is_empty() && !coding.eq_ignore_ascii_case("identity")).then(|| coding.to_string())
 }
 
 /// With client keys off: 403 for a request a browser marks cross-site, 415 for any body not
@@ -188,6 +203,33 @@ mod tests {
         assert!(with("application/x-www-form-urlencoded"), "curl -d");
         assert!(!with("application/xml"));
         assert!(!with("multipart/form-data; boundary=x"));
+    }
+
+    #[test]
+    fn a_compressed_body_is_told_to_come_uncompressed() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        let gzip_magic = Bytes::from_static(b"\x1f\x8b\x08\x00\x00\x00\x00\x00");
+        let refused = read_json_body(&h, Ok(gzip_magic), 1024, Browsers::KeyProtected);
+        let said = format!("{:?}", refused.err());
+        assert!(said.contains("status: 415"), "{said}");
+        assert!(
+            said.contains("sent with `Content-Encoding: gzip`")
+                && said.contains("send it uncompressed"),
+            "{said}"
+        );
+        // A body that is JSON whatever its label is read.
+        let plain = read_json_body(
+            &h,
+            Ok(Bytes::from_static(b"{}")),
+            1024,
+            Browsers::KeyProtected,
+        );
+        assert!(plain.is_ok());
     }
 
     #[test]
