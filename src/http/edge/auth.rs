@@ -103,6 +103,11 @@ enum Presented<'a> {
     Nothing,
     /// A header of another scheme (`Basic …`, or a bare key with no scheme at all).
     OtherScheme,
+    /// `Authorization: Bearer` with no key after it.
+    NoKey,
+    /// Two or more `Authorization` headers: which to believe would depend on their order (a
+    /// proxy's added header or the client's), so none is.
+    Several,
     /// The token of `Authorization: Bearer <token>`.
     Bearer(&'a [u8]),
 }
@@ -111,12 +116,23 @@ impl<'a> Presented<'a> {
     /// The scheme's name is matched without regard to case, as HTTP's authentication schemes
     /// are (RFC 9110 §11.1): `BEARER` and `bearer` name it as well as `Bearer` does.
     fn of(headers: &'a HeaderMap) -> Self {
-        let Some(value) = headers.get(header::AUTHORIZATION) else {
+        let mut all = headers.get_all(header::AUTHORIZATION).iter();
+        let Some(value) = all.next() else {
             return Presented::Nothing;
         };
-        match value.as_bytes().split_at_checked(b"Bearer ".len()) {
+        if all.next().is_some() {
+            return Presented::Several;
+        }
+        let value = value.as_bytes();
+        if value.trim_ascii().eq_ignore_ascii_case(b"Bearer") {
+            return Presented::NoKey;
+        }
+        match value.split_at_checked(b"Bearer ".len()) {
             Some((scheme, token)) if scheme.eq_ignore_ascii_case(b"Bearer ") => {
-                Presented::Bearer(token.trim_ascii())
+                match token.trim_ascii() {
+                    [] => Presented::NoKey,
+                    token => Presented::Bearer(token),
+                }
             }
             _ => Presented::OtherScheme,
         }
@@ -125,7 +141,9 @@ impl<'a> Presented<'a> {
     fn token(self) -> Option<&'a [u8]> {
         match self {
             Presented::Bearer(token) => Some(token),
-            Presented::Nothing | Presented::OtherScheme => None,
+            Presented::Nothing | Presented::OtherScheme | Presented::NoKey | Presented::Several => {
+                None
+            }
         }
     }
 
@@ -139,6 +157,18 @@ impl<'a> Presented<'a> {
             Presented::OtherScheme => format!(
                 "the Authorization header is not of the Bearer scheme; send `Authorization: Bearer <{key}>` (the word Bearer, a space, then the key)"
             ),
+            Presented::NoKey => format!(
+                "the Authorization header names the Bearer scheme but no key after it; send `Authorization: Bearer <{key}>`"
+            ),
+            Presented::Several => {
+                return ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "the request has several Authorization headers; send one, `Authorization: Bearer <{key}>`"
+                    ),
+                )
+                .into_response();
+            }
             Presented::Bearer(_) => not_valid.to_string(),
         })
     }
@@ -383,6 +413,41 @@ mod tests {
         assert!(missing.contains("missing credentials"), "{missing}");
         let wrong = refusal(Some("Bearer c2"), Role::Client).await;
         assert!(wrong.contains("the bearer key is not valid"), "{wrong}");
+        for empty in ["Bearer", "Bearer   ", "bearer"] {
+            let said = refusal(Some(empty), Role::Client).await;
+            assert!(
+                said.contains("names the Bearer scheme but no key after it"),
+                "{empty:?}: {said}"
+            );
+        }
+    }
+
+    /// Two Authorization headers are refused whatever they hold: which one counted would
+    /// depend on their order (a proxy's added header, or the client's own).
+    #[tokio::test]
+    async fn several_authorization_headers_are_a_bad_request() {
+        let keys = keys(&["c1"], &["adm"]);
+        for pair in [["Bearer c1", "Bearer adm"], ["Bearer nope", "Bearer c1"]] {
+            let mut h = HeaderMap::new();
+            for value in pair {
+                h.append(header::AUTHORIZATION, HeaderValue::from_static(value));
+            }
+            for role in [Role::Client, Role::Admin] {
+                let res = match keys.authorize(&h, role, "x", "A") {
+                    Ok(c) => panic!("{pair:?} accepted as {c:?}"),
+                    Err(res) => *res,
+                };
+                assert_eq!(res.status(), 400, "{pair:?}");
+                let bytes = axum::body::to_bytes(res.into_body(), 4096)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let body = String::from_utf8_lossy(&bytes);
+                assert!(
+                    body.contains("several Authorization headers; send one"),
+                    "{body}"
+                );
+            }
+        }
     }
 
     #[test]
