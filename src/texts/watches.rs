@@ -128,7 +128,10 @@ pub fn list_entry(
         out.push_str(&format!(", next run at {next}"));
     }
     if let Some(error) = last_error {
-        out.push_str(&format!("; last run had no answer: {error}"));
+        out.push_str(&format!(
+            "; last run had no answer: {}",
+            error.trim_end_matches('.')
+        ));
     }
     if news.is_empty() {
         out.push_str(". No news yet.");
@@ -184,6 +187,16 @@ pub const NO_RUNS: &str = "ends.after_runs = 0 would never run; use 1 or more, o
 pub fn arguments_not_an_object(why: &str) -> String {
     format!(
         "arguments must be the watched tool's arguments as a JSON object (or that object written in a string): {why}"
+    )
+}
+
+/// A watch's run refused by the provider as it stands (an offer that has expired, a flight it
+/// does not know): asking again would be refused again, so the watch has ended. `why` is the
+/// run's text.
+pub fn refused_ended(tool: &str, why: &str) -> String {
+    let why = why.trim_end_matches('.');
+    format!(
+        "This watch has ended: {tool} refused its call ({why}), and would refuse it again at every run. Set a new watch with arguments that hold now (for an offer that has expired, search again and watch the new one)."
     )
 }
 

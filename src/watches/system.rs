@@ -414,12 +414,20 @@ impl WatchSystem {
             return Ok(());
         };
         let found = self.jobs.find(job_id).await?;
+        // A run the provider refused (its answer `rejected`: an offer that has expired) would be
+        // refused at every run: the watch ends, with a notice saying why, rather than spend the
+        // provider's quota on it until someone deletes it.
+        let mut refused = None;
         let (result, error) = match found.map(|f| f.job) {
             Some(job) if job.status == JobStatus::Succeeded => (job.result, None),
-            Some(job) if job.status == JobStatus::Dead => (
-                None,
-                Some(job.last_error.unwrap_or_else(|| "the run gave up".into())),
-            ),
+            Some(job) if job.status == JobStatus::Dead => {
+                let error = job.last_error.unwrap_or_else(|| "the run gave up".into());
+                refused = job
+                    .result
+                    .filter(|r| r.get("status").and_then(Value::as_str) == Some("rejected"))
+                    .map(|r| (error.clone(), r));
+                (None, Some(error))
+            }
             // Its client cancelled the job (MCP tasks/cancel takes any job id of the client).
             Some(job) if job.status == JobStatus::Cancelled => {
                 (None, Some("the run's job was cancelled".to_string()))
@@ -464,16 +472,38 @@ impl WatchSystem {
                 tracing::info!(watch = %watch.id, tool = %watch.tool, %text, "watch notice");
             }
         }
+        if let Some((why, answer)) = &refused {
+            let text = texts::refused_ended(&watch.tool, why);
+            self.store
+                .add_notice(
+                    &Notice {
+                        watch_id: watch.id.clone(),
+                        instant_ms: *instant,
+                        text: text.clone(),
+                        result: answer.clone(),
+                        created_at_ms: now,
+                        callback: None,
+                        callback_error: None,
+                    },
+                    watch.callback_url.is_some(),
+                )
+                .await?;
+            tracing::info!(watch = %watch.id, tool = %watch.tool, %text, "watch ended: its call was refused");
+        }
         let departure_at_ms = result
             .as_ref()
             .and_then(condition::departure)
             .and_then(|d| schedule::epoch_ms_of(&d));
-        let next = watch.schedule.next(
-            *instant,
-            now,
-            watch.runs + 1,
-            departure_at_ms.or(watch.departure_at_ms),
-        );
+        let next = if refused.is_some() {
+            None
+        } else {
+            watch.schedule.next(
+                *instant,
+                now,
+                watch.runs + 1,
+                departure_at_ms.or(watch.departure_at_ms),
+            )
+        };
         self.store
             .finish_run(
                 &watch.id,

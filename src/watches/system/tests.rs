@@ -46,6 +46,8 @@ enum Answer {
     Prices(Vec<&'static str>),
     /// BA 117 from LHR, `delay` minutes late at `gate`.
     Flight { delay: u32, gate: &'static str },
+    /// A refusal of the call as it stands (a 404: the offer has expired).
+    Refused,
 }
 
 /// A provider that plays a script, one answer per call (the last one repeating), and fails
@@ -107,6 +109,12 @@ impl Upstream for Scripted {
                 ));
             }
             match (request, self.next()) {
+                (_, Answer::Refused) => Err(UpstreamError::new(
+                    ErrorKind::Rejected {
+                        message: "the offer does not exist any more".into(),
+                    },
+                    "404 offer_no_longer_available",
+                )),
                 (ToolRequest::SearchFlights(args), Answer::Prices(prices)) => {
                     Ok(offers(args, &prices))
                 }
@@ -587,6 +595,35 @@ async fn an_outage_during_a_watch_is_silent_and_the_schedule_resumes_after_it() 
     );
     bench.until_runs(&watch.id, 3).await;
     assert_eq!(bench.watch(&watch.id).await.last_error, None);
+}
+
+/// A run the provider refuses as it stands would be refused at every run: the watch ends, with
+/// a notice saying why, and the provider is asked no more.
+#[tokio::test(start_paused = true)]
+async fn a_watch_whose_call_the_provider_refuses_ends_with_a_notice_saying_why() {
+    let provider = Scripted::new([Answer::Prices(vec!["500.00"]), Answer::Refused]);
+    let bench = Bench::start(Arc::clone(&provider)).await;
+    let arguments = json!({"origin": "LHR", "destination": "JFK", "departure_date": date()});
+    let watch = bench
+        .create("search_flights", arguments, json!({"kind": "any_change"}))
+        .await;
+    bench.until_runs(&watch.id, 2).await;
+    let ended = bench.watch(&watch.id).await;
+    assert_eq!(ended.state, WatchState::Ended, "{ended:?}");
+    let news = bench.news(&watch.id).await;
+    assert_eq!(news.len(), 1, "{news:?}");
+    assert!(
+        news[0].starts_with("This watch has ended: search_flights refused its call (")
+            && news[0].contains("the offer does not exist any more"),
+        "{news:?}"
+    );
+    let calls = provider.calls();
+    bench
+        .through(&watch.id, EVERY * 3, |w, _| {
+            assert_eq!(w.state, WatchState::Ended);
+        })
+        .await;
+    assert_eq!(provider.calls(), calls, "an ended watch asks nothing more");
 }
 
 #[tokio::test(start_paused = true)]
