@@ -131,9 +131,9 @@ async function colourWithin(page, colour, ms, what) {
 
     // Figures the page cannot refresh are shown faded, and come back when it can.
     await page.route("**/v1/breakers", (route) => route.abort());
-    await page.waitForSelector("body.stale", { timeout: 8000 }).catch(() => fail("the page does not fade when /v1/breakers fails"));
+    await page.waitForSelector("body.stale", { timeout: 15000 }).catch(() => fail("the page does not fade when /v1/breakers fails"));
     await page.unroute("**/v1/breakers");
-    await page.waitForSelector("body:not(.stale)", { timeout: 8000 }).catch(() => fail("the page stays faded once /v1/breakers answers again"));
+    await page.waitForSelector("body:not(.stale)", { timeout: 15000 }).catch(() => fail("the page stays faded once /v1/breakers answers again"));
     console.log("  change key, forcing from the page, faded when out of date: ok");
 
     // With the admin key the panel lists the replicas (one node: itself) with their
