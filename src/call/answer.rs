@@ -213,8 +213,10 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
     };
     let provider = facts.provider.to_string();
 
-    // A refusal the model can fix is an answer, not an outage.
-    if let Some((message, error)) = refusal(failure) {
+    // A refusal the model can fix is an answer, not an outage; but a backup listing nothing
+    // while the provider before it is down is the outage's answer (the fallback below).
+    let unlisted_behind = failure.unlisted_behind().is_some();
+    if !unlisted_behind && let Some((message, error)) = refusal(failure) {
         let content = if error.is_refused_by_gateway() {
             message.to_string()
         } else if error.is_not_listed() {
@@ -295,6 +297,10 @@ pub(super) fn interactive(failure: &Failure, facts: Interactive<'_>) -> Envelope
         // provider a window holds did not fail: it is named apart, with its window's end.
         let mut failed = failure.failed_providers();
         failed.retain(|p| !facts.held.iter().any(|h| h.provider == *p));
+        // A backup that listed nothing did not fail: it answered what it knows.
+        if unlisted_behind {
+            failed.retain(|p| Some(*p) != failure.provider());
+        }
         if failed.is_empty() {
             failed.push(&provider);
         }

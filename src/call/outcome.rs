@@ -167,6 +167,24 @@ impl Failure {
         }
     }
 
+    /// The provider before it in the chain that failed the call (or whose breaker did not let
+    /// it be asked), when the answer is a later provider listing nothing for it: a backup that
+    /// lists only the days near today has not said the flight does not exist, and the
+    /// provider that would know is down. `None` otherwise.
+    pub(crate) fn unlisted_behind(&self) -> Option<&str> {
+        match self {
+            Failure::Upstream {
+                provider,
+                error,
+                failed,
+            } if error.is_not_listed() => failed
+                .iter()
+                .map(|f| f.provider.as_str())
+                .find(|p| *p != provider.as_str()),
+            _ => None,
+        }
+    }
+
     /// Every provider that failed this call, in chain order, the one the failure names among
     /// them (the fallback text names them all: "duffel and amadeus", not only the last). Empty
     /// for a full bulkhead (the tool's, or the client's share of it) or a passed deadline.

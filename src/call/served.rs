@@ -350,7 +350,8 @@ impl ServedTool {
     pub(super) fn keep_unanswered(&self, key: &str, failure: &Failure) {
         match failure {
             Failure::Upstream { error, .. }
-                if !matches!(error.kind, ErrorKind::Rejected { .. }) =>
+                if !matches!(error.kind, ErrorKind::Rejected { .. })
+                    || failure.unlisted_behind().is_some() =>
             {
                 self.unanswered.provider_failed(key)
             }

@@ -153,17 +153,24 @@ async fn with_amadeus_down_flightaware_answers_in_the_tools_own_result_on_its_ow
         "{unknown:#}"
     );
 
-    // A date AeroAPI lists no departure on is not "no such flight" (it lists days near today).
+    // A date AeroAPI lists no departure on is not "no such flight" (it lists days near today),
+    // and Amadeus, which would know, is down: the outage's answer, naming Amadeus, never a
+    // refusal a model would take as a wrong flight number.
     let later = call(
         &s,
         json!({"carrier_code": "BA", "flight_number": "117", "departure_date": in_days(5)}),
     )
     .await;
-    assert_eq!(later["status"], "rejected", "{later:#}");
+    assert_eq!(
+        (later["status"].as_str(), later["provider"].as_str()),
+        (Some("unavailable"), Some("amadeus")),
+        "{later:#}"
+    );
     assert!(
         later["content"]
             .as_str()
-            .is_some_and(|t| t.contains("this does not mean the flight does not exist")),
+            .is_some_and(|t| t.contains("no reliable answer is coming from amadeus")
+                && !t.contains("flightaware")),
         "{later:#}"
     );
 

@@ -534,7 +534,9 @@ impl Gateway {
             tool.keep_unanswered(key, failure);
         }
         let (held, others_back, named) = self.chain_now(tool, failure, now);
-        let route = tool.route(failure.provider().or(named.as_deref()));
+        // Behind a backup that lists nothing, the provider that would know is the one to name.
+        let named_first = failure.unlisted_behind().or(failure.provider());
+        let route = tool.route(named_first.or(named.as_deref()));
         let stale = match (&tool.last_good, read_key) {
             (Some(memory), Some(key)) => memory.stale(key, now),
             _ => None,

@@ -315,6 +315,52 @@ fn the_interactive_answer_table() {
     }
 }
 
+/// A backup that lists nothing for a read while the provider before it in the chain is down is
+/// the outage's answer: `unavailable` naming that provider and its time back, never a refusal
+/// a model would take as a wrong flight number. Alone (nothing before it failed), it is the
+/// refusal it always was.
+#[test]
+fn a_backup_listing_nothing_behind_an_outage_is_unavailable_not_rejected() {
+    let unlisted = |failed: &[&str]| Failure::Upstream {
+        provider: "flightaware".into(),
+        error: UpstreamError::new(
+            ErrorKind::Rejected {
+                message: "FlightAware lists no departure of BA117 on that date".into(),
+            },
+            crate::providers::error::NOT_LISTED,
+        ),
+        failed: failed.iter().map(|p| (*p).into()).collect(),
+    };
+    let hotels = ["search_hotels".to_string()];
+    let behind = unlisted(&["amadeus", "flightaware"]);
+    assert_eq!(behind.unlisted_behind(), Some("amadeus"));
+    let env = answer::interactive(
+        &behind,
+        Interactive {
+            provider: "amadeus",
+            breaker: Some(BreakerState::Open),
+            remaining_open: Some(secs(40)),
+            ..facts(&hotels)
+        },
+    );
+    assert_eq!(
+        summary(&env),
+        "unavailable amadeus open 40 s: search_flights is down at amadeus; try a"
+    );
+    assert!(!env.content.contains("flightaware"), "{}", env.content);
+
+    let alone = unlisted(&["flightaware"]);
+    assert_eq!(alone.unlisted_behind(), None);
+    let env = answer::interactive(
+        &alone,
+        Interactive {
+            provider: "flightaware",
+            ..facts(&hotels)
+        },
+    );
+    assert_eq!(env.status, Status::Rejected, "{}", env.content);
+}
+
 #[test]
 fn a_breaker_forced_open_promises_no_time_of_return() {
     let forced = Failure::Breaker {
