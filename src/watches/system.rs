@@ -272,12 +272,18 @@ impl WatchSystem {
 
     /// Deletes watch `id` and its notices (a run under way still ends, unrecorded).
     pub async fn delete(&self, id: &str, client: Option<&ClientName>) -> Result<(), WatchError> {
-        self.own(id, client).await?;
-        if self.store.delete(id).await? {
-            Ok(())
-        } else {
-            Err(WatchError::NotFound)
+        let watch = self.own(id, client).await?;
+        if !self.store.delete(id).await? {
+            return Err(WatchError::NotFound);
         }
+        // Its run waiting on a provider would go on asking it for a watch that is gone (one
+        // already running ends as it is, and its end finds no watch to record).
+        if let Some((job_id, _)) = &watch.job
+            && let Err(e) = self.jobs.cancel(job_id, &watch.client).await
+        {
+            tracing::warn!(watch = %id, job = %job_id, error = %e, "watch deleted, its waiting run not cancelled");
+        }
+        Ok(())
     }
 
     /// Watch `id` when `client` may see it (every watch for `None`); another client's reads as

@@ -626,6 +626,55 @@ async fn a_watch_whose_call_the_provider_refuses_ends_with_a_notice_saying_why()
     assert_eq!(provider.calls(), calls, "an ended watch asks nothing more");
 }
 
+/// Deleting a watch cancels its run waiting on a provider that is down: the provider is not
+/// asked again for a watch that is gone.
+#[tokio::test(start_paused = true)]
+async fn deleting_a_watch_cancels_its_waiting_run() {
+    let provider = Scripted::new([Answer::Prices(vec!["500.00"])]);
+    provider.set_down(true);
+    let bench = Bench::start(Arc::clone(&provider)).await;
+    let arguments = json!({"origin": "LHR", "destination": "JFK", "departure_date": date()});
+    let watch = bench
+        .create("search_flights", arguments, json!({"kind": "any_change"}))
+        .await;
+    bench
+        .until(&watch.id, EVERY * 2, "a run waiting", |w| w.job.is_some())
+        .await;
+    let (job_id, _) = bench.watch(&watch.id).await.job.expect("a run");
+    let status = |bench: &Bench| {
+        let jobs = bench.jobs.clone();
+        let job_id = job_id.clone();
+        async move {
+            jobs.find(&job_id)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .expect("the run's job")
+                .job
+                .status
+        }
+    };
+    // Its run waits to try the provider again.
+    for _ in 0..200 {
+        if status(&bench).await == JobStatus::RetryScheduled {
+            break;
+        }
+        bench.step().await;
+    }
+    assert_eq!(status(&bench).await, JobStatus::RetryScheduled);
+    bench
+        .watches
+        .delete(&watch.id, None)
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(status(&bench).await, JobStatus::Cancelled);
+    let calls = provider.calls();
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < EVERY * 3 {
+        bench.step().await;
+    }
+    assert_eq!(provider.calls(), calls, "nothing more is asked");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_watch_makes_no_run_while_its_client_may_not_call_its_tool() {
     let provider = Scripted::new([Answer::Flight {
