@@ -12,6 +12,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::jobs::{SECRET, verify_signature};
+use crate::protocols::{mcp_message, mcp_post};
 use crate::support::{MapEnv, Stack, StackBuilder, in_days, wait_until};
 
 /// The stack with a job store, breakers that reopen quickly, and watches allowed every 200 ms.
@@ -640,6 +641,48 @@ async fn the_watch_tools_follow_the_clients_scope_and_share_the_apis_watches() {
     );
     let booker = openai_call(&s, "booker-key", "watch_creat", json!({})).await;
     assert!(!booker.contains("watch_create"), "{booker}");
+    // Nor does a client offered none call them: `watch_list` is refused as any tool outside
+    // its scope, not answered as if the client had no watches.
+    let listed = openai_call(&s, "booker-key", "watch_list", json!({})).await;
+    assert!(
+        listed.starts_with("[rejected] This client may not call watch_list"),
+        "{listed}"
+    );
+    // Over MCP, as any tool outside the scope: a JSON-RPC error (-32602) naming its tools.
+    let mcp = |body: Value, session: Option<String>| {
+        let req = s.http.post(s.url("/mcp")).bearer_auth("booker-key");
+        async move { mcp_post(req, &body, session.as_deref(), "2025-11-25").await }
+    };
+    let (_, headers, body) = mcp(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "booker", "version": "1"}}}),
+        None,
+    )
+    .await;
+    let session = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no session: {body}"));
+    mcp(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(session.clone()),
+    )
+    .await;
+    let (_, _, body) = mcp(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "watch_list", "arguments": {}}}),
+        Some(session),
+    )
+    .await;
+    let answer = mcp_message(&body);
+    assert_eq!(answer["error"]["code"], -32602, "{answer:#}");
+    assert_eq!(
+        answer["error"]["data"]["allowed_tools"],
+        json!(["book_flight"]),
+        "{answer:#}"
+    );
 
     // A tool outside the scope is refused as the native API refuses it, in the model's words.
     let status_watch = json!({"tool": "get_flight_status", "every": "1h", "condition": null,
@@ -711,16 +754,17 @@ async fn the_watch_tools_follow_the_clients_scope_and_share_the_apis_watches() {
     );
     let write = json!({"tool": "book_flight", "every": "1h", "condition": null, "ends": null,
         "arguments": "{}"});
+    // A client with no read tool to watch is not offered the watch tools, and calling one is
+    // refused as calling any tool outside its scope, naming only the tools it may call.
     let refused = openai_call(&s, "booker-key", "watch_create", write).await;
-    assert!(
-        refused.starts_with("[invalid_arguments] book_flight is a write tool")
-            && refused.ends_with("this client may call no read-only tool to watch"),
-        "no tool outside the client's scope is named: {refused}"
+    assert_eq!(
+        refused,
+        "[rejected] This client may not call watch_create. The tools it may call are: book_flight."
     );
     let gone = openai_call(&s, "booker-key", "watch_delete", json!({"watch_id": id})).await;
     assert!(
-        gone.starts_with("[invalid_arguments] There is no watch"),
-        "{gone}"
+        gone.starts_with("[rejected] This client may not call watch_delete"),
+        "another client's watch is not even named: {gone}"
     );
     let listed = openai_call(&s, "reader-key", "watch_list", json!({})).await;
     assert!(

@@ -47,6 +47,12 @@ pub(crate) async fn run(
 ) -> Option<AgentResult> {
     watch_tools::tool(name)?;
     let scope = caller.scope();
+    // A client not offered the watch tools (no read tool to watch in its scope) is refused them
+    // as any tool outside its scope, not answered as if it had none.
+    if state.watches.is_some() && !crate::http::calls::watch_tools_offered(state, &scope) {
+        let text = crate::http::calls::out_of_scope_text(state, &scope, name);
+        return Some(AgentResult::not_run(call_id, agent_texts::rejected(&text)));
+    }
     let read = match arguments {
         Ok(arguments) => watch_tools::parse(name, arguments.clone())?,
         Err(why) => Err(why.clone()),

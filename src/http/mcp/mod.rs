@@ -348,13 +348,25 @@ impl ServerHandler for Handler {
         // Boxed, and only for a watch tool: the watch store's future is about 11 KB, and inline
         // it would make every held call's future that large (memory per held call,
         // BENCHMARKS.md).
-        if crate::agents::watch_tools::tool(&request.name).is_some()
+        let scope = caller.scope();
+        let watch_tool = crate::agents::watch_tools::tool(&request.name).is_some();
+        // Outside the client's scope, a watch tool is refused as any tool is (`-32602`).
+        if watch_tool
+            && self.state.watches.is_some()
+            && !crate::http::calls::watch_tools_offered(&self.state, &scope)
+        {
+            let allowed = allowed_tools(&self.state, &scope);
+            return Err(ErrorData::invalid_params(
+                out_of_scope_text(&self.state, &scope, &request.name),
+                Some(serde_json::json!({ "allowed_tools": allowed })),
+            ));
+        }
+        if watch_tool
             && let Some(mut out) = Box::pin(watch_tools::call(&self.state, &caller, &request)).await
         {
             revisions::stamp_server_info(&mut out.meta, context.protocol_version());
             return Ok(out.into());
         }
-        let scope = caller.scope();
         let tool = match self.state.gateway.tool(&request.name) {
             None => {
                 return Err(ErrorData::invalid_params(
