@@ -258,7 +258,7 @@ pub fn departure_needs_a_flight(tool: &str, flight_status: &str) -> String {
 /// The client keeps `max` active watches already.
 pub fn full(max: u32) -> String {
     format!(
-        "this client already has {max} active watches, the most it may keep ([watches] max_active_per_client); delete or pause one first"
+        "this client already has {max} active watches, the most it may keep ([watches] max_active_per_client); delete one first (watch_delete, or DELETE /v1/watches/{{id}}), or pause one through the API (POST /v1/watches/{{id}}/pause): a paused watch does not count"
     )
 }
 
