@@ -533,6 +533,8 @@ fn notice(due: &DueCallback) -> Delivery {
         "watch_id": due.notice.watch_id,
         "tool": due.tool,
         "instant": rfc3339(due.notice.instant_ms),
+        // When the run's answer was read: later than its instant when a provider held it.
+        "seen_at": rfc3339(due.notice.created_at_ms),
         "news": due.notice.text,
         "result": due.notice.result,
     });

@@ -504,6 +504,12 @@ async fn a_notice_is_posted_signed_to_the_watch_callback_url() {
         "{body}"
     );
     assert_eq!(body["result"]["status"], "ok");
+    // When the run's answer was read: the notice's created_at, never before its instant.
+    assert_eq!(body["seen_at"], notices(&sent)[0]["created_at"], "{body}");
+    assert!(
+        body["seen_at"].as_str() >= body["instant"].as_str(),
+        "{body}"
+    );
 }
 
 /// Two clients on a gateway with watches: `reader` may search only, `booker` may only book (no

@@ -100,7 +100,9 @@ async fn answer(state: &AppState, caller: &Caller, call: WatchCall) -> Result<St
                     .notices(&watch.id, NEWS_SHOWN)
                     .await?
                     .into_iter()
-                    .map(|n| (rfc3339(n.instant_ms), n.text))
+                    // When it was seen: a run a provider outage held reads its answer later
+                    // than its instant.
+                    .map(|n| (rfc3339(n.created_at_ms), n.text))
                     .collect();
                 let next = (watch.state == WatchState::Active && watch.job.is_none())
                     .then(|| rfc3339(watch.next_run_at_ms));
