@@ -132,7 +132,16 @@ pub fn job_ended_without_result(
     job_status: &str,
     last_error: Option<&str>,
 ) -> String {
-    let why = last_error.map_or(String::new(), |e| format!(": {e}"));
+    // A cancelled job's last error is the try before its client cancelled it, not why it
+    // ended: said as such.
+    let why = match (job_status, last_error) {
+        ("cancelled", Some(e)) => {
+            format!(": its client cancelled it before it ran (its last try had failed: {e})")
+        }
+        ("cancelled", None) => ": its client cancelled it before it ran".to_string(),
+        (_, Some(e)) => format!(": {e}"),
+        (_, None) => String::new(),
+    };
     format!(
         "This idempotency key was already used for {tool}: job {job_id} is that request, and it ended {job_status} without a result{why}. Nothing more is done under this key; to run the call again, send it with a new idempotency key."
     )
@@ -337,6 +346,27 @@ mod tests {
         assert_eq!(
             unknown_tool("search_flight", &known),
             "There is no tool \"search_flight\". Did you mean search_flights? The tools are: search_flights, search_hotels, book_flight, book_hotel. Call one of them by its exact name."
+        );
+    }
+
+    /// A cancelled job's last error is the try before its client cancelled it: said so, never
+    /// as if the error had ended the job.
+    #[test]
+    fn a_cancelled_job_under_a_key_is_told_as_cancelled_by_its_client() {
+        let cancelled = job_ended_without_result(
+            "search_flights",
+            "j1",
+            "cancelled",
+            Some("amadeus: breaker open rejected the call"),
+        );
+        assert!(
+            cancelled.contains("ended cancelled without a result: its client cancelled it before it ran (its last try had failed: amadeus: breaker open rejected the call)"),
+            "{cancelled}"
+        );
+        let dead = job_ended_without_result("search_flights", "j2", "dead", Some("too old"));
+        assert!(
+            dead.contains("ended dead without a result: too old."),
+            "{dead}"
         );
     }
 }

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::model::{
-    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, QueueStats, StoreError, Transition,
-    Which, leased_by,
+    CANCELLED_CALLBACK, CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, QueueStats,
+    StoreError, Transition, Which, leased_by,
 };
 use crate::clients::ClientName;
 
@@ -263,6 +263,10 @@ impl JobStore for MemoryStore {
         };
         (job.status, job.next_callback_at_ms, job.updated_at_ms) =
             (JobStatus::Cancelled, None, now_ms);
+        if job.callback == CallbackState::Pending {
+            job.callback = CallbackState::Failed;
+            job.callback_error = Some(CANCELLED_CALLBACK.to_string());
+        }
         Ok(true)
     }
 

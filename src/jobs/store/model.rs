@@ -221,6 +221,10 @@ impl Job {
     }
 }
 
+/// A cancelled job's callback, which was to be sent: never sent, and why.
+pub(crate) const CANCELLED_CALLBACK: &str =
+    "not sent: the job was cancelled before it ran, so there is no result to send";
+
 /// A callback's progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallbackState {

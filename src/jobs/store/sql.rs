@@ -7,8 +7,8 @@
 use serde_json::Value;
 
 use super::model::{
-    CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin, QueueStats, StoreError,
-    Transition, Which,
+    CANCELLED_CALLBACK, CallbackState, Job, JobFilter, JobStatus, JobStore, NewJob, Origin,
+    QueueStats, StoreError, Transition, Which,
 };
 use super::unreadable;
 use crate::clients::ClientName;
@@ -232,7 +232,9 @@ const PURGE: &str = "DELETE FROM faregate_jobs WHERE id IN (
 /// Only a job that has not started is cancelled: a running one may be booking at the provider.
 /// `$1` may be an alias ([`ALIASES`]).
 const CANCEL: &str = "UPDATE faregate_jobs
-     SET status = 'cancelled', next_callback_at = NULL, updated_at = $3
+     SET status = 'cancelled', next_callback_at = NULL, updated_at = $3,
+         callback_state = CASE WHEN callback_state = 'pending' THEN 'failed' ELSE callback_state END,
+         callback_error = CASE WHEN callback_state = 'pending' THEN $4 ELSE callback_error END
      WHERE id = COALESCE((SELECT job_id FROM faregate_job_aliases WHERE id = $1), $1)
        AND client = $2 AND status IN ('queued', 'retry_scheduled')";
 
@@ -629,6 +631,7 @@ impl JobStore for Store {
             Arg::Text(Some(id)),
             Arg::Text(Some(client.as_str())),
             Arg::Int(Some(now_ms)),
+            Arg::Text(Some(CANCELLED_CALLBACK)),
         ];
         Ok(self.db.execute(CANCEL, &args).await? == 1)
     }

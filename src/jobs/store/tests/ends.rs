@@ -137,6 +137,34 @@ async fn check_cancel<S: JobStore>(s: Arc<S>) {
         (cancelled.status, cancelled.updated_at_ms),
         (JobStatus::Cancelled, T0 + 2)
     );
+    assert_eq!(
+        cancelled.callback,
+        CallbackState::None,
+        "no callback, none told"
+    );
+    // A callback that was to be sent once the job ended is told never sent, and why, not left
+    // pending for ever.
+    let with_callback = NewJob {
+        callback_url: Some("https://hooks.example/done".into()),
+        ..new_job("search_flights", None)
+    };
+    let (calling, _) = s
+        .enqueue(with_callback, T0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        s.cancel(&calling.id, &local, T0 + 3)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let told = stored(&*s, &calling.id).await;
+    assert_eq!(
+        (told.callback, told.callback_error.as_deref()),
+        (
+            CallbackState::Failed,
+            Some(crate::jobs::store::model::CANCELLED_CALLBACK)
+        )
+    );
     // A cancelled job is never claimed, and a second cancel is not a change.
     let claimed = s
         .claim("w1", T0 + 10, 1_000, 10, &[])
