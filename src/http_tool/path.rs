@@ -179,6 +179,12 @@ fn segment_value(value: Option<&Value>) -> Result<String, String> {
         "." | ".." => Err(format!(
             "cannot be \"{text}\": it is one segment of the request's path"
         )),
+        // Encoded, a `/` or a backslash stays in its segment here, but a proxy before the provider that
+        // decodes before routing would follow it out of the path the tool names (as callback
+        // URLs are refused for the same reason).
+        _ if text.contains(['/', '\\']) => Err(format!(
+            "cannot hold a \"/\" or a backslash: it is one segment of the request's path, and \"{text}\" would read as several"
+        )),
         _ => Ok(text),
     }
 }

@@ -10,13 +10,10 @@ use super::*;
 fn path_parameters_are_one_encoded_segment_under_the_base_path() {
     let cases = [
         ("BAW117", "/aeroapi/flights/BAW117"),
-        ("a/b", "/aeroapi/flights/a%2Fb"),
-        ("../../admin", "/aeroapi/flights/..%2F..%2Fadmin"),
         ("x?admin=1#frag", "/aeroapi/flights/x%3Fadmin%3D1%23frag"),
         ("%2e%2e", "/aeroapi/flights/%252e%252e"),
         ("Zürich ✈", "/aeroapi/flights/Z%C3%BCrich%20%E2%9C%88"),
         ("@evil.example.com", "/aeroapi/flights/%40evil.example.com"),
-        ("\\..\\", "/aeroapi/flights/%5C..%5C"),
     ];
     for (ident, path) in cases {
         let url = url_for(json!({"ident": ident}));
@@ -27,9 +24,11 @@ fn path_parameters_are_one_encoded_segment_under_the_base_path() {
     }
 }
 
+/// A value that would read as several segments, or as a step out of the path, is refused: a
+/// proxy before the provider that decodes before routing would follow an encoded `/` or `\`.
 #[test]
-fn dot_segments_and_empty_values_are_refused() {
-    for ident in [".", "..", ""] {
+fn dot_segments_empty_values_and_separators_are_refused() {
+    for ident in [".", "..", "", "a/b", "../../admin", "\\..\\", "a\\b"] {
         let refused = operation().request(&json!({"ident": ident}), None);
         let (field, why) = refused
             .err()

@@ -413,22 +413,25 @@ async fn path_parameters_never_leave_the_configured_base_path() {
         .await;
     let (gw, _dir) = gateway(&upstream, KEY_AUTH, &key_env()).await;
     let idents = [
-        ("../../admin", "/aeroapi/flights/..%2F..%2Fadmin"),
-        ("x/../../y", "/aeroapi/flights/x%2F..%2F..%2Fy"),
         ("a?b=c#d", "/aeroapi/flights/a%3Fb%3Dc%23d"),
         ("%2F..%2F", "/aeroapi/flights/%252F..%252F"),
         ("Zürich", "/aeroapi/flights/Z%C3%BCrich"),
-        (
-            "//evil.example.com/x",
-            "/aeroapi/flights/%2F%2Fevil.example.com%2Fx",
-        ),
+        ("@evil.example.com", "/aeroapi/flights/%40evil.example.com"),
     ];
     for (ident, _) in idents {
         let answer = call(&gw, json!({"ident": ident})).await;
         assert_eq!(answer["status"], "rejected", "{ident}: {answer:#}");
     }
-    // Refused by the gateway before sending: the model's to fix, and said so.
-    for ident in ["..", "."] {
+    // Refused by the gateway before sending: the model's to fix, and said so. A `/` or a
+    // backslash, even encoded, would take a proxy that decodes before routing out of the path.
+    for ident in [
+        "..",
+        ".",
+        "../../admin",
+        "x/../../y",
+        "//evil.example.com/x",
+        "a\\b",
+    ] {
         let answer = call(&gw, json!({"ident": ident})).await;
         assert_eq!(answer["status"], "invalid_arguments", "{ident}: {answer:#}");
         let text = answer["content"].as_str().unwrap_or_default();
@@ -439,7 +442,7 @@ async fn path_parameters_never_leave_the_configured_base_path() {
     let expected: Vec<&str> = idents.iter().map(|(_, p)| *p).collect();
     assert_eq!(
         paths, expected,
-        "`.` and `..` are refused before any request"
+        "`.`, `..` and separators are refused before any request"
     );
     for r in &received {
         let host = r.headers.get("host").and_then(|h| h.to_str().ok());
