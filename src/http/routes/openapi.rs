@@ -65,8 +65,11 @@ pub(crate) fn document(state: &AppState, routes: &[Route], scope: &Scope) -> Val
         "security": [{"clientKey": []}],
         "paths": paths,
         "components": {
-            "securitySchemes": {"clientKey": {"type": "http", "scheme": "bearer",
-                "description": "A client key from FAREGATE_CLIENT_KEYS (auth is off when none is configured)."}},
+            "securitySchemes": {
+                "clientKey": {"type": "http", "scheme": "bearer",
+                    "description": "A client key: one of FAREGATE_CLIENT_KEYS, or a [[clients]] entry's (key_env or key_sha256); the admin key works here too. Auth is off when no client key is configured."},
+                "adminKey": {"type": "http", "scheme": "bearer",
+                    "description": "The admin key (FAREGATE_ADMIN_KEY): forcing breakers, reloading the configuration, listing the replicas; a client key is refused (403)."}},
             "schemas": Value::Object(schemas),
         },
     })
@@ -84,6 +87,9 @@ fn operation(route: &Route, op: &Operation, tools: &[&str]) -> Value {
         }
         Security::Optional => {
             out.insert("security".into(), json!([{}, {"clientKey": []}]));
+        }
+        Security::Admin => {
+            out.insert("security".into(), json!([{"adminKey": []}]));
         }
     }
     if !op.params.is_empty() {

@@ -149,6 +149,8 @@ pub(crate) enum Security {
     Open,
     /// None or a client key (`/metrics`, as configured).
     Optional,
+    /// The admin key (forcing breakers, reloading, listing the replicas).
+    Admin,
 }
 
 /// Where a parameter is.

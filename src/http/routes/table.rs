@@ -654,6 +654,7 @@ pub(crate) const ROUTES: &[Route] = &[
         Guard::SelfAuthorized,
         &[Operation {
             params: &[BREAKER_KEY],
+            security: Security::Admin,
             body: Some(Schema::Inline(
                 || json!({"type": "object", "required": ["state"], "additionalProperties": false, "properties": {"state": {"type": "string", "enum": ["open", "closed", "auto"]}}}),
             )),
@@ -685,53 +686,59 @@ pub(crate) const ROUTES: &[Route] = &[
     route(
         "/v1/admin/reload",
         Guard::SelfAuthorized,
-        &[op(
-            Post,
-            Handler::Axum(|m| on(m, ops::reload)),
-            "reloadConfiguration",
-            "Read the whole configuration again without a restart, as SIGHUP does (admin key): faregate.toml, tools/, prompts/ and the client keys; in a PostgreSQL fleet every other live replica is asked to read its own files again. Tools are added, removed and changed, breakers of unchanged tool × provider keys keep their state, calls already admitted finish on the configuration they started with, and a removed key is refused from the next request on.",
-            &[
-                answer(
-                    200,
-                    "What changed: the fingerprint of the files read, the clients holding keys now, the tools added, removed and changed, whether the prompts and maintenance windows changed, each setting read that only a restart applies (needs_restart), and in a PostgreSQL fleet how many other live replicas were asked to reload their own files (replicas_asked; null, with fleet_problem, when the store did not answer).",
-                    Reply::Json(Schema::Object),
-                ),
-                KEY,
-                error(
-                    403,
-                    "A client key cannot reload the configuration; use the admin key.",
-                ),
-                error(
-                    422,
-                    "The configuration has problems (every one listed, each naming its file and key); nothing changed.",
-                ),
-                error(501, "Not started from a configuration file."),
-            ],
-        )],
+        &[Operation {
+            security: Security::Admin,
+            ..op(
+                Post,
+                Handler::Axum(|m| on(m, ops::reload)),
+                "reloadConfiguration",
+                "Read the whole configuration again without a restart, as SIGHUP does (admin key): faregate.toml, tools/, prompts/ and the client keys; in a PostgreSQL fleet every other live replica is asked to read its own files again. Tools are added, removed and changed, breakers of unchanged tool × provider keys keep their state, calls already admitted finish on the configuration they started with, and a removed key is refused from the next request on.",
+                &[
+                    answer(
+                        200,
+                        "What changed: the fingerprint of the files read, the clients holding keys now, the tools added, removed and changed, whether the prompts and maintenance windows changed, each setting read that only a restart applies (needs_restart), and in a PostgreSQL fleet how many other live replicas were asked to reload their own files (replicas_asked; null, with fleet_problem, when the store did not answer).",
+                        Reply::Json(Schema::Object),
+                    ),
+                    KEY,
+                    error(
+                        403,
+                        "A client key cannot reload the configuration; use the admin key.",
+                    ),
+                    error(
+                        422,
+                        "The configuration has problems (every one listed, each naming its file and key); nothing changed.",
+                    ),
+                    error(501, "Not started from a configuration file."),
+                ],
+            )
+        }],
     ),
     route(
         "/v1/admin/replicas",
         Guard::SelfAuthorized,
-        &[op(
-            Get,
-            Handler::Axum(|m| on(m, ops::list_replicas)),
-            "listReplicas",
-            "The live replicas (admin key), each with the fingerprint of the configuration it runs and when it loaded it, and whether they all agree; on SQLite, this replica alone.",
-            &[
-                answer(
-                    200,
-                    "The replicas seen within live_for, by name, with this one marked (this), the replicas per fingerprint (configurations) and whether there is one (agree).",
-                    Reply::Json(Schema::Object),
-                ),
-                error(400, "A query string: the route takes none."),
-                KEY,
-                error(
-                    403,
-                    "A client key cannot list the replicas; use the admin key.",
-                ),
-                error(503, "The fleet's store did not answer."),
-            ],
-        )],
+        &[Operation {
+            security: Security::Admin,
+            ..op(
+                Get,
+                Handler::Axum(|m| on(m, ops::list_replicas)),
+                "listReplicas",
+                "The live replicas (admin key), each with the fingerprint of the configuration it runs and when it loaded it, and whether they all agree; on SQLite, this replica alone.",
+                &[
+                    answer(
+                        200,
+                        "The replicas seen within live_for, by name, with this one marked (this), the replicas per fingerprint (configurations) and whether there is one (agree).",
+                        Reply::Json(Schema::Object),
+                    ),
+                    error(400, "A query string: the route takes none."),
+                    KEY,
+                    error(
+                        403,
+                        "A client key cannot list the replicas; use the admin key.",
+                    ),
+                    error(503, "The fleet's store did not answer."),
+                ],
+            )
+        }],
     ),
     route(
         "/v1/alerts",

@@ -559,6 +559,20 @@ async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
     let mut sorted = documented.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, routed);
+    // The admin routes say they need the admin key; a client key is the default.
+    for (path, method) in [
+        ("/v1/breakers/{key}/force", "post"),
+        ("/v1/admin/reload", "post"),
+        ("/v1/admin/replicas", "get"),
+    ] {
+        assert_eq!(
+            doc["paths"][path][method]["security"],
+            json!([{"adminKey": []}]),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(doc["security"], json!([{"clientKey": []}]));
+    assert!(doc.pointer("/components/securitySchemes/adminKey").is_some());
     // Every documented operation reaches its handler: no fallback 404, no 405.
     for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
         let concrete = path
