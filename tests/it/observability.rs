@@ -337,6 +337,32 @@ async fn metrics_and_dashboard_access_follow_the_config() {
     let (status, page) = get(&open, "/dashboard", None).await;
     assert_eq!(status, 200);
     assert!(page.contains("<title>faregate"), "{page}");
+    // A page of the gateway's own, never framed, sniffed or cached elsewhere.
+    let res = open
+        .http
+        .get(open.url("/dashboard"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (name, value) in [
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("cache-control", "no-store"),
+    ] {
+        assert_eq!(
+            res.headers().get(name).and_then(|v| v.to_str().ok()),
+            Some(value),
+            "{name}"
+        );
+    }
+    assert!(
+        res.headers()
+            .get("content-security-policy")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|csp| csp.starts_with("default-src 'none'")),
+        "{:?}",
+        res.headers()
+    );
     assert!(
         !page.contains("http://") && !page.contains("https://"),
         "no external assets"

@@ -164,6 +164,7 @@ pub(crate) async fn dashboard() -> Response {
                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",
             ),
             (header::X_FRAME_OPTIONS, "DENY"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         DASHBOARD,
     )

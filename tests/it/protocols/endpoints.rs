@@ -572,7 +572,10 @@ async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
         );
     }
     assert_eq!(doc["security"], json!([{"clientKey": []}]));
-    assert!(doc.pointer("/components/securitySchemes/adminKey").is_some());
+    assert!(
+        doc.pointer("/components/securitySchemes/adminKey")
+            .is_some()
+    );
     // Every documented operation reaches its handler: no fallback 404, no 405.
     for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
         let concrete = path
