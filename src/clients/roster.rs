@@ -191,6 +191,19 @@ impl Roster {
             .collect()
     }
 
+    /// Whether the key with `digest` still names the client `name`, with `scope` (a reload
+    /// may have taken the key away, given it to another client, or narrowed what it sees).
+    pub fn still_names(&self, digest: &KeyDigest, name: &ClientName, scope: &Scope) -> bool {
+        self.clients
+            .iter()
+            .any(|e| e.digest == *digest && e.profile.name == *name && e.profile.scope == *scope)
+    }
+
+    /// Whether the key with `digest` is an admin key now.
+    pub fn is_admin(&self, digest: &KeyDigest) -> bool {
+        self.admin.contains(digest)
+    }
+
     /// The profile of the client named `name`, if it holds a key now.
     pub fn profile(&self, name: &ClientName) -> Option<Arc<ClientProfile>> {
         self.clients

@@ -217,6 +217,7 @@ pub(crate) async fn events(
         Ok(slot) => slot,
         Err(refused) => return *refused,
     };
+    let keys = state.keys.clone();
     let scope = caller.scope();
     let seen = availability(&state, &scope);
     let ready = json!({
@@ -258,8 +259,11 @@ pub(crate) async fn events(
             ))
         },
     );
+    // A key a reload takes away (or whose client's scope it changes) ends the stream: it makes
+    // no next request that could be refused.
+    let revoked = keys.revoked(&caller);
     slot.around(
-        Sse::new(first.chain(changes))
+        Sse::new(first.chain(changes).take_until(revoked))
             .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
             .into_response(),
     )

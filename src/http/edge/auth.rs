@@ -21,6 +21,7 @@
 //! the handlers (which hand the client to every call and job, and check its scope) and admin
 //! checks downstream need not look at headers again.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::Request;
@@ -196,6 +197,33 @@ impl Keys {
     /// The directory (for reloads, and for whoever needs a client's profile by name).
     pub fn directory(&self) -> &Arc<Directory> {
         &self.directory
+    }
+
+    /// Resolves once a reload leaves `caller`'s key no longer accepted as it was: taken away,
+    /// given to another client, or its client's scope changed (while auth was off, once keys
+    /// are on). For a long-lived stream, which makes no next request to be refused at: it ends
+    /// on it, and a client that may still connect connects again under the new roster.
+    pub fn revoked(&self, caller: &Caller) -> impl Future<Output = ()> + Send + 'static {
+        let directory = Arc::clone(&self.directory);
+        let mut replaced = directory.replaced();
+        let caller = caller.clone();
+        async move {
+            while replaced.changed().await.is_ok() {
+                let roster = directory.current();
+                let accepted = match &caller {
+                    Caller::Client { digest, profile } => {
+                        roster.still_names(digest, &profile.name, &profile.scope)
+                    }
+                    Caller::Admin(digest) => roster.is_admin(digest),
+                    Caller::Anonymous => roster.auth_off(),
+                };
+                if !accepted {
+                    return;
+                }
+            }
+            // The directory is gone with the server: the stream ends with it otherwise.
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Whether auth is off now (no client key accepted).

@@ -102,6 +102,7 @@ pub(crate) async fn events(
         Ok(caller) => caller,
         Err(res) => return *res,
     };
+    let keys = state.keys.clone();
     let client = edge::client_id(Some(&caller), &extensions);
     let slot = match edge::open_stream(&state.streams, &state.telemetry, client) {
         Ok(slot) => slot,
@@ -149,8 +150,11 @@ pub(crate) async fn events(
         },
     );
     use futures::StreamExt as _;
+    // A key a reload takes away (or whose client's scope it changes) ends the stream: it makes
+    // no next request that could be refused.
+    let revoked = keys.revoked(&caller);
     slot.around(
-        Sse::new(ready.chain(rest))
+        Sse::new(ready.chain(rest).take_until(revoked))
             .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
             .into_response(),
     )

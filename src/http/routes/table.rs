@@ -692,7 +692,7 @@ pub(crate) const ROUTES: &[Route] = &[
                 Post,
                 Handler::Axum(|m| on(m, ops::reload)),
                 "reloadConfiguration",
-                "Read the whole configuration again without a restart, as SIGHUP does (admin key): faregate.toml, tools/, prompts/ and the client keys; in a PostgreSQL fleet every other live replica is asked to read its own files again. Tools are added, removed and changed, breakers of unchanged tool × provider keys keep their state, calls already admitted finish on the configuration they started with, and a removed key is refused from the next request on.",
+                "Read the whole configuration again without a restart, as SIGHUP does (admin key): faregate.toml, tools/, prompts/ and the client keys; in a PostgreSQL fleet every other live replica is asked to read its own files again. Tools are added, removed and changed, breakers of unchanged tool × provider keys keep their state, calls already admitted finish on the configuration they started with, and a removed key is refused from the next request on (its open event streams end at the reload).",
                 &[
                     answer(
                         200,

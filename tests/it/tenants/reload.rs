@@ -137,3 +137,50 @@ async fn a_gateway_not_started_from_a_file_says_reloading_is_not_possible() {
     let (status, body) = reload(&http, &gw).await;
     assert_eq!(status, 501, "{body:#}");
 }
+
+/// An event stream opened with a key a reload takes away ends: it makes no next request that
+/// could be refused. A stream of a key the reload keeps, unchanged, goes on.
+#[tokio::test]
+async fn a_stream_of_a_removed_key_ends_at_the_reload() {
+    let sim = start_sim(43).await;
+    let mut config: Config = config_for(&sim.url());
+    config.clients = vec![client("alpha", "key-one"), client("beta", "key-two")];
+    let on_disk = Arc::new(Mutex::new(config.clone()));
+    let mut app = faregate::app::build(config, &env()).unwrap_or_else(|e| panic!("{e:?}"));
+    let source = Arc::clone(&on_disk);
+    app.state.config_source = Some(ConfigSource::new(
+        move || Ok(source.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        env(),
+    ));
+    let gw = TestGateway::serve(app).await;
+    let http = reqwest::Client::new();
+    let open = |key: &'static str| {
+        let request = http.get(gw.url("/v1/events")).bearer_auth(key);
+        async move {
+            let mut res = request.send().await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(res.status(), 200);
+            let ready = res.chunk().await.unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                ready.is_some_and(|c| String::from_utf8_lossy(&c).contains("event: ready")),
+                "{key}"
+            );
+            res
+        }
+    };
+    let mut removed = open("key-one").await;
+    let mut kept = open("key-two").await;
+
+    on_disk.lock().unwrap_or_else(|e| e.into_inner()).clients = vec![client("beta", "key-two")];
+    let (status, summary) = reload(&http, &gw).await;
+    assert_eq!(status, 200, "{summary:#}");
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(_)) = removed.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the removed key's stream is still open");
+    let going_on = tokio::time::timeout(Duration::from_millis(500), kept.chunk()).await;
+    assert!(
+        going_on.is_err(),
+        "the kept key's stream ended or spoke: {going_on:?}"
+    );
+}
