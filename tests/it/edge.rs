@@ -126,7 +126,20 @@ async fn mcp_bodies_that_are_not_json_rpc_get_json_rpc_400s() {
             .body(body)
             .send()
     };
-    for (body, code) in [("{", -32700), ("{\"hello\": 1}", -32600)] {
+    for (body, code, says) in [
+        ("{", -32700, "Parse error"),
+        ("{\"hello\": 1}", -32600, "not a JSON-RPC 2.0 message"),
+        (
+            "[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}]",
+            -32600,
+            "batch",
+        ),
+        (
+            "{\"jsonrpc\": \"2.0\", \"id\": null, \"method\": \"ping\"}",
+            -32600,
+            "id must be a string or a number, not null",
+        ),
+    ] {
         let res = post(body).await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(res.status().as_u16(), 400, "{body}");
         assert_eq!(
@@ -138,6 +151,17 @@ async fn mcp_bodies_that_are_not_json_rpc_get_json_rpc_400s() {
         let answer: Value = res.json().await.unwrap_or_default();
         assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
         assert_eq!(answer["error"]["code"], code, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(says)),
+            "{answer}"
+        );
+        // JSON-RPC 2.0: an id that could not be read is answered as null, present.
+        assert!(
+            answer.get("id").is_some_and(Value::is_null),
+            "{body}: {answer}"
+        );
     }
     // A well-formed message still reaches rmcp.
     let res = post(

@@ -18,7 +18,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::model::{ErrorData, JsonRpcError};
+use rmcp::model::ErrorData;
 
 use crate::http::edge::ApiError;
 
@@ -53,12 +53,25 @@ pub(super) async fn parse_errors(
             "Invalid Request: a JSON-RPC batch (an array of messages) is not served; send one JSON-RPC 2.0 message per request",
             None,
         ),
+        Ok(message) if message.get("id").is_some_and(serde_json::Value::is_null) => {
+            ErrorData::invalid_request(
+                "Invalid Request: a request's id must be a string or a number, not null (a notification has no id member at all)",
+                None,
+            )
+        }
         Ok(_) => ErrorData::invalid_request(
             "Invalid Request: the body is JSON but not a JSON-RPC 2.0 message (an object with \"jsonrpc\": \"2.0\" and a method, or a result or error with an id)",
             None,
         ),
     };
-    let body = serde_json::to_vec(&JsonRpcError::new(None, error)).unwrap_or_default();
+    // JSON-RPC 2.0 (§5): when the request's id could not be read, the answer's id is null,
+    // present, not left out.
+    let body = serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": error,
+    }))
+    .unwrap_or_default();
     json_response(StatusCode::BAD_REQUEST, body)
 }
 
