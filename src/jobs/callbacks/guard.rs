@@ -36,6 +36,27 @@ pub fn allowed(url: &Url, allowlist: &[Url]) -> bool {
     })
 }
 
+/// What makes `url` no callback URL whatever the allowlist says, in words: credentials, a
+/// fragment, or a path that steps elsewhere once decoded. `None` when it has none of these.
+fn unsendable(url: &Url) -> Option<&'static str> {
+    if !url.username().is_empty() || url.password().is_some() {
+        return Some(
+            "carries a user name or password: a callback URL carries none (credentials in a URL end up in logs; the receiver checks the Faregate-Signature instead)",
+        );
+    }
+    if url.fragment().is_some() {
+        return Some("has a #fragment, which is never sent; leave it out");
+    }
+    // (An encoded `.` or `..` segment the URL parser has already resolved, as a plain one.)
+    let path = url.path().to_ascii_lowercase();
+    if path.contains("%2f") || path.contains("%5c") {
+        return Some(
+            "has an encoded \"/\" or backslash in its path, which a receiver that decodes before routing would follow out of the allowlisted path; write the path plainly",
+        );
+    }
+    None
+}
+
 /// Whether `path` is `prefix` or a path below it, segment by segment.
 ///
 /// The URL parser has already resolved literal `.` and `..` segments, but not encoded ones: a
@@ -108,7 +129,12 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// resolves again and refuses private addresses then.
 pub async fn check_target(url: &Url, allowlist: &Allowlist) -> Result<(), String> {
     if !allowed(url, allowlist.entries()) {
-        return Err(allowlist.refusal(url));
+        // A URL that could be under an entry but for what it carries is told what that is: "use
+        // a URL under …" would read as nonsense beside a URL that visibly starts with one.
+        return Err(match unsendable(url) {
+            Some(why) => format!("callback_url {url} {why}"),
+            None => allowlist.refusal(url),
+        });
     }
     let host = url.host_str().unwrap_or_default();
     if host.trim_matches(['[', ']']).parse::<IpAddr>().is_ok() {
@@ -301,6 +327,27 @@ mod tests {
         .await
         .unwrap_err();
         assert!(e.contains("not on the gateway's callback allowlist; use a URL under one of: http://127.0.0.1:9/hooks/"), "{e}");
+        // A URL under an entry but for what it carries is told what that is.
+        for (refused, says) in [
+            (
+                "http://user:pw@127.0.0.1:9/hooks/x",
+                "carries a user name or password",
+            ),
+            ("http://127.0.0.1:9/hooks/..%2fadmin", "encoded \"/\""),
+            (
+                "http://127.0.0.1:9/hooks/a%5c..%5cb",
+                "encoded \"/\" or backslash",
+            ),
+            ("http://127.0.0.1:9/hooks/x#top", "#fragment"),
+        ] {
+            let e = check_target(&url(refused), &allow("http://127.0.0.1:9/hooks/"))
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains(says) && !e.contains("use a URL under"),
+                "{refused}: {e}"
+            );
+        }
         let e = check_target(&url("http://127.0.0.1:9/hooks/"), &gateways(Vec::new()))
             .await
             .unwrap_err();
