@@ -124,7 +124,9 @@ fn read_binding(
         None => (DEFAULT_REJECTED.to_vec(), None, None),
     };
     b.finish();
-    let spec = spec.filter(|_| allowed && has_result)?;
+    // Without a result, the request is still checked (its method, its path's arguments): one
+    // mistake must not hide another until the next `faregate check`.
+    let spec = spec.filter(|_| allowed)?;
     let def = BindingDef {
         method: method?,
         path: path?,
@@ -135,13 +137,18 @@ fn read_binding(
         empty,
     };
     match Binding::compile(&def, &spec.input_schema(), &spec.output_schema()) {
-        Ok(binding) => Some(Bound {
+        Ok(binding) if has_result => Some(Bound {
             provider: provider.to_string(),
             def,
             binding: Arc::new(binding),
         }),
+        Ok(_) => None,
         Err(problems) => {
-            for http_tool::Problem { key, message } in problems {
+            // A missing result was said once above, not again for each output field.
+            let said = problems
+                .into_iter()
+                .filter(|p| has_result || !p.key.starts_with("result"));
+            for http_tool::Problem { key, message } in said {
                 b.error(&key, message);
             }
             None

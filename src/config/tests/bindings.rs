@@ -108,6 +108,43 @@ fn a_broken_binding_is_not_also_called_missing() {
     );
 }
 
+/// A binding with no `[result]` still has its request checked: each mistake is named in one
+/// round, the missing result once (not again for every output field).
+#[test]
+fn a_binding_without_a_result_still_has_its_request_checked() {
+    let shipped = MapFiles::defaults();
+    let text = shipped
+        .0
+        .get(Path::new(&format!("/cfg/{FILE}")))
+        .cloned()
+        .unwrap_or_default();
+    let start = text
+        .find("[binding.flightaware.result]")
+        .unwrap_or_else(|| panic!("the shipped binding has a result"));
+    let end = text
+        .find("[binding.flightaware.classify]")
+        .unwrap_or_else(|| panic!("and a classify table"));
+    let without = format!("{}{}", &text[..start], &text[end..]).replace(
+        "method = \"GET\"\npath = \"/flights/{carrier_code}{flight_number}\"",
+        "method = \"POST\"\npath = \"/flights/{nope}\"",
+    );
+    let errors = errors_of(shipped.put(FILE, &without));
+    for (key, says) in [
+        ("binding.flightaware.result", "missing; map each field"),
+        ("binding.flightaware.request.method", "asked with GET"),
+        (
+            "binding.flightaware.request.path",
+            "{nope} is not an argument of this tool",
+        ),
+    ] {
+        assert!(
+            errors.iter().any(|e| e.contains(key) && e.contains(says)),
+            "no {key} saying {says:?}: {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+}
+
 #[test]
 fn a_binding_of_a_provider_the_tool_does_not_list_is_only_a_warning() {
     let files = MapFiles::defaults().edit(
