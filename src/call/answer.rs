@@ -334,16 +334,25 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
     let soonest = |anchor: Option<Duration>| {
         anchor.map(|anchor| facts.others_back.map_or(anchor, |back| back.min(anchor)))
     };
+    let behind = failure.unlisted_behind().map(str::to_string);
     match failure {
         Failure::Upstream {
             provider, error, ..
         } => match &error.kind {
             // Not listed now may be listed later (a backup that lists only days near today):
-            // a read's job asks again, silently, as for an outage.
+            // a read's job asks again, silently, as for an outage. Behind a provider that did
+            // not answer, it is that outage, said as such, and the job waits for that provider.
             ErrorKind::Rejected { message } if error.is_not_listed() && !facts.write => {
+                let (anchor, error) = match &behind {
+                    Some(down) => (
+                        facts.others_back,
+                        texts::unlisted_behind_outage(&facts.info.tool, down, &provider),
+                    ),
+                    None => (None, texts::rejected_background(&facts.info.tool, message)),
+                };
                 Verdict::Later {
-                    anchor: None,
-                    error: texts::rejected_background(&facts.info.tool, message),
+                    anchor,
+                    error,
                     attempted: true,
                     rate_limited: None,
                 }

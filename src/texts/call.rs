@@ -193,6 +193,15 @@ pub fn rejected_background(tool: &str, message: &str) -> String {
     format!("The provider refused this {tool} request: {message}{stop}")
 }
 
+/// A background read the provider that would know could not answer (down, or its breaker
+/// open), while the backup behind it lists nothing for it: the job's `last_error` while it
+/// waits, saying it is an outage, never that the arguments are wrong.
+pub fn unlisted_behind_outage(tool: &str, down: &str, backup: &str) -> String {
+    format!(
+        "{tool} not answered yet: {down} did not answer (down, or its breaker open), and {backup}, the backup, lists nothing for this call; the job asks again once {down} may be asked, and nothing needs to be done meanwhile"
+    )
+}
+
 /// A write whose request reached the provider without a confirmation back.
 pub fn uncertain_write(tool: &str, provider: &str) -> String {
     format!(

@@ -349,6 +349,22 @@ fn a_backup_listing_nothing_behind_an_outage_is_unavailable_not_rejected() {
     );
     assert!(!env.content.contains("flightaware"), "{}", env.content);
 
+    // A job waits for the provider that would know, and its last error says it is an outage.
+    let waiting = answer::background(
+        unlisted(&["amadeus", "flightaware"]),
+        job_in_chain(None, secs(40)),
+    );
+    match waiting {
+        Verdict::Later { anchor, error, .. } => {
+            assert_eq!(anchor, Some(secs(40)));
+            assert!(
+                error.contains("amadeus did not answer") && !error.contains("check the"),
+                "{error}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
     let alone = unlisted(&["flightaware"]);
     assert_eq!(alone.unlisted_behind(), None);
     let env = answer::interactive(
