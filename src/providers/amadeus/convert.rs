@@ -82,10 +82,17 @@ fn slice(it: &wire::Itinerary) -> FlightSlice {
     }
 }
 
-/// `IBERIA` → `Iberia`; Amadeus dictionaries spell carrier names in capitals.
+/// `IBERIA` → `Iberia`; Amadeus dictionaries spell carrier names in capitals. An acronym stays
+/// one: a name of three letters at most (`SAS`) and a word with no vowel (`KLM`).
 fn title_case(name: &str) -> String {
+    if name.chars().count() <= 3 {
+        return name.to_string();
+    }
     name.split(' ')
         .map(|w| {
+            if !w.is_empty() && !w.chars().any(|c| "AEIOUYaeiouy".contains(c)) {
+                return w.to_string();
+            }
             let mut cs = w.chars();
             match cs.next() {
                 Some(c) => c
@@ -288,6 +295,13 @@ mod tests {
     #[test]
     fn small_conversions() {
         assert_eq!(title_case("BRITISH AIRWAYS"), "British Airways");
+        assert_eq!(title_case("AIR FRANCE"), "Air France");
+        assert_eq!(title_case("KLM"), "KLM");
+        assert_eq!(title_case("SAS"), "SAS");
+        assert_eq!(
+            title_case("KLM ROYAL DUTCH AIRLINES"),
+            "KLM Royal Dutch Airlines"
+        );
         assert_eq!(tax("149.02", Some("58.00")).as_deref(), Some("91.02"));
         assert_eq!(tax("149.02", None), None);
         assert_eq!(passenger_type("HELD_INFANT"), "child");
