@@ -24,6 +24,15 @@ pub fn booked_earlier(
     )
 }
 
+/// A background booking whose key the ledger holds `pending` for this same booking (another
+/// request of its client, on any replica, is at the provider): the job's `last_error` while it
+/// waits for that request's outcome, which it then answers with, booking nothing beside it.
+pub fn pending_elsewhere(tool: &str) -> String {
+    format!(
+        "not run yet: a {tool} request under this idempotency key is at the provider now (another request of this client, with the same arguments); the job books nothing beside it and asks again until its outcome is known, then answers with that"
+    )
+}
+
 /// A booking asked again under its idempotency key while its outcome is still being learned.
 pub fn booking_unresolved(tool: &str) -> String {
     format!(

@@ -126,9 +126,10 @@ impl Gateway {
     }
 
     /// A background write the ledger answered before any provider was asked: a booking made
-    /// earlier is the job's result; a conflict or an outcome still being learned ends the job
-    /// (repeating it could book twice); a ledger that cannot be written sends nothing and the
-    /// job runs again later.
+    /// earlier is the job's result; the same booking at the provider now makes the job wait for
+    /// its outcome; a conflict or an outcome still being learned ends the job (repeating it
+    /// could book twice); a ledger that cannot be written sends nothing and the job runs again
+    /// later.
     pub(super) fn background_answered(
         &self,
         write: &Write,
@@ -147,6 +148,19 @@ impl Gateway {
                 if entry.state == crate::ledger::State::Booked =>
             {
                 Verdict::Done(envelope)
+            }
+            // The same booking is at the provider now (an interactive request of the client,
+            // on any replica): ending the job with "not known yet" would be final for a
+            // booking about to be answered; it waits for that outcome instead, sending nothing.
+            Ok(crate::ledger::Begin::Recorded(entry))
+                if entry.state == crate::ledger::State::Pending =>
+            {
+                Verdict::Later {
+                    anchor: None,
+                    error: crate::texts::ledger::pending_elsewhere(&write.tool),
+                    attempted: false,
+                    rate_limited: None,
+                }
             }
             Ok(_) => Verdict::Never {
                 error: envelope.content.clone(),

@@ -1,6 +1,7 @@
 //! One idempotency key, one booking, whatever the mode or the tool it is sent with: an
 //! interactive booking under the key of a background job still going on is that job's (nothing
-//! is sent beside it), and a key the ledger holds for another request is refused at once, in
+//! is sent beside it), a background booking under the key of the same booking at the provider
+//! waits for its outcome, and a key the ledger holds for another request is refused at once, in
 //! background mode too, naming the tool it was used for.
 
 use std::time::Duration;
@@ -120,4 +121,58 @@ async fn a_key_the_ledger_holds_for_another_request_is_refused_at_submission() {
         "no hotel booking request"
     );
     assert_eq!(orders_for(&s, "taken-1"), (1, 1));
+}
+
+/// A background booking sent while the same booking under its key is at the provider (an
+/// interactive request of the same client) waits for that request's outcome and answers with
+/// it: it is never ended "outcome not known" a moment before the booking is answered.
+#[tokio::test]
+async fn a_background_booking_under_a_key_at_the_provider_waits_for_its_outcome() {
+    let s = builder(62, Duration::from_secs(2)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirOrders,
+        faregate_sim::Fault {
+            latency_ms: 800,
+            ..faregate_sim::Fault::default()
+        },
+    );
+    let body = booking(&offer, "bg-behind-1");
+    let interactive = tokio::spawn(crate::support::send(
+        s.keyed(s.http.post(s.url("/v1/tools/book_flight/call")))
+            .json(&body),
+    ));
+    crate::support::wait_until(
+        Duration::from_secs(5),
+        "the order at the provider",
+        || async {
+            if s.requests(RouteGroup::DuffelAirOrders) > 0 {
+                Ok(())
+            } else {
+                Err("not yet".to_string())
+            }
+        },
+    )
+    .await;
+    let (status, queued) = s.submit("book_flight", body.clone()).await;
+    assert_eq!(status, 202, "{queued:#}");
+    let id = queued["job_id"].as_str().unwrap_or_default().to_string();
+
+    let (_, _, answered) = interactive.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(answered["status"], "ok", "{answered:#}");
+    let done = s
+        .wait_for_job(&id, Duration::from_secs(20), |j| {
+            j["status"] == "succeeded" || j["status"] == "dead"
+        })
+        .await;
+    assert_eq!(done["status"], "succeeded", "{done:#}");
+    assert_eq!(
+        done["result"]["data"]["order_id"], answered["data"]["order_id"],
+        "{done:#}"
+    );
+    assert_eq!(
+        orders_for(&s, "bg-behind-1"),
+        (1, 1),
+        "one order request, one order"
+    );
 }

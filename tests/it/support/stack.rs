@@ -167,7 +167,8 @@ impl Stack {
         format!("{}/hooks/faregate", self.receiver().uri())
     }
 
-    fn keyed(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    /// `request` with the stack's client key, when it has one.
+    pub(crate) fn keyed(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match self.client_key {
             Some(key) => request.bearer_auth(key),
             None => request,
