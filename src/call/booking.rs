@@ -466,10 +466,13 @@ pub(super) async fn reconcile(
         let found = match tokio::time::timeout(tool.config.timeout, lookup).await {
             Ok(Ok(found)) => found,
             Ok(Err(e)) => {
-                tracing::debug!(tool = %entry.tool, provider = %route.name, error = %e, "booking lookup failed; will try again");
+                observer.lookup_failed(&entry, &route.name, &e.to_string());
                 continue;
             }
-            Err(_) => continue,
+            Err(_) => {
+                observer.lookup_failed(&entry, &route.name, "no answer within the tool's timeout");
+                continue;
+            }
         };
         let outcome = match found {
             Some(found) => Outcome::Booked {

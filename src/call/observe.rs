@@ -46,16 +46,48 @@ use crate::telemetry::{AttemptOutcome, FallbackKind, Telemetry};
 use crate::tools::CallMode;
 use crate::trace_context::TraceContext;
 
+/// How often at most reconciliation warns that booking lookups fail.
+const LOOKUP_WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Reports the call path to the gateway's telemetry.
 #[derive(Debug)]
 pub(crate) struct Observer {
     telemetry: Arc<Telemetry>,
+    /// When reconciliation last warned that a booking lookup failed ([`Observer::lookup_failed`]).
+    lookup_warned: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Observer {
     /// An observer reporting to `telemetry`.
     pub(crate) fn new(telemetry: Arc<Telemetry>) -> Self {
-        Observer { telemetry }
+        Observer {
+            telemetry,
+            lookup_warned: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Says, at most once a minute, that looking a booking up at `provider` failed: an outcome
+    /// that stays unknown must not stay unexplained to the operator, while reconciliation asks
+    /// again every few seconds (each failure is a debug line).
+    pub(crate) fn lookup_failed(&self, entry: &crate::ledger::Entry, provider: &str, why: &str) {
+        tracing::debug!(tool = %entry.tool, provider, error = why, "booking lookup failed; will try again");
+        let now = crate::clock::now();
+        let mut last = self
+            .lookup_warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_some_and(|at| now.saturating_duration_since(at) < LOOKUP_WARN_EVERY) {
+            return;
+        }
+        *last = Some(now);
+        tracing::warn!(
+            tool = %entry.tool,
+            provider,
+            client = %entry.client,
+            idempotency_key = %entry.idempotency_key,
+            error = why,
+            "a booking's outcome stays unknown: looking it up at the provider failed (reconciliation asks again every few seconds; this is said at most once a minute)"
+        );
     }
 
     /// Creates the metric series of a served tool, so they read zero before its first call.

@@ -289,9 +289,12 @@ pub(super) fn run<'a>(
                 Ok(success) => return Ok(success),
                 Err(failure) => {
                     failed.extend(failure.as_failed());
+                    // A refusal the gateway made itself (a spent budget) is no provider's
+                    // failure: not logged as one.
                     if let Failure::Upstream {
                         provider, error, ..
                     } = &failure
+                        && !error.is_refused_by_gateway()
                     {
                         tracing::warn!(
                             tool = tool.spec.name,

@@ -211,3 +211,44 @@ async fn a_background_booking_of_unknown_outcome_learns_it_by_its_key_once_recon
         "never booked, never sent again"
     );
 }
+
+/// A booking whose outcome stays unknown because looking it up at the provider fails is said
+/// to the operator (a warning, at most once a minute), not left unexplained.
+#[tokio::test]
+async fn a_reconciliation_that_cannot_look_a_booking_up_says_so() {
+    let (captured, _default) = crate::support::Captured::install();
+    let s = builder(37, Duration::from_secs(2)).jobs().start().await;
+    let (offer, _) = fresh_offer(&s).await;
+    s.down(RouteGroup::DuffelAirOrders);
+    s.down(RouteGroup::DuffelAirOrderList);
+    let (_, answer) = s
+        .call("book_flight", booking(&offer, "lookup-down-1"))
+        .await;
+    assert_eq!(answer["status"], "unavailable", "{answer:#}");
+    crate::support::wait_until(Duration::from_secs(10), "the warning", || async {
+        let text = captured.text();
+        let warned = text
+            .lines()
+            .filter(|l| l.contains("a booking's outcome stays unknown"))
+            .count();
+        if warned > 0 {
+            Ok(warned)
+        } else {
+            Err("not yet".to_string())
+        }
+    })
+    .await;
+    // Several rounds later, still once: reconciliation asks every 200 ms here.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let text = captured.text();
+    let warned: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("a booking's outcome stays unknown"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert!(
+        warned[0].contains("idempotency_key=lookup-down-1") && warned[0].contains("WARN"),
+        "{}",
+        warned[0]
+    );
+}
