@@ -34,12 +34,9 @@ async fn reload(http: &reqwest::Client, gw: &TestGateway) -> (u16, Value) {
     (status, body)
 }
 
-#[tokio::test]
-async fn a_reloaded_key_set_takes_effect_without_a_restart() {
-    let sim = start_sim(41).await;
-    let mut config: Config = config_for(&sim.url());
-    config.clients = vec![client("travel-app", "key-one")];
-    // What the configuration file says now; the test edits it between reloads.
+/// The gateway on `config`, reloading from what the returned cell holds (the test edits it, as
+/// an operator edits the file, between reloads).
+async fn serve_reloading(config: Config) -> (TestGateway, Arc<Mutex<Config>>) {
     let on_disk = Arc::new(Mutex::new(config.clone()));
     let mut app = faregate::app::build(config, &env()).unwrap_or_else(|e| panic!("{e:?}"));
     let source = Arc::clone(&on_disk);
@@ -47,7 +44,16 @@ async fn a_reloaded_key_set_takes_effect_without_a_restart() {
         move || Ok(source.lock().unwrap_or_else(|e| e.into_inner()).clone()),
         env(),
     ));
-    let gw = TestGateway::serve(app).await;
+    (TestGateway::serve(app).await, on_disk)
+}
+
+#[tokio::test]
+async fn a_reloaded_key_set_takes_effect_without_a_restart() {
+    let sim = start_sim(41).await;
+    let mut config: Config = config_for(&sim.url());
+    config.clients = vec![client("travel-app", "key-one")];
+    // What the configuration file says now; the test edits it between reloads.
+    let (gw, on_disk) = serve_reloading(config).await;
     let http = reqwest::Client::new();
     assert_eq!(status_as(&http, &gw, "key-one").await, 200);
     assert_eq!(status_as(&http, &gw, "key-two").await, 401);
@@ -145,14 +151,7 @@ async fn a_stream_of_a_removed_key_ends_at_the_reload() {
     let sim = start_sim(43).await;
     let mut config: Config = config_for(&sim.url());
     config.clients = vec![client("alpha", "key-one"), client("beta", "key-two")];
-    let on_disk = Arc::new(Mutex::new(config.clone()));
-    let mut app = faregate::app::build(config, &env()).unwrap_or_else(|e| panic!("{e:?}"));
-    let source = Arc::clone(&on_disk);
-    app.state.config_source = Some(ConfigSource::new(
-        move || Ok(source.lock().unwrap_or_else(|e| e.into_inner()).clone()),
-        env(),
-    ));
-    let gw = TestGateway::serve(app).await;
+    let (gw, on_disk) = serve_reloading(config).await;
     let http = reqwest::Client::new();
     let open = |key: &'static str| {
         let request = http.get(gw.url("/v1/events")).bearer_auth(key);
