@@ -157,7 +157,7 @@ impl Gateway {
             {
                 Verdict::Later {
                     anchor: None,
-                    error: crate::texts::ledger::pending_elsewhere(&write.tool),
+                    error: crate::texts::ledger::pending_elsewhere(write.tool),
                     attempted: false,
                     rate_limited: None,
                 }
