@@ -25,7 +25,7 @@ use super::allowlist::Allowlist;
 /// or under it (an entry `/hooks` admits `/hooks` and `/hooks/x`, not `/hooks-admin`). No user
 /// info, no fragments.
 pub fn allowed(url: &Url, allowlist: &[Url]) -> bool {
-    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+    if unsendable(url).is_some() {
         return false;
     }
     allowlist.iter().any(|prefix| {
@@ -61,8 +61,8 @@ fn unsendable(url: &Url) -> Option<&'static str> {
 ///
 /// The URL parser has already resolved literal `.` and `..` segments, but not encoded ones: a
 /// receiver that decodes `%2F` or `%2E` before it routes would read `/hooks/..%2Fadmin` as
-/// `/admin`, outside the entry. So below the prefix, an encoded slash or backslash, and a
-/// segment that decodes to `.` or `..`, are refused.
+/// `/admin`, outside the entry. So a segment below the prefix that decodes to `.` or `..` is
+/// refused (an encoded slash or backslash anywhere is refused by [`unsendable`]).
 fn under(path: &str, prefix: &str) -> bool {
     let Some(rest) = path.strip_prefix(prefix) else {
         return false;
@@ -71,9 +71,6 @@ fn under(path: &str, prefix: &str) -> bool {
         return false;
     }
     let rest = rest.to_ascii_lowercase();
-    if rest.contains("%2f") || rest.contains("%5c") {
-        return false;
-    }
     !rest.split('/').any(|segment| {
         let decoded = segment.replace("%2e", ".");
         decoded == "." || decoded == ".."
