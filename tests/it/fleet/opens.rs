@@ -142,9 +142,10 @@ async fn a_replica_started_during_an_outage_times_it_from_the_fleets_open() {
         .unwrap_or_else(|e| panic!("{e}"));
     // Timed from the fleet's open on both: the same outage, the same length (give or take the
     // second between the two reads). Timed from its own start, the later replica would say 2 s
-    // when the first says 7 or more.
+    // when the first says 7 or more. The outage has lasted 5 s by now; each replica rounds its
+    // own reading down, so one of the two may still say 4 (seen once in CI: 4 and 5).
     assert!(
-        first_says >= 5 && first_says.abs_diff(later_says) <= 1,
+        first_says.max(later_says) >= 5 && first_says.abs_diff(later_says) <= 1,
         "the first replica says {first_says} s, the later one {later_says} s"
     );
     drop((first, later));
