@@ -211,8 +211,14 @@ impl Envelope {
         }
     }
 
-    /// The arguments are wrong; `content` names every field to fix.
+    /// The arguments are wrong; `content` names every field to fix. No breaker decided such a
+    /// call, whichever way it came (interactive, background, a booking's reused key), so
+    /// `breaker` is empty, as the OpenAPI document says.
     pub fn invalid_arguments(info: CallInfo, content: String) -> Self {
+        let info = CallInfo {
+            breaker: String::new(),
+            ..info
+        };
         Self::bare(info, Status::InvalidArguments, content)
     }
 

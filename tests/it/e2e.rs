@@ -159,6 +159,10 @@ async fn invalid_arguments_get_422_naming_each_field() {
         .await;
     assert_eq!(status, 422, "{env:#}");
     assert_eq!(env["status"], "invalid_arguments");
+    assert_eq!(
+        env["breaker"], "",
+        "no breaker decided it, as for a background call's (the OpenAPI document): {env:#}"
+    );
     let content = env["content"].as_str().unwrap_or_default();
     for field in ["origin:", "destination: is required", "adults:"] {
         assert!(content.contains(field), "{field} missing: {content}");
