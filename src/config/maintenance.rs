@@ -129,6 +129,18 @@ fn read_once(s: &Section<'_>) -> Option<When> {
         );
         return None;
     }
+    // Kept, since a reload must not refuse a file only because time passed, but said: a window
+    // over before the gateway started holds nothing, and is most likely a mistyped year.
+    let now = crate::clock::utc_now();
+    if end <= now {
+        s.warning(
+            "end",
+            format!(
+                "{} has passed, so this window will never hold; correct its dates or delete it",
+                end.to_rfc3339()
+            ),
+        );
+    }
     Some(When::Once { start, end })
 }
 

@@ -57,6 +57,47 @@ reason = "weekly maintenance"
     assert_eq!(weekly.reason, "weekly maintenance");
 }
 
+/// A window over before now loads (a reload must not fail because time passed), with a warning
+/// naming its end: it holds nothing, and is most likely a mistyped year.
+#[test]
+fn a_window_that_has_ended_loads_with_a_warning() {
+    let files = with_windows(
+        r#"
+[[maintenance]]
+tool = "search_flights"
+provider = "duffel"
+start = "2016-12-05T02:00:00Z"
+end = "2016-12-05T04:00:00Z"
+reason = "a year mistyped"
+
+[[maintenance]]
+tool = "book_flight"
+provider = "duffel"
+start = "2016-12-05T02:00:00Z"
+end = "2999-12-05T04:00:00Z"
+reason = "long"
+"#,
+    );
+    let (config, warnings) = crate::config::load(
+        &files,
+        Path::new("/cfg/faregate.toml"),
+        &crate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(config.maintenance.len(), 2);
+    let said: Vec<String> = warnings
+        .iter()
+        .map(|w| w.to_string())
+        .filter(|w| w.contains("maintenance["))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
+    assert!(
+        said[0].contains("maintenance[0].end")
+            && said[0].contains("2016-12-05T04:00:00+00:00 has passed"),
+        "{said:#?}"
+    );
+}
+
 #[test]
 fn every_broken_window_is_listed_with_its_key() {
     let errors = errors_of(with_windows(
