@@ -31,6 +31,16 @@ async function colourWithin(page, colour, ms, what) {
     await page.goto(gw + "/dashboard");
     // Client keys are on: the page asks for one once, then reads the API with it.
     await page.waitForSelector("#keybox", { state: "visible", timeout: 5000 }).catch(() => fail("no key prompt"));
+    // A key with a character no header carries (a curly quote pasted with it) is refused in the
+    // box, saying why, and a key the gateway refuses asks again, saying so.
+    await page.fill("#keyinput", clientKey + "\u201d");
+    await page.click("#keyform button");
+    await page.waitForFunction(() => document.getElementById("keyproblem").textContent.includes("printable ASCII"), null, { timeout: 2000 })
+      .catch(async () => fail("a key with a curly quote is not refused in the box: " + await page.textContent("#keyproblem")));
+    await page.fill("#keyinput", "wrong-" + clientKey);
+    await page.click("#keyform button");
+    await page.waitForFunction(() => document.getElementById("keyproblem").textContent.includes("refused") && document.getElementById("keybox").style.display === "flex", null, { timeout: 5000 })
+      .catch(async () => fail("a refused key is not said so: " + await page.textContent("#keyproblem")));
     await page.fill("#keyinput", clientKey);
     await page.click("#keyform button");
     await page.waitForSelector(TILE, { timeout: 5000 }).catch(() => fail("no tile for search_flights.duffel"));
@@ -56,6 +66,9 @@ async function colourWithin(page, colour, ms, what) {
     if (forced.status !== 200) fail("force open: " + forced.status + " " + forced.body);
     await colourWithin(page, "red", 1000, "forced open");
     if (!(await page.$(`${TILE}.forced`))) fail("the forced state is not marked");
+    // Times are UTC, and say so.
+    const transition = await page.textContent(`${TILE} .transitions li`);
+    if (!/^\d\d:\d\d:\d\d UTC /.test(transition)) fail("a transition's time is not in UTC: " + transition);
 
     await post(`${gw}/v1/breakers/search_flights.duffel/force`, { state: "auto" }, adminKey);
     await colourWithin(page, "green", 1000, "auto");
@@ -136,6 +149,14 @@ async function colourWithin(page, colour, ms, what) {
     await page.waitForSelector("body:not(.stale)", { timeout: 15000 }).catch(() => fail("the page stays faded once /v1/breakers answers again"));
     console.log("  change key, forcing from the page, faded when out of date: ok");
 
+    // The keyboard keeps its place: a focused force button has the focus again after the tiles
+    // are drawn anew (every 5 s).
+    const HOTELS = '.tile[data-key="search_hotels.duffel"]';
+    await page.focus(`${HOTELS} button[data-force="closed"]`);
+    await page.waitForTimeout(5500);
+    const focused = await page.evaluate(() => { const f = document.activeElement; return { force: f.dataset.force, key: f.closest(".tile") && f.closest(".tile").dataset.key }; });
+    if (focused.force !== "closed" || focused.key !== "search_hotels.duffel") fail("a refresh takes the focus away: " + JSON.stringify(focused));
+
     // With the admin key the panel lists the replicas (one node: itself) with their
     // fingerprints, agreeing, and no drift shows.
     await page.waitForSelector('#replicas[data-agree="true"][data-count="1"]', { timeout: 8000 })
@@ -176,6 +197,13 @@ async function colourWithin(page, colour, ms, what) {
     await page.waitForSelector('#store[data-answers="true"]', { timeout: 5000 }).catch(() => fail("the store panel stays red once the store answers"));
     if (await page.$("#storebanner.shown")) fail("the banner stays once the store answers");
     console.log("  store: answers, banner while away: ok");
+
+    // A phone's width: one column, nothing off the side of the page.
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.waitForTimeout(300);
+    const wide = await page.evaluate(() => document.scrollingElement.scrollWidth);
+    if (wide > 390) fail("at 390 px the page is " + wide + " px wide");
+    console.log("  keys refused in the box, UTC times, focus kept, narrow window: ok");
     console.log("dashboard test passed");
   } finally {
     await browser.close();
