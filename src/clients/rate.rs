@@ -86,6 +86,10 @@ pub struct Admitted<K> {
     pub count: u64,
     /// How long ago that stretch began.
     pub stretch_age: Duration,
+    /// How long until the client's bucket here is full again (zero when it is): another
+    /// replica that has not heard this one's calls yet, or has no bucket of the client at all,
+    /// keeps its own bucket no fuller ([`Rates::floor`]).
+    pub full_in: Duration,
 }
 
 /// Every client's bucket, keyed by `K`.
@@ -143,13 +147,46 @@ impl<K: Eq + Hash + Clone> Rates<K> {
     pub fn admitted(&self, now: Instant) -> Vec<Admitted<K>> {
         self.buckets()
             .iter()
-            .filter(|(_, b)| now.duration_since(b.last_admitted) < TOLD_FOR)
+            .filter(|(_, b)| b.admitted > 0 && now.duration_since(b.last_admitted) < TOLD_FOR)
             .map(|(k, b)| Admitted {
                 client: k.clone(),
                 count: b.admitted,
                 stretch_age: now.duration_since(b.stretch_from),
+                full_in: b.tat.saturating_duration_since(now),
             })
             .collect()
+    }
+
+    /// Keeps `client`'s bucket no fuller than another replica's, which is full again at
+    /// `full_at` (up to [`MOST_OWED`] ahead of `now`): its calls were made whether or not this
+    /// replica heard each of them, and a client this replica has no bucket of (it has not
+    /// called here lately) gets one, so that its first call here is not a fresh burst. A floor
+    /// adds nothing to the calls [`charge`](Self::charge) counts, and is not counted by them.
+    pub fn floor(&self, client: &K, full_at: Instant, now: Instant) {
+        if full_at <= now {
+            return;
+        }
+        let full_at = full_at.min(now + MOST_OWED);
+        let mut buckets = self.buckets();
+        match buckets.get_mut(client) {
+            Some(bucket) => bucket.tat = bucket.tat.max(full_at),
+            None => {
+                // Not a call of this replica's: its stretch begins at its first call here.
+                let quiet = now.checked_sub(TOLD_FOR).unwrap_or(now);
+                buckets.insert(
+                    client.clone(),
+                    Bucket {
+                        tat: full_at,
+                        // Unknown until the client calls here; a charge meanwhile is covered by
+                        // the floor the other replica's next exchange sets.
+                        interval: Duration::ZERO,
+                        admitted: 0,
+                        last_admitted: quiet,
+                        stretch_from: now,
+                    },
+                );
+            }
+        }
     }
 
     /// Charges `client`'s bucket for `calls` that other replicas admitted, whether or not it
@@ -250,6 +287,44 @@ mod tests {
             told(back),
             vec![("a", 1, Duration::ZERO)],
             "its next call begins a new stretch, counted from 1"
+        );
+    }
+
+    /// A slow rate (one call in ten seconds) spread over replicas: the other replica's bucket
+    /// is kept no fuller than this one's, whether or not it had one.
+    #[tokio::test(start_paused = true)]
+    async fn a_floor_keeps_a_bucket_no_fuller_than_another_replicas() {
+        let here: Rates<&str> = Rates::default();
+        let there: Rates<&str> = Rates::default();
+        let q = Quota::new(6, Duration::from_secs(60), 1).unwrap_or_else(|| panic!("a rate"));
+        let now = Instant::now();
+        assert_eq!(there.admit(&"a", q, now), Ok(()));
+        let told = there.admitted(now);
+        assert_eq!(told[0].full_in, Duration::from_secs(10));
+        here.floor(&"a", now + told[0].full_in, now);
+        let second = now + Duration::from_secs(1);
+        assert_eq!(
+            here.admit(&"a", q, second),
+            Err(Duration::from_secs(9)),
+            "no bucket here before, and still no fresh burst: refused until the fleet's is full"
+        );
+        assert!(
+            here.admitted(second).is_empty(),
+            "a floor is no call of this replica's, and not told"
+        );
+        here.floor(&"a", now, second);
+        here.floor(&"a", now + Duration::from_secs(5), second);
+        assert_eq!(
+            here.admit(&"a", q, second),
+            Err(Duration::from_secs(9)),
+            "a lower floor takes nothing back"
+        );
+        assert_eq!(here.admit(&"a", q, now + Duration::from_secs(10)), Ok(()));
+        here.floor(&"b", now + Duration::from_secs(86_400), now);
+        assert_eq!(
+            here.admit(&"b", q, now),
+            Err(MOST_OWED),
+            "a floor is bounded as a charge is"
         );
     }
 

@@ -89,6 +89,22 @@ impl ClientId {
             ClientId::Peer(ip) => format!("peer:{ip}"),
         }
     }
+
+    /// The client a [`shared_key`](Self::shared_key) names, or `None` for one that names none
+    /// (a row another version wrote).
+    pub(crate) fn from_shared_key(key: &str) -> Option<ClientId> {
+        if let Some(hex) = key.strip_prefix("key:") {
+            let mut digest = [0u8; 32];
+            if hex.len() != 64 || !hex.is_ascii() {
+                return None;
+            }
+            for (i, byte) in digest.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+            }
+            return Some(ClientId::Key(digest));
+        }
+        key.strip_prefix("peer:")?.parse().ok().map(ClientId::Peer)
+    }
 }
 
 /// Clients with calls in flight tracked before idle ones are swept (only reachable when auth is
@@ -175,6 +191,18 @@ impl ClientLimits {
     /// Where this replica shares its counts, when it does.
     pub(crate) fn fleet(&self) -> Option<SharedRates> {
         self.fleet.get().cloned()
+    }
+
+    /// Whether any client is held to a rate: the default one, or a client's own (a reload may
+    /// give one). Without, a fleet's replicas have nothing to tell each other.
+    pub(crate) fn any_rate(&self) -> bool {
+        self.rate.is_some()
+            || self
+                .own
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .any(|(_, own)| own.rate.is_some())
     }
 
     /// Gives each listed client limits of its own (replacing the previous list); a client

@@ -74,3 +74,69 @@ async fn a_client_spreading_its_calls_over_replicas_gets_its_rate_once() {
     drop(replicas);
     drop_schema(&url, &schema).await;
 }
+
+/// A slow rate (one call in ten seconds, no burst) spread over two replicas: a replica that has
+/// not served the client yet hears the other's call before the client's next one lands there,
+/// and refuses it until the fleet's bucket is full again, with the same wait the other says.
+#[tokio::test]
+async fn a_slow_rate_holds_for_the_fleet_when_no_replica_sees_a_second_call() {
+    let Some(url) =
+        postgres_url("a_slow_rate_holds_for_the_fleet_when_no_replica_sees_a_second_call")
+    else {
+        return;
+    };
+    let schema = schema("fg_fleet_slow_rate");
+    let sim = support::start_sim(31).await;
+    let config = || {
+        let mut config = fleet_config(&sim.url(), |_| {});
+        config.limits.client_rate = Some(Rate {
+            count: 6,
+            per: Duration::from_secs(60),
+        });
+        config.limits.client_burst = 1;
+        config
+    };
+    let replicas = [
+        replica(&url, &schema, config()).await,
+        replica(&url, &schema, config()).await,
+    ];
+    let client = reqwest::Client::new();
+    let body = json!({"arguments": {"origin": "nowhere"}});
+    let mut outcomes = Vec::new();
+    // One call on the first replica, then one every half second alternating, the first on the
+    // second replica a second later (time enough for both to have heard: each reads at least
+    // every 250 ms).
+    for (i, wait) in [0u64, 1000, 500, 500, 500].into_iter().enumerate() {
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let res = client
+            .post(replicas[i % 2].url("/v1/tools/search_flights/call"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let retry_after: Option<u64> = res
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        outcomes.push((res.status().as_u16(), retry_after));
+    }
+    assert_eq!(
+        outcomes[0].0, 422,
+        "the first call is admitted: {outcomes:?}"
+    );
+    for (i, (status, retry_after)) in outcomes.iter().enumerate().skip(1) {
+        assert_eq!(
+            *status,
+            429,
+            "call {i}, on replica {}: refused, one call in 10 s for the fleet: {outcomes:?}",
+            i % 2
+        );
+        assert!(
+            retry_after.is_some_and(|s| (5..=10).contains(&s)),
+            "call {i}: the wait until the fleet's bucket has room: {outcomes:?}"
+        );
+    }
+    drop(replicas);
+    drop_schema(&url, &schema).await;
+}
