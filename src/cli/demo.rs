@@ -65,19 +65,18 @@ pub(crate) async fn demo(
     let addr = listener.local_addr()?;
 
     let simulator = faregate_sim::Simulator::new(7);
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut sim_stop = stop_rx.clone();
+    // The simulator stops after the gateway has drained: the calls in flight at a Ctrl-C get
+    // `shutdown_grace` to finish against it, as against a real provider, instead of its
+    // "shutting down" 503s (which would also open breakers that the next start restores).
+    let (sim_stop_tx, mut sim_stop) = tokio::sync::watch::channel(false);
     let sim_task = tokio::spawn(faregate_sim::serve(sim_listener, simulator, async move {
         let _ = sim_stop.wait_for(|s| *s).await;
     }));
     print!("{}", keys.sign(&demo_banner(addr, sim_addr), addr));
-    let mut gw_stop = stop_rx;
-    let gateway = tokio::spawn(app::run(listener, app, async move {
-        let _ = gw_stop.wait_for(|s| *s).await;
-    }));
-    shutdown_signal().await;
-    let _ = stop_tx.send(true);
-    gateway.await.context("gateway task")??;
+    let gateway = tokio::spawn(app::run(listener, app, shutdown_signal()));
+    let served = gateway.await.context("gateway task");
+    let _ = sim_stop_tx.send(true);
+    served??;
     sim_task.await.context("simulator task")??;
     Ok(ExitCode::SUCCESS)
 }

@@ -14,6 +14,7 @@ mod chain;
 mod chain_http;
 mod configured;
 mod crash;
+mod demo;
 mod duffel;
 mod e2e;
 mod edge;
