@@ -347,6 +347,64 @@ async fn closed_within_3_s(tcp: &mut TcpStream, what: &str) {
         .unwrap_or_else(|_| panic!("{what}: the connection was still open after 3 s"));
 }
 
+/// A client that stops reading (every stream's window left at zero, so no byte of an answer
+/// can be sent) is closed once an answer has waited the header read timeout, and its slot of
+/// the connection cap serves another: it cannot hold the gateway's connections and the
+/// answers' memory for ever.
+#[tokio::test]
+async fn a_client_that_takes_no_answer_is_closed_at_the_header_read_timeout() {
+    let s = stack(|mut c| {
+        c.server.header_read_timeout = Duration::from_millis(300);
+        c.server.max_connections = 1;
+        c
+    })
+    .await;
+    let addr = s.gateway.addr;
+    let tcp = TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut client, connection) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, axum::body::Bytes>(tcp)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let driver = tokio::spawn(connection);
+    let request = axum::http::Request::get(format!("http://{addr}/openapi.json"))
+        .body(())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (response, _) = client
+        .send_request(request, true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let head = tokio::time::timeout(Duration::from_secs(3), response)
+        .await
+        .unwrap_or_else(|_| panic!("no answer head"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(head.status(), 200);
+    // Its body is never read, and the window never opened: the connection ends.
+    let started = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(3), driver).await;
+    assert!(
+        ended.is_ok(),
+        "a connection whose client took no answer was still open after 3 s"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(200),
+        "closed before the timeout: {:?}",
+        started.elapsed()
+    );
+    drop(head);
+    // The only slot of the connection cap serves a new connection.
+    let (mut conn, _driver) = connect(addr).await;
+    let (status, _) = tokio::time::timeout(
+        Duration::from_secs(3),
+        send_on(&mut conn, addr, "/healthz", None),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the freed slot did not serve a new connection"))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+}
+
 #[tokio::test]
 async fn a_client_that_never_answers_the_goodbye_is_dropped() {
     let s = stack(|mut c| {

@@ -19,12 +19,21 @@
 //!   client to answer a PING (or, after an `h2c` upgrade, for its preface), and a client that
 //!   never does is dropped after another `header_read_timeout`, so silent sockets cannot hold
 //!   the connection cap's slots.
+//! - **Answers not taken**: a client that stops reading (a stream's flow-control window left
+//!   at zero) would hold its streams, their answers' memory and its connection's slot for
+//!   ever, since hyper waits for window before it even asks the body for more. So an answer
+//!   that is not an event stream and has not been sent whole `[server] header_read_timeout`
+//!   after its head is taken as a client that stopped reading, and the connection is closed
+//!   at once, as HTTP/1.1's would be by the socket's own send buffer filling. Event streams
+//!   (`text/event-stream`) send as events come, and are bounded by the stream caps instead.
 //! - **Shutdown**: draining sends GOAWAY; streams already started finish, new ones are refused.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -34,6 +43,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::Service as _;
 
@@ -59,10 +69,12 @@ pub(crate) async fn serve<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (busy, mut idle) = watch::channel(0usize);
+    let (sending, mut stuck) = watch::channel(Sending::default());
     let service = Streams {
         router,
         peer,
-        busy: std::sync::Arc::new(busy),
+        busy: Arc::new(busy),
+        sending: Arc::new(sending),
     };
     let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     builder
@@ -79,6 +91,11 @@ pub(crate) async fn serve<I>(
         }
         _ = draining.cancelled() => "draining",
         _ = idle_for(&mut idle, limits.idle_timeout) => "idle",
+        _ = not_taken_for(&mut stuck, limits.idle_timeout) => {
+            // Nothing graceful: a client that reads nothing would not read a GOAWAY either.
+            tracing::info!(%peer, after = ?limits.idle_timeout, "HTTP/2 connection closed: the client took no answer for the header read timeout");
+            return;
+        }
     };
     conn.as_mut().graceful_shutdown();
     // Draining is bounded for every connection at once (`shutdown_grace`). After an idle
@@ -121,12 +138,82 @@ async fn idle_for(streams: &mut watch::Receiver<usize>, limit: Duration) {
     }
 }
 
-/// The per-connection service: the router, with the peer's address and the stream count.
+/// The answers of one connection being sent: when each one's head was ready, by an id that
+/// grows with time, so the first is the oldest.
+#[derive(Debug, Default)]
+struct Sending {
+    next: u64,
+    since: BTreeMap<u64, Instant>,
+}
+
+/// Completes once an answer has been in [`Sending`] for `limit`: the client stopped taking it.
+async fn not_taken_for(sending: &mut watch::Receiver<Sending>, limit: Duration) {
+    loop {
+        let oldest = sending
+            .borrow_and_update()
+            .since
+            .iter()
+            .next()
+            .map(|(id, at)| (*id, *at));
+        match oldest {
+            None => {
+                if sending.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+            Some((id, at)) => {
+                tokio::time::sleep_until(at + limit).await;
+                if sending.borrow().since.contains_key(&id) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// One answer being sent, in [`Sending`] until dropped (with its body: sent, or the stream
+/// reset).
+struct Answering {
+    sending: Arc<watch::Sender<Sending>>,
+    id: u64,
+}
+
+impl Answering {
+    fn begin(sending: &Arc<watch::Sender<Sending>>) -> Self {
+        let mut id = 0;
+        // Only the first answer of an empty list wakes the watcher: a later one is younger
+        // than the one it already waits on.
+        sending.send_if_modified(|s| {
+            id = s.next;
+            s.next += 1;
+            s.since.insert(id, Instant::now());
+            s.since.len() == 1
+        });
+        Answering {
+            sending: Arc::clone(sending),
+            id,
+        }
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        let id = self.id;
+        self.sending.send_if_modified(|s| {
+            s.since.remove(&id);
+            false
+        });
+    }
+}
+
+/// The per-connection service: the router, with the peer's address, the stream count and the
+/// answers being sent.
 #[derive(Clone)]
 struct Streams {
     router: Router,
     peer: SocketAddr,
-    busy: std::sync::Arc<watch::Sender<usize>>,
+    busy: Arc<watch::Sender<usize>>,
+    sending: Arc<watch::Sender<Sending>>,
 }
 
 impl hyper::service::Service<Request<Incoming>> for Streams {
@@ -140,20 +227,26 @@ impl hyper::service::Service<Request<Incoming>> for Streams {
         // The router is always ready (axum's `Router::poll_ready`), so it is called directly:
         // `oneshot` would keep the request beside the router's future for the whole call.
         let answer = self.router.clone().call(request);
+        let sending = Arc::clone(&self.sending);
         Box::pin(async move {
             let response = answer.await?;
-            Ok(holding(response, busy))
+            let streamed = response
+                .headers()
+                .get(axum::http::header::CONTENT_TYPE)
+                .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+            let answering = (!streamed).then(|| Answering::begin(&sending));
+            Ok(holding(response, (busy, answering)))
         })
     }
 }
 
 /// One stream in flight, counted until dropped.
-struct InFlight(std::sync::Arc<watch::Sender<usize>>);
+struct InFlight(Arc<watch::Sender<usize>>);
 
 impl InFlight {
-    fn enter(busy: &std::sync::Arc<watch::Sender<usize>>) -> Self {
+    fn enter(busy: &Arc<watch::Sender<usize>>) -> Self {
         busy.send_modify(|n| *n += 1);
-        InFlight(std::sync::Arc::clone(busy))
+        InFlight(Arc::clone(busy))
     }
 }
 
@@ -170,7 +263,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn idle_means_no_stream_for_the_whole_limit() {
         let (busy, mut idle) = watch::channel(0usize);
-        let busy = std::sync::Arc::new(busy);
+        let busy = Arc::new(busy);
         let limit = Duration::from_secs(10);
         let started = tokio::time::Instant::now();
         let watcher = tokio::spawn(async move { idle_for(&mut idle, limit).await });
@@ -187,5 +280,31 @@ mod tests {
             "idle counts from the last stream's end"
         );
         assert_eq!(started.elapsed(), Duration::from_secs(46));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_not_taken_for_the_whole_limit_ends_the_wait() {
+        let (sending, mut stuck) = watch::channel(Sending::default());
+        let sending = Arc::new(sending);
+        let limit = Duration::from_secs(10);
+        let started = Instant::now();
+        let watcher = tokio::spawn(async move { not_taken_for(&mut stuck, limit).await });
+        let taken = Answering::begin(&sending);
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let stuck_one = Answering::begin(&sending);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        drop(taken);
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(
+            !watcher.is_finished(),
+            "the first answer was taken in time; the second has waited 9 s"
+        );
+        watcher.await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(14),
+            "the second answer, begun at 4 s, not taken by 14 s"
+        );
+        drop(stuck_one);
     }
 }
