@@ -190,22 +190,35 @@ pub(super) fn take_share(
     })
 }
 
+/// Which of a tool's providers a read's client may reach now, for its share of each
+/// provider's window ([`check_provider_shares`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// Every provider that owns the request would take it: the call may be shared.
+    Every,
+    /// Some would refuse this client and some take it: what it reaches is not what another
+    /// client would, so its call runs alone.
+    Some,
+}
+
 /// Refuses a read's client before it leads a call that other clients' identical reads may
 /// join, when the pipeline would refuse it at every provider of the chain for its share of
 /// the provider's window (`RateLimits::would_admit_client`, counting nothing): a refusal handed
-/// to the callers who joined would be another client's answer. One provider of the chain that
-/// would take the request is enough; the pipeline asks again, and counts, at each attempt. A
+/// to the callers who joined would be another client's answer. When only some would refuse it,
+/// says so ([`Reach::Some`]): the shared call would go past a provider that would take the
+/// others, and hand them that outcome. The pipeline asks again, and counts, at each attempt. A
 /// refusal is counted and logged as the pipeline's.
 pub(super) fn check_provider_shares(
     tool: &ServedTool,
     request: &ToolRequest,
     cx: &Context<'_>,
-) -> Result<(), Box<Failure>> {
+) -> Result<Reach, Box<Failure>> {
     let (Some(reserve), Some(client)) = (cx.provider_reserve, cx.call.client) else {
-        return Ok(());
+        return Ok(Reach::Every);
     };
     let now = Instant::now();
     let mut over = Vec::new();
+    let mut takes = false;
     for route in &tool.routes {
         // A provider that does not own the request is skipped by the pipeline too.
         if route.upstream.refuse(request).is_some() {
@@ -215,7 +228,7 @@ pub(super) fn check_provider_shares(
             .rate_limits
             .would_admit_client(&route.name, client, reserve, now)
         {
-            Ok(()) => return Ok(()),
+            Ok(()) => takes = true,
             Err(refused) => over.push(OverProvider {
                 provider: route.name.clone(),
                 over: refused,
@@ -223,7 +236,10 @@ pub(super) fn check_provider_shares(
         }
     }
     if over.is_empty() {
-        return Ok(());
+        return Ok(Reach::Every);
+    }
+    if takes {
+        return Ok(Reach::Some);
     }
     tracing::info!(
         tool = tool.spec.name,

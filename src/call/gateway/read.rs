@@ -18,13 +18,21 @@ use crate::call::envelope::{CallInfo, Envelope};
 use crate::call::last_good::GoodResult;
 use crate::call::observe::Observer;
 use crate::call::outcome::Failure;
-use crate::call::pipeline::{self, CallTag, Context, Share};
+use crate::call::pipeline::{self, CallTag, Context, Reach, Share};
 use crate::call::progress::{self, Step, StepSender, Steps};
 use crate::call::reload::Served;
 use crate::call::served::{ServedTool, SharedOutcome};
 use crate::call::shared_text::SharedText;
 use crate::clients::{ClientName, ShareSlot};
 use crate::tools::{CallMode, ToolRequest};
+
+/// Why a read did not lead a shared call.
+enum NotLed {
+    /// Refused before any provider was asked: the answer is this caller's alone.
+    Refused(Box<Failure>),
+    /// Its client is over its share of some of the providers' windows: the read runs alone.
+    Alone(ToolRequest, ClientName),
+}
 
 impl Gateway {
     /// A checked read (`deadlines`: the caller's and the tool's, from when it was asked): a
@@ -65,18 +73,8 @@ impl Gateway {
         // also of the reads that wait below on a shared call and hold nothing of it (memory per
         // held call, BENCHMARKS.md); one allocation is small beside the fast-fail answer's cost.
         if tool.all_open(Instant::now()) {
-            let ran = Box::pin(async move {
-                let cx = self.context(&served, CallTag::of(&info.call_id, &client));
-                let share = self.share_of(&client);
-                let mode = CallMode::Interactive;
-                match pipeline::run(&tool, &request, deadline, mode, share, cx).await {
-                    Ok(success) => self.remember(&tool, &key, answer::fresh(info, success)),
-                    Err(failure) => {
-                        self.interactive_answer((&tool, &client), info, &failure, Some(&key))
-                    }
-                }
-            });
-            return Either::Right(Either::Left(ran));
+            let ran = self.read_alone((served, tool), (info, client), request, deadline, key);
+            return Either::Right(Either::Left(Box::pin(ran)));
         }
         // One copy of the key, shared by the call, its task and every caller waiting on it.
         let key: Arc<str> = key.into();
@@ -91,14 +89,23 @@ impl Gateway {
         let joined =
             tool.shared_calls
                 .try_join(Arc::clone(&key), shared_deadline, |shared_steps| {
-                    // A caller leads only with a slot of its client's share, taken here: a refusal
-                    // inside the shared call would be handed to every caller that joined it, of
-                    // any client. Joining a call in flight takes no slot.
+                    // A caller leads only if no provider would refuse it for its share of the
+                    // providers' windows: a refusal inside the shared call would be handed to
+                    // every caller that joined it, of any client, and so would the answer of a
+                    // provider further down the chain, reached because this client was refused
+                    // at one that would take the others. Over its share at some of them, its
+                    // call runs alone.
                     let cx = self.context(&served, CallTag::of(&info.call_id, &client));
-                    let slot = pipeline::take_share(&tool, self.share_of(&client), &cx)
-                        .map_err(|over| Box::new(Failure::ClientShareFull(over)))?;
-                    // Nor a refusal for its share of the providers' windows.
-                    pipeline::check_provider_shares(&tool, &request, &cx)?;
+                    match pipeline::check_provider_shares(&tool, &request, &cx) {
+                        Err(refused) => return Err(NotLed::Refused(refused)),
+                        Ok(Reach::Some) => return Err(NotLed::Alone(request, client)),
+                        Ok(Reach::Every) => {}
+                    }
+                    // And only with a slot of its client's share, taken here, for the same
+                    // reason. Joining a call in flight takes no slot.
+                    let slot = pipeline::take_share(&tool, self.share_of(&client), &cx).map_err(
+                        |over| NotLed::Refused(Box::new(Failure::ClientShareFull(over))),
+                    )?;
                     if steps.is_some() {
                         leader_steps = Some(shared_steps.subscribe());
                     }
@@ -111,13 +118,18 @@ impl Gateway {
                         Arc::clone(&key),
                         shared_steps,
                     );
-                    Ok::<_, Box<Failure>>(read.in_current_span())
+                    Ok::<_, NotLed>(read.in_current_span())
                 });
         let (waiter, leader) = match joined {
             Ok(joined) => joined,
-            Err(refused) => {
+            Err(NotLed::Refused(refused)) => {
                 let answer = self.interactive_answer((&tool, &asker), info, &refused, None);
                 return Either::Left(ready(answer));
+            }
+            Err(NotLed::Alone(request, client)) => {
+                let key = key.to_string();
+                let ran = self.read_alone((served, tool), (info, client), request, deadline, key);
+                return Either::Right(Either::Left(Box::pin(ran)));
             }
         };
         // A caller who joined: its span says so and links to the leader's, under which the
@@ -134,6 +146,35 @@ impl Gateway {
             waiter,
             their_steps,
         )))
+    }
+
+    /// A read that shares no call: every breaker rejecting (nothing would go upstream), or a
+    /// client over its share of some of the providers' windows (what it reaches is its own).
+    /// Only what every client would have got is remembered: an answer when every breaker
+    /// rejected (a probe's), never one a client reached past a provider that refused it alone.
+    fn read_alone(
+        self: &Arc<Self>,
+        (served, tool): (Arc<Served>, Arc<ServedTool>),
+        (info, client): (CallInfo, ClientName),
+        request: ToolRequest,
+        deadline: Instant,
+        key: String,
+    ) -> impl Future<Output = Envelope> + Send + '_ {
+        async move {
+            let cx = self.context(&served, CallTag::of(&info.call_id, &client));
+            let share = self.share_of(&client);
+            let mode = CallMode::Interactive;
+            let every_open = tool.all_open(Instant::now());
+            match pipeline::run(&tool, &request, deadline, mode, share, cx).await {
+                Ok(success) if every_open => {
+                    self.remember(&tool, &key, answer::fresh(info, success))
+                }
+                Ok(success) => answer::fresh(info, success),
+                Err(failure) => {
+                    self.interactive_answer((&tool, &client), info, &failure, Some(&key))
+                }
+            }
+        }
     }
 
     /// A caller waiting on the shared call it joined, until the call's end or its own

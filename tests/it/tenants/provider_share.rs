@@ -124,3 +124,68 @@ async fn a_noisy_client_is_held_to_its_share_of_the_providers_window_and_the_qui
     let metrics = metrics.as_str().unwrap_or_default();
     assert!(metrics.lines().any(|l| l == series), "{series} in /metrics");
 }
+
+/// A client over its share of the first provider of a chain still reaches the next one, but
+/// alone: a client under its share that asks the same search meanwhile gets the first
+/// provider's answer, not the one the other client could only reach further down the chain.
+#[tokio::test]
+async fn a_client_over_its_share_of_one_provider_does_not_lead_another_clients_identical_search() {
+    let s = Stack::builder(73)
+        .env(MapEnv(vec![(
+            "FAREGATE_CLIENT_KEYS",
+            "noisy-team-key, quiet-team-key",
+        )]))
+        .config(|mut c| {
+            // Answered from memory too, so a remembered answer would show.
+            if let Some(t) = c.tools.iter_mut().find(|t| t.name == "search_flights") {
+                t.fresh_for = std::time::Duration::from_secs(60);
+            }
+            c
+        })
+        .start()
+        .await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            requests_per_minute: Some(LIMIT),
+            ..Fault::default()
+        },
+    );
+    let (status, _, body) = search(&s, QUIET, 3).await;
+    assert_eq!(
+        (status, &body["provider"]),
+        (200, &json!("duffel")),
+        "{body}"
+    );
+    for n in 0..23 {
+        let (_, _, body) = search(&s, NOISY, 4 + n).await;
+        assert_eq!(body["provider"], "duffel", "call {n}: {body}");
+    }
+    // The noisy client is over its share of Duffel's window now: its search goes to Amadeus,
+    // slowly; the quiet client asks the same search meanwhile.
+    s.sim.set_fault(
+        RouteGroup::AmadeusFlights,
+        Fault {
+            latency_ms: 1_000,
+            ..Fault::default()
+        },
+    );
+    let noisy = tokio::spawn(send(
+        s.http
+            .post(s.url("/v1/tools/search_flights/call"))
+            .bearer_auth(NOISY)
+            .json(&json!({"arguments": {"origin": "JFK", "destination": "LHR", "departure_date": in_days(40)}})),
+    ));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (status, _, quiet) = search(&s, QUIET, 40).await;
+    assert_eq!(
+        (status, &quiet["status"], &quiet["provider"]),
+        (200, &json!("ok"), &json!("duffel")),
+        "the quiet client's own answer, not the noisy one's Amadeus call: {quiet:#}"
+    );
+    let (_, _, noisy) = noisy.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(noisy["provider"], "amadeus", "{noisy:#}");
+    // What the noisy client reached alone is not remembered for anyone.
+    let (_, _, again) = search(&s, QUIET, 40).await;
+    assert_eq!(again["provider"], "duffel", "{again:#}");
+}
