@@ -30,8 +30,9 @@ use crate::tools::{CallMode, ToolRequest};
 enum NotLed {
     /// Refused before any provider was asked: the answer is this caller's alone.
     Refused(Box<Failure>),
-    /// Its client is over its share of some of the providers' windows: the read runs alone.
-    Alone(ToolRequest, ClientName),
+    /// Its client is over its share of some of the providers' windows: the read runs alone
+    /// (boxed: the request is large, and this is the rare way).
+    Alone(Box<(ToolRequest, ClientName)>),
 }
 
 impl Gateway {
@@ -98,7 +99,7 @@ impl Gateway {
                     let cx = self.context(&served, CallTag::of(&info.call_id, &client));
                     match pipeline::check_provider_shares(&tool, &request, &cx) {
                         Err(refused) => return Err(NotLed::Refused(refused)),
-                        Ok(Reach::Some) => return Err(NotLed::Alone(request, client)),
+                        Ok(Reach::Some) => return Err(NotLed::Alone(Box::new((request, client)))),
                         Ok(Reach::Every) => {}
                     }
                     // And only with a slot of its client's share, taken here, for the same
@@ -126,7 +127,8 @@ impl Gateway {
                 let answer = self.interactive_answer((&tool, &asker), info, &refused, None);
                 return Either::Left(ready(answer));
             }
-            Err(NotLed::Alone(request, client)) => {
+            Err(NotLed::Alone(alone)) => {
+                let (request, client) = *alone;
                 let key = key.to_string();
                 let ran = self.read_alone((served, tool), (info, client), request, deadline, key);
                 return Either::Right(Either::Left(Box::pin(ran)));
@@ -152,28 +154,22 @@ impl Gateway {
     /// client over its share of some of the providers' windows (what it reaches is its own).
     /// Only what every client would have got is remembered: an answer when every breaker
     /// rejected (a probe's), never one a client reached past a provider that refused it alone.
-    fn read_alone(
+    async fn read_alone(
         self: &Arc<Self>,
         (served, tool): (Arc<Served>, Arc<ServedTool>),
         (info, client): (CallInfo, ClientName),
         request: ToolRequest,
         deadline: Instant,
         key: String,
-    ) -> impl Future<Output = Envelope> + Send + '_ {
-        async move {
-            let cx = self.context(&served, CallTag::of(&info.call_id, &client));
-            let share = self.share_of(&client);
-            let mode = CallMode::Interactive;
-            let every_open = tool.all_open(Instant::now());
-            match pipeline::run(&tool, &request, deadline, mode, share, cx).await {
-                Ok(success) if every_open => {
-                    self.remember(&tool, &key, answer::fresh(info, success))
-                }
-                Ok(success) => answer::fresh(info, success),
-                Err(failure) => {
-                    self.interactive_answer((&tool, &client), info, &failure, Some(&key))
-                }
-            }
+    ) -> Envelope {
+        let cx = self.context(&served, CallTag::of(&info.call_id, &client));
+        let share = self.share_of(&client);
+        let mode = CallMode::Interactive;
+        let every_open = tool.all_open(Instant::now());
+        match pipeline::run(&tool, &request, deadline, mode, share, cx).await {
+            Ok(success) if every_open => self.remember(&tool, &key, answer::fresh(info, success)),
+            Ok(success) => answer::fresh(info, success),
+            Err(failure) => self.interactive_answer((&tool, &client), info, &failure, Some(&key)),
         }
     }
 
