@@ -188,6 +188,7 @@ impl JobSystem {
                 telemetry: Arc::clone(&telemetry),
                 unstored: unstored.clone(),
                 wake: callbacks_due,
+                deliveries: super::callbacks::deliveries(),
             }),
             store,
             gateway,

@@ -138,6 +138,70 @@ async fn a_background_call_is_accepted_at_once_and_succeeds_with_a_signed_callba
     assert_eq!(body["status"], "ok");
 }
 
+/// Each callback is sent on a task of its own: two callbacks to a receiver that takes 5 s to
+/// answer do not hold back a third to a quick one (nor, in a fleet, outlast the lease of the
+/// callbacks claimed beside them, which another replica would then send again).
+#[tokio::test]
+async fn a_slow_receiver_does_not_hold_back_other_callbacks() {
+    let s = stack().await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/slow"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+        .mount(s.receiver())
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/faregate"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(s.receiver())
+        .await;
+    let slow = format!("{}/hooks/slow", s.receiver().uri());
+    for days in [31, 32] {
+        let (status, env) = s
+            .submit(
+                "search_flights",
+                json!({"arguments": flights(days), "mode": "background", "callback_url": slow}),
+            )
+            .await;
+        assert_eq!(status, 202, "{env:#}");
+    }
+    let arrived = |path: &'static str| {
+        let receiver = s.receiver();
+        async move {
+            receiver
+                .received_requests()
+                .await
+                .unwrap_or_default()
+                .iter()
+                .filter(|r| r.url.path() == path)
+                .count()
+        }
+    };
+    let started = tokio::time::Instant::now();
+    while arrived("/hooks/slow").await < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the two slow callbacks were not sent"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Both slow receivers are still answering; a third job's callback goes out meanwhile.
+    let submitted = tokio::time::Instant::now();
+    let (status, env) = s
+        .submit(
+            "search_flights",
+            json!({"arguments": flights(33), "mode": "background", "callback_url": s.callback_url()}),
+        )
+        .await;
+    assert_eq!(status, 202, "{env:#}");
+    while arrived("/hooks/faregate").await < 1 {
+        assert!(
+            submitted.elapsed() < Duration::from_secs(4),
+            "the quick receiver's callback waited for the slow ones"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_refused_callback_says_why_on_the_job_until_one_is_delivered() {
     let s = stack().await;

@@ -19,7 +19,7 @@ use std::time::Duration;
 use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Url;
 use sha2::Sha256;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use self::allowlist::{Allowlist, Allowlists};
@@ -41,15 +41,21 @@ pub const SIGNATURE_HEADER: &str = "Faregate-Signature";
 /// callback wakes it at once ([`Sender::wake`]).
 const PACE: Pace = Pace::busy_every(Duration::from_millis(500));
 /// How long a claimed callback is this replica's to send; after that another may try it. Longer
-/// than one delivery can take (the client's timeout is 10 s).
+/// than one delivery can take (the client's timeout is 10 s), since each is sent on a task of
+/// its own as soon as it is claimed.
 const LEASE: Duration = Duration::from_secs(30);
 /// Callbacks claimed per look: a burst of finished jobs is sent over a few polls.
 const BATCH: u32 = 16;
-/// Deliveries before giving up (the result stays in the job).
+/// Deliveries in flight at once, each on a task of its own: a slow receiver holds one of them,
+/// not the sender, so one client's receiver never delays another's callbacks (nor outlasts the
+/// lease of callbacks claimed beside it, which another replica would then send again).
+const IN_FLIGHT: usize = 64;
+/// Deliveries before giving up (the result stays in the job): waits of 1 s to 64 s, about two
+/// minutes in all.
 const ATTEMPTS: u32 = 8;
 /// The wait after the first failed delivery; it doubles after each further one …
 const FIRST_RETRY: Duration = Duration::from_secs(1);
-/// … this many times at most (about 17 minutes).
+/// … this many times at most (a ceiling of about 17 minutes, which [`ATTEMPTS`] does not reach).
 const MAX_DOUBLINGS: u32 = 10;
 
 /// The wait between deliveries: [`FIRST_RETRY`], doubled up to [`MAX_DOUBLINGS`] times.
@@ -137,6 +143,13 @@ pub(super) struct Sender {
     pub(super) unstored: Unstored,
     /// Poked when a job of this replica ends with a callback to send.
     pub(super) wake: Arc<Notify>,
+    /// Room for deliveries in flight ([`IN_FLIGHT`]).
+    pub(super) deliveries: Arc<Semaphore>,
+}
+
+/// Room for [`IN_FLIGHT`] deliveries, for a new [`Sender`].
+pub(super) fn deliveries() -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(IN_FLIGHT))
 }
 
 impl Sender {
@@ -160,19 +173,31 @@ impl Sender {
         }
     }
 
-    /// One look: claims the due callbacks and delivers each; when none was due, asks when the
-    /// next one is.
-    async fn look(&self) -> Result<Found, StoreError> {
+    /// One look: claims as many due callbacks as there is room to send and sends each on a
+    /// task of its own; when none was due, asks when the next one is.
+    async fn look(self: &Arc<Self>) -> Result<Found, StoreError> {
+        let room = self.deliveries.available_permits().min(BATCH as usize) as u32;
+        if room == 0 {
+            return Ok(Found::Work);
+        }
         let lease_ms = LEASE.as_millis() as i64;
         let due = self
             .store
-            .claim_callbacks(clock::epoch_ms(), lease_ms, BATCH)
+            .claim_callbacks(clock::epoch_ms(), lease_ms, room)
             .await?;
         if due.is_empty() {
             return Ok(Found::of(false, [self.store.next_callback_due().await?]));
         }
         for job in due {
-            self.send(&job).await;
+            // Only this loop takes permits, and it claimed no more than were free.
+            let Ok(permit) = Arc::clone(&self.deliveries).try_acquire_owned() else {
+                break;
+            };
+            let sender = Arc::clone(self);
+            tokio::spawn(async move {
+                sender.send(&job).await;
+                drop(permit);
+            });
         }
         Ok(Found::Work)
     }

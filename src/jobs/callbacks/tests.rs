@@ -177,6 +177,7 @@ async fn a_failed_delivery_is_logged_with_the_receivers_host_only() {
         telemetry: Arc::new(Telemetry::new(crate::telemetry::AlertRules::spec())),
         unstored: super::super::land::Unstored::default(),
         wake: Default::default(),
+        deliveries: super::deliveries(),
     };
     let job = Job {
         callback_url: Some(url.into()),
