@@ -1,10 +1,13 @@
 //! The gate: the thread-safe face of one breaker ([`Breaker`]), the [`Permit`] an admitted call
 //! carries, and the [`Rejected`] answer for the others.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{Notify, broadcast, mpsc};
 use tokio::time::Instant;
 
 use super::state::{Machine, Ticket};
@@ -28,6 +31,20 @@ pub struct Breaker {
     /// In a fleet: where this breaker tells of each failure in a run, so the other replicas
     /// count it too. A non-blocking send, on failures only; never set on a single node.
     failures: OnceLock<mpsc::UnboundedSender<RunFailure>>,
+    /// Told when the fleet grants this replica the probe lease.
+    lease_granted: Notify,
+}
+
+/// A grant of the probe lease to wait for ([`Breaker::probe_lease_coming`]).
+#[derive(Debug)]
+pub struct LeaseGrant<'a>(Pin<Box<tokio::sync::futures::Notified<'a>>>);
+
+impl Future for LeaseGrant<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
 }
 
 /// Permission for one upstream attempt. Record its outcome with [`Permit::record`].
@@ -63,6 +80,7 @@ impl Breaker {
             key,
             machine: Mutex::new(machine),
             failures: OnceLock::new(),
+            lease_granted: Notify::new(),
         })
     }
 
@@ -170,9 +188,28 @@ impl Breaker {
         self.lock().keeps_probe_lease(now, idle)
     }
 
-    /// The fleet granted this replica the probes of the current half-open period until `until`.
+    /// The fleet granted this replica the probes of the current half-open period until `until`;
+    /// callers waiting for it ([`Breaker::probe_lease_coming`]) try again.
     pub fn grant_probe_lease(&self, until: Instant, now: Instant) {
         self.lock().grant_probe_lease(until, now);
+        self.lease_granted.notify_waiters();
+    }
+
+    /// The fleet found another replica holding the probe lease, for up to `until`.
+    pub fn probe_lease_elsewhere(&self, until: Instant, now: Instant) {
+        self.lock().probe_lease_elsewhere(until, now);
+    }
+
+    /// For a probe `caller` was just refused: when the fleet is about to grant this replica
+    /// the lease that would admit it, the grant to wait for (the caller bounds the wait); else
+    /// `None`, and the refusal stands.
+    pub fn probe_lease_coming(&self, now: Instant, caller: Caller) -> Option<LeaseGrant<'_>> {
+        let mut granted = Box::pin(self.lease_granted.notified());
+        // Listening before the state is read: a grant in between is not missed.
+        granted.as_mut().enable();
+        self.lock()
+            .awaits_probe_lease(now, caller)
+            .then_some(LeaseGrant(granted))
     }
 
     /// Takes `config` as this breaker's policy from now on (a configuration reload), keeping

@@ -105,7 +105,7 @@ pub use event::{
     BreakerState, ForceMode, Origin, RunFailure, TransitionEvent, TransitionReason,
     is_legal_transition, legal_transition_labels,
 };
-pub use gate::{Breaker, Permit};
+pub use gate::{Breaker, LeaseGrant, Permit};
 pub use key::BreakerKey;
 pub use outcome::{FailureReason, Outcome};
 pub use registry::BreakerRegistry;

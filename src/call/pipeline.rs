@@ -70,6 +70,10 @@ use crate::policy::SplitMix;
 use crate::providers::{ErrorKind, RateLimits, UpstreamError};
 use crate::tools::{CallMode, ToolOutput, ToolRequest};
 
+/// The longest a call waits for the fleet to grant this replica a half-open breaker's probe
+/// lease that no other replica holds: the fleet takes leases every 250 ms, with one statement.
+const LEASE_WAIT: Duration = Duration::from_millis(600);
+
 /// What a run of the pipeline reports to, and draws its jitter from.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Context<'a> {
@@ -413,7 +417,20 @@ fn run_route<'a>(
                 // and its answer is the provider's failure, not "not called".
                 let counted = admit_client(tool, route, (now, attempt > 0), &span, &cx)
                     .map_err(|over| Failure::ProviderShareFull { over: vec![*over] })?;
-                let permit = match route.breaker.try_acquire_as(now, caller) {
+                let mut acquired = route.breaker.try_acquire_as(now, caller);
+                // In a fleet, a half-open breaker whose probe lease this replica is about to take
+                // (no other replica holds it): the call waits a moment for the lease and probes,
+                // rather than be told the provider is not answering when nobody asked it.
+                if acquired.is_err()
+                    && let Some(granted) = route.breaker.probe_lease_coming(now, caller)
+                {
+                    // Granted, or not within the wait (the fleet may have recovered meanwhile
+                    // on another replica's probe, and this one followed): asked again either way.
+                    let wait = LEASE_WAIT.min(deadline.saturating_duration_since(now));
+                    let _ = tokio::time::timeout(wait, granted).await;
+                    acquired = route.breaker.try_acquire_as(Instant::now(), caller);
+                }
+                let permit = match acquired {
                     Ok(permit) => permit,
                     Err(rejected) => {
                         if let Some(client) = counted {

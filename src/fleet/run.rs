@@ -471,6 +471,8 @@ impl Fleet {
                 }
                 Ok(false) => {
                     pending.leases.remove(&key);
+                    // Held by another replica: this one's callers do not wait for it.
+                    breaker.probe_lease_elsewhere(clock::now() + 2 * TICK, clock::now());
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "fleet: the probe lease could not be taken");

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Machine, Phase, Ramp};
+use super::{Caller, Machine, Phase, Ramp};
 use crate::breaker::event::{Origin, TransitionReason};
 
 /// The fleet's half-open lease as one breaker sees it.
@@ -28,6 +28,10 @@ pub(in crate::breaker) struct ProbeLease {
     held_until: Option<Instant>,
     /// When a caller of this replica last asked for a probe in the current half-open period.
     asked_at: Option<Instant>,
+    /// Until when another replica is taken to hold the lease: a moment after the fleet last
+    /// found it held when it tried to take it for this one (it tries again every tick while
+    /// this replica wants it).
+    elsewhere_until: Option<Instant>,
 }
 
 impl ProbeLease {
@@ -45,14 +49,17 @@ impl ProbeLease {
     pub(super) fn end(&mut self) {
         self.held_until = None;
         self.asked_at = None;
+        self.elsewhere_until = None;
     }
 
     /// Whether this replica should take the lease at `now`: it needs one and holds none, and
-    /// either held none yet in this period or a caller asked for a probe since its last lapsed.
+    /// either held none yet in this period (and did not find another replica holding the
+    /// period's first, with no caller here since) or a caller asked for a probe since its last
+    /// lapsed.
     fn wanted(&self, now: Instant) -> bool {
         self.needed
             && match self.held_until {
-                None => true,
+                None => self.elsewhere_until.is_none() || self.asked_at.is_some(),
                 Some(until) if until > now => false,
                 Some(until) => self.asked_at.is_some_and(|at| at >= until),
             }
@@ -61,6 +68,12 @@ impl ProbeLease {
     /// Whether this replica holds the lease at `now`.
     fn held(&self, now: Instant) -> bool {
         self.needed && self.held_until.is_some_and(|until| until > now)
+    }
+
+    /// Whether the fleet is about to grant this replica the lease: it wants it, and no other
+    /// replica was found holding it lately.
+    fn coming(&self, now: Instant) -> bool {
+        self.wanted(now) && self.elsewhere_until.is_none_or(|until| until <= now)
     }
 }
 
@@ -179,6 +192,36 @@ impl Machine {
         self.advance(now);
         if matches!(self.phase, Phase::HalfOpen(_)) {
             self.lease.held_until = Some(until);
+            self.lease.elsewhere_until = None;
         }
+    }
+
+    /// The fleet found another replica holding the lease, for up to `until`: a caller here
+    /// does not wait for it.
+    pub(in crate::breaker) fn probe_lease_elsewhere(&mut self, until: Instant, now: Instant) {
+        self.advance(now);
+        if matches!(self.phase, Phase::HalfOpen(_)) {
+            self.lease.elsewhere_until = Some(until);
+        }
+    }
+
+    /// Whether a probe `caller` was just refused would be admitted once the fleet grants this
+    /// replica the lease it is about to take (no other replica holds it): half-open, a free
+    /// probe slot, and not the background jobs' turn that an interactive caller leaves them.
+    /// The caller may wait a moment for it rather than be told the provider is not answering
+    /// when nobody asked it (the lease is taken on the fleet's next tick).
+    pub(in crate::breaker) fn awaits_probe_lease(&mut self, now: Instant, caller: Caller) -> bool {
+        let now = self.advance(now);
+        let Phase::HalfOpen(probes) = &self.phase else {
+            return false;
+        };
+        let jobs_turn = matches!(
+            caller,
+            Caller::Interactive {
+                background_due: true
+            }
+        ) && !probes.given_back
+            && now < self.since + self.config.probe_interval;
+        !jobs_turn && !probes.in_flight() && !self.lease.held(now) && self.lease.coming(now)
     }
 }

@@ -311,3 +311,85 @@ async fn a_fleets_run_of_429s_with_a_retry_after_pauses_for_the_last_one() {
     h.breaker.note_peer_failure(None, h.at(0.1));
     assert_eq!(h.transitions()[0].2, TransitionReason::ConsecutiveFailures);
 }
+
+/// A caller refused a probe only because the fleet has not granted this replica the lease yet
+/// (nobody holds it) may wait for the grant, and probes once it comes; not while another
+/// replica holds it, nor when it is the background jobs' turn, nor outside half-open.
+#[tokio::test(start_paused = true)]
+async fn a_refused_caller_waits_for_a_lease_nobody_holds_and_probes_once_granted() {
+    let h = Harness::new(config());
+    h.breaker.require_probe_lease(true);
+    let interactive = Caller::Interactive {
+        background_due: false,
+    };
+    assert!(
+        h.breaker
+            .probe_lease_coming(h.at(0.0), interactive)
+            .is_none(),
+        "closed: nothing to wait for"
+    );
+    h.trip(h.at(0.0));
+    let half_open = h.at(30.0);
+    assert!(h.call(half_open, FAST).is_err());
+    let grant = h
+        .breaker
+        .probe_lease_coming(half_open, interactive)
+        .unwrap_or_else(|| panic!("nobody holds the lease: the caller may wait for it"));
+    let jobs_turn = Caller::Interactive {
+        background_due: true,
+    };
+    assert!(
+        h.breaker.probe_lease_coming(half_open, jobs_turn).is_none(),
+        "the jobs' turn: an interactive caller leaves the probe to them"
+    );
+    let waiting = tokio::spawn({
+        let breaker = Arc::clone(&h.breaker);
+        async move {
+            let grant = breaker
+                .probe_lease_coming(half_open, Caller::Background)
+                .unwrap_or_else(|| panic!("a background caller waits too"));
+            grant.await;
+        }
+    });
+    tokio::task::yield_now().await;
+    h.breaker.grant_probe_lease(h.at(33.0), half_open);
+    grant.await;
+    waiting.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(h.call(half_open, FAST), Ok(PermitKind::Probe));
+
+    // Another replica's lease: nobody waits while it may hold it.
+    let other = Harness::new(config());
+    other.breaker.require_probe_lease(true);
+    other.trip(other.at(0.0));
+    let half_open = other.at(30.0);
+    assert!(other.call(half_open, FAST).is_err());
+    other
+        .breaker
+        .probe_lease_elsewhere(other.at(30.5), half_open);
+    assert!(
+        other
+            .breaker
+            .probe_lease_coming(other.at(30.25), interactive)
+            .is_none()
+    );
+    assert!(
+        other
+            .breaker
+            .probe_lease_coming(other.at(31.0), interactive)
+            .is_some(),
+        "once that lease may have lapsed, this replica takes it for its caller"
+    );
+
+    // A replica that lost the period's first lease to another does not take it when that one
+    // lapses, unless a caller of its own asks.
+    let loser = Harness::new(config());
+    loser.breaker.require_probe_lease(true);
+    loser.trip(loser.at(0.0));
+    assert!(loser.breaker.wants_probe_lease(loser.at(30.0)));
+    loser
+        .breaker
+        .probe_lease_elsewhere(loser.at(30.5), loser.at(30.0));
+    assert!(!loser.breaker.wants_probe_lease(loser.at(34.0)));
+    assert!(loser.call(loser.at(40.0), FAST).is_err());
+    assert!(loser.breaker.wants_probe_lease(loser.at(40.0)));
+}

@@ -92,3 +92,45 @@ async fn an_idle_replica_hands_the_probe_lease_to_one_with_callers() {
     drop((idle, busy));
     drop_schema(&url, &schema).await;
 }
+
+/// After a half-open period's first lease has lapsed with no caller (a quiet night), the first
+/// caller on either replica waits a moment for the lease nobody holds and probes: it is
+/// answered by the provider, not told the provider is not answering when nobody asked it.
+#[tokio::test]
+async fn the_first_caller_after_a_quiet_half_open_spell_probes_instead_of_a_fallback() {
+    let Some(url) =
+        postgres_url("the_first_caller_after_a_quiet_half_open_spell_probes_instead_of_a_fallback")
+    else {
+        return;
+    };
+    let schema = schema("fg_fleet_lease_first");
+    let sim = support::start_sim(31).await;
+    let config = || one_probe_config(&sim.url());
+    let a = replica(&url, &schema, config()).await;
+    let b = replica(&url, &schema, config()).await;
+    sim.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            outage: true,
+            ..Fault::default()
+        },
+    );
+    trip(&a).await;
+    wait_for_state(&b, FLIGHTS, "open").await;
+    sim.sim
+        .set_fault(RouteGroup::DuffelAirSearch, Fault::default());
+    wait_for_state(&a, FLIGHTS, "half_open").await;
+    wait_for_state(&b, FLIGHTS, "half_open").await;
+    // The period's first lease, taken at once by one of them, lapses unused (3 s).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for (name, replica) in [("b", &b), ("a", &a)] {
+        let (status, envelope) = search_flights(replica).await;
+        assert_eq!(
+            (status, &envelope["status"]),
+            (200, &serde_json::json!("ok")),
+            "replica {name}'s first caller: {envelope:#}"
+        );
+    }
+    drop((a, b));
+    drop_schema(&url, &schema).await;
+}
