@@ -251,10 +251,10 @@ pub(crate) const ROUTES: &[Route] = &[
                     name: "limit",
                     place: Place::Query,
                     description: Some(
-                        "At most this many jobs (default 100); values outside 1 to 1000 are clamped to it.",
+                        "At most this many jobs (default 100); 1 to 1000; any other value is refused (400).",
                     ),
                     schema: ParamSchema::Inline(
-                        || json!({"type": "integer", "minimum": 0, "maximum": 4294967295_u64}),
+                        || json!({"type": "integer", "minimum": 1, "maximum": 1000}),
                     ),
                 },
             ],
@@ -589,10 +589,10 @@ pub(crate) const ROUTES: &[Route] = &[
                 name: "limit",
                 place: Place::Query,
                 description: Some(
-                    "At most this many bookings (default 100); values outside 1 to 1000 are clamped to it.",
+                    "At most this many bookings (default 100); 1 to 1000; any other value is refused (400).",
                 ),
                 schema: ParamSchema::Inline(
-                    || json!({"type": "integer", "minimum": 0, "maximum": 4294967295_u64}),
+                    || json!({"type": "integer", "minimum": 1, "maximum": 1000}),
                 ),
             }],
             ..op(

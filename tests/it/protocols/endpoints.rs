@@ -576,6 +576,22 @@ async fn the_openapi_document_covers_every_route_and_only_routed_ones() {
         doc.pointer("/components/securitySchemes/adminKey")
             .is_some()
     );
+    // A list's `limit` is documented as the server holds it: 1 to 1000 (others are refused).
+    for path in ["/v1/jobs", "/v1/bookings"] {
+        let params = doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let limit = params
+            .iter()
+            .find(|p| p["name"] == "limit")
+            .unwrap_or_else(|| panic!("{path}: no limit parameter"));
+        assert_eq!(
+            (&limit["schema"]["minimum"], &limit["schema"]["maximum"]),
+            (&json!(1), &json!(1000)),
+            "{path}: {limit:#}"
+        );
+    }
     // Every documented operation reaches its handler: no fallback 404, no 405.
     for (path, ops) in doc["paths"].as_object().into_iter().flatten() {
         let concrete = path
