@@ -62,7 +62,7 @@ use super::progress::{Step, Steps};
 use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
-use crate::breaker::Caller;
+use crate::breaker::{BreakerState, Caller};
 use crate::clients::{ClientName, ProviderReserve, ShareSlot, ToolShare};
 use crate::clock;
 use crate::maintenance::{self, Schedule};
@@ -194,6 +194,14 @@ pub(super) fn take_share(
     })
 }
 
+/// Whether `route`'s breaker refuses every call now (open, or forced open).
+fn rejects_everyone(route: &Route, now: Instant) -> bool {
+    matches!(
+        route.breaker.state(now),
+        BreakerState::Open | BreakerState::ForcedOpen
+    )
+}
+
 /// Which of a tool's providers a read's client may reach now, for its share of each
 /// provider's window ([`check_provider_shares`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,6 +241,8 @@ pub(super) fn check_provider_shares(
             .would_admit_client(&route.name, client, reserve, now)
         {
             Ok(()) => takes = true,
+            // Open for everyone: no client reaches it, so it tells no client from another.
+            Err(_) if rejects_everyone(route, now) => {}
             Err(refused) => over.push(OverProvider {
                 provider: route.name.clone(),
                 over: refused,
@@ -415,8 +425,14 @@ fn run_route<'a>(
                 // Admitted, the request counts as the client's there (given back below if the
                 // breaker refuses it). A retry is counted, never refused: the call was let in,
                 // and its answer is the provider's failure, not "not called".
-                let counted = admit_client(tool, route, (now, attempt > 0), &span, &cx)
-                    .map_err(|over| Failure::ProviderShareFull { over: vec![*over] })?;
+                // Unless the breaker is open: then nobody's request goes, and its answer (the
+                // provider is not answering, back in so long) is the true one, not "the tool
+                // itself is not failing".
+                let counted = match admit_client(tool, route, (now, attempt > 0), &span, &cx) {
+                    Ok(counted) => counted,
+                    Err(_) if rejects_everyone(route, now) => None,
+                    Err(over) => return Err(Failure::ProviderShareFull { over: vec![*over] }),
+                };
                 let mut acquired = route.breaker.try_acquire_as(now, caller);
                 // In a fleet, a half-open breaker whose probe lease this replica is about to take
                 // (no other replica holds it): the call waits a moment for the lease and probes,

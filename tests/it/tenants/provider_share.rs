@@ -189,3 +189,57 @@ async fn a_client_over_its_share_of_one_provider_does_not_lead_another_clients_i
     let (_, _, again) = search(&s, QUIET, 40).await;
     assert_eq!(again["provider"], "duffel", "{again:#}");
 }
+
+/// A client over its share of a provider whose breaker is open is told what every client is
+/// told (the provider is not answering, back in so long), not that it should slow down because
+/// "the tool itself is not failing".
+#[tokio::test]
+async fn over_its_share_of_a_provider_whose_breaker_is_open_a_client_hears_the_outage() {
+    let s = Stack::builder(75)
+        .env(MapEnv(vec![
+            ("FAREGATE_CLIENT_KEYS", "noisy-team-key, quiet-team-key"),
+            ("FAREGATE_ADMIN_KEY", "share-admin-key"),
+        ]))
+        .config(one_provider_per_tool)
+        .start()
+        .await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            requests_per_minute: Some(LIMIT),
+            ..Fault::default()
+        },
+    );
+    let (status, _, _) = search(&s, QUIET, 3).await;
+    assert_eq!(status, 200);
+    for n in 0..23 {
+        search(&s, NOISY, 4 + n).await;
+    }
+    let (status, _, body) = search(&s, NOISY, 30).await;
+    assert_eq!(
+        (status, &body["limit"]),
+        (429, &json!("client_share_of_provider")),
+        "{body}"
+    );
+    let (status, _, forced) = send(
+        s.http
+            .post(s.url("/v1/breakers/search_flights.duffel/force"))
+            .bearer_auth("share-admin-key")
+            .json(&json!({"state": "open"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{forced}");
+    let (status, _, body) = search(&s, NOISY, 31).await;
+    assert_eq!(
+        (status, &body["status"], &body["breaker"]),
+        (200, &json!("unavailable"), &json!("forced_open")),
+        "{body:#}"
+    );
+    assert!(
+        !body["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not failing"),
+        "{body:#}"
+    );
+}
