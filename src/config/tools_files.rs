@@ -257,6 +257,20 @@ fn read_tool(
         }
     }
     let fresh_for = read_fresh_for(s, name.as_deref(), write);
+    // Said only where the file sets stale_for itself: a tool that keeps no stale answers by
+    // default may still answer repeats from memory for a moment.
+    if fresh_for > stale_for && s.has("stale_for") {
+        s.warning(
+            "fresh_for",
+            format!(
+                "\"{}\" is longer than stale_for (\"{}\"): an answer this tool may not serve as stale after {} is repeated as fresh, without its age in the text a model reads, for up to {}; keep fresh_for at most stale_for",
+                humantime::format_duration(fresh_for),
+                humantime::format_duration(stale_for),
+                humantime::format_duration(stale_for),
+                humantime::format_duration(fresh_for),
+            ),
+        );
+    }
     let breaker = match s.table("breaker") {
         Some(b) => {
             let v = read_breaker(&b, breaker_defaults);
@@ -348,7 +362,7 @@ fn read_fresh_for(s: &Section<'_>, name: Option<&str>, write: bool) -> Duration 
         s.error(
             "fresh_for",
             format!(
-                "{} is a write tool (a booking): its answers are never repeated from memory; remove `fresh_for` from this file",
+                "{} is a write tool (a booking, or an http tool with access = \"write\"): a write's answer is never repeated from memory, since each call must reach the provider; remove `fresh_for` from this file",
                 name.unwrap_or_default()
             ),
         );

@@ -390,6 +390,57 @@ fn fresh_for_is_read_for_a_read_tool_and_off_by_default() {
     assert_eq!(fresh_for("search_hotels"), Some(Duration::ZERO));
 }
 
+/// A tool whose file says how long it may be served stale is warned when `fresh_for` outlasts
+/// that: it would repeat an answer as fresh, with no age a model reads, after it may no longer
+/// be served even as stale.
+#[test]
+fn fresh_for_longer_than_an_explicit_stale_for_is_warned() {
+    let files = MapFiles::defaults().edit(
+        "tools/price_flight_offer.toml",
+        "stale_for = \"0s\"",
+        "stale_for = \"0s\"\nfresh_for = \"1h\"",
+    );
+    let (config, warnings) = load(
+        &files,
+        Path::new("/cfg/faregate.toml"),
+        &crate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        config.tool("price_flight_offer").map(|t| t.fresh_for),
+        Some(Duration::from_secs(3600))
+    );
+    let said: Vec<String> = warnings
+        .iter()
+        .map(|w| w.to_string())
+        .filter(|w| w.contains("fresh_for"))
+        .collect();
+    assert!(
+        said.len() == 1
+            && said[0].contains("price_flight_offer.toml")
+            && said[0].contains("\"1h\" is longer than stale_for (\"0s\")"),
+        "{said:#?}"
+    );
+    // Within stale_for: nothing said.
+    let files = MapFiles::defaults().edit(
+        "tools/search_flights.toml",
+        "stale_for = \"15m\"",
+        "stale_for = \"15m\"\nfresh_for = \"60s\"",
+    );
+    let (_, warnings) = load(
+        &files,
+        Path::new("/cfg/faregate.toml"),
+        &crate::tools::names(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        warnings
+            .iter()
+            .all(|w| !w.to_string().contains("fresh_for")),
+        "{warnings:#?}"
+    );
+}
+
 #[test]
 fn fresh_for_on_a_write_tool_is_refused_with_the_fix() {
     assert_one_error(

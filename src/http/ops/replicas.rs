@@ -8,7 +8,7 @@
 //! there is one replica, which lists itself. Each replica reads its own files: a reload asked
 //! of the fleet makes every replica read its files again, it does not copy one replica's files
 //! to the others. A replica whose reload fails keeps serving its running configuration (and says
-//! why at ERROR, as for SIGHUP), and the listing shows it apart from the others.
+//! why at ERROR, as for SIGHUP), and the listing shows the configuration it still runs beside the others'.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -236,7 +236,7 @@ async fn reload_asked(state: &SharedState, generation: i64) {
             generation,
             problems = problems.len(),
             fingerprint = %state.config().fingerprint,
-            "fleet: the reload the fleet was asked for changed nothing here; this replica keeps serving its running configuration, and GET /v1/admin/replicas shows it apart"
+            "fleet: the reload the fleet was asked for failed here (its files have problems: `faregate check` lists them); this replica keeps serving its running configuration (the fingerprint above), which GET /v1/admin/replicas shows beside the others'"
         ),
         Ok(Err(ReloadError::NoSource)) => tracing::warn!(
             generation,
