@@ -8,7 +8,28 @@ use serde_json::json;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::{drop_schema, fleet_config, postgres_url, replica, schema};
-use crate::support;
+use crate::support::{self, TestGateway};
+
+/// Two replicas of one store (`url`, `schema`) in front of the simulator at `sim_url`, every
+/// client held to `count` calls `per` period, `burst` at once.
+async fn two_replicas(
+    url: &str,
+    schema: &str,
+    sim_url: &str,
+    (count, per): (u32, Duration),
+    burst: u32,
+) -> [TestGateway; 2] {
+    let config = || {
+        let mut config = fleet_config(sim_url, |_| {});
+        config.limits.client_rate = Some(Rate { count, per });
+        config.limits.client_burst = burst;
+        config
+    };
+    [
+        replica(url, schema, config()).await,
+        replica(url, schema, config()).await,
+    ]
+}
 
 #[tokio::test]
 async fn a_client_spreading_its_calls_over_replicas_gets_its_rate_once() {
@@ -18,19 +39,7 @@ async fn a_client_spreading_its_calls_over_replicas_gets_its_rate_once() {
     };
     let schema = schema("fg_fleet_limits");
     let sim = support::start_sim(29).await;
-    let config = || {
-        let mut config = fleet_config(&sim.url(), |_| {});
-        config.limits.client_rate = Some(Rate {
-            count: 10,
-            per: Duration::from_secs(1),
-        });
-        config.limits.client_burst = 2;
-        config
-    };
-    let replicas = [
-        replica(&url, &schema, config()).await,
-        replica(&url, &schema, config()).await,
-    ];
+    let replicas = two_replicas(&url, &schema, &sim.url(), (10, Duration::from_secs(1)), 2).await;
 
     // 40 calls a second for 4 s, every other one on the other replica: four times the rate.
     // A call with arguments the tool refuses is admitted or refused like any other (the limit
@@ -87,19 +96,7 @@ async fn a_slow_rate_holds_for_the_fleet_when_no_replica_sees_a_second_call() {
     };
     let schema = schema("fg_fleet_slow_rate");
     let sim = support::start_sim(31).await;
-    let config = || {
-        let mut config = fleet_config(&sim.url(), |_| {});
-        config.limits.client_rate = Some(Rate {
-            count: 6,
-            per: Duration::from_secs(60),
-        });
-        config.limits.client_burst = 1;
-        config
-    };
-    let replicas = [
-        replica(&url, &schema, config()).await,
-        replica(&url, &schema, config()).await,
-    ];
+    let replicas = two_replicas(&url, &schema, &sim.url(), (6, Duration::from_secs(60)), 1).await;
     let client = reqwest::Client::new();
     let body = json!({"arguments": {"origin": "nowhere"}});
     let mut outcomes = Vec::new();

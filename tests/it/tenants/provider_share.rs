@@ -20,6 +20,32 @@ const QUIET: &str = "quiet-team-key";
 /// Searches the window allows.
 const LIMIT: u32 = 30;
 
+const ADMIN: &str = "share-admin-key";
+
+/// The gateway with the noisy and the quiet client (and an admin key), `tweak`ed, in front of a
+/// simulator whose Duffel flight search allows [`LIMIT`] searches a minute.
+async fn two_clients_sharing_duffel(
+    seed: u64,
+    tweak: impl FnOnce(faregate::config::Config) -> faregate::config::Config + 'static,
+) -> Stack {
+    let s = Stack::builder(seed)
+        .env(MapEnv(vec![
+            ("FAREGATE_CLIENT_KEYS", "noisy-team-key, quiet-team-key"),
+            ("FAREGATE_ADMIN_KEY", ADMIN),
+        ]))
+        .config(tweak)
+        .start()
+        .await;
+    s.sim.set_fault(
+        RouteGroup::DuffelAirSearch,
+        Fault {
+            requests_per_minute: Some(LIMIT),
+            ..Fault::default()
+        },
+    );
+    s
+}
+
 /// A native `search_flights` call of the holder of `key`, `days` out; the status, the
 /// `Retry-After` header and the envelope.
 async fn search(s: &Stack, key: &str, days: i64) -> (u16, Option<String>, Value) {
@@ -39,22 +65,8 @@ async fn search(s: &Stack, key: &str, days: i64) -> (u16, Option<String>, Value)
 #[tokio::test]
 async fn a_noisy_client_is_held_to_its_share_of_the_providers_window_and_the_quiet_one_is_answered()
 {
-    let s = Stack::builder(71)
-        .env(MapEnv(vec![(
-            "FAREGATE_CLIENT_KEYS",
-            "noisy-team-key, quiet-team-key",
-        )]))
-        .config(one_provider_per_tool)
-        .start()
-        .await;
     // A minute-long window: the test sends its 30-odd searches well within it.
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            requests_per_minute: Some(LIMIT),
-            ..Fault::default()
-        },
-    );
+    let s = two_clients_sharing_duffel(71, one_provider_per_tool).await;
 
     // The quiet client searches once; then the noisy one on and on, one search after another.
     let (status, _, body) = search(&s, QUIET, 3).await;
@@ -130,27 +142,14 @@ async fn a_noisy_client_is_held_to_its_share_of_the_providers_window_and_the_qui
 /// provider's answer, not the one the other client could only reach further down the chain.
 #[tokio::test]
 async fn a_client_over_its_share_of_one_provider_does_not_lead_another_clients_identical_search() {
-    let s = Stack::builder(73)
-        .env(MapEnv(vec![(
-            "FAREGATE_CLIENT_KEYS",
-            "noisy-team-key, quiet-team-key",
-        )]))
-        .config(|mut c| {
-            // Answered from memory too, so a remembered answer would show.
-            if let Some(t) = c.tools.iter_mut().find(|t| t.name == "search_flights") {
-                t.fresh_for = std::time::Duration::from_secs(60);
-            }
-            c
-        })
-        .start()
-        .await;
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            requests_per_minute: Some(LIMIT),
-            ..Fault::default()
-        },
-    );
+    // Answered from memory too, so a remembered answer would show.
+    let s = two_clients_sharing_duffel(73, |mut c| {
+        if let Some(t) = c.tools.iter_mut().find(|t| t.name == "search_flights") {
+            t.fresh_for = std::time::Duration::from_secs(60);
+        }
+        c
+    })
+    .await;
     let (status, _, body) = search(&s, QUIET, 3).await;
     assert_eq!(
         (status, &body["provider"]),
@@ -195,21 +194,7 @@ async fn a_client_over_its_share_of_one_provider_does_not_lead_another_clients_i
 /// "the tool itself is not failing".
 #[tokio::test]
 async fn over_its_share_of_a_provider_whose_breaker_is_open_a_client_hears_the_outage() {
-    let s = Stack::builder(75)
-        .env(MapEnv(vec![
-            ("FAREGATE_CLIENT_KEYS", "noisy-team-key, quiet-team-key"),
-            ("FAREGATE_ADMIN_KEY", "share-admin-key"),
-        ]))
-        .config(one_provider_per_tool)
-        .start()
-        .await;
-    s.sim.set_fault(
-        RouteGroup::DuffelAirSearch,
-        Fault {
-            requests_per_minute: Some(LIMIT),
-            ..Fault::default()
-        },
-    );
+    let s = two_clients_sharing_duffel(75, one_provider_per_tool).await;
     let (status, _, _) = search(&s, QUIET, 3).await;
     assert_eq!(status, 200);
     for n in 0..23 {
@@ -224,7 +209,7 @@ async fn over_its_share_of_a_provider_whose_breaker_is_open_a_client_hears_the_o
     let (status, _, forced) = send(
         s.http
             .post(s.url("/v1/breakers/search_flights.duffel/force"))
-            .bearer_auth("share-admin-key")
+            .bearer_auth(ADMIN)
             .json(&json!({"state": "open"})),
     )
     .await;
