@@ -199,6 +199,7 @@ pub async fn attach_fleet(app: &mut App, fleet: Arc<Fleet>) -> Result<(), StoreE
     // The fleet's outage ends as a replica's alert clock does.
     fleet.set_rejecting_grace(app.state.telemetry.alert_rules().half_open_grace);
     fleet.restore(app.state.gateway.breakers()).await?;
+    app.state.gateway.watch_store(Arc::clone(&fleet));
     app.state.replicas = fleet.replicas();
     app.state.fleet = Some(fleet);
     Ok(())

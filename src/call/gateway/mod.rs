@@ -45,6 +45,7 @@ use crate::breaker::{BreakerKey, BreakerRegistry};
 use crate::clients::{ClientName, Directory, ProviderReserve, ToolShare};
 use crate::config::Config;
 use crate::fingerprint::fnv1a_64;
+use crate::fleet::Fleet;
 use crate::ledger::Ledger;
 use crate::maintenance::Schedule;
 use crate::policy::SplitMix;
@@ -126,6 +127,9 @@ pub struct Gateway {
     /// without a store (the library without `app::attach_jobs`) books without one, relying on
     /// the provider's own deduplication.
     ledger: OnceLock<Ledger>,
+    /// The shared state's handle, once attached: whether the store (which holds the ledger)
+    /// answers, so a write is not listed as available while every booking would be refused.
+    fleet: OnceLock<Arc<Fleet>>,
     /// Each client's daily booking budget, by client name (only clients that have one). A
     /// `std` lock: read once per booking, written only when budgets are set, never held across
     /// an await.
@@ -181,6 +185,7 @@ impl Gateway {
             observer,
             rate_limits: Arc::default(),
             ledger: OnceLock::new(),
+            fleet: OnceLock::new(),
             budgets: std::sync::RwLock::default(),
             clients: OnceLock::new(),
             client_share: AtomicU32::new(0),
@@ -269,9 +274,21 @@ impl Gateway {
         Arc::clone(&self.served.load().maintenance)
     }
 
+    /// Reads whether the store answers from `fleet` from now on (the ledger is in that store).
+    pub fn watch_store(&self, fleet: Arc<Fleet>) {
+        let _ = self.fleet.set(fleet);
+    }
+
     /// Whether `tool` takes calls now: one of its providers has a breaker that admits them and
-    /// is held by no maintenance window.
+    /// is held by no maintenance window; and for a write through the booking ledger, the store
+    /// that holds the ledger answers (else every booking is refused unsent).
     pub fn is_available(&self, tool: &ServedTool, now: Instant) -> bool {
+        if tool.is_write()
+            && self.ledger.get().is_some()
+            && self.fleet.get().is_some_and(|f| !f.is_connected())
+        {
+            return false;
+        }
         let wall = crate::clock::utc_now();
         let served = self.served.load();
         tool.admitting(now)

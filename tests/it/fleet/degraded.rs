@@ -12,7 +12,7 @@ use super::{
     breaker, drop_schema, fleet_config, metrics, postgres_url, ready, replica, schema,
     search_flights, server_of, through, wait_connected, wait_for_state,
 };
-use crate::support::{self, CutProxy, send, wait_until};
+use crate::support::{self, CutProxy, TestGateway, send, wait_until};
 
 const FLIGHTS: &str = "search_flights.duffel";
 
@@ -56,6 +56,13 @@ async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
     assert!(
         said.contains("reads are served") && said.contains("every booking is refused"),
         "{r:#}"
+    );
+    // Agents are told so too: the bookings are not listed among the tools that work now.
+    let available = available_tools(&cut_off).await;
+    assert!(
+        available.contains(&"search_flights".to_string())
+            && !available.contains(&"book_flight".to_string()),
+        "{available:?}"
     );
     // The gateway raises an alert of its own once the store has been away 10 s.
     let alert = wait_until(
@@ -123,6 +130,12 @@ async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
     // PostgreSQL returns: the replica rejoins and its open reaches the other one.
     proxy.restore();
     wait_connected(&cut_off, true).await;
+    assert!(
+        available_tools(&cut_off)
+            .await
+            .contains(&"book_flight".to_string()),
+        "bookings are listed again once the store answers"
+    );
     wait_until(
         Duration::from_secs(10),
         "the job store to answer again",
@@ -160,4 +173,17 @@ async fn a_replica_without_postgres_serves_on_its_own_and_rejoins() {
     );
     drop((cut_off, other));
     drop_schema(&url, &schema).await;
+}
+
+/// The tools `GET /v1/tools?available=true` lists on `gateway`.
+async fn available_tools(gateway: &TestGateway) -> Vec<String> {
+    let url = gateway.url("/v1/tools?available=true");
+    let (status, _, body) = send(reqwest::Client::new().get(url)).await;
+    assert_eq!(status, 200, "{body}");
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
 }
