@@ -334,7 +334,9 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
     let soonest = |anchor: Option<Duration>| {
         anchor.map(|anchor| facts.others_back.map_or(anchor, |back| back.min(anchor)))
     };
-    let behind = failure.unlisted_behind().map(str::to_string);
+    let behind = failure
+        .unlisted_behind_failed()
+        .map(|f| (f.provider.clone(), f.misconfigured));
     match failure {
         Failure::Upstream {
             provider, error, ..
@@ -344,7 +346,11 @@ pub(super) fn background(failure: Failure, facts: Background) -> Verdict {
             // not answer, it is that outage, said as such, and the job waits for that provider.
             ErrorKind::Rejected { message } if error.is_not_listed() && !facts.write => {
                 let (anchor, error) = match &behind {
-                    Some(down) => (
+                    Some((down, true)) => (
+                        facts.others_back,
+                        texts::unlisted_behind_misconfigured(&facts.info.tool, down, &provider),
+                    ),
+                    Some((down, false)) => (
                         facts.others_back,
                         texts::unlisted_behind_outage(&facts.info.tool, down, &provider),
                     ),

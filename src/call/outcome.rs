@@ -52,6 +52,9 @@ pub(crate) struct Failed {
     pub(crate) provider: String,
     /// How long it asked to be left alone, from when it failed.
     pub(crate) back_in: Option<Duration>,
+    /// It refused the gateway's own credentials or setup (`misconfigured`): an operator must
+    /// fix it, and waiting does not.
+    pub(crate) misconfigured: bool,
 }
 
 #[cfg(test)]
@@ -60,6 +63,7 @@ impl From<&str> for Failed {
         Failed {
             provider: provider.into(),
             back_in: None,
+            misconfigured: false,
         }
     }
 }
@@ -172,15 +176,17 @@ impl Failure {
     /// lists only the days near today has not said the flight does not exist, and the
     /// provider that would know is down. `None` otherwise.
     pub(crate) fn unlisted_behind(&self) -> Option<&str> {
+        self.unlisted_behind_failed().map(|f| f.provider.as_str())
+    }
+
+    /// The provider [`Failure::unlisted_behind`] names, as it failed.
+    pub(crate) fn unlisted_behind_failed(&self) -> Option<&Failed> {
         match self {
             Failure::Upstream {
                 provider,
                 error,
                 failed,
-            } if error.is_not_listed() => failed
-                .iter()
-                .map(|f| f.provider.as_str())
-                .find(|p| *p != provider.as_str()),
+            } if error.is_not_listed() => failed.iter().find(|f| f.provider != *provider),
             _ => None,
         }
     }
@@ -225,13 +231,17 @@ impl Failure {
     /// This failure's provider as one that failed the call, with its `Retry-After`, if it
     /// said one.
     pub(crate) fn as_failed(&self) -> Option<Failed> {
-        let back_in = match self {
-            Failure::Upstream { error, .. } => error.kind.retry_after(),
-            _ => None,
+        let (back_in, misconfigured) = match self {
+            Failure::Upstream { error, .. } => (
+                error.kind.retry_after(),
+                matches!(error.kind, ErrorKind::Misconfigured { .. }),
+            ),
+            _ => (None, false),
         };
         self.provider().map(|provider| Failed {
             provider: provider.to_string(),
             back_in,
+            misconfigured,
         })
     }
 

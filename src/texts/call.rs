@@ -202,6 +202,15 @@ pub fn unlisted_behind_outage(tool: &str, down: &str, backup: &str) -> String {
     )
 }
 
+/// As [`unlisted_behind_outage`], when the provider that would know refused the gateway's own
+/// credentials or setup: an operator must fix that (waiting does not), and the job's
+/// `last_error` says so, as the log does.
+pub fn unlisted_behind_misconfigured(tool: &str, down: &str, backup: &str) -> String {
+    format!(
+        "{tool} not answered yet: {down} refused the gateway's credentials or setup (misconfigured: an operator must fix the gateway's configuration for {down}; its log says what {down} answered), and {backup}, the backup, lists nothing for this call; the job asks again later"
+    )
+}
+
 /// A write whose request reached the provider without a confirmation back.
 pub fn uncertain_write(tool: &str, provider: &str) -> String {
     format!(

@@ -365,6 +365,21 @@ fn a_backup_listing_nothing_behind_an_outage_is_unavailable_not_rejected() {
         other => panic!("{other:?}"),
     }
 
+    // Behind a provider that refused the gateway's own credentials, the job's last error says
+    // so: an operator must fix it, and waiting does not.
+    let mut behind_misconfigured = unlisted(&["amadeus", "flightaware"]);
+    if let Failure::Upstream { failed, .. } = &mut behind_misconfigured {
+        failed[0].misconfigured = true;
+    }
+    match answer::background(behind_misconfigured, job_in_chain(None, secs(40))) {
+        Verdict::Later { error, .. } => assert!(
+            error.contains("amadeus refused the gateway's credentials or setup")
+                && !error.contains("nothing needs to be done"),
+            "{error}"
+        ),
+        other => panic!("{other:?}"),
+    }
+
     let alone = unlisted(&["flightaware"]);
     assert_eq!(alone.unlisted_behind(), None);
     let env = answer::interactive(
