@@ -29,12 +29,12 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions, Postgres};
 use sqlx::query::Query;
 use sqlx::sqlite::{
     Sqlite, SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions,
 };
-use sqlx::{ColumnIndex, Database, Decode, PgPool, Row, SqlSafeStr, SqlitePool, Type};
+use sqlx::{ColumnIndex, Connection, Database, Decode, PgPool, Row, SqlSafeStr, SqlitePool, Type};
 
 use super::StoreError;
 
@@ -209,6 +209,7 @@ impl Db {
             options = options.application_name(&format!("faregate/{}", std::process::id()));
         }
         options = options.options([("client_min_messages", "warning")]);
+        first_connection(&options).await?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
@@ -408,6 +409,31 @@ fn pg_query<'a>(
     })
 }
 
+/// How long the first connection to PostgreSQL may take before the gateway gives up starting.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// One connection before the pool: a pool that cannot connect says only that it timed out
+/// waiting, after its whole wait, where one connection says why at once (connection refused, no
+/// such host). The database's own refusals (an unknown role, a missing database) read as
+/// every store error does.
+async fn first_connection(options: &PgConnectOptions) -> Result<(), StoreError> {
+    let at = format!("{}:{}", options.get_host(), options.get_port());
+    match tokio::time::timeout(CONNECT_WAIT, PgConnection::connect_with(options)).await {
+        Ok(Ok(connection)) => {
+            let _ = connection.close().await;
+            Ok(())
+        }
+        Ok(Err(sqlx::Error::Io(e))) => Err(StoreError(format!(
+            "cannot reach PostgreSQL at {at}: {e}; check that it runs there and that the URL's host and port are right"
+        ))),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(StoreError(format!(
+            "PostgreSQL at {at} did not answer within {} s; check that it runs there and that the URL's host and port are right",
+            CONNECT_WAIT.as_secs()
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -455,6 +481,26 @@ mod tests {
         assert_eq!(
             text,
             "the database refused: role \"faregate_no_such_role\" does not exist (code 28000)"
+        );
+    }
+
+    /// A PostgreSQL that is not there is said at once, with where the gateway looked and what
+    /// to check, not after the pool's whole wait as "pool timed out".
+    #[tokio::test]
+    async fn a_postgres_nobody_listens_on_is_said_at_once() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let url = format!("postgres://faregate@127.0.0.1:{port}/faregate");
+        let StoreError(text) = Db::open_postgres(&url, None)
+            .await
+            .expect_err("nothing listens there");
+        assert!(
+            text.starts_with(&format!("cannot reach PostgreSQL at 127.0.0.1:{port}: "))
+                && text.contains("refused")
+                && text.contains("host and port"),
+            "{text}"
         );
     }
 
