@@ -405,6 +405,51 @@ async fn a_client_that_takes_no_answer_is_closed_at_the_header_read_timeout() {
     assert_eq!(status, 200);
 }
 
+/// A request whose `host` header names another host than its `:authority` is malformed (RFC
+/// 9113, 8.3.1) and refused with a JSON 400, before the `/mcp` Host check reads only one of them.
+#[tokio::test]
+async fn a_host_header_that_contradicts_the_authority_is_refused() {
+    let s = stack(|c| c).await;
+    let addr = s.gateway.addr;
+    let tcp = TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut client, connection) = h2::client::handshake(tcp)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(connection);
+    for (authority, host, expected) in [
+        ("evil.example", addr.to_string(), 400),
+        (&*addr.to_string(), addr.to_string().to_uppercase(), 200),
+    ] {
+        let request = axum::http::Request::get(format!("http://{authority}/healthz"))
+            .header("host", host.as_str())
+            .body(())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (response, _) = client
+            .send_request(request, true)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let response = response.await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(response.status(), expected, "{authority} / {host}");
+        if expected == 400 {
+            let mut body = response.into_body();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk.unwrap_or_else(|e| panic!("{e}"));
+                let _ = body.flow_control().release_capacity(chunk.len());
+                bytes.extend_from_slice(&chunk);
+            }
+            let said: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                said["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("host header and :authority")),
+                "{said}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_client_that_never_answers_the_goodbye_is_dropped() {
     let s = stack(|mut c| {

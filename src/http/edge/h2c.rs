@@ -222,6 +222,12 @@ impl hyper::service::Service<Request<Incoming>> for Streams {
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
+        // A `host` header that names another authority than `:authority` makes the request
+        // malformed (RFC 9113, 8.3.1): refused before any check reads one of the two (the
+        // `/mcp` Host check reads `host`).
+        if let Some(refused) = authority_mismatch(&request) {
+            return Box::pin(std::future::ready(Ok(refused)));
+        }
         request.extensions_mut().insert(ConnectInfo(self.peer));
         let busy = InFlight::enter(&self.busy);
         // The router is always ready (axum's `Router::poll_ready`), so it is called directly:
@@ -238,6 +244,22 @@ impl hyper::service::Service<Request<Incoming>> for Streams {
             Ok(holding(response, (busy, answering)))
         })
     }
+}
+
+/// A 400 for a request whose `host` header and `:authority` name different hosts.
+fn authority_mismatch(request: &Request<Incoming>) -> Option<Response> {
+    use axum::response::IntoResponse as _;
+    let authority = request.uri().authority()?;
+    let host = request.headers().get(axum::http::header::HOST)?;
+    (!host
+        .as_bytes()
+        .eq_ignore_ascii_case(authority.as_str().as_bytes()))
+    .then(|| {
+        super::ApiError::bad_request(
+            "the host header and :authority name different hosts; send one, or the same in both",
+        )
+        .into_response()
+    })
 }
 
 /// One stream in flight, counted until dropped.
