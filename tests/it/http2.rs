@@ -347,6 +347,26 @@ async fn closed_within_3_s(tcp: &mut TcpStream, what: &str) {
         .unwrap_or_else(|_| panic!("{what}: the connection was still open after 3 s"));
 }
 
+/// An h2 client connection of our own to `addr` whose streams' windows start at `window`, and
+/// the task driving it (it ends when the connection does).
+async fn raw_h2(
+    addr: SocketAddr,
+    window: u32,
+) -> (
+    h2::client::SendRequest<axum::body::Bytes>,
+    tokio::task::JoinHandle<Result<(), h2::Error>>,
+) {
+    let tcp = TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (client, connection) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .handshake(tcp)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    (client, tokio::spawn(connection))
+}
+
 /// A client that stops reading (every stream's window left at zero, so no byte of an answer
 /// can be sent) is closed once an answer has waited the header read timeout, and its slot of
 /// the connection cap serves another: it cannot hold the gateway's connections and the
@@ -360,15 +380,7 @@ async fn a_client_that_takes_no_answer_is_closed_at_the_header_read_timeout() {
     })
     .await;
     let addr = s.gateway.addr;
-    let tcp = TcpStream::connect(addr)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (mut client, connection) = h2::client::Builder::new()
-        .initial_window_size(0)
-        .handshake::<_, axum::body::Bytes>(tcp)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let driver = tokio::spawn(connection);
+    let (mut client, driver) = raw_h2(addr, 0).await;
     let request = axum::http::Request::get(format!("http://{addr}/openapi.json"))
         .body(())
         .unwrap_or_else(|e| panic!("{e}"));
@@ -411,13 +423,7 @@ async fn a_client_that_takes_no_answer_is_closed_at_the_header_read_timeout() {
 async fn a_host_header_that_contradicts_the_authority_is_refused() {
     let s = stack(|c| c).await;
     let addr = s.gateway.addr;
-    let tcp = TcpStream::connect(addr)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (mut client, connection) = h2::client::handshake(tcp)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(connection);
+    let (mut client, _driver) = raw_h2(addr, 65_535).await;
     for (authority, host, expected) in [
         ("evil.example", addr.to_string(), 400),
         (&*addr.to_string(), addr.to_string().to_uppercase(), 200),

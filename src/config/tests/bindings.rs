@@ -152,12 +152,7 @@ fn a_binding_of_a_provider_the_tool_does_not_list_is_only_a_warning() {
         "providers = [\"amadeus\", \"flightaware\"]",
         "providers = [\"amadeus\"]",
     );
-    let (config, warnings) = load(
-        &files,
-        Path::new("/cfg/faregate.toml"),
-        &crate::tools::names(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (config, warnings) = files.load_warned();
     assert_eq!(
         config
             .tool("get_flight_status")
@@ -165,10 +160,9 @@ fn a_binding_of_a_provider_the_tool_does_not_list_is_only_a_warning() {
         Some(vec!["amadeus".to_string()])
     );
     assert!(
-        warnings
-            .iter()
-            .any(|w| w.to_string().contains("binding.flightaware")
-                && w.to_string().contains("not in this tool's providers")),
+        warnings.iter().any(
+            |w| w.contains("binding.flightaware") && w.contains("not in this tool's providers")
+        ),
         "{warnings:#?}"
     );
 }

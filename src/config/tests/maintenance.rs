@@ -78,16 +78,10 @@ end = "2999-12-05T04:00:00Z"
 reason = "long"
 "#,
     );
-    let (config, warnings) = crate::config::load(
-        &files,
-        Path::new("/cfg/faregate.toml"),
-        &crate::tools::names(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (config, warnings) = files.load_warned();
     assert_eq!(config.maintenance.len(), 2);
-    let said: Vec<String> = warnings
+    let said: Vec<&String> = warnings
         .iter()
-        .map(|w| w.to_string())
         .filter(|w| w.contains("maintenance["))
         .collect();
     assert_eq!(said.len(), 1, "{said:#?}");

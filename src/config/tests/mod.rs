@@ -75,6 +75,18 @@ impl MapFiles {
         )
         .map(|(c, _)| c)
     }
+
+    /// Loads, expecting success, with the warnings rendered.
+    #[track_caller]
+    pub(super) fn load_warned(&self) -> (Config, Vec<String>) {
+        let (config, warnings) = load(
+            self,
+            Path::new("/cfg/faregate.toml"),
+            &crate::tools::names(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        (config, warnings.iter().map(|w| w.to_string()).collect())
+    }
 }
 
 impl Files for MapFiles {
@@ -400,19 +412,13 @@ fn fresh_for_longer_than_an_explicit_stale_for_is_warned() {
         "stale_for = \"0s\"",
         "stale_for = \"0s\"\nfresh_for = \"1h\"",
     );
-    let (config, warnings) = load(
-        &files,
-        Path::new("/cfg/faregate.toml"),
-        &crate::tools::names(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (config, warnings) = files.load_warned();
     assert_eq!(
         config.tool("price_flight_offer").map(|t| t.fresh_for),
         Some(Duration::from_secs(3600))
     );
-    let said: Vec<String> = warnings
+    let said: Vec<&String> = warnings
         .iter()
-        .map(|w| w.to_string())
         .filter(|w| w.contains("fresh_for"))
         .collect();
     assert!(
@@ -427,16 +433,9 @@ fn fresh_for_longer_than_an_explicit_stale_for_is_warned() {
         "stale_for = \"15m\"",
         "stale_for = \"15m\"\nfresh_for = \"60s\"",
     );
-    let (_, warnings) = load(
-        &files,
-        Path::new("/cfg/faregate.toml"),
-        &crate::tools::names(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (_, warnings) = files.load_warned();
     assert!(
-        warnings
-            .iter()
-            .all(|w| !w.to_string().contains("fresh_for")),
+        warnings.iter().all(|w| !w.contains("fresh_for")),
         "{warnings:#?}"
     );
 }
