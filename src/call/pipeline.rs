@@ -62,7 +62,7 @@ use super::progress::{Step, Steps};
 use super::retry::is_retryable;
 use super::served::{Route, ServedTool};
 use super::upstream::Upstream;
-use crate::breaker::Caller;
+use crate::breaker::{BreakerState, Caller};
 use crate::clients::{ClientName, ProviderReserve};
 use crate::clock;
 use crate::maintenance::{self, Schedule};
@@ -311,7 +311,10 @@ fn run_route<'a>(
                 // In a fleet, a half-open breaker whose probe lease this replica is about to take
                 // (no other replica holds it): the call waits a moment for the lease and probes,
                 // rather than be told the provider is not answering when nobody asked it.
-                if acquired.is_err()
+                // (Asked only of a half-open refusal: an open breaker's fast-fail pays nothing.)
+                if acquired
+                    .as_ref()
+                    .is_err_and(|rejected| rejected.state == BreakerState::HalfOpen)
                     && let Some(granted) = route.breaker.probe_lease_coming(now, caller)
                 {
                     // Granted, or not within the wait (the fleet may have recovered meanwhile
