@@ -74,7 +74,8 @@ impl Gateway {
         // also of the reads that wait below on a shared call and hold nothing of it (memory per
         // held call, BENCHMARKS.md); one allocation is small beside the fast-fail answer's cost.
         if tool.all_open(Instant::now()) {
-            let ran = self.read_alone((served, tool), (info, client), request, deadline, key);
+            let alone = (request, deadline, key, true);
+            let ran = self.read_alone((served, tool), (info, client), alone);
             return Either::Right(Either::Left(Box::pin(ran)));
         }
         // One copy of the key, shared by the call, its task and every caller waiting on it.
@@ -129,8 +130,8 @@ impl Gateway {
             }
             Err(NotLed::Alone(alone)) => {
                 let (request, client) = *alone;
-                let key = key.to_string();
-                let ran = self.read_alone((served, tool), (info, client), request, deadline, key);
+                let alone = (request, deadline, key.to_string(), false);
+                let ran = self.read_alone((served, tool), (info, client), alone);
                 return Either::Right(Either::Left(Box::pin(ran)));
             }
         };
@@ -152,22 +153,20 @@ impl Gateway {
 
     /// A read that shares no call: every breaker rejecting (nothing would go upstream), or a
     /// client over its share of some of the providers' windows (what it reaches is its own).
-    /// Only what every client would have got is remembered: an answer when every breaker
-    /// rejected (a probe's), never one a client reached past a provider that refused it alone.
+    /// Only what every client would have got is remembered (`remember`): an answer when every
+    /// breaker rejected (a probe's), never one a client reached past a provider that refused it
+    /// alone.
     async fn read_alone(
         self: &Arc<Self>,
         (served, tool): (Arc<Served>, Arc<ServedTool>),
         (info, client): (CallInfo, ClientName),
-        request: ToolRequest,
-        deadline: Instant,
-        key: String,
+        (request, deadline, key, remember): (ToolRequest, Instant, String, bool),
     ) -> Envelope {
         let cx = self.context(&served, CallTag::of(&info.call_id, &client));
         let share = self.share_of(&client);
         let mode = CallMode::Interactive;
-        let every_open = tool.all_open(Instant::now());
         match pipeline::run(&tool, &request, deadline, mode, share, cx).await {
-            Ok(success) if every_open => self.remember(&tool, &key, answer::fresh(info, success)),
+            Ok(success) if remember => self.remember(&tool, &key, answer::fresh(info, success)),
             Ok(success) => answer::fresh(info, success),
             Err(failure) => self.interactive_answer((&tool, &client), info, &failure, Some(&key)),
         }
