@@ -331,6 +331,19 @@ async fn idle_and_silent_connections_close_at_the_header_read_timeout() {
     );
 }
 
+/// A new connection to `addr` is served within 3 s: the connection cap's slot was freed.
+async fn the_freed_slot_serves(addr: SocketAddr) {
+    let (mut conn, _driver) = connect(addr).await;
+    let (status, _) = tokio::time::timeout(
+        Duration::from_secs(3),
+        send_on(&mut conn, addr, "/healthz", None),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the freed slot did not serve a new connection"))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+}
+
 /// Reads `tcp` until the gateway closes it; panics if it is still open after 3 s.
 async fn closed_within_3_s(tcp: &mut TcpStream, what: &str) {
     let mut buf = [0u8; 4096];
@@ -406,15 +419,7 @@ async fn a_client_that_takes_no_answer_is_closed_at_the_header_read_timeout() {
     );
     drop(head);
     // The only slot of the connection cap serves a new connection.
-    let (mut conn, _driver) = connect(addr).await;
-    let (status, _) = tokio::time::timeout(
-        Duration::from_secs(3),
-        send_on(&mut conn, addr, "/healthz", None),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the freed slot did not serve a new connection"))
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(status, 200);
+    the_freed_slot_serves(addr).await;
 }
 
 /// A request whose `host` header names another host than its `:authority` is malformed (RFC
@@ -497,15 +502,7 @@ async fn a_client_that_never_answers_the_goodbye_is_dropped() {
     assert_eq!(&head, b"HTTP/1.1 101", "the upgrade was not taken");
     closed_within_3_s(&mut upgraded, "h2c upgrade, preface never sent").await;
     // The only slot of the connection cap is free again.
-    let (mut conn, _driver) = connect(addr).await;
-    let (status, _) = tokio::time::timeout(
-        Duration::from_secs(3),
-        send_on(&mut conn, addr, "/healthz", None),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("the freed slot did not serve a new connection"))
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(status, 200);
+    the_freed_slot_serves(addr).await;
 }
 
 #[tokio::test]
